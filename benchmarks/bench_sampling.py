@@ -1,0 +1,474 @@
+"""Sampler time per call: kvgen against Hugging Face (torch CPU) and plain NumPy.
+
+What is measured
+----------------
+One call = process a batch of logits ``[rows, vocab]`` with a sampling chain and draw one
+token per row. Two workloads (the "sampler time per call" figure of BENCHMARKS.md):
+
+* ``chain``: repetition penalty 1.1 over a 64-token history, temperature 0.8, top-k 40,
+  top-p 0.95, draw.
+* ``top-p alone``: temperature 1.0, top-k off, top-p 0.95, no penalty, draw.
+
+for rows 1, 8, 32 and vocab 32,000, 50,257, 151,936. Engines:
+
+* ``kvgen``: ``kvgen.LogitsProcessor(cfg).sample(logits, input_ids, step=0)`` (copies the
+  logits internally, runs the chain, draws). Single-threaded today.
+* ``HF``: ``LogitsProcessorList([RepetitionPenalty, Temperature, TopK, TopP])`` on a clone
+  of the logits (``torch.from_numpy``), then ``torch.multinomial(torch.softmax(...), 1)``,
+  under ``torch.inference_mode()``, ``torch.set_num_threads(--threads)`` (default 1).
+  Processors that a workload disables are left out, as ``generate()`` leaves them out.
+* ``NumPy``: a plain vectorized implementation on a copy of the logits (take/put for the
+  penalty, division, ``np.argpartition`` for top-k, a sort of the k survivors for top-p,
+  softmax, a cumulative search for the draw); with top-k off, top-p needs a full
+  ``np.argsort`` of the vocabulary, which is what a plain implementation does.
+
+A fourth timer, ``pass``, is ``np.sum`` over the same logits: one SIMD read of every logit
+in the same cache state, the least any sampler must do. ``pass%`` = pass / kvgen.
+
+Inputs (fixed seed 0): logits ``standard_normal((rows, vocab)) * 2.5`` (float32) with 8
+boosted tokens per row set to ``uniform(12, 15)``: the top token holds ~20-40% of the
+probability, the boosted ones ~90% at vocab 32k/50k and ~70% at 152k (the bulk's mass
+grows with the vocabulary). So the top-p 0.95 nucleus without top-k ranges from tens to
+~1,000 tokens at 32k/50k and ~10,000 at 152k; the ``kept`` column prints the mean number
+of tokens that survive the chain. A flat random distribution (no boosted tokens) would be
+the worst case for top-p alone (the nucleus holds most of the vocabulary). The history
+``input_ids [rows, 64]`` is uniform over the vocabulary with 4 of the boosted tokens in
+it, so the penalty touches the head of the distribution; every engine gets the same
+arrays.
+
+Protocol (BENCHMARKS.md): an untimed sanity check first (kvgen's in-place processor and
+the NumPy filter keep exactly the tokens HF keeps); then per configuration every engine is
+warmed up and calibrated to ~0.15 s per round, and the engines are interleaved
+(kvgen HF NumPy pass, kvgen HF NumPy pass, ...) for ``--rounds`` rounds (default 7); each
+round records the mean time per call. Reported: the median over rounds, the min-max
+spread, and the ratios HF/kvgen and NumPy/kvgen of the medians.
+
+Run (pinned, as the protocol asks; not required):
+
+    taskset -c 0,1 python benchmarks/bench_sampling.py            # full, a few minutes
+    taskset -c 0,1 python benchmarks/bench_sampling.py --quick    # smoke run, < 30 s
+
+Writes a table to stdout, ``benchmarks/results/bench_sampling.json`` (``--out``) with
+every figure and the environment, and a PNG next to it when matplotlib is installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import transformers
+from transformers.generation.logits_process import (
+    LogitsProcessorList,
+    RepetitionPenaltyLogitsProcessor,
+    TemperatureLogitsWarper,
+    TopKLogitsWarper,
+    TopPLogitsWarper,
+)
+
+import kvgen
+
+SEED = 0
+HISTORY = 64
+LOGIT_SCALE = 2.5
+BOOSTED = 8
+BOOST_RANGE = (12.0, 15.0)
+BOOSTED_IN_HISTORY = 4
+ROWS = (1, 8, 32)
+VOCABS = (32000, 50257, 151936)
+QUICK_VOCABS = (50257,)
+WORKLOADS = {
+    "chain": {"temperature": 0.8, "top_k": 40, "top_p": 0.95, "repetition_penalty": 1.1},
+    "top-p alone": {"temperature": 1.0, "top_k": 0, "top_p": 0.95, "repetition_penalty": 1.0},
+}
+ENGINES = ("kvgen", "HF", "NumPy", "pass")  # "pass": one np.sum over the logits
+KVGEN_THREADS = 1  # kvgen's sampler runs on the calling thread
+ROUND_S, QUICK_ROUND_S = 0.15, 0.03
+SANITY_SHAPE = (8, 50257)
+TARGET_SPEEDUP = ("chain", 8, 50257, 20.0)  # HF / kvgen at least this
+TARGET_LATENCY = ("chain", 1, 50257, 50.0)  # kvgen microseconds per call at most this
+CPU_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni")
+DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "bench_sampling.json"
+
+
+# ---- environment ---------------------------------------------------------------------
+
+
+def cpu_info() -> dict:
+    model, flags = "unknown", set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and model == "unknown":
+                    model = value.strip()
+                elif key.strip() == "flags" and not flags:
+                    flags = set(value.split())
+    except OSError:
+        pass
+    return {"model": model, "flags": {flag: flag in flags for flag in CPU_FLAGS}}
+
+
+def environment(threads: int) -> dict:
+    affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    return {
+        "versions": {
+            "kvgen": kvgen.__version__,
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+            "numpy": np.__version__,
+            "python": platform.python_version(),
+        },
+        "cpu": cpu_info(),
+        "cpu_count": os.cpu_count(),
+        "affinity": affinity,
+        "threads": {"kvgen": KVGEN_THREADS, "torch": threads, "numpy": 1},
+    }
+
+
+def print_environment(env: dict) -> None:
+    print("versions: " + ", ".join(f"{k} {v}" for k, v in env["versions"].items()))
+    flags = " ".join(f"{k}={'yes' if v else 'no'}" for k, v in env["cpu"]["flags"].items())
+    print(f"cpu: {env['cpu']['model']} ({env['cpu_count']} logical cores); flags: {flags}")
+    print(f"affinity: cores {env['affinity']}")
+    t = env["threads"]
+    print(f"threads: kvgen {t['kvgen']} (single-threaded sampler), torch {t['torch']}, "
+          f"numpy {t['numpy']} (no BLAS in these ops)")
+
+
+# ---- inputs --------------------------------------------------------------------------
+
+
+def make_inputs(rows: int, vocab: int) -> tuple[np.ndarray, np.ndarray]:
+    """Logits [rows, vocab] float32 and history [rows, HISTORY] int64, seeded."""
+    rng = np.random.default_rng(SEED)
+    logits = (rng.standard_normal((rows, vocab)) * LOGIT_SCALE).astype(np.float32)
+    boosted = np.stack([rng.choice(vocab, BOOSTED, replace=False) for _ in range(rows)])
+    np.put_along_axis(logits, boosted, rng.uniform(*BOOST_RANGE, (rows, BOOSTED)).astype(np.float32), axis=1)
+    history = rng.integers(0, vocab, (rows, HISTORY), dtype=np.int64)
+    history[:, :BOOSTED_IN_HISTORY] = boosted[:, :BOOSTED_IN_HISTORY]
+    return np.ascontiguousarray(logits), history
+
+
+def kvgen_config(params: dict) -> kvgen.GenerationConfig:
+    return kvgen.GenerationConfig(do_sample=True, seed=SEED, **params)
+
+
+# ---- engines: each returns a zero-argument callable doing one timed call -------------
+
+
+def kvgen_engine(params: dict, logits: np.ndarray, history: np.ndarray):
+    proc = kvgen.LogitsProcessor(kvgen_config(params))
+    return lambda: proc.sample(logits, history, step=0)
+
+
+def hf_processors(params: dict) -> LogitsProcessorList:
+    """The processors generate() would build for params, in its order."""
+    procs = LogitsProcessorList()
+    if params["repetition_penalty"] != 1.0:
+        procs.append(RepetitionPenaltyLogitsProcessor(params["repetition_penalty"]))
+    if params["temperature"] != 1.0:
+        procs.append(TemperatureLogitsWarper(params["temperature"]))
+    if params["top_k"]:
+        procs.append(TopKLogitsWarper(params["top_k"]))
+    if params["top_p"] < 1.0:
+        procs.append(TopPLogitsWarper(params["top_p"]))
+    return procs
+
+
+def hf_engine(params: dict, logits: np.ndarray, history: np.ndarray):
+    procs = hf_processors(params)
+    scores, ids = torch.from_numpy(logits), torch.from_numpy(history)
+
+    def call():
+        # clone: a processor may write in place; kvgen copies the logits internally too
+        processed = procs(ids, scores.clone())
+        return torch.multinomial(torch.softmax(processed, dim=-1), 1)
+
+    return call
+
+
+def numpy_filter(params: dict, logits: np.ndarray, history: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The chain in plain NumPy: (token ids, probabilities) per row, ascending by logit;
+    removed tokens have probability 0."""
+    x = logits.copy()  # part of the timed cost, like kvgen's internal copy and HF's clone
+    penalty = params["repetition_penalty"]
+    if penalty != 1.0:
+        seen = np.take_along_axis(x, history, axis=1)
+        np.put_along_axis(x, history, np.where(seen < 0, seen * penalty, seen / penalty), axis=1)
+    if params["temperature"] != 1.0:
+        x /= np.float32(params["temperature"])
+    k = params["top_k"]
+    if k:
+        ids = np.argpartition(x, -k, axis=1)[:, -k:]
+        vals = np.take_along_axis(x, ids, axis=1)
+        order = np.argsort(vals, axis=1)  # sort within the k survivors
+        ids, vals = np.take_along_axis(ids, order, axis=1), np.take_along_axis(vals, order, axis=1)
+    else:
+        ids = np.argsort(x, axis=1)  # full sort of the vocabulary
+        vals = np.take_along_axis(x, ids, axis=1)
+    probs = np.exp(vals - vals[:, -1:])
+    probs /= probs.sum(axis=1, keepdims=True)
+    if params["top_p"] < 1.0:
+        # HF's rule: drop the tokens whose ascending cumulative mass is <= 1 - top_p
+        probs[np.cumsum(probs, axis=1) <= 1.0 - params["top_p"]] = 0.0
+    return ids, probs
+
+
+def numpy_draw(ids: np.ndarray, probs: np.ndarray, uniform: np.ndarray) -> np.ndarray:
+    """One token per row: the first position whose cumulative weight exceeds u * total."""
+    cum = np.cumsum(probs, axis=1)
+    pos = np.minimum((cum <= uniform[:, None] * cum[:, -1:]).sum(axis=1), cum.shape[1] - 1)
+    return ids[np.arange(len(ids)), pos]
+
+
+def numpy_engine(params: dict, logits: np.ndarray, history: np.ndarray):
+    rng = np.random.default_rng(SEED)
+    return lambda: numpy_draw(*numpy_filter(params, logits, history), rng.random(len(logits)))
+
+
+def pass_engine(logits: np.ndarray):
+    return lambda: np.sum(logits)
+
+
+def make_engines(params: dict, logits: np.ndarray, history: np.ndarray) -> dict:
+    return {
+        "kvgen": kvgen_engine(params, logits, history),
+        "HF": hf_engine(params, logits, history),
+        "NumPy": numpy_engine(params, logits, history),
+        "pass": pass_engine(logits),
+    }
+
+
+# ---- sanity --------------------------------------------------------------------------
+
+
+def kept_sets(params: dict, logits: np.ndarray, history: np.ndarray) -> dict:
+    """Per engine, the boolean mask [rows, vocab] of tokens the chain keeps."""
+    processed = kvgen.LogitsProcessor(kvgen_config(params))(history, logits.copy())
+    hf = hf_processors(params)(torch.from_numpy(history), torch.from_numpy(logits.copy()))
+    ids, probs = numpy_filter(params, logits, history)
+    np_mask = np.zeros(logits.shape, dtype=bool)
+    np.put_along_axis(np_mask, ids, probs > 0, axis=1)
+    return {"kvgen": np.isfinite(processed), "HF": torch.isfinite(hf).numpy(), "NumPy": np_mask}
+
+
+def sanity_check() -> dict:
+    """Raises unless kvgen and NumPy keep exactly HF's tokens at SANITY_SHAPE."""
+    logits, history = make_inputs(*SANITY_SHAPE)
+    report = {}
+    for name, params in WORKLOADS.items():
+        masks = kept_sets(params, logits, history)
+        for engine in ("kvgen", "NumPy"):
+            if not np.array_equal(masks[engine], masks["HF"]):
+                diff = int((masks[engine] != masks["HF"]).sum())
+                raise RuntimeError(f"sanity: {engine} keeps other tokens than HF for {name} "
+                                   f"at rows x vocab = {SANITY_SHAPE} ({diff} differ)")
+        report[name] = masks["HF"].sum(axis=1).tolist()
+    print(f"sanity: same kept tokens (kvgen, NumPy vs HF; rows x vocab = {SANITY_SHAPE[0]} x "
+          f"{SANITY_SHAPE[1]}; kept per row: " + "; ".join(f"{k} {v}" for k, v in report.items()) + ")")
+    return {"shape": list(SANITY_SHAPE), "kept_per_row": report, "result": "same kept tokens"}
+
+
+def mean_kept(params: dict, logits: np.ndarray, history: np.ndarray) -> float:
+    processed = kvgen.LogitsProcessor(kvgen_config(params))(history, logits.copy())
+    return float(np.isfinite(processed).sum(axis=1).mean())
+
+
+# ---- timing --------------------------------------------------------------------------
+
+
+def calls_per_round(fn, round_s: float) -> int:
+    """Warms fn up and returns how many calls take about round_s."""
+    for _ in range(3):
+        fn()
+    calls, elapsed = 1, 0.0
+    while elapsed < round_s / 10:
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        elapsed = time.perf_counter() - start
+        if elapsed < round_s / 10:
+            calls *= 2
+    return max(1, round(round_s * calls / elapsed))
+
+
+def time_calls(fn, calls: int) -> float:
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - start) / calls
+
+
+def measure(engines: dict, rounds: int, round_s: float) -> tuple[dict, dict]:
+    """Interleaved rounds; returns (per-call seconds per round, calls per round) per engine."""
+    calls = {name: calls_per_round(fn, round_s) for name, fn in engines.items()}
+    samples = {name: [] for name in engines}
+    for _ in range(rounds):
+        for name, fn in engines.items():
+            samples[name].append(time_calls(fn, calls[name]))
+    return samples, calls
+
+
+def summarize(seconds: list[float]) -> dict:
+    us = [s * 1e6 for s in seconds]
+    return {"median_us": statistics.median(us), "min_us": min(us), "max_us": max(us), "rounds_us": us}
+
+
+def bench_config(workload: str, rows: int, vocab: int, rounds: int, round_s: float) -> dict:
+    params = WORKLOADS[workload]
+    logits, history = make_inputs(rows, vocab)
+    samples, calls = measure(make_engines(params, logits, history), rounds, round_s)
+    stats = {name: summarize(s) for name, s in samples.items()}
+    kv = stats["kvgen"]["median_us"]
+    return {
+        "workload": workload, "rows": rows, "vocab": vocab, "params": params,
+        "mean_kept_tokens": mean_kept(params, logits, history),
+        "calls_per_round": calls, "engines": stats,
+        "ratios": {
+            "HF/kvgen": stats["HF"]["median_us"] / kv,
+            "NumPy/kvgen": stats["NumPy"]["median_us"] / kv,
+            "pass/kvgen": stats["pass"]["median_us"] / kv,
+        },
+    }
+
+
+# ---- report --------------------------------------------------------------------------
+
+
+def fmt_time(s: dict) -> str:
+    return f"{s['median_us']:9.1f} [{s['min_us']:.1f}-{s['max_us']:.1f}]"
+
+
+HEADER = (f"{'workload':<12} {'rows':>4} {'vocab':>6} {'kept':>7} | {'kvgen us [min-max]':>26} | "
+          f"{'HF us [min-max]':>28} | {'NumPy us [min-max]':>28} | {'HF/kv':>6} {'NP/kv':>6} {'pass%':>6}")
+
+
+def table_row(r: dict) -> str:
+    e, q = r["engines"], r["ratios"]
+    return (f"{r['workload']:<12} {r['rows']:>4} {r['vocab']:>6} {r['mean_kept_tokens']:>7.0f} | "
+            f"{fmt_time(e['kvgen']):>26} | {fmt_time(e['HF']):>28} | {fmt_time(e['NumPy']):>28} | "
+            f"{q['HF/kvgen']:>6.1f} {q['NumPy/kvgen']:>6.1f} {100 * q['pass/kvgen']:>5.0f}%")
+
+
+def find(results: list[dict], workload: str, rows: int, vocab: int) -> dict | None:
+    return next((r for r in results if (r["workload"], r["rows"], r["vocab"]) == (workload, rows, vocab)), None)
+
+
+def check_targets(results: list[dict]) -> list[dict]:
+    """The issue's two targets, as PASS/MISS (not assertions)."""
+    checks = []
+    workload, rows, vocab, min_ratio = TARGET_SPEEDUP
+    r = find(results, workload, rows, vocab)
+    if r:
+        got = r["ratios"]["HF/kvgen"]
+        checks.append({"target": f"{workload} {rows} x {vocab}: HF/kvgen >= {min_ratio:g}",
+                       "value": got, "pass": got >= min_ratio, "text": f"{got:.1f}x"})
+    workload, rows, vocab, max_us = TARGET_LATENCY
+    r = find(results, workload, rows, vocab)
+    if r:
+        got = r["engines"]["kvgen"]["median_us"]
+        checks.append({"target": f"{workload} {rows} x {vocab}: kvgen <= {max_us:g} us/call",
+                       "value": got, "pass": got <= max_us, "text": f"{got:.1f} us"})
+    for c in checks:
+        print(f"{'PASS' if c['pass'] else 'MISS'}: {c['target']} (measured {c['text']})")
+    return checks
+
+
+def write_plot(results: list[dict], path: Path) -> Path | None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("plot: matplotlib is not installed, no PNG written")
+        return None
+    rows_values = sorted({r["rows"] for r in results})
+    fig, axes = plt.subplots(1, len(rows_values), figsize=(5 * len(rows_values), 4.2), squeeze=False)
+    colors = {"kvgen": "tab:blue", "HF": "tab:orange", "NumPy": "tab:green"}
+    styles = {"chain": "-", "top-p alone": "--"}
+    for ax, rows in zip(axes[0], rows_values):
+        for workload, style in styles.items():
+            series = sorted((r for r in results if r["rows"] == rows and r["workload"] == workload),
+                            key=lambda r: r["vocab"])
+            vocabs = [r["vocab"] for r in series]
+            for engine, color in colors.items():
+                ax.plot(vocabs, [r["engines"][engine]["median_us"] for r in series], style, color=color,
+                        marker="o", label=f"{engine}, {workload}")
+        ax.set(xscale="log", yscale="log", title=f"rows = {rows}", xlabel="vocab", ylabel="us per call")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0][0].legend(fontsize=8)
+    fig.suptitle("sampler time per call (median of interleaved rounds; lower is better)")
+    fig.tight_layout()
+    png = path.with_suffix(".png")
+    fig.savefig(png, dpi=120)
+    plt.close(fig)
+    return png
+
+
+# ---- main ----------------------------------------------------------------------------
+
+
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="smoke run: vocab 50257 only, 5 short rounds")
+    p.add_argument("--rounds", type=int, help="interleaved rounds (default 7, 5 with --quick; at least 5)")
+    p.add_argument("--threads", type=int, default=KVGEN_THREADS,
+                   help=f"torch threads (default {KVGEN_THREADS}, kvgen's sampler thread count)")
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"JSON output (default {DEFAULT_OUT})")
+    args = p.parse_args()
+    if args.rounds is None:
+        args.rounds = 5 if args.quick else 7
+    if args.rounds < 5:
+        p.error("--rounds must be at least 5 (BENCHMARKS.md)")
+    return args
+
+
+def main() -> None:
+    args = parse_args()
+    torch.set_num_threads(args.threads)
+    env = environment(args.threads)
+    print_environment(env)
+    if env["affinity"] and len(env["affinity"]) > 2:
+        print("note: not pinned; the protocol recommends `taskset -c 0,1`")
+    sanity = sanity_check()
+
+    vocabs = QUICK_VOCABS if args.quick else VOCABS
+    round_s = QUICK_ROUND_S if args.quick else ROUND_S
+    print(f"\n{args.rounds} interleaved rounds of ~{round_s:g} s per engine; times: median [min-max] "
+          f"of the per-call mean of each round; kept: mean tokens left by the chain; "
+          f"pass%: np.sum over the logits / kvgen\n")
+    print(HEADER)
+    results = []
+    with torch.inference_mode():
+        for workload in WORKLOADS:
+            for rows in ROWS:
+                for vocab in vocabs:
+                    results.append(bench_config(workload, rows, vocab, args.rounds, round_s))
+                    print(table_row(results[-1]), flush=True)
+    print()
+    targets = check_targets(results)
+
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    settings = {"quick": args.quick, "rounds": args.rounds, "round_s": round_s, "seed": SEED,
+                "history": HISTORY, "logits": {"scale": LOGIT_SCALE, "boosted_per_row": BOOSTED,
+                                               "boost_range": BOOST_RANGE,
+                                               "boosted_in_history": BOOSTED_IN_HISTORY}}
+    report = {"environment": env, "settings": settings, "sanity": sanity, "results": results, "targets": targets}
+    args.out.write_text(json.dumps(report, indent=1))
+    print(f"\njson: {args.out}")
+    png = write_plot(results, args.out)
+    if png:
+        print(f"plot: {png}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+// Array conversion for the bindings (see arrays.h).
+#include "arrays.h"
+
+#include <sstream>
+
+#include "kvgen/errors.h"
+
+namespace kvgen::bindings {
+namespace {
+
+std::string shape_of(const py::array& a) {
+  std::ostringstream s;
+  s << "(";
+  for (py::ssize_t i = 0; i < a.ndim(); ++i) s << (i ? ", " : "") << a.shape(i);
+  s << (a.ndim() == 1 ? ",)" : ")");
+  return s.str();
+}
+
+std::string type_name(py::handle obj) { return py::str(py::type::of(obj).attr("__name__")); }
+
+// A NumPy view of obj without copying: ndarrays as they are, DLPack producers (torch
+// CPU tensors) through numpy.from_dlpack. `float_only` gives dtype errors that name the
+// fix for half-precision tensors before DLPack fails on them.
+py::array numpy_view(py::handle obj, const char* name, bool float_only) {
+  if (py::isinstance<py::array>(obj)) return py::reinterpret_borrow<py::array>(obj);
+  if (py::hasattr(obj, "__dlpack__")) {
+    if (float_only && py::hasattr(obj, "dtype")) {
+      const std::string dt = py::str(obj.attr("dtype"));
+      if (dt.find("float32") == std::string::npos) {
+        throw TypeError(std::string(name) + " has dtype " + dt +
+                        "; kvgen reads float32 logits only and never converts them silently: pass " + name +
+                        ".float() (torch) or " + name + ".astype(numpy.float32)");
+      }
+    }
+    try {
+      return py::module_::import("numpy").attr("from_dlpack")(obj);
+    } catch (py::error_already_set& e) {
+      throw TypeError(std::string(name) + " (" + type_name(obj) + ") cannot be read in place through DLPack: " +
+                      e.what() + " (kvgen needs a CPU tensor)");
+    }
+  }
+  return py::array();
+}
+
+}  // namespace
+
+LogitsView logits_view(py::handle obj, bool writable, const char* name) {
+  py::array a = numpy_view(obj, name, true);
+  if (!a) {
+    throw TypeError(std::string(name) + " must be a float32 NumPy array or a CPU tensor (DLPack), got " +
+                    type_name(obj));
+  }
+  if (!a.dtype().is(py::dtype::of<float>())) {
+    const std::string dt = py::str(a.dtype());
+    throw TypeError(std::string(name) + " must have dtype float32, got " + dt +
+                    "; kvgen never converts logits silently: pass " + name + ".astype(numpy.float32)");
+  }
+  if (a.ndim() != 2) {
+    throw ValueError(std::string(name) + " must be 2-D [rows, vocab], got " + std::to_string(a.ndim()) +
+                     "-D with shape " + shape_of(a) + (a.ndim() == 1 ? " (use logits[None, :] for one row)" : ""));
+  }
+  if (!(a.flags() & py::array::c_style)) {
+    throw ValueError(std::string(name) + " must be C-contiguous (row-major) to be read in place; got shape " +
+                     shape_of(a) + " with other strides: pass numpy.ascontiguousarray(" + name + ")");
+  }
+  if (writable && !a.writeable()) {
+    throw ValueError(std::string(name) + " is read-only, but this call writes the processed logits into it");
+  }
+  if (a.shape(1) == 0) throw ValueError(std::string(name) + " has an empty vocabulary axis, shape " + shape_of(a));
+  // Read-only arrays are only ever read (writable was checked above for writers).
+  float* data = const_cast<float*>(static_cast<const float*>(a.data()));
+  return {a, data, static_cast<int64_t>(a.shape(0)), static_cast<int64_t>(a.shape(1))};
+}
+
+HistoryView history_view(py::handle obj, int64_t rows, const char* name) {
+  HistoryView h;
+  h.rows = rows;
+  if (obj.is_none()) {
+    h.array = py::array_t<int64_t, py::array::c_style>(std::vector<py::ssize_t>{rows, 0});
+    return h;
+  }
+  py::array a = numpy_view(obj, name, false);
+  if (!a) a = py::module_::import("numpy").attr("asarray")(obj);
+  const char kind = a.dtype().kind();
+  if (kind != 'i' && kind != 'u') {
+    throw TypeError(std::string(name) + " must hold integer token ids, got dtype " + std::string(py::str(a.dtype())));
+  }
+  if (a.ndim() != 2) {
+    throw ValueError(std::string(name) + " must be 2-D [rows, length], got " + std::to_string(a.ndim()) +
+                     "-D with shape " + shape_of(a));
+  }
+  if (a.shape(0) != rows) {
+    throw ValueError(std::string(name) + " has " + std::to_string(a.shape(0)) + " rows but logits has " +
+                     std::to_string(rows));
+  }
+  h.array = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
+  h.length = static_cast<int64_t>(a.shape(1));
+  return h;
+}
+
+py::array_t<int64_t, py::array::c_style> ids_view(py::handle obj, int64_t rows, const char* name) {
+  if (obj.is_none()) return py::array_t<int64_t, py::array::c_style>(0);
+  py::array a = py::module_::import("numpy").attr("asarray")(obj);
+  const char kind = a.dtype().kind();
+  if ((kind != 'i' && kind != 'u') || a.ndim() != 1 || a.shape(0) != rows) {
+    throw ValueError(std::string(name) + " must be a 1-D integer array with one entry per row (" +
+                     std::to_string(rows) + "), got dtype " + std::string(py::str(a.dtype())) + " shape " +
+                     shape_of(a));
+  }
+  return py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
+}
+
+}  // namespace kvgen::bindings

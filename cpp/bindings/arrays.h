@@ -1,0 +1,41 @@
+// Array conversion for the bindings: NumPy arrays and DLPack producers (torch CPU
+// tensors) are read in place; a wrong dtype, rank or layout is a clear TypeError /
+// ValueError, never a silent copy of the logits.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <string>
+
+namespace kvgen::bindings {
+
+namespace py = pybind11;
+
+// A C-contiguous float32 [rows, vocab] view over the caller's memory.
+struct LogitsView {
+  py::array array;  // keeps the memory alive
+  float* data;
+  int64_t rows;
+  int64_t vocab;
+};
+
+// An int64 [rows, length] token history (copied to int64 if it came as another int type).
+struct HistoryView {
+  py::array_t<int64_t, py::array::c_style> array;
+  int64_t rows = 0;
+  int64_t length = 0;
+  const int64_t* data() const { return length ? array.data() : nullptr; }
+};
+
+// `name` is the argument's name in error messages.
+LogitsView logits_view(py::handle obj, bool writable, const char* name = "logits");
+
+// None -> empty history for `rows` rows.
+HistoryView history_view(py::handle obj, int64_t rows, const char* name = "input_ids");
+
+// (rows) int64 sequence ids, or an empty array for None.
+py::array_t<int64_t, py::array::c_style> ids_view(py::handle obj, int64_t rows, const char* name);
+
+}  // namespace kvgen::bindings

@@ -1,0 +1,24 @@
+// The kvgen._core extension module: each binding file registers its part.
+#include <pybind11/pybind11.h>
+
+#include "kvgen/errors.h"
+
+namespace py = pybind11;
+
+namespace kvgen::bindings {
+void register_generation_config(py::module_& m);
+void register_sampling(py::module_& m);
+}  // namespace kvgen::bindings
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "kvgen C++ core: generation config, logits processors and sampling.";
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const kvgen::TypeError& e) {
+      PyErr_SetString(PyExc_TypeError, e.what());
+    }
+  });
+  kvgen::bindings::register_generation_config(m);
+  kvgen::bindings::register_sampling(m);
+}

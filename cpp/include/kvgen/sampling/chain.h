@@ -1,0 +1,43 @@
+// The processor chain: one factory turns a GenerationConfig into the ordered list of
+// processors, in Hugging Face's order (GenerationMixin._get_logits_processor):
+//
+//   1. sequence_bias                      8. forced_eos_token_id
+//   2. logit_bias                (kvgen)  9. remove_invalid_values
+//   3. repetition_penalty                10. suppress_tokens
+//   4. presence/frequency_penalty (kvgen) 11. begin_suppress_tokens
+//   5. no_repeat_ngram_size              -- warpers, only when sampling (do_sample and
+//   6. bad_words_ids                        temperature > 0) --
+//   7. min_length, min_new_tokens,       12. temperature   15. min_p        18. eta_cutoff
+//      forced_bos_token_id               13. top_k         16. typical_p
+//                                        14. top_p         17. epsilon_cutoff
+//                                        19. renormalize_logits (always last)
+//
+// Under beam sampling the warpers keep at least len(eos_token_id) + 1 tokens, as HF.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kvgen/generation_config.h"
+#include "kvgen/sampling/processors.h"
+
+namespace kvgen {
+
+class Chain : public LogitsProcessor {
+ public:
+  explicit Chain(std::vector<ProcessorPtr> processors) : processors_(std::move(processors)) {}
+  void apply(Candidates& c, const RowContext& ctx, Workspace& ws) const override {
+    for (const auto& p : processors_) p->apply(c, ctx, ws);
+  }
+  std::string describe() const override;
+  size_t size() const { return processors_.size(); }
+  const LogitsProcessor& operator[](size_t i) const { return *processors_[i]; }
+
+ private:
+  std::vector<ProcessorPtr> processors_;
+};
+
+// Builds the chain for a validated config.
+Chain make_chain(const GenerationConfig& config);
+
+}  // namespace kvgen

@@ -1,0 +1,69 @@
+// Sampler: a processor chain plus the scratch it needs, applied to [rows, vocab] logits.
+// process() edits logits in place (the LogitsProcessor API); sample() reads logits
+// without writing them and picks one token per row: argmax when greedy, otherwise a
+// draw keyed by (seed, sequence id, step) so that it does not depend on the batch.
+#pragma once
+
+#include <cstdint>
+
+#include <xtensor/xtensor.hpp>
+
+#include "kvgen/generation_config.h"
+#include "kvgen/sampling/chain.h"
+
+namespace kvgen {
+
+// The token history of each row: ids (rows, stride) row-major, the first `length`
+// (or lengths[r]) of each row valid, of which the first prompt_length (or
+// prompt_lengths[r]) are the prompt.
+struct TokenHistory {
+  const int64_t* ids = nullptr;
+  int64_t stride = 0;
+  int64_t length = 0;
+  const int64_t* lengths = nullptr;
+  int64_t prompt_length = 0;
+  const int64_t* prompt_lengths = nullptr;
+
+  RowContext row(int64_t r) const {
+    const int64_t len = lengths ? lengths[r] : length;
+    return {ids ? ids + r * stride : nullptr, len, prompt_lengths ? prompt_lengths[r] : prompt_length};
+  }
+};
+
+// Keys of the random draw of each row.
+struct DrawKeys {
+  uint64_t seed = 0;
+  const int64_t* sequence_ids = nullptr;  // (rows) stable ids; nullptr: the row index
+  int64_t step = 0;
+};
+
+class Sampler {
+ public:
+  explicit Sampler(GenerationConfig config);
+
+  const GenerationConfig& config() const { return config_; }
+  const Chain& chain() const { return chain_; }
+
+  // Applies the chain to every row of logits (rows, vocab) in place; filtered tokens
+  // become -inf. Validates everything before writing anything.
+  void process(float* logits, int64_t rows, int64_t vocab, const TokenHistory& history);
+
+  // Picks a token per row of logits (rows, vocab), which are only read. tokens: (rows).
+  // logprobs (rows, optional): log-probability of each token under the processed
+  // distribution. processed (rows, vocab, optional): receives the processed logits.
+  void sample(const float* logits, int64_t rows, int64_t vocab, const TokenHistory& history,
+              const DrawKeys& keys, int64_t* tokens, float* logprobs = nullptr, float* processed = nullptr);
+
+ private:
+  void check_inputs(const float* logits, int64_t rows, int64_t vocab, const TokenHistory& history);
+  // Picks the token of one processed row; returns it and writes its log-probability.
+  int64_t pick(Candidates& c, double uniform, float* logprob, int64_t row);
+
+  GenerationConfig config_;
+  Chain chain_;
+  Workspace ws_;
+  xt::xtensor<float, 1> row_;   // (vocab) processed row when the caller wants none back
+  int64_t checked_vocab_ = -1;  // config token ids were checked against this vocab
+};
+
+}  // namespace kvgen

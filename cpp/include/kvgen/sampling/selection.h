@@ -1,0 +1,35 @@
+// Partial selection over a row of candidates, so that no filter sorts the vocabulary:
+// top-k with a bounded heap behind a SIMD threshold test, threshold collection, and
+// "smallest prefix by mass" (top-p, typical) through a histogram of the keys' float bits.
+#pragma once
+
+#include <cstdint>
+
+#include "kvgen/sampling/candidates.h"
+
+namespace kvgen::selection {
+
+// Positions of the values >= the k-th largest (so ties with it are kept, as in Hugging
+// Face's TopKLogitsWarper), in descending value order (ties by position). Returns
+// their count (>= k when n >= k). out: room for n positions.
+int64_t top_k(const float* vals, int64_t n, int64_t k, int32_t* out, Workspace& ws);
+
+// The k-th largest value (k >= 1, k <= n).
+float kth_largest(const float* vals, int64_t n, int64_t k, Workspace& ws);
+
+// Positions i with vals[i] >= threshold, in position order. Returns their count.
+int64_t collect_at_least(const float* vals, int64_t n, float threshold, int32_t* out);
+
+// Sorts positions[0..count) by descending vals (ties by position).
+void sort_descending(const float* vals, int32_t* positions, int64_t count);
+
+// Walks items in ascending `keys` order (keys >= 0, +inf allowed) and keeps item j while
+// the weight of the items before it is < target, or fewer than min_keep are kept: the
+// rule of Hugging Face's top-p and typical warpers. Writes kept positions to out, in
+// ascending-key order only within ties of the histogram, so the result is unsorted.
+// Returns the count. Uses ws.buckets, ws.positions and the histogram as scratch, so out
+// must be another buffer (ws.chosen).
+int64_t smallest_prefix_by_mass(const float* keys, const float* weights, int64_t n, double target,
+                                int64_t min_keep, int32_t* out, Workspace& ws);
+
+}  // namespace kvgen::selection

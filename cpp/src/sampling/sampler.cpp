@@ -1,0 +1,132 @@
+// Sampler: input checks, the per-row loop, argmax and the keyed multinomial draw.
+#include "kvgen/sampling/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <sstream>
+
+#include "kvgen/errors.h"
+#include "kvgen/kernels/vector_math.h"
+#include "kvgen/sampling/rng.h"
+
+namespace kvgen {
+namespace {
+
+// First index whose inclusive prefix sum of w exceeds target; blocks are summed with
+// SIMD first. Rounding can leave target >= the total: then the last positive weight.
+int64_t find_cumulative(const float* w, int64_t n, double target) {
+  constexpr int64_t kBlock = 256;
+  double before = 0.0;
+  int64_t last_positive = -1;
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t e = std::min(b + kBlock, n);
+    float block = 0.0f;
+#pragma omp simd reduction(+ : block)
+    for (int64_t i = b; i < e; ++i) block += w[i];
+    if (block <= 0.0f) continue;
+    if (before + block > target) {
+      for (int64_t i = b; i < e; ++i) {
+        before += w[i];
+        if (w[i] > 0.0f) last_positive = i;
+        if (before > target) return i;
+      }
+      return last_positive;
+    }
+    before += block;
+    for (int64_t i = e - 1; i >= b; --i)
+      if (w[i] > 0.0f) {
+        last_positive = i;
+        break;
+      }
+  }
+  return last_positive;
+}
+
+}  // namespace
+
+Sampler::Sampler(GenerationConfig config) : config_(std::move(config)), chain_(make_chain((config_.validate(), config_))) {}
+
+void Sampler::check_inputs(const float* logits, int64_t rows, int64_t vocab, const TokenHistory& history) {
+  if (vocab < 1) throw ValueError("logits must have at least one column (the vocabulary), got 0");
+  if (vocab > INT32_MAX) throw ValueError("vocabulary larger than 2^31 tokens is not supported");
+  if (vocab != checked_vocab_) {
+    config_.validate_vocab(vocab);
+    checked_vocab_ = vocab;
+  }
+  ws_.reserve(vocab);
+  for (int64_t r = 0; r < rows; ++r) {
+    const RowContext ctx = history.row(r);
+    for (int64_t i = 0; i < ctx.history_len; ++i) {
+      const int64_t t = ctx.history[i];
+      if (t < 0 || t >= vocab) {
+        std::ostringstream msg;
+        msg << "input_ids[" << r << ", " << i << "] = " << t << " is outside the vocabulary [0, " << vocab << ")";
+        throw ValueError(msg.str());
+      }
+    }
+    if (!config_.remove_invalid_values && kernels::has_nan(logits + r * vocab, vocab)) {
+      std::ostringstream msg;
+      msg << "logits row " << r << " contains NaN (set remove_invalid_values=True to replace NaN by 0)";
+      throw ValueError(msg.str());
+    }
+  }
+}
+
+void Sampler::process(float* logits, int64_t rows, int64_t vocab, const TokenHistory& history) {
+  check_inputs(logits, rows, vocab, history);
+  for (int64_t r = 0; r < rows; ++r) {
+    Candidates c(logits + r * vocab, vocab, ws_);
+    chain_.apply(c, history.row(r), ws_);
+    c.materialize();
+  }
+}
+
+void Sampler::sample(const float* logits, int64_t rows, int64_t vocab, const TokenHistory& history,
+                     const DrawKeys& keys, int64_t* tokens, float* logprobs, float* processed) {
+  check_inputs(logits, rows, vocab, history);
+  if (!processed && static_cast<int64_t>(row_.size()) < vocab)
+    row_ = xt::xtensor<float, 1>::from_shape({static_cast<size_t>(vocab)});
+  for (int64_t r = 0; r < rows; ++r) {
+    float* dst = processed ? processed + r * vocab : row_.data();
+    std::memcpy(dst, logits + r * vocab, sizeof(float) * vocab);
+    Candidates c(dst, vocab, ws_);
+    chain_.apply(c, history.row(r), ws_);
+    const uint64_t seq = keys.sequence_ids ? static_cast<uint64_t>(keys.sequence_ids[r]) : static_cast<uint64_t>(r);
+    const double u = config_.is_greedy() ? 0.0 : Philox4x32::uniform(keys.seed, seq, static_cast<uint64_t>(keys.step));
+    float lp = 0.0f;
+    tokens[r] = pick(c, u, &lp, r);
+    if (logprobs) logprobs[r] = lp;
+    if (processed) c.materialize();
+  }
+}
+
+int64_t Sampler::pick(Candidates& c, double uniform, float* logprob, int64_t row) {
+  const float* v = c.values();
+  const int64_t n = c.size();
+  const float m = kernels::max_of(v, n);
+  if (!(m > kernels::kNegInf)) {
+    std::ostringstream msg;
+    msg << "logits row " << row << ": every token has probability 0 after processing (all -inf)";
+    throw ValueError(msg.str());
+  }
+  int64_t pos;
+  double sum;
+  if (config_.is_greedy()) {
+    // argmax; among equal logits the smallest token id, as torch.argmax
+    pos = kernels::find_first(v, n, m);
+    if (!c.dense())
+      for (int64_t j = pos + 1; j < n; ++j)
+        if (v[j] == m && c.id_at(j) < c.id_at(pos)) pos = j;
+    sum = kernels::sum_exp(v, n, m);
+  } else {
+    float* w = ws_.weights.data();
+    sum = kernels::exp_into(w, v, n, m);
+    pos = find_cumulative(w, n, uniform * sum);
+  }
+  *logprob = static_cast<float>((v[pos] - m) - std::log(sum));
+  return c.id_at(pos);
+}
+
+}  // namespace kvgen

@@ -1,0 +1,15 @@
+"""kvgen: autoregressive text generation on the CPU.
+
+A C++ core (sampling kernels, search, KV-cached transformers) behind a small Python API.
+"""
+
+from kvgen._config import from_dict, from_hf
+from kvgen._core import GenerationConfig, sample
+from kvgen._processor import LogitsProcessor
+
+__version__ = "0.1.0"
+
+GenerationConfig.from_dict = staticmethod(from_dict)
+GenerationConfig.from_hf = staticmethod(from_hf)
+
+__all__ = ["GenerationConfig", "LogitsProcessor", "sample", "__version__"]
