@@ -37,7 +37,9 @@ it, so the penalty touches the head of the distribution; every engine gets the s
 arrays.
 
 Protocol (BENCHMARKS.md): an untimed sanity check first (kvgen's in-place processor and
-the NumPy filter keep exactly the tokens HF keeps); then per configuration every engine is
+the NumPy filter keep exactly the tokens HF keeps, at 8 x 50,257; for top-p alone a token
+within 1e-5 of the nucleus boundary in float64 mass may differ, which is float rounding of
+the softmax sum: printed, not fatal); then per configuration every engine is
 warmed up and calibrated to ~0.15 s per round, and the engines are interleaved
 (kvgen HF NumPy pass, kvgen HF NumPy pass, ...) for ``--rounds`` rounds (default 7); each
 round records the mean time per call. Reported: the median over rounds, the min-max
@@ -55,6 +57,7 @@ every figure and the environment, and a PNG next to it when matplotlib is instal
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -88,10 +91,10 @@ WORKLOADS = {
     "chain": {"temperature": 0.8, "top_k": 40, "top_p": 0.95, "repetition_penalty": 1.1},
     "top-p alone": {"temperature": 1.0, "top_k": 0, "top_p": 0.95, "repetition_penalty": 1.0},
 }
-ENGINES = ("kvgen", "HF", "NumPy", "pass")  # "pass": one np.sum over the logits
 KVGEN_THREADS = 1  # kvgen's sampler runs on the calling thread
 ROUND_S, QUICK_ROUND_S = 0.15, 0.03
 SANITY_SHAPE = (8, 50257)
+BOUNDARY_TOLERANCE = 1e-5  # float64 probability mass
 TARGET_SPEEDUP = ("chain", 8, 50257, 20.0)  # HF / kvgen at least this
 TARGET_LATENCY = ("chain", 1, 50257, 50.0)  # kvgen microseconds per call at most this
 CPU_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni")
@@ -116,6 +119,14 @@ def cpu_info() -> dict:
     return {"model": model, "flags": {flag: flag in flags for flag in CPU_FLAGS}}
 
 
+def kvgen_binary() -> dict:
+    """Which compiled core was imported (rebuilds change timings): path and sha256 prefix."""
+    path = Path(kvgen._core.__file__)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+    mtime = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(path.stat().st_mtime))
+    return {"path": str(path), "sha256": digest, "mtime_utc": mtime}
+
+
 def environment(threads: int) -> dict:
     affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     return {
@@ -126,6 +137,7 @@ def environment(threads: int) -> dict:
             "numpy": np.__version__,
             "python": platform.python_version(),
         },
+        "kvgen_core": kvgen_binary(),
         "cpu": cpu_info(),
         "cpu_count": os.cpu_count(),
         "affinity": affinity,
@@ -135,6 +147,8 @@ def environment(threads: int) -> dict:
 
 def print_environment(env: dict) -> None:
     print("versions: " + ", ".join(f"{k} {v}" for k, v in env["versions"].items()))
+    core = env["kvgen_core"]
+    print(f"kvgen core: {core['path']} (sha256 {core['sha256']}, built {core['mtime_utc']} UTC)")
     flags = " ".join(f"{k}={'yes' if v else 'no'}" for k, v in env["cpu"]["flags"].items())
     print(f"cpu: {env['cpu']['model']} ({env['cpu_count']} logical cores); flags: {flags}")
     print(f"affinity: cores {env['affinity']}")
@@ -207,7 +221,7 @@ def numpy_filter(params: dict, logits: np.ndarray, history: np.ndarray) -> tuple
         x /= np.float32(params["temperature"])
     k = params["top_k"]
     if k:
-        ids = np.argpartition(x, -k, axis=1)[:, -k:]
+        ids = np.argpartition(x, -k, axis=1)[:, -k:]  # exactly k: HF also keeps ties with the k-th
         vals = np.take_along_axis(x, ids, axis=1)
         order = np.argsort(vals, axis=1)  # sort within the k survivors
         ids, vals = np.take_along_axis(ids, order, axis=1), np.take_along_axis(vals, order, axis=1)
@@ -260,21 +274,49 @@ def kept_sets(params: dict, logits: np.ndarray, history: np.ndarray) -> dict:
     return {"kvgen": np.isfinite(processed), "HF": torch.isfinite(hf).numpy(), "NumPy": np_mask}
 
 
+def only_top_p(params: dict) -> bool:
+    return params["repetition_penalty"] == 1.0 and params["temperature"] == 1.0 and not params["top_k"]
+
+
+def boundary_distance(logits: np.ndarray, top_p: float, differ: np.ndarray) -> float:
+    """Top-p on the raw logits: the largest |top_p - float64 mass of the more likely tokens|
+    over the tokens in `differ`; tiny means a float-rounding tie at the nucleus boundary."""
+    x = logits.astype(np.float64)
+    p = np.exp(x - x.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    return max(abs(top_p - p[r][x[r] > x[r, t]].sum()) for r, t in zip(*np.nonzero(differ)))
+
+
 def sanity_check() -> dict:
-    """Raises unless kvgen and NumPy keep exactly HF's tokens at SANITY_SHAPE."""
+    """kvgen and NumPy must keep exactly HF's tokens at SANITY_SHAPE; for top-p alone a
+    token within BOUNDARY_TOLERANCE of the nucleus boundary may differ (printed). Raises
+    otherwise."""
     logits, history = make_inputs(*SANITY_SHAPE)
-    report = {}
+    rows, vocab = SANITY_SHAPE
+    report = {"shape": [rows, vocab], "kept_per_row": {}, "boundary_differences": []}
     for name, params in WORKLOADS.items():
         masks = kept_sets(params, logits, history)
+        report["kept_per_row"][name] = masks["HF"].sum(axis=1).tolist()
         for engine in ("kvgen", "NumPy"):
-            if not np.array_equal(masks[engine], masks["HF"]):
-                diff = int((masks[engine] != masks["HF"]).sum())
-                raise RuntimeError(f"sanity: {engine} keeps other tokens than HF for {name} "
-                                   f"at rows x vocab = {SANITY_SHAPE} ({diff} differ)")
-        report[name] = masks["HF"].sum(axis=1).tolist()
-    print(f"sanity: same kept tokens (kvgen, NumPy vs HF; rows x vocab = {SANITY_SHAPE[0]} x "
-          f"{SANITY_SHAPE[1]}; kept per row: " + "; ".join(f"{k} {v}" for k, v in report.items()) + ")")
-    return {"shape": list(SANITY_SHAPE), "kept_per_row": report, "result": "same kept tokens"}
+            differ = masks[engine] != masks["HF"]
+            if not differ.any():
+                continue
+            gap = boundary_distance(logits, params["top_p"], differ) if only_top_p(params) else np.inf
+            if gap > BOUNDARY_TOLERANCE:
+                raise RuntimeError(f"sanity: {engine} keeps other tokens than HF for {name} at rows x vocab "
+                                   f"= {rows} x {vocab} ({int(differ.sum())} differ)")
+            report["boundary_differences"].append({
+                "engine": engine, "workload": name, "rows": int(differ.any(axis=1).sum()),
+                "tokens_kept_by_hf_only": int((masks["HF"] & differ).sum()),
+                "tokens_kept_by_engine_only": int((masks[engine] & differ).sum()), "max_gap": gap})
+    print(f"sanity: same kept tokens (kvgen and NumPy against HF, rows x vocab = {rows} x {vocab}; HF kept per "
+          "row: " + "; ".join(f"{k} {v}" for k, v in report["kept_per_row"].items()) + ")")
+    for d in report["boundary_differences"]:
+        print(f"  except at the top-p boundary, {d['workload']}: {d['engine']} differs from HF in {d['rows']} of "
+              f"{rows} rows ({d['tokens_kept_by_hf_only']} tokens only HF keeps, "
+              f"{d['tokens_kept_by_engine_only']} only {d['engine']} keeps), each within {d['max_gap']:.1e} "
+              "of the 0.95 mass boundary in float64: float rounding of the softmax sum")
+    return report
 
 
 def mean_kept(params: dict, logits: np.ndarray, history: np.ndarray) -> float:

@@ -4,13 +4,17 @@ HF builds its processors with ``GenerationMixin._get_logits_processor`` (see
 hf_reference.py); both sides get the same random logits and histories. The processed
 logits must mask the same tokens (-inf) and agree within 1e-5 elsewhere.
 
-Where a filter's cut depends on a float sum (top-p, typical, epsilon, eta), kvgen sums
-in a different order than torch, so a token whose statistic sits within rounding of the
-threshold can fall on the other side. Such a token is accepted only if it lies exactly
-on the border between the tokens both keep and the tokens both drop, at most two per row.
+Where a filter's cut depends on a float sum (top-p, typical, epsilon, eta), the two
+sides round differently: torch sums the softmax and the entropy in float32 over up to
+150k terms (an error near 1e-4 at that size), kvgen in double. A token whose statistic
+lies that close to the cut can fall on the other side. Such a token is accepted only if
+it lies within BORDER_TOLERANCE nats of the border between the tokens both keep and the
+tokens both drop, in the filter's own ordering.
 """
 
 from __future__ import annotations
+
+import zlib
 
 import numpy as np
 import pytest
@@ -20,6 +24,7 @@ import kvgen
 from hf_reference import hf_process
 
 VOCABS = [7, 1000, 5003, 50257, 151936]
+BORDER_TOLERANCE = 1e-3
 PROMPT = 9  # prompt tokens in every 12-token history
 
 # (id, kvgen = HF settings, ordering key of a threshold filter or None)
@@ -80,13 +85,16 @@ def assert_same_processing(ref: np.ndarray, got: np.ndarray, order: np.ndarray |
     if order is not None:  # "higher order = kept first"
         for row in range(ref.shape[0]):
             cols = np.flatnonzero(differ[row])
-            assert len(cols) <= 2, f"row {row}: {len(cols)} tokens filtered differently"
             if len(cols):
                 both_kept = order[row][~ref_masked[row] & ~got_masked[row]]
                 both_dropped = order[row][ref_masked[row] & got_masked[row]]
                 border = order[row][cols]
-                assert both_kept.size == 0 or border.max() <= both_kept.min(), f"row {row}: not on the border"
-                assert both_dropped.size == 0 or border.min() >= both_dropped.max(), f"row {row}: not on the border"
+                assert both_kept.size == 0 or border.max() <= both_kept.min() + BORDER_TOLERANCE, (
+                    f"row {row}: tokens {cols} filtered differently, away from the border"
+                )
+                assert both_dropped.size == 0 or border.min() >= both_dropped.max() - BORDER_TOLERANCE, (
+                    f"row {row}: tokens {cols} filtered differently, away from the border"
+                )
         keep = ~ref_masked & ~got_masked
     else:
         np.testing.assert_array_equal(got_masked, ref_masked, err_msg="different tokens masked")
@@ -98,7 +106,7 @@ def assert_same_processing(ref: np.ndarray, got: np.ndarray, order: np.ndarray |
 @pytest.mark.parametrize("vocab", VOCABS)
 @pytest.mark.parametrize("name, settings, order_by", CASES, ids=[c[0] for c in CASES])
 def test_matches_hf_processors(name, settings, order_by, vocab):
-    rng = np.random.default_rng(abs(hash((name, vocab))) % 2**32)
+    rng = np.random.default_rng([zlib.crc32(name.encode()), vocab])
     rows = 4
     # Histories drawn from a few tokens, so that repeats and n-gram matches happen.
     input_ids = rng.integers(0, min(vocab, 12), size=(rows, 12))

@@ -21,7 +21,8 @@ std::string type_name(py::handle obj) { return py::str(py::type::of(obj).attr("_
 // A NumPy view of obj without copying: ndarrays as they are, DLPack producers (torch
 // CPU tensors) through numpy.from_dlpack. `float_only` gives dtype errors that name the
 // fix for half-precision tensors before DLPack fails on them.
-py::array numpy_view(py::handle obj, const char* name, bool float_only) {
+// Returns None for objects that are neither.
+py::object numpy_view(py::handle obj, const char* name, bool float_only) {
   if (py::isinstance<py::array>(obj)) return py::reinterpret_borrow<py::array>(obj);
   if (py::hasattr(obj, "__dlpack__")) {
     if (float_only && py::hasattr(obj, "dtype")) {
@@ -39,17 +40,18 @@ py::array numpy_view(py::handle obj, const char* name, bool float_only) {
                       e.what() + " (kvgen needs a CPU tensor)");
     }
   }
-  return py::array();
+  return py::none();
 }
 
 }  // namespace
 
 LogitsView logits_view(py::handle obj, bool writable, const char* name) {
-  py::array a = numpy_view(obj, name, true);
-  if (!a) {
+  py::object view = numpy_view(obj, name, true);
+  if (view.is_none()) {
     throw TypeError(std::string(name) + " must be a float32 NumPy array or a CPU tensor (DLPack), got " +
                     type_name(obj));
   }
+  py::array a = view.cast<py::array>();
   if (!a.dtype().is(py::dtype::of<float>())) {
     const std::string dt = py::str(a.dtype());
     throw TypeError(std::string(name) + " must have dtype float32, got " + dt +
@@ -79,8 +81,8 @@ HistoryView history_view(py::handle obj, int64_t rows, const char* name) {
     h.array = py::array_t<int64_t, py::array::c_style>(std::vector<py::ssize_t>{rows, 0});
     return h;
   }
-  py::array a = numpy_view(obj, name, false);
-  if (!a) a = py::module_::import("numpy").attr("asarray")(obj);
+  py::object view = numpy_view(obj, name, false);
+  py::array a = view.is_none() ? py::array(py::module_::import("numpy").attr("asarray")(obj)) : view.cast<py::array>();
   const char kind = a.dtype().kind();
   if (kind != 'i' && kind != 'u') {
     throw TypeError(std::string(name) + " must hold integer token ids, got dtype " + std::string(py::str(a.dtype())));

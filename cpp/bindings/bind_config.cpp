@@ -89,9 +89,10 @@ field. Differences from Hugging Face, on purpose:
                                 "'; see GenerationConfig.fields() for the supported ones");
               try {
                 py::setattr(self, key.c_str(), item.second);
-              } catch (py::cast_error&) {
+              } catch (py::error_already_set& e) {
+                if (!e.matches(PyExc_TypeError)) throw;
                 throw TypeError("GenerationConfig." + key + " got a value of the wrong type: " +
-                                std::string(py::repr(item.second)));
+                                std::string(py::repr(item.second)) + " (" + std::string(py::str(e.value())) + ")");
               }
             }
             Cfg cfg = self.cast<Cfg>();

@@ -20,6 +20,7 @@ void Workspace::reserve(int64_t vocab) {
   chosen = xt::xtensor<int32_t, 1>::from_shape(shape);
   positions = xt::xtensor<int32_t, 1>::from_shape(shape);
   buckets = xt::xtensor<int32_t, 1>::from_shape(shape);
+  select_values = xt::xtensor<float, 1>::from_shape({static_cast<size_t>(vocab + 2 * (vocab / 64 + 1))});
   counts = xt::zeros<uint32_t>(shape);
   touched.reserve(static_cast<size_t>(std::min<int64_t>(vocab, 1 << 16)));
 }

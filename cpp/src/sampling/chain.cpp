@@ -53,8 +53,10 @@ Chain make_chain(const GenerationConfig& cfg) {
   if (!cfg.is_greedy()) {
     // HF: len(eos) + 1 under beam sampling, 2 when there is no EOS token.
     const int64_t min_keep = cfg.num_beams > 1 ? std::max<int64_t>(static_cast<int64_t>(eos.size()), 1) + 1 : 1;
-    if (cfg.temperature != 1.0) p.push_back(std::make_unique<Temperature>(static_cast<float>(cfg.temperature)));
+    // top-k before temperature: see (*) in chain.h.
+    const bool temperature = cfg.temperature != 1.0;
     if (cfg.top_k != 0) p.push_back(std::make_unique<TopK>(cfg.top_k, min_keep));
+    if (temperature) p.push_back(std::make_unique<Temperature>(static_cast<float>(cfg.temperature)));
     if (cfg.top_p < 1.0) p.push_back(std::make_unique<TopP>(cfg.top_p, min_keep));
     if (cfg.min_p) p.push_back(std::make_unique<MinP>(*cfg.min_p, min_keep));
     if (cfg.typical_p < 1.0) p.push_back(std::make_unique<Typical>(cfg.typical_p, min_keep));

@@ -220,14 +220,14 @@ std::string TopK::describe() const { return "TopK(" + std::to_string(k_) + ")"; 
 void TopP::apply(Candidates& c, const RowContext&, Workspace& ws) const {
   if (c.dense()) {
     // Fast path: the nucleus of a real model's distribution is usually a few tokens, so
-    // try the best 256 (a partial selection) before a pass over every token.
+    // try the best 64 (a partial selection) before the histogram over every token.
     const float* row = c.row();
     const int64_t n = c.vocab();
     const SoftmaxStats st = softmax_weights(row, n, ws);
     const double target = p_ * st.sum;
     const float* w = ws.weights.data();
     int32_t* chosen = ws.chosen.data();
-    const int64_t head = selection::top_k(row, n, std::min<int64_t>(256, n), chosen, ws);
+    const int64_t head = selection::top_k(row, n, std::min<int64_t>(64, n), chosen, ws);
     double before = 0.0;
     int64_t kept = 0;
     auto wants_more = [&] { return before < target || kept < min_keep_; };

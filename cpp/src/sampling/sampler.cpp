@@ -95,9 +95,7 @@ void Sampler::sample(const float* logits, int64_t rows, int64_t vocab, const Tok
     chain_.apply(c, history.row(r), ws_);
     const uint64_t seq = keys.sequence_ids ? static_cast<uint64_t>(keys.sequence_ids[r]) : static_cast<uint64_t>(r);
     const double u = config_.is_greedy() ? 0.0 : Philox4x32::uniform(keys.seed, seq, static_cast<uint64_t>(keys.step));
-    float lp = 0.0f;
-    tokens[r] = pick(c, u, &lp, r);
-    if (logprobs) logprobs[r] = lp;
+    tokens[r] = pick(c, u, logprobs ? logprobs + r : nullptr, r);
     if (processed) c.materialize();
   }
 }
@@ -112,20 +110,20 @@ int64_t Sampler::pick(Candidates& c, double uniform, float* logprob, int64_t row
     throw ValueError(msg.str());
   }
   int64_t pos;
-  double sum;
+  double sum = 0.0;
   if (config_.is_greedy()) {
     // argmax; among equal logits the smallest token id, as torch.argmax
     pos = kernels::find_first(v, n, m);
     if (!c.dense())
       for (int64_t j = pos + 1; j < n; ++j)
         if (v[j] == m && c.id_at(j) < c.id_at(pos)) pos = j;
-    sum = kernels::sum_exp(v, n, m);
+    if (logprob) sum = kernels::sum_exp(v, n, m);  // only when asked: a pass over the row
   } else {
     float* w = ws_.weights.data();
     sum = kernels::exp_into(w, v, n, m);
     pos = find_cumulative(w, n, uniform * sum);
   }
-  *logprob = static_cast<float>((v[pos] - m) - std::log(sum));
+  if (logprob) *logprob = static_cast<float>((v[pos] - m) - std::log(sum));
   return c.id_at(pos);
 }
 

@@ -2,89 +2,78 @@
 #include "kvgen/sampling/selection.h"
 
 #include <algorithm>
-#include <bit>
 #include <cstring>
 #include <functional>
-#include <queue>
+#include <limits>
 #include <utility>
 #include <vector>
 
 namespace kvgen::selection {
 namespace {
 
-// Min-heap of (value, position) with the smallest value on top; ties: larger position on
-// top, so that among equal values the earliest positions are the ones kept.
-struct HeapEntry {
-  float value;
-  int32_t pos;
-};
-inline bool heap_less(const HeapEntry& a, const HeapEntry& b) {
-  // std heap is a max-heap on the comparator; invert to keep the minimum on top.
-  return a.value > b.value || (a.value == b.value && a.pos < b.pos);
-}
-
-// Fills the heap with the k largest values of vals[0..n) and returns the k-th largest.
-float heap_kth(const float* vals, int64_t n, int64_t k, std::vector<HeapEntry>& heap) {
-  heap.clear();
-  for (int64_t i = 0; i < k; ++i) heap.push_back({vals[i], static_cast<int32_t>(i)});
-  std::make_heap(heap.begin(), heap.end(), heap_less);
-  float threshold = heap.front().value;
-  constexpr int64_t kBlock = 16;
-  int64_t i = k;
-  for (; i + kBlock <= n; i += kBlock) {
-    float block_max = vals[i];
-#pragma omp simd reduction(max : block_max)
-    for (int64_t j = i; j < i + kBlock; ++j) block_max = vals[j] > block_max ? vals[j] : block_max;
-    if (!(block_max > threshold)) continue;
-    for (int64_t j = i; j < i + kBlock; ++j) {
-      if (vals[j] > threshold) {
-        std::pop_heap(heap.begin(), heap.end(), heap_less);
-        heap.back() = {vals[j], static_cast<int32_t>(j)};
-        std::push_heap(heap.begin(), heap.end(), heap_less);
-        threshold = heap.front().value;
-      }
-    }
-  }
-  for (; i < n; ++i) {
-    if (vals[i] > threshold) {
-      std::pop_heap(heap.begin(), heap.end(), heap_less);
-      heap.back() = {vals[i], static_cast<int32_t>(i)};
-      std::push_heap(heap.begin(), heap.end(), heap_less);
-      threshold = heap.front().value;
-    }
-  }
-  return threshold;
-}
-
-thread_local std::vector<HeapEntry> tls_heap;
-
-constexpr int kBucketShift = 20;  // float bits >> 20: sign, exponent, 3 mantissa bits
-constexpr int kBuckets = 1 << (32 - kBucketShift);
-
-inline int32_t bucket_of(float key) {
-  return static_cast<int32_t>(std::bit_cast<uint32_t>(key) >> kBucketShift);
-}
+// Histogram buckets of width 1/64 over keys in [0, 64); larger keys share the last
+// bucket. Keys are in nats (logit or surprisal differences), so a bucket near a real
+// threshold holds a handful of tokens even over a 150k vocabulary.
+constexpr int32_t kBuckets = 4096;
+constexpr float kBucketsPerUnit = 64.0f;
 
 }  // namespace
 
-float kth_largest(const float* vals, int64_t n, int64_t k, Workspace&) {
-  return heap_kth(vals, n, k, tls_heap);
+float kth_largest(const float* vals, int64_t n, int64_t k, Workspace& ws) {
+  constexpr int64_t kBlock = 64;
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+  // scratch layout: [block maxima | their copy for nth_element | candidates]
+  float* block_max = ws.select_values.data();
+  float* order = block_max + blocks;
+  float* cand = order + blocks;
+  // 1. The max of each block of 64. The k-th largest block max is a lower bound t0 of
+  //    the k-th largest value: k different blocks hold a value >= t0.
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t e = std::min((b + 1) * kBlock, n);
+    float m = vals[b * kBlock];
+#pragma omp simd reduction(max : m)
+    for (int64_t j = b * kBlock; j < e; ++j) m = vals[j] > m ? vals[j] : m;
+    block_max[b] = m;
+  }
+  float t0 = -std::numeric_limits<float>::infinity();
+  if (blocks >= k) {
+    std::copy(block_max, block_max + blocks, order);
+    std::nth_element(order, order + (k - 1), order + blocks, std::greater<float>());
+    t0 = order[k - 1];
+  }
+  // 2. Every value >= t0 is a candidate (at least k, usually a few more; they sit in the
+  //    blocks whose max >= t0), and the k-th largest candidate is the answer.
+  int64_t count = 0;
+  for (int64_t b = 0; b < blocks; ++b) {
+    if (block_max[b] < t0) continue;
+    const int64_t e = std::min((b + 1) * kBlock, n);
+    for (int64_t j = b * kBlock; j < e; ++j) {  // branchless compaction
+      cand[count] = vals[j];
+      count += vals[j] >= t0;
+    }
+  }
+  std::nth_element(cand, cand + (k - 1), cand + count, std::greater<float>());
+  return cand[k - 1];
 }
 
 int64_t collect_at_least(const float* vals, int64_t n, float threshold, int32_t* out) {
   int64_t count = 0;
-  constexpr int64_t kBlock = 16;
+  constexpr int64_t kBlock = 64;
   int64_t i = 0;
   for (; i + kBlock <= n; i += kBlock) {
     int hit = 0;
 #pragma omp simd reduction(| : hit)
     for (int64_t j = i; j < i + kBlock; ++j) hit |= (vals[j] >= threshold);
     if (!hit) continue;
-    for (int64_t j = i; j < i + kBlock; ++j)
-      if (vals[j] >= threshold) out[count++] = static_cast<int32_t>(j);
+    for (int64_t j = i; j < i + kBlock; ++j) {  // branchless: many rows keep half their tokens
+      out[count] = static_cast<int32_t>(j);
+      count += vals[j] >= threshold;
+    }
   }
-  for (; i < n; ++i)
-    if (vals[i] >= threshold) out[count++] = static_cast<int32_t>(i);
+  for (; i < n; ++i) {
+    out[count] = static_cast<int32_t>(i);
+    count += vals[i] >= threshold;
+  }
   return count;
 }
 
@@ -120,18 +109,21 @@ int64_t smallest_prefix_by_mass(const float* keys, const float* weights, int64_t
     return kept;
   }
 
-  // Histogram over the keys' bit patterns: for floats >= 0 the bits are monotone in the
-  // value, so bucket b holds keys smaller than those of bucket b + 1.
+  // Histogram of the keys: bucket b holds keys smaller than those of bucket b + 1.
   std::vector<double>& mass = ws.bucket_mass;
   std::vector<int32_t>& count = ws.bucket_count;
   mass.assign(kBuckets, 0.0);
   count.assign(kBuckets, 0);
   int32_t* bucket = ws.buckets.data();
+  constexpr float kLast = static_cast<float>(kBuckets - 1);
+#pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
-    const int32_t b = bucket_of(keys[i]);
-    bucket[i] = b;
-    mass[b] += weights[i];
-    count[b] += 1;
+    const float scaled = keys[i] * kBucketsPerUnit;  // +inf and NaN-free: keys >= 0
+    bucket[i] = static_cast<int32_t>(scaled < kLast ? scaled : kLast);
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    mass[bucket[i]] += weights[i];
+    count[bucket[i]] += 1;
   }
 
   int64_t kept = 0;
@@ -147,17 +139,24 @@ int64_t smallest_prefix_by_mass(const float* keys, const float* weights, int64_t
     kept += count[b];
   }
   const int32_t first_partial = b;
-  // Gather the whole buckets.
-  int64_t written = 0;
-  for (int64_t i = 0; i < n; ++i)
-    if (bucket[i] < first_partial) out[written++] = static_cast<int32_t>(i);
+  // One pass gathers the whole buckets into out and the first partial one into order.
   int32_t* order = ws.positions.data();
-  // Walk the remaining buckets item by item, in key order, until the rule stops.
+  int64_t written = 0, m = 0;
+  for (int64_t i = 0; i < n; ++i) {  // branchless: the kept share is often near one half
+    out[written] = static_cast<int32_t>(i);
+    written += bucket[i] < first_partial;
+    order[m] = static_cast<int32_t>(i);
+    m += bucket[i] == first_partial;
+  }
+  // Walk the partial buckets item by item, in key order, until the rule stops. Only
+  // min_keep can reach past the first one.
   for (; b < kBuckets && (before < target || written < min_keep); ++b) {
     if (count[b] == 0) continue;
-    int64_t m = 0;
-    for (int64_t i = 0; i < n; ++i)
-      if (bucket[i] == b) order[m++] = static_cast<int32_t>(i);
+    if (b != first_partial) {
+      m = 0;
+      for (int64_t i = 0; i < n; ++i)
+        if (bucket[i] == b) order[m++] = static_cast<int32_t>(i);
+    }
     std::sort(order, order + m, [keys](int32_t x, int32_t y) {
       return keys[x] < keys[y] || (keys[x] == keys[y] && x < y);
     });

@@ -34,6 +34,7 @@ class Workspace {
   xt::xtensor<int32_t, 1> chosen;           // (vocab) positions a filter keeps
   xt::xtensor<int32_t, 1> positions;        // (vocab) sort permutation / selection scratch
   xt::xtensor<int32_t, 1> buckets;          // (vocab) histogram bucket of each candidate
+  xt::xtensor<float, 1> select_values;      // (vocab + 2 * blocks) scratch of selection::kth_largest
   xt::xtensor<uint32_t, 1> counts;          // (vocab) per-token counts, kept all-zero between uses
   std::vector<int32_t> touched;             // tokens whose count is non-zero
   std::vector<double> bucket_mass;          // (kBuckets) histogram of weights

@@ -8,11 +8,14 @@
 //   5. no_repeat_ngram_size              -- warpers, only when sampling (do_sample and
 //   6. bad_words_ids                        temperature > 0) --
 //   7. min_length, min_new_tokens,       12. temperature   15. min_p        18. eta_cutoff
-//      forced_bos_token_id               13. top_k         16. typical_p
+//      forced_bos_token_id               13. top_k (*)     16. typical_p
 //                                        14. top_p         17. epsilon_cutoff
 //                                        19. renormalize_logits (always last)
 //
 // Under beam sampling the warpers keep at least len(eos_token_id) + 1 tokens, as HF.
+// (*) top-k runs before the temperature: dividing by T > 0 keeps the order, so the
+// kept set is the same (unless two different logits round to one quotient, where HF
+// keeps that extra tie) and only k values are divided instead of the vocabulary.
 #pragma once
 
 #include <string>

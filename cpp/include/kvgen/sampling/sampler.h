@@ -56,7 +56,8 @@ class Sampler {
 
  private:
   void check_inputs(const float* logits, int64_t rows, int64_t vocab, const TokenHistory& history);
-  // Picks the token of one processed row; returns it and writes its log-probability.
+  // Picks the token of one processed row; returns it and, if logprob is not null,
+  // writes its log-probability.
   int64_t pick(Candidates& c, double uniform, float* logprob, int64_t row);
 
   GenerationConfig config_;

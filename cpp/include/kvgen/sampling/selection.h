@@ -1,6 +1,6 @@
 // Partial selection over a row of candidates, so that no filter sorts the vocabulary:
 // top-k with a bounded heap behind a SIMD threshold test, threshold collection, and
-// "smallest prefix by mass" (top-p, typical) through a histogram of the keys' float bits.
+// "smallest prefix by mass" (top-p, typical) through a histogram of the keys.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +23,7 @@ int64_t collect_at_least(const float* vals, int64_t n, float threshold, int32_t*
 // Sorts positions[0..count) by descending vals (ties by position).
 void sort_descending(const float* vals, int32_t* positions, int64_t count);
 
-// Walks items in ascending `keys` order (keys >= 0, +inf allowed) and keeps item j while
+// Walks items in ascending `keys` order (keys >= 0 in nats, +inf allowed) and keeps item j while
 // the weight of the items before it is < target, or fewer than min_keep are kept: the
 // rule of Hugging Face's top-p and typical warpers. Writes kept positions to out, in
 // ascending-key order only within ties of the histogram, so the result is unsorted.
