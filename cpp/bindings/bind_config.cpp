@@ -22,7 +22,7 @@ const std::vector<std::string>& field_names() {
       "top_p", "min_p", "typical_p", "epsilon_cutoff", "eta_cutoff", "repetition_penalty", "presence_penalty",
       "frequency_penalty", "no_repeat_ngram_size", "bad_words_ids", "suppress_tokens", "begin_suppress_tokens",
       "sequence_bias", "logit_bias", "forced_bos_token_id", "forced_eos_token_id", "remove_invalid_values",
-      "renormalize_logits", "num_beams", "length_penalty", "early_stopping", "num_return_sequences",
+      "renormalize_logits", "stop_sequences", "stop_strings", "num_beams", "length_penalty", "early_stopping", "num_return_sequences",
       "eos_token_id", "pad_token_id", "bos_token_id", "seed"};
   return names;
 }
@@ -144,6 +144,38 @@ field. Differences from Hugging Face, on purpose:
         }
       },
       "Token sequences that may never be generated (list of lists).");
+
+  cls.def_property(
+      "stop_sequences",
+      [](const Cfg& c) { return c.stop_sequences.empty() ? py::object(py::none()) : py::cast(c.stop_sequences); },
+      [](Cfg& c, py::handle v) {
+        c.stop_sequences.clear();
+        if (v.is_none()) return;
+        for (py::handle seq : py::iter(v)) {
+          if (py::isinstance<py::int_>(seq))
+            throw TypeError("GenerationConfig.stop_sequences must be a list of token-id lists, e.g. [[13], [7, 8]]");
+          c.stop_sequences.push_back(token_list(seq, "stop_sequences"));
+        }
+      },
+      "kvgen: a row stops when its generated tokens end with one of these token-id sequences.");
+
+  cls.def_property(
+      "stop_strings",
+      [](const Cfg& c) { return c.stop_strings.empty() ? py::object(py::none()) : py::cast(c.stop_strings); },
+      [](Cfg& c, py::handle v) {
+        c.stop_strings.clear();
+        if (v.is_none()) return;
+        if (py::isinstance<py::str>(v)) {
+          c.stop_strings.push_back(v.cast<std::string>());
+          return;
+        }
+        for (py::handle text : py::iter(v)) {
+          if (!py::isinstance<py::str>(text)) throw TypeError("GenerationConfig.stop_strings must be a str or a list of str");
+          c.stop_strings.push_back(text.cast<std::string>());
+        }
+      },
+      "A row stops when its text ends with one of these strings (HF stop_strings); the Generator needs the "
+      "token texts (token_strings=...) or a tokenizer.");
 
   cls.def_property(
       "sequence_bias",

@@ -8,10 +8,11 @@ namespace py = pybind11;
 namespace kvgen::bindings {
 void register_generation_config(py::module_& m);
 void register_sampling(py::module_& m);
+void register_generator(py::module_& m);
 }  // namespace kvgen::bindings
 
 PYBIND11_MODULE(_core, m) {
-  m.doc() = "kvgen C++ core: generation config, logits processors and sampling.";
+  m.doc() = "kvgen C++ core: generation config, logits processors, sampling and the generation loop.";
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
@@ -21,4 +22,5 @@ PYBIND11_MODULE(_core, m) {
   });
   kvgen::bindings::register_generation_config(m);
   kvgen::bindings::register_sampling(m);
+  kvgen::bindings::register_generator(m);
 }

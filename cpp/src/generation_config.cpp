@@ -74,6 +74,13 @@ void GenerationConfig::validate() const {
   if (forced_bos_token_id) check_token("forced_bos_token_id", *forced_bos_token_id);
   for (int64_t id : forced_eos_token_id) check_token("forced_eos_token_id", id);
 
+  for (const auto& seq : stop_sequences) {
+    if (seq.empty()) throw ValueError("GenerationConfig.stop_sequences contains an empty sequence");
+    for (int64_t id : seq) check_token("stop_sequences", id);
+  }
+  for (const auto& text : stop_strings)
+    if (text.empty()) throw ValueError("GenerationConfig.stop_strings contains an empty string");
+
   if (num_beams < 1) fail("num_beams", num_beams, "must be >= 1");
   if (!std::isfinite(length_penalty)) fail("length_penalty", length_penalty, "must be finite");
   if (num_return_sequences < 1) fail("num_return_sequences", num_return_sequences, "must be >= 1");
@@ -100,6 +107,8 @@ void GenerationConfig::validate_vocab(int64_t vocab_size) const {
   if (forced_bos_token_id) check_vocab("forced_bos_token_id", *forced_bos_token_id, vocab_size);
   for (int64_t id : forced_eos_token_id) check_vocab("forced_eos_token_id", id, vocab_size);
   for (int64_t id : eos_token_id) check_vocab("eos_token_id", id, vocab_size);
+  for (const auto& seq : stop_sequences)
+    for (int64_t id : seq) check_vocab("stop_sequences", id, vocab_size);
 }
 
 }  // namespace kvgen

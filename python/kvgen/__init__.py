@@ -4,7 +4,8 @@ A C++ core (sampling kernels, search, KV-cached transformers) behind a small Pyt
 """
 
 from kvgen._config import from_dict, from_hf
-from kvgen._core import GenerationConfig, sample
+from kvgen._core import GenerationConfig, StepResult, sample
+from kvgen._generate import GenerationResult, Generator, generate, stream
 from kvgen._processor import LogitsProcessor
 
 __version__ = "0.1.0"
@@ -12,4 +13,14 @@ __version__ = "0.1.0"
 GenerationConfig.from_dict = staticmethod(from_dict)
 GenerationConfig.from_hf = staticmethod(from_hf)
 
-__all__ = ["GenerationConfig", "LogitsProcessor", "sample", "__version__"]
+__all__ = [
+    "GenerationConfig",
+    "GenerationResult",
+    "Generator",
+    "LogitsProcessor",
+    "StepResult",
+    "generate",
+    "sample",
+    "stream",
+    "__version__",
+]

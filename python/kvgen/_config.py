@@ -33,7 +33,8 @@ _HF_OFF_VALUES: dict[str, Any] = {
 _NULLABLE = {
     "max_new_tokens", "min_new_tokens", "min_p", "bad_words_ids", "suppress_tokens",
     "begin_suppress_tokens", "sequence_bias", "logit_bias", "forced_bos_token_id",
-    "forced_eos_token_id", "eos_token_id", "pad_token_id", "bos_token_id", "seed",
+    "forced_eos_token_id", "eos_token_id", "pad_token_id", "bos_token_id", "seed", "stop_sequences",
+    "stop_strings",
 }
 
 

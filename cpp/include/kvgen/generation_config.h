@@ -59,6 +59,10 @@ struct GenerationConfig {
   bool remove_invalid_values = false;      // NaN -> 0, +-inf -> +-float max (HF InfNanRemove)
   bool renormalize_logits = false;         // log-softmax after all processors
 
+  // ---- stopping (besides EOS and length) -------------------------------------
+  std::vector<std::vector<int64_t>> stop_sequences;  // kvgen: stop when the output ends with one
+  std::vector<std::string> stop_strings;   // HF: stop when the text ends with one (needs token texts)
+
   // ---- beam search -------------------------------------------------------------
   int64_t num_beams = 1;                   // 1 = no beam search
   double length_penalty = 1.0;             // beam score = sum logprob / length ** length_penalty

@@ -12,40 +12,6 @@
 #include "kvgen/sampling/rng.h"
 
 namespace kvgen {
-namespace {
-
-// First index whose inclusive prefix sum of w exceeds target; blocks are summed with
-// SIMD first. Rounding can leave target >= the total: then the last positive weight.
-int64_t find_cumulative(const float* w, int64_t n, double target) {
-  constexpr int64_t kBlock = 256;
-  double before = 0.0;
-  int64_t last_positive = -1;
-  for (int64_t b = 0; b < n; b += kBlock) {
-    const int64_t e = std::min(b + kBlock, n);
-    float block = 0.0f;
-#pragma omp simd reduction(+ : block)
-    for (int64_t i = b; i < e; ++i) block += w[i];
-    if (block <= 0.0f) continue;
-    if (before + block > target) {
-      for (int64_t i = b; i < e; ++i) {
-        before += w[i];
-        if (w[i] > 0.0f) last_positive = i;
-        if (before > target) return i;
-      }
-      return last_positive;
-    }
-    before += block;
-    for (int64_t i = e - 1; i >= b; --i)
-      if (w[i] > 0.0f) {
-        last_positive = i;
-        break;
-      }
-  }
-  return last_positive;
-}
-
-}  // namespace
-
 Sampler::Sampler(GenerationConfig config) : config_(std::move(config)), chain_(make_chain((config_.validate(), config_))) {}
 
 void Sampler::check_inputs(const float* logits, int64_t rows, int64_t vocab, const TokenHistory& history) {
@@ -84,11 +50,13 @@ void Sampler::process(float* logits, int64_t rows, int64_t vocab, const TokenHis
 }
 
 void Sampler::sample(const float* logits, int64_t rows, int64_t vocab, const TokenHistory& history,
-                     const DrawKeys& keys, int64_t* tokens, float* logprobs, float* processed) {
+                     const DrawKeys& keys, int64_t* tokens, float* logprobs, float* processed,
+                     const uint8_t* active) {
   check_inputs(logits, rows, vocab, history);
   if (!processed && static_cast<int64_t>(row_.size()) < vocab)
     row_ = xt::xtensor<float, 1>::from_shape({static_cast<size_t>(vocab)});
   for (int64_t r = 0; r < rows; ++r) {
+    if (active && !active[r]) continue;
     float* dst = processed ? processed + r * vocab : row_.data();
     std::memcpy(dst, logits + r * vocab, sizeof(float) * vocab);
     Candidates c(dst, vocab, ws_);
@@ -121,7 +89,7 @@ int64_t Sampler::pick(Candidates& c, double uniform, float* logprob, int64_t row
   } else {
     float* w = ws_.weights.data();
     sum = kernels::exp_into(w, v, n, m);
-    pos = find_cumulative(w, n, uniform * sum);
+    pos = kernels::find_cumulative(w, n, uniform * sum);
   }
   if (logprob) *logprob = static_cast<float>((v[pos] - m) - std::log(sum));
   return c.id_at(pos);

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <algorithm>
 #include <bit>
 #include <limits>
 
@@ -103,6 +104,36 @@ inline int64_t find_first(const float* x, int64_t n, float value) {
 inline int64_t argmax(const float* x, int64_t n) {
   const int64_t i = find_first(x, n, max_of(x, n));
   return i < n ? i : 0;
+}
+
+// First index whose inclusive prefix sum of w exceeds target; blocks are summed with
+// SIMD first. Rounding can leave target >= the total: then the last positive weight.
+inline int64_t find_cumulative(const float* w, int64_t n, double target) {
+  constexpr int64_t kBlock = 256;
+  double before = 0.0;
+  int64_t last_positive = -1;
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t e = std::min(b + kBlock, n);
+    float block = 0.0f;
+#pragma omp simd reduction(+ : block)
+    for (int64_t i = b; i < e; ++i) block += w[i];
+    if (block <= 0.0f) continue;
+    if (before + block > target) {
+      for (int64_t i = b; i < e; ++i) {
+        before += w[i];
+        if (w[i] > 0.0f) last_positive = i;
+        if (before > target) return i;
+      }
+      return last_positive;
+    }
+    before += block;
+    for (int64_t i = e - 1; i >= b; --i)
+      if (w[i] > 0.0f) {
+        last_positive = i;
+        break;
+      }
+  }
+  return last_positive;
 }
 
 }  // namespace kvgen::kernels

@@ -51,8 +51,10 @@ class Sampler {
   // Picks a token per row of logits (rows, vocab), which are only read. tokens: (rows).
   // logprobs (rows, optional): log-probability of each token under the processed
   // distribution. processed (rows, vocab, optional): receives the processed logits.
+  // active (rows, optional): rows with 0 are skipped (their outputs left as they are).
   void sample(const float* logits, int64_t rows, int64_t vocab, const TokenHistory& history,
-              const DrawKeys& keys, int64_t* tokens, float* logprobs = nullptr, float* processed = nullptr);
+              const DrawKeys& keys, int64_t* tokens, float* logprobs = nullptr, float* processed = nullptr,
+              const uint8_t* active = nullptr);
 
  private:
   void check_inputs(const float* logits, int64_t rows, int64_t vocab, const TokenHistory& history);

@@ -1,0 +1,86 @@
+// Generator: owns the generation loop's state for a batch of prompts. Each step takes
+// the next-token logits of every row (from any model), processes them, picks tokens
+// (greedy, sampling or beam search), applies the stopping rules, and says which tokens
+// to feed next and, under beam search, which row each new row continues (so the caller
+// reorders its own KV cache). The built-in models drive the same loop.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <xtensor/xtensor.hpp>
+
+#include "kvgen/generation_config.h"
+#include "kvgen/sampling/sampler.h"
+#include "kvgen/search/beam_search.h"
+#include "kvgen/search/sequences.h"
+#include "kvgen/search/stopping.h"
+
+namespace kvgen {
+
+class Generator {
+ public:
+  explicit Generator(GenerationConfig config);
+
+  const GenerationConfig& config() const { return sampler_.config(); }
+
+  // Texts of every token id (bytes), for stop_strings. Before append_tokens.
+  void set_token_texts(std::vector<std::string> texts);
+  // Also record the log-probabilities of the raw logits. Before append_tokens.
+  void set_keep_raw_logprobs(bool keep) { keep_raw_ = keep; }
+
+  // The prompts, one per input (lengths may differ). Each becomes num_beams rows under
+  // beam search, num_return_sequences rows otherwise. Once per generator.
+  void append_tokens(const std::vector<std::vector<int64_t>>& prompts);
+
+  // One step: logits (rows, vocab) of the next token of every row, read in place.
+  void step(const float* logits, int64_t rows, int64_t vocab);
+
+  bool started() const { return batch_ > 0; }
+  bool done() const;
+  int64_t batch_size() const { return batch_; }
+  int64_t rows_per_input() const { return per_input_; }
+  int64_t rows() const { return batch_ * per_input_; }
+  int64_t steps() const { return steps_; }
+  int64_t vocab() const { return vocab_; }
+  bool is_beam_search() const { return beam_.has_value(); }
+
+  const Sequences& sequences() const { return seqs_; }
+  // Why row r stopped (greedy / sampling); None while it runs and for beam rows.
+  FinishReason finish_reason(int64_t r) const { return reason_[r]; }
+  // Tokens to feed next, one per row (pad_token_id for finished rows).
+  const int64_t* next_tokens() const { return next_tokens_.data(); }
+  // Under beam search, after a step: the row each row continues; else nullptr.
+  const int64_t* beam_indices() const { return beam_ && steps_ > 0 ? parents_.data() : nullptr; }
+  // Processed logits of the last step (rows, vocab); log-probs under beam search.
+  float* processed_logits() { return processed_.data(); }
+  int64_t pad_token() const { return pad_; }
+
+  // Per input, num_return_sequences hypotheses (best first under beam search).
+  std::vector<std::vector<Hypothesis>> results() const;
+
+ private:
+  void step_sampling(const float* logits);
+  void step_beams(const float* logits);
+  void raw_log_sum_exp(const float* logits);
+
+  Sampler sampler_;
+  StopRules stops_;
+  std::optional<BeamSearch> beam_;
+  Sequences seqs_;
+  uint64_t seed_;
+  int64_t pad_;
+  bool keep_raw_ = false;
+  int64_t batch_ = 0, per_input_ = 1, steps_ = 0, vocab_ = 0;
+  std::vector<FinishReason> reason_;   // (rows)
+  std::vector<uint8_t> active_;        // (rows) 1 while the row runs (greedy / sampling)
+  std::vector<int64_t> next_tokens_;   // (rows)
+  std::vector<int64_t> parents_;       // (rows) beam search
+  std::vector<float> logprobs_;        // (rows) of this step's tokens
+  std::vector<float> raw_lse_;         // (rows) log-sum-exp of the raw logits
+  xt::xtensor<float, 2> processed_;    // (rows, vocab)
+};
+
+}  // namespace kvgen

@@ -1,0 +1,89 @@
+// Beam search with Hugging Face's semantics (transformers GenerationMixin._beam_search,
+// the vectorised version of v4.50+): per input, num_beams running beams; each step
+// keeps the best (or, when sampling, drawn) K = max(2, 1 + #eos) * num_beams
+// continuations, finishes those of the first num_beams that hit a stopping rule into
+// a list of the num_beams best hypotheses (score = sum of log-probs / length **
+// length_penalty), continues the best num_beams that did not, and stops by the
+// early_stopping rule. Arithmetic is float32, as torch's, so ties and cut-offs agree.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kvgen/generation_config.h"
+#include "kvgen/search/sequences.h"
+#include "kvgen/search/stopping.h"
+
+namespace kvgen {
+
+// A finished (or returned) sequence.
+struct Hypothesis {
+  std::vector<int64_t> tokens;      // prompt + generated
+  int64_t prompt_length = 0;
+  std::vector<float> logprobs;      // processed log-probability of each generated token
+  std::vector<float> raw_logprobs;  // log-softmax of the raw logits at each token (when kept)
+  double score = 0.0;               // beam: sum(logprobs) / len ** length_penalty; else sum(logprobs)
+  FinishReason reason = FinishReason::None;
+};
+
+// Copies row r of `seqs` into a hypothesis (optionally followed by one more token).
+Hypothesis make_hypothesis(const Sequences& seqs, int64_t r, FinishReason reason, double score);
+
+class BeamSearch {
+ public:
+  BeamSearch(const GenerationConfig& config, int64_t batch);
+
+  int64_t num_beams() const { return beams_; }
+  int64_t beams_to_keep() const { return keep_; }
+
+  // One step over processed log-probs (batch * num_beams, vocab). raw_logits and
+  // raw_lse (log-sum-exp per row) give the raw log-probabilities when not null.
+  // Reorders `seqs` to the new running beams and appends their tokens; writes each new
+  // row's parent row and token.
+  void step(const float* logprobs, const float* raw_logits, const float* raw_lse, int64_t vocab, Sequences& seqs,
+            const StopRules& stops, uint64_t seed, int64_t step_index, int64_t* parents, int64_t* tokens);
+
+  bool done() const { return done_; }
+
+  // The best num_return_sequences hypotheses of each input, best first.
+  std::vector<std::vector<Hypothesis>> results(int64_t num_return_sequences) const;
+
+ private:
+  struct Candidate {
+    float score;         // accumulated log-prob
+    int64_t parent;      // row
+    int64_t token;
+    float logprob;       // processed log-prob of token
+    float raw_logprob;
+    FinishReason hit;    // stopping rule it hits
+  };
+  struct Slot {
+    float score = -1.0e9f;
+    bool finished = false;
+    Hypothesis hyp;
+  };
+
+  void select_top(const float* logprobs, const float* raw_logits, const float* raw_lse, int64_t vocab, int64_t b);
+  void select_sampled(const float* logprobs, const float* raw_logits, const float* raw_lse, int64_t vocab,
+                      int64_t b, uint64_t seed, int64_t step_index);
+  void finish(int64_t b, const Sequences& seqs);
+
+  int64_t batch_, beams_, keep_;
+  float length_penalty_;
+  EarlyStopping early_;
+  bool sample_;
+  std::vector<float> running_score_;              // (batch * beams), best first per input
+  std::vector<std::vector<Slot>> finished_;       // (batch, beams)
+  std::vector<uint8_t> improvable_;               // (batch) HF is_early_stop_heuristic_unsatisfied
+  std::vector<Candidate> cands_;                  // (keep) candidates of the input being stepped
+  std::vector<Candidate> pool_;                   // (beams * keep) scratch
+  std::vector<float> draw_weights_;               // (beams * vocab) beam sampling scratch
+  std::vector<int32_t> positions_;                // (vocab) top-k scratch
+  std::vector<float> next_score_, next_lp_, next_raw_;  // (batch * beams) of the new running beams
+  std::vector<int64_t> order_;                    // (keep) candidates by adjusted score
+  std::vector<float> adjusted_;                   // (keep)
+  Workspace ws_;
+  bool done_ = false;
+};
+
+}  // namespace kvgen

@@ -1,0 +1,49 @@
+// Stopping rules of one sequence: EOS tokens, stop token sequences, stop strings
+// (matched on the token texts the caller supplies) and the length limit.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kvgen/generation_config.h"
+
+namespace kvgen {
+
+enum class FinishReason : uint8_t { None = 0, Eos, Stop, Length };
+
+// "eos", "stop", "length", or "" for None.
+const char* finish_reason_name(FinishReason reason);
+
+class StopRules {
+ public:
+  explicit StopRules(const GenerationConfig& config);
+
+  // Text (bytes) of every token id, needed when the config has stop_strings.
+  void set_token_texts(std::vector<std::string> texts);
+  bool needs_token_texts() const { return !stop_strings_.empty() && texts_.empty(); }
+
+  // New tokens a sequence with this prompt length may generate (>= 1 is checked by the caller).
+  int64_t max_new_tokens(int64_t prompt_len) const {
+    return total_length_limit(max_length_, max_new_tokens_, prompt_len) - prompt_len;
+  }
+
+  // Why `history` (len tokens, the first prompt_len of them the prompt) followed by
+  // `token` stops; None when it goes on. EOS wins over a stop sequence or string, which
+  // win over the length limit.
+  FinishReason check(const int64_t* history, int64_t len, int64_t prompt_len, int64_t token) const;
+
+ private:
+  bool ends_with_stop_sequence(const int64_t* history, int64_t len, int64_t prompt_len, int64_t token) const;
+  bool ends_with_stop_string(const int64_t* history, int64_t len, int64_t token) const;
+
+  std::vector<int64_t> eos_;
+  std::vector<std::vector<int64_t>> stop_sequences_;
+  std::vector<std::string> stop_strings_;
+  size_t longest_stop_string_ = 0;
+  std::vector<std::string> texts_;
+  std::optional<int64_t> max_length_, max_new_tokens_;
+};
+
+}  // namespace kvgen

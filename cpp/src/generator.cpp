@@ -1,0 +1,157 @@
+// Generator: prompts -> rows, the per-step loop for sampling and beam search, results.
+#include "kvgen/generator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <sstream>
+
+#include "kvgen/errors.h"
+#include "kvgen/kernels/vector_math.h"
+
+namespace kvgen {
+namespace {
+
+uint64_t fresh_seed() {
+  std::random_device rd;
+  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+}
+
+int64_t pad_of(const GenerationConfig& c) {
+  if (c.pad_token_id) return *c.pad_token_id;
+  return c.eos_token_id.empty() ? 0 : c.eos_token_id.front();  // HF: pad = eos[0]
+}
+
+}  // namespace
+
+Generator::Generator(GenerationConfig config)
+    : sampler_(config), stops_(config), seed_(config.seed ? *config.seed : fresh_seed()), pad_(pad_of(config)) {}
+
+void Generator::set_token_texts(std::vector<std::string> texts) { stops_.set_token_texts(std::move(texts)); }
+
+void Generator::append_tokens(const std::vector<std::vector<int64_t>>& prompts) {
+  const GenerationConfig& cfg = config();
+  if (started()) throw ValueError("append_tokens() was already called: a Generator runs one batch of prompts");
+  if (prompts.empty()) throw ValueError("append_tokens() needs at least one prompt");
+  if (stops_.needs_token_texts())
+    throw ValueError("GenerationConfig.stop_strings needs the text of every token: pass token_strings= (or a tokenizer)");
+  int64_t max_new = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const auto& p = prompts[i];
+    if (p.empty()) throw ValueError("prompt " + std::to_string(i) + " is empty: a prompt needs at least one token");
+    for (int64_t t : p)
+      if (t < 0) throw ValueError("prompt " + std::to_string(i) + " contains a negative token id " + std::to_string(t));
+    const int64_t len = static_cast<int64_t>(p.size());
+    const int64_t n = stops_.max_new_tokens(len);
+    if (n < 1) {
+      std::ostringstream msg;
+      msg << "prompt " << i << " has " << len << " tokens, which reaches GenerationConfig.max_length = "
+          << cfg.max_length.value_or(0) << ": nothing to generate (raise max_length or set max_new_tokens)";
+      throw ValueError(msg.str());
+    }
+    max_new = std::max(max_new, n);
+  }
+  batch_ = static_cast<int64_t>(prompts.size());
+  per_input_ = cfg.num_beams > 1 ? cfg.num_beams : cfg.num_return_sequences;
+  std::vector<std::vector<int64_t>> rows;
+  rows.reserve(batch_ * per_input_);
+  for (const auto& p : prompts)
+    for (int64_t k = 0; k < per_input_; ++k) rows.push_back(p);
+  seqs_.reset(rows, max_new, keep_raw_);
+  const size_t n = rows.size();
+  reason_.assign(n, FinishReason::None);
+  active_.assign(n, 1);
+  next_tokens_.assign(n, pad_);
+  parents_.assign(n, 0);
+  logprobs_.assign(n, 0.0f);
+  raw_lse_.assign(n, 0.0f);
+  if (cfg.num_beams > 1) beam_.emplace(cfg, batch_);
+}
+
+bool Generator::done() const {
+  if (!started()) return false;
+  if (beam_) return beam_->done();
+  return std::none_of(active_.begin(), active_.end(), [](uint8_t a) { return a != 0; });
+}
+
+void Generator::step(const float* logits, int64_t rows, int64_t vocab) {
+  if (!started()) throw ValueError("call append_tokens(prompts) before step()");
+  if (done()) throw ValueError("the generation is finished (is_done() is True): nothing more to step");
+  if (rows != this->rows()) {
+    std::ostringstream msg;
+    msg << "logits has " << rows << " rows, expected " << this->rows() << " (" << batch_ << " prompts x "
+        << per_input_ << (beam_ ? " beams)" : " sequences each)");
+    throw ValueError(msg.str());
+  }
+  if (vocab_ == 0) {
+    vocab_ = vocab;
+    processed_ = xt::xtensor<float, 2>::from_shape({static_cast<size_t>(rows), static_cast<size_t>(vocab)});
+  } else if (vocab != vocab_) {
+    throw ValueError("logits has a vocabulary of " + std::to_string(vocab) + ", the first step had " +
+                     std::to_string(vocab_));
+  }
+  if (beam_)
+    step_beams(logits);
+  else
+    step_sampling(logits);
+  ++steps_;
+}
+
+void Generator::raw_log_sum_exp(const float* logits) {
+  for (int64_t r = 0; r < rows(); ++r) {
+    const float* row = logits + r * vocab_;
+    const float m = kernels::max_of(row, vocab_);
+    raw_lse_[r] = m + static_cast<float>(std::log(kernels::sum_exp(row, vocab_, m)));
+  }
+}
+
+void Generator::step_sampling(const float* logits) {
+  sampler_.sample(logits, rows(), vocab_, seqs_.history(), DrawKeys{seed_, nullptr, steps_}, next_tokens_.data(),
+                  logprobs_.data(), processed_.data(), active_.data());
+  if (keep_raw_) raw_log_sum_exp(logits);
+  for (int64_t r = 0; r < rows(); ++r) {
+    if (!active_[r]) {
+      next_tokens_[r] = pad_;
+      continue;
+    }
+    const int64_t t = next_tokens_[r];
+    const FinishReason why = stops_.check(seqs_.tokens(r), seqs_.length(r), seqs_.prompt_length(r), t);
+    seqs_.append(r, t, logprobs_[r], keep_raw_ ? logits[r * vocab_ + t] - raw_lse_[r] : 0.0f);
+    if (why != FinishReason::None) {
+      reason_[r] = why;
+      active_[r] = 0;
+    }
+  }
+}
+
+void Generator::step_beams(const float* logits) {
+  // HF: log_softmax of the raw logits, then the processors (and warpers when sampling).
+  raw_log_sum_exp(logits);
+  float* lp = processed_.data();
+  for (int64_t r = 0; r < rows(); ++r) {
+    const float* in = logits + r * vocab_;
+    float* out = lp + r * vocab_;
+    const float lse = raw_lse_[r];
+    for (int64_t i = 0; i < vocab_; ++i) out[i] = in[i] - lse;
+  }
+  sampler_.process(lp, rows(), vocab_, seqs_.history());
+  beam_->step(lp, keep_raw_ ? logits : nullptr, raw_lse_.data(), vocab_, seqs_, stops_, seed_, steps_,
+              parents_.data(), next_tokens_.data());
+}
+
+std::vector<std::vector<Hypothesis>> Generator::results() const {
+  const int64_t want = config().num_return_sequences;
+  if (beam_) return beam_->results(want);
+  std::vector<std::vector<Hypothesis>> out(batch_);
+  for (int64_t b = 0; b < batch_; ++b)
+    for (int64_t k = 0; k < per_input_; ++k) {
+      const int64_t r = b * per_input_ + k;
+      const float* lp = seqs_.logprobs(r);
+      const double sum = std::accumulate(lp, lp + seqs_.generated(r), 0.0);
+      out[b].push_back(make_hypothesis(seqs_, r, reason_[r], sum));
+    }
+  return out;
+}
+
+}  // namespace kvgen

@@ -1,0 +1,212 @@
+// BeamSearch: one step of Hugging Face's vectorised beam search, input by input.
+#include "kvgen/search/beam_search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "kvgen/kernels/vector_math.h"
+#include "kvgen/sampling/rng.h"
+#include "kvgen/sampling/selection.h"
+
+namespace kvgen {
+namespace {
+
+constexpr float kNotRunning = -1.0e9f;  // HF's penalty for finished or unused beams
+
+// len ** length_penalty as torch sees it: a Python float, used as a float32 divisor.
+float length_divisor(int64_t len, float length_penalty) {
+  return static_cast<float>(std::pow(static_cast<double>(len), static_cast<double>(length_penalty)));
+}
+
+}  // namespace
+
+Hypothesis make_hypothesis(const Sequences& seqs, int64_t r, FinishReason reason, double score) {
+  Hypothesis h;
+  const int64_t len = seqs.length(r), g = seqs.generated(r);
+  h.tokens.assign(seqs.tokens(r), seqs.tokens(r) + len);
+  h.prompt_length = seqs.prompt_length(r);
+  h.logprobs.assign(seqs.logprobs(r), seqs.logprobs(r) + g);
+  if (const float* raw = seqs.raw_logprobs(r)) h.raw_logprobs.assign(raw, raw + g);
+  h.score = score;
+  h.reason = reason;
+  return h;
+}
+
+BeamSearch::BeamSearch(const GenerationConfig& config, int64_t batch)
+    : batch_(batch),
+      beams_(config.num_beams),
+      keep_(std::max<int64_t>(2, 1 + static_cast<int64_t>(config.eos_token_id.size())) * config.num_beams),
+      length_penalty_(static_cast<float>(config.length_penalty)),
+      early_(config.early_stopping),
+      sample_(!config.is_greedy()),
+      running_score_(batch * beams_, kNotRunning),
+      finished_(batch, std::vector<Slot>(beams_)),
+      improvable_(batch, 1) {
+  for (int64_t b = 0; b < batch; ++b) running_score_[b * beams_] = 0.0f;  // only beam 0 is live at first
+  cands_.reserve(keep_);
+  pool_.reserve(beams_ * keep_);
+}
+
+void BeamSearch::select_top(const float* logprobs, const float* raw_logits, const float* raw_lse, int64_t vocab,
+                            int64_t b) {
+  // Adding a beam's running score keeps the order within its row, so the best K of all
+  // beams are among the best K of each beam.
+  pool_.clear();
+  if (static_cast<int64_t>(positions_.size()) < vocab) positions_.resize(vocab);
+  ws_.reserve(vocab);
+  const int64_t k = std::min(keep_, vocab);
+  for (int64_t j = 0; j < beams_; ++j) {
+    const int64_t r = b * beams_ + j;
+    const float* row = logprobs + r * vocab;
+    const int64_t count = selection::top_k(row, vocab, k, positions_.data(), ws_);
+    for (int64_t i = 0; i < std::min(count, k); ++i) {
+      const int64_t t = positions_[i];
+      const float raw = raw_logits ? raw_logits[r * vocab + t] - raw_lse[r] : 0.0f;
+      pool_.push_back({row[t] + running_score_[r], r, t, row[t], raw, FinishReason::None});
+    }
+  }
+  // best K by score; ties by flat index (beam-major), as a stable top-k over beams * vocab
+  const auto better = [vocab](const Candidate& x, const Candidate& y) {
+    if (x.score != y.score) return x.score > y.score;
+    return x.parent * vocab + x.token < y.parent * vocab + y.token;
+  };
+  const int64_t take = std::min<int64_t>(keep_, static_cast<int64_t>(pool_.size()));
+  std::partial_sort(pool_.begin(), pool_.begin() + take, pool_.end(), better);
+  cands_.assign(pool_.begin(), pool_.begin() + take);
+}
+
+void BeamSearch::select_sampled(const float* logprobs, const float* raw_logits, const float* raw_lse, int64_t vocab,
+                                int64_t b, uint64_t seed, int64_t step_index) {
+  // K draws without replacement from softmax(accumulated log-probs) over beams * vocab
+  // (HF: torch.multinomial(..., num_samples=K)), keyed by (seed, input, step, draw).
+  const int64_t n = beams_ * vocab;
+  draw_weights_.resize(n);
+  float* w = draw_weights_.data();
+  const float* rows = logprobs + b * beams_ * vocab;
+  float m = kernels::kNegInf;
+  for (int64_t j = 0; j < beams_; ++j)
+    m = std::max(m, kernels::max_of(rows + j * vocab, vocab) + running_score_[b * beams_ + j]);
+  double total = 0.0;
+  for (int64_t j = 0; j < beams_; ++j)
+    total += kernels::exp_into(w + j * vocab, rows + j * vocab, vocab, m - running_score_[b * beams_ + j]);
+  cands_.clear();
+  for (int64_t k = 0; k < keep_ && total > 0.0; ++k) {
+    const double u = Philox4x32::uniform(seed, static_cast<uint64_t>(b), static_cast<uint64_t>(step_index),
+                                         static_cast<uint32_t>(k + 1));
+    const int64_t idx = kernels::find_cumulative(w, n, u * total);
+    if (idx < 0) break;
+    total -= w[idx];
+    w[idx] = 0.0f;
+    const int64_t r = b * beams_ + idx / vocab, t = idx % vocab;
+    const float lp = logprobs[r * vocab + t];
+    const float raw = raw_logits ? raw_logits[r * vocab + t] - raw_lse[r] : 0.0f;
+    cands_.push_back({lp + running_score_[r], r, t, lp, raw, FinishReason::None});
+  }
+}
+
+void BeamSearch::finish(int64_t b, const Sequences& seqs) {
+  std::vector<Slot>& slots = finished_[b];
+  const bool full = std::all_of(slots.begin(), slots.end(), [](const Slot& s) { return s.finished; });
+  if (!improvable_[b] || (full && early_ == EarlyStopping::True)) return;
+  // Only the first num_beams candidates may finish (the rest only keep beams alive).
+  const int64_t eligible = std::min<int64_t>(beams_, static_cast<int64_t>(cands_.size()));
+  for (int64_t k = 0; k < eligible; ++k) {
+    const Candidate& c = cands_[k];
+    if (c.hit == FinishReason::None) continue;
+    const int64_t len = seqs.generated(c.parent) + 1;
+    const float score = c.score / length_divisor(len, length_penalty_);
+    // the worst slot (slots are kept best first) gives way if this one is better
+    if (!(score > slots.back().score)) continue;
+    Slot slot;
+    slot.score = score;
+    slot.finished = true;
+    slot.hyp = make_hypothesis(seqs, c.parent, c.hit, score);
+    slot.hyp.tokens.push_back(c.token);
+    slot.hyp.logprobs.push_back(c.logprob);
+    if (seqs.raw_logprobs(c.parent)) slot.hyp.raw_logprobs.push_back(c.raw_logprob);
+    // insert after the slots with a score >= this one (existing ones win ties)
+    auto at = std::find_if(slots.begin(), slots.end(), [score](const Slot& s) { return score > s.score; });
+    slots.insert(at, std::move(slot));
+    slots.pop_back();
+  }
+}
+
+void BeamSearch::step(const float* logprobs, const float* raw_logits, const float* raw_lse, int64_t vocab,
+                      Sequences& seqs, const StopRules& stops, uint64_t seed, int64_t step_index, int64_t* parents,
+                      int64_t* tokens) {
+  const int64_t rows = batch_ * beams_;
+  std::vector<float>& next_score = next_score_;
+  next_score.resize(rows);
+  next_lp_.resize(rows);
+  next_raw_.resize(rows);
+  bool every_candidate_hits = true;
+  for (int64_t b = 0; b < batch_; ++b) {
+    if (sample_)
+      select_sampled(logprobs, raw_logits, raw_lse, vocab, b, seed, step_index);
+    else
+      select_top(logprobs, raw_logits, raw_lse, vocab, b);
+    for (Candidate& c : cands_) {
+      c.hit = stops.check(seqs.tokens(c.parent), seqs.length(c.parent), seqs.prompt_length(c.parent), c.token);
+      every_candidate_hits = every_candidate_hits && c.hit != FinishReason::None;
+    }
+    finish(b, seqs);
+    // The best num_beams candidates that did not stop go on (stopped ones sink to ~-1e9,
+    // so they only go on when too few others remain, as in HF).
+    std::vector<int64_t>& order = order_;
+    order.resize(cands_.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::vector<float>& adjusted = adjusted_;
+    adjusted.resize(cands_.size());
+    for (size_t k = 0; k < cands_.size(); ++k)
+      adjusted[k] = cands_[k].hit != FinishReason::None ? cands_[k].score + kNotRunning : cands_[k].score;
+    std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return adjusted[x] > adjusted[y]; });
+    for (int64_t i = 0; i < beams_; ++i) {
+      const int64_t r = b * beams_ + i;
+      if (i < static_cast<int64_t>(order.size())) {
+        const Candidate& c = cands_[order[i]];
+        parents[r] = c.parent;
+        tokens[r] = c.token;
+        next_score[r] = adjusted[order[i]];
+        next_lp_[r] = c.logprob;
+        next_raw_[r] = c.raw_logprob;
+      } else {  // fewer candidates than beams (tiny vocabulary): a dead beam
+        parents[r] = b * beams_;
+        tokens[r] = cands_.empty() ? 0 : cands_[0].token;
+        next_score[r] = 2 * kNotRunning;
+        next_lp_[r] = next_raw_[r] = 0.0f;
+      }
+    }
+  }
+  seqs.reorder(parents);
+  for (int64_t r = 0; r < rows; ++r) seqs.append(r, tokens[r], next_lp_[r], next_raw_[r]);
+  std::swap(running_score_, next_score_);
+
+  // HF _check_early_stop_heuristic and _beam_search_has_unfinished_sequences.
+  bool any_improvable = false, all_full = true;
+  for (int64_t b = 0; b < batch_; ++b) {
+    const std::vector<Slot>& slots = finished_[b];
+    const int64_t generated = seqs.generated(b * beams_);
+    const int64_t best_len = (early_ == EarlyStopping::Never && length_penalty_ > 0.0f)
+                                 ? stops.max_new_tokens(seqs.prompt_length(b * beams_))
+                                 : generated;
+    const float best_possible = running_score_[b * beams_] / length_divisor(best_len, length_penalty_);
+    float worst = slots.front().score;
+    for (const Slot& s : slots) worst = std::min(worst, s.score);
+    bool can_improve = false;
+    for (const Slot& s : slots) can_improve = can_improve || best_possible > (s.finished ? worst : kNotRunning);
+    improvable_[b] = improvable_[b] && can_improve;
+    any_improvable = any_improvable || improvable_[b];
+    for (const Slot& s : slots) all_full = all_full && s.finished;
+  }
+  done_ = !any_improvable || (all_full && early_ == EarlyStopping::True) || every_candidate_hits;
+}
+
+std::vector<std::vector<Hypothesis>> BeamSearch::results(int64_t num_return_sequences) const {
+  std::vector<std::vector<Hypothesis>> out(batch_);
+  for (int64_t b = 0; b < batch_; ++b)
+    for (int64_t i = 0; i < std::min(num_return_sequences, beams_); ++i) out[b].push_back(finished_[b][i].hyp);
+  return out;
+}
+
+}  // namespace kvgen

@@ -1,0 +1,123 @@
+"""The generation loop over external logits: kvgen.Generator, generate() and stream().
+
+A user who computes logits with their own model hands them to a Generator each step;
+kvgen processes them, picks tokens (greedy, sampling or beam search), applies the
+stopping rules, and tells the caller which tokens to feed next and, under beam search,
+how to reorder its KV cache (``beam_indices``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterator, Optional, Sequence
+
+import numpy as np
+
+from kvgen import _core
+from kvgen._core import GenerationConfig, StepResult
+
+#: model_fn(input_ids, beam_indices) -> logits [rows, vocab] float32.
+#: input_ids[r] holds the new tokens of row r (its whole prompt at the first call, one
+#: token after); beam_indices (None at the first call and without beam search) gives,
+#: for each row, the row of the previous step it continues: reorder the KV cache with it
+#: before appending the new tokens.
+ModelFn = Callable[[list, Optional[np.ndarray]], np.ndarray]
+
+
+@dataclass
+class GenerationResult:
+    """The output of a generation, per input and per returned sequence.
+
+    ``sequences[i][k]`` are the token ids of the k-th sequence of input i (generated part
+    only, unless the prompt was kept), best first under beam search. ``scores[i][k]`` is
+    the beam score (sum of log-probs / length ** length_penalty, HF ``sequences_scores``)
+    or, without beams, the sum of the token log-probs. ``token_logprobs[i][k]`` are the
+    log-probabilities of each generated token under the processed distribution (HF
+    ``compute_transition_scores`` on beam scores; on sampling scores with
+    ``normalize_logits=True``); ``raw_token_logprobs`` the same under the raw logits,
+    when asked for. ``finish_reasons[i][k]`` is "eos", "stop", "length", or None.
+    """
+
+    sequences: list[list[np.ndarray]]
+    scores: list[list[float]]
+    token_logprobs: list[list[np.ndarray]]
+    raw_token_logprobs: Optional[list[list[np.ndarray]]]
+    finish_reasons: list[list[Optional[str]]]
+    prompt_lengths: list[int]
+
+    def __repr__(self) -> str:
+        n = sum(len(s) for s in self.sequences)
+        return f"GenerationResult({len(self.sequences)} inputs, {n} sequences, finish_reasons={self.finish_reasons})"
+
+
+class Generator(_core._Generator):
+    """Generation over logits computed elsewhere, one step at a time.
+
+    ``Generator(config, batch_size=None, *, token_strings=None, output_raw_logprobs=False)``.
+    Call ``append_tokens(prompts)`` once, then ``step(logits)`` with the next-token logits
+    of every row (``rows = batch * num_beams`` under beam search, ``batch *
+    num_return_sequences`` otherwise) until ``is_done()``; feed ``next_tokens`` to your
+    model and, under beam search, reorder its cache with ``beam_indices`` first.
+    ``result()`` gives the sequences. ``token_strings`` (the text or bytes of every token
+    id) is needed for ``config.stop_strings``.
+    """
+
+    def result(self, strip_prompt: bool = True) -> GenerationResult:
+        """The sequences so far (all finished once ``is_done()``), per input."""
+        hyps = self._hypotheses()
+        start = (lambda h: h["prompt_length"]) if strip_prompt else (lambda h: 0)
+        raw = [[h["raw_logprobs"] for h in per] for per in hyps]
+        has_raw = all(r is not None for per in raw for r in per)
+        return GenerationResult(
+            sequences=[[h["tokens"][start(h):] for h in per] for per in hyps],
+            scores=[[h["score"] for h in per] for per in hyps],
+            token_logprobs=[[h["logprobs"] for h in per] for per in hyps],
+            raw_token_logprobs=raw if has_raw else None,
+            finish_reasons=[[h["finish_reason"] for h in per] for per in hyps],
+            prompt_lengths=[per[0]["prompt_length"] for per in hyps],
+        )
+
+    def stream(self, model_fn: ModelFn, prompts: Sequence[Sequence[int]]) -> Iterator[StepResult]:
+        """Appends ``prompts`` and steps with ``model_fn``'s logits until done, yielding each step."""
+        self.append_tokens(prompts)
+        per_prompt = self.rows // self.batch_size
+        inputs = [np.asarray(p, dtype=np.int64) for p in prompts for _ in range(per_prompt)]
+        beam_indices = None
+        while not self.is_done():
+            step = self.step(model_fn(inputs, beam_indices))
+            yield step
+            inputs = [np.array([t], dtype=np.int64) for t in step.tokens]
+            beam_indices = step.beam_indices
+
+    def __repr__(self) -> str:
+        state = "done" if self.is_done() else f"step {self.step_count}"
+        return f"Generator(batch_size={self.batch_size}, rows={self.rows}, {state}, config={self.config!r})"
+
+
+def stream(
+    model_fn: ModelFn,
+    prompts: Sequence[Sequence[int]],
+    config: GenerationConfig,
+    **generator_options,
+) -> Iterator[StepResult]:
+    """Runs the loop and yields each step's StepResult, for streaming tokens.
+
+    To read the final result as well, make the Generator yourself and iterate
+    ``generator.stream(model_fn, prompts)``, then call ``generator.result()``.
+    """
+    yield from Generator(config, **generator_options).stream(model_fn, prompts)
+
+
+def generate(
+    model_fn: ModelFn,
+    prompts: Sequence[Sequence[int]],
+    config: GenerationConfig,
+    *,
+    strip_prompt: bool = True,
+    **generator_options,
+) -> GenerationResult:
+    """Generates from ``prompts`` with logits from ``model_fn`` (see ModelFn); returns the result."""
+    generator = Generator(config, **generator_options)
+    for _ in generator.stream(model_fn, prompts):
+        pass
+    return generator.result(strip_prompt=strip_prompt)

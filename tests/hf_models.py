@@ -1,0 +1,70 @@
+"""Small random GPT-2 models built offline, and a step-by-step driver of their HF forward
+pass with ``past_key_values``, to feed a kvgen Generator real logits."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import torch
+import transformers
+
+
+@functools.lru_cache(maxsize=None)
+def random_gpt2(vocab_size: int = 211, n_embd: int = 32, n_layer: int = 2, n_head: int = 4, seed: int = 0):
+    """A GPT-2 with random weights, large enough (initializer_range 0.3) that its logits are peaked."""
+    torch.manual_seed(seed)
+    config = transformers.GPT2Config(
+        vocab_size=vocab_size, n_positions=128, n_embd=n_embd, n_layer=n_layer, n_head=n_head,
+        initializer_range=0.3, bos_token_id=0, eos_token_id=1,
+    )
+    return transformers.GPT2LMHeadModel(config).eval()
+
+
+def left_pad(prompts: list[list[int]], pad: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """input_ids and attention_mask for a batch of prompts, left-padded as HF expects."""
+    width = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(prompts), width), dtype=torch.long)
+    for i, p in enumerate(prompts):
+        ids[i, width - len(p):] = torch.tensor(p)
+        mask[i, width - len(p):] = 1
+    return ids, mask
+
+
+class HFStepper:
+    """kvgen's model_fn protocol over an HF causal LM: prefill with left padding, then one
+    token per row per step with the model's own KV cache, reordered by beam_indices."""
+
+    def __init__(self, model, pad: int = 0):
+        self.model, self.pad = model, pad
+        self.past = self.mask = self.positions = None
+        self.calls = 0
+
+    @torch.inference_mode()
+    def __call__(self, inputs: list[np.ndarray], beam_indices: np.ndarray | None) -> np.ndarray:
+        self.calls += 1
+        if self.past is None:
+            ids, self.mask = left_pad([list(map(int, x)) for x in inputs], self.pad)
+            positions = (self.mask.cumsum(-1) - 1).clamp(min=0)
+        else:
+            if beam_indices is not None:
+                order = torch.as_tensor(beam_indices)
+                self.past.reorder_cache(order)
+                self.mask, self.positions = self.mask[order], self.positions[order]
+            ids = torch.tensor(np.stack(inputs))
+            self.mask = torch.cat([self.mask, torch.ones((len(inputs), 1), dtype=torch.long)], dim=1)
+            positions = self.positions[:, -1:] + 1
+        out = self.model(input_ids=ids, attention_mask=self.mask, position_ids=positions, past_key_values=self.past,
+                         use_cache=True)
+        self.past, self.positions = out.past_key_values, positions
+        return out.logits[:, -1, :].float().contiguous().numpy()
+
+
+def hf_generate(model, prompts: list[list[int]], pad: int, **settings):
+    """model.generate on left-padded prompts; returns (generated part per row, outputs)."""
+    ids, mask = left_pad(prompts, pad)
+    with torch.inference_mode():
+        out = model.generate(input_ids=ids, attention_mask=mask, pad_token_id=pad, return_dict_in_generate=True,
+                             output_scores=True, **settings)
+    return out.sequences[:, ids.shape[1]:], out
