@@ -9,6 +9,7 @@ namespace kvgen::bindings {
 void register_generation_config(py::module_& m);
 void register_sampling(py::module_& m);
 void register_generator(py::module_& m);
+void register_model(py::module_& m);
 }  // namespace kvgen::bindings
 
 PYBIND11_MODULE(_core, m) {
@@ -22,5 +23,6 @@ PYBIND11_MODULE(_core, m) {
   });
   kvgen::bindings::register_generation_config(m);
   kvgen::bindings::register_sampling(m);
+  kvgen::bindings::register_model(m);
   kvgen::bindings::register_generator(m);
 }

@@ -5,7 +5,9 @@ A C++ core (sampling kernels, search, KV-cached transformers) behind a small Pyt
 
 from kvgen._config import from_dict, from_hf
 from kvgen._core import GenerationConfig, StepResult, sample
-from kvgen._generate import GenerationResult, Generator, generate, stream
+from kvgen._generate import GenerationResult, Generator, ModelGenerator, generate, stream
+from kvgen._model import Model
+from kvgen._core import get_num_threads, set_num_threads
 from kvgen._processor import LogitsProcessor
 
 __version__ = "0.1.0"
@@ -18,9 +20,13 @@ __all__ = [
     "GenerationResult",
     "Generator",
     "LogitsProcessor",
+    "Model",
+    "ModelGenerator",
     "StepResult",
     "generate",
+    "get_num_threads",
     "sample",
+    "set_num_threads",
     "stream",
     "__version__",
 ]

@@ -48,6 +48,8 @@ class Generator {
   bool is_beam_search() const { return beam_.has_value(); }
 
   const Sequences& sequences() const { return seqs_; }
+  // Whether row r still needs logits (every beam row does while the search runs).
+  bool row_running(int64_t r) const { return beam_ ? !beam_->done() : active_[r] != 0; }
   // Why row r stopped (greedy / sampling); None while it runs and for beam rows.
   FinishReason finish_reason(int64_t r) const { return reason_[r]; }
   // Tokens to feed next, one per row (pad_token_id for finished rows).

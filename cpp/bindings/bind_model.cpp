@@ -1,0 +1,120 @@
+// Binding of the built-in models: kvgen._core._Model, built from a config dict and a
+// dict of float32 NumPy arrays (the facade loads them with safetensors / gguf).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "arrays.h"
+#include "kvgen/errors.h"
+#include "kvgen/model/gpt2.h"
+#include "kvgen/model/kernels.h"
+#include "py_model.h"
+
+namespace py = pybind11;
+
+namespace kvgen::bindings {
+namespace {
+
+// name -> view over each array; float32 and C-contiguous, or a TypeError naming it.
+TensorMap tensor_map(const py::dict& arrays) {
+  TensorMap t;
+  for (auto item : arrays) {
+    const std::string name = py::str(item.first);
+    if (!py::isinstance<py::array>(item.second))
+      throw TypeError("tensor '" + name + "' is not a NumPy array");
+    py::array a = py::reinterpret_borrow<py::array>(item.second);
+    if (!a.dtype().is(py::dtype::of<float>()))
+      throw TypeError("tensor '" + name + "' has dtype " + std::string(py::str(a.dtype())) +
+                      "; kvgen's GPT-2 reads float32 weights");
+    if (!(a.flags() & py::array::c_style)) throw ValueError("tensor '" + name + "' is not C-contiguous");
+    TensorView v{static_cast<const float*>(a.data()), {}};
+    for (py::ssize_t i = 0; i < a.ndim(); ++i) v.shape.push_back(a.shape(i));
+    t.add(name, std::move(v));
+  }
+  return t;
+}
+
+int64_t get_int(const py::dict& c, const char* key) {
+  if (!c.contains(key) || c[key].is_none()) throw ValueError(std::string("model config has no '") + key + "'");
+  return c[key].cast<int64_t>();
+}
+
+std::unique_ptr<PyModel> make_gpt2(const py::dict& config, const py::dict& arrays) {
+  ModelConfig mc;
+  mc.architecture = "gpt2";
+  mc.vocab_size = get_int(config, "vocab_size");
+  mc.context_length = get_int(config, "n_positions");
+  mc.hidden = get_int(config, "n_embd");
+  mc.layers = get_int(config, "n_layer");
+  mc.heads = mc.kv_heads = get_int(config, "n_head");
+  mc.head_dim = mc.hidden / mc.heads;
+  mc.intermediate = config.contains("n_inner") && !config["n_inner"].is_none() ? config["n_inner"].cast<int64_t>()
+                                                                                : 4 * mc.hidden;
+  GPT2Options opt;
+  if (config.contains("layer_norm_epsilon")) opt.layer_norm_epsilon = config["layer_norm_epsilon"].cast<float>();
+  if (config.contains("scale_attn_weights")) opt.scale_attn_weights = config["scale_attn_weights"].cast<bool>();
+  if (config.contains("scale_attn_by_inverse_layer_idx"))
+    opt.scale_attn_by_inverse_layer_idx = config["scale_attn_by_inverse_layer_idx"].cast<bool>();
+  if (config.contains("activation_function")) opt.exact_gelu = config["activation_function"].cast<std::string>() == "gelu";
+  auto pm = std::make_unique<PyModel>();
+  pm->arrays = arrays;
+  pm->model = std::make_unique<GPT2>(mc, opt, tensor_map(arrays));
+  return pm;
+}
+
+}  // namespace
+
+void register_model(py::module_& m) {
+  py::class_<PyModel>(m, "_Model", "A built-in model over weights held in NumPy arrays (see kvgen.Model).")
+      .def_static("gpt2", &make_gpt2, py::arg("config"), py::arg("arrays"),
+                  "GPT-2 from a Hugging Face config dict and its tensors (float32 arrays by name).")
+      .def(
+          "forward",
+          [](py::object self, py::handle input_ids) {
+            PyModel& pm = self.cast<PyModel&>();
+            const ModelConfig& c = pm.core().config();
+            py::array ids = py::module_::import("numpy").attr("asarray")(input_ids);
+            if (ids.ndim() == 1) ids = py::module_::import("numpy").attr("expand_dims")(ids, 0);
+            HistoryView hv = history_view(ids, ids.ndim() == 2 ? ids.shape(0) : -1, "input_ids");
+            const int64_t rows = hv.rows, len = hv.length;
+            if (rows < 1 || len < 1) throw ValueError("input_ids must hold at least one token per row");
+            if (len > c.context_length)
+              throw ValueError("context overflow: input_ids has " + std::to_string(len) + " tokens, the model has " +
+                               std::to_string(c.context_length) + " positions");
+            {
+              py::gil_scoped_release release;
+              std::lock_guard<std::mutex> lock(pm.mutex);
+              const auto need = static_cast<size_t>(rows * len * c.vocab_size);
+              if (pm.logits.size() < need) pm.logits = xt::xtensor<float, 1>::from_shape({need});
+              KVCache cache = pm.core().make_cache(rows, len);
+              std::vector<RowTokens> chunks;
+              for (int64_t r = 0; r < rows; ++r) chunks.push_back({r, hv.data() + r * len, len});
+              pm.core().forward(chunks, cache, pm.logits.data(), true);
+            }
+            const std::vector<py::ssize_t> shape{rows, len, c.vocab_size};
+            return py::array_t<float>(shape, pm.logits.data(), self);
+          },
+          py::arg("input_ids"),
+          "Logits [rows, length, vocab] for input_ids [rows, length] (all positions, no cache kept). The array "
+          "is a view over the model's own buffer: valid until the next forward() call (copy it to keep it).")
+      .def_property_readonly("architecture", [](PyModel& p) { return p.core().config().architecture; })
+      .def_property_readonly("vocab_size", [](PyModel& p) { return p.core().config().vocab_size; })
+      .def_property_readonly("context_length", [](PyModel& p) { return p.core().config().context_length; })
+      .def_property_readonly("hidden_size", [](PyModel& p) { return p.core().config().hidden; })
+      .def_property_readonly("num_layers", [](PyModel& p) { return p.core().config().layers; })
+      .def_property_readonly("num_heads", [](PyModel& p) { return p.core().config().heads; })
+      .def_property_readonly("num_kv_heads", [](PyModel& p) { return p.core().config().kv_heads; })
+      .def(
+          "kv_cache_bytes",
+          [](PyModel& p, int64_t rows, int64_t positions) {
+            const ModelConfig& c = p.core().config();
+            return 2 * c.layers * rows * positions * c.kv_heads * c.head_dim * static_cast<int64_t>(sizeof(float));
+          },
+          py::arg("rows"), py::arg("positions"), "Bytes a KV cache for rows x positions takes.");
+
+  m.def("set_num_threads", &kernels::set_blas_threads, py::arg("n"),
+        "Threads for the model's matrix products (OpenBLAS); the sampler runs on the calling thread.");
+  m.def("get_num_threads", &kernels::blas_threads, "Threads the model's matrix products use.");
+}
+
+}  // namespace kvgen::bindings

@@ -1,0 +1,51 @@
+// GPT-2 as Hugging Face's GPT2LMHeadModel computes it: token + learned position
+// embeddings, pre-LayerNorm blocks with fused QKV (Conv1D weights stored [in, out]),
+// causal multi-head attention, GELU MLP, final LayerNorm, LM head tied to the token
+// embeddings (or a separate lm_head.weight).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <xtensor/xtensor.hpp>
+
+#include "kvgen/model/model.h"
+#include "kvgen/model/tensors.h"
+
+namespace kvgen {
+
+struct GPT2Options {
+  float layer_norm_epsilon = 1e-5f;
+  bool scale_attn_weights = true;               // divide scores by sqrt(head_dim)
+  bool scale_attn_by_inverse_layer_idx = false; // and by (layer + 1)
+  bool exact_gelu = false;                      // "gelu" (erf) instead of "gelu_new" (tanh)
+};
+
+class GPT2 : public Model {
+ public:
+  // Checks every tensor's presence and shape (names with or without "transformer.").
+  GPT2(ModelConfig config, GPT2Options options, const TensorMap& tensors);
+
+  const ModelConfig& config() const override { return config_; }
+  void forward(const std::vector<RowTokens>& chunks, KVCache& cache, float* logits, bool all_positions) override;
+
+ private:
+  struct Layer {
+    const float *ln1_g, *ln1_b, *attn_w, *attn_b, *proj_w, *proj_b;
+    const float *ln2_g, *ln2_b, *fc_w, *fc_b, *fc_proj_w, *fc_proj_b;
+  };
+  void reserve(int64_t tokens, int64_t scores);
+
+  ModelConfig config_;
+  GPT2Options options_;
+  const float* wte_;      // (vocab, C)
+  const float* wpe_;      // (context, C)
+  const float* lm_head_;  // (vocab, C)
+  const float *lnf_g_, *lnf_b_;
+  std::vector<Layer> layers_;
+  // activations, grown to the largest forward seen
+  xt::xtensor<float, 1> x_, h_, qkv_, att_, mlp_, scores_, logits_;
+  std::vector<int64_t> starts_;  // (chunks) cached length of each chunk's row
+};
+
+}  // namespace kvgen

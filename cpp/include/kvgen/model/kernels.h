@@ -1,0 +1,39 @@
+// Raw-pointer kernels of the transformer forward pass: BLAS matrix products, layer
+// norm, GELU, embedding lookups. Outputs first, shapes last (llm.c style); every buffer
+// is row-major.
+#pragma once
+
+#include <cstdint>
+
+namespace kvgen::kernels {
+
+// out (M, N) = (accumulate ? out : 0) + alpha * a (M, K) @ b, with b (K, N) or, if b_transposed,
+// b (N, K). lda / ldb / ldc are the row strides (0 = dense).
+void matmul(float* out, const float* a, const float* b, int64_t M, int64_t N, int64_t K, bool b_transposed,
+            bool accumulate = false, int64_t lda = 0, int64_t ldb = 0, int64_t ldc = 0, float alpha = 1.0f);
+
+// out (M, N) = a (M, K) @ w (K, N) + bias (N): a Conv1D / Linear with the weight stored
+// [in, out] (Hugging Face GPT-2 Conv1D). bias may be null.
+void linear(float* out, const float* a, const float* w, const float* bias, int64_t M, int64_t N, int64_t K);
+
+// out (M, C) = layernorm(x) * gamma + beta (torch.nn.LayerNorm, biased variance).
+void layernorm(float* out, const float* x, const float* gamma, const float* beta, int64_t M, int64_t C, float eps);
+
+// x = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) in place (HF "gelu_new").
+void gelu_tanh(float* x, int64_t n);
+
+// x = 0.5 x (1 + erf(x / sqrt(2))) in place (HF "gelu").
+void gelu_erf(float* x, int64_t n);
+
+// x += y over n floats.
+void add_inplace(float* x, const float* y, int64_t n);
+
+// Softmax of each of the M rows of x (M, N) in place, over its first valid[i] entries
+// (the rest set to 0); valid = null: all N.
+void softmax_rows(float* x, int64_t M, int64_t N, const int64_t* valid);
+
+// Sets the number of threads OpenBLAS uses (the process-wide thread policy).
+void set_blas_threads(int n);
+int blas_threads();
+
+}  // namespace kvgen::kernels

@@ -1,0 +1,50 @@
+// Model: the interface every built-in architecture implements. A forward pass appends
+// new tokens of some cache rows (a whole prompt at prefill, one token per row when
+// decoding) and writes next-token logits.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kvgen/model/kv_cache.h"
+
+namespace kvgen {
+
+struct ModelConfig {
+  std::string architecture;   // "gpt2", "llama"
+  int64_t vocab_size = 0;
+  int64_t context_length = 0; // positions the model supports
+  int64_t hidden = 0;         // C
+  int64_t layers = 0;
+  int64_t heads = 0;
+  int64_t kv_heads = 0;       // < heads under grouped-query attention
+  int64_t head_dim = 0;
+  int64_t intermediate = 0;   // MLP width
+};
+
+// The new tokens of one cache row.
+struct RowTokens {
+  int64_t row;
+  const int64_t* tokens;
+  int64_t count;
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  virtual const ModelConfig& config() const = 0;
+
+  // Runs each chunk's tokens at the positions following its row's cached length,
+  // writes their keys/values into the cache and advances the row's length. Logits:
+  // with all_positions, of every token, chunk after chunk (sum of counts, vocab);
+  // otherwise of each chunk's last token, at its row: logits + row * vocab.
+  virtual void forward(const std::vector<RowTokens>& chunks, KVCache& cache, float* logits, bool all_positions) = 0;
+
+  KVCache make_cache(int64_t rows, int64_t max_context) const {
+    const ModelConfig& c = config();
+    return KVCache(c.layers, rows, max_context, c.kv_heads, c.head_dim);
+  }
+};
+
+}  // namespace kvgen

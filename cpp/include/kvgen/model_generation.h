@@ -1,0 +1,41 @@
+// ModelGeneration: a Generator driven by a built-in model. The prompts are prefilled in
+// one batched forward pass (once per input; beam and sampling rows of the same input
+// get a copy of its cache), then each step feeds every running row's last token.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include <xtensor/xtensor.hpp>
+
+#include "kvgen/generator.h"
+#include "kvgen/model/model.h"
+
+namespace kvgen {
+
+class ModelGeneration {
+ public:
+  ModelGeneration(Model& model, GenerationConfig config);
+
+  Generator& generator() { return gen_; }
+  const Generator& generator() const { return gen_; }
+
+  // Checks that every prompt plus its new tokens fits the model's context (before any
+  // work), allocates the KV cache, prefills and takes the first step.
+  void start(const std::vector<std::vector<int64_t>>& prompts);
+  // One decode step: reorder the cache for beam search, forward the last tokens, step.
+  void advance();
+  bool done() const { return gen_.done(); }
+  const KVCache& cache() const { return *cache_; }
+
+ private:
+  Model& model_;
+  Generator gen_;
+  std::optional<KVCache> cache_;
+  xt::xtensor<float, 2> logits_;    // (rows, vocab)
+  std::vector<RowTokens> chunks_;
+  std::vector<int64_t> fed_;        // (rows) the token each running row is fed
+};
+
+}  // namespace kvgen

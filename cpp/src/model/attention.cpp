@@ -1,0 +1,29 @@
+// Causal attention: S = scale * Q K^T over the cached keys, masked softmax, O = S V.
+#include "kvgen/model/attention.h"
+
+#include <vector>
+
+#include "kvgen/model/kernels.h"
+
+namespace kvgen {
+
+void causal_attention(float* out, int64_t ldo, const float* q, int64_t ldq, KVCache& cache, int64_t layer,
+                      int64_t row, int64_t start, int64_t count, int64_t heads, int64_t kv_heads, int64_t head_dim,
+                      float scale, float* scores) {
+  const int64_t len = start + count;      // keys visible to the last token
+  const int64_t group = heads / kv_heads; // query heads per kv head
+  thread_local std::vector<int64_t> valid;
+  valid.resize(count);
+  for (int64_t i = 0; i < count; ++i) valid[i] = start + i + 1;
+  for (int64_t h = 0; h < heads; ++h) {
+    const float* keys = cache.keys(layer, row, h / group);    // (len, head_dim)
+    const float* values = cache.values(layer, row, h / group);
+    // scores (count, len) = scale * q_h (count, head_dim) @ keys^T
+    kernels::matmul(scores, q + h * head_dim, keys, count, len, head_dim, true, false, ldq, head_dim, len, scale);
+    kernels::softmax_rows(scores, count, len, valid.data());
+    // out_h (count, head_dim) = scores @ values (len, head_dim)
+    kernels::matmul(out + h * head_dim, scores, values, count, head_dim, len, false, false, len, head_dim, ldo);
+  }
+}
+
+}  // namespace kvgen

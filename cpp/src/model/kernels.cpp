@@ -1,0 +1,85 @@
+// Transformer kernels: OpenBLAS for the matrix products, plain loops for the rest.
+#include "kvgen/model/kernels.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kvgen/kernels/vector_math.h"
+
+extern "C" {
+void openblas_set_num_threads(int num_threads);
+int openblas_get_num_threads(void);
+}
+
+namespace kvgen::kernels {
+
+void matmul(float* out, const float* a, const float* b, int64_t M, int64_t N, int64_t K, bool b_transposed,
+            bool accumulate, int64_t lda, int64_t ldb, int64_t ldc, float alpha) {
+  if (M == 0 || N == 0) return;
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, b_transposed ? CblasTrans : CblasNoTrans, static_cast<blasint>(M),
+              static_cast<blasint>(N), static_cast<blasint>(K), alpha, a, static_cast<blasint>(lda ? lda : K), b,
+              static_cast<blasint>(ldb ? ldb : (b_transposed ? K : N)), accumulate ? 1.0f : 0.0f, out,
+              static_cast<blasint>(ldc ? ldc : N));
+}
+
+void linear(float* out, const float* a, const float* w, const float* bias, int64_t M, int64_t N, int64_t K) {
+  if (bias) {
+    for (int64_t i = 0; i < M; ++i) std::memcpy(out + i * N, bias, sizeof(float) * N);
+  }
+  matmul(out, a, w, M, N, K, false, bias != nullptr);
+}
+
+void layernorm(float* out, const float* x, const float* gamma, const float* beta, int64_t M, int64_t C, float eps) {
+  for (int64_t i = 0; i < M; ++i) {
+    const float* xi = x + i * C;
+    float* oi = out + i * C;
+    float mean = 0.0f;
+#pragma omp simd reduction(+ : mean)
+    for (int64_t c = 0; c < C; ++c) mean += xi[c];
+    mean /= static_cast<float>(C);
+    float var = 0.0f;
+#pragma omp simd reduction(+ : var)
+    for (int64_t c = 0; c < C; ++c) var += (xi[c] - mean) * (xi[c] - mean);
+    const float rstd = 1.0f / std::sqrt(var / static_cast<float>(C) + eps);
+#pragma omp simd
+    for (int64_t c = 0; c < C; ++c) oi[c] = (xi[c] - mean) * rstd * gamma[c] + beta[c];
+  }
+}
+
+void gelu_tanh(float* x, int64_t n) {
+  constexpr float k = 0.7978845608028654f;  // sqrt(2 / pi)
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    x[i] = 0.5f * v * (1.0f + std::tanh(k * (v + 0.044715f * v * v * v)));
+  }
+}
+
+void gelu_erf(float* x, int64_t n) {
+  constexpr float inv_sqrt2 = 0.7071067811865476f;
+  for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * inv_sqrt2));
+}
+
+void add_inplace(float* x, const float* y, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+void softmax_rows(float* x, int64_t M, int64_t N, const int64_t* valid) {
+  for (int64_t i = 0; i < M; ++i) {
+    float* row = x + i * N;
+    const int64_t n = valid ? valid[i] : N;
+    const float m = max_of(row, n);
+    const double s = exp_into(row, row, n, m);
+    const float inv = static_cast<float>(1.0 / s);
+    scale(row, n, inv);
+    std::fill(row + n, row + N, 0.0f);
+  }
+}
+
+void set_blas_threads(int n) { openblas_set_num_threads(n); }
+int blas_threads() { return openblas_get_num_threads(); }
+
+}  // namespace kvgen::kernels

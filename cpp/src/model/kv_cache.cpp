@@ -1,0 +1,90 @@
+// KVCache: preallocated per-layer keys/values; in-place reorder for beam search.
+#include "kvgen/model/kv_cache.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace kvgen {
+
+KVCache::KVCache(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_heads, int64_t head_dim)
+    : layers_(layers), rows_(rows), ctx_(max_context), heads_(kv_heads), hd_(head_dim), length_(rows, 0) {
+  const std::array<size_t, 5> shape{static_cast<size_t>(layers), static_cast<size_t>(rows),
+                                    static_cast<size_t>(kv_heads), static_cast<size_t>(max_context),
+                                    static_cast<size_t>(head_dim)};
+  k_ = xt::xtensor<float, 5>::from_shape(shape);
+  v_ = xt::xtensor<float, 5>::from_shape(shape);
+}
+
+void KVCache::copy_row_to(const float* k_src, const float* v_src, int64_t src_row, int64_t dst, int64_t len,
+                          bool src_is_scratch) {
+  for (int64_t l = 0; l < layers_; ++l)
+    for (int64_t h = 0; h < heads_; ++h) {
+      const int64_t from = src_is_scratch ? (l * heads_ + h) * ctx_ * hd_ : offset(l, src_row, h);
+      std::memcpy(k_.data() + offset(l, dst, h), k_src + from, sizeof(float) * len * hd_);
+      std::memcpy(v_.data() + offset(l, dst, h), v_src + from, sizeof(float) * len * hd_);
+    }
+}
+
+void KVCache::copy_row(int64_t src, int64_t dst) {
+  if (src == dst) return;
+  copy_row_to(k_.data(), v_.data(), src, dst, length_[src], false);
+  length_[dst] = length_[src];
+}
+
+void KVCache::reorder(const int64_t* parents) {
+  // refs_[s]: rows still to be written that read row s. A row can be overwritten once
+  // nothing reads it; a cycle is broken by saving one row to scratch.
+  refs_.assign(rows_, 0);
+  pending_.clear();
+  for (int64_t r = 0; r < rows_; ++r)
+    if (parents[r] != r) {
+      pending_.push_back(r);
+      ++refs_[parents[r]];
+    }
+  int64_t in_scratch = -1, scratch_len = 0;
+  std::vector<int64_t>& new_length = new_length_;
+  new_length = length_;
+  while (!pending_.empty()) {
+    bool progressed = false;
+    for (size_t i = 0; i < pending_.size();) {
+      const int64_t r = pending_[i];
+      if (refs_[r] > 0) {
+        ++i;
+        continue;
+      }
+      const int64_t p = parents[r];
+      if (p == in_scratch) {
+        copy_row_to(scratch_k_.data(), scratch_v_.data(), p, r, scratch_len, true);
+        new_length[r] = scratch_len;
+      } else {
+        copy_row_to(k_.data(), v_.data(), p, r, length_[p], false);
+        new_length[r] = length_[p];
+      }
+      --refs_[p];
+      pending_[i] = pending_.back();
+      pending_.pop_back();
+      progressed = true;
+    }
+    if (!progressed) {  // every pending row is read by another: a cycle
+      if (scratch_k_.size() == 0) {
+        const std::array<size_t, 4> shape{static_cast<size_t>(layers_), static_cast<size_t>(heads_),
+                                          static_cast<size_t>(ctx_), static_cast<size_t>(hd_)};
+        scratch_k_ = xt::xtensor<float, 4>::from_shape(shape);
+        scratch_v_ = xt::xtensor<float, 4>::from_shape(shape);
+      }
+      const int64_t r = pending_.front();
+      scratch_len = length_[r];
+      for (int64_t l = 0; l < layers_; ++l)
+        for (int64_t h = 0; h < heads_; ++h) {
+          const int64_t to = (l * heads_ + h) * ctx_ * hd_;
+          std::memcpy(scratch_k_.data() + to, k_.data() + offset(l, r, h), sizeof(float) * scratch_len * hd_);
+          std::memcpy(scratch_v_.data() + to, v_.data() + offset(l, r, h), sizeof(float) * scratch_len * hd_);
+        }
+      in_scratch = r;
+      refs_[r] = 0;  // its readers now read the scratch copy
+    }
+  }
+  std::swap(length_, new_length_);
+}
+
+}  // namespace kvgen

@@ -1,0 +1,63 @@
+// ModelGeneration: prefill, then one forward + one Generator step per token.
+#include "kvgen/model_generation.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "kvgen/errors.h"
+
+namespace kvgen {
+
+ModelGeneration::ModelGeneration(Model& model, GenerationConfig config) : model_(model), gen_(std::move(config)) {}
+
+void ModelGeneration::start(const std::vector<std::vector<int64_t>>& prompts) {
+  const ModelConfig& mc = model_.config();
+  const StopRules stops(gen_.config());
+  int64_t longest = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const int64_t len = static_cast<int64_t>(prompts[i].size());
+    const int64_t total = len + std::max<int64_t>(stops.max_new_tokens(len), 0);
+    if (total > mc.context_length) {
+      std::ostringstream msg;
+      msg << "context overflow: prompt " << i << " has " << len << " tokens and may generate "
+          << stops.max_new_tokens(len) << " more (" << total << " in all), beyond the model's context of "
+          << mc.context_length << " positions; shorten the prompt or lower max_new_tokens";
+      throw ValueError(msg.str());
+    }
+    longest = std::max(longest, total);
+  }
+  gen_.append_tokens(prompts);  // validates the prompts and the config
+  const int64_t rows = gen_.rows(), per_input = gen_.rows_per_input();
+  cache_.emplace(model_.make_cache(rows, longest));
+  logits_ = xt::xtensor<float, 2>::from_shape({static_cast<size_t>(rows), static_cast<size_t>(mc.vocab_size)});
+  fed_.assign(rows, 0);
+
+  // Prefill the first row of each input in one batched pass; the others copy it.
+  chunks_.clear();
+  for (size_t i = 0; i < prompts.size(); ++i)
+    chunks_.push_back({static_cast<int64_t>(i) * per_input, prompts[i].data(), static_cast<int64_t>(prompts[i].size())});
+  model_.forward(chunks_, *cache_, logits_.data(), false);
+  for (int64_t b = 0; b < gen_.batch_size(); ++b)
+    for (int64_t k = 1; k < per_input; ++k) {
+      cache_->copy_row(b * per_input, b * per_input + k);
+      std::copy(logits_.data() + b * per_input * mc.vocab_size, logits_.data() + (b * per_input + 1) * mc.vocab_size,
+                logits_.data() + (b * per_input + k) * mc.vocab_size);
+    }
+  gen_.step(logits_.data(), rows, mc.vocab_size);
+}
+
+void ModelGeneration::advance() {
+  if (!cache_) throw ValueError("call start(prompts) first");
+  if (const int64_t* parents = gen_.beam_indices()) cache_->reorder(parents);
+  const int64_t* next = gen_.next_tokens();
+  chunks_.clear();
+  for (int64_t r = 0; r < gen_.rows(); ++r) {
+    if (!gen_.row_running(r)) continue;
+    fed_[r] = next[r];
+    chunks_.push_back({r, &fed_[r], 1});
+  }
+  model_.forward(chunks_, *cache_, logits_.data(), false);
+  gen_.step(logits_.data(), gen_.rows(), model_.config().vocab_size);
+}
+
+}  // namespace kvgen
