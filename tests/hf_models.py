@@ -68,3 +68,30 @@ def hf_generate(model, prompts: list[list[int]], pad: int, **settings):
         out = model.generate(input_ids=ids, attention_mask=mask, pad_token_id=pad, return_dict_in_generate=True,
                              output_scores=True, **settings)
     return out.sequences[:, ids.shape[1]:], out
+
+
+TEXT_CORPUS = [
+    "Once upon a time there was a small robot.",
+    "The robot liked tea, café au lait and crème brûlée.",
+    "Über allen Gipfeln ist Ruh. 你好，世界！ Γειά σου κόσμε.",
+] * 20
+
+
+def save_text_gpt2(directory, vocab_size: int = 300, seed: int = 0):
+    """A random GPT-2 with a byte-level BPE tokenizer trained offline on TEXT_CORPUS,
+    saved as a Hugging Face directory; returns (hf_model, tokenizer)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  special_tokens=["<|endoftext|>"])
+    tokenizer.train_from_iterator(TEXT_CORPUS, trainer)
+    torch.manual_seed(seed)
+    config = transformers.GPT2Config(vocab_size=tokenizer.get_vocab_size(), n_positions=128, n_embd=32, n_layer=2,
+                                     n_head=4, initializer_range=0.3)
+    hf = transformers.GPT2LMHeadModel(config).eval()
+    hf.save_pretrained(directory)
+    tokenizer.save(str(directory / "tokenizer.json"))
+    return hf, tokenizer

@@ -2,37 +2,17 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 import transformers
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 import kvgen
-from hf_models import hf_generate
-
-CORPUS = [
-    "Once upon a time there was a small robot.",
-    "The robot liked tea, café au lait and crème brûlée.",
-    "Über allen Gipfeln ist Ruh. 你好，世界！ Γειά σου κόσμε.",
-] * 20
-
+from hf_models import hf_generate, save_text_gpt2
 
 @pytest.fixture(scope="module")
 def text_model(tmp_path_factory):
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=300, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                  special_tokens=["<|endoftext|>"])
-    tokenizer.train_from_iterator(CORPUS, trainer)
-    torch.manual_seed(0)
-    config = transformers.GPT2Config(vocab_size=tokenizer.get_vocab_size(), n_positions=96, n_embd=32, n_layer=2,
-                                     n_head=4, initializer_range=0.3)
-    hf = transformers.GPT2LMHeadModel(config).eval()
     directory = tmp_path_factory.mktemp("text_gpt2")
-    hf.save_pretrained(directory)
-    tokenizer.save(str(directory / "tokenizer.json"))
+    hf, tokenizer = save_text_gpt2(directory)
     return hf, kvgen.Model.load(directory), tokenizer
 
 

@@ -19,6 +19,15 @@ namespace kvgen::kernels {
 void matmul(float* out, const float* a, const float* b, int64_t M, int64_t N, int64_t K, bool b_transposed,
             bool accumulate, int64_t lda, int64_t ldb, int64_t ldc, float alpha) {
   if (M == 0 || N == 0) return;
+  if (M == 1 && (ldc == 0 || ldc == N)) {  // one row (decode at batch 1): a matrix-vector product
+    if (b_transposed)  // out (N) = b (N, K) @ a (K)
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<blasint>(N), static_cast<blasint>(K), alpha, b,
+                  static_cast<blasint>(ldb ? ldb : K), a, 1, accumulate ? 1.0f : 0.0f, out, 1);
+    else  // out (N) = b^T (N, K) @ a (K), b stored (K, N)
+      cblas_sgemv(CblasRowMajor, CblasTrans, static_cast<blasint>(K), static_cast<blasint>(N), alpha, b,
+                  static_cast<blasint>(ldb ? ldb : N), a, 1, accumulate ? 1.0f : 0.0f, out, 1);
+    return;
+  }
   cblas_sgemm(CblasRowMajor, CblasNoTrans, b_transposed ? CblasTrans : CblasNoTrans, static_cast<blasint>(M),
               static_cast<blasint>(N), static_cast<blasint>(K), alpha, a, static_cast<blasint>(lda ? lda : K), b,
               static_cast<blasint>(ldb ? ldb : (b_transposed ? K : N)), accumulate ? 1.0f : 0.0f, out,
