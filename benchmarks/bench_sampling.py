@@ -127,7 +127,9 @@ def kvgen_binary() -> dict:
     return {"path": str(path), "sha256": digest, "mtime_utc": mtime}
 
 
-def environment(threads: int) -> dict:
+def environment(threads: int, numpy_engine: bool = True) -> dict:
+    """Versions, kvgen core, CPU and thread counts; numpy_engine=False leaves NumPy's thread
+    count out (for benchmarks with no NumPy engine)."""
     affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     return {
         "versions": {
@@ -141,11 +143,11 @@ def environment(threads: int) -> dict:
         "cpu": cpu_info(),
         "cpu_count": os.cpu_count(),
         "affinity": affinity,
-        "threads": {"kvgen": KVGEN_THREADS, "torch": threads, "numpy": 1},
+        "threads": {"kvgen": KVGEN_THREADS, "torch": threads, **({"numpy": 1} if numpy_engine else {})},
     }
 
 
-def print_environment(env: dict) -> None:
+def print_environment(env: dict, kvgen_note: str = "single-threaded sampler") -> None:
     print("versions: " + ", ".join(f"{k} {v}" for k, v in env["versions"].items()))
     core = env["kvgen_core"]
     print(f"kvgen core: {core['path']} (sha256 {core['sha256']}, built {core['mtime_utc']} UTC)")
@@ -153,8 +155,8 @@ def print_environment(env: dict) -> None:
     print(f"cpu: {env['cpu']['model']} ({env['cpu_count']} logical cores); flags: {flags}")
     print(f"affinity: cores {env['affinity']}")
     t = env["threads"]
-    print(f"threads: kvgen {t['kvgen']} (single-threaded sampler), torch {t['torch']}, "
-          f"numpy {t['numpy']} (no BLAS in these ops)")
+    numpy_part = f", numpy {t['numpy']} (no BLAS in these ops)" if "numpy" in t else ""
+    print(f"threads: kvgen {t['kvgen']} ({kvgen_note}), torch {t['torch']}{numpy_part}")
 
 
 # ---- inputs --------------------------------------------------------------------------
@@ -349,13 +351,17 @@ def time_calls(fn, calls: int) -> float:
     return (time.perf_counter() - start) / calls
 
 
-def measure(engines: dict, rounds: int, round_s: float) -> tuple[dict, dict]:
-    """Interleaved rounds; returns (per-call seconds per round, calls per round) per engine."""
-    calls = {name: calls_per_round(fn, round_s) for name, fn in engines.items()}
+def measure(engines: dict, rounds: int, round_s: float, calibrate=calls_per_round, run=time_calls) -> tuple[dict, dict]:
+    """Interleaved rounds; returns (per-call seconds per round, calls per round) per engine.
+
+    calibrate(engine, round_s) -> units per round and run(engine, units) -> seconds per call
+    default to zero-argument callables timed call by call; other benchmarks pass their own
+    (e.g. whole generation episodes with the setup outside the timed region)."""
+    calls = {name: calibrate(fn, round_s) for name, fn in engines.items()}
     samples = {name: [] for name in engines}
     for _ in range(rounds):
         for name, fn in engines.items():
-            samples[name].append(time_calls(fn, calls[name]))
+            samples[name].append(run(fn, calls[name]))
     return samples, calls
 
 
@@ -424,7 +430,8 @@ def check_targets(results: list[dict]) -> list[dict]:
     return checks
 
 
-def write_plot(results: list[dict], path: Path) -> Path | None:
+def pyplot():
+    """matplotlib.pyplot on the Agg backend, or None (with a note) when matplotlib is missing."""
     try:
         import matplotlib
 
@@ -432,6 +439,13 @@ def write_plot(results: list[dict], path: Path) -> Path | None:
         import matplotlib.pyplot as plt
     except ImportError:
         print("plot: matplotlib is not installed, no PNG written")
+        return None
+    return plt
+
+
+def write_plot(results: list[dict], path: Path) -> Path | None:
+    plt = pyplot()
+    if plt is None:
         return None
     rows_values = sorted({r["rows"] for r in results})
     fig, axes = plt.subplots(1, len(rows_values), figsize=(5 * len(rows_values), 4.2), squeeze=False)

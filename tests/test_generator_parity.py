@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
 import kvgen
 from hf_models import HFStepper, hf_generate, random_gpt2

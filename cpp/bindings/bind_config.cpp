@@ -62,6 +62,24 @@ void def_token_list(py::class_<Cfg>& cls, const char* name, const char* doc, boo
       [name](Cfg& c, py::handle v) { c.*Member = token_list(v, name); }, doc);
 }
 
+// A list-of-token-lists field (None when empty).
+template <std::vector<std::vector<int64_t>> Cfg::*Member>
+void def_token_sequences(py::class_<Cfg>& cls, const char* name, const char* doc) {
+  cls.def_property(
+      name, [](const Cfg& c) { return (c.*Member).empty() ? py::object(py::none()) : py::cast(c.*Member); },
+      [name](Cfg& c, py::handle v) {
+        (c.*Member).clear();
+        if (v.is_none()) return;
+        for (py::handle seq : py::iter(v)) {
+          if (py::isinstance<py::int_>(seq))
+            throw TypeError(std::string("GenerationConfig.") + name +
+                            " must be a list of token-id lists, e.g. [[13], [7, 8]]");
+          (c.*Member).push_back(token_list(seq, name));
+        }
+      },
+      doc);
+}
+
 }  // namespace
 
 void register_generation_config(py::module_& m) {
@@ -131,33 +149,10 @@ field. Differences from Hugging Face, on purpose:
   def_token_list<&Cfg::suppress_tokens>(cls, "suppress_tokens", "Tokens masked at every step.", false);
   def_token_list<&Cfg::begin_suppress_tokens>(cls, "begin_suppress_tokens", "Tokens masked at the first generated position.", false);
 
-  cls.def_property(
-      "bad_words_ids",
-      [](const Cfg& c) { return c.bad_words_ids.empty() ? py::object(py::none()) : py::cast(c.bad_words_ids); },
-      [](Cfg& c, py::handle v) {
-        c.bad_words_ids.clear();
-        if (v.is_none()) return;
-        for (py::handle seq : py::iter(v)) {
-          if (py::isinstance<py::int_>(seq))
-            throw TypeError("GenerationConfig.bad_words_ids must be a list of token-id lists, e.g. [[13], [7, 8]]");
-          c.bad_words_ids.push_back(token_list(seq, "bad_words_ids"));
-        }
-      },
-      "Token sequences that may never be generated (list of lists).");
-
-  cls.def_property(
-      "stop_sequences",
-      [](const Cfg& c) { return c.stop_sequences.empty() ? py::object(py::none()) : py::cast(c.stop_sequences); },
-      [](Cfg& c, py::handle v) {
-        c.stop_sequences.clear();
-        if (v.is_none()) return;
-        for (py::handle seq : py::iter(v)) {
-          if (py::isinstance<py::int_>(seq))
-            throw TypeError("GenerationConfig.stop_sequences must be a list of token-id lists, e.g. [[13], [7, 8]]");
-          c.stop_sequences.push_back(token_list(seq, "stop_sequences"));
-        }
-      },
-      "kvgen: a row stops when its generated tokens end with one of these token-id sequences.");
+  def_token_sequences<&Cfg::bad_words_ids>(cls, "bad_words_ids",
+                                            "Token sequences that may never be generated (list of lists).");
+  def_token_sequences<&Cfg::stop_sequences>(
+      cls, "stop_sequences", "kvgen: a row stops when its generated tokens end with one of these token-id sequences.");
 
   cls.def_property(
       "stop_strings",
