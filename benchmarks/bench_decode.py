@@ -98,7 +98,7 @@ from transformers.generation.streamers import BaseStreamer
 import kvgen
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_sampling import environment, measure, print_environment, pyplot, summarize  # noqa: E402  (not a package)
+from bench_sampling import environment, measure, print_environment, pyplot, save_png, summarize  # noqa: E402  (not a package)
 
 SEED = 0
 EOS = 50256
@@ -500,11 +500,7 @@ def write_plot(context: list[dict], path: Path, threads: int) -> Path | None:
     ax.set_title(f"GPT-2 small shape, random weights, n_positions 2048; {threads} threads; "
                  f"{context[0]['new_tokens']} decoded tokens\nmedian of interleaved rounds, bars min-max; "
                  "higher is better", fontsize=9)
-    fig.tight_layout()
-    png = path.with_suffix(".png")
-    fig.savefig(png, dpi=120)
-    plt.close(fig)
-    return png
+    return save_png(fig, plt, path)
 
 
 # ---- main ----------------------------------------------------------------------------

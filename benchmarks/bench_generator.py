@@ -110,6 +110,7 @@ from bench_sampling import (  # noqa: E402  (benchmarks/ is not a package)
     measure,
     print_environment,
     pyplot,
+    save_png,
     summarize,
 )
 
@@ -649,11 +650,7 @@ def write_plot(results: list[dict], path: Path) -> Path | None:
         ax.legend(fontsize=8)
     fig.suptitle("Generator.step vs HF loop body per step (median of interleaved rounds, bars min-max; "
                  "labels HF/kvgen; lower is better)", fontsize=10)
-    fig.tight_layout()
-    png = path.with_suffix(".png")
-    fig.savefig(png, dpi=120)
-    plt.close(fig)
-    return png
+    return save_png(fig, plt, path)
 
 
 # ---- main ----------------------------------------------------------------------------

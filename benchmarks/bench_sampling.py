@@ -443,6 +443,15 @@ def pyplot():
     return plt
 
 
+def save_png(fig, plt, path: Path) -> Path:
+    """Saves fig next to the JSON output (same name, .png) and closes it."""
+    fig.tight_layout()
+    png = path.with_suffix(".png")
+    fig.savefig(png, dpi=120)
+    plt.close(fig)
+    return png
+
+
 def write_plot(results: list[dict], path: Path) -> Path | None:
     plt = pyplot()
     if plt is None:
@@ -463,11 +472,7 @@ def write_plot(results: list[dict], path: Path) -> Path | None:
         ax.grid(True, which="both", alpha=0.3)
     axes[0][0].legend(fontsize=8)
     fig.suptitle("sampler time per call (median of interleaved rounds; lower is better)")
-    fig.tight_layout()
-    png = path.with_suffix(".png")
-    fig.savefig(png, dpi=120)
-    plt.close(fig)
-    return png
+    return save_png(fig, plt, path)
 
 
 # ---- main ----------------------------------------------------------------------------
