@@ -46,25 +46,42 @@ inline float max_of(const float* x, int64_t n) {
   return m;
 }
 
-// sum of exp(x[i] - shift), accumulated in double lanes: with a vocabulary of 150k
-// tiny weights next to a 1.0, float lanes would round the tail mass away and move a
-// top-p cut by a token.
+// sum of exp(x[i] - shift): float lanes over blocks of 64 (8 terms per lane), blocks
+// added in double. Long float sums would round a 150k-token tail away next to a 1.0
+// and move a top-p cut by a token; 8-term partial sums keep it within a few ulp.
 inline double sum_exp(const float* x, int64_t n, float shift) {
-  double s = 0.0;
+  constexpr int64_t kBlock = 64;
+  double total = 0.0;
+  int64_t b = 0;
+  for (; b + kBlock <= n; b += kBlock) {
+    float s = 0.0f;
 #pragma omp simd reduction(+ : s)
-  for (int64_t i = 0; i < n; ++i) s += static_cast<double>(fast_exp(x[i] - shift));
-  return s;
+    for (int64_t i = b; i < b + kBlock; ++i) s += fast_exp(x[i] - shift);
+    total += s;
+  }
+  for (; b < n; ++b) total += fast_exp(x[b] - shift);
+  return total;
 }
 
-// out[i] = exp(x[i] - shift); returns their sum (double lanes, as sum_exp).
+// out[i] = exp(x[i] - shift); returns their sum (summed as sum_exp).
 inline double exp_into(float* out, const float* x, int64_t n, float shift) {
-  double s = 0.0;
+  constexpr int64_t kBlock = 64;
+  double total = 0.0;
+  int64_t b = 0;
+  for (; b + kBlock <= n; b += kBlock) {
+    float s = 0.0f;
 #pragma omp simd reduction(+ : s)
-  for (int64_t i = 0; i < n; ++i) {
-    out[i] = fast_exp(x[i] - shift);
-    s += static_cast<double>(out[i]);
+    for (int64_t i = b; i < b + kBlock; ++i) {
+      out[i] = fast_exp(x[i] - shift);
+      s += out[i];
+    }
+    total += s;
   }
-  return s;
+  for (; b < n; ++b) {
+    out[b] = fast_exp(x[b] - shift);
+    total += out[b];
+  }
+  return total;
 }
 
 // x[i] *= factor over the row.
