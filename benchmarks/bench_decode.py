@@ -98,7 +98,7 @@ from transformers.generation.streamers import BaseStreamer
 import kvgen
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_sampling import environment, measure, print_environment, pyplot, save_png, summarize  # noqa: E402  (not a package)
+from bench_sampling import environment, measure, print_environment, pyplot, save_png, summarize, write_outputs  # noqa: E402  (not a package)
 
 SEED = 0
 EOS = 50256
@@ -597,11 +597,8 @@ def main() -> None:
                 "ct2_dirs": {k: str(dirs[k]) for k in CT2_TYPES}, "model_recipe": RECIPE}
     report = {"environment": env, "settings": settings, "weights": weights, "sanity": sanity, "bandwidth": bw,
               "bandwidth_fractions": fractions, **summary, "results": results, "target": target}
-    args.out.write_text(json.dumps(report, indent=1))
-    print(f"\njson: {args.out}")
-    png = write_plot([r for r in results if r["workload"] == "context"], args.out, args.threads)
-    if png:
-        print(f"plot: {png}")
+    context = [r for r in results if r["workload"] == "context"]
+    write_outputs(report, args.out, lambda out: write_plot(context, out, args.threads))
 
 
 if __name__ == "__main__":

@@ -86,7 +86,6 @@ next to it when matplotlib is installed.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -112,6 +111,7 @@ from bench_sampling import (  # noqa: E402  (benchmarks/ is not a package)
     pyplot,
     save_png,
     summarize,
+    write_outputs,
 )
 
 SEED = 0
@@ -719,11 +719,7 @@ def main() -> None:
                 "left_out": ["model forward", "HF logits copy out of the model output", "KV-cache reorder"]}
     report = {"environment": env, "settings": settings, "sanity": sanity, "results": results,
               "timing_loop_us": empty, "notes": notes}
-    args.out.write_text(json.dumps(report, indent=1))
-    print(f"\njson: {args.out}")
-    png = write_plot(results, args.out)
-    if png:
-        print(f"plot: {png}")
+    write_outputs(report, args.out, lambda out: write_plot(results, out))
 
 
 if __name__ == "__main__":

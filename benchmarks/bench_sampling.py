@@ -443,6 +443,15 @@ def pyplot():
     return plt
 
 
+def write_outputs(report: dict, out: Path, plot) -> None:
+    """Writes the JSON report to out and, through plot(out) -> png path or None, the plot."""
+    out.write_text(json.dumps(report, indent=1))
+    print(f"\njson: {out}")
+    png = plot(out)
+    if png:
+        print(f"plot: {png}")
+
+
 def save_png(fig, plt, path: Path) -> Path:
     """Saves fig next to the JSON output (same name, .png) and closes it."""
     fig.tight_layout()
@@ -524,11 +533,7 @@ def main() -> None:
                                                "boost_range": BOOST_RANGE,
                                                "boosted_in_history": BOOSTED_IN_HISTORY}}
     report = {"environment": env, "settings": settings, "sanity": sanity, "results": results, "targets": targets}
-    args.out.write_text(json.dumps(report, indent=1))
-    print(f"\njson: {args.out}")
-    png = write_plot(results, args.out)
-    if png:
-        print(f"plot: {png}")
+    write_outputs(report, args.out, lambda out: write_plot(results, out))
 
 
 if __name__ == "__main__":

@@ -12,15 +12,14 @@ ModelGeneration::ModelGeneration(Model& model, GenerationConfig config) : model_
 
 void ModelGeneration::start(const std::vector<std::vector<int64_t>>& prompts) {
   const ModelConfig& mc = model_.config();
-  const StopRules stops(gen_.config());
   int64_t longest = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
     const int64_t len = static_cast<int64_t>(prompts[i].size());
-    const int64_t total = len + std::max<int64_t>(stops.max_new_tokens(len), 0);
+    const int64_t total = len + std::max<int64_t>(gen_.max_new_tokens(len), 0);
     if (total > mc.context_length) {
       std::ostringstream msg;
       msg << "context overflow: prompt " << i << " has " << len << " tokens and may generate "
-          << stops.max_new_tokens(len) << " more (" << total << " in all), beyond the model's context of "
+          << gen_.max_new_tokens(len) << " more (" << total << " in all), beyond the model's context of "
           << mc.context_length << " positions; shorten the prompt or lower max_new_tokens";
       throw ValueError(msg.str());
     }

@@ -59,6 +59,8 @@ class Generator {
   // Processed logits of the last step (rows, vocab); log-probs under beam search.
   float* processed_logits() { return processed_.data(); }
   int64_t pad_token() const { return pad_; }
+  // New tokens a prompt of this length may generate.
+  int64_t max_new_tokens(int64_t prompt_len) const { return stops_.max_new_tokens(prompt_len); }
 
   // Per input, num_return_sequences hypotheses (best first under beam search).
   std::vector<std::vector<Hypothesis>> results() const;
