@@ -149,7 +149,7 @@ def edit_tensors(directory, fn):
 
 
 def test_missing_files(tmp_path, good_dir):
-    with pytest.raises(FileNotFoundError, match="not a directory"):
+    with pytest.raises(FileNotFoundError, match="no such file or directory"):
         kvgen.Model.load(tmp_path / "nope")
     d = copy_of(good_dir, tmp_path)
     (d / "model.safetensors").unlink()

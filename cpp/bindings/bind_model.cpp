@@ -8,6 +8,7 @@
 #include "kvgen/errors.h"
 #include "kvgen/model/gpt2.h"
 #include "kvgen/model/kernels.h"
+#include "kvgen/model/llama.h"
 #include "py_model.h"
 
 namespace py = pybind11;
@@ -25,7 +26,7 @@ TensorMap tensor_map(const py::dict& arrays) {
     py::array a = py::reinterpret_borrow<py::array>(item.second);
     if (!a.dtype().is(py::dtype::of<float>()))
       throw TypeError("tensor '" + name + "' has dtype " + std::string(py::str(a.dtype())) +
-                      "; kvgen's GPT-2 reads float32 weights");
+                      "; kvgen's models read float32 weights");
     if (!(a.flags() & py::array::c_style)) throw ValueError("tensor '" + name + "' is not C-contiguous");
     TensorView v{static_cast<const float*>(a.data()), {}};
     for (py::ssize_t i = 0; i < a.ndim(); ++i) v.shape.push_back(a.shape(i));
@@ -62,12 +63,44 @@ std::unique_ptr<PyModel> make_gpt2(const py::dict& config, const py::dict& array
   return pm;
 }
 
+std::unique_ptr<PyModel> make_llama(const py::dict& config, py::array_t<float, py::array::c_style> inv_freq,
+                                    float attention_scaling, const py::dict& arrays) {
+  ModelConfig mc;
+  mc.architecture = "llama";
+  mc.vocab_size = get_int(config, "vocab_size");
+  mc.context_length = get_int(config, "max_position_embeddings");
+  mc.hidden = get_int(config, "hidden_size");
+  mc.layers = get_int(config, "num_hidden_layers");
+  mc.heads = get_int(config, "num_attention_heads");
+  mc.kv_heads = config.contains("num_key_value_heads") && !config["num_key_value_heads"].is_none()
+                    ? config["num_key_value_heads"].cast<int64_t>()
+                    : mc.heads;
+  if (mc.heads < 1) throw ValueError("Llama config: num_attention_heads must be positive");
+  mc.head_dim = config.contains("head_dim") && !config["head_dim"].is_none() ? config["head_dim"].cast<int64_t>()
+                                                                            : mc.hidden / mc.heads;
+  mc.intermediate = get_int(config, "intermediate_size");
+  LlamaOptions opt;
+  if (config.contains("rms_norm_eps")) opt.rms_norm_eps = config["rms_norm_eps"].cast<float>();
+  if (inv_freq.ndim() != 1) throw ValueError("rope inverse frequencies must be a 1-D array");
+  opt.inv_freq.assign(inv_freq.data(), inv_freq.data() + inv_freq.size());
+  opt.attention_scaling = attention_scaling;
+  auto pm = std::make_unique<PyModel>();
+  pm->arrays = arrays;
+  pm->model = std::make_unique<Llama>(mc, opt, tensor_map(arrays));
+  return pm;
+}
+
 }  // namespace
 
 void register_model(py::module_& m) {
   py::class_<PyModel>(m, "_Model", "A built-in model over weights held in NumPy arrays (see kvgen.Model).")
       .def_static("gpt2", &make_gpt2, py::arg("config"), py::arg("arrays"),
                   "GPT-2 from a Hugging Face config dict and its tensors (float32 arrays by name).")
+      .def_static("llama", &make_llama, py::arg("config"), py::arg("inv_freq"), py::arg("attention_scaling"),
+                  py::arg("arrays"),
+                  "A Llama-family model from a Hugging Face LlamaConfig dict, its rotary inverse frequencies "
+                  "(head_dim / 2, scaling applied), the cos/sin scaling factor, and its tensors (float32 arrays by "
+                  "Hugging Face name).")
       .def(
           "forward",
           [](py::object self, py::handle input_ids) {

@@ -1,100 +1,138 @@
-"""kvgen.Model: built-in models loaded from Hugging Face checkpoint directories.
+"""kvgen.Model: built-in models (GPT-2, Llama family) from Hugging Face checkpoint
+directories or GGUF files, with their tokenizer and chat template.
 
-The weights are read with the ``safetensors`` library into NumPy arrays that the C++
-model reads in place (no second copy); the tokenizer, when the directory has a
-``tokenizer.json``, is a Hugging Face ``tokenizers.Tokenizer``.
+Weights end up as float32 NumPy arrays the C++ model reads in place (no second copy):
+safetensors tensors as read, GGUF tensors dequantized at load (see kvgen._gguf). The
+tokenizer is a Hugging Face ``tokenizers.Tokenizer`` (tokenizer.json, or built from the
+GGUF metadata), the chat template is rendered with jinja2 (kvgen._chat).
 """
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
 from kvgen import _core
+from kvgen._checkpoint import read_chat_template, read_config, read_tokenizer, read_weights
+from kvgen._rope import inv_freq, rope_parameters
 
 # GPT-2 config values kvgen computes as transformers does; anything else is refused.
 _GPT2_ACTIVATIONS = {"gelu_new", "gelu_pytorch_tanh", "gelu"}
-_GPT2_REFUSED = {
-    "add_cross_attention": (False, "cross-attention (encoder-decoder GPT-2)"),
-    "reorder_and_upcast_attn": (False, None),  # numerics only: accepted either way
+_LLAMA_ACTIVATIONS = {"silu"}
+# config key -> (value kvgen implements, what a different value means)
+_REFUSED = {
+    "gpt2": {"add_cross_attention": (False, "cross-attention (encoder-decoder GPT-2)")},
+    "llama": {"pretraining_tp": (1, None)},  # numerics only: accepted either way
 }
-# Buffers some GPT-2 checkpoints carry that are not weights (the causal mask).
-_NOT_WEIGHTS = (".attn.bias", ".attn.masked_bias")
+ARCHITECTURES = ("gpt2", "llama")
+_SENTINEL = "\u2063kvgen-end-of-turn\u2063"
 
 
-def _read_config(directory: Path) -> dict:
-    path = directory / "config.json"
-    if not path.is_file():
-        raise FileNotFoundError(f"{directory}: no config.json (kvgen.Model.load expects a Hugging Face model directory)")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: not valid JSON ({e})") from None
+def _check_config(arch: str, config: dict) -> None:
+    if arch == "gpt2":
+        act, allowed = config.get("activation_function", "gelu_new"), _GPT2_ACTIVATIONS
+        key = "activation_function"
+    else:
+        act, allowed = config.get("hidden_act", "silu"), _LLAMA_ACTIVATIONS
+        key = "hidden_act"
+    if act not in allowed:
+        raise ValueError(f"{arch} config: {key}={act!r} is not supported (supported: {', '.join(sorted(allowed))})")
+    for k, (value, what) in _REFUSED[arch].items():
+        if what and config.get(k, value) != value:
+            raise ValueError(f"{arch} config: {k}={config[k]!r} ({what}) is not supported")
 
 
-def _check_gpt2_config(config: dict) -> None:
-    act = config.get("activation_function", "gelu_new")
-    if act not in _GPT2_ACTIVATIONS:
-        raise ValueError(f"GPT-2 config: activation_function={act!r} is not supported (supported: "
-                         f"{', '.join(sorted(_GPT2_ACTIVATIONS))})")
-    for key, (allowed, what) in _GPT2_REFUSED.items():
-        if what and config.get(key, allowed) != allowed:
-            raise ValueError(f"GPT-2 config: {key}={config[key]!r} ({what}) is not supported")
+def _build_core(arch: str, config: dict, arrays: dict, rope: Optional[dict] = None,
+                rope_freqs: Optional[np.ndarray] = None) -> "_core._Model":
+    """The C++ model for ``arch`` over ``arrays`` (Hugging Face names, float32)."""
+    _check_config(arch, config)
+    if arch == "gpt2":
+        return _core._Model.gpt2(config, arrays)
+    heads = int(config.get("num_attention_heads") or 0)
+    if heads < 1:
+        raise ValueError("llama config: num_attention_heads must be a positive integer")
+    head_dim = int(config.get("head_dim") or int(config["hidden_size"]) // heads)
+    freq = inv_freq(head_dim, rope or rope_parameters(config))
+    if rope_freqs is not None:
+        freq = np.ascontiguousarray(freq / rope_freqs.astype(np.float32), dtype=np.float32)
+    return _core._Model.llama(config, freq, 1.0, arrays)
 
 
-def _read_safetensors(path: Path) -> dict[str, np.ndarray]:
-    from safetensors import SafetensorError, safe_open
-
-    if not path.is_file():
-        raise FileNotFoundError(f"{path.parent}: no model.safetensors (kvgen reads safetensors weights)")
-    arrays: dict[str, np.ndarray] = {}
-    try:
-        with safe_open(str(path), framework="np") as f:
-            for name in f.keys():
-                if name.endswith(_NOT_WEIGHTS):
-                    continue
-                arrays[name] = f.get_tensor(name)
-    except (SafetensorError, OSError, ValueError) as e:
-        raise ValueError(f"{path}: cannot read the safetensors file ({e}); is it truncated or corrupt?") from None
-    return arrays
+def _first_id(value: Any) -> Optional[int]:
+    if isinstance(value, (list, tuple)):
+        return int(value[0]) if value else None
+    return None if value is None else int(value)
 
 
 class Model:
-    """A built-in model (GPT-2 today) with its tokenizer, loaded with ``Model.load(path)``.
+    """A built-in model with its tokenizer, loaded with ``Model.load(path)``.
 
-    ``forward(input_ids)`` gives raw logits; ``kvgen.Generator(model, config)``
-    generates with it (KV-cached, prefill in one batched pass).
+    ``path`` is a Hugging Face directory (config.json + safetensors, model_type gpt2 or
+    llama) or a GGUF file (architecture gpt2 or llama). ``forward(input_ids)`` gives raw
+    logits; ``kvgen.Generator(model, config)`` generates with it (KV-cached, prefill in
+    one batched pass); ``apply_chat_template(messages)`` formats a conversation.
     """
 
-    def __init__(self, core: "_core._Model", config: dict, path: Optional[Path], tokenizer: Any = None):
+    def __init__(self, core: "_core._Model", config: dict, path: Optional[Path], tokenizer: Any = None, *,
+                 bos_token_id: Optional[int] = None, eos_token_id: Union[int, list, None] = None,
+                 chat_template: Optional[str] = None, bos_token: Optional[str] = None,
+                 eos_token: Optional[str] = None, description: str = ""):
         self._core = core
         self.config = config
         self.path = path
         self.tokenizer = tokenizer
+        self.bos_token_id = bos_token_id
+        self.eos_token_id = eos_token_id
+        self.chat_template = chat_template
+        self.bos_token, self.eos_token = bos_token, eos_token
+        self.description = description
+        self._token_strings: Optional[list[str]] = None
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> "Model":
-        """Loads a Hugging Face GPT-2 directory: config.json + model.safetensors (+ tokenizer.json)."""
-        directory = Path(path)
-        if not directory.is_dir():
-            raise FileNotFoundError(f"{directory}: not a directory (kvgen.Model.load expects a model directory)")
-        config = _read_config(directory)
-        model_type = config.get("model_type")
-        if model_type != "gpt2":
-            raise ValueError(f"{directory}: model_type={model_type!r} is not supported (kvgen runs: gpt2)")
-        _check_gpt2_config(config)
-        arrays = _read_safetensors(directory / "model.safetensors")
-        core = _core._Model.gpt2(config, arrays)
-        tokenizer = None
-        if (directory / "tokenizer.json").is_file():
-            from tokenizers import Tokenizer
+    def load(cls, path: Union[str, os.PathLike]) -> "Model":
+        """Loads a Hugging Face model directory or a GGUF file (see the class docstring)."""
+        p = Path(path)
+        if p.is_dir():
+            return cls._load_directory(p)
+        if not p.exists():
+            raise FileNotFoundError(f"{p}: no such file or directory (kvgen.Model.load takes a Hugging Face model "
+                                    "directory or a .gguf file)")
+        from kvgen._gguf import is_gguf
 
-            tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
-        return cls(core, config, directory, tokenizer)
+        if not is_gguf(p):
+            raise ValueError(f"{p}: not a GGUF file (no GGUF magic) and not a model directory")
+        return cls._load_gguf(p)
+
+    @classmethod
+    def _load_directory(cls, directory: Path) -> "Model":
+        config = read_config(directory)
+        arch = config.get("model_type")
+        if arch not in ARCHITECTURES:
+            raise ValueError(f"{directory}: model_type={arch!r} is not supported (kvgen runs: "
+                             f"{', '.join(ARCHITECTURES)})")
+        core = _build_core(arch, config, read_weights(directory))
+        tokenizer = read_tokenizer(directory)
+        eos = config.get("eos_token_id")
+        return cls(core, config, directory, tokenizer, bos_token_id=_first_id(config.get("bos_token_id")),
+                   eos_token_id=eos, chat_template=read_chat_template(directory))
+
+    @classmethod
+    def _load_gguf(cls, path: Path) -> "Model":
+        from kvgen._gguf import read_gguf
+
+        g = read_gguf(path)
+        core = _build_core(g.architecture, g.config, g.arrays, rope=g.rope or None, rope_freqs=g.rope_freqs)
+        t = g.tokenizer
+        types = ", ".join(f"{n} x{k}" for n, k in g.metadata.get("tensor_types", {}).items())
+        description = f"{g.metadata.get('name') or path.name} ({types})"
+        if t is None:
+            return cls(core, g.config, path, description=description)
+        return cls(core, g.config, path, t.tokenizer, bos_token_id=t.bos_token_id, eos_token_id=t.eos_token_id,
+                   chat_template=t.chat_template, bos_token=t.bos_token, eos_token=t.eos_token,
+                   description=description)
 
     def forward(self, input_ids) -> np.ndarray:
         """Logits [rows, length, vocab] for ``input_ids`` [rows, length] (or one 1-D row).
@@ -102,6 +140,11 @@ class Model:
         The array is a view over the model's own buffer, valid until the next call.
         """
         return self._core.forward(input_ids)
+
+    @property
+    def architecture(self) -> str:
+        """"gpt2" or "llama"."""
+        return self._core.architecture
 
     @property
     def vocab_size(self) -> int:
@@ -117,26 +160,62 @@ class Model:
         """Bytes of a KV cache for ``rows`` sequences of ``positions`` tokens."""
         return self._core.kv_cache_bytes(rows, positions)
 
-    def encode(self, text: str) -> list[int]:
-        """Token ids of ``text`` (needs the directory's tokenizer.json)."""
-        return self._need_tokenizer().encode(text).ids
+    def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
+        """Token ids of ``text``; ``add_special_tokens`` adds BOS where the tokenizer does."""
+        return self._need_tokenizer().encode(text, add_special_tokens=add_special_tokens).ids
 
-    def decode(self, ids) -> str:
-        """Text of token ids (needs the directory's tokenizer.json)."""
-        return self._need_tokenizer().decode([int(i) for i in ids], skip_special_tokens=False)
+    def decode(self, ids, skip_special_tokens: bool = False) -> str:
+        """Text of token ids."""
+        return self._need_tokenizer().decode([int(i) for i in ids], skip_special_tokens=skip_special_tokens)
 
     def token_strings(self) -> list[str]:
-        """The text of every token id, for stop strings."""
-        tok = self._need_tokenizer()
-        return [tok.decode([i], skip_special_tokens=False) for i in range(self.vocab_size)]
+        """The text of every token id, for stop strings (computed once)."""
+        if self._token_strings is None:
+            tok = self._need_tokenizer()
+            self._token_strings = [tok.decode([i], skip_special_tokens=False) for i in range(self.vocab_size)]
+        return self._token_strings
+
+    def apply_chat_template(self, messages: Sequence[dict], add_generation_prompt: bool = True, **extra) -> str:
+        """The prompt text for a conversation (a list of {"role", "content"} dicts), rendered
+        with the model's chat template as transformers' ``apply_chat_template(tokenize=False)``."""
+        from kvgen._chat import render_chat
+
+        return render_chat(self._need_chat_template(), list(messages), add_generation_prompt=add_generation_prompt,
+                           bos_token=self.bos_token, eos_token=self.eos_token, **extra)
+
+    @property
+    def end_of_turn_token_id(self) -> Optional[int]:
+        """The special token the chat template puts after an assistant reply (e.g.
+        ``<|im_end|>``), found by rendering a reply; the EOS id when the template ends
+        turns with plain text; None without a chat template."""
+        if self.chat_template is None or self.tokenizer is None:
+            return None
+        from kvgen._chat import render_chat
+
+        text = render_chat(self.chat_template, [{"role": "user", "content": "hi"},
+                                                {"role": "assistant", "content": _SENTINEL}],
+                           add_generation_prompt=False, bos_token=self.bos_token, eos_token=self.eos_token)
+        after = text[text.find(_SENTINEL) + len(_SENTINEL):] if _SENTINEL in text else ""
+        specials = {tok.content: i for i, tok in self.tokenizer.get_added_tokens_decoder().items() if tok.special}
+        matches = [s for s in specials if s and after.lstrip(" ").startswith(s)]
+        if matches:
+            return specials[max(matches, key=len)]
+        return _first_id(self.eos_token_id)
 
     def _need_tokenizer(self):
         if self.tokenizer is None:
-            raise ValueError(f"{self.path}: the model has no tokenizer.json; pass token ids instead of text")
+            raise ValueError(f"{self.path}: the model has no tokenizer; pass token ids instead of text")
         return self.tokenizer
+
+    def _need_chat_template(self) -> str:
+        if self.chat_template is None:
+            raise ValueError(f"{self.path}: the model has no chat template (tokenizer.chat_template in GGUF, "
+                             "chat_template in tokenizer_config.json)")
+        return self.chat_template
 
     def __repr__(self) -> str:
         c = self._core
         return (f"Model({c.architecture}, layers={c.num_layers}, hidden={c.hidden_size}, heads={c.num_heads}, "
-                f"vocab={c.vocab_size}, context={c.context_length}, tokenizer={self.tokenizer is not None}, "
+                f"kv_heads={c.num_kv_heads}, vocab={c.vocab_size}, context={c.context_length}, "
+                f"tokenizer={self.tokenizer is not None}, chat_template={self.chat_template is not None}, "
                 f"path={str(self.path)!r})")

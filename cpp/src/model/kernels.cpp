@@ -58,6 +58,43 @@ void layernorm(float* out, const float* x, const float* gamma, const float* beta
   }
 }
 
+void rmsnorm(float* out, const float* x, const float* gamma, int64_t M, int64_t C, float eps) {
+  for (int64_t i = 0; i < M; ++i) {
+    const float* xi = x + i * C;
+    float* oi = out + i * C;
+    float ss = 0.0f;
+#pragma omp simd reduction(+ : ss)
+    for (int64_t c = 0; c < C; ++c) ss += xi[c] * xi[c];
+    const float rstd = 1.0f / std::sqrt(ss / static_cast<float>(C) + eps);
+#pragma omp simd
+    for (int64_t c = 0; c < C; ++c) oi[c] = gamma[c] * (xi[c] * rstd);
+  }
+}
+
+void silu_mul(float* gate, const float* up, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + fast_exp(-gate[i])) * up[i];
+}
+
+void rope(float* x, int64_t ld, int64_t n, int64_t heads, int64_t head_dim, const int64_t* positions,
+          const float* cos, const float* sin) {
+  const int64_t half = head_dim / 2;
+  for (int64_t t = 0; t < n; ++t) {
+    const float* c = cos + positions[t] * half;
+    const float* s = sin + positions[t] * half;
+    for (int64_t h = 0; h < heads; ++h) {
+      float* a = x + t * ld + h * head_dim;
+      float* b = a + half;
+#pragma omp simd
+      for (int64_t i = 0; i < half; ++i) {
+        const float a0 = a[i], b0 = b[i];
+        a[i] = a0 * c[i] - b0 * s[i];
+        b[i] = b0 * c[i] + a0 * s[i];
+      }
+    }
+  }
+}
+
 void gelu_tanh(float* x, int64_t n) {
   // 0.5 x (1 + tanh(u)) = x * sigmoid(2u) = x / (1 + exp(-2u)): one vectorised exp
   // instead of a scalar tanh call per element (which dominated the prefill).

@@ -7,9 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include <xtensor/xtensor.hpp>
-
-#include "kvgen/model/model.h"
+#include "kvgen/model/decoder.h"
 #include "kvgen/model/tensors.h"
 
 namespace kvgen {
@@ -21,31 +19,26 @@ struct GPT2Options {
   bool exact_gelu = false;                      // "gelu" (erf) instead of "gelu_new" (tanh)
 };
 
-class GPT2 : public Model {
+class GPT2 : public DecoderModel {
  public:
   // Checks every tensor's presence and shape (names with or without "transformer.").
   GPT2(ModelConfig config, GPT2Options options, const TensorMap& tensors);
 
-  const ModelConfig& config() const override { return config_; }
-  void forward(const std::vector<RowTokens>& chunks, KVCache& cache, float* logits, bool all_positions) override;
+ protected:
+  void embed(float* x, const Batch& batch) override;
+  void block(int64_t layer, float* x, const Batch& batch, KVCache& cache) override;
+  void final_norm(float* out, const float* x, int64_t m) override;
 
  private:
   struct Layer {
     const float *ln1_g, *ln1_b, *attn_w, *attn_b, *proj_w, *proj_b;
     const float *ln2_g, *ln2_b, *fc_w, *fc_b, *fc_proj_w, *fc_proj_b;
   };
-  void reserve(int64_t tokens, int64_t scores);
-
-  ModelConfig config_;
   GPT2Options options_;
   const float* wte_;      // (vocab, C)
   const float* wpe_;      // (context, C)
-  const float* lm_head_;  // (vocab, C)
   const float *lnf_g_, *lnf_b_;
   std::vector<Layer> layers_;
-  // activations, grown to the largest forward seen
-  xt::xtensor<float, 1> x_, h_, qkv_, att_, mlp_, scores_, logits_;
-  std::vector<int64_t> starts_;  // (chunks) cached length of each chunk's row
 };
 
 }  // namespace kvgen

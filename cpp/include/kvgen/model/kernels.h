@@ -19,6 +19,18 @@ void linear(float* out, const float* a, const float* w, const float* bias, int64
 // out (M, C) = layernorm(x) * gamma + beta (torch.nn.LayerNorm, biased variance).
 void layernorm(float* out, const float* x, const float* gamma, const float* beta, int64_t M, int64_t C, float eps);
 
+// out (M, C) = x / sqrt(mean(x^2) + eps) * gamma (Llama RMSNorm, computed in float32).
+void rmsnorm(float* out, const float* x, const float* gamma, int64_t M, int64_t C, float eps);
+
+// gate = silu(gate) * up over n floats (the SwiGLU MLP's activation; silu(x) = x sigmoid(x)).
+void silu_mul(float* gate, const float* up, int64_t n);
+
+// Rotary position embedding in place, in Hugging Face's rotate_half layout: for each of the
+// n tokens (row stride ld) and each head, the pairs (x[i], x[i + head_dim/2]) turn by the
+// angle of position positions[t] and frequency i. cos/sin: (positions, head_dim / 2) tables.
+void rope(float* x, int64_t ld, int64_t n, int64_t heads, int64_t head_dim, const int64_t* positions,
+          const float* cos, const float* sin);
+
 // x = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) in place (HF "gelu_new").
 void gelu_tanh(float* x, int64_t n);
 

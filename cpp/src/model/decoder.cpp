@@ -1,0 +1,108 @@
+// The shared decoder forward loop: request checks, batch layout, cache bookkeeping,
+// attention against the cache, and the LM head.
+#include "kvgen/model/decoder.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "kvgen/errors.h"
+#include "kvgen/model/attention.h"
+#include "kvgen/model/kernels.h"
+
+namespace kvgen {
+namespace {
+// Slots of the base class (architectures use 0..15).
+constexpr int kResidual = 16, kNormed = 17, kScores = 18, kLogits = 19;
+}  // namespace
+
+float* DecoderModel::scratch(int slot, int64_t n) {
+  xt::xtensor<float, 1>& buf = buffers_.at(static_cast<size_t>(slot));
+  if (static_cast<int64_t>(buf.size()) < n) buf = xt::xtensor<float, 1>::from_shape({static_cast<size_t>(n)});
+  return buf.data();
+}
+
+void DecoderModel::attend(float* out, const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v,
+                          int64_t ldv, int64_t layer, const Batch& batch, KVCache& cache, float scale) {
+  const int64_t H = config_.heads, KV = config_.kv_heads, hd = config_.head_dim;
+  const std::vector<RowTokens>& chunks = *batch.chunks;
+  float* scores = scratch(kScores, batch.max_scores);
+  for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci) {
+    const RowTokens& c = chunks[ci];
+    for (int64_t i = 0; i < c.count; ++i) {  // keys and values into the cache, by position
+      const int64_t pos = batch.starts[ci] + i;
+      for (int64_t head = 0; head < KV; ++head) {
+        std::memcpy(cache.keys(layer, c.row, head) + pos * hd, k + (o + i) * ldk + head * hd, sizeof(float) * hd);
+        std::memcpy(cache.values(layer, c.row, head) + pos * hd, v + (o + i) * ldv + head * hd, sizeof(float) * hd);
+      }
+    }
+    causal_attention(out + o * H * hd, H * hd, q + o * ldq, ldq, cache, layer, c.row, batch.starts[ci], c.count, H, KV,
+                     hd, scale, scores);
+  }
+}
+
+void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache, float* logits, bool all_positions) {
+  const int64_t C = config_.hidden, V = config_.vocab_size;
+  // ---- checks, before any work ----
+  Batch& b = batch_;
+  b.chunks = &chunks;
+  b.n = 0;
+  b.max_scores = 0;
+  b.starts.resize(chunks.size());
+  for (size_t ci = 0; ci < chunks.size(); ++ci) {
+    const RowTokens& c = chunks[ci];
+    if (c.row < 0 || c.row >= cache.rows())
+      throw ValueError("cache row " + std::to_string(c.row) + " is outside [0, " + std::to_string(cache.rows()) + ")");
+    const int64_t start = cache.length(c.row);
+    const int64_t limit = std::min(cache.max_context(), config_.context_length);
+    if (start + c.count > limit)
+      throw ValueError("context overflow: row " + std::to_string(c.row) + " would reach position " +
+                       std::to_string(start + c.count) + ", beyond the " + std::to_string(limit) +
+                       " positions available");
+    for (int64_t i = 0; i < c.count; ++i)
+      if (c.tokens[i] < 0 || c.tokens[i] >= V)
+        throw ValueError("token id " + std::to_string(c.tokens[i]) + " is outside the vocabulary [0, " +
+                         std::to_string(V) + ")");
+    b.starts[ci] = start;
+    b.n += c.count;
+    b.max_scores = std::max(b.max_scores, c.count * (start + c.count));
+  }
+  b.positions.resize(b.n);
+  b.tokens.resize(b.n);
+  for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci)
+    for (int64_t i = 0; i < chunks[ci].count; ++i) {
+      b.positions[o + i] = b.starts[ci] + i;
+      b.tokens[o + i] = chunks[ci].tokens[i];
+    }
+  const int64_t n = b.n;
+
+  // ---- embeddings and blocks: x (n, C) ----
+  float* x = scratch(kResidual, n * C);
+  embed(x, b);
+  for (int64_t l = 0; l < config_.layers; ++l) block(l, x, b, cache);
+  for (size_t ci = 0; ci < chunks.size(); ++ci) cache.set_length(chunks[ci].row, b.starts[ci] + chunks[ci].count);
+
+  // ---- final norm and LM head ----
+  float* h = scratch(kNormed, n * C);
+  if (all_positions) {
+    final_norm(h, x, n);
+    kernels::matmul(logits, h, lm_head_, n, V, C, true);
+    return;
+  }
+  const int64_t m = static_cast<int64_t>(chunks.size());
+  for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci)
+    std::memcpy(h + ci * C, x + (o + chunks[ci].count - 1) * C, sizeof(float) * C);  // last token of each chunk
+  final_norm(h, h, m);
+  // one GEMM for every chunk's last token, then each row of logits to its cache row
+  bool rows_in_order = true;
+  for (int64_t ci = 0; ci < m; ++ci) rows_in_order = rows_in_order && chunks[ci].row == chunks[0].row + ci;
+  if (rows_in_order) {
+    kernels::matmul(logits + chunks[0].row * V, h, lm_head_, m, V, C, true);
+    return;
+  }
+  float* tmp = scratch(kLogits, m * V);
+  kernels::matmul(tmp, h, lm_head_, m, V, C, true);
+  for (int64_t ci = 0; ci < m; ++ci) std::memcpy(logits + chunks[ci].row * V, tmp + ci * V, sizeof(float) * V);
+}
+
+}  // namespace kvgen

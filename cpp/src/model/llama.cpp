@@ -1,0 +1,100 @@
+// Llama forward pass, following transformers' modeling_llama.py.
+#include "kvgen/model/llama.h"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "kvgen/errors.h"
+#include "kvgen/model/kernels.h"
+
+namespace kvgen {
+
+Llama::Llama(ModelConfig config, LlamaOptions options, const TensorMap& t)
+    : DecoderModel(std::move(config)), options_(std::move(options)) {
+  const int64_t C = config_.hidden, V = config_.vocab_size, I = config_.intermediate;
+  const int64_t H = config_.heads, KV = config_.kv_heads, hd = config_.head_dim;
+  if (H < 1 || KV < 1 || H % KV != 0)
+    throw ValueError("Llama config: num_attention_heads = " + std::to_string(H) +
+                     " is not a positive multiple of num_key_value_heads = " + std::to_string(KV));
+  if (hd < 2 || hd % 2 != 0) throw ValueError("Llama config: head_dim = " + std::to_string(hd) + " must be even");
+  if (static_cast<int64_t>(options_.inv_freq.size()) != hd / 2)
+    throw ValueError("Llama: " + std::to_string(options_.inv_freq.size()) + " rotary frequencies for head_dim " +
+                     std::to_string(hd) + " (need head_dim / 2)");
+  const auto linear = [&t](const std::string& name, int64_t out, int64_t in) {
+    const std::string bias = name + ".bias";
+    return Linear{t.get(name + ".weight", {out, in}), t.has(bias) ? t.get(bias, {out}) : nullptr};
+  };
+  embed_ = t.get("model.embed_tokens.weight", {V, C});
+  norm_ = t.get("model.norm.weight", {C});
+  lm_head_ = t.has("lm_head.weight") ? t.get("lm_head.weight", {V, C}) : embed_;
+  for (int64_t l = 0; l < config_.layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    layers_.push_back({t.get(p + "input_layernorm.weight", {C}), linear(p + "self_attn.q_proj", H * hd, C),
+                       linear(p + "self_attn.k_proj", KV * hd, C), linear(p + "self_attn.v_proj", KV * hd, C),
+                       linear(p + "self_attn.o_proj", C, H * hd), t.get(p + "post_attention_layernorm.weight", {C}),
+                       linear(p + "mlp.gate_proj", I, C), linear(p + "mlp.up_proj", I, C),
+                       linear(p + "mlp.down_proj", C, I)});
+  }
+  // cos/sin of every position as transformers computes them: the angle is the float32
+  // product position * inv_freq.
+  const int64_t half = hd / 2;
+  cos_.resize(config_.context_length * half);
+  sin_.resize(config_.context_length * half);
+  for (int64_t p = 0; p < config_.context_length; ++p)
+    for (int64_t i = 0; i < half; ++i) {
+      const float angle = static_cast<float>(p) * options_.inv_freq[i];
+      cos_[p * half + i] = static_cast<float>(std::cos(static_cast<double>(angle))) * options_.attention_scaling;
+      sin_[p * half + i] = static_cast<float>(std::sin(static_cast<double>(angle))) * options_.attention_scaling;
+    }
+}
+
+namespace {
+// out (M, N) = a (M, K) @ w^T (w: (N, K)) + bias
+void project(float* out, const float* a, const float* w, const float* bias, int64_t M, int64_t N, int64_t K) {
+  if (bias)
+    for (int64_t i = 0; i < M; ++i) std::memcpy(out + i * N, bias, sizeof(float) * N);
+  kernels::matmul(out, a, w, M, N, K, true, bias != nullptr);
+}
+}  // namespace
+
+void Llama::embed(float* x, const Batch& b) {
+  const int64_t C = config_.hidden;
+  for (int64_t i = 0; i < b.n; ++i) std::memcpy(x + i * C, embed_ + b.tokens[i] * C, sizeof(float) * C);
+}
+
+void Llama::block(int64_t l, float* x, const Batch& b, KVCache& cache) {
+  const int64_t n = b.n, C = config_.hidden, I = config_.intermediate;
+  const int64_t H = config_.heads, KV = config_.kv_heads, hd = config_.head_dim;
+  const Layer& w = layers_[l];
+  float* h = scratch(0, n * C);          // (n, C)
+  float* q = scratch(1, n * H * hd);     // (n, H hd)
+  float* k = scratch(2, n * KV * hd);    // (n, KV hd)
+  float* v = scratch(3, n * KV * hd);    // (n, KV hd)
+  float* att = scratch(4, n * H * hd);   // (n, H hd)
+  float* gate = scratch(5, n * I);       // (n, I)
+  float* up = scratch(6, n * I);         // (n, I)
+  // attention
+  kernels::rmsnorm(h, x, w.attn_norm, n, C, options_.rms_norm_eps);
+  project(q, h, w.q.w, w.q.bias, n, H * hd, C);
+  project(k, h, w.k.w, w.k.bias, n, KV * hd, C);
+  project(v, h, w.v.w, w.v.bias, n, KV * hd, C);
+  kernels::rope(q, H * hd, n, H, hd, b.positions.data(), cos_.data(), sin_.data());
+  kernels::rope(k, KV * hd, n, KV, hd, b.positions.data(), cos_.data(), sin_.data());
+  attend(att, q, H * hd, k, KV * hd, v, KV * hd, l, b, cache, 1.0f / std::sqrt(static_cast<float>(hd)));
+  project(h, att, w.o.w, w.o.bias, n, C, H * hd);
+  kernels::add_inplace(x, h, n * C);
+  // SwiGLU MLP: down(silu(gate(h)) * up(h))
+  kernels::rmsnorm(h, x, w.mlp_norm, n, C, options_.rms_norm_eps);
+  project(gate, h, w.gate.w, w.gate.bias, n, I, C);
+  project(up, h, w.up.w, w.up.bias, n, I, C);
+  kernels::silu_mul(gate, up, n * I);
+  project(h, gate, w.down.w, w.down.bias, n, C, I);
+  kernels::add_inplace(x, h, n * C);
+}
+
+void Llama::final_norm(float* out, const float* x, int64_t m) {
+  kernels::rmsnorm(out, x, norm_, m, config_.hidden, options_.rms_norm_eps);
+}
+
+}  // namespace kvgen

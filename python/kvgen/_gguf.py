@@ -1,0 +1,252 @@
+"""Reading GGUF model files with the ``gguf`` package.
+
+The file is memory-mapped by ``gguf.GGUFReader``; float32 tensors are used in place,
+F16/BF16 are converted and quantized tensors (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) are
+dequantized to float32 at load with ``gguf.quants.dequantize``. Any other tensor type is
+refused by name. Tensors are renamed to the Hugging Face names the C++ models read, and
+the metadata becomes a Hugging Face style config dict.
+
+How GGUF differs from Hugging Face checkpoints, and what is undone here:
+- llama.cpp's converter permutes the rows of Llama's q_proj and k_proj so that rotary
+  pairs are adjacent; kvgen rotates in Hugging Face's rotate_half layout, so the
+  permutation is reversed per head at load.
+- GPT-2's Conv1D weights are stored transposed ([out, in]); they are transposed back to
+  the [in, out] layout of Hugging Face's checkpoints.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+SUPPORTED_TENSOR_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1")
+GGUF_MAGIC = b"GGUF"
+
+
+@dataclass
+class GGUFModel:
+    """What a GGUF file holds, in the terms kvgen's models use."""
+
+    architecture: str                 # "llama" or "gpt2"
+    config: dict                      # Hugging Face config names
+    arrays: dict[str, np.ndarray]     # float32 tensors by Hugging Face name
+    rope: dict = field(default_factory=dict)  # rope_parameters for llama
+    rope_freqs: Optional[np.ndarray] = None   # per-frequency divisors (Llama 3 files)
+    tokenizer: Any = None             # kvgen._gguf_tokenizer.GGUFTokenizerInfo, or None
+    metadata: dict = field(default_factory=dict)  # name and tensor type counts, for repr and the CLI
+
+
+def is_gguf(path: Path) -> bool:
+    """Whether ``path`` is a file that starts with the GGUF magic."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == GGUF_MAGIC
+    except OSError:
+        return False
+
+
+def read_gguf(path: Path) -> GGUFModel:
+    """Reads a GGUF file; ValueError naming the problem for malformed or unsupported files."""
+    import gguf
+
+    try:
+        reader = gguf.GGUFReader(str(path), "r")
+    except Exception as e:  # the reader raises ValueError, KeyError, IndexError... on bad bytes
+        raise ValueError(f"{path}: not a readable GGUF file ({type(e).__name__}: {e}); is it truncated or "
+                         "corrupt?") from None
+    meta = _Metadata(reader, path)
+    arch = meta.get("general.architecture", str)
+    if arch not in _ARCHITECTURES:
+        raise ValueError(f"{path}: GGUF architecture {arch!r} is not supported (kvgen runs: "
+                         f"{', '.join(sorted(_ARCHITECTURES))})")
+    tensors = {t.name: t for t in reader.tensors}
+    model = _ARCHITECTURES[arch](meta, tensors, path)
+    from kvgen._gguf_tokenizer import tokenizer_from_gguf
+
+    model.tokenizer = tokenizer_from_gguf(reader) if "tokenizer.ggml.model" in reader.fields else None
+    types = Counter(t.tensor_type.name for t in reader.tensors)
+    model.metadata = {"name": meta.get("general.name", str, ""), "tensor_types": dict(types.most_common())}
+    return model
+
+
+class _Metadata:
+    """Typed access to a GGUF file's key-value metadata, with errors naming the key."""
+
+    def __init__(self, reader, path: Path):
+        self.fields, self.path = reader.fields, path
+
+    def get(self, key: str, kind: type, default: Any = ...) -> Any:
+        f = self.fields.get(key)
+        if f is None:
+            if default is ...:
+                raise ValueError(f"{self.path}: GGUF metadata has no {key!r}")
+            return default
+        try:
+            value = f.contents()
+        except Exception as e:
+            raise ValueError(f"{self.path}: GGUF metadata {key!r} is unreadable ({e})") from None
+        if kind is str:
+            if not isinstance(value, str):
+                raise ValueError(f"{self.path}: GGUF metadata {key!r} should be a string, got {value!r}")
+            return value
+        if isinstance(value, (list, str)) or value is None:
+            raise ValueError(f"{self.path}: GGUF metadata {key!r} should be a number, got {value!r}")
+        return kind(value)
+
+
+def _tensor(tensors: dict, name: str, path: Path, shape: Optional[tuple] = None) -> np.ndarray:
+    """The tensor ``name`` as a float32 array in NumPy (row-major, Hugging Face) order."""
+    import gguf
+
+    t = tensors.get(name)
+    if t is None:
+        raise ValueError(f"{path}: GGUF tensor {name!r} is missing")
+    qtype = t.tensor_type.name
+    if qtype not in SUPPORTED_TENSOR_TYPES:
+        raise ValueError(f"{path}: tensor {name!r} has type {qtype}, which kvgen does not read (supported: "
+                         f"{', '.join(SUPPORTED_TENSOR_TYPES)})")
+    logical = tuple(int(d) for d in reversed(t.shape))  # GGUF lists dimensions fastest first
+    try:
+        if qtype == "F32":
+            a = np.asarray(t.data).reshape(logical)
+        else:
+            a = gguf.quants.dequantize(np.asarray(t.data), t.tensor_type).reshape(logical)
+    except ValueError as e:
+        raise ValueError(f"{path}: tensor {name!r} ({qtype}, shape {logical}) cannot be read ({e})") from None
+    if shape is not None and logical != tuple(shape):
+        raise ValueError(f"{path}: tensor {name!r} has shape {logical}, expected {tuple(shape)}")
+    return np.ascontiguousarray(a, dtype=np.float32)
+
+
+def _check_no_extra(tensors: dict, used: set, path: Path) -> None:
+    extra = sorted(set(tensors) - used)
+    if extra:
+        raise ValueError(f"{path}: unexpected GGUF tensors {extra[:5]} (kvgen does not know what they are for)")
+
+
+def _unpermute(w: np.ndarray, heads: int) -> np.ndarray:
+    """Reverses llama.cpp's rotary permutation of q/k rows (weights or biases): per head,
+    rows interleaved as (pair, 2) go back to Hugging Face's (2, half) order."""
+    rows = w.shape[0]
+    if rows % (2 * heads):
+        raise ValueError(f"q/k projection with {rows} rows does not split into {heads} heads of even size")
+    return np.ascontiguousarray(
+        w.reshape(heads, rows // heads // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape))
+
+
+def _llama(meta: _Metadata, tensors: dict, path: Path) -> GGUFModel:
+    a = "llama."
+    hidden = meta.get(a + "embedding_length", int)
+    heads = meta.get(a + "attention.head_count", int)
+    kv_heads = meta.get(a + "attention.head_count_kv", int, heads)
+    head_dim = meta.get(a + "attention.key_length", int, hidden // heads if heads else 0)
+    if heads < 1 or kv_heads < 1 or heads % kv_heads:
+        raise ValueError(f"{path}: attention.head_count = {heads} is not a positive multiple of "
+                         f"head_count_kv = {kv_heads}")
+    rope_dims = meta.get(a + "rope.dimension_count", int, head_dim)
+    if rope_dims != head_dim:
+        raise ValueError(f"{path}: partial rotary embeddings (rope.dimension_count = {rope_dims} of head_dim "
+                         f"{head_dim}) are not supported")
+    embed = _tensor(tensors, "token_embd.weight", path)
+    if embed.ndim != 2 or embed.shape[1] != hidden:
+        raise ValueError(f"{path}: token_embd.weight has shape {embed.shape}, expected (vocab, {hidden})")
+    vocab = embed.shape[0]
+    config = {
+        "model_type": "llama",
+        "vocab_size": vocab,
+        "max_position_embeddings": meta.get(a + "context_length", int),
+        "hidden_size": hidden,
+        "num_hidden_layers": meta.get(a + "block_count", int),
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv_heads,
+        "head_dim": head_dim,
+        "intermediate_size": meta.get(a + "feed_forward_length", int),
+        "rms_norm_eps": meta.get(a + "attention.layer_norm_rms_epsilon", float),
+        "tie_word_embeddings": "output.weight" not in tensors,
+    }
+    rope: dict[str, Any] = {"rope_type": "default", "rope_theta": meta.get(a + "rope.freq_base", float, 10000.0)}
+    scaling = meta.get(a + "rope.scaling.type", str, "none")
+    if scaling == "linear":
+        rope.update(rope_type="linear", factor=meta.get(a + "rope.scaling.factor", float))
+    elif scaling != "none":
+        raise ValueError(f"{path}: rope scaling {scaling!r} is not supported (supported: none, linear)")
+    config["rope_parameters"] = rope
+    C, I, L = hidden, config["intermediate_size"], config["num_hidden_layers"]
+    arrays = {"model.embed_tokens.weight": embed, "model.norm.weight": _tensor(tensors, "output_norm.weight", path, (C,))}
+    used = {"token_embd.weight", "output_norm.weight"}
+    if "output.weight" in tensors:
+        arrays["lm_head.weight"] = _tensor(tensors, "output.weight", path, (vocab, C))
+        used.add("output.weight")
+    rope_freqs = None
+    if "rope_freqs.weight" in tensors:  # Llama 3.1 scaling, stored as divisors of inv_freq
+        rope_freqs = _tensor(tensors, "rope_freqs.weight", path, (head_dim // 2,))
+        used.add("rope_freqs.weight")
+    names = {"attn_norm": ("input_layernorm", (C,)), "ffn_norm": ("post_attention_layernorm", (C,)),
+             "attn_q": ("self_attn.q_proj", (heads * head_dim, C)),
+             "attn_k": ("self_attn.k_proj", (kv_heads * head_dim, C)),
+             "attn_v": ("self_attn.v_proj", (kv_heads * head_dim, C)),
+             "attn_output": ("self_attn.o_proj", (C, heads * head_dim)),
+             "ffn_gate": ("mlp.gate_proj", (I, C)), "ffn_up": ("mlp.up_proj", (I, C)),
+             "ffn_down": ("mlp.down_proj", (C, I))}
+    for layer in range(L):
+        for gg, (hf, shape) in names.items():
+            for kind, kind_shape in (("weight", shape), ("bias", shape[:1])):
+                src = f"blk.{layer}.{gg}.{kind}"
+                if kind == "bias" and src not in tensors:
+                    continue  # optional biases (attention_bias / mlp_bias models)
+                w = _tensor(tensors, src, path, kind_shape)
+                if gg == "attn_q":
+                    w = _unpermute(w, heads)
+                elif gg == "attn_k":
+                    w = _unpermute(w, kv_heads)
+                arrays[f"model.layers.{layer}.{hf}.{kind}"] = w
+                used.add(src)
+    _check_no_extra(tensors, used, path)
+    return GGUFModel("llama", config, arrays, rope=rope, rope_freqs=rope_freqs)
+
+
+def _gpt2(meta: _Metadata, tensors: dict, path: Path) -> GGUFModel:
+    a = "gpt2."
+    C = meta.get(a + "embedding_length", int)
+    I = meta.get(a + "feed_forward_length", int, 4 * C)
+    L = meta.get(a + "block_count", int)
+    wte = _tensor(tensors, "token_embd.weight", path)
+    if wte.ndim != 2 or wte.shape[1] != C:
+        raise ValueError(f"{path}: token_embd.weight has shape {wte.shape}, expected (vocab, {C})")
+    config = {
+        "model_type": "gpt2",
+        "vocab_size": wte.shape[0],
+        "n_positions": meta.get(a + "context_length", int),
+        "n_embd": C,
+        "n_layer": L,
+        "n_head": meta.get(a + "attention.head_count", int),
+        "n_inner": I,
+        "layer_norm_epsilon": meta.get(a + "attention.layer_norm_epsilon", float, 1e-5),
+        "activation_function": "gelu_new",
+    }
+    arrays = {"wte.weight": wte, "wpe.weight": _tensor(tensors, "position_embd.weight", path, (config["n_positions"], C)),
+              "ln_f.weight": _tensor(tensors, "output_norm.weight", path, (C,)),
+              "ln_f.bias": _tensor(tensors, "output_norm.bias", path, (C,))}
+    used = {"token_embd.weight", "position_embd.weight", "output_norm.weight", "output_norm.bias"}
+    if "output.weight" in tensors:
+        arrays["lm_head.weight"] = _tensor(tensors, "output.weight", path, wte.shape)
+        used.add("output.weight")
+    # GGUF name -> (HF name, GGUF [out, in] shape or None for vectors, transpose to [in, out])
+    names = {"attn_norm": ("ln_1", None), "ffn_norm": ("ln_2", None), "attn_qkv": ("attn.c_attn", (3 * C, C)),
+             "attn_output": ("attn.c_proj", (C, C)), "ffn_up": ("mlp.c_fc", (I, C)), "ffn_down": ("mlp.c_proj", (C, I))}
+    for layer in range(L):
+        for gg, (hf, shape) in names.items():
+            out_dim = shape[0] if shape else C
+            w = _tensor(tensors, f"blk.{layer}.{gg}.weight", path, shape or (C,))
+            arrays[f"h.{layer}.{hf}.weight"] = np.ascontiguousarray(w.T) if shape else w
+            arrays[f"h.{layer}.{hf}.bias"] = _tensor(tensors, f"blk.{layer}.{gg}.bias", path, (out_dim,))
+            used.update({f"blk.{layer}.{gg}.weight", f"blk.{layer}.{gg}.bias"})
+    _check_no_extra(tensors, used, path)
+    return GGUFModel("gpt2", config, arrays)
+
+
+_ARCHITECTURES: dict[str, Callable[[_Metadata, dict, Path], GGUFModel]] = {"llama": _llama, "gpt2": _gpt2}
