@@ -137,6 +137,14 @@ void register_model(py::module_& m) {
       .def_property_readonly("num_layers", [](PyModel& p) { return p.core().config().layers; })
       .def_property_readonly("num_heads", [](PyModel& p) { return p.core().config().heads; })
       .def_property_readonly("num_kv_heads", [](PyModel& p) { return p.core().config().kv_heads; })
+      .def_property_readonly(
+          "weight_bytes",
+          [](PyModel& p) {
+            int64_t total = 0;
+            for (auto item : p.arrays) total += py::reinterpret_borrow<py::array>(item.second).nbytes();
+            return total;
+          },
+          "Bytes of the weight arrays the model reads.")
       .def(
           "kv_cache_bytes",
           [](PyModel& p, int64_t rows, int64_t positions) {

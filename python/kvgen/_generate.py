@@ -85,12 +85,15 @@ class Generator(_core._Generator):
         from kvgen._model import Model
 
         if args and isinstance(args[0], Model):
+            from kvgen._model_generator import ModelGenerator
+
             return ModelGenerator(*args, **kwargs)
         return super().__new__(cls, *args, **kwargs)
 
     def result(self, strip_prompt: bool = True) -> GenerationResult:
         """The sequences so far (all finished once ``is_done()``), per input."""
         return _result(self._hypotheses(), strip_prompt)
+
     def stream(self, model_fn: ModelFn, prompts: Sequence[Sequence[int]]) -> Iterator[StepResult]:
         """Appends ``prompts`` and steps with ``model_fn``'s logits until done, yielding each step."""
         self.append_tokens(prompts)
@@ -135,85 +138,3 @@ def generate(
     for _ in generator.stream(model_fn, prompts):
         pass
     return generator.result(strip_prompt=strip_prompt)
-
-
-class ModelGenerator:
-    """Generation with a built-in model: ``kvgen.Generator(model, config)``.
-
-    ``generate(prompts)``: prompts are a str, a list of str (needs the model's
-    tokenizer), or token-id lists. Returns the text (str, or a list for a list of str,
-    the best sequence of each) or, for token ids, a GenerationResult; ``last_result``
-    always holds the full GenerationResult (with ``texts`` when there is a tokenizer).
-    ``stream(prompt)`` yields text pieces as they are generated (never splitting a UTF-8
-    character) for a str prompt, each step's tokens for token ids. The prompts are prefilled in
-    one batched pass and each step feeds one token per row against the KV cache; the GIL
-    is released during forward passes, and Ctrl-C stops between tokens.
-    """
-
-    def __init__(self, model, config: GenerationConfig, *, output_raw_logprobs: bool = False):
-        self.model, self.config, self.output_raw_logprobs = model, config, output_raw_logprobs
-        self.last_result: Optional[GenerationResult] = None
-        self.kv_cache_bytes = 0
-
-    def _prompts(self, prompts) -> tuple[list[list[int]], bool, bool]:
-        """(token lists, given as text, a single prompt)."""
-        if isinstance(prompts, str):
-            return [self.model.encode(prompts)], True, True
-        prompts = list(prompts)
-        if prompts and all(isinstance(p, str) for p in prompts):
-            return [self.model.encode(p) for p in prompts], True, False
-        return [[int(t) for t in p] for p in prompts], False, False
-
-    def _session(self, ids: list[list[int]]) -> "_core._ModelGeneration":
-        strings = self.model.token_strings() if self.config.stop_strings else None
-        session = _core._ModelGeneration(self.model._core, self.config, token_strings=strings,
-                                         output_raw_logprobs=self.output_raw_logprobs)
-        session.start(ids)
-        self.kv_cache_bytes = session.kv_cache_bytes
-        return session
-
-    def _finish(self, session) -> GenerationResult:
-        result = _result(session._hypotheses(), strip_prompt=True)
-        if self.model.tokenizer is not None:
-            result.texts = [[self.model.decode(s) for s in per] for per in result.sequences]
-        self.last_result = result
-        return result
-
-    def generate(self, prompts):
-        """Generates for ``prompts``; see the class docstring for what it returns."""
-        ids, as_text, single = self._prompts(prompts)
-        session = self._session(ids)
-        while not session.is_done():
-            session.advance()
-        result = self._finish(session)
-        if not as_text:
-            return result
-        best = [per[0] for per in result.texts]
-        return best[0] if single else best
-
-    def stream(self, prompt) -> Iterator:
-        """Yields text pieces for a str prompt (one prompt, one sequence); for token ids, the
-        int64 [rows] array of each step's tokens."""
-        ids, as_text, _ = self._prompts(prompt)
-        if as_text and (len(ids) != 1 or self.config.num_beams > 1 or self.config.num_return_sequences > 1):
-            raise ValueError("text streaming takes one str prompt and one sequence (num_beams=1, "
-                             "num_return_sequences=1)")
-        session = self._session(ids)
-        emitted = ""
-        while True:
-            if as_text:
-                text = self.model.decode(session.sequences[0][len(ids[0]):])
-                # wait for whole UTF-8 characters, except at the end (invalid bytes stay U+FFFD)
-                if (session.is_done() or not text.endswith("\ufffd")) and len(text) > len(emitted):
-                    yield text[len(emitted):]
-                    emitted = text
-            else:
-                yield session.next_tokens
-            if session.is_done():
-                break
-            session.advance()
-        self._finish(session)
-
-    def __repr__(self) -> str:
-        return f"Generator({self.model!r}, {self.config!r})"
-

@@ -1,0 +1,196 @@
+"""Generation with a built-in model: ``kvgen.Generator(model, config)`` returns a
+ModelGenerator, which runs the prefill / decode loop in C++ and handles text (encoding,
+UTF-8-safe streaming, chat templates) and timing in Python."""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass
+from typing import Iterator, Optional, Sequence
+
+from kvgen import _core
+from kvgen._core import GenerationConfig
+from kvgen._generate import GenerationResult, _result
+
+
+@dataclass
+class GenerationStats:
+    """Timing of the last generation: the prefill (prompt pass and first token) and the
+    decode steps that followed."""
+
+    prompt_tokens: int = 0   # summed over prompts
+    new_tokens: int = 0      # generated tokens of the returned best sequence(s)
+    prefill_seconds: float = 0.0
+    decode_seconds: float = 0.0
+    decode_steps: int = 0    # one token per running row each
+
+    @property
+    def prefill_tokens_per_second(self) -> float:
+        """Prompt tokens over the prefill time."""
+        return self.prompt_tokens / self.prefill_seconds if self.prefill_seconds > 0 else 0.0
+
+    @property
+    def decode_tokens_per_second(self) -> float:
+        """Decode steps per second (tokens per second of each sequence)."""
+        return self.decode_steps / self.decode_seconds if self.decode_seconds > 0 else 0.0
+
+    def summary(self) -> str:
+        """One line: prompt and new tokens, prefill and decode speed."""
+        return (f"{self.prompt_tokens} prompt tokens, {self.new_tokens} new tokens; prefill "
+                f"{self.prefill_tokens_per_second:.1f} tok/s, decode {self.decode_tokens_per_second:.1f} tok/s")
+
+
+def _as_list(ids) -> list[int]:
+    if ids is None:
+        return []
+    return [int(ids)] if isinstance(ids, int) else [int(i) for i in ids]
+
+
+class ModelGenerator:
+    """Generation with a built-in model: ``kvgen.Generator(model, config)``.
+
+    ``generate(prompts)``: prompts are a str, a list of str (needs the model's
+    tokenizer), or token-id lists. Returns the text (str, or a list for a list of str,
+    the best sequence of each) or, for token ids, a GenerationResult; ``last_result``
+    always holds the full GenerationResult (with ``texts`` when there is a tokenizer).
+    ``stream(prompt)`` yields text pieces as they are generated (never splitting a UTF-8
+    character) for a str prompt, each step's tokens for token ids. ``chat(messages)`` and
+    ``chat_stream(messages)`` format a conversation with the model's chat template and
+    answer it, stopping at the template's end-of-turn token.
+
+    As in transformers, the model's EOS id is used when ``config.eos_token_id`` is None.
+    The prompts are prefilled in one batched pass and each step feeds one token per row
+    against the KV cache; the GIL is released during forward passes, and Ctrl-C stops
+    between tokens. ``last_stats`` times the last generation.
+    """
+
+    def __init__(self, model, config: GenerationConfig, *, output_raw_logprobs: bool = False,
+                 skip_special_tokens: bool = False):
+        self.model, self.config, self.output_raw_logprobs = model, config, output_raw_logprobs
+        self.skip_special_tokens = skip_special_tokens
+        self.last_result: Optional[GenerationResult] = None
+        self.last_stats = GenerationStats()
+        self.kv_cache_bytes = 0
+
+    def _prompts(self, prompts) -> tuple[list[list[int]], bool, bool]:
+        """(token lists, given as text, a single prompt)."""
+        if isinstance(prompts, str):
+            return [self.model.encode(prompts)], True, True
+        prompts = list(prompts)
+        if prompts and all(isinstance(p, str) for p in prompts):
+            return [self.model.encode(p) for p in prompts], True, False
+        return [[int(t) for t in p] for p in prompts], False, False
+
+    def _effective_config(self, extra_eos: Sequence[Optional[int]] = ()) -> GenerationConfig:
+        """The config, with the model's EOS id when it names none (as transformers falls
+        back to the model's generation config), plus ``extra_eos``."""
+        config = self.config
+        given = _as_list(config.eos_token_id)
+        ids = list(given)
+        if config.eos_token_id is None:
+            ids = [i for i in _as_list(self.model.eos_token_id) if 0 <= i < self.model.vocab_size]
+        ids += [i for i in extra_eos if i is not None and i not in ids]
+        if ids == given:
+            return config
+        config = copy.copy(config)
+        config.eos_token_id = ids[0] if len(ids) == 1 else ids
+        return config
+
+    def _session(self, ids: list[list[int]], config: GenerationConfig) -> "_core._ModelGeneration":
+        strings = self.model.token_strings() if config.stop_strings else None
+        session = _core._ModelGeneration(self.model._core, config, token_strings=strings,
+                                         output_raw_logprobs=self.output_raw_logprobs)
+        self.last_stats = GenerationStats(prompt_tokens=sum(len(p) for p in ids))
+        start = time.perf_counter()
+        session.start(ids)
+        self.last_stats.prefill_seconds = time.perf_counter() - start
+        self.kv_cache_bytes = session.kv_cache_bytes
+        return session
+
+    def _advance(self, session) -> None:
+        start = time.perf_counter()
+        session.advance()
+        self.last_stats.decode_seconds += time.perf_counter() - start
+        self.last_stats.decode_steps += 1
+
+    def _decode(self, ids) -> str:
+        return self.model.decode(ids, skip_special_tokens=self.skip_special_tokens)
+
+    def _finish(self, session) -> GenerationResult:
+        result = _result(session._hypotheses(), strip_prompt=True)
+        if self.model.tokenizer is not None:
+            result.texts = [[self._decode(s) for s in per] for per in result.sequences]
+        self.last_stats.new_tokens = sum(len(per[0]) for per in result.sequences)
+        self.last_result = result
+        return result
+
+    def generate(self, prompts):
+        """Generates for ``prompts``; see the class docstring for what it returns."""
+        ids, as_text, single = self._prompts(prompts)
+        return self._generate(ids, as_text, single, self._effective_config())
+
+    def _generate(self, ids, as_text: bool, single: bool, config: GenerationConfig):
+        session = self._session(ids, config)
+        while not session.is_done():
+            self._advance(session)
+        result = self._finish(session)
+        if not as_text:
+            return result
+        best = [per[0] for per in result.texts]
+        return best[0] if single else best
+
+    def stream(self, prompt) -> Iterator:
+        """Yields text pieces for a str prompt (one prompt, one sequence); for token ids, the
+        int64 [rows] array of each step's tokens."""
+        ids, as_text, _ = self._prompts(prompt)
+        if as_text and (len(ids) != 1 or self.config.num_beams > 1 or self.config.num_return_sequences > 1):
+            raise ValueError("text streaming takes one str prompt and one sequence (num_beams=1, "
+                             "num_return_sequences=1)")
+        return self._stream(ids, as_text, self._effective_config())
+
+    def _stream(self, ids, as_text: bool, config: GenerationConfig) -> Iterator:
+        session = self._session(ids, config)
+        emitted = ""
+        while True:
+            if as_text:
+                text = self._decode(session.sequences[0][len(ids[0]):])
+                # wait for whole UTF-8 characters, except at the end (invalid bytes stay U+FFFD)
+                if (session.is_done() or not text.endswith("\ufffd")) and len(text) > len(emitted):
+                    yield text[len(emitted):]
+                    emitted = text
+            else:
+                yield session.next_tokens
+            if session.is_done():
+                break
+            self._advance(session)
+        self._finish(session)
+
+    def _chat_prompt(self, messages) -> tuple[list[list[int]], GenerationConfig]:
+        text = self.model.apply_chat_template(messages, add_generation_prompt=True)
+        ids = [self.model.encode(text, add_special_tokens=False)]
+        return ids, self._effective_config([self.model.end_of_turn_token_id])
+
+    def chat(self, messages: Sequence[dict]) -> str:
+        """The model's reply to a conversation (a list of {"role", "content"} dicts, ending
+        with the user's turn), special tokens left out; ``last_result`` has the details."""
+        ids, config = self._chat_prompt(messages)
+        keep, self.skip_special_tokens = self.skip_special_tokens, True
+        try:
+            return self._generate(ids, True, True, config)
+        finally:
+            self.skip_special_tokens = keep
+
+    def chat_stream(self, messages: Sequence[dict]) -> Iterator[str]:
+        """Yields the pieces of the reply ``chat(messages)`` returns, as they are generated."""
+        if self.config.num_beams > 1 or self.config.num_return_sequences > 1:
+            raise ValueError("chat_stream generates one sequence (num_beams=1, num_return_sequences=1)")
+        ids, config = self._chat_prompt(messages)
+        keep, self.skip_special_tokens = self.skip_special_tokens, True
+        try:
+            yield from self._stream(ids, True, config)
+        finally:
+            self.skip_special_tokens = keep
+
+    def __repr__(self) -> str:
+        return f"Generator({self.model!r}, {self.config!r})"

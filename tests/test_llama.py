@@ -1,0 +1,194 @@
+"""The built-in Llama against transformers' LlamaForCausalLM on the same random weights,
+loaded from a Hugging Face directory (safetensors) and from GGUF files."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+import transformers
+
+import kvgen
+from hf_models import hf_generate
+from kvgen._rope import inv_freq, rope_parameters
+from llama_models import hf_from_gguf, random_llama, write_gpt2_gguf, write_llama_gguf
+
+PAD = 2
+SHAPES = {
+    # grouped-query attention, separate LM head
+    "gqa-untied": dict(vocab_size=211, hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+                       num_hidden_layers=2, max_position_embeddings=64, rope_theta=10000.0),
+    # one KV head, tied head, head_dim that is not hidden / heads, large theta
+    "mqa-tied-hd24": dict(vocab_size=97, hidden_size=64, num_attention_heads=4, num_key_value_heads=1, head_dim=24,
+                          num_hidden_layers=3, max_position_embeddings=48, rope_theta=500000.0,
+                          tie_word_embeddings=True),
+    # plain multi-head attention with biases and Llama 3.1 rope scaling
+    "mha-bias-llama3": dict(vocab_size=300, hidden_size=32, num_attention_heads=2, num_key_value_heads=2,
+                            num_hidden_layers=1, max_position_embeddings=64, attention_bias=True, mlp_bias=True,
+                            rope_scaling=dict(rope_type="llama3", factor=4.0, low_freq_factor=1.0,
+                                              high_freq_factor=4.0, original_max_position_embeddings=16)),
+}
+
+
+def hf_logits(model, ids):
+    with torch.inference_mode():
+        return model(torch.as_tensor(ids)).logits.numpy()
+
+
+@pytest.fixture(scope="module", params=list(SHAPES))
+def models(request, tmp_path_factory):
+    """(transformers model, kvgen from its safetensors directory, kvgen from its GGUF file)."""
+    hf = random_llama(**SHAPES[request.param])
+    directory = tmp_path_factory.mktemp("llama")
+    hf.save_pretrained(directory)
+    loaded = [kvgen.Model.load(directory)]
+    if "rope_scaling" not in SHAPES[request.param]:  # GGUF keeps llama3 scaling in a tensor: see below
+        loaded.append(kvgen.Model.load(write_llama_gguf(hf, directory / "model.gguf")))
+    return hf, loaded
+
+
+def test_prefill_logits_match_up_to_the_full_context(models):
+    hf, loaded = models
+    rng = np.random.default_rng(0)
+    for length in (1, 9, hf.config.max_position_embeddings):
+        ids = rng.integers(0, hf.config.vocab_size, (2, length))
+        ref = hf_logits(hf, ids)
+        for kv in loaded:
+            np.testing.assert_allclose(kv.forward(ids), ref, atol=1e-4, rtol=1e-4)
+
+
+def test_cached_decode_logits_match_a_full_recomputation(models):
+    hf, loaded = models
+    n = hf.config.max_position_embeddings
+    for kv in loaded:
+        session = kvgen._core._ModelGeneration(kv._core, kvgen.GenerationConfig(max_new_tokens=n - 6, pad_token_id=PAD))
+        session.start([[5, 9, 13, 4, 3, 6], [7, 8]])
+        steps = 0
+        while True:
+            for r, seq in enumerate(session.sequences):
+                full = hf_logits(hf, seq[None, :-1])[0, -1]
+                np.testing.assert_allclose(session.last_logits[r], full, atol=1e-4, rtol=1e-4)
+            if session.is_done():
+                break
+            session.advance()
+            steps += 1
+        assert steps == n - 7
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        dict(do_sample=False),
+        dict(do_sample=False, repetition_penalty=1.3, no_repeat_ngram_size=2),
+        dict(num_beams=3, num_return_sequences=2),
+        dict(num_beams=4, num_return_sequences=4, length_penalty=2.0, early_stopping=True),
+    ],
+    ids=["greedy", "greedy_penalties", "beam3", "beam4_lp2_early"],
+)
+def test_generate_equals_hf_generate(models, settings):
+    hf, loaded = models
+    prompts = [[5, 9, 13, 4, 3], [7, 8], [11, 12, 13]]
+    full = dict(max_new_tokens=12, eos_token_id=[29, 45], **settings)
+    hf_gen, hf_out = hf_generate(hf, prompts, PAD, **full)
+    per = full.get("num_return_sequences", 1)
+    for kv in loaded:
+        result = kvgen.Generator(kv, kvgen.GenerationConfig(pad_token_id=PAD, **full)).generate(prompts)
+        for i, seqs in enumerate(result.sequences):
+            for k, seq in enumerate(seqs):
+                hf_seq = hf_gen[i * per + k].tolist()
+                assert hf_seq[: len(seq)] == seq.tolist()
+                assert all(t == PAD for t in hf_seq[len(seq):])
+        if settings.get("num_beams", 1) > 1:
+            np.testing.assert_allclose(np.array(result.scores).ravel(), hf_out.sequences_scores.numpy(), atol=1e-4)
+
+
+def test_kv_cache_holds_kv_heads_only(models):
+    hf, loaded = models
+    c = hf.config
+    gen = kvgen.Generator(loaded[0], kvgen.GenerationConfig(max_new_tokens=5, num_beams=2))
+    gen.generate([[1, 2, 3]])
+    assert gen.kv_cache_bytes == 2 * c.num_hidden_layers * 2 * 8 * c.num_key_value_heads * c.head_dim * 4
+
+
+@pytest.mark.parametrize("rope", [
+    dict(rope_type="default"),
+    dict(rope_type="linear", factor=4.0),
+    dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
+         original_max_position_embeddings=64),
+])
+def test_rope_frequencies_match_transformers(rope):
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+
+    config = transformers.LlamaConfig(hidden_size=128, num_attention_heads=2, max_position_embeddings=512,
+                                      rope_theta=50000.0, rope_scaling=None if rope["rope_type"] == "default" else rope)
+    ref = LlamaRotaryEmbedding(config).inv_freq.numpy()
+    np.testing.assert_allclose(inv_freq(64, rope_parameters(config.to_dict())), ref, rtol=3e-7, atol=0)
+
+
+def test_unsupported_rope_scaling_is_refused():
+    with pytest.raises(ValueError, match="rope scaling type 'yarn' is not supported"):
+        inv_freq(64, {"rope_type": "yarn", "factor": 2.0})
+
+
+# ---- GGUF tensor types ---------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    return random_llama(**SHAPES["gqa-untied"]), tmp_path_factory.mktemp("gguf")
+
+
+@pytest.mark.parametrize("qtype", ["F16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"])
+def test_quantized_gguf_matches_transformers_loading_the_same_file(small, qtype):
+    hf, directory = small
+    path = write_llama_gguf(hf, directory / f"{qtype}.gguf", qtype)
+    reference = hf_from_gguf(path)  # transformers dequantizes with the same gguf package
+    ids = np.random.default_rng(1).integers(0, hf.config.vocab_size, (2, 30))
+    ref = hf_logits(reference, ids)
+    np.testing.assert_allclose(kvgen.Model.load(path).forward(ids), ref, atol=1e-4, rtol=1e-4)
+    assert np.abs(ref - hf_logits(hf, ids)).max() > 1e-3  # the file really is quantized
+
+
+def test_bf16_gguf_matches_the_model_with_bf16_weights(small):
+    # transformers misreads BF16 GGUF tensors (half their width), so the reference is the
+    # same model with its matrices rounded to bfloat16, as the file stores them.
+    hf, directory = small
+    path = write_llama_gguf(hf, directory / "BF16.gguf", "BF16")
+    rounded = copy.deepcopy(hf)
+    with torch.no_grad():
+        for p in rounded.parameters():
+            if p.ndim > 1:
+                p.copy_(p.to(torch.bfloat16).float())
+    ids = np.random.default_rng(2).integers(0, hf.config.vocab_size, (1, 25))
+    np.testing.assert_allclose(kvgen.Model.load(path).forward(ids), hf_logits(rounded, ids), atol=1e-4, rtol=1e-4)
+
+
+def test_gguf_written_here_is_what_transformers_reads():
+    # the test writer follows llama.cpp's converter (q/k permutation): transformers,
+    # which undoes that permutation, must read back the original model
+    hf = random_llama(**SHAPES["gqa-untied"])
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as d:
+        path = write_llama_gguf(hf, Path(d) / "m.gguf")
+        ids = np.arange(20)[None] % hf.config.vocab_size
+        np.testing.assert_array_equal(hf_logits(hf_from_gguf(path), ids), hf_logits(hf, ids))
+
+
+def test_linear_rope_scaling_from_gguf_metadata(tmp_path):
+    hf = random_llama(**dict(SHAPES["gqa-untied"], rope_scaling=dict(rope_type="linear", factor=2.0)))
+    path = write_llama_gguf(hf, tmp_path / "linear.gguf", rope_scaling=dict(type="linear", factor=2.0))
+    ids = np.arange(60)[None] % hf.config.vocab_size
+    np.testing.assert_allclose(kvgen.Model.load(path).forward(ids), hf_logits(hf, ids), atol=1e-4, rtol=1e-4)
+
+
+def test_gpt2_gguf_matches_gpt2lmheadmodel(tmp_path):
+    torch.manual_seed(0)
+    hf = transformers.GPT2LMHeadModel(transformers.GPT2Config(vocab_size=101, n_positions=32, n_embd=32, n_layer=2,
+                                                              n_head=4, initializer_range=0.3)).eval()
+    kv = kvgen.Model.load(write_gpt2_gguf(hf, tmp_path / "gpt2.gguf"))
+    assert kv.architecture == "gpt2"
+    ids = np.random.default_rng(3).integers(0, 101, (2, 32))
+    np.testing.assert_allclose(kv.forward(ids), hf_logits(hf, ids), atol=1e-4, rtol=1e-4)
