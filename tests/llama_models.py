@@ -107,7 +107,7 @@ def write_llama_gguf(model: transformers.LlamaForCausalLM, path: Path, qtype: st
         if array.dtype == np.uint8:
             w.add_tensor(name, array, raw_dtype=gguf.GGMLQuantizationType.Q4_K)
         else:
-            add(name, array)
+            _add(w, name, array, qtype)
     _finish(w)
     return path
 
