@@ -1,0 +1,93 @@
+"""kvgen's default model, the real SmolLM2-135M-Instruct (Q4_1 GGUF), against
+transformers loading the same file (dequantized with the gguf package, float32).
+
+Tolerance on logits: both sides compute in float32 from identical dequantized weights,
+so they differ only in summation order (BLAS blocking, attention loops); over 30 layers
+that moves logits of magnitude ~30 by ~1e-4 (measured 5e-5 to 7e-5). 1e-3 absolute
+(3e-5 of the logit range) leaves margin for other BLAS builds while a real error (a
+wrong rotary layout, norm or weight) moves logits by whole units.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import kvgen
+
+PROMPTS = [
+    "The capital of France is",
+    "def fibonacci(n):\n",
+    "Once upon a time, in a land far away, there lived a",
+    "Water boils at a temperature of",
+    "1, 2, 3, 4, 5,",
+]
+
+
+@pytest.fixture(scope="module")
+def model():
+    return kvgen.load_default()
+
+
+@pytest.fixture(scope="module")
+def reference(model):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = kvgen.default_model_path()
+    hf = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32).eval()
+    return hf, AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+
+
+def test_default_model_is_smollm2(model):
+    assert model.architecture == "llama" and model.vocab_size == 49152
+    assert (model._core.num_heads, model._core.num_kv_heads) == (9, 3)  # grouped-query attention
+    assert "SmolLM2-135M-Instruct.Q4_1.gguf" in repr(model)
+
+
+def test_prompt_logits_match_transformers(model, reference):
+    hf, tok = reference
+    for text in PROMPTS:
+        ids = tok(text)["input_ids"]
+        assert model.encode(text) == ids
+        with torch.inference_mode():
+            ref = hf(torch.tensor([ids])).logits[0].numpy()
+        ours = model.forward([ids])[0]
+        np.testing.assert_allclose(ours, ref, atol=1e-3, rtol=0)
+        assert (ours.argmax(-1) == ref.argmax(-1)).all()
+
+
+def test_greedy_continuations_equal_transformers(model, reference):
+    hf, tok = reference
+    n = 24  # min_new_tokens keeps EOS from ending either side early
+    config = kvgen.GenerationConfig(max_new_tokens=n, min_new_tokens=n, do_sample=False)
+    ours = kvgen.Generator(model, config).generate([model.encode(t) for t in PROMPTS])
+    for text, seqs in zip(PROMPTS, ours.sequences):
+        ids = tok(text, return_tensors="pt")["input_ids"]
+        with torch.inference_mode():
+            out = hf.generate(ids, max_new_tokens=n, min_new_tokens=n, do_sample=False)
+        assert seqs[0].tolist() == out[0, ids.shape[1]:].tolist(), text
+
+
+def test_chat_stops_at_the_end_of_turn_token(model, reference):
+    _, tok = reference
+    im_end = tok.convert_tokens_to_ids("<|im_end|>")
+    assert model.end_of_turn_token_id == im_end
+    generator = kvgen.Generator(model, kvgen.GenerationConfig(max_new_tokens=64, do_sample=False))
+    messages = [{"role": "user", "content": "What is 2 + 2? Answer in one short sentence."}]
+    reply = generator.chat(messages)
+    result = generator.last_result
+    assert result.finish_reasons[0][0] == "eos" and result.sequences[0][0][-1] == im_end
+    assert "<|im_end|>" not in reply and "4" in reply
+    prompt = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    assert model.apply_chat_template(messages) == prompt
+    assert result.prompt_lengths[0] == len(tok(prompt, add_special_tokens=False)["input_ids"])
+
+
+def test_stream_pieces_join_to_the_generated_text(model):
+    generator = kvgen.Generator(model, kvgen.GenerationConfig(max_new_tokens=20, min_new_tokens=20))
+    pieces = list(generator.stream("Café, naïve, 東京 and"))
+    assert "".join(pieces) == generator.last_result.texts[0][0]
+    stats = generator.last_stats
+    assert stats.new_tokens == 20 and stats.decode_steps == 19
+    assert stats.prefill_tokens_per_second > 0 and stats.decode_tokens_per_second > 0
