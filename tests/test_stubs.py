@@ -29,3 +29,12 @@ def test_stub_lists_every_config_field_and_method():
     methods = {n.name for n in cls.body if isinstance(n, ast.FunctionDef)}
     public = {n for n in dir(kvgen.GenerationConfig) if not n.startswith("_")} - fields
     assert public <= methods
+
+
+def test_stub_classes_list_every_runtime_member():
+    for cls in (n for n in stub_tree().body if isinstance(n, ast.ClassDef)):
+        stubbed = {n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        stubbed |= {n.target.id for n in cls.body if isinstance(n, ast.AnnAssign)}
+        runtime = getattr(_core, cls.name)
+        public = {n for n in dir(runtime) if not n.startswith("_")} - {n for n in dir(object)}
+        assert public <= stubbed, f"{cls.name}: {sorted(public - stubbed)} missing from _core.pyi"
