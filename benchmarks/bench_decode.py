@@ -83,6 +83,7 @@ tokens/s against context length) when matplotlib is installed.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import sys
 import time
@@ -503,6 +504,334 @@ def write_plot(context: list[dict], path: Path, threads: int) -> Path | None:
     return save_png(fig, plt, path)
 
 
+# ---- SmolLM2-135M-Instruct (GGUF Q4_1): kvgen against llama.cpp and transformers ------
+
+SMOL_ENGINES = ("kvgen", "llama.cpp", "HF")
+SMOL_FULL = {"prefill": 512, "decode": (64, 256), "sanity_tokens": 32}
+SMOL_QUICK = {"prefill": 128, "decode": (64, 32), "sanity_tokens": 8}
+CHAIN = {"temperature": 0.8, "top_k": 40, "top_p": 0.95, "repetition_penalty": 1.1}
+PENALTY_LAST_N = 64  # llama.cpp's penalty window (kvgen and HF penalize every id of the sequence)
+SMOL_N_CTX = 1024
+DEFAULT_SMOL_OUT = DEFAULT_OUT.with_name("bench_decode_smollm2.json")
+# Real English text for the prompts; repeated until the longest prompt is filled.
+PROMPT_TEXT = (
+    "The history of the printing press begins in the middle of the fifteenth century, when Johannes "
+    "Gutenberg, a goldsmith from Mainz, combined movable metal type, an oil-based ink and a wooden screw "
+    "press into a system that could reproduce a page many hundreds of times. Before that, books were "
+    "copied by hand, usually by monks or professional scribes, and a single Bible could take a year or "
+    "more to finish. Within fifty years printing shops had opened in more than two hundred European "
+    "cities, and millions of volumes were in circulation. Prices fell, literacy spread beyond the clergy "
+    "and the nobility, and scholars could compare identical copies of a text for the first time. The "
+    "press also changed how ideas travelled: pamphlets, calendars, maps and scientific tables reached "
+    "readers far from where they were written, which helped the Reformation, the growth of universities "
+    "and the early scientific societies. Historians still argue about how quickly these effects appeared, "
+    "but few doubt that the cheap, reliable reproduction of words was one of the turning points of the "
+    "modern world."
+)
+
+
+def smol_prompt(model, length: int) -> list[int]:
+    """`length` token ids of PROMPT_TEXT (repeated as needed), encoded by kvgen's tokenizer
+    (the GGUF file's); every engine gets these ids."""
+    repeats, ids = 1, model.encode(PROMPT_TEXT)
+    while len(ids) < length:
+        repeats += 1
+        ids = model.encode(" ".join([PROMPT_TEXT] * repeats))
+    return ids[:length]
+
+
+# Engines: run(prompt, new_tokens, chain) -> {"tokens", "ttft", "decode", "steps"}: the new
+# token ids, seconds from the call's start to the first new token (prefill), seconds from
+# the first to the last new token and the decode steps in that span (new_tokens - 1).
+
+
+class SmolKvgen:
+    def __init__(self, path: Path):
+        self.model = kvgen.Model.load(path)
+        self.kv_cache_bytes = 0
+
+    def run(self, prompt: list[int], new_tokens: int, chain: bool) -> dict:
+        extra = {"do_sample": True, "seed": SEED, **CHAIN} if chain else {"do_sample": False}
+        gen = kvgen.Generator(self.model, kvgen.GenerationConfig(max_new_tokens=new_tokens,
+                                                                 min_new_tokens=new_tokens, **extra))
+        result = gen.generate([prompt])
+        st = gen.last_stats
+        self.kv_cache_bytes = gen.kv_cache_bytes
+        return {"tokens": result.sequences[0][0].tolist(), "ttft": st.prefill_seconds, "decode": st.decode_seconds,
+                "steps": st.decode_steps}
+
+
+class SmolLlamaCpp:
+    """llama-cpp-python's low-level loop: ``eval(prompt)`` then ``sample`` / ``eval([token])``
+    with a llama.cpp sampler chain (in C): EOS banned by a logit bias, then greedy or
+    penalties (last 64 ids, prompt included) -> temperature -> top-k -> top-p -> draw."""
+
+    def __init__(self, path: Path, threads: int):
+        import llama_cpp
+
+        self.llm = llama_cpp.Llama(model_path=str(path), n_ctx=SMOL_N_CTX, n_threads=threads,
+                                   n_threads_batch=threads, n_batch=512, verbose=False, logits_all=False)
+        self.n_vocab, self.eos = self.llm.n_vocab(), self.llm.token_eos()
+
+    def sampler(self, prompt: list[int], chain: bool):
+        from llama_cpp._internals import LlamaSampler
+
+        s = LlamaSampler()
+        s.add_logit_bias(self.n_vocab, {self.eos: float("-inf")})
+        if not chain:
+            s.add_greedy()
+            return s
+        s.add_penalties(n_vocab=self.n_vocab, penalty_last_n=PENALTY_LAST_N, penalty_repeat=CHAIN["repetition_penalty"],
+                        penalty_freq=0.0, penalty_present=0.0)
+        s.add_temp(CHAIN["temperature"])
+        s.add_top_k(CHAIN["top_k"])
+        s.add_top_p(CHAIN["top_p"], 1)
+        s.add_dist(SEED)
+        for token in prompt:
+            s.accept(token)
+        return s
+
+    def run(self, prompt: list[int], new_tokens: int, chain: bool) -> dict:
+        llm, s = self.llm, self.sampler(prompt, chain)
+        llm.reset()
+        start = time.perf_counter()
+        llm.eval(prompt)
+        tokens = [s.sample(llm._ctx, -1)]
+        first = time.perf_counter()
+        while len(tokens) < new_tokens:
+            llm.eval(tokens[-1:])
+            tokens.append(s.sample(llm._ctx, -1))
+        return {"tokens": tokens, "ttft": first - start, "decode": time.perf_counter() - first,
+                "steps": new_tokens - 1}
+
+
+class SmolHF:
+    """transformers' LlamaForCausalLM from the same GGUF file (dequantized to float32).
+    One new token: a forward over the prompt (with its KV cache) and an argmax; else
+    ``generate`` with a streamer for the token times."""
+
+    def __init__(self, path: Path):
+        self.model = transformers.AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
+                                                                       dtype=torch.float32).eval()
+
+    def run(self, prompt: list[int], new_tokens: int, chain: bool) -> dict:
+        ids = torch.tensor([prompt])
+        with torch.inference_mode():
+            if new_tokens == 1 and not chain:
+                start = time.perf_counter()
+                token = int(self.model(ids, use_cache=True).logits[0, -1].argmax())
+                return {"tokens": [token], "ttft": time.perf_counter() - start, "decode": 0.0, "steps": 0}
+            if chain:
+                torch.manual_seed(SEED)
+            streamer = TokenTimes()
+            extra = {"do_sample": True, **CHAIN} if chain else {"do_sample": False}
+            start = time.perf_counter()
+            out = self.model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=new_tokens,
+                                      min_new_tokens=new_tokens, streamer=streamer, **extra)
+        t = streamer.times
+        return {"tokens": out[0, len(prompt):].tolist(), "ttft": t[0] - start, "decode": t[-1] - t[0],
+                "steps": len(t) - 1}
+
+
+def smol_run_once(fn, _units: int) -> dict:
+    time.sleep(PAUSE_S)
+    start = time.perf_counter()
+    r = fn()
+    return {"total": time.perf_counter() - start, **{k: r[k] for k in ("ttft", "decode", "steps")}}
+
+
+def smol_workload(label: str, engines: dict, prompt: list[int], new_tokens: int, chain: bool, rounds: int) -> dict:
+    """Warm-up (outputs kept and checked), then interleaved rounds; per engine, time stats
+    (us) of the whole call, the TTFT and, with more than one new token, the decode step."""
+    jobs = {name: (lambda e=e: e.run(prompt, new_tokens, chain)) for name, e in engines.items()}
+    outputs = {name: fn() for name, fn in jobs.items()}
+    for name, out in outputs.items():
+        if len(out["tokens"]) != new_tokens or (new_tokens > 1 and out["steps"] != new_tokens - 1):
+            raise RuntimeError(f"{label}: {name} generated {len(out['tokens'])} tokens ({out['steps']} decode steps), "
+                               f"not {new_tokens}")
+    samples, _ = measure(jobs, rounds, 0.0, calibrate=lambda fn, _: 1, run=smol_run_once)
+    ref = outputs["HF"]["tokens"]
+    r = {"workload": label, "prompt": len(prompt), "new_tokens": new_tokens, "chain": chain,
+         "same_as_HF": {n: common_prefix(o["tokens"], ref) for n, o in outputs.items() if n != "HF"},
+         "first_tokens": {n: o["tokens"][:8] for n, o in outputs.items()},
+         "call": {n: summarize([s["total"] for s in samples[n]]) for n in engines},
+         "ttft": {n: summarize([s["ttft"] for s in samples[n]]) for n in engines}}
+    if new_tokens > 1:
+        r["end_to_end"] = {n: summarize([s["total"] / new_tokens for s in samples[n]]) for n in engines}
+        r["decode_only"] = {n: summarize([s["decode"] / s["steps"] for s in samples[n]]) for n in engines}
+    r["ratios"] = {kind: {f"{n}/kvgen": r[kind][n]["median_us"] / r[kind]["kvgen"]["median_us"]
+                          for n in engines if n != "kvgen"}
+                   for kind in ("call", "ttft", "end_to_end", "decode_only") if kind in r}
+    return r
+
+
+def smol_rows(r: dict) -> list[tuple]:
+    if r["new_tokens"] == 1:
+        per = {n: per_prompt_token(s, r["prompt"]) for n, s in r["ttft"].items()}
+        return [(f"prefill {r['prompt']}: TTFT", "ms", r["ttft"], ms, "ttft"),
+                (f"prefill {r['prompt']}", "tok/s", per, rate, "ttft")]
+    head = f"{'chain' if r['chain'] else 'greedy'} {r['prompt']}+{r['new_tokens']}"
+    return [(f"{head} decode-only", "tok/s", r["decode_only"], rate, "decode_only"),
+            (f"{head} end-to-end", "tok/s", r["end_to_end"], rate, "end_to_end"),
+            (f"{head} TTFT", "ms", r["ttft"], ms, "ttft")]
+
+
+SMOL_HEADER = (f"{'workload':<30} {'unit':<6} | " + " | ".join(f"{n + ' [min-max]':>24}" for n in SMOL_ENGINES) +
+               f" | {'kv/llama':>8} {'kv/HF':>6}")
+
+
+def smol_print_rows(r: dict) -> None:
+    for label, unit, stats, fmt, kind in smol_rows(r):
+        x = r["ratios"][kind]
+        cells = " | ".join(f"{fmt(stats[n]):>24}" for n in SMOL_ENGINES)
+        print(f"{label:<30} {unit:<6} | {cells} | {x['llama.cpp/kvgen']:>8.2f} {x['HF/kvgen']:>6.2f}", flush=True)
+
+
+def smol_weight_bytes(engines: dict, path: Path) -> dict:
+    """Bytes of weights read per decoded token: kvgen's float32 weights (its own count),
+    HF's float32 parameters (tied embedding once), llama.cpp's tensors in the file (Q4_1,
+    the tied embedding / output in Q8_0)."""
+    import gguf
+
+    hf_params = sum(p.numel() for p in engines["HF"].model.parameters())
+    tensors = sum(int(t.n_bytes) for t in gguf.GGUFReader(str(path)).tensors)
+    return {"kvgen": int(engines["kvgen"].model._core.weight_bytes), "HF": 4 * hf_params, "HF_parameters": hf_params,
+            "llama.cpp": tensors, "file": path.stat().st_size}
+
+
+def smol_fractions(r: dict, weights: dict, limit_gbps: float) -> dict:
+    out = {}
+    for name, s in r["decode_only"].items():
+        tps = 1e6 / s["median_us"]
+        out[name] = {"tokens_per_s": tps, "weight_bytes": weights[name], "GBps": tps * weights[name] / 1e9,
+                     "fraction": tps * weights[name] / 1e9 / limit_gbps}
+    return out
+
+
+def smol_sanity(engines: dict, prompt: list[int], new_tokens: int) -> dict:
+    """Greedy tokens of kvgen and llama.cpp against HF's (same dequantized weights for kvgen
+    and HF; llama.cpp computes with the quantized weights). Raises if kvgen's first
+    tokens differ."""
+    outs = {n: e.run(prompt, new_tokens, False)["tokens"] for n, e in engines.items()}
+    same = {n: common_prefix(outs[n], outs["HF"]) for n in engines if n != "HF"}
+    if same["kvgen"] < min(8, new_tokens):
+        raise RuntimeError(f"sanity: kvgen's greedy tokens differ from transformers' at position {same['kvgen']}")
+    text = engines["kvgen"].model.decode(outs["HF"]).replace("\n", " ")
+    print(f"sanity (greedy, {len(prompt)}-token prompt): leading tokens equal to HF's: " +
+          ", ".join(f"{n} {'all' if k == new_tokens else k} of {new_tokens}" for n, k in same.items()) +
+          f"; HF continues {text[:70]!r}...")
+    return {"prompt": len(prompt), "new_tokens": new_tokens, "same_as_HF": same, "HF_tokens": outs["HF"]}
+
+
+def smol_plot(results: list[dict], path: Path, threads: int) -> Path | None:
+    plt = pyplot()
+    if plt is None:
+        return None
+    groups = []
+    for r in results:
+        for label, unit, stats, _, _ in smol_rows(r):
+            if unit == "tok/s" and "end-to-end" not in label:
+                groups.append((label, stats))
+    colors = {"kvgen": "tab:blue", "llama.cpp": "tab:purple", "HF": "tab:orange"}
+    fig, axes = plt.subplots(1, len(groups), figsize=(3.6 * len(groups), 4.2))
+    for ax, (label, stats) in zip(np.atleast_1d(axes), groups):
+        med = np.array([1e6 / stats[n]["median_us"] for n in SMOL_ENGINES])
+        lo = med - np.array([1e6 / stats[n]["max_us"] for n in SMOL_ENGINES])
+        hi = np.array([1e6 / stats[n]["min_us"] for n in SMOL_ENGINES]) - med
+        ax.bar(SMOL_ENGINES, med, yerr=[lo, hi], capsize=4, color=[colors[n] for n in SMOL_ENGINES])
+        for i, v in enumerate(med):
+            ax.annotate(f"{v:.0f}", (i, v), ha="center", va="bottom", fontsize=8, xytext=(0, 3),
+                        textcoords="offset points")
+        ax.set(title=label, ylabel="tokens/s")
+        ax.grid(True, axis="y", alpha=0.3)
+    fig.suptitle(f"SmolLM2-135M-Instruct (GGUF Q4_1; kvgen and HF dequantized to float32), batch 1, {threads} "
+                 "threads; median of interleaved rounds, bars min-max; higher is better", fontsize=9)
+    return save_png(fig, plt, path)
+
+
+def run_smollm2(args: argparse.Namespace) -> None:
+    began = time.perf_counter()
+    import llama_cpp
+
+    work = dict(SMOL_QUICK if args.quick else SMOL_FULL)
+    if args.new_tokens:
+        work["decode"] = (work["decode"][0], args.new_tokens)
+    path = Path(args.gguf).expanduser() if args.gguf else kvgen.default_model_path()
+    kvgen.set_num_threads(args.threads)
+    torch.set_num_threads(args.threads)
+    print(f"\n==== SmolLM2-135M-Instruct: kvgen against llama.cpp and transformers ({path}) ====\n", flush=True)
+    engines, load_s = {}, {}
+    for name, make in (("kvgen", lambda: SmolKvgen(path)), ("llama.cpp", lambda: SmolLlamaCpp(path, args.threads)),
+                       ("HF", lambda: SmolHF(path))):
+        start = time.perf_counter()
+        engines[name] = make()
+        load_s[name] = time.perf_counter() - start
+    env = environment(args.threads, numpy_engine=False)
+    env["versions"].update({"llama_cpp_python": llama_cpp.__version__, "gguf": importlib.metadata.version("gguf")})
+    env["llama_cpp_system_info"] = llama_cpp.llama_print_system_info().decode().strip()
+    env["threads"] = {"kvgen": kvgen.get_num_threads(), "torch": torch.get_num_threads(),
+                      "llama.cpp": {"n_threads": args.threads, "n_threads_batch": args.threads}}
+    print_environment(env, kvgen_note="OpenBLAS threads of its matrix products")
+    print(f"threads: llama.cpp n_threads {args.threads}, n_threads_batch {args.threads}; n_ctx {SMOL_N_CTX}, "
+          f"n_batch 512; llama.cpp build: {env['llama_cpp_system_info']}")
+    if env["affinity"] and len(env["affinity"]) > args.threads:
+        print(f"note: {len(env['affinity'])} cores allowed; the protocol recommends pinning (`taskset -c 0,1`)")
+    print(f"model: {engines['kvgen'].model!r}")
+    print("load seconds: " + ", ".join(f"{n} {s:.1f}" for n, s in load_s.items()))
+    weights = smol_weight_bytes(engines, path)
+    print(f"weights read per token: kvgen float32 {weights['kvgen'] / 1e6:.1f} MB, HF float32 {weights['HF'] / 1e6:.1f} MB "
+          f"({weights['HF_parameters'] / 1e6:.1f}M parameters), llama.cpp {weights['llama.cpp'] / 1e6:.1f} MB "
+          f"(GGUF tensors, Q4_1 + Q8_0 embedding; file {weights['file'] / 1e6:.1f} MB)")
+
+    d_prompt, d_new = work["decode"]
+    ids = smol_prompt(engines["kvgen"].model, max(work["prefill"], d_prompt))
+    sanity = smol_sanity(engines, ids[:d_prompt], work["sanity_tokens"])
+    bw_before = read_bandwidth(args.threads)
+    print(f"\n{args.rounds} interleaved rounds, one call per engine each; figures: median [min-max] over rounds; "
+          f"kv/llama, kv/HF: kvgen speed / engine speed = engine time / kvgen time of the medians (> 1: kvgen "
+          f"faster). chain = repetition penalty 1.1, temperature 0.8, top-k 40, top-p 0.95, seed {SEED}\n")
+    print(SMOL_HEADER)
+    results = []
+    for label, prompt, new_tokens, chain in (("prefill", ids[:work["prefill"]], 1, False),
+                                             ("decode", ids[:d_prompt], d_new, False),
+                                             ("decode", ids[:d_prompt], d_new, True)):
+        results.append(smol_workload(label, engines, prompt, new_tokens, chain, args.rounds))
+        smol_print_rows(results[-1])
+    bw_after = read_bandwidth(args.threads)
+    key = f"{args.threads}_threads_GBps"
+    bw = {"before": bw_before, "after": bw_after, "limit_GBps": max(bw_before[key], bw_after[key])}
+    greedy, chain = results[1], results[2]
+    fractions = smol_fractions(greedy, weights, bw["limit_GBps"])
+    chain_cost = {n: greedy["decode_only"][n]["median_us"] / chain["decode_only"][n]["median_us"]
+                  for n in SMOL_ENGINES}
+    print()
+    print(f"memory bandwidth (np.sum over {BW_MIB} MiB float32, best of {BW_REPEATS}): before "
+          f"{bw_before['1_thread_GBps']:.1f} GB/s with 1 thread, {bw_before[key]:.1f} with {args.threads}; after "
+          f"{bw_after['1_thread_GBps']:.1f} / {bw_after[key]:.1f}; limit used: {bw['limit_GBps']:.1f} GB/s")
+    print("greedy decode-only, fraction of the bandwidth limit (tokens/s x weight bytes / bandwidth): " +
+          ", ".join(f"{n} {f['tokens_per_s']:.1f} tok/s x {f['weight_bytes'] / 1e6:.0f} MB = {f['GBps']:.1f} GB/s "
+                    f"= {100 * f['fraction']:.0f}%" for n, f in fractions.items()))
+    print("sampling chain / greedy decode-only tokens/s: " + ", ".join(f"{n} {x:.3f}" for n, x in chain_cost.items()))
+    print(f"kvgen KV cache bytes (64+{d_new}): {engines['kvgen'].kv_cache_bytes / 2**20:.1f} MiB")
+    for r in results:
+        for n, k in r["same_as_HF"].items():
+            if k < r["new_tokens"]:
+                why = "quantized weights, a different computation" if n == "llama.cpp" else "float rounding"
+                why = "sampled: different random streams" if r["chain"] else why
+                print(f"note: {r['workload']} {'chain' if r['chain'] else 'greedy'} {r['prompt']}+{r['new_tokens']}: "
+                      f"{n}'s tokens differ from HF's from position {k} ({why})")
+    print(f"took {time.perf_counter() - began:.0f} s")
+
+    args.out_smollm2.parent.mkdir(parents=True, exist_ok=True)
+    settings = {"quick": args.quick, "rounds": args.rounds, "threads": args.threads, "pause_s": PAUSE_S, "seed": SEED,
+                "workloads": work, "chain": CHAIN, "llama_cpp_penalty_last_n": PENALTY_LAST_N, "n_ctx": SMOL_N_CTX,
+                "gguf": str(path), "prompt_text": PROMPT_TEXT, "prompt_ids": ids}
+    report = {"environment": env, "settings": settings, "load_seconds": load_s, "weights": weights, "sanity": sanity,
+              "bandwidth": bw, "bandwidth_fractions": fractions, "chain_over_greedy_decode": chain_cost,
+              "kv_cache_bytes": engines["kvgen"].kv_cache_bytes, "results": results}
+    write_outputs(report, args.out_smollm2, lambda out: smol_plot(results, out, args.threads))
+
+
 # ---- main ----------------------------------------------------------------------------
 
 
@@ -513,8 +842,17 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=THREADS, help=f"threads of every engine (default {THREADS})")
     p.add_argument("--model-dir", type=Path, default=DEFAULT_MODEL_DIR,
                    help=f"where the random model is built once (default {DEFAULT_MODEL_DIR})")
-    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"JSON output (default {DEFAULT_OUT})")
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"JSON output of GPT-2 (default {DEFAULT_OUT})")
+    p.add_argument("--model", choices=("gpt2", "smollm2", "all"), default="all",
+                   help="which part: the random GPT-2 (kvgen, HF, CTranslate2), SmolLM2-135M-Instruct GGUF "
+                        "(kvgen, llama.cpp, HF) or both (default)")
+    p.add_argument("--new-tokens", type=int, help="new tokens of the decode workload (default 256, 32 with --quick)")
+    p.add_argument("--gguf", type=Path, help="the SmolLM2 GGUF file (default kvgen.default_model_path())")
+    p.add_argument("--out-smollm2", type=Path, default=DEFAULT_SMOL_OUT,
+                   help=f"JSON output of SmolLM2 (default {DEFAULT_SMOL_OUT})")
     args = p.parse_args()
+    if args.new_tokens is not None and args.new_tokens < 2:
+        p.error("--new-tokens must be at least 2")
     if args.rounds < 5:
         p.error("--rounds must be at least 5 (BENCHMARKS.md)")
     return args
@@ -571,9 +909,18 @@ def print_summary(results: list[dict]) -> dict:
 
 def main() -> None:
     args = parse_args()
-    began = time.perf_counter()
     transformers.logging.set_verbosity_error()
-    work = QUICK if args.quick else FULL
+    if args.model in ("gpt2", "all"):
+        run_gpt2(args)
+    if args.model in ("smollm2", "all"):
+        run_smollm2(args)
+
+
+def run_gpt2(args: argparse.Namespace) -> None:
+    began = time.perf_counter()
+    work = dict(QUICK if args.quick else FULL)
+    if args.new_tokens:
+        work["decode"] = (work["decode"][0], args.new_tokens)
     dirs, engines, env = setup(args)
     weights = weight_bytes(engines["HF"].model, dirs["ct2-int8"])
     sanity = sanity_check(engines, make_prompts(64), work["sanity_tokens"])

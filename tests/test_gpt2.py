@@ -12,7 +12,7 @@ import transformers
 from safetensors.numpy import load_file, save_file
 
 import kvgen
-from hf_models import hf_generate
+from hf_models import assert_generate_equals_hf
 
 PAD = 2
 SHAPES = [
@@ -82,17 +82,7 @@ def test_cached_decode_logits_match_a_full_recomputation(pair):
 def test_generate_equals_hf_generate(pair, settings):
     hf, kv = pair
     prompts = [[5, 9, 13, 4, 3], [7, 8], [11, 12, 13]]
-    full = dict(max_new_tokens=12, eos_token_id=[29, 45], **settings)
-    hf_gen, hf_out = hf_generate(hf, prompts, PAD, **full)
-    result = kvgen.Generator(kv, kvgen.GenerationConfig(pad_token_id=PAD, **full)).generate(prompts)
-    per = full.get("num_return_sequences", 1)
-    for i, seqs in enumerate(result.sequences):
-        for k, seq in enumerate(seqs):
-            hf_seq = hf_gen[i * per + k].tolist()
-            assert hf_seq[: len(seq)] == seq.tolist()
-            assert all(t == PAD for t in hf_seq[len(seq):])
-    if settings.get("num_beams", 1) > 1:
-        np.testing.assert_allclose(np.array(result.scores).ravel(), hf_out.sequences_scores.numpy(), atol=1e-4)
+    assert_generate_equals_hf(kv, hf, prompts, PAD, max_new_tokens=12, eos_token_id=[29, 45], **settings)
 
 
 def test_kv_cache_is_sized_once_and_reported(pair):

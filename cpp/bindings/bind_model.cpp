@@ -40,54 +40,62 @@ int64_t get_int(const py::dict& c, const char* key) {
   return c[key].cast<int64_t>();
 }
 
+// config[key], or fallback when it is absent or None.
+int64_t get_int_or(const py::dict& c, const char* key, int64_t fallback) {
+  return c.contains(key) && !c[key].is_none() ? c[key].cast<int64_t>() : fallback;
+}
+
+// config[key] must be >= 1 (a head count that later divides a width).
+int64_t get_positive(const py::dict& c, const char* key) {
+  const int64_t v = get_int(c, key);
+  if (v < 1) throw ValueError(std::string("model config: ") + key + " = " + std::to_string(v) + " must be positive");
+  return v;
+}
+
+std::unique_ptr<PyModel> own(const py::dict& arrays, std::unique_ptr<Model> model) {
+  auto pm = std::make_unique<PyModel>();
+  pm->arrays = arrays;
+  pm->model = std::move(model);
+  return pm;
+}
+
 std::unique_ptr<PyModel> make_gpt2(const py::dict& config, const py::dict& arrays) {
   ModelConfig mc;
   mc.architecture = "gpt2";
-  mc.vocab_size = get_int(config, "vocab_size");
-  mc.context_length = get_int(config, "n_positions");
-  mc.hidden = get_int(config, "n_embd");
-  mc.layers = get_int(config, "n_layer");
-  mc.heads = mc.kv_heads = get_int(config, "n_head");
+  mc.vocab_size = get_positive(config, "vocab_size");
+  mc.context_length = get_positive(config, "n_positions");
+  mc.hidden = get_positive(config, "n_embd");
+  mc.layers = get_positive(config, "n_layer");
+  mc.heads = mc.kv_heads = get_positive(config, "n_head");
   mc.head_dim = mc.hidden / mc.heads;
-  mc.intermediate = config.contains("n_inner") && !config["n_inner"].is_none() ? config["n_inner"].cast<int64_t>()
-                                                                                : 4 * mc.hidden;
+  mc.intermediate = get_int_or(config, "n_inner", 4 * mc.hidden);
   GPT2Options opt;
   if (config.contains("layer_norm_epsilon")) opt.layer_norm_epsilon = config["layer_norm_epsilon"].cast<float>();
   if (config.contains("scale_attn_weights")) opt.scale_attn_weights = config["scale_attn_weights"].cast<bool>();
   if (config.contains("scale_attn_by_inverse_layer_idx"))
     opt.scale_attn_by_inverse_layer_idx = config["scale_attn_by_inverse_layer_idx"].cast<bool>();
   if (config.contains("activation_function")) opt.exact_gelu = config["activation_function"].cast<std::string>() == "gelu";
-  auto pm = std::make_unique<PyModel>();
-  pm->arrays = arrays;
-  pm->model = std::make_unique<GPT2>(mc, opt, tensor_map(arrays));
-  return pm;
+  return own(arrays, std::make_unique<GPT2>(mc, opt, tensor_map(arrays)));
 }
 
 std::unique_ptr<PyModel> make_llama(const py::dict& config, py::array_t<float, py::array::c_style> inv_freq,
                                     float attention_scaling, const py::dict& arrays) {
   ModelConfig mc;
   mc.architecture = "llama";
-  mc.vocab_size = get_int(config, "vocab_size");
-  mc.context_length = get_int(config, "max_position_embeddings");
-  mc.hidden = get_int(config, "hidden_size");
-  mc.layers = get_int(config, "num_hidden_layers");
-  mc.heads = get_int(config, "num_attention_heads");
-  mc.kv_heads = config.contains("num_key_value_heads") && !config["num_key_value_heads"].is_none()
-                    ? config["num_key_value_heads"].cast<int64_t>()
-                    : mc.heads;
-  if (mc.heads < 1) throw ValueError("Llama config: num_attention_heads must be positive");
-  mc.head_dim = config.contains("head_dim") && !config["head_dim"].is_none() ? config["head_dim"].cast<int64_t>()
-                                                                            : mc.hidden / mc.heads;
-  mc.intermediate = get_int(config, "intermediate_size");
+  mc.vocab_size = get_positive(config, "vocab_size");
+  mc.context_length = get_positive(config, "max_position_embeddings");
+  mc.hidden = get_positive(config, "hidden_size");
+  mc.layers = get_positive(config, "num_hidden_layers");
+  mc.heads = get_positive(config, "num_attention_heads");
+  mc.kv_heads = get_int_or(config, "num_key_value_heads", mc.heads);
+  mc.head_dim = get_int_or(config, "head_dim", mc.hidden / mc.heads);
+  mc.intermediate = get_positive(config, "intermediate_size");
   LlamaOptions opt;
   if (config.contains("rms_norm_eps")) opt.rms_norm_eps = config["rms_norm_eps"].cast<float>();
   if (inv_freq.ndim() != 1) throw ValueError("rope inverse frequencies must be a 1-D array");
   opt.inv_freq.assign(inv_freq.data(), inv_freq.data() + inv_freq.size());
   opt.attention_scaling = attention_scaling;
-  auto pm = std::make_unique<PyModel>();
-  pm->arrays = arrays;
-  pm->model = std::make_unique<Llama>(mc, opt, tensor_map(arrays));
-  return pm;
+  return own(arrays, std::make_unique<Llama>(mc, opt, tensor_map(arrays)));
 }
 
 }  // namespace

@@ -143,7 +143,7 @@ class Model:
 
     @property
     def architecture(self) -> str:
-        """"gpt2" or "llama"."""
+        """The architecture: "gpt2" or "llama"."""
         return self._core.architecture
 
     @property
