@@ -23,6 +23,8 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from kvgen._gguf_metadata import read_float, read_int, read_string
+
 SUPPORTED_TENSOR_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1")
 GGUF_MAGIC = b"GGUF"
 
@@ -74,28 +76,22 @@ def read_gguf(path: Path) -> GGUFModel:
 
 
 class _Metadata:
-    """Typed access to a GGUF file's key-value metadata, with errors naming the key."""
+    """Typed access to a GGUF file's key-value metadata, with errors naming the file and key."""
 
     def __init__(self, reader, path: Path):
-        self.fields, self.path = reader.fields, path
+        self.reader, self.path = reader, path
 
     def get(self, key: str, kind: type, default: Any = ...) -> Any:
-        f = self.fields.get(key)
-        if f is None:
+        read = {str: read_string, int: read_int, float: read_float}[kind]
+        try:
+            value = read(self.reader, key)
+        except ValueError as e:
+            raise ValueError(f"{self.path}: {e}") from None
+        if value is None:
             if default is ...:
                 raise ValueError(f"{self.path}: GGUF metadata has no {key!r}")
             return default
-        try:
-            value = f.contents()
-        except Exception as e:
-            raise ValueError(f"{self.path}: GGUF metadata {key!r} is unreadable ({e})") from None
-        if kind is str:
-            if not isinstance(value, str):
-                raise ValueError(f"{self.path}: GGUF metadata {key!r} should be a string, got {value!r}")
-            return value
-        if isinstance(value, (list, str)) or value is None:
-            raise ValueError(f"{self.path}: GGUF metadata {key!r} should be a number, got {value!r}")
-        return kind(value)
+        return value
 
 
 def _tensor(tensors: dict, name: str, path: Path, shape: Optional[tuple] = None) -> np.ndarray:

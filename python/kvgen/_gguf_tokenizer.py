@@ -36,15 +36,14 @@ from typing import Any, Optional
 import numpy as np
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, processors
 
+from kvgen._gguf_metadata import (FLOAT_TYPES, INTEGER_TYPES, read_bool, read_int, read_number_array, read_string,
+                                  read_string_array)
+
 __all__ = ["GGUFTokenizerInfo", "tokenizer_from_gguf"]
 
 # llama.cpp's token types (gguf.TokenType).
 _NORMAL, _UNKNOWN, _CONTROL, _USER_DEFINED, _UNUSED, _BYTE = 1, 2, 3, 4, 5, 6
 
-# gguf.GGUFValueType
-_UINT8, _INT8, _UINT16, _INT16, _UINT32, _INT32, _FLOAT32, _BOOL, _STRING, _ARRAY, _UINT64, _INT64, _FLOAT64 = range(13)
-_INTEGER_TYPES = {_UINT8, _INT8, _UINT16, _INT16, _UINT32, _INT32, _UINT64, _INT64}
-_FLOAT_TYPES = {_FLOAT32, _FLOAT64}
 
 # Split regexes transformers applies for these `tokenizer.ggml.pre` values (set_split_regex).
 _LLAMA3_SPLIT = (
@@ -101,78 +100,6 @@ class GGUFTokenizerInfo:
     eos_token: Optional[str]
     unk_token_id: Optional[int] = None
     add_eos_token: bool = False
-
-
-# --- reading metadata ------------------------------------------------------------------------
-
-def _field(reader: Any, key: str) -> Any:
-    return reader.fields.get(key)
-
-
-def _types(field: Any) -> list[int]:
-    return [int(t) for t in field.types]
-
-
-def _decode(raw: Any, key: str) -> str:
-    try:
-        return raw.tobytes().decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise ValueError(f"GGUF metadata {key}: a string that is not valid UTF-8 ({error})") from None
-
-
-def _read_string(reader: Any, key: str) -> Optional[str]:
-    field = _field(reader, key)
-    if field is None:
-        return None
-    if _types(field) != [_STRING]:
-        raise ValueError(f"GGUF metadata {key} should be a string")
-    return _decode(field.parts[field.data[0]], key)
-
-
-def _read_scalar(reader: Any, key: str, kinds: set[int], what: str) -> Any:
-    field = _field(reader, key)
-    if field is None:
-        return None
-    types = _types(field)
-    if len(types) != 1 or types[0] not in kinds:
-        raise ValueError(f"GGUF metadata {key} should be {what}")
-    return field.parts[field.data[0]][0].item()
-
-
-def _read_int(reader: Any, key: str) -> Optional[int]:
-    value = _read_scalar(reader, key, _INTEGER_TYPES, "an integer")
-    return None if value is None else int(value)
-
-
-def _read_bool(reader: Any, key: str) -> Optional[bool]:
-    value = _read_scalar(reader, key, {_BOOL} | _INTEGER_TYPES, "a bool")
-    return None if value is None else bool(value)
-
-
-def _read_string_array(reader: Any, key: str) -> Optional[list[str]]:
-    field = _field(reader, key)
-    if field is None:
-        return None
-    if _types(field) != [_ARRAY, _STRING]:
-        raise ValueError(f"GGUF metadata {key} should be an array of strings")
-    parts = field.parts
-    try:
-        return [parts[i].tobytes().decode("utf-8") for i in field.data]
-    except UnicodeDecodeError as error:
-        raise ValueError(f"GGUF metadata {key}: a string that is not valid UTF-8 ({error})") from None
-
-
-def _read_number_array(reader: Any, key: str, kinds: set[int], what: str) -> Optional[np.ndarray]:
-    field = _field(reader, key)
-    if field is None:
-        return None
-    types = _types(field)
-    if len(types) != 2 or types[0] != _ARRAY or types[1] not in kinds:
-        raise ValueError(f"GGUF metadata {key} should be an array of {what}")
-    if len(field.data) == 0:
-        return np.zeros(0)
-    parts = field.parts
-    return np.concatenate([parts[i] for i in field.data])
 
 
 # --- building ----------------------------------------------------------------------------------
@@ -254,7 +181,7 @@ def tokenizer_from_gguf(reader: Any) -> GGUFTokenizerInfo:
     inconsistent metadata (no tokens, merges naming unknown tokens, a special id outside the
     vocabulary, ...).
     """
-    model = _read_string(reader, "tokenizer.ggml.model")
+    model = read_string(reader, "tokenizer.ggml.model")
     if model is None:
         raise ValueError("GGUF metadata tokenizer.ggml.model is missing: the file describes no tokenizer")
     if model not in ("gpt2", "llama"):
@@ -262,35 +189,35 @@ def tokenizer_from_gguf(reader: Any) -> GGUFTokenizerInfo:
             f"GGUF metadata tokenizer.ggml.model = {model!r} is not supported; supported: 'gpt2' (byte-level BPE), "
             "'llama' (SentencePiece BPE)"
         )
-    architecture = _read_string(reader, "general.architecture")
+    architecture = read_string(reader, "general.architecture")
     if model == "llama" and architecture in _UNSUPPORTED_SENTENCEPIECE_ARCHITECTURES:
         raise ValueError(
             f"GGUF metadata tokenizer.ggml.model = 'llama' with general.architecture = {architecture!r} is not "
             "supported (that family's SentencePiece vocabulary needs its own rules)"
         )
 
-    tokens = _read_string_array(reader, "tokenizer.ggml.tokens")
+    tokens = read_string_array(reader, "tokenizer.ggml.tokens")
     if not tokens:
         raise ValueError("GGUF metadata tokenizer.ggml.tokens is missing or empty")
     count = len(tokens)
-    token_types = _read_number_array(reader, "tokenizer.ggml.token_type", _INTEGER_TYPES, "integers")
+    token_types = read_number_array(reader, "tokenizer.ggml.token_type", INTEGER_TYPES, "integers")
     if token_types is not None and len(token_types) != count:
         raise ValueError(
             f"GGUF metadata tokenizer.ggml.token_type has {len(token_types)} entries for {count} tokens"
         )
-    merges = _read_string_array(reader, "tokenizer.ggml.merges")
+    merges = read_string_array(reader, "tokenizer.ggml.merges")
 
     special_ids = {
-        name: _check_id(f"tokenizer.ggml.{key}", _read_int(reader, f"tokenizer.ggml.{key}"), count)
+        name: _check_id(f"tokenizer.ggml.{key}", read_int(reader, f"tokenizer.ggml.{key}"), count)
         for name, key in [("bos", "bos_token_id"), ("eos", "eos_token_id"), ("unk", "unknown_token_id"),
                           ("pad", "padding_token_id")]
     }
-    add_bos = _read_bool(reader, "tokenizer.ggml.add_bos_token")
-    add_eos = _read_bool(reader, "tokenizer.ggml.add_eos_token")
+    add_bos = read_bool(reader, "tokenizer.ggml.add_bos_token")
+    add_eos = read_bool(reader, "tokenizer.ggml.add_eos_token")
     if add_bos is None:
         add_bos = model == "llama"  # llama.cpp adds BOS to SentencePiece vocabularies that do not say
     add_eos = bool(add_eos)
-    chat_template = _read_string(reader, "tokenizer.chat_template")
+    chat_template = read_string(reader, "tokenizer.chat_template")
 
     if model == "gpt2":
         vocab = _byte_level_vocab(tokens)
@@ -305,7 +232,7 @@ def tokenizer_from_gguf(reader: Any) -> GGUFTokenizerInfo:
         if merges is not None:
             pairs = _parse_merges(merges, vocab)
         else:
-            scores = _read_number_array(reader, "tokenizer.ggml.scores", _FLOAT_TYPES | _INTEGER_TYPES, "numbers")
+            scores = read_number_array(reader, "tokenizer.ggml.scores", FLOAT_TYPES | INTEGER_TYPES, "numbers")
             if scores is None:
                 raise ValueError(
                     "GGUF metadata: a 'llama' tokenizer needs tokenizer.ggml.merges or tokenizer.ggml.scores")
@@ -320,7 +247,7 @@ def tokenizer_from_gguf(reader: Any) -> GGUFTokenizerInfo:
         ])
         class_defaults = ["<unk>", "<s>", "</s>"]  # LlamaTokenizer's unk/bos/eos
 
-    split = _PRE_TOKENIZER_SPLITS.get(_read_string(reader, "tokenizer.ggml.pre"))
+    split = _PRE_TOKENIZER_SPLITS.get(read_string(reader, "tokenizer.ggml.pre"))
     if split is not None:
         tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
             pre_tokenizers.Split(Regex(split), behavior="isolated"),
