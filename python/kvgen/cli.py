@@ -39,6 +39,8 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--system", help="system message for --chat")
     gen.add_argument("--stop", action="append", default=[], metavar="TEXT",
                      help="stop when the text contains TEXT (repeatable)")
+    gen.add_argument("--ignore-eos", action="store_true",
+                     help="keep generating past the end-of-sequence token (for timing runs)")
     gen.add_argument("--threads", type=int, help="threads for the matrix products")
     gen.add_argument("--no-summary", action="store_true", help="do not print the summary line")
 
@@ -72,6 +74,8 @@ def _config(args):
         fields["seed"] = args.seed
     if args.stop:
         fields["stop_strings"] = args.stop
+    if args.ignore_eos:
+        fields["min_new_tokens"] = args.max_new_tokens
     config = kvgen.GenerationConfig(**fields)
     config.validate()
     return config
