@@ -182,3 +182,35 @@ def test_gpt2_gguf_matches_gpt2lmheadmodel(tmp_path):
     assert kv.architecture == "gpt2"
     ids = np.random.default_rng(3).integers(0, 101, (2, 32))
     np.testing.assert_allclose(kv.forward(ids), hf_logits(hf, ids), atol=1e-4, rtol=1e-4)
+
+
+def test_directory_with_tokenizer_and_chat_template(tmp_path):
+    # a Llama directory as transformers saves it: tokenizer.json + chat template
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    from hf_models import TEXT_CORPUS
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(TEXT_CORPUS, trainers.BpeTrainer(
+        vocab_size=300, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        special_tokens=["<|endoftext|>", "<|user|>", "<|assistant|>", "<|end|>"]))
+    template = ("{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}<|end|>\n{% endfor %}"
+                "{% if add_generation_prompt %}<|assistant|>{% endif %}")
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>")
+    fast.chat_template = template
+    hf = random_llama(vocab_size=tok.get_vocab_size(), eos_token_id=0)
+    hf.save_pretrained(tmp_path)
+    fast.save_pretrained(tmp_path)
+    model = kvgen.Model.load(tmp_path)
+    messages = [{"role": "user", "content": "Once upon a time"}, {"role": "assistant", "content": "a robot"},
+                {"role": "user", "content": "liked tea"}]
+    prompt = model.apply_chat_template(messages)
+    assert prompt == fast.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    assert model.encode(prompt, add_special_tokens=False) == fast(prompt, add_special_tokens=False)["input_ids"]
+    assert model.end_of_turn_token_id == tok.token_to_id("<|end|>") and model.eos_token_id == 0
+    generator = kvgen.Generator(model, kvgen.GenerationConfig(max_new_tokens=8))
+    generator.chat(messages)
+    eos = generator._effective_config([model.end_of_turn_token_id]).eos_token_id
+    assert sorted(eos) == [0, tok.token_to_id("<|end|>")]
