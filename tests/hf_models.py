@@ -87,6 +87,28 @@ def assert_generate_equals_hf(kv_model, hf_model, prompts: list[list[int]], pad:
         np.testing.assert_allclose(np.array(result.scores).ravel(), hf_out.sequences_scores.numpy(), atol=1e-4)
 
 
+def assert_cached_decode_matches_hf(kv_model, hf_model, context: int, pad: int) -> None:
+    """Every cached decode step of kvgen (two prompts of different lengths, no padding, up
+    to the full context) gives the logits of a full transformers recomputation."""
+    import kvgen
+
+    config = kvgen.GenerationConfig(max_new_tokens=context - 6, pad_token_id=pad)
+    session = kvgen._core._ModelGeneration(kv_model._core, config)
+    session.start([[5, 9, 13, 4, 3, 6], [7, 8]])
+    steps = 0
+    while True:
+        # greedy with no processors: the processed logits are the raw logits of the last step
+        for r, seq in enumerate(session.sequences):
+            with torch.inference_mode():
+                full = hf_model(torch.as_tensor(seq[None, :-1])).logits[0, -1].numpy()
+            np.testing.assert_allclose(session.last_logits[r], full, atol=1e-4, rtol=1e-4)
+        if session.is_done():
+            break
+        session.advance()
+        steps += 1
+    assert steps == context - 7  # the longest prompt reaches the full context
+
+
 TEXT_CORPUS = [
     "Once upon a time there was a small robot.",
     "The robot liked tea, café au lait and crème brûlée.",

@@ -12,7 +12,7 @@ import transformers
 from safetensors.numpy import load_file, save_file
 
 import kvgen
-from hf_models import assert_generate_equals_hf
+from hf_models import assert_cached_decode_matches_hf, assert_generate_equals_hf
 
 PAD = 2
 SHAPES = [
@@ -51,21 +51,7 @@ def test_prefill_logits_match_up_to_the_full_context(pair):
 
 def test_cached_decode_logits_match_a_full_recomputation(pair):
     hf, kv = pair
-    config = kvgen.GenerationConfig(max_new_tokens=hf.config.n_positions - 6, pad_token_id=PAD)
-    session = kvgen._core._ModelGeneration(kv._core, config)
-    prompts = [[5, 9, 13, 4, 3, 6], [7, 8]]  # different lengths, no padding on kvgen's side
-    session.start(prompts)
-    steps = 0
-    while True:
-        # greedy with no processors: the processed logits are the raw logits of the last step
-        for r, seq in enumerate(session.sequences):
-            full = hf_logits(hf, seq[None, :-1])[0, -1]
-            np.testing.assert_allclose(session.last_logits[r], full, atol=1e-4, rtol=1e-4)
-        if session.is_done():
-            break
-        session.advance()
-        steps += 1
-    assert steps == hf.config.n_positions - 7  # the longest prompt reaches the full context
+    assert_cached_decode_matches_hf(kv, hf, hf.config.n_positions, PAD)
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ import torch
 import transformers
 
 import kvgen
-from hf_models import assert_generate_equals_hf
+from hf_models import assert_cached_decode_matches_hf, assert_generate_equals_hf
 from kvgen._rope import inv_freq, rope_parameters
 from llama_models import hf_from_gguf, random_llama, write_gpt2_gguf, write_llama_gguf
 
@@ -61,20 +61,8 @@ def test_prefill_logits_match_up_to_the_full_context(models):
 
 def test_cached_decode_logits_match_a_full_recomputation(models):
     hf, loaded = models
-    n = hf.config.max_position_embeddings
     for kv in loaded:
-        session = kvgen._core._ModelGeneration(kv._core, kvgen.GenerationConfig(max_new_tokens=n - 6, pad_token_id=PAD))
-        session.start([[5, 9, 13, 4, 3, 6], [7, 8]])
-        steps = 0
-        while True:
-            for r, seq in enumerate(session.sequences):
-                full = hf_logits(hf, seq[None, :-1])[0, -1]
-                np.testing.assert_allclose(session.last_logits[r], full, atol=1e-4, rtol=1e-4)
-            if session.is_done():
-                break
-            session.advance()
-            steps += 1
-        assert steps == n - 7
+        assert_cached_decode_matches_hf(kv, hf, hf.config.max_position_embeddings, PAD)
 
 
 @pytest.mark.parametrize(
