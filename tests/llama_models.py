@@ -32,11 +32,31 @@ def _permute(w: np.ndarray, heads: int) -> np.ndarray:
     return w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
+# K-quant blocks of 256 values: (bytes, byte offsets of their float16 scales d / dmin).
+# gguf-py cannot quantize to these types, so their tensors hold random blocks with small
+# scales: the reference is transformers reading the same file.
+K_QUANT_BLOCKS = {"Q2_K": (84, (80, 82)), "Q3_K": (110, (108,)), "Q4_K": (144, (0, 2)),
+                  "Q5_K": (176, (0, 2)), "Q6_K": (210, (208,))}
+
+
+def random_k_quant(shape: tuple, qtype: str, seed: int) -> np.ndarray:
+    """Random blocks of a K-quant type for a (rows, cols) tensor, scales set to 1e-3."""
+    size, scale_offsets = K_QUANT_BLOCKS[qtype]
+    rows, cols = shape
+    blocks = np.random.default_rng(seed).integers(0, 256, (rows, cols // 256, size), dtype=np.uint8)
+    for offset in scale_offsets:
+        blocks[:, :, offset:offset + 2] = np.frombuffer(np.float16(1e-3).tobytes(), dtype=np.uint8)
+    return blocks.reshape(rows, -1)
+
+
 def _add(writer: gguf.GGUFWriter, name: str, array: np.ndarray, qtype: str) -> None:
-    """Adds a tensor stored as ``qtype`` (F32 for 1-D tensors, as llama.cpp keeps norms)."""
+    """Adds a tensor stored as ``qtype`` (F32 for 1-D tensors, as llama.cpp keeps norms;
+    random blocks for K-quants)."""
     array = np.ascontiguousarray(array, dtype=np.float32)
     t = gguf.GGMLQuantizationType[qtype if array.ndim > 1 else "F32"]
-    if t == gguf.GGMLQuantizationType.F32:
+    if qtype in K_QUANT_BLOCKS and array.ndim > 1:
+        writer.add_tensor(name, random_k_quant(array.shape, qtype, len(name) * 7919 + array.size), raw_dtype=t)
+    elif t == gguf.GGMLQuantizationType.F32:
         writer.add_tensor(name, array)
     else:
         writer.add_tensor(name, gguf.quants.quantize(array, t), raw_dtype=t)  # shape from the byte shape
@@ -105,7 +125,7 @@ def write_llama_gguf(model: transformers.LlamaForCausalLM, path: Path, qtype: st
                 add(f"blk.{layer}.{gg}.{kind}", t)
     for name, array in (extra or {}).items():
         if array.dtype == np.uint8:
-            w.add_tensor(name, array, raw_dtype=gguf.GGMLQuantizationType.Q4_K)
+            w.add_tensor(name, array, raw_dtype=gguf.GGMLQuantizationType.IQ4_NL)
         else:
             _add(w, name, array, qtype)
     _finish(w)

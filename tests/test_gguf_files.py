@@ -60,10 +60,10 @@ def test_unknown_architecture(hf, tmp_path):
 
 
 def test_unsupported_tensor_type_is_named(hf, tmp_path):
-    # a Q4_K tensor: 144-byte blocks of 256 values
-    extra = {"blk.0.attn_q.weight": np.zeros((32, 144), dtype=np.uint8)}
+    # an IQ4_NL tensor: 18-byte blocks of 32 values
+    extra = {"blk.0.attn_q.weight": np.zeros((32, 18), dtype=np.uint8)}
     path = write_llama_gguf(hf, tmp_path / "k.gguf", skip=["blk.0.attn_q.weight"], extra=extra)
-    with pytest.raises(ValueError, match="'blk.0.attn_q.weight' has type Q4_K, which kvgen does not read"):
+    with pytest.raises(ValueError, match="'blk.0.attn_q.weight' has type IQ4_NL, which kvgen does not read"):
         kvgen.Model.load(path)
 
 

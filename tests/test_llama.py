@@ -128,6 +128,20 @@ def test_quantized_gguf_matches_transformers_loading_the_same_file(small, qtype)
     assert np.abs(ref - hf_logits(hf, ids)).max() > 1e-3  # the file really is quantized
 
 
+@pytest.mark.parametrize("qtype", ["Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"])
+def test_k_quant_gguf_matches_transformers_loading_the_same_file(tmp_path, qtype):
+    # K-quants work on rows of 256 values: a model 256 wide, with random blocks
+    hf = random_llama(vocab_size=64, hidden_size=256, intermediate_size=512, num_attention_heads=4,
+                      num_key_value_heads=2, num_hidden_layers=1, max_position_embeddings=32)
+    path = write_llama_gguf(hf, tmp_path / f"{qtype}.gguf", qtype)
+    ids = np.random.default_rng(4).integers(0, 64, (2, 20))
+    ref = hf_logits(hf_from_gguf(path), ids)
+    assert np.isfinite(ref).all() and ref.std() > 1e-2  # real values, not NaNs compared with NaNs
+    model = kvgen.Model.load(path)
+    np.testing.assert_allclose(model.forward(ids), ref, atol=1e-4, rtol=1e-4)
+    assert f"{qtype} x9" in model.description  # every matrix: embeddings, 7 projections, LM head
+
+
 def test_bf16_gguf_matches_the_model_with_bf16_weights(small):
     # transformers misreads BF16 GGUF tensors (half their width), so the reference is the
     # same model with its matrices rounded to bfloat16, as the file stores them.

@@ -1,7 +1,8 @@
 """Reading GGUF model files with the ``gguf`` package.
 
 The file is memory-mapped by ``gguf.GGUFReader``; float32 tensors are used in place,
-F16/BF16 are converted and quantized tensors (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) are
+F16/BF16 are converted and quantized tensors (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, and the K-quants
+Q2_K to Q6_K of llama.cpp's Q*_K_M files) are
 dequantized to float32 at load with ``gguf.quants.dequantize``. Any other tensor type is
 refused by name. Tensors are renamed to the Hugging Face names the C++ models read, and
 the metadata becomes a Hugging Face style config dict.
@@ -25,7 +26,8 @@ import numpy as np
 
 from kvgen._gguf_metadata import read_float, read_int, read_string
 
-SUPPORTED_TENSOR_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1")
+SUPPORTED_TENSOR_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K",
+                          "Q6_K")
 GGUF_MAGIC = b"GGUF"
 
 
