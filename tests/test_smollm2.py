@@ -91,3 +91,11 @@ def test_stream_pieces_join_to_the_generated_text(model):
     stats = generator.last_stats
     assert stats.new_tokens == 20 and stats.decode_steps == 19
     assert stats.prefill_tokens_per_second > 0 and stats.decode_tokens_per_second > 0
+
+
+def test_chat_stream_joins_to_the_chat_reply_and_checks_messages_first(model):
+    generator = kvgen.Generator(model, kvgen.GenerationConfig(max_new_tokens=24))
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hello!"}]
+    assert "".join(generator.chat_stream(messages)) == generator.chat(messages)
+    with pytest.raises(ValueError, match=r"messages\[0\] has no 'content'"):
+        generator.chat_stream([{"role": "user"}])  # raised at the call, not at the first piece

@@ -182,10 +182,14 @@ class ModelGenerator:
             self.skip_special_tokens = keep
 
     def chat_stream(self, messages: Sequence[dict]) -> Iterator[str]:
-        """Yields the pieces of the reply ``chat(messages)`` returns, as they are generated."""
+        """Yields the pieces of the reply ``chat(messages)`` returns, as they are generated.
+        Bad messages or settings raise here, before the first piece."""
         if self.config.num_beams > 1 or self.config.num_return_sequences > 1:
             raise ValueError("chat_stream generates one sequence (num_beams=1, num_return_sequences=1)")
         ids, config = self._chat_prompt(messages)
+        return self._chat_pieces(ids, config)
+
+    def _chat_pieces(self, ids, config: GenerationConfig) -> Iterator[str]:
         keep, self.skip_special_tokens = self.skip_special_tokens, True
         try:
             yield from self._stream(ids, True, config)
