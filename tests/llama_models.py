@@ -105,6 +105,13 @@ def write_llama_gguf(model: transformers.LlamaForCausalLM, path: Path, qtype: st
         w.add_rope_scaling_factor(rope_scaling["factor"])
     if tokenizer_writer is not None:
         tokenizer_writer(w)
+    if c.rope_parameters.get("rope_type") == "llama3":
+        # as llama.cpp's converter: the scaling as per-frequency divisors of the base inv_freq
+        from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+
+        scaled = LlamaRotaryEmbedding(c).inv_freq.double().numpy()
+        base = 1.0 / (c.rope_parameters["rope_theta"] ** (np.arange(0, c.head_dim, 2) / c.head_dim))
+        add("rope_freqs.weight", (base / scaled).astype(np.float32))
     add("token_embd.weight", sd["model.embed_tokens.weight"])
     add("output_norm.weight", sd["model.norm.weight"])
     if not c.tie_word_embeddings:

@@ -43,9 +43,8 @@ def models(request, tmp_path_factory):
     hf = random_llama(**SHAPES[request.param])
     directory = tmp_path_factory.mktemp("llama")
     hf.save_pretrained(directory)
-    loaded = [kvgen.Model.load(directory)]
-    if "rope_scaling" not in SHAPES[request.param]:  # GGUF keeps llama3 scaling in a tensor: see below
-        loaded.append(kvgen.Model.load(write_llama_gguf(hf, directory / "model.gguf")))
+    # the GGUF file keeps llama3 rope scaling as a rope_freqs tensor, and q/k biases permuted
+    loaded = [kvgen.Model.load(directory), kvgen.Model.load(write_llama_gguf(hf, directory / "model.gguf"))]
     return hf, loaded
 
 
