@@ -79,7 +79,7 @@ std::unique_ptr<PyModel> make_gpt2(const py::dict& config, const py::dict& array
 }
 
 std::unique_ptr<PyModel> make_llama(const py::dict& config, py::array_t<float, py::array::c_style> inv_freq,
-                                    float attention_scaling, const py::dict& arrays) {
+                                    const py::dict& arrays) {
   ModelConfig mc;
   mc.architecture = "llama";
   mc.vocab_size = get_positive(config, "vocab_size");
@@ -94,7 +94,6 @@ std::unique_ptr<PyModel> make_llama(const py::dict& config, py::array_t<float, p
   if (config.contains("rms_norm_eps")) opt.rms_norm_eps = config["rms_norm_eps"].cast<float>();
   if (inv_freq.ndim() != 1) throw ValueError("rope inverse frequencies must be a 1-D array");
   opt.inv_freq.assign(inv_freq.data(), inv_freq.data() + inv_freq.size());
-  opt.attention_scaling = attention_scaling;
   return own(arrays, std::make_unique<Llama>(mc, opt, tensor_map(arrays)));
 }
 
@@ -104,10 +103,9 @@ void register_model(py::module_& m) {
   py::class_<PyModel>(m, "_Model", "A built-in model over weights held in NumPy arrays (see kvgen.Model).")
       .def_static("gpt2", &make_gpt2, py::arg("config"), py::arg("arrays"),
                   "GPT-2 from a Hugging Face config dict and its tensors (float32 arrays by name).")
-      .def_static("llama", &make_llama, py::arg("config"), py::arg("inv_freq"), py::arg("attention_scaling"),
-                  py::arg("arrays"),
+      .def_static("llama", &make_llama, py::arg("config"), py::arg("inv_freq"), py::arg("arrays"),
                   "A Llama-family model from a Hugging Face LlamaConfig dict, its rotary inverse frequencies "
-                  "(head_dim / 2, scaling applied), the cos/sin scaling factor, and its tensors (float32 arrays by "
+                  "(head_dim / 2, scaling applied) and its tensors (float32 arrays by "
                   "Hugging Face name).")
       .def(
           "forward",

@@ -38,7 +38,6 @@ class GGUFModel:
     architecture: str                 # "llama" or "gpt2"
     config: dict                      # Hugging Face config names
     arrays: dict[str, np.ndarray]     # float32 tensors by Hugging Face name
-    rope: dict = field(default_factory=dict)  # rope_parameters for llama
     rope_freqs: Optional[np.ndarray] = None   # per-frequency divisors (Llama 3 files)
     tokenizer: Any = None             # kvgen._gguf_tokenizer.GGUFTokenizerInfo, or None
     metadata: dict = field(default_factory=dict)  # name and tensor type counts, for repr and the CLI
@@ -204,7 +203,7 @@ def _llama(meta: _Metadata, tensors: dict, path: Path) -> GGUFModel:
                 arrays[f"model.layers.{layer}.{hf}.{kind}"] = w
                 used.add(src)
     _check_no_extra(tensors, used, path)
-    return GGUFModel("llama", config, arrays, rope=rope, rope_freqs=rope_freqs)
+    return GGUFModel("llama", config, arrays, rope_freqs=rope_freqs)
 
 
 def _gpt2(meta: _Metadata, tensors: dict, path: Path) -> GGUFModel:

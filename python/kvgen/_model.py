@@ -45,7 +45,7 @@ def _check_config(arch: str, config: dict) -> None:
             raise ValueError(f"{arch} config: {k}={config[k]!r} ({what}) is not supported")
 
 
-def _build_core(arch: str, config: dict, arrays: dict, rope: Optional[dict] = None,
+def _build_core(arch: str, config: dict, arrays: dict,
                 rope_freqs: Optional[np.ndarray] = None) -> "_core._Model":
     """The C++ model for ``arch`` over ``arrays`` (Hugging Face names, float32)."""
     _check_config(arch, config)
@@ -55,10 +55,10 @@ def _build_core(arch: str, config: dict, arrays: dict, rope: Optional[dict] = No
     if heads < 1:
         raise ValueError("llama config: num_attention_heads must be a positive integer")
     head_dim = int(config.get("head_dim") or int(config["hidden_size"]) // heads)
-    freq = inv_freq(head_dim, rope or rope_parameters(config))
+    freq = inv_freq(head_dim, rope_parameters(config))
     if rope_freqs is not None:
         freq = np.ascontiguousarray(freq / rope_freqs.astype(np.float32), dtype=np.float32)
-    return _core._Model.llama(config, freq, 1.0, arrays)
+    return _core._Model.llama(config, freq, arrays)
 
 
 def _first_id(value: Any) -> Optional[int]:
@@ -124,7 +124,7 @@ class Model:
         from kvgen._gguf import read_gguf
 
         g = read_gguf(path)
-        core = _build_core(g.architecture, g.config, g.arrays, rope=g.rope or None, rope_freqs=g.rope_freqs)
+        core = _build_core(g.architecture, g.config, g.arrays, rope_freqs=g.rope_freqs)
         t = g.tokenizer
         types = ", ".join(f"{n} x{k}" for n, k in g.metadata.get("tensor_types", {}).items())
         description = f"{g.metadata.get('name') or path.name} ({types})"

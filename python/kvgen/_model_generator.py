@@ -114,13 +114,10 @@ class ModelGenerator:
         self.last_stats.decode_seconds += time.perf_counter() - start
         self.last_stats.decode_steps += 1
 
-    def _decode(self, ids) -> str:
-        return self.model.decode(ids, skip_special_tokens=self.skip_special_tokens)
-
-    def _finish(self, session) -> GenerationResult:
+    def _finish(self, session, skip_special: bool) -> GenerationResult:
         result = _result(session._hypotheses(), strip_prompt=True)
         if self.model.tokenizer is not None:
-            result.texts = [[self._decode(s) for s in per] for per in result.sequences]
+            result.texts = [[self.model.decode(s, skip_special) for s in per] for per in result.sequences]
         self.last_stats.new_tokens = sum(len(per[0]) for per in result.sequences)
         self.last_result = result
         return result
@@ -128,13 +125,13 @@ class ModelGenerator:
     def generate(self, prompts):
         """Generates for ``prompts``; see the class docstring for what it returns."""
         ids, as_text, single = self._prompts(prompts)
-        return self._generate(ids, as_text, single, self._effective_config())
+        return self._generate(ids, as_text, single, self._effective_config(), self.skip_special_tokens)
 
-    def _generate(self, ids, as_text: bool, single: bool, config: GenerationConfig):
+    def _generate(self, ids, as_text: bool, single: bool, config: GenerationConfig, skip_special: bool):
         session = self._session(ids, config)
         while not session.is_done():
             self._advance(session)
-        result = self._finish(session)
+        result = self._finish(session, skip_special)
         if not as_text:
             return result
         best = [per[0] for per in result.texts]
@@ -147,24 +144,29 @@ class ModelGenerator:
         if as_text and (len(ids) != 1 or self.config.num_beams > 1 or self.config.num_return_sequences > 1):
             raise ValueError("text streaming takes one str prompt and one sequence (num_beams=1, "
                              "num_return_sequences=1)")
-        return self._stream(ids, as_text, self._effective_config())
+        return self._stream(ids, as_text, self._effective_config(), self.skip_special_tokens)
 
-    def _stream(self, ids, as_text: bool, config: GenerationConfig) -> Iterator:
+    def _stream(self, ids, as_text: bool, config: GenerationConfig, skip_special: bool) -> Iterator:
         session = self._session(ids, config)
-        emitted = ""
+        # Incremental detokenisation: each step decodes only the tokens since the last piece
+        # (read), with those of the piece before as context (prefix), so a step costs the same
+        # at any length and decoders that strip a leading space treat both decodes alike.
+        prefix = read = 0
         while True:
             if as_text:
-                text = self._decode(session.sequences[0][len(ids[0]):])
+                generated = session.sequences[0][len(ids[0]):]
+                before = self.model.decode(generated[prefix:read], skip_special)
+                text = self.model.decode(generated[prefix:], skip_special)
                 # wait for whole UTF-8 characters, except at the end (invalid bytes stay U+FFFD)
-                if (session.is_done() or not text.endswith("\ufffd")) and len(text) > len(emitted):
-                    yield text[len(emitted):]
-                    emitted = text
+                if (session.is_done() or not text.endswith("\ufffd")) and len(text) > len(before):
+                    yield text[len(before):]
+                    prefix, read = read, len(generated)
             else:
                 yield session.next_tokens
             if session.is_done():
                 break
             self._advance(session)
-        self._finish(session)
+        self._finish(session, skip_special)
 
     def _chat_prompt(self, messages) -> tuple[list[list[int]], GenerationConfig]:
         text = self.model.apply_chat_template(messages, add_generation_prompt=True)
@@ -175,11 +177,7 @@ class ModelGenerator:
         """The model's reply to a conversation (a list of {"role", "content"} dicts, ending
         with the user's turn), special tokens left out; ``last_result`` has the details."""
         ids, config = self._chat_prompt(messages)
-        keep, self.skip_special_tokens = self.skip_special_tokens, True
-        try:
-            return self._generate(ids, True, True, config)
-        finally:
-            self.skip_special_tokens = keep
+        return self._generate(ids, True, True, config, skip_special=True)
 
     def chat_stream(self, messages: Sequence[dict]) -> Iterator[str]:
         """Yields the pieces of the reply ``chat(messages)`` returns, as they are generated.
@@ -187,14 +185,7 @@ class ModelGenerator:
         if self.config.num_beams > 1 or self.config.num_return_sequences > 1:
             raise ValueError("chat_stream generates one sequence (num_beams=1, num_return_sequences=1)")
         ids, config = self._chat_prompt(messages)
-        return self._chat_pieces(ids, config)
-
-    def _chat_pieces(self, ids, config: GenerationConfig) -> Iterator[str]:
-        keep, self.skip_special_tokens = self.skip_special_tokens, True
-        try:
-            yield from self._stream(ids, True, config)
-        finally:
-            self.skip_special_tokens = keep
+        return self._stream(ids, True, config, skip_special=True)
 
     def __repr__(self) -> str:
         return f"Generator({self.model!r}, {self.config!r})"

@@ -21,7 +21,7 @@ Llama::Llama(ModelConfig config, LlamaOptions options, const TensorMap& t)
   if (static_cast<int64_t>(options_.inv_freq.size()) != hd / 2)
     throw ValueError("Llama: " + std::to_string(options_.inv_freq.size()) + " rotary frequencies for head_dim " +
                      std::to_string(hd) + " (need head_dim / 2)");
-  const auto linear = [&t](const std::string& name, int64_t out, int64_t in) {
+  const auto linear_weights = [&t](const std::string& name, int64_t out, int64_t in) {
     const std::string bias = name + ".bias";
     return Linear{t.get(name + ".weight", {out, in}), t.has(bias) ? t.get(bias, {out}) : nullptr};
   };
@@ -30,11 +30,15 @@ Llama::Llama(ModelConfig config, LlamaOptions options, const TensorMap& t)
   lm_head_ = t.has("lm_head.weight") ? t.get("lm_head.weight", {V, C}) : embed_;
   for (int64_t l = 0; l < config_.layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
-    layers_.push_back({t.get(p + "input_layernorm.weight", {C}), linear(p + "self_attn.q_proj", H * hd, C),
-                       linear(p + "self_attn.k_proj", KV * hd, C), linear(p + "self_attn.v_proj", KV * hd, C),
-                       linear(p + "self_attn.o_proj", C, H * hd), t.get(p + "post_attention_layernorm.weight", {C}),
-                       linear(p + "mlp.gate_proj", I, C), linear(p + "mlp.up_proj", I, C),
-                       linear(p + "mlp.down_proj", C, I)});
+    layers_.push_back({t.get(p + "input_layernorm.weight", {C}),
+                       linear_weights(p + "self_attn.q_proj", H * hd, C),
+                       linear_weights(p + "self_attn.k_proj", KV * hd, C),
+                       linear_weights(p + "self_attn.v_proj", KV * hd, C),
+                       linear_weights(p + "self_attn.o_proj", C, H * hd),
+                       t.get(p + "post_attention_layernorm.weight", {C}),
+                       linear_weights(p + "mlp.gate_proj", I, C),
+                       linear_weights(p + "mlp.up_proj", I, C),
+                       linear_weights(p + "mlp.down_proj", C, I)});
   }
   // cos/sin of every position as transformers computes them: the angle is the float32
   // product position * inv_freq.
@@ -44,19 +48,10 @@ Llama::Llama(ModelConfig config, LlamaOptions options, const TensorMap& t)
   for (int64_t p = 0; p < config_.context_length; ++p)
     for (int64_t i = 0; i < half; ++i) {
       const float angle = static_cast<float>(p) * options_.inv_freq[i];
-      cos_[p * half + i] = static_cast<float>(std::cos(static_cast<double>(angle))) * options_.attention_scaling;
-      sin_[p * half + i] = static_cast<float>(std::sin(static_cast<double>(angle))) * options_.attention_scaling;
+      cos_[p * half + i] = static_cast<float>(std::cos(static_cast<double>(angle)));
+      sin_[p * half + i] = static_cast<float>(std::sin(static_cast<double>(angle)));
     }
 }
-
-namespace {
-// out (M, N) = a (M, K) @ w^T (w: (N, K)) + bias
-void project(float* out, const float* a, const float* w, const float* bias, int64_t M, int64_t N, int64_t K) {
-  if (bias)
-    for (int64_t i = 0; i < M; ++i) std::memcpy(out + i * N, bias, sizeof(float) * N);
-  kernels::matmul(out, a, w, M, N, K, true, bias != nullptr);
-}
-}  // namespace
 
 void Llama::embed(float* x, const Batch& b) {
   const int64_t C = config_.hidden;
@@ -74,22 +69,22 @@ void Llama::block(int64_t l, float* x, const Batch& b, KVCache& cache) {
   float* att = scratch(4, n * H * hd);   // (n, H hd)
   float* gate = scratch(5, n * I);       // (n, I)
   float* up = scratch(6, n * I);         // (n, I)
-  // attention
+  // attention (weights are torch.nn.Linear [out, in]: w_transposed)
   kernels::rmsnorm(h, x, w.attn_norm, n, C, options_.rms_norm_eps);
-  project(q, h, w.q.w, w.q.bias, n, H * hd, C);
-  project(k, h, w.k.w, w.k.bias, n, KV * hd, C);
-  project(v, h, w.v.w, w.v.bias, n, KV * hd, C);
+  kernels::linear(q, h, w.q.w, w.q.bias, n, H * hd, C, true);
+  kernels::linear(k, h, w.k.w, w.k.bias, n, KV * hd, C, true);
+  kernels::linear(v, h, w.v.w, w.v.bias, n, KV * hd, C, true);
   kernels::rope(q, H * hd, n, H, hd, b.positions.data(), cos_.data(), sin_.data());
   kernels::rope(k, KV * hd, n, KV, hd, b.positions.data(), cos_.data(), sin_.data());
   attend(att, q, H * hd, k, KV * hd, v, KV * hd, l, b, cache, 1.0f / std::sqrt(static_cast<float>(hd)));
-  project(h, att, w.o.w, w.o.bias, n, C, H * hd);
+  kernels::linear(h, att, w.o.w, w.o.bias, n, C, H * hd, true);
   kernels::add_inplace(x, h, n * C);
   // SwiGLU MLP: down(silu(gate(h)) * up(h))
   kernels::rmsnorm(h, x, w.mlp_norm, n, C, options_.rms_norm_eps);
-  project(gate, h, w.gate.w, w.gate.bias, n, I, C);
-  project(up, h, w.up.w, w.up.bias, n, I, C);
+  kernels::linear(gate, h, w.gate.w, w.gate.bias, n, I, C, true);
+  kernels::linear(up, h, w.up.w, w.up.bias, n, I, C, true);
   kernels::silu_mul(gate, up, n * I);
-  project(h, gate, w.down.w, w.down.bias, n, C, I);
+  kernels::linear(h, gate, w.down.w, w.down.bias, n, C, I, true);
   kernels::add_inplace(x, h, n * C);
 }
 

@@ -12,9 +12,10 @@ namespace kvgen::kernels {
 void matmul(float* out, const float* a, const float* b, int64_t M, int64_t N, int64_t K, bool b_transposed,
             bool accumulate = false, int64_t lda = 0, int64_t ldb = 0, int64_t ldc = 0, float alpha = 1.0f);
 
-// out (M, N) = a (M, K) @ w (K, N) + bias (N): a Conv1D / Linear with the weight stored
-// [in, out] (Hugging Face GPT-2 Conv1D). bias may be null.
-void linear(float* out, const float* a, const float* w, const float* bias, int64_t M, int64_t N, int64_t K);
+// out (M, N) = a (M, K) @ w + bias (N), with w stored [in, out] = (K, N) (Hugging Face
+// GPT-2 Conv1D) or, if w_transposed, [out, in] = (N, K) (torch.nn.Linear). bias may be null.
+void linear(float* out, const float* a, const float* w, const float* bias, int64_t M, int64_t N, int64_t K,
+            bool w_transposed = false);
 
 // out (M, C) = layernorm(x) * gamma + beta (torch.nn.LayerNorm, biased variance).
 void layernorm(float* out, const float* x, const float* gamma, const float* beta, int64_t M, int64_t C, float eps);

@@ -18,7 +18,6 @@ struct LlamaOptions {
   // (head_dim / 2) rotary inverse frequencies, scaling already applied (the facade
   // computes them as transformers' rope init functions do).
   std::vector<float> inv_freq;
-  float attention_scaling = 1.0f;  // multiplies cos and sin (1 except for YaRN-like scalings)
 };
 
 class Llama : public DecoderModel {
