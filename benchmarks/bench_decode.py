@@ -842,7 +842,8 @@ def run_smollm2(args: argparse.Namespace) -> None:
     print(f"model: {engines['kvgen'].model!r}")
     print("load seconds: " + ", ".join(f"{n} {s:.1f}" for n, s in load_s.items()))
     weights = smol_weight_bytes(engines, path)
-    print(f"weights read per token: kvgen float32 {weights['kvgen'] / 1e6:.1f} MB, HF float32 {weights['HF'] / 1e6:.1f} MB "
+    print(f"weights read per token: kvgen float32 {weights['kvgen'] / 1e6:.1f} MB, "
+          f"HF float32 {weights['HF'] / 1e6:.1f} MB "
           f"({weights['HF_parameters'] / 1e6:.1f}M parameters), llama.cpp {weights['llama.cpp'] / 1e6:.1f} MB "
           f"(GGUF tensors, Q4_1 + Q8_0 embedding; file {weights['file'] / 1e6:.1f} MB)")
 

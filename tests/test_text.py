@@ -9,6 +9,7 @@ import transformers
 import kvgen
 from hf_models import hf_generate, save_text_gpt2
 
+
 @pytest.fixture(scope="module")
 def text_model(tmp_path_factory):
     directory = tmp_path_factory.mktemp("text_gpt2")
