@@ -31,19 +31,31 @@ const std::vector<std::string>& field_names() {
 
 std::string type_name(py::handle v) { return py::str(py::type::of(v).attr("__name__")); }
 
+// repr(v), cut to a readable length (an int of 400 digits is a plausible fuzz input).
+std::string short_repr(py::handle v) {
+  std::string r = py::repr(v);
+  return r.size() <= 60 ? r : r.substr(0, 57) + "...";
+}
+
+// Python's bool or NumPy's: refused where a number is expected.
+bool is_bool(py::handle v) {
+  if (PyBool_Check(v.ptr())) return true;
+  py::handle type = py::type::of(v);
+  return std::string(py::str(type.attr("__module__"))) == "numpy" && (type_name(v) == "bool" || type_name(v) == "bool_");
+}
+
 // An integer: a Python int or anything with __index__ (numpy.int64), never a bool.
 // bool is a subclass of int, but top_k=True is a mistake, not 1. `what` names the
 // expected value in the TypeError.
 int64_t as_integer_named(py::handle v, const char* field, const char* what) {
-  if (PyBool_Check(v.ptr()) || !PyIndex_Check(v.ptr()))
-    throw TypeError(std::string("GenerationConfig.") + field + " expects " + what + ", got " + type_name(v) + " " +
-                    std::string(py::repr(v)));
+  if (is_bool(v) || !PyIndex_Check(v.ptr()))
+    throw TypeError(std::string("GenerationConfig.") + field + " expects " + what + ", got " + type_name(v) + " " + short_repr(v));
   py::object i = py::reinterpret_steal<py::object>(PyNumber_Index(v.ptr()));
   if (!i) throw py::error_already_set();
   int overflow = 0;
   const long long x = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
   if (overflow)
-    throw ValueError(std::string("GenerationConfig.") + field + " = " + std::string(py::repr(v)) +
+    throw ValueError(std::string("GenerationConfig.") + field + " = " + short_repr(v) +
                      " is out of range: must fit in a signed 64-bit integer");
   return x;
 }
@@ -55,15 +67,14 @@ int64_t as_token(py::handle v, const char* field) { return as_integer_named(v, f
 // A real number (float, int, numpy scalar), never a bool or a str. Range checks are
 // GenerationConfig::validate()'s.
 double as_float(py::handle v, const char* field) {
-  if (PyBool_Check(v.ptr()) || PyUnicode_Check(v.ptr()) || PyBytes_Check(v.ptr()))
-    throw TypeError(std::string("GenerationConfig.") + field + " expects a float, got " + type_name(v) + " " +
-                    std::string(py::repr(v)));
+  if (is_bool(v) || PyUnicode_Check(v.ptr()) || PyBytes_Check(v.ptr()))
+    throw TypeError(std::string("GenerationConfig.") + field + " expects a float, got " + type_name(v) + " " + short_repr(v));
   const double x = PyFloat_AsDouble(v.ptr());
   if (x == -1.0 && PyErr_Occurred()) {
     const bool overflow = PyErr_ExceptionMatches(PyExc_OverflowError);
     PyErr_Clear();
     if (overflow)  // an int beyond double's range
-      throw ValueError(std::string("GenerationConfig.") + field + " = " + std::string(py::repr(v)) +
+      throw ValueError(std::string("GenerationConfig.") + field + " = " + short_repr(v) +
                        " is out of range: must be finite as a float32");
     throw TypeError(std::string("GenerationConfig.") + field + " expects a float, got " + type_name(v));
   }
@@ -101,7 +112,7 @@ int64_t bias_key(py::handle key) {
     return as_token(py::int_(py::reinterpret_borrow<py::object>(key)), "logit_bias");
   } catch (py::error_already_set&) {
     throw TypeError("GenerationConfig.logit_bias keys must be token ids (an int, or a str of one), got " +
-                    std::string(py::repr(key)));
+                    short_repr(key));
   }
 }
 
@@ -180,7 +191,7 @@ field. Differences from Hugging Face, on purpose:
               } catch (py::error_already_set& e) {
                 if (!e.matches(PyExc_TypeError)) throw;
                 throw TypeError("GenerationConfig." + key + " got a value of the wrong type: " +
-                                std::string(py::repr(item.second)) + " (" + std::string(py::str(e.value())) + ")");
+                                short_repr(item.second) + " (" + std::string(py::str(e.value())) + ")");
               }
             }
             Cfg cfg = self.cast<Cfg>();
@@ -310,11 +321,11 @@ field. Differences from Hugging Face, on purpose:
           c.seed.reset();
           return;
         }
-        if (PyBool_Check(v.ptr()))
-          throw TypeError("GenerationConfig.seed expects None or an integer, got bool " + std::string(py::repr(v)));
+        if (is_bool(v))
+          throw TypeError("GenerationConfig.seed expects None or an integer, got " + short_repr(v));
         if (!py::isinstance<py::int_>(v) || v.cast<py::int_>() < py::int_(0) ||
             v.cast<py::int_>() > py::int_(py::int_(UINT64_MAX)))
-          throw ValueError("GenerationConfig.seed = " + std::string(py::repr(v)) +
+          throw ValueError("GenerationConfig.seed = " + short_repr(v) +
                            " is out of range: must be None or an integer in [0, 2**64)");
         c.seed = v.cast<uint64_t>();
       },

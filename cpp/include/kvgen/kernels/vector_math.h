@@ -203,7 +203,7 @@ inline double softmax_sum(const float* x, int64_t n, float m) {
 template <class T>
 inline T log_softmax_at(float x, float m, T log_sum) {
   constexpr T inf = std::numeric_limits<T>::infinity();
-  if (m == kPosInf) return x == kPosInf ? -log_sum : -inf;
+  if (m == kPosInf) return x == kPosInf ? T(0) - log_sum : -inf;  // 0 - log 1 = +0, not -0
   if (m == kNegInf) return -inf;
   return static_cast<T>(x - m) - log_sum;
 }
@@ -222,7 +222,7 @@ inline float log_sum_exp(const float* x, int64_t n) {
 // for lse = -inf, all -inf. out may equal x.
 inline void log_softmax_into(float* out, const float* x, int64_t n, float lse) {
   if (lse == kPosInf) {
-    const float lp = -static_cast<float>(std::log(static_cast<double>(count_equal(x, n, kPosInf))));
+    const float lp = 0.0f - static_cast<float>(std::log(static_cast<double>(count_equal(x, n, kPosInf))));
     for (int64_t i = 0; i < n; ++i) out[i] = x[i] == kPosInf ? lp : kNegInf;
     return;
   }
