@@ -3,7 +3,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <optional>
 #include <sstream>
+#include <type_traits>
 
 #include "kvgen/errors.h"
 #include "kvgen/generation_config.h"
@@ -27,12 +29,91 @@ const std::vector<std::string>& field_names() {
   return names;
 }
 
-int64_t as_token(py::handle v, const char* field) {
-  if (!py::isinstance<py::int_>(v) || py::isinstance<py::bool_>(v)) {
-    throw TypeError(std::string("GenerationConfig.") + field + " expects integer token ids, got " +
-                    std::string(py::str(py::type::of(v).attr("__name__"))));
+std::string type_name(py::handle v) { return py::str(py::type::of(v).attr("__name__")); }
+
+// repr(v), cut to a readable length (an int of 400 digits is a plausible fuzz input).
+std::string short_repr(py::handle v) {
+  std::string r = py::repr(v);
+  return r.size() <= 60 ? r : r.substr(0, 57) + "...";
+}
+
+// Python's bool or NumPy's: refused where a number is expected.
+bool is_bool(py::handle v) {
+  if (PyBool_Check(v.ptr())) return true;
+  py::handle type = py::type::of(v);
+  return std::string(py::str(type.attr("__module__"))) == "numpy" && (type_name(v) == "bool" || type_name(v) == "bool_");
+}
+
+// An integer: a Python int or anything with __index__ (numpy.int64), never a bool.
+// bool is a subclass of int, but top_k=True is a mistake, not 1. `what` names the
+// expected value in the TypeError.
+int64_t as_integer_named(py::handle v, const char* field, const char* what) {
+  if (is_bool(v) || !PyIndex_Check(v.ptr()))
+    throw TypeError(std::string("GenerationConfig.") + field + " expects " + what + ", got " + type_name(v) + " " + short_repr(v));
+  py::object i = py::reinterpret_steal<py::object>(PyNumber_Index(v.ptr()));
+  if (!i) throw py::error_already_set();
+  int overflow = 0;
+  const long long x = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+  if (overflow)
+    throw ValueError(std::string("GenerationConfig.") + field + " = " + short_repr(v) +
+                     " is out of range: must fit in a signed 64-bit integer");
+  return x;
+}
+
+int64_t as_integer(py::handle v, const char* field) { return as_integer_named(v, field, "an integer"); }
+
+int64_t as_token(py::handle v, const char* field) { return as_integer_named(v, field, "integer token ids"); }
+
+// A real number (float, int, numpy scalar), never a bool or a str. Range checks are
+// GenerationConfig::validate()'s.
+double as_float(py::handle v, const char* field) {
+  if (is_bool(v) || PyUnicode_Check(v.ptr()) || PyBytes_Check(v.ptr()))
+    throw TypeError(std::string("GenerationConfig.") + field + " expects a float, got " + type_name(v) + " " + short_repr(v));
+  const double x = PyFloat_AsDouble(v.ptr());
+  if (x == -1.0 && PyErr_Occurred()) {
+    const bool overflow = PyErr_ExceptionMatches(PyExc_OverflowError);
+    PyErr_Clear();
+    if (overflow)  // an int beyond double's range
+      throw ValueError(std::string("GenerationConfig.") + field + " = " + short_repr(v) +
+                       " is out of range: must be finite as a float32");
+    throw TypeError(std::string("GenerationConfig.") + field + " expects a float, got " + type_name(v));
   }
-  return v.cast<int64_t>();
+  return x;
+}
+
+template <class T>
+inline constexpr bool kIsOptional = false;
+template <class T>
+inline constexpr bool kIsOptional<std::optional<T>> = true;
+
+// A scalar field whose setter converts with `convert` (as_integer / as_float); None
+// resets it when the field is optional.
+template <auto Member, class Convert>
+void def_scalar(py::class_<Cfg>& cls, const char* name, const char* doc, Convert convert) {
+  using Field = std::decay_t<decltype(std::declval<Cfg&>().*Member)>;
+  cls.def_property(
+      name, [](const Cfg& c) { return py::cast(c.*Member); },
+      [name, convert](Cfg& c, py::handle v) {
+        if constexpr (kIsOptional<Field>) {
+          if (v.is_none()) {
+            (c.*Member).reset();
+            return;
+          }
+        }
+        c.*Member = convert(v, name);
+      },
+      doc);
+}
+
+// A logit_bias key: a token id as an int, or as a str of one (JSON object keys).
+int64_t bias_key(py::handle key) {
+  if (!py::isinstance<py::str>(key)) return as_token(key, "logit_bias");
+  try {
+    return as_token(py::int_(py::reinterpret_borrow<py::object>(key)), "logit_bias");
+  } catch (py::error_already_set&) {
+    throw TypeError("GenerationConfig.logit_bias keys must be token ids (an int, or a str of one), got " +
+                    short_repr(key));
+  }
 }
 
 // None, an int, or a list of ints -> vector.
@@ -110,7 +191,7 @@ field. Differences from Hugging Face, on purpose:
               } catch (py::error_already_set& e) {
                 if (!e.matches(PyExc_TypeError)) throw;
                 throw TypeError("GenerationConfig." + key + " got a value of the wrong type: " +
-                                std::string(py::repr(item.second)) + " (" + std::string(py::str(e.value())) + ")");
+                                short_repr(item.second) + " (" + std::string(py::str(e.value())) + ")");
               }
             }
             Cfg cfg = self.cast<Cfg>();
@@ -119,30 +200,30 @@ field. Differences from Hugging Face, on purpose:
           }),
           "Builds a config from keyword arguments (Hugging Face names); validates it.");
 
-  cls.def_readwrite("max_new_tokens", &Cfg::max_new_tokens, "New tokens to generate (None: use max_length). Wins over max_length.")
-      .def_readwrite("max_length", &Cfg::max_length, "Maximum prompt + generated length (None: 20 new tokens, as HF generate()). max_new_tokens wins.")
-      .def_readwrite("min_new_tokens", &Cfg::min_new_tokens, "EOS is masked until this many tokens are generated (None: off).")
-      .def_readwrite("min_length", &Cfg::min_length, "EOS is masked while prompt + generated length < min_length.")
-      .def_readwrite("do_sample", &Cfg::do_sample, "Sample (True) or pick greedily / by beam search (False).")
-      .def_readwrite("temperature", &Cfg::temperature, "Divides the logits when sampling; 0 means greedy.")
-      .def_readwrite("top_k", &Cfg::top_k, "Keep the k most likely tokens (ties kept); 0 disables. Default 50, as HF.")
-      .def_readwrite("top_p", &Cfg::top_p, "Nucleus sampling: keep the smallest set with probability mass >= top_p.")
-      .def_readwrite("min_p", &Cfg::min_p, "Keep tokens with p >= min_p * p_max (None: off).")
-      .def_readwrite("typical_p", &Cfg::typical_p, "Locally typical sampling mass (1.0: off).")
-      .def_readwrite("epsilon_cutoff", &Cfg::epsilon_cutoff, "Drop tokens with p < epsilon_cutoff (0: off).")
-      .def_readwrite("eta_cutoff", &Cfg::eta_cutoff, "Eta sampling: drop p < min(eta, sqrt(eta) * exp(-entropy)) (0: off).")
-      .def_readwrite("repetition_penalty", &Cfg::repetition_penalty, "CTRL penalty on tokens already in the history (1.0: off).")
-      .def_readwrite("presence_penalty", &Cfg::presence_penalty, "OpenAI: subtracted once from every token in the history.")
-      .def_readwrite("frequency_penalty", &Cfg::frequency_penalty, "OpenAI: subtracted per occurrence of a token in the history.")
-      .def_readwrite("no_repeat_ngram_size", &Cfg::no_repeat_ngram_size, "Ban tokens that would repeat an n-gram of this size (0: off).")
-      .def_readwrite("remove_invalid_values", &Cfg::remove_invalid_values, "Replace NaN by 0 and +-inf by +-float max instead of raising on NaN.")
-      .def_readwrite("renormalize_logits", &Cfg::renormalize_logits, "Apply log-softmax after all processors.")
-      .def_readwrite("num_beams", &Cfg::num_beams, "Number of beams (1: no beam search).")
-      .def_readwrite("length_penalty", &Cfg::length_penalty, "Beam score = sum of log-probs / length ** length_penalty.")
-      .def_readwrite("num_return_sequences", &Cfg::num_return_sequences, "Sequences returned per input.")
-      .def_readwrite("pad_token_id", &Cfg::pad_token_id, "Token that fills finished rows.")
-      .def_readwrite("bos_token_id", &Cfg::bos_token_id, "Beginning-of-sequence token.")
-      .def_readwrite("forced_bos_token_id", &Cfg::forced_bos_token_id, "Token forced as the first generated token (None: off).");
+  def_scalar<&Cfg::max_new_tokens>(cls, "max_new_tokens", "New tokens to generate (None: use max_length). Wins over max_length.", as_integer);
+  def_scalar<&Cfg::max_length>(cls, "max_length", "Maximum prompt + generated length (None: 20 new tokens, as HF generate()). max_new_tokens wins.", as_integer);
+  def_scalar<&Cfg::min_new_tokens>(cls, "min_new_tokens", "EOS is masked until this many tokens are generated (None: off).", as_integer);
+  def_scalar<&Cfg::min_length>(cls, "min_length", "EOS is masked while prompt + generated length < min_length.", as_integer);
+  cls.def_readwrite("do_sample", &Cfg::do_sample, "Sample (True) or pick greedily / by beam search (False).");
+  def_scalar<&Cfg::temperature>(cls, "temperature", "Divides the logits when sampling; 0 means greedy.", as_float);
+  def_scalar<&Cfg::top_k>(cls, "top_k", "Keep the k most likely tokens (ties kept); 0 disables. Default 50, as HF.", as_integer);
+  def_scalar<&Cfg::top_p>(cls, "top_p", "Nucleus sampling: keep the smallest set with probability mass >= top_p.", as_float);
+  def_scalar<&Cfg::min_p>(cls, "min_p", "Keep tokens with p >= min_p * p_max (None: off).", as_float);
+  def_scalar<&Cfg::typical_p>(cls, "typical_p", "Locally typical sampling mass (1.0: off).", as_float);
+  def_scalar<&Cfg::epsilon_cutoff>(cls, "epsilon_cutoff", "Drop tokens with p < epsilon_cutoff (0: off).", as_float);
+  def_scalar<&Cfg::eta_cutoff>(cls, "eta_cutoff", "Eta sampling: drop p < min(eta, sqrt(eta) * exp(-entropy)) (0: off).", as_float);
+  def_scalar<&Cfg::repetition_penalty>(cls, "repetition_penalty", "CTRL penalty on tokens already in the history (1.0: off).", as_float);
+  def_scalar<&Cfg::presence_penalty>(cls, "presence_penalty", "OpenAI: subtracted once from every token in the history.", as_float);
+  def_scalar<&Cfg::frequency_penalty>(cls, "frequency_penalty", "OpenAI: subtracted per occurrence of a token in the history.", as_float);
+  def_scalar<&Cfg::no_repeat_ngram_size>(cls, "no_repeat_ngram_size", "Ban tokens that would repeat an n-gram of this size (0: off).", as_integer);
+  cls.def_readwrite("remove_invalid_values", &Cfg::remove_invalid_values, "Replace NaN by 0 and +-inf by +-float max instead of raising on NaN.")
+      .def_readwrite("renormalize_logits", &Cfg::renormalize_logits, "Apply log-softmax after all processors.");
+  def_scalar<&Cfg::num_beams>(cls, "num_beams", "Number of beams (1: no beam search).", as_integer);
+  def_scalar<&Cfg::length_penalty>(cls, "length_penalty", "Beam score = sum of log-probs / length ** length_penalty.", as_float);
+  def_scalar<&Cfg::num_return_sequences>(cls, "num_return_sequences", "Sequences returned per input.", as_integer);
+  def_scalar<&Cfg::pad_token_id>(cls, "pad_token_id", "Token that fills finished rows.", as_token);
+  def_scalar<&Cfg::bos_token_id>(cls, "bos_token_id", "Beginning-of-sequence token.", as_token);
+  def_scalar<&Cfg::forced_bos_token_id>(cls, "forced_bos_token_id", "Token forced as the first generated token (None: off).", as_token);
 
   def_token_list<&Cfg::eos_token_id>(cls, "eos_token_id", "End-of-sequence token id, or a list of them.", true);
   def_token_list<&Cfg::forced_eos_token_id>(cls, "forced_eos_token_id", "Token(s) forced when max_length is reached.", true);
@@ -184,14 +265,15 @@ field. Differences from Hugging Face, on purpose:
         c.sequence_bias.clear();
         if (v.is_none()) return;
         auto add = [&c](py::handle seq, py::handle bias) {
-          c.sequence_bias.push_back({token_list(seq, "sequence_bias"), bias.cast<double>()});
+          c.sequence_bias.push_back({token_list(seq, "sequence_bias"), as_float(bias, "sequence_bias")});
         };
         if (py::isinstance<py::dict>(v)) {
           for (auto item : py::reinterpret_borrow<py::dict>(v)) add(item.first, item.second);
         } else {
           for (py::handle pair : py::iter(v)) {
+            if (!PySequence_Check(pair.ptr()) || py::isinstance<py::str>(pair) || py::len(pair) != 2)
+              throw TypeError("GenerationConfig.sequence_bias as a list takes [[ids...], bias] pairs");
             py::sequence s = py::reinterpret_borrow<py::sequence>(pair);
-            if (s.size() != 2) throw TypeError("GenerationConfig.sequence_bias as a list takes [[ids...], bias] pairs");
             add(s[0], s[1]);
           }
         }
@@ -205,9 +287,12 @@ field. Differences from Hugging Face, on purpose:
       [](Cfg& c, py::handle v) {
         c.logit_bias.clear();
         if (v.is_none()) return;
-        for (auto item : py::reinterpret_borrow<py::dict>(v))
-          c.logit_bias[as_token(py::int_(py::reinterpret_borrow<py::object>(item.first)), "logit_bias")] =
-              item.second.cast<double>();
+        if (!PyMapping_Check(v.ptr()) || !py::hasattr(v, "items") || PySequence_Check(v.ptr()))
+          throw TypeError("GenerationConfig.logit_bias must be a dict {token_id: bias}, got " + type_name(v));
+        for (py::handle item : v.attr("items")()) {
+          py::tuple kv = py::reinterpret_borrow<py::tuple>(item);
+          c.logit_bias[bias_key(kv[0])] = as_float(kv[1], "logit_bias");
+        }
       },
       "OpenAI-style {token_id: bias} added to the logits at every step (keys may be int or str).");
 
@@ -236,9 +321,11 @@ field. Differences from Hugging Face, on purpose:
           c.seed.reset();
           return;
         }
+        if (is_bool(v))
+          throw TypeError("GenerationConfig.seed expects None or an integer, got " + short_repr(v));
         if (!py::isinstance<py::int_>(v) || v.cast<py::int_>() < py::int_(0) ||
             v.cast<py::int_>() > py::int_(py::int_(UINT64_MAX)))
-          throw ValueError("GenerationConfig.seed = " + std::string(py::repr(v)) +
+          throw ValueError("GenerationConfig.seed = " + short_repr(v) +
                            " is out of range: must be None or an integer in [0, 2**64)");
         c.seed = v.cast<uint64_t>();
       },

@@ -2,6 +2,7 @@
 #include "kvgen/generation_config.h"
 
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "kvgen/errors.h"
@@ -29,6 +30,30 @@ void check_vocab(const char* field, int64_t id, int64_t vocab_size) {
   }
 }
 
+// The kernels compute in float32: a value that is finite in double but overflows float32
+// (1e300) would turn finite logits into inf or NaN, so every float field must be finite
+// as a float32. Compared in double: a cast of an out-of-range double to float is UB.
+bool finite_float32(double x) { return std::fabs(x) <= static_cast<double>(std::numeric_limits<float>::max()); }
+
+void check_float32(const char* field, double value) {
+  if (!finite_float32(value)) fail(field, value, "must be finite as a float32 (|value| <= 3.4028235e+38)");
+}
+
+// A divisor or factor that must stay > 0 once rounded to float32 (1e-50 rounds to 0,
+// and logits / 0 is inf or NaN).
+void check_positive_float32(const char* field, double value, const char* allowed) {
+  if (!(value > 0.0) || !finite_float32(value) || !(static_cast<float>(value) > 0.0f)) fail(field, value, allowed);
+}
+
+// Bias values: finite float32 numbers. -inf is refused too: bad_words_ids and
+// suppress_tokens ban tokens.
+void check_bias(const char* field, double bias) {
+  if (!finite_float32(bias))
+    fail(field, bias,
+         "biases must be finite float32 values (|bias| <= 3.4028235e+38); "
+         "to ban tokens use bad_words_ids or suppress_tokens");
+}
+
 }  // namespace
 
 void GenerationConfig::validate() const {
@@ -37,8 +62,9 @@ void GenerationConfig::validate() const {
   if (min_new_tokens && *min_new_tokens < 0) fail("min_new_tokens", *min_new_tokens, "must be >= 0 (or None)");
   if (min_length < 0) fail("min_length", min_length, "must be >= 0");
 
-  if (!(temperature >= 0.0) || !std::isfinite(temperature))
-    fail("temperature", temperature, "must be a finite float >= 0 (0 means greedy)");
+  if (temperature != 0.0)
+    check_positive_float32("temperature", temperature,
+                           "must be 0 (greedy) or a positive float32 (> 0 once rounded to float32, <= 3.4028235e+38)");
   if (top_k < 0) fail("top_k", top_k, "must be >= 0 (0 disables top-k)");
   if (!(top_p > 0.0 && top_p <= 1.0)) fail("top_p", top_p, "must be in (0, 1] (1 disables top-p)");
   if (min_p && !(*min_p >= 0.0 && *min_p <= 1.0)) fail("min_p", *min_p, "must be in [0, 1] (or None)");
@@ -49,8 +75,8 @@ void GenerationConfig::validate() const {
   if (!(eta_cutoff >= 0.0 && eta_cutoff < 1.0))
     fail("eta_cutoff", eta_cutoff, "must be in [0, 1) (0 disables it)");
 
-  if (!(repetition_penalty > 0.0) || !std::isfinite(repetition_penalty))
-    fail("repetition_penalty", repetition_penalty, "must be a finite float > 0 (1 disables it)");
+  check_positive_float32("repetition_penalty", repetition_penalty,
+                         "must be a positive float32 (> 0 once rounded to float32, <= 3.4028235e+38; 1 disables it)");
   if (!(presence_penalty >= -2.0 && presence_penalty <= 2.0))
     fail("presence_penalty", presence_penalty, "must be in [-2, 2] (OpenAI's range)");
   if (!(frequency_penalty >= -2.0 && frequency_penalty <= 2.0))
@@ -65,11 +91,11 @@ void GenerationConfig::validate() const {
   for (const auto& [seq, bias] : sequence_bias) {
     if (seq.empty()) throw ValueError("GenerationConfig.sequence_bias contains an empty sequence");
     for (int64_t id : seq) check_token("sequence_bias", id);
-    if (std::isnan(bias)) fail("sequence_bias", bias, "biases must not be NaN");
+    check_bias("sequence_bias", bias);
   }
   for (const auto& [id, bias] : logit_bias) {
     check_token("logit_bias", id);
-    if (std::isnan(bias)) fail("logit_bias", bias, "biases must not be NaN");
+    check_bias("logit_bias", bias);
   }
   if (forced_bos_token_id) check_token("forced_bos_token_id", *forced_bos_token_id);
   for (int64_t id : forced_eos_token_id) check_token("forced_eos_token_id", id);
@@ -82,7 +108,7 @@ void GenerationConfig::validate() const {
     if (text.empty()) throw ValueError("GenerationConfig.stop_strings contains an empty string");
 
   if (num_beams < 1) fail("num_beams", num_beams, "must be >= 1");
-  if (!std::isfinite(length_penalty)) fail("length_penalty", length_penalty, "must be finite");
+  check_float32("length_penalty", length_penalty);
   if (num_return_sequences < 1) fail("num_return_sequences", num_return_sequences, "must be >= 1");
   if (num_return_sequences > num_beams && (num_beams > 1 || is_greedy())) {
     std::ostringstream msg;
@@ -107,6 +133,8 @@ void GenerationConfig::validate_vocab(int64_t vocab_size) const {
   if (forced_bos_token_id) check_vocab("forced_bos_token_id", *forced_bos_token_id, vocab_size);
   for (int64_t id : forced_eos_token_id) check_vocab("forced_eos_token_id", id, vocab_size);
   for (int64_t id : eos_token_id) check_vocab("eos_token_id", id, vocab_size);
+  if (pad_token_id) check_vocab("pad_token_id", *pad_token_id, vocab_size);
+  if (bos_token_id) check_vocab("bos_token_id", *bos_token_id, vocab_size);
   for (const auto& seq : stop_sequences)
     for (int64_t id : seq) check_vocab("stop_sequences", id, vocab_size);
 }

@@ -99,11 +99,8 @@ void Generator::step(const float* logits, int64_t rows, int64_t vocab) {
 }
 
 void Generator::raw_log_sum_exp(const float* logits) {
-  for (int64_t r = 0; r < rows(); ++r) {
-    const float* row = logits + r * vocab_;
-    const float m = kernels::max_of(row, vocab_);
-    raw_lse_[r] = m + static_cast<float>(std::log(kernels::sum_exp(row, vocab_, m)));
-  }
+  // +inf for a row holding +inf, -inf for an all -inf row (never NaN): kernels::log_sum_exp
+  for (int64_t r = 0; r < rows(); ++r) raw_lse_[r] = kernels::log_sum_exp(logits + r * vocab_, vocab_);
 }
 
 void Generator::step_sampling(const float* logits) {
@@ -127,14 +124,11 @@ void Generator::step_sampling(const float* logits) {
 
 void Generator::step_beams(const float* logits) {
   // HF: log_softmax of the raw logits, then the processors (and warpers when sampling).
+  // kvgen's rule where HF gives NaN: +inf entries share the mass (-log count each).
   raw_log_sum_exp(logits);
   float* lp = processed_.data();
-  for (int64_t r = 0; r < rows(); ++r) {
-    const float* in = logits + r * vocab_;
-    float* out = lp + r * vocab_;
-    const float lse = raw_lse_[r];
-    for (int64_t i = 0; i < vocab_; ++i) out[i] = in[i] - lse;
-  }
+  for (int64_t r = 0; r < rows(); ++r)
+    kernels::log_softmax_into(lp + r * vocab_, logits + r * vocab_, vocab_, raw_lse_[r]);
   sampler_.process(lp, rows(), vocab_, seqs_.history());
   beam_->step(lp, keep_raw_ ? logits : nullptr, raw_lse_.data(), vocab_, seqs_, stops_, seed_, steps_,
               parents_.data(), next_tokens_.data());

@@ -26,7 +26,9 @@ inline int64_t total_length_limit(std::optional<int64_t> max_length, std::option
   return max_length ? *max_length : prompt_len + kDefaultNewTokens;
 }
 
-// Floating-point fields are double, as Python's float; the kernels use float32.
+// Floating-point fields are double, as Python's float; the kernels use float32, so
+// validate() requires every one (biases included) to be finite as a float32, and the
+// divisors (temperature, repetition_penalty) to stay > 0 once rounded to float32.
 struct GenerationConfig {
   // ---- length -------------------------------------------------------------------
   std::optional<int64_t> max_new_tokens;   // new tokens to generate; wins over max_length
@@ -80,7 +82,8 @@ struct GenerationConfig {
   // Throws kvgen::ValueError naming the first field out of its allowed range.
   void validate() const;
 
-  // Throws kvgen::ValueError when a token id in the config is >= vocab_size.
+  // Throws kvgen::ValueError when a token id in the config (pad and bos included) is
+  // >= vocab_size. The Sampler calls it when it first sees the vocabulary.
   void validate_vocab(int64_t vocab_size) const;
 
   // Total length (prompt + new) at which generation stops, for a prompt of this length.

@@ -50,14 +50,16 @@ void clear_counts(Workspace& ws) {
   ws.touched.clear();
 }
 
-// Softmax statistics of the candidates: max, exp(v - max) into ws.weights, their sum.
+// Softmax statistics of the candidates: max, the weights into ws.weights (exp(v - max),
+// or 1 at the +inf entries when the max is +inf: see kernels::softmax_weights_into),
+// their sum.
 struct SoftmaxStats {
   float max;
   double sum;
 };
 SoftmaxStats softmax_weights(const float* vals, int64_t n, Workspace& ws) {
   const float m = kernels::max_of(vals, n);
-  const double s = kernels::exp_into(ws.weights.data(), vals, n, m);
+  const double s = kernels::softmax_weights_into(ws.weights.data(), vals, n, m);
   return {m, s};
 }
 
@@ -65,6 +67,7 @@ SoftmaxStats softmax_weights(const float* vals, int64_t n, Workspace& ws) {
 // skipped, like torch.nansum in HF).
 double entropy(const float* vals, const float* weights, int64_t n, SoftmaxStats st) {
   const double log_sum = std::log(st.sum);
+  if (st.max == kernels::kPosInf) return log_sum;  // `sum` +inf tokens, equally likely
   double acc = 0.0;
   for (int64_t i = 0; i < n; ++i)
     if (weights[i] > 0.0f) acc += static_cast<double>(weights[i]) * ((vals[i] - st.max) - log_sum);
@@ -90,7 +93,8 @@ void SequenceBiasProcessor::apply(Candidates& c, const RowContext& ctx, Workspac
     if (prefix > ctx.history_len) continue;
     if (prefix > 0 && !std::equal(seq.begin(), seq.end() - 1, ctx.history + ctx.history_len - prefix)) continue;
     const float b = static_cast<float>(bias);  // HF adds a float32 bias tensor
-    edit_token(c, seq.back(), [b](float& v) { v += b; });
+    // A ban (NoBadWords' -inf) wins over a +inf logit, where +inf + -inf would be NaN.
+    edit_token(c, seq.back(), [b](float& v) { v = b == kNegInf ? kNegInf : v + b; });
   }
 }
 
@@ -236,10 +240,11 @@ void TopP::apply(Candidates& c, const RowContext&, Workspace& ws) const {
       c.keep(chosen, kept, true);
       return;
     }
-    // Slow path: histogram of keys (max - logit >= 0, smaller = more likely).
+    // Slow path: histogram of keys (max - logit >= 0, smaller = more likely; 0 at the
+    // max itself, which keeps +inf - +inf out of the keys).
     float* keys = ws.keys.data();
     const float m = st.max;
-    for (int64_t i = 0; i < n; ++i) keys[i] = m - row[i];
+    for (int64_t i = 0; i < n; ++i) keys[i] = row[i] == m ? 0.0f : m - row[i];
     const int64_t count = selection::smallest_prefix_by_mass(keys, w, n, target, min_keep_, chosen, ws);
     c.keep(chosen, count, false);
     return;
@@ -280,7 +285,7 @@ void Typical::apply(Candidates& c, const RowContext&, Workspace& ws) const {
   const float fent = static_cast<float>(ent);
   // key: |surprisal - entropy|, smaller = more typical
   float* keys = ws.keys.data();
-  for (int64_t i = 0; i < n; ++i) keys[i] = std::fabs(-((v[i] - st.max) - log_sum) - fent);
+  for (int64_t i = 0; i < n; ++i) keys[i] = std::fabs(-kernels::log_softmax_at(v[i], st.max, log_sum) - fent);
   const int64_t count = selection::smallest_prefix_by_mass(keys, w, n, mass_ * st.sum,
                                                            min_keep_, ws.chosen.data(), ws);
   c.keep(ws.chosen.data(), count, false);
@@ -311,9 +316,7 @@ std::string ProbabilityCutoff::describe() const {
 void LogSoftmax::apply(Candidates& c, const RowContext&, Workspace&) const {
   float* v = c.values();
   const int64_t n = c.size();
-  const float m = kernels::max_of(v, n);
-  const double s = kernels::sum_exp(v, n, m);
-  kernels::subtract(v, n, m + static_cast<float>(std::log(s)));
+  kernels::log_softmax_into(v, v, n, kernels::log_sum_exp(v, n));
 }
 
 }  // namespace kvgen

@@ -68,6 +68,12 @@ void Sampler::sample(const float* logits, int64_t rows, int64_t vocab, const Tok
   }
 }
 
+// The weights are softmax_weights_into's: when the row max is +inf (a +inf input logit,
+// or finite values that processing overflowed), the +inf tokens are the only candidates
+// and equally likely: greedy takes the smallest id among them (torch.argmax's tie
+// rule), sampling draws one uniformly with the same keyed uniform, and the
+// log-probability is -log(their count). A finite max costs nothing extra: the branch is
+// on the max this function computes anyway.
 int64_t Sampler::pick(Candidates& c, double uniform, float* logprob, int64_t row) {
   const float* v = c.values();
   const int64_t n = c.size();
@@ -85,13 +91,18 @@ int64_t Sampler::pick(Candidates& c, double uniform, float* logprob, int64_t row
     if (!c.dense())
       for (int64_t j = pos + 1; j < n; ++j)
         if (v[j] == m && c.id_at(j) < c.id_at(pos)) pos = j;
-    if (logprob) sum = kernels::sum_exp(v, n, m);  // only when asked: a pass over the row
+    if (logprob) sum = kernels::softmax_sum(v, n, m);  // only when asked: a pass over the row
   } else {
     float* w = ws_.weights.data();
-    sum = kernels::exp_into(w, v, n, m);
+    sum = kernels::softmax_weights_into(w, v, n, m);
     pos = kernels::find_cumulative(w, n, uniform * sum);
   }
-  if (logprob) *logprob = static_cast<float>((v[pos] - m) - std::log(sum));
+  if (pos < 0 || pos >= n) {  // unreachable: the max's own weight is positive
+    std::ostringstream msg;
+    msg << "internal error: logits row " << row << " picked no candidate (max " << m << ", weight sum " << sum << ")";
+    throw ValueError(msg.str());
+  }
+  if (logprob) *logprob = static_cast<float>(kernels::log_softmax_at(v[pos], m, std::log(sum)));
   return c.id_at(pos);
 }
 

@@ -89,11 +89,6 @@ inline void scale(float* x, int64_t n, float factor) {
   for (int64_t i = 0; i < n; ++i) x[i] *= factor;
 }
 
-// x[i] -= offset over the row.
-inline void subtract(float* x, int64_t n, float offset) {
-  for (int64_t i = 0; i < n; ++i) x[i] -= offset;
-}
-
 // true when any element is NaN.
 inline bool has_nan(const float* x, int64_t n) {
   int any = 0;
@@ -124,7 +119,10 @@ inline int64_t argmax(const float* x, int64_t n) {
 }
 
 // First index whose inclusive prefix sum of w exceeds target; blocks are summed with
-// SIMD first. Rounding can leave target >= the total: then the last positive weight.
+// SIMD first. Never returns an index whose weight is not positive: where rounding
+// leaves target >= the total (a block's float sum may exceed target while its items,
+// added in double, do not), the walk goes on, and at the end falls back to the last
+// positive weight. Precondition: some w[i] > 0 (else -1, which callers rule out).
 inline int64_t find_cumulative(const float* w, int64_t n, double target) {
   constexpr int64_t kBlock = 256;
   double before = 0.0;
@@ -134,14 +132,15 @@ inline int64_t find_cumulative(const float* w, int64_t n, double target) {
     float block = 0.0f;
 #pragma omp simd reduction(+ : block)
     for (int64_t i = b; i < e; ++i) block += w[i];
-    if (block <= 0.0f) continue;
+    if (!(block > 0.0f)) continue;
     if (before + block > target) {
       for (int64_t i = b; i < e; ++i) {
+        if (!(w[i] > 0.0f)) continue;
         before += w[i];
-        if (w[i] > 0.0f) last_positive = i;
+        last_positive = i;
         if (before > target) return i;
       }
-      return last_positive;
+      continue;
     }
     before += block;
     for (int64_t i = e - 1; i >= b; --i)
@@ -151,6 +150,87 @@ inline int64_t find_cumulative(const float* w, int64_t n, double target) {
       }
   }
   return last_positive;
+}
+
+// ---- softmax with infinite entries ---------------------------------------------------
+// kvgen's rule for a row that holds +inf (in the input, or from processing finite
+// values): the +inf entries are the only candidates and share the mass equally, so
+// each has log-probability -log(count) and every other entry -inf. A row whose entries
+// are all -inf has no mass: weights 0, log-probabilities -inf. Callers branch on the
+// row max they already have, so a finite row pays no extra pass.
+
+inline constexpr float kPosInf = std::numeric_limits<float>::infinity();
+
+// number of entries equal to value.
+inline int64_t count_equal(const float* x, int64_t n, float value) {
+  int64_t count = 0;
+#pragma omp simd reduction(+ : count)
+  for (int64_t i = 0; i < n; ++i) count += (x[i] == value);
+  return count;
+}
+
+// Unnormalised softmax weights of a row whose max is m, into out; returns their sum.
+// Finite m: exp(x - m) (exp_into). m = +inf: 1 at the +inf entries, 0 elsewhere (sum =
+// their count). m = -inf: all 0.
+inline double softmax_weights_into(float* out, const float* x, int64_t n, float m) {
+  if (m == kPosInf) {
+    int64_t count = 0;
+#pragma omp simd reduction(+ : count)
+    for (int64_t i = 0; i < n; ++i) {
+      out[i] = x[i] == kPosInf ? 1.0f : 0.0f;
+      count += (x[i] == kPosInf);
+    }
+    return static_cast<double>(count);
+  }
+  if (m == kNegInf) {
+    std::fill(out, out + n, 0.0f);
+    return 0.0;
+  }
+  return exp_into(out, x, n, m);
+}
+
+// Sum of the weights softmax_weights_into would write, without writing them.
+inline double softmax_sum(const float* x, int64_t n, float m) {
+  if (m == kPosInf) return static_cast<double>(count_equal(x, n, kPosInf));
+  if (m == kNegInf) return 0.0;
+  return sum_exp(x, n, m);
+}
+
+// Log-probability of an entry x of a row with max m and log_sum = log(softmax_sum):
+// (x - m) - log_sum for a finite m; for m = +inf, -log_sum (= -log count) at +inf, -inf
+// elsewhere; -inf for m = -inf. T (float or double) is the precision of the last
+// subtraction, so callers keep the rounding they had.
+template <class T>
+inline T log_softmax_at(float x, float m, T log_sum) {
+  constexpr T inf = std::numeric_limits<T>::infinity();
+  if (m == kPosInf) return x == kPosInf ? T(0) - log_sum : -inf;  // 0 - log 1 = +0, not -0
+  if (m == kNegInf) return -inf;
+  return static_cast<T>(x - m) - log_sum;
+}
+
+// Log-sum-exp of a row: max + log(sum exp(x - max)); +inf when an entry is +inf, -inf
+// when every entry is -inf (never NaN for NaN-free input).
+inline float log_sum_exp(const float* x, int64_t n) {
+  const float m = max_of(x, n);
+  if (m == kPosInf || m == kNegInf) return m;
+  return m + static_cast<float>(std::log(sum_exp(x, n, m)));
+}
+
+// out[i] = log-softmax of x given lse = log_sum_exp(x, n): x[i] - lse for a finite lse
+// (the arithmetic of x - logsumexp(x), so finite rows match torch.log_softmax as
+// before); for lse = +inf, -log(count of +inf) at the +inf entries and -inf elsewhere;
+// for lse = -inf, all -inf. out may equal x.
+inline void log_softmax_into(float* out, const float* x, int64_t n, float lse) {
+  if (lse == kPosInf) {
+    const float lp = 0.0f - static_cast<float>(std::log(static_cast<double>(count_equal(x, n, kPosInf))));
+    for (int64_t i = 0; i < n; ++i) out[i] = x[i] == kPosInf ? lp : kNegInf;
+    return;
+  }
+  if (lse == kNegInf) {
+    std::fill(out, out + n, kNegInf);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] - lse;
 }
 
 }  // namespace kvgen::kernels
