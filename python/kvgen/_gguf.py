@@ -220,6 +220,9 @@ def _gpt2(meta: _Metadata, tensors: dict, path: Path) -> GGUFModel:
     C = meta.size(a + "embedding_length")
     I = meta.size(a + "feed_forward_length", 4 * C)
     L = meta.size(a + "block_count")
+    heads = meta.size(a + "attention.head_count")
+    if C % heads:
+        raise ValueError(f"{path}: embedding_length = {C} does not split into attention.head_count = {heads} heads")
     wte = _tensor(tensors, "token_embd.weight", path)
     if wte.ndim != 2 or wte.shape[1] != C:
         raise ValueError(f"{path}: token_embd.weight has shape {wte.shape}, expected (vocab, {C})")
@@ -229,7 +232,7 @@ def _gpt2(meta: _Metadata, tensors: dict, path: Path) -> GGUFModel:
         "n_positions": meta.size(a + "context_length"),
         "n_embd": C,
         "n_layer": L,
-        "n_head": meta.size(a + "attention.head_count"),
+        "n_head": heads,
         "n_inner": I,
         "layer_norm_epsilon": meta.get(a + "attention.layer_norm_epsilon", float, 1e-5),
         "activation_function": "gelu_new",
