@@ -119,12 +119,15 @@ def _tensor(tensors: dict[str, GGUFTensor], name: str, path: Path, shape: Option
     if shape is not None and logical != tuple(shape):  # before dequantizing: no work for a wrong tensor
         raise ValueError(f"{path}: tensor {name!r} has shape {logical}, expected {tuple(shape)}")
     try:
-        if qtype == "F32":
-            a = t.data.view(np.float32).reshape(logical)  # in place, no copy
-        else:
-            a = gguf.quants.dequantize(t.data, t.tensor_type).reshape(logical)
+        with np.errstate(all="ignore"):  # overflowing scales are refused below, not warned about
+            if qtype == "F32":
+                a = t.data.view(np.float32).reshape(logical)  # in place, no copy
+            else:
+                a = gguf.quants.dequantize(t.data, t.tensor_type).reshape(logical)
     except ValueError as e:
         raise ValueError(f"{path}: tensor {name!r} ({qtype}, shape {logical}) cannot be read ({e})") from None
+    if not np.isfinite(a).all():  # no real model has them; they would only make NaN logits
+        raise ValueError(f"{path}: tensor {name!r} holds values that are not finite (nan or inf)")
     return np.ascontiguousarray(a, dtype=np.float32)
 
 

@@ -173,7 +173,7 @@ class _Parser:
         at = self.pos
         n = self.unpack(_U64, what)
         if n * item_bytes > self.size - self.pos:
-            raise self.fail(f"{what} = {n} does not fit in the {self.size - self.pos} bytes left "
+            raise self.fail(f"{what} {n} does not fit in the {self.size - self.pos} bytes left "
                             f"(at least {item_bytes} bytes each)", at)
         return n
 
