@@ -163,11 +163,20 @@ def test_metadata_checks(tmp_path):
         (("<I", layout.value_types[0], 13), "13 is not a GGUF value type"),
         (("<Q", layout.string_lengths[0], 2**63), "has length 9223372036854775808, past the end of the file"),
         (("<Q", layout.array_counts[0], 2**61), "the array count 2305843009213693952 does not fit"),
-        (("<I", layout.array_item_types[0], 9), "arrays nested more than 2 deep"),
+        (("<I", layout.array_item_types[0], 9), "the array count 1516123455488 does not fit"),  # string -> array
     ]
     for (fmt, at, value), match in cases:
         with pytest.raises(ValueError, match=match):
             kvgen.Model.load(_patched(good, tmp_path, [(fmt, at, value)]))
+
+
+def test_array_nesting_is_bounded(tmp_path):
+    key = struct.pack("<Q", 1) + b"k"
+    nested = struct.pack("<IIQ", 9, 9, 1) + struct.pack("<IQ", 9, 1) * 2 + struct.pack("<IQ", 0, 0)  # 4 deep
+    path = tmp_path / "nested.gguf"
+    path.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + key + nested + bytes(64))
+    with pytest.raises(ValueError, match="arrays nested more than 2 deep"):
+        kvgen.Model.load(path)
 
 
 def test_tensor_table_checks(good, layout, tmp_path):
