@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import gguf
 import jinja2
 import pytest
 import tokenizers
@@ -13,6 +12,7 @@ import transformers
 
 from gguf_models import smollm2_path
 from kvgen._chat import render_chat
+from kvgen._gguf_file import read_gguf_file
 from kvgen._gguf_tokenizer import tokenizer_from_gguf
 
 CHATS = {
@@ -37,7 +37,7 @@ CHATS = {
 @pytest.fixture(scope="module")
 def smollm2():
     path = Path(smollm2_path())
-    info = tokenizer_from_gguf(gguf.GGUFReader(str(path)))
+    info = tokenizer_from_gguf(read_gguf_file(path))
     hf = transformers.AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
     return info, hf
 

@@ -14,6 +14,7 @@ import transformers
 
 from gguf_models import (add_gguf_tokenizer, smollm2_path, train_byte_level_bpe, train_sentencepiece_bpe,
                          write_tokenizer_gguf)
+from kvgen._gguf_file import read_gguf_file
 from kvgen._gguf_tokenizer import GGUFTokenizerInfo, tokenizer_from_gguf
 
 TEXTS = [
@@ -41,7 +42,7 @@ def hf_gguf_tokenizer(path) -> transformers.PreTrainedTokenizerBase:
 
 
 def kvgen_tokenizer(path) -> GGUFTokenizerInfo:
-    return tokenizer_from_gguf(gguf.GGUFReader(str(path)))
+    return tokenizer_from_gguf(read_gguf_file(path))
 
 
 # --- SmolLM2 ------------------------------------------------------------------------------------
@@ -102,7 +103,7 @@ def test_smollm2_special_ids_and_strings_match_transformers(smollm2):
 
 
 def test_smollm2_builds_fast():
-    reader = gguf.GGUFReader(smollm2_path())
+    reader = read_gguf_file(smollm2_path())
     tokenizer_from_gguf(reader)  # warm-up
     start = time.perf_counter()
     tokenizer_from_gguf(reader)

@@ -1,11 +1,13 @@
-"""Reading GGUF model files with the ``gguf`` package.
+"""Reading GGUF model files.
 
-The file is memory-mapped by ``gguf.GGUFReader``; float32 tensors are used in place,
+The file is parsed and validated by kvgen._gguf_file (memory-mapped; every count, length
+and offset checked against the file before use); float32 tensors are used in place,
 F16/BF16 are converted and quantized tensors (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, and the K-quants
 Q2_K to Q6_K of llama.cpp's Q*_K_M files) are
 dequantized to float32 at load with ``gguf.quants.dequantize``. Any other tensor type is
 refused by name. Tensors are renamed to the Hugging Face names the C++ models read, and
-the metadata becomes a Hugging Face style config dict.
+the metadata becomes a Hugging Face style config dict, its sizes checked to be positive
+and its floats finite.
 
 How GGUF differs from Hugging Face checkpoints, and what is undone here:
 - llama.cpp's converter permutes the rows of Llama's q_proj and k_proj so that rotary
@@ -17,6 +19,7 @@ How GGUF differs from Hugging Face checkpoints, and what is undone here:
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,11 +27,11 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from kvgen._gguf_file import GGUF_MAGIC, GGUFFile, GGUFTensor, read_gguf_file
 from kvgen._gguf_metadata import read_float, read_int, read_string
 
 SUPPORTED_TENSOR_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K",
                           "Q6_K")
-GGUF_MAGIC = b"GGUF"
 
 
 @dataclass
@@ -54,13 +57,7 @@ def is_gguf(path: Path) -> bool:
 
 def read_gguf(path: Path) -> GGUFModel:
     """Reads a GGUF file; ValueError naming the problem for malformed or unsupported files."""
-    import gguf
-
-    try:
-        reader = gguf.GGUFReader(str(path), "r")
-    except Exception as e:  # the reader raises ValueError, KeyError, IndexError... on bad bytes
-        raise ValueError(f"{path}: not a readable GGUF file ({type(e).__name__}: {e}); is it truncated or "
-                         "corrupt?") from None
+    reader = read_gguf_file(path)
     meta = _Metadata(reader, path)
     arch = meta.get("general.architecture", str)
     if arch not in _ARCHITECTURES:
@@ -70,7 +67,10 @@ def read_gguf(path: Path) -> GGUFModel:
     model = _ARCHITECTURES[arch](meta, tensors, path)
     from kvgen._gguf_tokenizer import tokenizer_from_gguf
 
-    model.tokenizer = tokenizer_from_gguf(reader) if "tokenizer.ggml.model" in reader.fields else None
+    try:
+        model.tokenizer = tokenizer_from_gguf(reader) if "tokenizer.ggml.model" in reader.fields else None
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
     types = Counter(t.tensor_type.name for t in reader.tensors)
     model.metadata = {"name": meta.get("general.name", str, ""), "tensor_types": dict(types.most_common())}
     return model
@@ -79,7 +79,7 @@ def read_gguf(path: Path) -> GGUFModel:
 class _Metadata:
     """Typed access to a GGUF file's key-value metadata, with errors naming the file and key."""
 
-    def __init__(self, reader, path: Path):
+    def __init__(self, reader: GGUFFile, path: Path):
         self.reader, self.path = reader, path
 
     def get(self, key: str, kind: type, default: Any = ...) -> Any:
@@ -92,10 +92,19 @@ class _Metadata:
             if default is ...:
                 raise ValueError(f"{self.path}: GGUF metadata has no {key!r}")
             return default
+        if kind is float and not math.isfinite(value):
+            raise ValueError(f"{self.path}: GGUF metadata {key} = {value} is not a finite number")
+        return value
+
+    def size(self, key: str, default: Any = ...) -> int:
+        """A size (a count or a dimension): an integer of at least 1."""
+        value = self.get(key, int, default)
+        if value < 1:
+            raise ValueError(f"{self.path}: GGUF metadata {key} = {value} is not a positive size")
         return value
 
 
-def _tensor(tensors: dict, name: str, path: Path, shape: Optional[tuple] = None) -> np.ndarray:
+def _tensor(tensors: dict[str, GGUFTensor], name: str, path: Path, shape: Optional[tuple] = None) -> np.ndarray:
     """The tensor ``name`` as a float32 array in NumPy (row-major, Hugging Face) order."""
     import gguf
 
@@ -106,16 +115,19 @@ def _tensor(tensors: dict, name: str, path: Path, shape: Optional[tuple] = None)
     if qtype not in SUPPORTED_TENSOR_TYPES:
         raise ValueError(f"{path}: tensor {name!r} has type {qtype}, which kvgen does not read (supported: "
                          f"{', '.join(SUPPORTED_TENSOR_TYPES)})")
-    logical = tuple(int(d) for d in reversed(t.shape))  # GGUF lists dimensions fastest first
+    logical = tuple(reversed(t.shape))  # GGUF lists dimensions fastest first
+    if shape is not None and logical != tuple(shape):  # before dequantizing: no work for a wrong tensor
+        raise ValueError(f"{path}: tensor {name!r} has shape {logical}, expected {tuple(shape)}")
     try:
-        if qtype == "F32":
-            a = np.asarray(t.data).reshape(logical)
-        else:
-            a = gguf.quants.dequantize(np.asarray(t.data), t.tensor_type).reshape(logical)
+        with np.errstate(all="ignore"):  # overflowing scales are refused below, not warned about
+            if qtype == "F32":
+                a = t.data.view(np.float32).reshape(logical)  # in place, no copy
+            else:
+                a = gguf.quants.dequantize(t.data, t.tensor_type).reshape(logical)
     except ValueError as e:
         raise ValueError(f"{path}: tensor {name!r} ({qtype}, shape {logical}) cannot be read ({e})") from None
-    if shape is not None and logical != tuple(shape):
-        raise ValueError(f"{path}: tensor {name!r} has shape {logical}, expected {tuple(shape)}")
+    if not np.isfinite(a).all():  # no real model has them; they would only make NaN logits
+        raise ValueError(f"{path}: tensor {name!r} holds values that are not finite (nan or inf)")
     return np.ascontiguousarray(a, dtype=np.float32)
 
 
@@ -137,14 +149,14 @@ def _unpermute(w: np.ndarray, heads: int) -> np.ndarray:
 
 def _llama(meta: _Metadata, tensors: dict, path: Path) -> GGUFModel:
     a = "llama."
-    hidden = meta.get(a + "embedding_length", int)
-    heads = meta.get(a + "attention.head_count", int)
-    kv_heads = meta.get(a + "attention.head_count_kv", int, heads)
-    head_dim = meta.get(a + "attention.key_length", int, hidden // heads if heads else 0)
+    hidden = meta.size(a + "embedding_length")
+    heads = meta.size(a + "attention.head_count")
+    kv_heads = meta.size(a + "attention.head_count_kv", heads)
+    head_dim = meta.size(a + "attention.key_length", max(hidden // heads, 1))
     if heads < 1 or kv_heads < 1 or heads % kv_heads:
         raise ValueError(f"{path}: attention.head_count = {heads} is not a positive multiple of "
                          f"head_count_kv = {kv_heads}")
-    rope_dims = meta.get(a + "rope.dimension_count", int, head_dim)
+    rope_dims = meta.size(a + "rope.dimension_count", head_dim)
     if rope_dims != head_dim:
         raise ValueError(f"{path}: partial rotary embeddings (rope.dimension_count = {rope_dims} of head_dim "
                          f"{head_dim}) are not supported")
@@ -155,13 +167,13 @@ def _llama(meta: _Metadata, tensors: dict, path: Path) -> GGUFModel:
     config = {
         "model_type": "llama",
         "vocab_size": vocab,
-        "max_position_embeddings": meta.get(a + "context_length", int),
+        "max_position_embeddings": meta.size(a + "context_length"),
         "hidden_size": hidden,
-        "num_hidden_layers": meta.get(a + "block_count", int),
+        "num_hidden_layers": meta.size(a + "block_count"),
         "num_attention_heads": heads,
         "num_key_value_heads": kv_heads,
         "head_dim": head_dim,
-        "intermediate_size": meta.get(a + "feed_forward_length", int),
+        "intermediate_size": meta.size(a + "feed_forward_length"),
         "rms_norm_eps": meta.get(a + "attention.layer_norm_rms_epsilon", float),
         "tie_word_embeddings": "output.weight" not in tensors,
     }
@@ -208,19 +220,22 @@ def _llama(meta: _Metadata, tensors: dict, path: Path) -> GGUFModel:
 
 def _gpt2(meta: _Metadata, tensors: dict, path: Path) -> GGUFModel:
     a = "gpt2."
-    C = meta.get(a + "embedding_length", int)
-    I = meta.get(a + "feed_forward_length", int, 4 * C)
-    L = meta.get(a + "block_count", int)
+    C = meta.size(a + "embedding_length")
+    I = meta.size(a + "feed_forward_length", 4 * C)
+    L = meta.size(a + "block_count")
+    heads = meta.size(a + "attention.head_count")
+    if C % heads:
+        raise ValueError(f"{path}: embedding_length = {C} does not split into attention.head_count = {heads} heads")
     wte = _tensor(tensors, "token_embd.weight", path)
     if wte.ndim != 2 or wte.shape[1] != C:
         raise ValueError(f"{path}: token_embd.weight has shape {wte.shape}, expected (vocab, {C})")
     config = {
         "model_type": "gpt2",
         "vocab_size": wte.shape[0],
-        "n_positions": meta.get(a + "context_length", int),
+        "n_positions": meta.size(a + "context_length"),
         "n_embd": C,
         "n_layer": L,
-        "n_head": meta.get(a + "attention.head_count", int),
+        "n_head": heads,
         "n_inner": I,
         "layer_norm_epsilon": meta.get(a + "attention.layer_norm_epsilon", float, 1e-5),
         "activation_function": "gelu_new",

@@ -1,88 +1,82 @@
-"""Typed reading of GGUF key-value metadata (``gguf.GGUFReader.fields``), with a
-ValueError naming the key when a value has the wrong type or is not valid UTF-8."""
+"""Typed reading of GGUF key-value metadata (``GGUFFile.fields`` of kvgen._gguf_file), with a
+ValueError naming the key when a value has the wrong type or is not valid UTF-8.
+
+Each ``read_*`` returns ``None`` when the key is absent."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
+from gguf.constants import GGUFValueType as _T
 
-# gguf.GGUFValueType
-_UINT8, _INT8, _UINT16, _INT16, _UINT32, _INT32, _FLOAT32, _BOOL, _STRING, _ARRAY, _UINT64, _INT64, _FLOAT64 = range(13)
-INTEGER_TYPES = {_UINT8, _INT8, _UINT16, _INT16, _UINT32, _INT32, _UINT64, _INT64}
-FLOAT_TYPES = {_FLOAT32, _FLOAT64}
+from kvgen._gguf_file import GGUFField, GGUFFile
 
-
-def _field(reader: Any, key: str) -> Any:
-    return reader.fields.get(key)
+INTEGER_TYPES = {_T.UINT8, _T.INT8, _T.UINT16, _T.INT16, _T.UINT32, _T.INT32, _T.UINT64, _T.INT64}
+FLOAT_TYPES = {_T.FLOAT32, _T.FLOAT64}
 
 
-def _types(field: Any) -> list[int]:
-    return [int(t) for t in field.types]
+def _field(file: GGUFFile, key: str) -> Optional[GGUFField]:
+    return file.fields.get(key)
 
 
-def _decode(raw: Any, key: str) -> str:
-    try:
-        return raw.tobytes().decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise ValueError(f"GGUF metadata {key}: a string that is not valid UTF-8 ({error})") from None
+def _utf8_error(key: str, error: UnicodeDecodeError) -> ValueError:
+    return ValueError(f"GGUF metadata {key}: a string that is not valid UTF-8 ({error})")
 
 
-def read_string(reader: Any, key: str) -> Optional[str]:
-    field = _field(reader, key)
+def read_string(file: GGUFFile, key: str) -> Optional[str]:
+    field = _field(file, key)
     if field is None:
         return None
-    if _types(field) != [_STRING]:
+    if field.type != _T.STRING:
         raise ValueError(f"GGUF metadata {key} should be a string")
-    return _decode(field.parts[field.data[0]], key)
+    try:
+        return field.value.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise _utf8_error(key, error) from None
 
 
-def read_scalar(reader: Any, key: str, kinds: set[int], what: str) -> Any:
-    field = _field(reader, key)
+def read_scalar(file: GGUFFile, key: str, kinds: set[int], what: str):
+    field = _field(file, key)
     if field is None:
         return None
-    types = _types(field)
-    if len(types) != 1 or types[0] not in kinds:
+    if field.type not in kinds:
         raise ValueError(f"GGUF metadata {key} should be {what}")
-    return field.parts[field.data[0]][0].item()
+    return field.value
 
 
-def read_int(reader: Any, key: str) -> Optional[int]:
-    value = read_scalar(reader, key, INTEGER_TYPES, "an integer")
+def read_int(file: GGUFFile, key: str) -> Optional[int]:
+    value = read_scalar(file, key, INTEGER_TYPES, "an integer")
     return None if value is None else int(value)
 
 
-def read_bool(reader: Any, key: str) -> Optional[bool]:
-    value = read_scalar(reader, key, {_BOOL} | INTEGER_TYPES, "a bool")
+def read_bool(file: GGUFFile, key: str) -> Optional[bool]:
+    value = read_scalar(file, key, {_T.BOOL} | INTEGER_TYPES, "a bool")
     return None if value is None else bool(value)
 
 
-def read_string_array(reader: Any, key: str) -> Optional[list[str]]:
-    field = _field(reader, key)
-    if field is None:
-        return None
-    if _types(field) != [_ARRAY, _STRING]:
-        raise ValueError(f"GGUF metadata {key} should be an array of strings")
-    parts = field.parts
-    try:
-        return [parts[i].tobytes().decode("utf-8") for i in field.data]
-    except UnicodeDecodeError as error:
-        raise ValueError(f"GGUF metadata {key}: a string that is not valid UTF-8 ({error})") from None
-
-
-def read_number_array(reader: Any, key: str, kinds: set[int], what: str) -> Optional[np.ndarray]:
-    field = _field(reader, key)
-    if field is None:
-        return None
-    types = _types(field)
-    if len(types) != 2 or types[0] != _ARRAY or types[1] not in kinds:
-        raise ValueError(f"GGUF metadata {key} should be an array of {what}")
-    if len(field.data) == 0:
-        return np.zeros(0)
-    parts = field.parts
-    return np.concatenate([parts[i] for i in field.data])
-
-
-def read_float(reader: Any, key: str) -> Optional[float]:
-    value = read_scalar(reader, key, INTEGER_TYPES | FLOAT_TYPES, "a number")
+def read_float(file: GGUFFile, key: str) -> Optional[float]:
+    value = read_scalar(file, key, INTEGER_TYPES | FLOAT_TYPES, "a number")
     return None if value is None else float(value)
+
+
+def read_string_array(file: GGUFFile, key: str) -> Optional[list[str]]:
+    field = _field(file, key)
+    if field is None:
+        return None
+    if field.type != _T.ARRAY or field.item_type != _T.STRING:
+        raise ValueError(f"GGUF metadata {key} should be an array of strings")
+    try:
+        return field.value.decode()
+    except UnicodeDecodeError as error:
+        raise _utf8_error(key, error) from None
+
+
+def read_number_array(file: GGUFFile, key: str, kinds: set[int], what: str) -> Optional[np.ndarray]:
+    """A read-only NumPy view of the array's elements in the file (bools as uint8)."""
+    field = _field(file, key)
+    if field is None:
+        return None
+    if field.type != _T.ARRAY or field.item_type not in kinds:
+        raise ValueError(f"GGUF metadata {key} should be an array of {what}")
+    return field.value

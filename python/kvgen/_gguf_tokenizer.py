@@ -31,11 +31,12 @@ Deliberate differences from transformers, all in malformed or unusual files:
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, processors
 
+from kvgen._gguf_file import GGUFFile
 from kvgen._gguf_metadata import (FLOAT_TYPES, INTEGER_TYPES, read_bool, read_int, read_number_array, read_string,
                                   read_string_array)
 
@@ -167,10 +168,10 @@ def _check_id(key: str, value: Optional[int], count: int) -> Optional[int]:
     return value
 
 
-def tokenizer_from_gguf(reader: Any) -> GGUFTokenizerInfo:
+def tokenizer_from_gguf(reader: GGUFFile) -> GGUFTokenizerInfo:
     """Build the tokenizer described by a GGUF file's metadata.
 
-    ``reader`` is a ``gguf.GGUFReader`` the caller has opened. Supports
+    ``reader`` is the file as ``kvgen._gguf_file.read_gguf_file`` parsed it. Supports
     ``tokenizer.ggml.model`` ``"gpt2"`` (byte-level BPE) and ``"llama"`` (SentencePiece BPE
     with byte fallback); encoding and decoding match transformers' tokenizer for the same file
     (``AutoTokenizer.from_pretrained(directory, gguf_file=name)``), and ``encode`` adds BOS/EOS
