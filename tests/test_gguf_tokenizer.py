@@ -12,8 +12,13 @@ import numpy as np
 import pytest
 import transformers
 
-from gguf_models import (add_gguf_tokenizer, smollm2_path, train_byte_level_bpe, train_sentencepiece_bpe,
-                         write_tokenizer_gguf)
+from gguf_models import (
+    add_gguf_tokenizer,
+    smollm2_path,
+    train_byte_level_bpe,
+    train_sentencepiece_bpe,
+    write_tokenizer_gguf,
+)
 from kvgen._gguf_file import read_gguf_file
 from kvgen._gguf_tokenizer import GGUFTokenizerInfo, tokenizer_from_gguf
 

@@ -18,7 +18,7 @@ import torch
 import transformers
 
 import kvgen
-from sandbox import Sandbox, is_clean_refusal
+from sandbox import Sandbox
 
 INF = np.float32(np.inf)
 

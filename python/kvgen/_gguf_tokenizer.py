@@ -37,8 +37,15 @@ import numpy as np
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, processors
 
 from kvgen._gguf_file import GGUFFile
-from kvgen._gguf_metadata import (FLOAT_TYPES, INTEGER_TYPES, read_bool, read_int, read_number_array, read_string,
-                                  read_string_array)
+from kvgen._gguf_metadata import (
+    FLOAT_TYPES,
+    INTEGER_TYPES,
+    read_bool,
+    read_int,
+    read_number_array,
+    read_string,
+    read_string_array,
+)
 
 __all__ = ["GGUFTokenizerInfo", "tokenizer_from_gguf"]
 
