@@ -23,6 +23,8 @@ def read_json(path: Path, what: str) -> dict:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"{path}: not valid JSON ({e})") from None
+    except RecursionError:  # arrays nested thousands deep
+        raise ValueError(f"{path}: JSON nested too deeply") from None
     if not isinstance(data, dict):
         raise ValueError(f"{path}: expected a JSON object")
     return data
@@ -37,30 +39,63 @@ def read_weights(directory: Path) -> dict[str, np.ndarray]:
     """Every tensor of model.safetensors, or of the shards model.safetensors.index.json lists."""
     index = directory / "model.safetensors.index.json"
     if index.is_file():
-        weight_map = read_json(index, "the shard index").get("weight_map")
-        if not isinstance(weight_map, dict):
-            raise ValueError(f"{index}: no 'weight_map' object")
         arrays: dict[str, np.ndarray] = {}
-        for shard in sorted(set(weight_map.values())):
-            arrays.update(_read_safetensors(directory / shard))
+        for shard in _shards(directory, index):
+            arrays.update(_read_safetensors(shard))
         return arrays
     return _read_safetensors(directory / "model.safetensors")
 
 
+def _shards(directory: Path, index: Path) -> list[Path]:
+    """The shard files the index's weight_map (tensor name -> file name) lists, each
+    inside the directory (ValueError for another shape or a path leading out of it)."""
+    weight_map = read_json(index, "the shard index").get("weight_map")
+    if not isinstance(weight_map, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in weight_map.items()):
+        raise ValueError(f"{index}: 'weight_map' must be an object of tensor name -> shard file name")
+    root = directory.resolve()
+    shards = []
+    for name in sorted(set(weight_map.values())):
+        path = (directory / name).resolve()
+        if not name or path == root or not path.is_relative_to(root):
+            raise ValueError(f"{index}: shard {name!r:.80} is not a file inside {directory}")
+        shards.append(path)
+    return shards
+
+
+# safetensors dtype codes, named as NumPy names them.
+_DTYPE_NAMES = {"F16": "float16", "BF16": "bfloat16", "F64": "float64", "F8_E4M3": "float8_e4m3",
+                "F8_E5M2": "float8_e5m2", "I8": "int8", "U8": "uint8", "I16": "int16", "U16": "uint16",
+                "I32": "int32", "U32": "uint32", "I64": "int64", "U64": "uint64", "BOOL": "bool"}
+
+
 def _read_safetensors(path: Path) -> dict[str, np.ndarray]:
-    from safetensors import SafetensorError, safe_open
+    """The float32 tensors of one safetensors file. ValueError for a file the safetensors
+    library cannot read; TypeError naming the first tensor of another dtype (checked from
+    the header, before it is read)."""
+    from safetensors import safe_open
 
     if not path.is_file():
         raise FileNotFoundError(f"{path.parent}: no {path.name} (kvgen reads safetensors weights)")
     arrays: dict[str, np.ndarray] = {}
+    other: Optional[tuple[str, str]] = None
     try:
         with safe_open(str(path), framework="np") as f:
             for name in f.keys():
                 if name.endswith(_NOT_WEIGHTS):
                     continue
+                dtype = f.get_slice(name).get_dtype()
+                if dtype != "F32":
+                    other = (name, _DTYPE_NAMES.get(dtype, dtype))
+                    break
                 arrays[name] = f.get_tensor(name)
-    except (SafetensorError, OSError, ValueError, TypeError) as e:
+    except BaseException as e:  # noqa: BLE001  safetensors raises its own types, and Rust panics
+        if isinstance(e, (KeyboardInterrupt, SystemExit, MemoryError)):
+            raise
         raise ValueError(f"{path}: cannot read the safetensors file ({e}); is it truncated or corrupt?") from None
+    if other is not None:
+        raise TypeError(f"tensor '{other[0]}' has dtype {other[1]} in {path.name}; kvgen's models read float32 "
+                        "weights (save the checkpoint in float32, e.g. model.float().save_pretrained(...))")
     return arrays
 
 
@@ -73,17 +108,32 @@ def read_tokenizer(directory: Path) -> Any:
 
     try:
         return Tokenizer.from_file(str(path))
-    except Exception as e:  # tokenizers raises its own Exception type
+    except BaseException as e:  # noqa: BLE001  tokenizers raises its own Exception type, and Rust panics
+        if isinstance(e, (KeyboardInterrupt, SystemExit, MemoryError)):
+            raise
         raise ValueError(f"{path}: cannot read the tokenizer ({e})") from None
 
 
 def read_chat_template(directory: Path) -> Optional[str]:
-    """The chat template: chat_template.jinja, or tokenizer_config.json's "chat_template"."""
+    """The chat template: chat_template.jinja, or tokenizer_config.json's "chat_template"
+    (a string, or transformers' list of {"name", "template"} from which the one named
+    "default" is taken). ValueError for a template of another shape."""
     jinja = directory / "chat_template.jinja"
     if jinja.is_file():
-        return jinja.read_text(encoding="utf-8")
+        try:
+            return jinja.read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{jinja}: not UTF-8 text ({e})") from None
     config = directory / "tokenizer_config.json"
-    if config.is_file():
-        template = read_json(config, "tokenizer settings").get("chat_template")
-        return template if isinstance(template, str) else None
-    return None
+    if not config.is_file():
+        return None
+    template = read_json(config, "tokenizer settings").get("chat_template")
+    if template is None or isinstance(template, str):
+        return template
+    named = {t.get("name"): t.get("template") for t in template if isinstance(t, dict)} \
+        if isinstance(template, list) else {}
+    if not isinstance(template, list) or len(named) != len(template) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in named.items()):
+        raise ValueError(f"{config}: chat_template must be a string or a list of "
+                         f'{{"name": ..., "template": ...}} objects, got {template!r:.80}')
+    return named.get("default")

@@ -9,6 +9,7 @@ GGUF metadata), the chat template is rendered with jinja2 (kvgen._chat).
 
 from __future__ import annotations
 
+import operator
 import os
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
@@ -33,38 +34,52 @@ _SENTINEL = "\u2063kvgen-end-of-turn\u2063"
 
 def _check_config(arch: str, config: dict) -> None:
     if arch == "gpt2":
-        act, allowed = config.get("activation_function", "gelu_new"), _GPT2_ACTIVATIONS
-        key = "activation_function"
+        key, default, allowed = "activation_function", "gelu_new", _GPT2_ACTIVATIONS
     else:
-        act, allowed = config.get("hidden_act", "silu"), _LLAMA_ACTIVATIONS
-        key = "hidden_act"
-    if act not in allowed:
-        raise ValueError(f"{arch} config: {key}={act!r} is not supported (supported: {', '.join(sorted(allowed))})")
+        key, default, allowed = "hidden_act", "silu", _LLAMA_ACTIVATIONS
+    act = config.get(key)
+    act = default if act is None else act
+    if not isinstance(act, str) or act not in allowed:
+        raise ValueError(f"{arch} config: {key}={act!r:.60} is not supported (supported: "
+                         f"{', '.join(sorted(allowed))})")
     for k, (value, what) in _REFUSED[arch].items():
         if what and config.get(k, value) != value:
-            raise ValueError(f"{arch} config: {k}={config[k]!r} ({what}) is not supported")
+            raise ValueError(f"{arch} config: {k}={config[k]!r:.60} ({what}) is not supported")
 
 
 def _build_core(arch: str, config: dict, arrays: dict,
                 rope_freqs: Optional[np.ndarray] = None) -> "_core._Model":
-    """The C++ model for ``arch`` over ``arrays`` (Hugging Face names, float32)."""
+    """The C++ model for ``arch`` over ``arrays`` (Hugging Face names, float32). The
+    binding reads and validates the config's sizes (TypeError / ValueError naming the key)
+    before anything sized by them is computed here."""
     _check_config(arch, config)
     if arch == "gpt2":
         return _core._Model.gpt2(config, arrays)
-    heads = int(config.get("num_attention_heads") or 0)
-    if heads < 1:
-        raise ValueError("llama config: num_attention_heads must be a positive integer")
-    head_dim = int(config.get("head_dim") or int(config["hidden_size"]) // heads)
+    head_dim = _core._Model.sizes("llama", config)["head_dim"]
     freq = inv_freq(head_dim, rope_parameters(config))
     if rope_freqs is not None:
         freq = np.ascontiguousarray(freq / rope_freqs.astype(np.float32), dtype=np.float32)
     return _core._Model.llama(config, freq, arrays)
 
 
-def _first_id(value: Any) -> Optional[int]:
+def _token_id(value: Any, key: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < 2**63:
+        raise ValueError(f"model config: {key} must hold non-negative integer token ids, got {value!r:.60}")
+    return int(value)
+
+
+def _token_ids(config: dict, key: str) -> Union[int, list, None]:
+    """config[key]: None, a token id or a list of them (ValueError naming the key otherwise)."""
+    value = config.get(key)
     if isinstance(value, (list, tuple)):
-        return int(value[0]) if value else None
-    return None if value is None else int(value)
+        return [_token_id(v, key) for v in value]
+    return None if value is None else _token_id(value, key)
+
+
+def _first_id(value: Union[int, list, None]) -> Optional[int]:
+    if isinstance(value, list):
+        return value[0] if value else None
+    return value
 
 
 class Model:
@@ -115,9 +130,9 @@ class Model:
                              f"{', '.join(ARCHITECTURES)})")
         core = _build_core(arch, config, read_weights(directory))
         tokenizer = read_tokenizer(directory)
-        eos = config.get("eos_token_id")
-        return cls(core, config, directory, tokenizer, bos_token_id=_first_id(config.get("bos_token_id")),
-                   eos_token_id=eos, chat_template=read_chat_template(directory))
+        bos, eos = _token_ids(config, "bos_token_id"), _token_ids(config, "eos_token_id")
+        return cls(core, config, directory, tokenizer, bos_token_id=_first_id(bos), eos_token_id=eos,
+                   chat_template=read_chat_template(directory))
 
     @classmethod
     def _load_gguf(cls, path: Path) -> "Model":
@@ -165,8 +180,21 @@ class Model:
         return self._need_tokenizer().encode(text, add_special_tokens=add_special_tokens).ids
 
     def decode(self, ids, skip_special_tokens: bool = False) -> str:
-        """Text of token ids."""
-        return self._need_tokenizer().decode([int(i) for i in ids], skip_special_tokens=skip_special_tokens)
+        """Text of token ids: integers in [0, vocab_size) (ValueError naming the first
+        other id; TypeError for a non-integer)."""
+        tokenizer = self._need_tokenizer()
+        return tokenizer.decode([self._checked_id(i) for i in ids], skip_special_tokens=skip_special_tokens)
+
+    def _checked_id(self, token) -> int:
+        if isinstance(token, (bool, np.bool_)):
+            raise TypeError(f"decode: token id {token!r} is a bool, not an integer")
+        try:
+            i = operator.index(token)
+        except TypeError:
+            raise TypeError(f"decode: token id {token!r:.60} is not an integer") from None
+        if not 0 <= i < self.vocab_size:
+            raise ValueError(f"decode: token id {i} is outside the vocabulary [0, {self.vocab_size})")
+        return i
 
     def token_strings(self) -> list[str]:
         """The text of every token id, for stop strings (computed once)."""

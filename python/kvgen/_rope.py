@@ -19,10 +19,9 @@ SUPPORTED_ROPE_TYPES = ("default", "linear", "llama3")
 def rope_parameters(config: dict) -> dict:
     """The rope settings of a Hugging Face config dict: ``rope_parameters`` (transformers
     5) or the older ``rope_theta`` + ``rope_scaling`` keys, as one dict with ``rope_type``
-    and ``rope_theta``."""
-    params: dict[str, Any] = dict(config.get("rope_parameters") or {})
-    legacy = config.get("rope_scaling") or {}
-    for key, value in legacy.items():
+    and ``rope_theta``. ValueError naming the key when one is not a dict (or null)."""
+    params: dict[str, Any] = dict(_dict_or_empty(config, "rope_parameters"))
+    for key, value in _dict_or_empty(config, "rope_scaling").items():
         params.setdefault(key, value)
     if "type" in params and "rope_type" not in params:
         params["rope_type"] = params.pop("type")
@@ -31,30 +30,52 @@ def rope_parameters(config: dict) -> dict:
     return params
 
 
+def _dict_or_empty(config: dict, key: str) -> dict:
+    value = config.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError(f"model config: {key} must be an object (a dict) or null, got {value!r:.60}")
+    return value
+
+
 def inv_freq(head_dim: int, params: dict, max_position_embeddings: Optional[int] = None) -> np.ndarray:
     """(head_dim / 2) float32 inverse frequencies for ``params`` (see rope_parameters)."""
     rope_type = params.get("rope_type", "default")
-    if rope_type not in SUPPORTED_ROPE_TYPES:
-        raise ValueError(f"rope scaling type {rope_type!r} is not supported (supported: "
+    if not isinstance(rope_type, str) or rope_type not in SUPPORTED_ROPE_TYPES:
+        raise ValueError(f"rope scaling type {rope_type!r:.60} is not supported (supported: "
                          f"{', '.join(SUPPORTED_ROPE_TYPES)})")
     if head_dim < 2 or head_dim % 2:
         raise ValueError(f"head_dim = {head_dim} must be even for rotary embeddings")
-    base = np.float32(params.get("rope_theta", 10000.0))
-    if not base > 0:
-        raise ValueError(f"rope_theta = {params.get('rope_theta')} must be positive")
+    params = {**params, "rope_type": rope_type}
+    base = np.float32(_positive(params, "rope_theta", "rope_theta"))
     exponents = np.arange(0, head_dim, 2, dtype=np.int64).astype(np.float32) / np.float32(head_dim)
-    freq = np.float32(1.0) / (base ** exponents)
-    if rope_type == "linear":
-        freq = freq / np.float32(_positive(params, "factor"))
-    elif rope_type == "llama3":
-        freq = _llama3(freq, params)
+    # Extreme (but finite) settings may overflow or underflow float32 on the way; the
+    # result is checked instead of warning at every step.
+    with np.errstate(all="ignore"):
+        freq = np.float32(1.0) / (base ** exponents)
+        if rope_type == "linear":
+            freq = freq / np.float32(_positive(params, "factor"))
+        elif rope_type == "llama3":
+            freq = _llama3(freq, params)
+    if not np.all(np.isfinite(freq)):
+        raise ValueError(f"rope parameters {params!r:.200} give inverse frequencies that are not finite "
+                         "float32 numbers")
     return np.ascontiguousarray(freq, dtype=np.float32)
 
 
-def _positive(params: dict, key: str) -> float:
+def _positive(params: dict, key: str, what: Optional[str] = None) -> float:
+    """params[key] as a positive number that is finite in float32 (the precision the
+    frequencies are computed in); ValueError naming the key otherwise."""
     value = params.get(key)
-    if value is None or not float(value) > 0:
-        raise ValueError(f"rope scaling {params.get('rope_type')!r} needs a positive {key!r} (got {value!r})")
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if ok:
+        with np.errstate(over="ignore"):
+            single = np.float32(value) if abs(value) < 1e300 else np.float32(np.inf)
+        ok = bool(np.isfinite(single) and single > 0)
+    if not ok:
+        where = what or f"rope scaling {params.get('rope_type')!r}: {key!r}"
+        raise ValueError(f"{where} must be a positive, finite number (got {value!r:.60})")
     return float(value)
 
 

@@ -49,6 +49,7 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
   b.n = 0;
   b.max_scores = 0;
   b.starts.resize(chunks.size());
+  int64_t end = 0;  // one past the largest position of the batch
   for (size_t ci = 0; ci < chunks.size(); ++ci) {
     const RowTokens& c = chunks[ci];
     if (c.row < 0 || c.row >= cache.rows())
@@ -66,7 +67,9 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
     b.starts[ci] = start;
     b.n += c.count;
     b.max_scores = std::max(b.max_scores, c.count * (start + c.count));
+    end = std::max(end, start + c.count);
   }
+  reserve_positions(end);
   b.positions.resize(b.n);
   b.tokens.resize(b.n);
   for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci)

@@ -21,9 +21,6 @@ std::string resolve(const TensorMap& t, const std::string& name) {
 GPT2::GPT2(ModelConfig config, GPT2Options options, const TensorMap& t)
     : DecoderModel(std::move(config)), options_(options) {
   const int64_t C = config_.hidden, V = config_.vocab_size, I = config_.intermediate;
-  if (C % config_.heads != 0)
-    throw ValueError("GPT-2 config: n_embd = " + std::to_string(C) + " is not a multiple of n_head = " +
-                     std::to_string(config_.heads));
   const auto get = [&t](const std::string& name, std::vector<int64_t> shape) {
     return t.get(resolve(t, name), shape);
   };

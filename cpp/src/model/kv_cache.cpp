@@ -4,10 +4,16 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kvgen/limits.h"
+
 namespace kvgen {
 
 KVCache::KVCache(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_heads, int64_t head_dim)
-    : layers_(layers), rows_(rows), ctx_(max_context), heads_(kv_heads), hd_(head_dim), length_(rows, 0) {
+    : layers_(layers), rows_(rows), ctx_(max_context), heads_(kv_heads), hd_(head_dim) {
+  // The element count must fit before from_shape multiplies it in size_t.
+  [[maybe_unused]] int64_t floats = 1;
+  for (int64_t n : {layers, rows, kv_heads, max_context, head_dim}) floats = limits::checked_mul(floats, n, "KV cache");
+  length_.assign(rows, 0);
   const std::array<size_t, 5> shape{static_cast<size_t>(layers), static_cast<size_t>(rows),
                                     static_cast<size_t>(kv_heads), static_cast<size_t>(max_context),
                                     static_cast<size_t>(head_dim)};

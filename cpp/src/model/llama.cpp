@@ -14,13 +14,12 @@ Llama::Llama(ModelConfig config, LlamaOptions options, const TensorMap& t)
     : DecoderModel(std::move(config)), options_(std::move(options)) {
   const int64_t C = config_.hidden, V = config_.vocab_size, I = config_.intermediate;
   const int64_t H = config_.heads, KV = config_.kv_heads, hd = config_.head_dim;
-  if (H < 1 || KV < 1 || H % KV != 0)
-    throw ValueError("Llama config: num_attention_heads = " + std::to_string(H) +
-                     " is not a positive multiple of num_key_value_heads = " + std::to_string(KV));
-  if (hd < 2 || hd % 2 != 0) throw ValueError("Llama config: head_dim = " + std::to_string(hd) + " must be even");
   if (static_cast<int64_t>(options_.inv_freq.size()) != hd / 2)
     throw ValueError("Llama: " + std::to_string(options_.inv_freq.size()) + " rotary frequencies for head_dim " +
                      std::to_string(hd) + " (need head_dim / 2)");
+  for (float f : options_.inv_freq)
+    if (!std::isfinite(f)) throw ValueError("Llama: a rotary inverse frequency is " + std::to_string(f) +
+                                            " (check rope_theta and the rope scaling parameters)");
   const auto linear_weights = [&t](const std::string& name, int64_t out, int64_t in) {
     const std::string bias = name + ".bias";
     return Linear{t.get(name + ".weight", {out, in}), t.has(bias) ? t.get(bias, {out}) : nullptr};
@@ -40,12 +39,17 @@ Llama::Llama(ModelConfig config, LlamaOptions options, const TensorMap& t)
                        linear_weights(p + "mlp.up_proj", I, C),
                        linear_weights(p + "mlp.down_proj", C, I)});
   }
-  // cos/sin of every position as transformers computes them: the angle is the float32
-  // product position * inv_freq.
-  const int64_t half = hd / 2;
-  cos_.resize(config_.context_length * half);
-  sin_.resize(config_.context_length * half);
-  for (int64_t p = 0; p < config_.context_length; ++p)
+}
+
+void Llama::reserve_positions(int64_t end) {
+  // cos/sin as transformers computes them: the angle is the float32 product position *
+  // inv_freq, its cos/sin taken in double. Positions already computed are kept.
+  const int64_t half = config_.head_dim / 2;
+  const int64_t have = static_cast<int64_t>(cos_.size()) / half;
+  if (end <= have) return;
+  cos_.resize(end * half);
+  sin_.resize(end * half);
+  for (int64_t p = have; p < end; ++p)
     for (int64_t i = 0; i < half; ++i) {
       const float angle = static_cast<float>(p) * options_.inv_freq[i];
       cos_[p * half + i] = static_cast<float>(std::cos(static_cast<double>(angle)));

@@ -21,7 +21,9 @@ class DecoderModel : public Model {
   void forward(const std::vector<RowTokens>& chunks, KVCache& cache, float* logits, bool all_positions) final;
 
  protected:
-  explicit DecoderModel(ModelConfig config) : config_(std::move(config)) {}
+  // Validates the config (ModelConfig::validate) before the architecture reads its
+  // tensors or allocates anything sized by it.
+  explicit DecoderModel(ModelConfig config) : config_(std::move(config)) { config_.validate(); }
 
   // The new tokens of one forward call, chunk after chunk.
   struct Batch {
@@ -33,6 +35,10 @@ class DecoderModel : public Model {
     int64_t max_scores = 0;          // attention scratch: max over chunks of count * (start + count)
   };
 
+  // Called once per forward, after the request checks and before embed: the batch uses
+  // positions below `end` (<= context_length). Position tables grow here, so they are
+  // sized by what generations use, not by the declared context.
+  virtual void reserve_positions(int64_t end) { (void)end; }
   // x (n, C): the input embeddings of the batch's tokens.
   virtual void embed(float* x, const Batch& batch) = 0;
   // One residual block over x (n, C) in place; writes the layer's keys/values.

@@ -27,6 +27,7 @@ class Llama : public DecoderModel {
   Llama(ModelConfig config, LlamaOptions options, const TensorMap& tensors);
 
  protected:
+  void reserve_positions(int64_t end) override;
   void embed(float* x, const Batch& batch) override;
   void block(int64_t layer, float* x, const Batch& batch, KVCache& cache) override;
   void final_norm(float* out, const float* x, int64_t m) override;
@@ -46,7 +47,9 @@ class Llama : public DecoderModel {
   const float* embed_;     // (vocab, C)
   const float* norm_;      // (C)
   std::vector<Layer> layers_;
-  std::vector<float> cos_, sin_;  // (context, head_dim / 2)
+  // (positions, head_dim / 2): rotary cos/sin of the positions used so far, extended by
+  // reserve_positions; never longer than context_length.
+  std::vector<float> cos_, sin_;
 };
 
 }  // namespace kvgen

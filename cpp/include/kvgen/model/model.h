@@ -8,20 +8,9 @@
 #include <vector>
 
 #include "kvgen/model/kv_cache.h"
+#include "kvgen/model/model_config.h"
 
 namespace kvgen {
-
-struct ModelConfig {
-  std::string architecture;   // "gpt2", "llama"
-  int64_t vocab_size = 0;
-  int64_t context_length = 0; // positions the model supports
-  int64_t hidden = 0;         // C
-  int64_t layers = 0;
-  int64_t heads = 0;
-  int64_t kv_heads = 0;       // < heads under grouped-query attention
-  int64_t head_dim = 0;
-  int64_t intermediate = 0;   // MLP width
-};
 
 // The new tokens of one cache row.
 struct RowTokens {

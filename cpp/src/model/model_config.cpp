@@ -1,0 +1,53 @@
+// ModelConfig::validate: positive sizes within kvgen's limits, consistent with each other.
+#include "kvgen/model/model_config.h"
+
+#include "kvgen/errors.h"
+#include "kvgen/limits.h"
+
+namespace kvgen {
+namespace {
+
+enum Field { kVocab, kContext, kHidden, kLayers, kHeads, kKvHeads, kHeadDim, kIntermediate };
+
+// The config key a field comes from, as the user's config.json (or the GGUF loader's
+// translation of its header) spells it.
+const char* key(const std::string& arch, Field f) {
+  static const char* gpt2[] = {"vocab_size", "n_positions", "n_embd", "n_layer", "n_head", "n_head", "n_embd / n_head",
+                               "n_inner"};
+  static const char* llama[] = {"vocab_size",          "max_position_embeddings", "hidden_size", "num_hidden_layers",
+                                "num_attention_heads", "num_key_value_heads",     "head_dim",    "intermediate_size"};
+  return (arch == "gpt2" ? gpt2 : llama)[f];
+}
+
+void check_size(const std::string& arch, Field f, int64_t value, int64_t limit) {
+  const std::string name = arch + " config: " + key(arch, f);
+  if (value < 1) throw ValueError(name + " = " + std::to_string(value) + " must be a positive integer");
+  limits::check_at_most(name, value, limit);
+}
+
+}  // namespace
+
+void ModelConfig::validate() const {
+  const std::string& a = architecture;
+  check_size(a, kVocab, vocab_size, limits::kMaxVocab);
+  check_size(a, kContext, context_length, limits::kMaxContext);
+  check_size(a, kHidden, hidden, limits::kMaxWidth);
+  check_size(a, kLayers, layers, limits::kMaxLayers);
+  check_size(a, kHeads, heads, limits::kMaxHeads);
+  check_size(a, kKvHeads, kv_heads, limits::kMaxHeads);
+  check_size(a, kHeadDim, head_dim, limits::kMaxWidth);
+  check_size(a, kIntermediate, intermediate, limits::kMaxWidth);
+  const std::string prefix = a + " config: ";
+  if (heads % kv_heads != 0)
+    throw ValueError(prefix + key(a, kHeads) + " = " + std::to_string(heads) + " is not a multiple of " +
+                     key(a, kKvHeads) + " = " + std::to_string(kv_heads));
+  const int64_t width = limits::checked_mul(heads, head_dim, prefix + key(a, kHeads) + " x " + key(a, kHeadDim));
+  limits::check_at_most(prefix + key(a, kHeads) + " x " + key(a, kHeadDim), width, limits::kMaxWidth);
+  if (a == "llama" && head_dim % 2 != 0)
+    throw ValueError(prefix + "head_dim = " + std::to_string(head_dim) + " must be even (rotary embeddings rotate pairs)");
+  if (a == "gpt2" && width != hidden)
+    throw ValueError(prefix + "n_embd = " + std::to_string(hidden) + " is not a multiple of n_head = " +
+                     std::to_string(heads));
+}
+
+}  // namespace kvgen
