@@ -32,7 +32,7 @@ import gguf_fuzz
 from gguf_models import add_gguf_tokenizer, train_byte_level_bpe, train_sentencepiece_bpe
 from sandbox import Sandbox, is_clean_refusal
 
-DEFAULT_CASES = 2000
+DEFAULT_CASES = 10000  # about 15 s here
 CASE_TIMEOUT_S = 10.0
 
 
