@@ -94,11 +94,13 @@ void matmul_float(const PackedView& w, const float* x, int64_t rows, int64_t ldx
       float acc[kMaxTile][kGroupRows] = {};
       for (int64_t b = 0; b < blocks; ++b) {
         unpack_tile<L>(w.data + (g * blocks + b) * L::kTileBytes, t);
+        float wf[kGroupRows][kBlockSize];  // the tile's weights, dequantized once for all rows of x
+        for (int r = 0; r < kGroupRows; ++r)
+          for (int k = 0; k < kBlockSize; ++k) wf[r][k] = t.d[r] * static_cast<float>(t.u[r][k]) + t.min[r];
         for (int64_t m = 0; m < mt; ++m) {
           const float* xb = x + (m0 + m) * ldx + b * kBlockSize;
           for (int r = 0; r < kGroupRows; ++r)
-            for (int k = 0; k < kBlockSize; ++k)
-              acc[m][r] += (t.d[r] * static_cast<float>(t.u[r][k]) + t.min[r]) * xb[k];
+            for (int k = 0; k < kBlockSize; ++k) acc[m][r] += wf[r][k] * xb[k];
         }
       }
       store_group(acc, rows_here, mt, out + m0 * ldo + g * kGroupRows, ldo);
