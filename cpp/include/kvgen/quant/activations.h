@@ -1,0 +1,35 @@
+// Activations quantized per 32-block to int8 (llama.cpp's Q8_1), once per input and shared
+// by every product that reads that input (q/k/v, gate/up).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kvgen/quant/kernel_abi.h"
+
+namespace kvgen::quant {
+
+class QuantizedActivations {
+ public:
+  // Buffers for up to max_rows rows of `cols` values (cols a positive multiple of 32),
+  // allocated here once; quantize() never allocates.
+  QuantizedActivations(int64_t max_rows, int64_t cols);
+
+  // Quantizes x (rows, cols), row stride ldx: per block d = max|x| / 127, q = round(x / d)
+  // (half away from zero), s = d * sum(q). A block holding NaN or inf gets d = s = NaN and
+  // q = 0, so the products of its row are NaN rather than garbage.
+  void quantize(const float* x, int64_t rows, int64_t ldx);
+
+  int64_t max_rows() const { return max_rows_; }
+  int64_t cols() const { return cols_; }
+  // The rows quantized last.
+  Int8View view() const { return {q_.data(), d_.data(), s_.data(), rows_, cols_}; }
+
+ private:
+  int64_t max_rows_, cols_, rows_ = 0;
+  std::vector<int8_t> q_;  // (max_rows, cols)
+  std::vector<float> d_;   // (max_rows, cols / 32)
+  std::vector<float> s_;   // (max_rows, cols / 32)
+};
+
+}  // namespace kvgen::quant

@@ -1,0 +1,33 @@
+// out (M, N) = x (M, K) @ W^T for a packed quantized W (N, K), over a range of 16-row
+// groups so that threads can split a product; each weight tile is read once for up to
+// 8 (AVX-512) or 4 (AVX2) activation rows. No allocation.
+#pragma once
+
+#include <cstdint>
+
+#include "kvgen/quant/activations.h"
+#include "kvgen/quant/dispatch.h"
+#include "kvgen/quant/packed_matrix.h"
+
+namespace kvgen::quant {
+
+// Output rows [16 * first, min(N, 16 * last)) of the product; the others are not written.
+struct GroupRange {
+  int64_t first;
+  int64_t last;
+};
+
+// The whole matrix.
+inline GroupRange all_groups(const PackedMatrix& w) { return {0, w.groups()}; }
+
+// Int8 activations (x as quantized last): out[m * ldo + n] = sum_k x[m, k] * W[n, k].
+// ValueError if x.cols() != K, ldo < N or the range is not within [0, groups].
+void matmul_int8(const PackedMatrix& w, const QuantizedActivations& x, float* out, int64_t ldo, GroupRange groups,
+                 CpuPath path);
+
+// Float activations x (rows, K), row stride ldx: "exact" mode, float32 products of the
+// file's weights (dequantized tile by tile in registers) and x.
+void matmul_float(const PackedMatrix& w, const float* x, int64_t rows, int64_t ldx, float* out, int64_t ldo,
+                  GroupRange groups, CpuPath path);
+
+}  // namespace kvgen::quant

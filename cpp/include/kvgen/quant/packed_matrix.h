@@ -1,0 +1,41 @@
+// A GGUF block-quantized weight matrix, repacked once at load into 16-row interleaved
+// tiles (kernel_abi.h) that the matmul kernels read directly: never expanded to float.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kvgen/quant/kernel_abi.h"
+#include "kvgen/quant/quant_type.h"
+
+namespace kvgen::quant {
+
+class PackedMatrix {
+ public:
+  // Repacks `raw`, the file's bytes of a [rows, cols] tensor of `type` (row-major: row n
+  // is cols / 32 blocks). ValueError if cols is not a positive multiple of 32, rows < 1,
+  // a size is above kvgen's limits, or raw_bytes is not rows * cols / 32 * block bytes.
+  PackedMatrix(QuantType type, const uint8_t* raw, int64_t raw_bytes, int64_t rows, int64_t cols);
+  // Movable, not copyable: view() points into the buffer (a move keeps the buffer).
+  PackedMatrix(PackedMatrix&&) = default;
+  PackedMatrix& operator=(PackedMatrix&&) = default;
+  PackedMatrix(const PackedMatrix&) = delete;
+  PackedMatrix& operator=(const PackedMatrix&) = delete;
+
+  QuantType type() const { return view_.type; }
+  int64_t rows() const { return view_.rows; }
+  int64_t cols() const { return view_.cols; }
+  int64_t groups() const { return view_.groups; }
+  // Bytes held: the file's bytes plus the zero padding of a last group of < 16 rows.
+  int64_t bytes() const { return static_cast<int64_t>(tiles_.size()); }
+  const PackedView& view() const { return view_; }
+
+  // Row n as float (the file's values, bit for bit) into out[0, cols): for embedding lookups.
+  void dequantize_row(int64_t n, float* out) const;
+
+ private:
+  std::vector<uint8_t> tiles_;  // (groups, blocks, tile bytes)
+  PackedView view_;
+};
+
+}  // namespace kvgen::quant

@@ -1,0 +1,66 @@
+// Per-block int8 quantization of activations (llama.cpp's quantize_row_q8_1 arithmetic).
+#include "kvgen/quant/activations.h"
+
+#include <cmath>
+#include <string>
+
+#include "kvgen/errors.h"
+#include "kvgen/limits.h"
+
+namespace kvgen::quant {
+
+namespace {
+
+// One 32-value block: q, and its d and s.
+void quantize_block(const float* x, int8_t* q, float* d_out, float* s_out) {
+  float amax = 0.0f;
+  bool finite = true;
+  for (int k = 0; k < kBlockSize; ++k) {
+    finite &= std::isfinite(x[k]);
+    amax = std::fmax(amax, std::fabs(x[k]));
+  }
+  if (!finite) {  // a NaN scale makes every product of this row NaN, as float math would
+    for (int k = 0; k < kBlockSize; ++k) q[k] = 0;
+    *d_out = *s_out = std::nanf("");
+    return;
+  }
+  const float d = amax / 127.0f;
+  const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
+  int sum = 0;
+  for (int k = 0; k < kBlockSize; ++k) {
+    // |x * inverse| <= 127 up to rounding; the clamp keeps it so
+    const float v = std::fmin(127.0f, std::fmax(-127.0f, std::round(x[k] * inverse)));
+    q[k] = static_cast<int8_t>(v);
+    sum += q[k];
+  }
+  *d_out = d;
+  *s_out = d * static_cast<float>(sum);
+}
+
+}  // namespace
+
+QuantizedActivations::QuantizedActivations(int64_t max_rows, int64_t cols) : max_rows_(max_rows), cols_(cols) {
+  if (max_rows < 1) throw ValueError("activations: max_rows = " + std::to_string(max_rows) + " must be >= 1");
+  if (cols < kBlockSize || cols % kBlockSize != 0)
+    throw ValueError("activations: cols = " + std::to_string(cols) + " must be a positive multiple of 32");
+  limits::check_at_most("activations max_rows", max_rows, limits::kMaxRows);
+  limits::check_at_most("activations cols", cols, limits::kMaxWidth);
+  q_.resize(static_cast<size_t>(max_rows * cols));
+  d_.resize(static_cast<size_t>(max_rows * cols / kBlockSize));
+  s_.resize(d_.size());
+}
+
+void QuantizedActivations::quantize(const float* x, int64_t rows, int64_t ldx) {
+  if (rows < 0 || rows > max_rows_)
+    throw ValueError("activations: rows = " + std::to_string(rows) + " must be in [0, " + std::to_string(max_rows_) +
+                     "] (max_rows)");
+  if (ldx < cols_) throw ValueError("activations: row stride " + std::to_string(ldx) + " < cols " + std::to_string(cols_));
+  const int64_t blocks = cols_ / kBlockSize;
+  for (int64_t m = 0; m < rows; ++m)
+    for (int64_t b = 0; b < blocks; ++b)
+      quantize_block(x + m * ldx + b * kBlockSize, q_.data() + m * cols_ + b * kBlockSize, &d_[m * blocks + b],
+                     &s_[m * blocks + b]);
+  rows_ = rows;
+}
+
+}  // namespace kvgen::quant

@@ -1,0 +1,213 @@
+// AVX2 + FMA kernels over the same 16-row tiles, in two 8-row halves (one 256-bit
+// register = one value per row of a half). Int8 mode multiplies with maddubs + madd:
+// 4/5-bit quants (<= 31) times int8 activations cannot saturate maddubs' int16 pairs;
+// 8-bit quants are turned back to signed (u - 128) and multiplied with llama.cpp's
+// sign trick (|w| x sign(x, w)), so their minimum term is already inside the dot.
+// Compiled with -mavx2 -mfma -mf16c (CMakeLists.txt); file-local, run only after
+// dispatch.cpp has checked the CPU.
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "kvgen/quant/kernel_abi.h"
+
+namespace kvgen::quant {
+
+namespace {
+
+constexpr int64_t kMaxTile = 4;  // activation rows per pass over the weights (registers)
+constexpr int64_t kHalfRows = 8;
+
+__m256 load_halves(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+
+template <class L>
+__m256 load_mins(const uint8_t* tile, int h, __m256 d) {
+  if constexpr (L::kHasMin)
+    return load_halves(tile + L::kMinsAt + 16 * h);
+  else
+    return _mm256_mul_ps(d, _mm256_set1_ps(static_cast<float>(L::kOffset)));
+}
+
+__m256i load_chunk(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+
+int32_t load_i32(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// 0x10 in byte i where bit i of the 32 bits at p is set (llama.cpp's bytes_from_bits_32).
+__m256i fifth_bits(const uint8_t* p) {
+  uint32_t bits;
+  std::memcpy(&bits, p, 4);
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int32_t>(bits)),
+      _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0x0000000000000000));
+  const __m256i set = _mm256_cmpeq_epi8(_mm256_or_si256(spread, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe)),
+                                        _mm256_set1_epi64x(-1));
+  return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+}
+
+// Half h of 4/5-bit chunk c: weights 4c..4c+3 (low) and 4c+16..4c+19 (high) of 8 rows.
+template <class L>
+void nibble_chunks(const uint8_t* tile, int h, int c, __m256i& low, __m256i& high) {
+  const __m256i nibble = _mm256_set1_epi8(0x0F);
+  const __m256i raw = load_chunk(tile + L::kQuantsAt + 64 * c + 32 * h);
+  low = _mm256_and_si256(raw, nibble);
+  high = _mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble);
+  if constexpr (L::kBits == 5) {  // a mask's bits 32h..32h+31 belong to rows 8h..8h+7
+    low = _mm256_or_si256(low, fifth_bits(tile + L::kMasksAt + 8 * c + 4 * h));
+    high = _mm256_or_si256(high, fifth_bits(tile + L::kMasksAt + 8 * (c + 4) + 4 * h));
+  }
+}
+
+// dot[m] (lane r) = sum_k w[r][k] * xq[m][k] over half h of a tile, where w is the
+// unsigned quant (4/5-bit) or the signed one (8-bit).
+template <class L, int MT>
+void tile_dots(const uint8_t* tile, int h, const int8_t* const* xq, __m256i* dot) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int m = 0; m < MT; ++m) dot[m] = _mm256_setzero_si256();
+  if constexpr (L::kBits == 8) {
+    for (int c = 0; c < 8; ++c) {
+      const __m256i w = _mm256_xor_si256(load_chunk(tile + L::kQuantsAt + 64 * c + 32 * h), _mm256_set1_epi8(-128));
+      const __m256i w_abs = _mm256_sign_epi8(w, w);  // |-128| reads as 128 unsigned
+      for (int m = 0; m < MT; ++m) {
+        const __m256i xs = _mm256_sign_epi8(_mm256_set1_epi32(load_i32(xq[m] + 4 * c)), w);
+        dot[m] = _mm256_add_epi32(dot[m], _mm256_madd_epi16(_mm256_maddubs_epi16(w_abs, xs), ones));
+      }
+    }
+  } else {
+    for (int c = 0; c < 4; ++c) {
+      __m256i low, high;
+      nibble_chunks<L>(tile, h, c, low, high);
+      for (int m = 0; m < MT; ++m) {
+        // each int16 pair sum is at most 2 * 31 * 127, so two add without overflow
+        const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(low, _mm256_set1_epi32(load_i32(xq[m] + 4 * c))),
+                                               _mm256_maddubs_epi16(high, _mm256_set1_epi32(load_i32(xq[m] + 16 + 4 * c))));
+        dot[m] = _mm256_add_epi32(dot[m], _mm256_madd_epi16(pairs, ones));
+      }
+    }
+  }
+}
+
+// Writes the valid rows of one half-group for MT activation rows.
+template <int MT>
+void store_half(const __m256* acc, int64_t rows_here, float* out, int64_t ldo) {
+  for (int m = 0; m < MT; ++m) {
+    if (rows_here == kHalfRows) {
+      _mm256_storeu_ps(out + m * ldo, acc[m]);
+    } else {
+      alignas(32) float lanes[kHalfRows];
+      _mm256_store_ps(lanes, acc[m]);
+      for (int64_t r = 0; r < rows_here; ++r) out[m * ldo + r] = lanes[r];
+    }
+  }
+}
+
+// Rows of group g's half h that exist (0 for a padded half).
+int64_t rows_in_half(const PackedView& w, int64_t g, int h) {
+  const int64_t left = w.rows - g * kGroupRows - h * kHalfRows;
+  return left < 0 ? 0 : (left < kHalfRows ? left : kHalfRows);
+}
+
+// Activation rows [m0, m0 + MT) x groups [g0, g1); each group's stream is read once
+// per half (the second pass finds it in cache).
+template <class L, int MT>
+void int8_tile_rows(const PackedView& w, const Int8View& x, int64_t m0, float* out, int64_t ldo, int64_t g0,
+                    int64_t g1) {
+  const int64_t blocks = w.blocks;
+  for (int64_t g = g0; g < g1; ++g)
+    for (int h = 0; h < 2; ++h) {
+      const int64_t rows_here = rows_in_half(w, g, h);
+      if (rows_here == 0) continue;
+      const uint8_t* tile = w.data + g * blocks * L::kTileBytes;
+      __m256 acc[MT];
+      for (int m = 0; m < MT; ++m) acc[m] = _mm256_setzero_ps();
+      for (int64_t b = 0; b < blocks; ++b, tile += L::kTileBytes) {
+        const int8_t* xq[MT];
+        for (int m = 0; m < MT; ++m) xq[m] = x.q + (m0 + m) * x.cols + b * kBlockSize;
+        __m256i dot[MT];
+        tile_dots<L, MT>(tile, h, xq, dot);
+        const __m256 d = load_halves(tile + L::kScalesAt + 16 * h);
+        for (int m = 0; m < MT; ++m) {
+          const int64_t xb = (m0 + m) * blocks + b;
+          acc[m] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x.d[xb])), _mm256_cvtepi32_ps(dot[m]), acc[m]);
+          if constexpr (L::kBits != 8) acc[m] = _mm256_fmadd_ps(load_mins<L>(tile, h, d), _mm256_set1_ps(x.s[xb]), acc[m]);
+        }
+      }
+      store_half<MT>(acc, rows_here, out + m0 * ldo + g * kGroupRows + h * kHalfRows, ldo);
+    }
+}
+
+// acc[m] += W[:, k] * x[m][k] for the 4 weights k = k0..k0+3 held in each lane of u.
+template <int MT>
+void fma_lanes(__m256i u, __m256 d, __m256 mins, const float* const* xb, int k0, __m256* acc) {
+  const __m256i byte = _mm256_set1_epi32(0xFF);
+  for (int j = 0; j < 4; ++j, u = _mm256_srli_epi32(u, 8)) {
+    const __m256 wk = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(_mm256_and_si256(u, byte)), mins);
+    for (int m = 0; m < MT; ++m) acc[m] = _mm256_fmadd_ps(wk, _mm256_set1_ps(xb[m][k0 + j]), acc[m]);
+  }
+}
+
+template <class L, int MT>
+void float_tile_rows(const PackedView& w, const float* x, int64_t ldx, int64_t m0, float* out, int64_t ldo,
+                     int64_t g0, int64_t g1) {
+  const int64_t blocks = w.blocks;
+  for (int64_t g = g0; g < g1; ++g)
+    for (int h = 0; h < 2; ++h) {
+      const int64_t rows_here = rows_in_half(w, g, h);
+      if (rows_here == 0) continue;
+      const uint8_t* tile = w.data + g * blocks * L::kTileBytes;
+      __m256 acc[MT];
+      for (int m = 0; m < MT; ++m) acc[m] = _mm256_setzero_ps();
+      for (int64_t b = 0; b < blocks; ++b, tile += L::kTileBytes) {
+        const float* xb[MT];
+        for (int m = 0; m < MT; ++m) xb[m] = x + (m0 + m) * ldx + b * kBlockSize;
+        const __m256 d = load_halves(tile + L::kScalesAt + 16 * h);
+        const __m256 mins = load_mins<L>(tile, h, d);
+        if constexpr (L::kBits == 8) {
+          for (int c = 0; c < 8; ++c)
+            fma_lanes<MT>(load_chunk(tile + L::kQuantsAt + 64 * c + 32 * h), d, mins, xb, 4 * c, acc);
+        } else {
+          for (int c = 0; c < 4; ++c) {
+            __m256i low, high;
+            nibble_chunks<L>(tile, h, c, low, high);
+            fma_lanes<MT>(low, d, mins, xb, 4 * c, acc);
+            fma_lanes<MT>(high, d, mins, xb, 16 + 4 * c, acc);
+          }
+        }
+      }
+      store_half<MT>(acc, rows_here, out + m0 * ldo + g * kGroupRows + h * kHalfRows, ldo);
+    }
+}
+
+// Calls f.template operator()<MT>() for MT = rows (1..kMaxTile).
+template <int MT = kMaxTile, class F>
+void with_tile(int64_t rows, F&& f) {
+  if constexpr (MT > 1) {
+    if (rows < MT) return with_tile<MT - 1>(rows, f);
+  }
+  f.template operator()<MT>();
+}
+
+void matmul_int8(const PackedView& w, const Int8View& x, float* out, int64_t ldo, int64_t g0, int64_t g1) {
+  with_layout(w.type, [&]<class L>() {
+    for (int64_t m0 = 0; m0 < x.rows; m0 += kMaxTile)
+      with_tile(x.rows - m0, [&]<int MT>() { int8_tile_rows<L, MT>(w, x, m0, out, ldo, g0, g1); });
+  });
+}
+
+void matmul_float(const PackedView& w, const float* x, int64_t rows, int64_t ldx, float* out, int64_t ldo,
+                  int64_t g0, int64_t g1) {
+  with_layout(w.type, [&]<class L>() {
+    for (int64_t m0 = 0; m0 < rows; m0 += kMaxTile)
+      with_tile(rows - m0, [&]<int MT>() { float_tile_rows<L, MT>(w, x, ldx, m0, out, ldo, g0, g1); });
+  });
+}
+
+}  // namespace
+
+KernelTable avx2_kernels() { return {matmul_int8, matmul_float}; }
+
+}  // namespace kvgen::quant
