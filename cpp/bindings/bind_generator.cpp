@@ -4,6 +4,8 @@
 #include <pybind11/stl.h>
 
 #include <mutex>
+#include <optional>
+#include <utility>
 
 #include "arrays.h"
 #include "py_model.h"
@@ -42,8 +44,42 @@ std::vector<std::string> token_texts(py::handle obj) {
   return out;
 }
 
-std::vector<std::vector<int64_t>> prompt_lists(py::handle prompts) {
+// A Python int as int64; ValueError naming `where()` when it does not fit.
+template <class Where>
+int64_t int64_of(py::handle value, Where where) {
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+  if (overflow != 0)
+    throw ValueError(where() + ": " + std::string(py::str(value)) + " does not fit in a 64-bit integer (token ids "
+                     "are 0 .. vocab_size - 1)");
+  if (v == -1 && PyErr_Occurred()) throw py::error_already_set();
+  return v;
+}
+
+// sequence_ids: None (empty) or one int per prompt.
+std::vector<int64_t> sequence_id_list(py::handle ids) {
+  std::vector<int64_t> out;
+  if (ids.is_none()) return out;
+  if (py::isinstance<py::str>(ids) || !py::hasattr(ids, "__iter__"))
+    throw TypeError("sequence_ids must be a list of ints (one per prompt) or None");
+  py::object seq = py::isinstance<py::array>(ids) ? py::object(ids.attr("tolist")()) : py::reinterpret_borrow<py::object>(ids);
+  for (py::handle v : py::iter(seq)) {
+    if (!py::isinstance<py::int_>(v) || py::isinstance<py::bool_>(v))
+      throw TypeError("sequence_ids must hold ints, got " + std::string(py::str(py::type::of(v).attr("__name__"))));
+    int overflow = 0;
+    const long long id = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+    if (overflow != 0)
+      throw ValueError("sequence_ids[" + std::to_string(out.size()) + "] = " + std::string(py::str(v)) +
+                       " does not fit in a 64-bit integer");
+    out.push_back(id);
+  }
+  return out;
+}
+
+std::vector<std::vector<int64_t>> prompt_lists(py::handle given) {
   py::module_ np = py::module_::import("numpy");
+  // owns the list an array converts to (a handle alone would dangle)
+  py::object prompts = py::reinterpret_borrow<py::object>(given);
   if (py::isinstance<py::array>(prompts)) {
     py::array a = py::reinterpret_borrow<py::array>(prompts);
     const char kind = a.dtype().kind();
@@ -61,45 +97,75 @@ std::vector<std::vector<int64_t>> prompt_lists(py::handle prompts) {
     py::object seq = py::isinstance<py::array>(p) ? py::object(p.attr("tolist")()) : py::reinterpret_borrow<py::object>(p);
     for (py::handle t : py::iter(seq)) {
       if (!py::isinstance<py::int_>(t)) throw TypeError("prompts must hold integer token ids");
-      ids.push_back(t.cast<int64_t>());
+      ids.push_back(int64_of(t, [&] { return "prompt " + std::to_string(out.size()) + ", position " +
+                                             std::to_string(ids.size()); }));
     }
     out.push_back(std::move(ids));
   }
   return out;
 }
 
-py::array_t<int64_t> next_tokens_of(const Generator& g) { return copy_array(g.next_tokens(), g.rows()); }
+py::object int_array_or_none(const std::optional<std::vector<int64_t>>& v) {
+  return v ? py::object(copy_array(v->data(), static_cast<int64_t>(v->size()))) : py::object(py::none());
+}
 
-py::object beam_indices_of(const Generator& g) {
+std::vector<int64_t> next_tokens_of(const Generator& g) { return {g.next_tokens(), g.next_tokens() + g.rows()}; }
+
+std::optional<std::vector<int64_t>> beam_indices_of(const Generator& g) {
   const int64_t* p = g.beam_indices();
-  return p ? py::object(copy_array(p, g.rows())) : py::object(py::none());
+  if (!p) return std::nullopt;
+  return std::vector<int64_t>(p, p + g.rows());
 }
 
-py::list sequences_of(const Generator& g) {
-  py::list out;
+std::vector<std::vector<int64_t>> sequences_of(const Generator& g) {
   const Sequences& s = g.sequences();
-  for (int64_t r = 0; r < s.rows(); ++r) out.append(copy_array(s.tokens(r), s.length(r)));
+  std::vector<std::vector<int64_t>> out(s.rows());
+  for (int64_t r = 0; r < s.rows(); ++r) out[r].assign(s.tokens(r), s.tokens(r) + s.length(r));
   return out;
 }
 
-py::list finish_reasons_of(const Generator& g) {
+std::vector<FinishReason> finish_reasons_of(const Generator& g) {
+  std::vector<FinishReason> out(g.rows());
+  for (int64_t r = 0; r < g.rows(); ++r) out[r] = g.finish_reason(r);
+  return out;
+}
+
+py::list list_of_arrays(const std::vector<std::vector<int64_t>>& rows) {
   py::list out;
-  for (int64_t r = 0; r < g.rows(); ++r) out.append(reason_object(g.finish_reason(r)));
+  for (const auto& r : rows) out.append(copy_array(r.data(), static_cast<int64_t>(r.size())));
   return out;
 }
 
-// The last processed logits as a view over the generator's buffer, kept alive by owner.
-py::object last_logits_of(Generator& g, py::handle owner) {
-  if (g.steps() == 0) return py::none();
-  const auto rows = static_cast<py::ssize_t>(g.rows()), vocab = static_cast<py::ssize_t>(g.vocab());
+py::list reason_list(const std::vector<FinishReason>& reasons) {
+  py::list out;
+  for (FinishReason r : reasons) out.append(reason_object(r));
+  return out;
+}
+
+// Where the last processed logits are: (data, rows, vocab), data null before the first step.
+struct LogitsBuffer {
+  float* data = nullptr;
+  int64_t rows = 0, vocab = 0;
+};
+
+LogitsBuffer last_logits_buffer(Generator& g) {
+  if (g.steps() == 0) return {};
+  return {g.processed_logits(), g.rows(), g.vocab()};
+}
+
+// A view over the generator's buffer, kept alive by owner (the buffer lives as long as
+// the generator: see Generator::processed_logits).
+py::object logits_view_of(const LogitsBuffer& b, py::handle owner) {
+  if (!b.data) return py::none();
+  const auto rows = static_cast<py::ssize_t>(b.rows), vocab = static_cast<py::ssize_t>(b.vocab);
   const std::vector<py::ssize_t> shape{rows, vocab};
   const std::vector<py::ssize_t> strides{vocab * static_cast<py::ssize_t>(sizeof(float)), sizeof(float)};
-  return py::array_t<float>(shape, strides, g.processed_logits(), owner);
+  return py::array_t<float>(shape, strides, b.data, owner);
 }
 
-py::list hypotheses_of(const Generator& g) {
+py::list hypotheses_of(const std::vector<std::vector<Hypothesis>>& results) {
   py::list out;
-  for (const auto& per_input : g.results()) {
+  for (const auto& per_input : results) {
     py::list row;
     for (const Hypothesis& h : per_input) {
       py::dict d;
@@ -125,6 +191,16 @@ struct StepResult {
   bool done;
 };
 
+// Runs f(generator) with `mutex` held and the GIL released, so that a thread holding the
+// mutex never waits for the GIL (f must not touch Python objects: it copies what it reads
+// into C++ values, converted once the mutex is released).
+template <class G, class F>
+auto under_lock(std::mutex& mutex, G& generator, F&& f) {
+  py::gil_scoped_release release;
+  std::lock_guard<std::mutex> lock(mutex);
+  return f(generator);
+}
+
 class PyGenerator {
  public:
   PyGenerator(const GenerationConfig& config, std::optional<int64_t> batch_size, py::object token_strings,
@@ -135,88 +211,131 @@ class PyGenerator {
     gen_.set_keep_raw_logprobs(output_raw_logprobs);
   }
 
-  void append_tokens(py::handle prompts) {
+  // f(Generator&) under the generator's mutex (see under_lock).
+  template <class F>
+  auto read(F&& f) {
+    return under_lock(mutex_, gen_, std::forward<F>(f));
+  }
+
+  void append_tokens(py::handle prompts, py::handle sequence_ids) {
     auto lists = prompt_lists(prompts);
+    auto ids = sequence_id_list(sequence_ids);
     if (expected_batch_ && static_cast<int64_t>(lists.size()) != *expected_batch_)
       throw ValueError("got " + std::to_string(lists.size()) + " prompts, but the Generator was made for batch_size " +
                        std::to_string(*expected_batch_));
-    gen_.append_tokens(lists);
+    read([&](Generator& g) {
+      g.append_tokens(lists, ids);
+      return 0;
+    });
   }
 
   StepResult step(py::handle logits) {
     LogitsView lv = logits_view(logits, false);
-    {
-      py::gil_scoped_release release;
-      std::lock_guard<std::mutex> lock(mutex_);
-      gen_.step(lv.data, lv.rows, lv.vocab);
-    }
-    return {next_tokens_of(gen_), beam_indices_of(gen_), gen_.done()};
+    struct Out {
+      std::vector<int64_t> tokens;
+      std::optional<std::vector<int64_t>> parents;
+      bool done;
+    };
+    // the step and the copy of its outcome in one critical section: another thread's
+    // step cannot slip in between
+    Out out = read([&](Generator& g) {
+      g.step(lv.data, lv.rows, lv.vocab);
+      return Out{next_tokens_of(g), beam_indices_of(g), g.done()};
+    });
+    return {copy_array(out.tokens.data(), static_cast<int64_t>(out.tokens.size())), int_array_or_none(out.parents),
+            out.done};
   }
-
-  Generator& core() { return gen_; }
-  const Generator& core() const { return gen_; }
 
  private:
   Generator gen_;
   std::optional<int64_t> expected_batch_;
-  std::mutex mutex_;
+  std::mutex mutex_;  // held by every call that reads or changes gen_
 };
 
-// Binds the state readers shared by both generator classes (W::core() -> Generator&).
+// Binds the state readers shared by both generator classes. W::read(f) runs f(Generator&)
+// under the lock that the class's step / advance holds.
 template <class W>
 void def_generator_state(py::class_<W>& cls) {
-  cls.def("is_done", [](const W& w) { return w.core().done(); }, "True when generation has finished.")
-      .def_property_readonly("rows", [](const W& w) { return w.core().rows(); },
+  const auto get = [](auto f) {
+    return [f](W& w) { return w.read([&](Generator& g) { return f(static_cast<const Generator&>(g)); }); };
+  };
+  cls.def("is_done", get([](const Generator& g) { return g.done(); }), "True when generation has finished.")
+      .def_property_readonly("rows", get([](const Generator& g) { return g.rows(); }),
                              "Rows of logits each step expects: batch_size x (num_beams or num_return_sequences).")
-      .def_property_readonly("batch_size", [](const W& w) { return w.core().batch_size(); },
+      .def_property_readonly("batch_size", get([](const Generator& g) { return g.batch_size(); }),
                              "Number of prompts (0 before append_tokens).")
-      .def_property_readonly("num_beams", [](const W& w) { return w.core().config().num_beams; },
+      .def_property_readonly("num_beams", get([](const Generator& g) { return g.config().num_beams; }),
                              "Beams per prompt (1 without beam search).")
-      .def_property_readonly("step_count", [](const W& w) { return w.core().steps(); }, "Steps taken.")
-      .def_property_readonly("config", [](const W& w) { return w.core().config(); }, "A copy of the GenerationConfig.")
-      .def_property_readonly("next_tokens", [](const W& w) { return next_tokens_of(w.core()); },
-                             "int64 [rows]: the tokens to feed the model next.")
-      .def_property_readonly("beam_indices", [](const W& w) { return beam_indices_of(w.core()); },
-                             "int64 [rows]: parent row of each row after the last beam step; None otherwise.")
-      .def_property_readonly("sequences", [](const W& w) { return sequences_of(w.core()); },
-                             "The current token ids of every row (prompt + generated), as a list of int64 arrays.")
-      .def_property_readonly("finish_reasons", [](const W& w) { return finish_reasons_of(w.core()); },
-                             "Per row: 'eos', 'length', 'stop' or None while running (None for running beams; "
-                             "beam hypotheses carry theirs in result()).")
-      .def_property_readonly("last_logits", [](py::object self) { return last_logits_of(self.cast<W&>().core(), self); },
-                             "The processed logits of the last step [rows, vocab] (log-probs under beam search) as "
-                             "a NumPy view over the generator's own buffer: no copy, overwritten by the next step. "
-                             "None before the first step.")
-      .def("_hypotheses", [](const W& w) { return hypotheses_of(w.core()); });
+      .def_property_readonly("step_count", get([](const Generator& g) { return g.steps(); }), "Steps taken.")
+      .def_property_readonly("config", get([](const Generator& g) { return g.config(); }),
+                             "A copy of the GenerationConfig.")
+      .def_property_readonly(
+          "next_tokens",
+          [](W& w) {
+            auto t = w.read([](Generator& g) { return next_tokens_of(g); });
+            return copy_array(t.data(), static_cast<int64_t>(t.size()));
+          },
+          "int64 [rows]: the tokens to feed the model next.")
+      .def_property_readonly(
+          "beam_indices", [](W& w) { return int_array_or_none(w.read([](Generator& g) { return beam_indices_of(g); })); },
+          "int64 [rows]: parent row of each row after the last beam step; None otherwise.")
+      .def_property_readonly(
+          "sequences", [](W& w) { return list_of_arrays(w.read([](Generator& g) { return sequences_of(g); })); },
+          "The current token ids of every row (prompt + generated), as a list of int64 arrays.")
+      .def_property_readonly(
+          "finish_reasons", [](W& w) { return reason_list(w.read([](Generator& g) { return finish_reasons_of(g); })); },
+          "Per row: 'eos', 'length', 'stop' or None while running (None for running beams; beam hypotheses carry "
+          "theirs in result()).")
+      .def_property_readonly(
+          "last_logits",
+          [](py::object self) {
+            LogitsBuffer b = self.cast<W&>().read([](Generator& g) { return last_logits_buffer(g); });
+            return logits_view_of(b, self);
+          },
+          "The processed logits of the last step [rows, vocab] (log-probs under beam search) as a NumPy view over "
+          "the generator's own buffer: no copy, never freed while the generator lives, overwritten by the next step "
+          "(a step that raises may leave it partly written). None "
+          "before the first step.")
+      .def("_hypotheses", [](W& w) { return hypotheses_of(w.read([](Generator& g) { return g.results(); })); });
 }
 
-// kvgen._ModelGeneration: keeps the Python model (and so its weights) alive.
+// kvgen._ModelGeneration: keeps the Python model (and so its weights) alive. Its state
+// is guarded by the model's mutex, which start / advance (and the model's forward) hold.
 class PyModelGeneration {
  public:
   PyModelGeneration(py::object model, const GenerationConfig& config, py::object token_strings, bool raw)
-      : model_(model), run_(model_of(model).core(), config) {
+      : model_(model), pm_(model_of(model)), run_(pm_.core(), config) {
     if (!token_strings.is_none()) run_.generator().set_token_texts(token_texts(token_strings));
     run_.generator().set_keep_raw_logprobs(raw);
   }
 
-  void start(py::handle prompts) {
+  void start(py::handle prompts, py::handle sequence_ids) {
     auto lists = prompt_lists(prompts);
-    PyModel& m = model_of(model_);
-    py::gil_scoped_release release;
-    std::lock_guard<std::mutex> lock(m.mutex);
-    run_.start(lists);
+    auto ids = sequence_id_list(sequence_ids);
+    under_lock(pm_.mutex, run_, [&](ModelGeneration& run) {
+      run.start(lists, ids);
+      return 0;
+    });
   }
 
   void advance() {
-    PyModel& m = model_of(model_);
-    py::gil_scoped_release release;
-    std::lock_guard<std::mutex> lock(m.mutex);
-    run_.advance();
+    under_lock(pm_.mutex, run_, [](ModelGeneration& run) {
+      run.advance();
+      return 0;
+    });
   }
 
-  int64_t kv_cache_bytes() const { return run_.generator().started() ? run_.cache().bytes() : 0; }
-  Generator& core() { return run_.generator(); }
-  const Generator& core() const { return run_.generator(); }
+  int64_t kv_cache_bytes() {
+    return under_lock(pm_.mutex, run_, [](ModelGeneration& run) {
+      return run.generator().started() ? run.cache().bytes() : int64_t{0};
+    });
+  }
+
+  // f(Generator&) under the model's mutex (see under_lock).
+  template <class F>
+  auto read(F&& f) {
+    return under_lock(pm_.mutex, run_, [&](ModelGeneration& run) { return f(run.generator()); });
+  }
 
  private:
   static PyModel& model_of(py::handle obj) {
@@ -225,6 +344,7 @@ class PyModelGeneration {
   }
 
   py::object model_;
+  PyModel& pm_;  // model_'s C++ object, alive as long as model_
   ModelGeneration run_;
 };
 
@@ -247,8 +367,11 @@ void register_generator(py::module_& m) {
   gen.def(py::init<const GenerationConfig&, std::optional<int64_t>, py::object, bool>(), py::arg("config"),
           py::arg("batch_size") = py::none(), py::kw_only(), py::arg("token_strings") = py::none(),
           py::arg("output_raw_logprobs") = false)
-      .def("append_tokens", &PyGenerator::append_tokens, py::arg("prompts"),
-           "Sets the prompts: a list of token-id lists (lengths may differ) or a 2-D integer array.")
+      .def("append_tokens", &PyGenerator::append_tokens, py::arg("prompts"), py::kw_only(),
+           py::arg("sequence_ids") = py::none(),
+           "Sets the prompts: a list of token-id lists (lengths may differ) or a 2-D integer array. sequence_ids "
+           "(one int per prompt, default 0, 1, 2, ...) key the random draws: a prompt with the same seed and id "
+           "draws the same tokens in any batch.")
       .def("step", &PyGenerator::step, py::arg("logits"),
            "Processes the next-token logits [rows, vocab] (float32, C-contiguous, read in place) and picks a token "
            "per row; returns a StepResult.");
@@ -257,7 +380,7 @@ void register_generator(py::module_& m) {
   py::class_<PyModelGeneration> mg(m, "_ModelGeneration", "A Generator driven by a built-in model (see kvgen.Generator).");
   mg.def(py::init<py::object, const GenerationConfig&, py::object, bool>(), py::arg("model"), py::arg("config"),
          py::kw_only(), py::arg("token_strings") = py::none(), py::arg("output_raw_logprobs") = false)
-      .def("start", &PyModelGeneration::start, py::arg("prompts"),
+      .def("start", &PyModelGeneration::start, py::arg("prompts"), py::kw_only(), py::arg("sequence_ids") = py::none(),
            "Checks the context, prefills the prompts in one batched pass and takes the first step.")
       .def("advance", &PyModelGeneration::advance, "One decode step: forward the last tokens, then pick the next.")
       .def_property_readonly("kv_cache_bytes", &PyModelGeneration::kv_cache_bytes,

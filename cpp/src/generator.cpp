@@ -9,6 +9,7 @@
 
 #include "kvgen/errors.h"
 #include "kvgen/kernels/vector_math.h"
+#include "kvgen/limits.h"
 
 namespace kvgen {
 namespace {
@@ -30,13 +31,22 @@ Generator::Generator(GenerationConfig config)
 
 void Generator::set_token_texts(std::vector<std::string> texts) { stops_.set_token_texts(std::move(texts)); }
 
-void Generator::append_tokens(const std::vector<std::vector<int64_t>>& prompts) {
+void Generator::check_prompts(const std::vector<std::vector<int64_t>>& prompts,
+                              const std::vector<int64_t>& sequence_ids) const {
   const GenerationConfig& cfg = config();
-  if (started()) throw ValueError("append_tokens() was already called: a Generator runs one batch of prompts");
   if (prompts.empty()) throw ValueError("append_tokens() needs at least one prompt");
-  if (stops_.needs_token_texts())
-    throw ValueError("GenerationConfig.stop_strings needs the text of every token: pass token_strings= (or a tokenizer)");
-  int64_t max_new = 0;
+  if (!sequence_ids.empty() && sequence_ids.size() != prompts.size())
+    throw ValueError("sequence_ids has " + std::to_string(sequence_ids.size()) + " entries, expected one per prompt (" +
+                     std::to_string(prompts.size()) + ")");
+  // rows = prompts x per_input, checked without forming a product that could overflow
+  const int64_t batch = static_cast<int64_t>(prompts.size());
+  const int64_t per_input = cfg.num_beams > 1 ? cfg.num_beams : cfg.num_return_sequences;
+  if (per_input > limits::kMaxRows / batch) {
+    std::ostringstream msg;
+    msg << batch << " prompts x GenerationConfig." << (cfg.num_beams > 1 ? "num_beams" : "num_return_sequences")
+        << " = " << per_input << " rows is above kvgen's limit of " << limits::kMaxRows << " rows (kMaxRows)";
+    throw ValueError(msg.str());
+  }
   for (size_t i = 0; i < prompts.size(); ++i) {
     const auto& p = prompts[i];
     if (p.empty()) throw ValueError("prompt " + std::to_string(i) + " is empty: a prompt needs at least one token");
@@ -50,23 +60,60 @@ void Generator::append_tokens(const std::vector<std::vector<int64_t>>& prompts) 
           << cfg.max_length.value_or(0) << ": nothing to generate (raise max_length or set max_new_tokens)";
       throw ValueError(msg.str());
     }
-    max_new = std::max(max_new, n);
+    if (n > limits::kMaxSequenceLength - len) {
+      std::ostringstream msg;
+      msg << "prompt " << i << " has " << len << " tokens and "
+          << (cfg.max_new_tokens ? "GenerationConfig.max_new_tokens = " + std::to_string(*cfg.max_new_tokens)
+                                 : "GenerationConfig.max_length = " + std::to_string(cfg.max_length.value_or(0)))
+          << " lets it grow by " << n << ": above kvgen's limit of " << limits::kMaxSequenceLength
+          << " tokens per row (kMaxSequenceLength)";
+      throw ValueError(msg.str());
+    }
   }
-  batch_ = static_cast<int64_t>(prompts.size());
-  per_input_ = cfg.num_beams > 1 ? cfg.num_beams : cfg.num_return_sequences;
+}
+
+void Generator::set_draw_keys(int64_t batch, int64_t per_input, const std::vector<int64_t>& sequence_ids) {
+  // Row k of input b draws with key id_b * per_input + k (unsigned, wrapping): distinct
+  // within a prompt, equal to the row index for the default ids 0, 1, 2, ...
+  input_keys_.resize(batch);
+  row_keys_.resize(batch * per_input);
+  for (int64_t b = 0; b < batch; ++b) {
+    input_keys_[b] = static_cast<uint64_t>(sequence_ids.empty() ? b : sequence_ids[b]);
+    for (int64_t k = 0; k < per_input; ++k)
+      row_keys_[b * per_input + k] =
+          static_cast<int64_t>(input_keys_[b] * static_cast<uint64_t>(per_input) + static_cast<uint64_t>(k));
+  }
+}
+
+void Generator::append_tokens(const std::vector<std::vector<int64_t>>& prompts,
+                              const std::vector<int64_t>& sequence_ids) {
+  const GenerationConfig& cfg = config();
+  if (started()) throw ValueError("append_tokens() was already called: a Generator runs one batch of prompts");
+  if (stops_.needs_token_texts())
+    throw ValueError("GenerationConfig.stop_strings needs the text of every token: pass token_strings= (or a tokenizer)");
+  check_prompts(prompts, sequence_ids);
+  int64_t max_new = 0;
+  for (const auto& p : prompts) max_new = std::max(max_new, stops_.max_new_tokens(static_cast<int64_t>(p.size())));
+  const int64_t batch = static_cast<int64_t>(prompts.size());
+  const int64_t per_input = cfg.num_beams > 1 ? cfg.num_beams : cfg.num_return_sequences;
   std::vector<std::vector<int64_t>> rows;
-  rows.reserve(batch_ * per_input_);
+  rows.reserve(batch * per_input);
   for (const auto& p : prompts)
-    for (int64_t k = 0; k < per_input_; ++k) rows.push_back(p);
-  seqs_.reset(rows, max_new, keep_raw_);
+    for (int64_t k = 0; k < per_input; ++k) rows.push_back(p);
+  seqs_.reset(rows, max_new, keep_raw_, cfg.num_beams > 1);
   const size_t n = rows.size();
   reason_.assign(n, FinishReason::None);
   active_.assign(n, 1);
   next_tokens_.assign(n, pad_);
   parents_.assign(n, 0);
+  drawn_.assign(n, pad_);
   logprobs_.assign(n, 0.0f);
+  hits_.assign(n, FinishReason::None);
   raw_lse_.assign(n, 0.0f);
-  if (cfg.num_beams > 1) beam_.emplace(cfg, batch_);
+  set_draw_keys(batch, per_input, sequence_ids);
+  if (cfg.num_beams > 1) beam_.emplace(cfg, batch);
+  per_input_ = per_input;
+  batch_ = batch;  // last: started() is true only once the set-up is complete
 }
 
 bool Generator::done() const {
@@ -84,17 +131,26 @@ void Generator::step(const float* logits, int64_t rows, int64_t vocab) {
         << per_input_ << (beam_ ? " beams)" : " sequences each)");
     throw ValueError(msg.str());
   }
-  if (vocab_ == 0) {
-    vocab_ = vocab;
-    processed_ = xt::xtensor<float, 2>::from_shape({static_cast<size_t>(rows), static_cast<size_t>(vocab)});
-  } else if (vocab != vocab_) {
+  if (vocab_ != 0 && vocab != vocab_)
     throw ValueError("logits has a vocabulary of " + std::to_string(vocab) + ", the first step had " +
                      std::to_string(vocab_));
+  stops_.check_token_texts(vocab);
+  const bool first = vocab_ == 0;
+  if (first) {
+    // allocated once: last_logits views it for the generator's lifetime
+    processed_ = xt::xtensor<float, 2>::from_shape({static_cast<size_t>(rows), static_cast<size_t>(vocab)});
+    vocab_ = vocab;
   }
-  if (beam_)
-    step_beams(logits);
-  else
-    step_sampling(logits);
+  try {
+    seqs_.reserve_next();
+    if (beam_)
+      step_beams(logits);
+    else
+      step_sampling(logits);
+  } catch (...) {
+    if (first) vocab_ = 0;  // a failed first step fixes no vocabulary
+    throw;
+  }
   ++steps_;
 }
 
@@ -104,19 +160,22 @@ void Generator::raw_log_sum_exp(const float* logits) {
 }
 
 void Generator::step_sampling(const float* logits) {
-  sampler_.sample(logits, rows(), vocab_, seqs_.history(), DrawKeys{seed_, nullptr, steps_}, next_tokens_.data(),
+  // Every row's outcome first (the sampler and the stop rules may throw), then the commit.
+  sampler_.sample(logits, rows(), vocab_, seqs_.history(), DrawKeys{seed_, row_keys_.data(), steps_}, drawn_.data(),
                   logprobs_.data(), processed_.data(), active_.data());
   if (keep_raw_) raw_log_sum_exp(logits);
+  for (int64_t r = 0; r < rows(); ++r)
+    if (active_[r]) hits_[r] = stops_.check(seqs_.tokens(r), seqs_.length(r), seqs_.prompt_length(r), drawn_[r]);
   for (int64_t r = 0; r < rows(); ++r) {
     if (!active_[r]) {
       next_tokens_[r] = pad_;
       continue;
     }
-    const int64_t t = next_tokens_[r];
-    const FinishReason why = stops_.check(seqs_.tokens(r), seqs_.length(r), seqs_.prompt_length(r), t);
+    const int64_t t = drawn_[r];
+    next_tokens_[r] = t;
     seqs_.append(r, t, logprobs_[r], keep_raw_ ? logits[r * vocab_ + t] - raw_lse_[r] : 0.0f);
-    if (why != FinishReason::None) {
-      reason_[r] = why;
+    if (hits_[r] != FinishReason::None) {
+      reason_[r] = hits_[r];
       active_[r] = 0;
     }
   }
@@ -130,8 +189,8 @@ void Generator::step_beams(const float* logits) {
   for (int64_t r = 0; r < rows(); ++r)
     kernels::log_softmax_into(lp + r * vocab_, logits + r * vocab_, vocab_, raw_lse_[r]);
   sampler_.process(lp, rows(), vocab_, seqs_.history());
-  beam_->step(lp, keep_raw_ ? logits : nullptr, raw_lse_.data(), vocab_, seqs_, stops_, seed_, steps_,
-              parents_.data(), next_tokens_.data());
+  beam_->step(lp, keep_raw_ ? logits : nullptr, raw_lse_.data(), vocab_, seqs_, stops_, seed_, input_keys_.data(),
+              steps_, parents_.data(), next_tokens_.data());
 }
 
 std::vector<std::vector<Hypothesis>> Generator::results() const {

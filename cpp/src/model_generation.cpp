@@ -5,28 +5,34 @@
 #include <sstream>
 
 #include "kvgen/errors.h"
+#include "kvgen/limits.h"
 
 namespace kvgen {
 
 ModelGeneration::ModelGeneration(Model& model, GenerationConfig config) : model_(model), gen_(std::move(config)) {}
 
-void ModelGeneration::start(const std::vector<std::vector<int64_t>>& prompts) {
+void ModelGeneration::start(const std::vector<std::vector<int64_t>>& prompts, const std::vector<int64_t>& sequence_ids) {
   const ModelConfig& mc = model_.config();
   int64_t longest = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
     const int64_t len = static_cast<int64_t>(prompts[i].size());
-    const int64_t total = len + std::max<int64_t>(gen_.max_new_tokens(len), 0);
-    if (total > mc.context_length) {
+    const int64_t more = std::max<int64_t>(gen_.max_new_tokens(len), 0);
+    // compared without forming len + more, which a max_new_tokens near 2**63 overflows
+    if (len > mc.context_length || more > mc.context_length - len) {
       std::ostringstream msg;
-      msg << "context overflow: prompt " << i << " has " << len << " tokens and may generate "
-          << gen_.max_new_tokens(len) << " more (" << total << " in all), beyond the model's context of "
-          << mc.context_length << " positions; shorten the prompt or lower max_new_tokens";
+      msg << "context overflow: prompt " << i << " has " << len << " tokens and may generate " << more
+          << " more, beyond the model's context of " << mc.context_length
+          << " positions; shorten the prompt or lower max_new_tokens";
       throw ValueError(msg.str());
     }
-    longest = std::max(longest, total);
+    longest = std::max(longest, len + more);  // the cache is sized by this, at most the context
   }
-  gen_.append_tokens(prompts);  // validates the prompts and the config
+  gen_.append_tokens(prompts, sequence_ids);  // validates the prompts, the rows and the config
   const int64_t rows = gen_.rows(), per_input = gen_.rows_per_input();
+  limits::checked_mul(rows, mc.vocab_size, "logits (rows x vocab_size)");
+  int64_t cache_bytes = 2 * sizeof(float);
+  for (int64_t n : {mc.layers, rows, longest, mc.kv_heads, mc.head_dim})
+    cache_bytes = limits::checked_mul(cache_bytes, n, "KV cache bytes (2 x 4 x layers x rows x positions x kv_dim)");
   cache_.emplace(model_.make_cache(rows, longest));
   logits_ = xt::xtensor<float, 2>::from_shape({static_cast<size_t>(rows), static_cast<size_t>(mc.vocab_size)});
   fed_.assign(rows, 0);

@@ -79,6 +79,15 @@ class Generator(_core._Generator):
     model and, under beam search, reorder its cache with ``beam_indices`` first.
     ``result()`` gives the sequences. ``token_strings`` (the text or bytes of every token
     id) is needed for ``config.stop_strings``.
+
+    Sampling draws are keyed by (seed, sequence id, step): ``append_tokens(prompts,
+    sequence_ids=[...])`` gives each prompt an id (default: its position 0, 1, 2, ...),
+    and a prompt with the same seed and id draws the same tokens in any batch. Row k of a
+    prompt with id i draws with key ``i * rows_per_prompt + k``, so the rows of one prompt
+    differ; two prompts with the same id draw alike.
+
+    The state readers (``sequences``, ``next_tokens``, ``last_logits``, ``result()``, ...)
+    take the lock that ``step()`` holds, so other threads may read while one steps.
     """
 
     def __new__(cls, *args, **kwargs):
@@ -94,9 +103,11 @@ class Generator(_core._Generator):
         """The sequences so far (all finished once ``is_done()``), per input."""
         return _result(self._hypotheses(), strip_prompt)
 
-    def stream(self, model_fn: ModelFn, prompts: Sequence[Sequence[int]]) -> Iterator[StepResult]:
-        """Appends ``prompts`` and steps with ``model_fn``'s logits until done, yielding each step."""
-        self.append_tokens(prompts)
+    def stream(self, model_fn: ModelFn, prompts: Sequence[Sequence[int]],
+               sequence_ids: Optional[Sequence[int]] = None) -> Iterator[StepResult]:
+        """Appends ``prompts`` (with ``sequence_ids``, see the class) and steps with
+        ``model_fn``'s logits until done, yielding each step."""
+        self.append_tokens(prompts, sequence_ids=sequence_ids)
         per_prompt = self.rows // self.batch_size
         inputs = [np.asarray(p, dtype=np.int64) for p in prompts for _ in range(per_prompt)]
         beam_indices = None
@@ -115,6 +126,8 @@ def stream(
     model_fn: ModelFn,
     prompts: Sequence[Sequence[int]],
     config: GenerationConfig,
+    *,
+    sequence_ids: Optional[Sequence[int]] = None,
     **generator_options,
 ) -> Iterator[StepResult]:
     """Runs the loop and yields each step's StepResult, for streaming tokens.
@@ -122,7 +135,7 @@ def stream(
     To read the final result as well, make the Generator yourself and iterate
     ``generator.stream(model_fn, prompts)``, then call ``generator.result()``.
     """
-    yield from Generator(config, **generator_options).stream(model_fn, prompts)
+    yield from Generator(config, **generator_options).stream(model_fn, prompts, sequence_ids)
 
 
 def generate(
@@ -131,10 +144,12 @@ def generate(
     config: GenerationConfig,
     *,
     strip_prompt: bool = True,
+    sequence_ids: Optional[Sequence[int]] = None,
     **generator_options,
 ) -> GenerationResult:
-    """Generates from ``prompts`` with logits from ``model_fn`` (see ModelFn); returns the result."""
+    """Generates from ``prompts`` with logits from ``model_fn`` (see ModelFn); returns the
+    result. ``sequence_ids``: one per prompt, keys its random draws (see Generator)."""
     generator = Generator(config, **generator_options)
-    for _ in generator.stream(model_fn, prompts):
+    for _ in generator.stream(model_fn, prompts, sequence_ids):
         pass
     return generator.result(strip_prompt=strip_prompt)

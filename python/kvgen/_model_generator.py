@@ -59,6 +59,10 @@ class ModelGenerator:
     ``chat_stream(messages)`` format a conversation with the model's chat template and
     answer it, stopping at the template's end-of-turn token.
 
+    ``generate(prompts, sequence_ids=[...])`` and ``stream(prompt, sequence_ids=[...])`` key
+    each prompt's random draws (default: its position 0, 1, 2, ...): a prompt with the same
+    seed and id samples the same tokens in any batch (see kvgen.Generator).
+
     As in transformers, the model's EOS id is used when ``config.eos_token_id`` is None.
     The prompts are prefilled in one batched pass and each step feeds one token per row
     against the KV cache; the GIL is released during forward passes, and Ctrl-C stops
@@ -97,13 +101,14 @@ class ModelGenerator:
         config.eos_token_id = ids[0] if len(ids) == 1 else ids
         return config
 
-    def _session(self, ids: list[list[int]], config: GenerationConfig) -> "_core._ModelGeneration":
+    def _session(self, ids: list[list[int]], config: GenerationConfig,
+                 sequence_ids: Optional[Sequence[int]] = None) -> "_core._ModelGeneration":
         strings = self.model.token_strings() if config.stop_strings else None
         session = _core._ModelGeneration(self.model._core, config, token_strings=strings,
                                          output_raw_logprobs=self.output_raw_logprobs)
         self.last_stats = GenerationStats(prompt_tokens=sum(len(p) for p in ids))
         start = time.perf_counter()
-        session.start(ids)
+        session.start(ids, sequence_ids=sequence_ids)
         self.last_stats.prefill_seconds = time.perf_counter() - start
         self.kv_cache_bytes = session.kv_cache_bytes
         return session
@@ -122,13 +127,15 @@ class ModelGenerator:
         self.last_result = result
         return result
 
-    def generate(self, prompts):
-        """Generates for ``prompts``; see the class docstring for what it returns."""
+    def generate(self, prompts, sequence_ids: Optional[Sequence[int]] = None):
+        """Generates for ``prompts``; see the class docstring for what it returns.
+        ``sequence_ids``: one int per prompt, keys its random draws."""
         ids, as_text, single = self._prompts(prompts)
-        return self._generate(ids, as_text, single, self._effective_config(), self.skip_special_tokens)
+        return self._generate(ids, as_text, single, self._effective_config(), self.skip_special_tokens, sequence_ids)
 
-    def _generate(self, ids, as_text: bool, single: bool, config: GenerationConfig, skip_special: bool):
-        session = self._session(ids, config)
+    def _generate(self, ids, as_text: bool, single: bool, config: GenerationConfig, skip_special: bool,
+                  sequence_ids: Optional[Sequence[int]] = None):
+        session = self._session(ids, config, sequence_ids)
         while not session.is_done():
             self._advance(session)
         result = self._finish(session, skip_special)
@@ -137,17 +144,19 @@ class ModelGenerator:
         best = [per[0] for per in result.texts]
         return best[0] if single else best
 
-    def stream(self, prompt) -> Iterator:
+    def stream(self, prompt, sequence_ids: Optional[Sequence[int]] = None) -> Iterator:
         """Yields text pieces for a str prompt (one prompt, one sequence); for token ids, the
-        int64 [rows] array of each step's tokens."""
+        int64 [rows] array of each step's tokens. ``sequence_ids``: one int per prompt, keys
+        its random draws."""
         ids, as_text, _ = self._prompts(prompt)
         if as_text and (len(ids) != 1 or self.config.num_beams > 1 or self.config.num_return_sequences > 1):
             raise ValueError("text streaming takes one str prompt and one sequence (num_beams=1, "
                              "num_return_sequences=1)")
-        return self._stream(ids, as_text, self._effective_config(), self.skip_special_tokens)
+        return self._stream(ids, as_text, self._effective_config(), self.skip_special_tokens, sequence_ids)
 
-    def _stream(self, ids, as_text: bool, config: GenerationConfig, skip_special: bool) -> Iterator:
-        session = self._session(ids, config)
+    def _stream(self, ids, as_text: bool, config: GenerationConfig, skip_special: bool,
+                sequence_ids: Optional[Sequence[int]] = None) -> Iterator:
+        session = self._session(ids, config, sequence_ids)
         # Incremental detokenisation: each step decodes only the tokens since the last piece
         # (read), with those of the piece before as context (prefix), so a step costs the same
         # at any length and decoders that strip a leading space treat both decodes alike.

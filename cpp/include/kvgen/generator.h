@@ -33,9 +33,14 @@ class Generator {
 
   // The prompts, one per input (lengths may differ). Each becomes num_beams rows under
   // beam search, num_return_sequences rows otherwise. Once per generator.
-  void append_tokens(const std::vector<std::vector<int64_t>>& prompts);
+  // sequence_ids (one per prompt, or empty for 0, 1, 2, ...) key the random draws: row k
+  // of a prompt with id i draws with key i * rows_per_input + k (beam sampling: key i),
+  // so a prompt with the same seed and id draws the same tokens in any batch.
+  void append_tokens(const std::vector<std::vector<int64_t>>& prompts,
+                     const std::vector<int64_t>& sequence_ids = {});
 
   // One step: logits (rows, vocab) of the next token of every row, read in place.
+  // Either completes or, when it throws, leaves the generator as it was.
   void step(const float* logits, int64_t rows, int64_t vocab);
 
   bool started() const { return batch_ > 0; }
@@ -56,7 +61,10 @@ class Generator {
   const int64_t* next_tokens() const { return next_tokens_.data(); }
   // Under beam search, after a step: the row each row continues; else nullptr.
   const int64_t* beam_indices() const { return beam_ && steps_ > 0 ? parents_.data() : nullptr; }
-  // Processed logits of the last step (rows, vocab); log-probs under beam search.
+  // Processed logits of the last step (rows, vocab); log-probs under beam search. One
+  // buffer, allocated at the first step and kept until the generator is destroyed, so a
+  // pointer taken here never dangles; each step overwrites it (a step that throws may
+  // leave it partly written: it is the one state a failed step does not restore).
   float* processed_logits() { return processed_.data(); }
   int64_t pad_token() const { return pad_; }
   // New tokens a prompt of this length may generate.
@@ -66,6 +74,8 @@ class Generator {
   std::vector<std::vector<Hypothesis>> results() const;
 
  private:
+  void check_prompts(const std::vector<std::vector<int64_t>>& prompts, const std::vector<int64_t>& sequence_ids) const;
+  void set_draw_keys(int64_t batch, int64_t per_input, const std::vector<int64_t>& sequence_ids);
   void step_sampling(const float* logits);
   void step_beams(const float* logits);
   void raw_log_sum_exp(const float* logits);
@@ -82,9 +92,14 @@ class Generator {
   std::vector<uint8_t> active_;        // (rows) 1 while the row runs (greedy / sampling)
   std::vector<int64_t> next_tokens_;   // (rows)
   std::vector<int64_t> parents_;       // (rows) beam search
+  std::vector<int64_t> row_keys_;      // (rows) draw key of each row (sampling)
+  std::vector<uint64_t> input_keys_;   // (batch) draw key of each input (beam sampling)
+  // A step computes into these, then commits (so a failing step changes nothing):
+  std::vector<int64_t> drawn_;         // (rows) tokens picked this step
   std::vector<float> logprobs_;        // (rows) of this step's tokens
+  std::vector<FinishReason> hits_;     // (rows) stopping rule each picked token hits
   std::vector<float> raw_lse_;         // (rows) log-sum-exp of the raw logits
-  xt::xtensor<float, 2> processed_;    // (rows, vocab)
+  xt::xtensor<float, 2> processed_;    // (rows, vocab) the processed logits
 };
 
 }  // namespace kvgen

@@ -22,8 +22,9 @@ class ModelGeneration {
   const Generator& generator() const { return gen_; }
 
   // Checks that every prompt plus its new tokens fits the model's context (before any
-  // work), allocates the KV cache, prefills and takes the first step.
-  void start(const std::vector<std::vector<int64_t>>& prompts);
+  // work), allocates the KV cache, prefills and takes the first step. sequence_ids: as
+  // Generator::append_tokens (empty: 0, 1, 2, ...).
+  void start(const std::vector<std::vector<int64_t>>& prompts, const std::vector<int64_t>& sequence_ids = {});
   // One decode step: reorder the cache for beam search, forward the last tokens, step.
   void advance();
   bool done() const { return gen_.done(); }

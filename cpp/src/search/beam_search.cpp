@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "kvgen/kernels/vector_math.h"
+#include "kvgen/limits.h"
 #include "kvgen/sampling/rng.h"
 #include "kvgen/sampling/selection.h"
 
@@ -36,7 +37,8 @@ Hypothesis make_hypothesis(const Sequences& seqs, int64_t r, FinishReason reason
 BeamSearch::BeamSearch(const GenerationConfig& config, int64_t batch)
     : batch_(batch),
       beams_(config.num_beams),
-      keep_(std::max<int64_t>(2, 1 + static_cast<int64_t>(config.eos_token_id.size())) * config.num_beams),
+      keep_(limits::checked_mul(std::max<int64_t>(2, 1 + static_cast<int64_t>(config.eos_token_id.size())),
+                                config.num_beams, "beam candidates (max(2, 1 + #eos_token_id) x num_beams)")),
       length_penalty_(static_cast<float>(config.length_penalty)),
       early_(config.early_stopping),
       sample_(!config.is_greedy()),
@@ -44,18 +46,22 @@ BeamSearch::BeamSearch(const GenerationConfig& config, int64_t batch)
       finished_(batch, std::vector<Slot>(beams_)),
       improvable_(batch, 1) {
   for (int64_t b = 0; b < batch; ++b) running_score_[b * beams_] = 0.0f;  // only beam 0 is live at first
-  cands_.reserve(keep_);
-  pool_.reserve(beams_ * keep_);
 }
 
 void BeamSearch::select_top(const float* logprobs, const float* raw_logits, const float* raw_lse, int64_t vocab,
                             int64_t b) {
   // Adding a beam's running score keeps the order within its row, so the best K of all
-  // beams are among the best K of each beam.
-  pool_.clear();
+  // beams are among the best K of each beam. The pool keeps the best K so far plus one
+  // beam's, so it stays O(K) however many beams there are.
   if (static_cast<int64_t>(positions_.size()) < vocab) positions_.resize(vocab);
   ws_.reserve(vocab);
   const int64_t k = std::min(keep_, vocab);
+  // best K by score; ties by flat index (beam-major), as a stable top-k over beams * vocab
+  const auto better = [vocab](const Candidate& x, const Candidate& y) {
+    if (x.score != y.score) return x.score > y.score;
+    return x.parent * vocab + x.token < y.parent * vocab + y.token;
+  };
+  pool_.clear();
   for (int64_t j = 0; j < beams_; ++j) {
     const int64_t r = b * beams_ + j;
     const float* row = logprobs + r * vocab;
@@ -65,21 +71,22 @@ void BeamSearch::select_top(const float* logprobs, const float* raw_logits, cons
       const float raw = raw_logits ? raw_logits[r * vocab + t] - raw_lse[r] : 0.0f;
       pool_.push_back({row[t] + running_score_[r], r, t, row[t], raw, FinishReason::None});
     }
+    // `better` is a strict total order, so trimming to the best K loses none of the final
+    // K; trimming only at 2K keeps the selections O(1) per candidate
+    if (static_cast<int64_t>(pool_.size()) >= 2 * keep_) {
+      std::nth_element(pool_.begin(), pool_.begin() + keep_, pool_.end(), better);
+      pool_.resize(keep_);
+    }
   }
-  // best K by score; ties by flat index (beam-major), as a stable top-k over beams * vocab
-  const auto better = [vocab](const Candidate& x, const Candidate& y) {
-    if (x.score != y.score) return x.score > y.score;
-    return x.parent * vocab + x.token < y.parent * vocab + y.token;
-  };
   const int64_t take = std::min<int64_t>(keep_, static_cast<int64_t>(pool_.size()));
   std::partial_sort(pool_.begin(), pool_.begin() + take, pool_.end(), better);
   cands_.assign(pool_.begin(), pool_.begin() + take);
 }
 
 void BeamSearch::select_sampled(const float* logprobs, const float* raw_logits, const float* raw_lse, int64_t vocab,
-                                int64_t b, uint64_t seed, int64_t step_index) {
+                                int64_t b, uint64_t seed, uint64_t input_key, int64_t step_index) {
   // K draws without replacement from softmax(accumulated log-probs) over beams * vocab
-  // (HF: torch.multinomial(..., num_samples=K)), keyed by (seed, input, step, draw).
+  // (HF: torch.multinomial(..., num_samples=K)), keyed by (seed, input key, step, draw).
   const int64_t n = beams_ * vocab;
   draw_weights_.resize(n);
   float* w = draw_weights_.data();
@@ -92,7 +99,7 @@ void BeamSearch::select_sampled(const float* logprobs, const float* raw_logits, 
     total += kernels::exp_into(w + j * vocab, rows + j * vocab, vocab, m - running_score_[b * beams_ + j]);
   cands_.clear();
   for (int64_t k = 0; k < keep_ && total > 0.0; ++k) {
-    const double u = Philox4x32::uniform(seed, static_cast<uint64_t>(b), static_cast<uint64_t>(step_index),
+    const double u = Philox4x32::uniform(seed, input_key, static_cast<uint64_t>(step_index),
                                          static_cast<uint32_t>(k + 1));
     const int64_t idx = kernels::find_cumulative(w, n, u * total);
     if (idx < 0) break;
@@ -133,8 +140,8 @@ void BeamSearch::finish(int64_t b, const Sequences& seqs) {
 }
 
 void BeamSearch::step(const float* logprobs, const float* raw_logits, const float* raw_lse, int64_t vocab,
-                      Sequences& seqs, const StopRules& stops, uint64_t seed, int64_t step_index, int64_t* parents,
-                      int64_t* tokens) {
+                      Sequences& seqs, const StopRules& stops, uint64_t seed, const uint64_t* input_keys,
+                      int64_t step_index, int64_t* parents, int64_t* tokens) {
   const int64_t rows = batch_ * beams_;
   std::vector<float>& next_score = next_score_;
   next_score.resize(rows);
@@ -143,7 +150,7 @@ void BeamSearch::step(const float* logprobs, const float* raw_logits, const floa
   bool every_candidate_hits = true;
   for (int64_t b = 0; b < batch_; ++b) {
     if (sample_)
-      select_sampled(logprobs, raw_logits, raw_lse, vocab, b, seed, step_index);
+      select_sampled(logprobs, raw_logits, raw_lse, vocab, b, seed, input_keys[b], step_index);
     else
       select_top(logprobs, raw_logits, raw_lse, vocab, b);
     for (Candidate& c : cands_) {

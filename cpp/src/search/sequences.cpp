@@ -1,51 +1,102 @@
-// Sequences: per-row histories and log-probabilities.
+// Sequences: per-row histories and log-probabilities in buffers that grow as tokens come.
 #include "kvgen/search/sequences.h"
 
 #include <algorithm>
 #include <cstring>
 
-namespace kvgen {
+#include "kvgen/limits.h"
 
-void Sequences::reset(const std::vector<std::vector<int64_t>>& row_prompts, int64_t max_new, bool keep_raw) {
-  const size_t rows = row_prompts.size();
-  size_t longest = 0;
-  for (const auto& p : row_prompts) longest = std::max(longest, p.size());
-  capacity_ = static_cast<int64_t>(longest) + max_new;
+namespace kvgen {
+namespace {
+
+// Generated tokens a fresh Sequences has room for; doubled as needed.
+constexpr int64_t kInitialNewTokens = 32;
+
+// A zeroed (rows, cols) buffer.
+template <class T>
+xt::xtensor<T, 2> zeroed(int64_t rows, int64_t cols) {
+  limits::checked_mul(rows, cols, "Generator history (rows x tokens)");
+  return xt::zeros<T>({static_cast<size_t>(rows), static_cast<size_t>(cols)});
+}
+
+// A (rows, cols) copy of `from` (rows, from_cols), zero-padded on the right.
+template <class T>
+xt::xtensor<T, 2> regrown(const xt::xtensor<T, 2>& from, int64_t rows, int64_t from_cols, int64_t cols) {
+  auto out = zeroed<T>(rows, cols);
+  for (int64_t r = 0; r < rows && from_cols > 0; ++r)
+    std::copy(from.data() + r * from_cols, from.data() + (r + 1) * from_cols, out.data() + r * cols);
+  return out;
+}
+
+}  // namespace
+
+void Sequences::reset(const std::vector<std::vector<int64_t>>& row_prompts, int64_t max_new, bool keep_raw,
+                      bool reorders) {
+  const int64_t rows = static_cast<int64_t>(row_prompts.size());
+  longest_prompt_ = 0;
+  for (const auto& p : row_prompts) longest_prompt_ = std::max<int64_t>(longest_prompt_, p.size());
   max_new_ = max_new;
   keep_raw_ = keep_raw;
-  tokens_ = xt::zeros<int64_t>({rows, static_cast<size_t>(capacity_)});
-  tokens_spare_ = tokens_;
-  logprobs_ = xt::zeros<float>({rows, static_cast<size_t>(max_new)});
-  logprobs_spare_ = logprobs_;
-  if (keep_raw) {
-    raw_ = logprobs_;
-    raw_spare_ = logprobs_;
-  }
+  reorders_ = reorders;
+  most_generated_ = 0;
+  new_stride_ = std::min(max_new, kInitialNewTokens);
+  stride_ = longest_prompt_ + new_stride_;
+  tokens_ = zeroed<int64_t>(rows, stride_);
+  logprobs_ = zeroed<float>(rows, new_stride_);
+  raw_ = keep_raw ? logprobs_ : xt::xtensor<float, 2>();
   length_.assign(rows, 0);
   prompt_.assign(rows, 0);
   length_spare_.assign(rows, 0);
-  for (size_t r = 0; r < rows; ++r) {
-    std::copy(row_prompts[r].begin(), row_prompts[r].end(), tokens_.data() + r * capacity_);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::copy(row_prompts[r].begin(), row_prompts[r].end(), tokens_.data() + r * stride_);
     length_[r] = prompt_[r] = static_cast<int64_t>(row_prompts[r].size());
   }
+  shape_spares();
+}
+
+void Sequences::grow(int64_t new_capacity) {
+  const int64_t rows = this->rows(), stride = longest_prompt_ + new_capacity;
+  tokens_ = regrown(tokens_, rows, stride_, stride);
+  logprobs_ = regrown(logprobs_, rows, new_stride_, new_capacity);
+  if (keep_raw_) raw_ = regrown(raw_, rows, new_stride_, new_capacity);
+  new_stride_ = new_capacity;
+  stride_ = stride;
+  shape_spares();
+}
+
+void Sequences::shape_spares() {
+  // Sized with the main buffers , so
+  // that reorder() never allocates in the middle of a beam step.
+  if (!reorders_) return;
+  tokens_spare_ = zeroed<int64_t>(rows(), stride_);
+  logprobs_spare_ = zeroed<float>(rows(), new_stride_);
+  if (keep_raw_) raw_spare_ = zeroed<float>(rows(), new_stride_);
+}
+
+void Sequences::reserve_next() {
+  if (most_generated_ < new_stride_) return;
+  // Doubling keeps the copies amortised O(1) per token; max_new_ bounds the capacity.
+  grow(std::min(max_new_, std::max<int64_t>(2 * new_stride_, kInitialNewTokens)));
 }
 
 void Sequences::append(int64_t r, int64_t token, float logprob, float raw_logprob) {
   const int64_t g = generated(r);
-  tokens_.data()[r * capacity_ + length_[r]] = token;
-  logprobs_.data()[r * max_new_ + g] = logprob;
-  if (keep_raw_) raw_.data()[r * max_new_ + g] = raw_logprob;
+  tokens_.data()[r * stride_ + length_[r]] = token;
+  logprobs_.data()[r * new_stride_ + g] = logprob;
+  if (keep_raw_) raw_.data()[r * new_stride_ + g] = raw_logprob;
   ++length_[r];
+  most_generated_ = std::max(most_generated_, g + 1);
 }
 
 void Sequences::reorder(const int64_t* parents) {
   const int64_t n = rows();
   for (int64_t r = 0; r < n; ++r) {
     const int64_t p = parents[r];
-    std::memcpy(tokens_spare_.data() + r * capacity_, tokens_.data() + p * capacity_, sizeof(int64_t) * length_[p]);
+    std::memcpy(tokens_spare_.data() + r * stride_, tokens_.data() + p * stride_, sizeof(int64_t) * length_[p]);
     const int64_t g = generated(p);
-    std::memcpy(logprobs_spare_.data() + r * max_new_, logprobs_.data() + p * max_new_, sizeof(float) * g);
-    if (keep_raw_) std::memcpy(raw_spare_.data() + r * max_new_, raw_.data() + p * max_new_, sizeof(float) * g);
+    std::memcpy(logprobs_spare_.data() + r * new_stride_, logprobs_.data() + p * new_stride_, sizeof(float) * g);
+    if (keep_raw_)
+      std::memcpy(raw_spare_.data() + r * new_stride_, raw_.data() + p * new_stride_, sizeof(float) * g);
     length_spare_[r] = length_[p];
   }
   std::swap(tokens_, tokens_spare_);

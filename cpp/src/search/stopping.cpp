@@ -28,6 +28,13 @@ StopRules::StopRules(const GenerationConfig& config)
 
 void StopRules::set_token_texts(std::vector<std::string> texts) { texts_ = std::move(texts); }
 
+void StopRules::check_token_texts(int64_t vocab) const {
+  if (stop_strings_.empty() || static_cast<int64_t>(texts_.size()) >= vocab) return;
+  throw ValueError("token_strings has " + std::to_string(texts_.size()) + " entries, but the logits have " +
+                   std::to_string(vocab) + " columns: stop_strings needs the text of every token id that can be "
+                   "generated (pad token_strings with \"\" for ids without text)");
+}
+
 bool StopRules::ends_with_stop_sequence(const int64_t* history, int64_t len, int64_t prompt_len, int64_t token) const {
   const int64_t generated = len - prompt_len + 1;  // including token
   for (const auto& seq : stop_sequences_) {

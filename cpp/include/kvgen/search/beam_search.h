@@ -38,10 +38,12 @@ class BeamSearch {
 
   // One step over processed log-probs (batch * num_beams, vocab). raw_logits and
   // raw_lse (log-sum-exp per row) give the raw log-probabilities when not null.
-  // Reorders `seqs` to the new running beams and appends their tokens; writes each new
-  // row's parent row and token.
+  // Beam sampling draws input b's candidates keyed by (seed, input_keys[b], step_index).
+  // Reorders `seqs` (reserve_next() done) to the new running beams and appends their
+  // tokens; writes each new row's parent row and token.
   void step(const float* logprobs, const float* raw_logits, const float* raw_lse, int64_t vocab, Sequences& seqs,
-            const StopRules& stops, uint64_t seed, int64_t step_index, int64_t* parents, int64_t* tokens);
+            const StopRules& stops, uint64_t seed, const uint64_t* input_keys, int64_t step_index, int64_t* parents,
+            int64_t* tokens);
 
   bool done() const { return done_; }
 
@@ -65,7 +67,7 @@ class BeamSearch {
 
   void select_top(const float* logprobs, const float* raw_logits, const float* raw_lse, int64_t vocab, int64_t b);
   void select_sampled(const float* logprobs, const float* raw_logits, const float* raw_lse, int64_t vocab,
-                      int64_t b, uint64_t seed, int64_t step_index);
+                      int64_t b, uint64_t seed, uint64_t input_key, int64_t step_index);
   void finish(int64_t b, const Sequences& seqs);
 
   int64_t batch_, beams_, keep_;
@@ -76,7 +78,7 @@ class BeamSearch {
   std::vector<std::vector<Slot>> finished_;       // (batch, beams)
   std::vector<uint8_t> improvable_;               // (batch) HF is_early_stop_heuristic_unsatisfied
   std::vector<Candidate> cands_;                  // (keep) candidates of the input being stepped
-  std::vector<Candidate> pool_;                   // (beams * keep) scratch
+  std::vector<Candidate> pool_;                   // (< 2 * keep + vocab) scratch
   std::vector<float> draw_weights_;               // (beams * vocab) beam sampling scratch
   std::vector<int32_t> positions_;                // (vocab) top-k scratch
   std::vector<float> next_score_, next_lp_, next_raw_;  // (batch * beams) of the new running beams

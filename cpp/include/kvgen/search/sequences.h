@@ -1,6 +1,8 @@
 // Sequences: the token history of every row (prompt + generated) with the per-token
-// log-probabilities of what was generated, in buffers sized once for the longest row.
-// Beam search reorders rows by parent index (a copy of each surviving row's valid part).
+// log-probabilities of what was generated. The buffers hold every row at one stride and
+// grow geometrically as tokens are appended (never beyond the longest prompt + max_new),
+// so a large max_new_tokens costs nothing until the tokens exist. Beam search reorders
+// rows by parent index (a copy of each surviving row's valid part).
 #pragma once
 
 #include <cstdint>
@@ -14,34 +16,48 @@ namespace kvgen {
 
 class Sequences {
  public:
-  // One row per prompt; capacity = longest prompt + max_new tokens.
-  void reset(const std::vector<std::vector<int64_t>>& row_prompts, int64_t max_new, bool keep_raw);
+  // One row per prompt; a row may reach its prompt + max_new tokens (the caller checks
+  // rows and lengths against kvgen's limits). `reorders`: keep the spare buffers that
+  // reorder() copies into (beam search), grown with the others.
+  void reset(const std::vector<std::vector<int64_t>>& row_prompts, int64_t max_new, bool keep_raw, bool reorders);
 
   int64_t rows() const { return static_cast<int64_t>(length_.size()); }
   int64_t length(int64_t r) const { return length_[r]; }
   int64_t prompt_length(int64_t r) const { return prompt_[r]; }
   int64_t generated(int64_t r) const { return length_[r] - prompt_[r]; }
-  const int64_t* tokens(int64_t r) const { return tokens_.data() + r * capacity_; }
-  const float* logprobs(int64_t r) const { return logprobs_.data() + r * max_new_; }
-  const float* raw_logprobs(int64_t r) const { return keep_raw_ ? raw_.data() + r * max_new_ : nullptr; }
+  const int64_t* tokens(int64_t r) const { return tokens_.data() + r * stride_; }
+  const float* logprobs(int64_t r) const { return logprobs_.data() + r * new_stride_; }
+  const float* raw_logprobs(int64_t r) const { return keep_raw_ ? raw_.data() + r * new_stride_ : nullptr; }
 
-  // Appends a token with its processed (and raw) log-probability.
+  // Makes room for one more token in every row (amortised: the capacity doubles), so
+  // that the appends of a step never allocate and never fail halfway. Moves the buffers:
+  // views from history() before the call are stale after it.
+  void reserve_next();
+
+  // Appends a token with its processed (and raw) log-probability; needs reserve_next()
+  // since the row's last append.
   void append(int64_t r, int64_t token, float logprob, float raw_logprob);
 
   // Row r becomes a copy of row parents[r] (before the call), for every r.
   void reorder(const int64_t* parents);
 
-  // The history view processors read.
+  // The history view processors read (valid until the next reserve_next()).
   TokenHistory history() const {
-    return {tokens_.data(), capacity_, 0, length_.data(), 0, prompt_.data()};
+    return {tokens_.data(), stride_, 0, length_.data(), 0, prompt_.data()};
   }
 
  private:
-  int64_t capacity_ = 0, max_new_ = 0;
-  bool keep_raw_ = false;
-  xt::xtensor<int64_t, 2> tokens_, tokens_spare_;   // (rows, capacity)
-  xt::xtensor<float, 2> logprobs_, logprobs_spare_;  // (rows, max_new)
-  xt::xtensor<float, 2> raw_, raw_spare_;            // (rows, max_new) when keep_raw
+  void grow(int64_t new_capacity);
+  void shape_spares();
+
+  int64_t longest_prompt_ = 0, max_new_ = 0;
+  int64_t new_stride_ = 0;  // generated tokens each row has room for
+  int64_t stride_ = 0;      // = longest_prompt_ + new_stride_
+  int64_t most_generated_ = 0;
+  bool keep_raw_ = false, reorders_ = false;
+  xt::xtensor<int64_t, 2> tokens_, tokens_spare_;   // (rows, stride)
+  xt::xtensor<float, 2> logprobs_, logprobs_spare_;  // (rows, new_stride)
+  xt::xtensor<float, 2> raw_, raw_spare_;            // (rows, new_stride) when keep_raw
   std::vector<int64_t> length_, prompt_, length_spare_;
 };
 

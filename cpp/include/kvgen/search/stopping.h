@@ -23,10 +23,16 @@ class StopRules {
   // Text (bytes) of every token id, needed when the config has stop_strings.
   void set_token_texts(std::vector<std::string> texts);
   bool needs_token_texts() const { return !stop_strings_.empty() && texts_.empty(); }
+  // Throws ValueError unless every id of a `vocab`-column vocabulary has a text (when
+  // there are stop strings), so that check() cannot fail in the middle of a step.
+  void check_token_texts(int64_t vocab) const;
 
-  // New tokens a sequence with this prompt length may generate (>= 1 is checked by the caller).
+  // New tokens a sequence with this prompt length may generate (>= 1 is checked by the
+  // caller): total_length_limit - prompt_len, computed without overflowing.
   int64_t max_new_tokens(int64_t prompt_len) const {
-    return total_length_limit(max_length_, max_new_tokens_, prompt_len) - prompt_len;
+    if (max_new_tokens_) return *max_new_tokens_;
+    if (max_length_) return *max_length_ - prompt_len;
+    return total_length_limit(std::nullopt, std::nullopt, 0);  // the default count
   }
 
   // Why `history` (len tokens, the first prompt_len of them the prompt) followed by
