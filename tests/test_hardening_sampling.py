@@ -251,6 +251,23 @@ def test_beam_search_log_softmax_with_inf_logits():
     assert result.scores[0][0] == pytest.approx(2 * -math.log(2) / 2)  # two new tokens of p 1/2 each
 
 
+@pytest.mark.parametrize("settings", [dict(), dict(do_sample=True, seed=0), dict(num_beams=2),
+                                      dict(num_beams=2, do_sample=True, seed=0)])
+def test_raw_logprobs_with_inf_logits_are_the_limit(settings):
+    """output_raw_logprobs: the raw log-probability of a +inf token is -log(count of +inf),
+    as torch.log_softmax of the finite limit gives, not NaN (greedy, sampling, beams)."""
+    row = np.array([0.5, INF, -1.0, INF, 2.0], np.float32)
+    rows = 2 if "num_beams" in settings else 1
+    gen = kvgen.Generator(kvgen.GenerationConfig(max_new_tokens=2, pad_token_id=0, **settings),
+                          output_raw_logprobs=True)
+    gen.append_tokens([[4]])
+    while not gen.is_done():
+        gen.step(np.stack([row] * rows))
+    expected = float(torch.log_softmax(finite_limit(row), -1)[1])
+    for raw in gen.result().raw_token_logprobs[0]:
+        np.testing.assert_allclose(raw, [expected] * len(raw), atol=1e-6)
+
+
 # ---- item 8: integer fields, booleans, the vocabulary -----------------------------------
 
 INT_FIELDS = ["max_new_tokens", "max_length", "min_new_tokens", "min_length", "top_k", "no_repeat_ngram_size",

@@ -173,7 +173,7 @@ void Generator::step_sampling(const float* logits) {
     }
     const int64_t t = drawn_[r];
     next_tokens_[r] = t;
-    seqs_.append(r, t, logprobs_[r], keep_raw_ ? logits[r * vocab_ + t] - raw_lse_[r] : 0.0f);
+    seqs_.append(r, t, logprobs_[r], keep_raw_ ? kernels::log_softmax_entry(logits + r * vocab_, vocab_, t, raw_lse_[r]) : 0.0f);
     if (hits_[r] != FinishReason::None) {
       reason_[r] = hits_[r];
       active_[r] = 0;

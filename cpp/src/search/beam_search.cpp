@@ -68,7 +68,7 @@ void BeamSearch::select_top(const float* logprobs, const float* raw_logits, cons
     const int64_t count = selection::top_k(row, vocab, k, positions_.data(), ws_);
     for (int64_t i = 0; i < std::min(count, k); ++i) {
       const int64_t t = positions_[i];
-      const float raw = raw_logits ? raw_logits[r * vocab + t] - raw_lse[r] : 0.0f;
+      const float raw = raw_logits ? kernels::log_softmax_entry(raw_logits + r * vocab, vocab, t, raw_lse[r]) : 0.0f;
       pool_.push_back({row[t] + running_score_[r], r, t, row[t], raw, FinishReason::None});
     }
     // `better` is a strict total order, so trimming to the best K loses none of the final
@@ -107,7 +107,7 @@ void BeamSearch::select_sampled(const float* logprobs, const float* raw_logits, 
     w[idx] = 0.0f;
     const int64_t r = b * beams_ + idx / vocab, t = idx % vocab;
     const float lp = logprobs[r * vocab + t];
-    const float raw = raw_logits ? raw_logits[r * vocab + t] - raw_lse[r] : 0.0f;
+    const float raw = raw_logits ? kernels::log_softmax_entry(raw_logits + r * vocab, vocab, t, raw_lse[r]) : 0.0f;
     cands_.push_back({lp + running_score_[r], r, t, lp, raw, FinishReason::None});
   }
 }

@@ -233,4 +233,14 @@ inline void log_softmax_into(float* out, const float* x, int64_t n, float lse) {
   for (int64_t i = 0; i < n; ++i) out[i] = x[i] - lse;
 }
 
+// The log-softmax of entry i alone, given lse = log_sum_exp(x, n): the value
+// log_softmax_into would write at i (a pass over the row only when lse = +inf).
+inline float log_softmax_entry(const float* x, int64_t n, int64_t i, float lse) {
+  if (lse == kPosInf)
+    return x[i] == kPosInf ? 0.0f - static_cast<float>(std::log(static_cast<double>(count_equal(x, n, kPosInf))))
+                           : kNegInf;
+  if (lse == kNegInf) return kNegInf;
+  return x[i] - lse;
+}
+
 }  // namespace kvgen::kernels
