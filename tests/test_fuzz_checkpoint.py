@@ -240,7 +240,8 @@ def random_case(rng: random.Random, arch: str) -> tuple[str, Callable[[Path], No
     if kind == 1:
         field = rng.choice(["dtype", "shape", "data_offsets"])
         value = {"dtype": lambda: rng.choice(["F32", "F16", "I32", "BOOL", ""]),
-                 "shape": lambda: [rng.choice([0, 1, 2, 8, 12, 16, 2**rng.randrange(64)]) for _ in range(rng.randrange(4))],
+                 "shape": lambda: [rng.choice([0, 1, 2, 8, 12, 16, 2**rng.randrange(64)])
+                                   for _ in range(rng.randrange(4))],
                  "data_offsets": lambda: sorted(rng.randrange(0, 4000) for _ in range(2))}[field]()
         which = rng.randrange(1000)
         return f"tensor #{which} {field}={value!r}", edit_tensor_field(field, value, which), False

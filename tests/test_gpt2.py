@@ -148,7 +148,8 @@ def test_unsupported_configurations(tmp_path, good_dir):
     with pytest.raises(ValueError, match="add_cross_attention"):
         kvgen.Model.load(d)
     edit_config(d, add_cross_attention=False, n_embd=64)
-    with pytest.raises(ValueError, match=r"tensor 'transformer.wte.weight' has shape \(301, 48\), expected \(301, 64\)"):
+    with pytest.raises(ValueError,
+                       match=r"tensor 'transformer.wte.weight' has shape \(301, 48\), expected \(301, 64\)"):
         kvgen.Model.load(d)
 
 

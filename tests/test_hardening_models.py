@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from safetensors.numpy import load_file, save_file
+from safetensors.numpy import load_file
 
 import kvgen
 from llama_models import random_llama
@@ -119,7 +119,8 @@ def test_heads_times_head_dim_is_checked_for_overflow(sandbox, llama_dir, tmp_pa
     ("hidden_size", None, "ValueError", "model config has no 'hidden_size'"),
     ("rope_scaling", "linear", "ValueError", "rope_scaling must be an object"),  # was an AttributeError
     ("rope_parameters", [], "ValueError", "rope_parameters must be an object"),
-    ("rope_parameters", {"rope_type": "linear", "factor": float("inf")}, "ValueError", "'factor' must be a positive, finite"),
+    ("rope_parameters", {"rope_type": "linear", "factor": float("inf")}, "ValueError",
+     "'factor' must be a positive, finite"),
     ("rope_parameters", {"rope_type": "linear", "factor": 1e-50}, "ValueError", "'factor' must be a positive, finite"),
     ("rope_parameters", {"rope_theta": float("nan")}, "ValueError", "rope_theta must be a positive, finite number"),
     ("rms_norm_eps", float("inf"), "ValueError", "rms_norm_eps = inf must be a finite"),
@@ -163,7 +164,8 @@ def test_shard_index_must_stay_inside_the_directory(llama_dir, tmp_path):
 
 def test_weights_of_another_dtype_are_a_type_error_naming_the_tensor(llama_dir, tmp_path):
     import torch
-    from safetensors.torch import load_file as load_torch, save_file as save_torch
+    from safetensors.torch import load_file as load_torch
+    from safetensors.torch import save_file as save_torch
 
     d = variant(llama_dir, tmp_path)
     tensors = load_torch(str(d / "model.safetensors"))

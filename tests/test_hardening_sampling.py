@@ -201,7 +201,8 @@ def test_overflowing_processors_equal_hf_processed_logits():
 def test_ban_wins_over_an_inf_logit():
     # HF would compute +inf + -inf = NaN; kvgen bans the token
     row = np.array([0.0, INF, 1.0], np.float32)
-    assert sample_one(row, bad_words_ids=[[1]]) == (2, pytest.approx(float(torch.log_softmax(torch.tensor([0.0, 1.0]), -1)[1])))
+    expected = float(torch.log_softmax(torch.tensor([0.0, 1.0]), -1)[1])
+    assert sample_one(row, bad_words_ids=[[1]]) == (2, pytest.approx(expected))
 
 
 @pytest.mark.parametrize("warper", [dict(top_p=0.5), dict(typical_p=0.5), dict(min_p=0.5), dict(epsilon_cutoff=0.2),

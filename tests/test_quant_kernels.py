@@ -95,7 +95,8 @@ def check(out: np.ndarray, ref: np.ndarray, bound: np.ndarray, what: str) -> Non
     bad = ~(err <= bound)
     assert not bad.any(), (
         f"{what}: {bad.sum()} outputs off; worst error {err.max():.3g} "
-        f"(bound there {bound.flat[np.argmax(err - bound)]:.3g}) at {np.unravel_index(np.argmax(err - bound), err.shape)}"
+        f"(bound there {bound.flat[np.argmax(err - bound)]:.3g}) "
+        f"at {np.unravel_index(np.argmax(err - bound), err.shape)}"
     )
 
 

@@ -57,7 +57,7 @@ def read_until(stop: threading.Event, generator, errors: list, reads: list) -> N
                 assert view.shape == (8, VOCAB)
                 float(view.sum())  # touches the whole buffer
             generator.result()
-            generator.finish_reasons
+            assert len(generator.finish_reasons) == generator.rows
             reads.append(1)
     except BaseException as e:  # noqa: BLE001  reported by the main thread
         errors.append(e)

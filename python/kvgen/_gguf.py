@@ -185,7 +185,8 @@ def _llama(meta: _Metadata, tensors: dict, path: Path) -> GGUFModel:
         raise ValueError(f"{path}: rope scaling {scaling!r} is not supported (supported: none, linear)")
     config["rope_parameters"] = rope
     C, I, L = hidden, config["intermediate_size"], config["num_hidden_layers"]
-    arrays = {"model.embed_tokens.weight": embed, "model.norm.weight": _tensor(tensors, "output_norm.weight", path, (C,))}
+    arrays = {"model.embed_tokens.weight": embed,
+              "model.norm.weight": _tensor(tensors, "output_norm.weight", path, (C,))}
     used = {"token_embd.weight", "output_norm.weight"}
     if "output.weight" in tensors:
         arrays["lm_head.weight"] = _tensor(tensors, "output.weight", path, (vocab, C))
@@ -240,7 +241,8 @@ def _gpt2(meta: _Metadata, tensors: dict, path: Path) -> GGUFModel:
         "layer_norm_epsilon": meta.get(a + "attention.layer_norm_epsilon", float, 1e-5),
         "activation_function": "gelu_new",
     }
-    arrays = {"wte.weight": wte, "wpe.weight": _tensor(tensors, "position_embd.weight", path, (config["n_positions"], C)),
+    arrays = {"wte.weight": wte,
+              "wpe.weight": _tensor(tensors, "position_embd.weight", path, (config["n_positions"], C)),
               "ln_f.weight": _tensor(tensors, "output_norm.weight", path, (C,)),
               "ln_f.bias": _tensor(tensors, "output_norm.bias", path, (C,))}
     used = {"token_embd.weight", "position_embd.weight", "output_norm.weight", "output_norm.bias"}
