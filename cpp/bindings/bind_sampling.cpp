@@ -193,8 +193,9 @@ continues the calling thread's last sequence when its ``input_ids`` have as many
 are no shorter than that prompt and at most one token longer than the last call, and
 each row's tokens before its newest one are those of some row of the last call (beam
 search reorders rows). Any other call starts a new sequence whose prompt is all of its
-``input_ids``. ``reset()`` starts a new sequence at the next call explicitly (for a new
-prompt that happens to extend the last call's tokens by one).
+``input_ids``. ``reset()`` makes the next call start a new sequence: call it before a
+new prompt that could pass for a continuation (one that repeats the last call's tokens
+up to its own last token).
 
 Threads: one processor may be called from several threads at once. Each thread has its
 own sequence (prompt length); the chain runs one call at a time, without the GIL.
