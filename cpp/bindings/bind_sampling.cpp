@@ -63,7 +63,7 @@ struct SequenceState {
   // Whether input_ids continue this sequence: as many rows, no shorter than the prompt,
   // at most one token longer than the last call, and each row's tokens before its newest
   // one equal to those of some row of the last call (beam search reorders the rows;
-  // assisted decoding goes back up to that many tokens).
+  // assisted decoding calls again from a shorter length).
   bool continued_by(const HistoryView& h) const {
     if (h.length == 0 || h.rows != rows || h.length < prompt_length || h.length > length + 1) return false;
     const int64_t n = h.length - 1;
