@@ -1,6 +1,7 @@
 // Array conversion for the bindings (see arrays.h).
 #include "arrays.h"
 
+#include <climits>
 #include <sstream>
 
 #include "kvgen/errors.h"
@@ -43,6 +44,52 @@ py::object numpy_view(py::handle obj, const char* name, bool float_only) {
   return py::none();
 }
 
+// "<name>[r, i] = <value> is outside the vocabulary [0, vocab)", for element `flat`.
+[[noreturn]] void throw_outside(const char* name, int64_t flat, int64_t length, const std::string& value,
+                                int64_t vocab) {
+  throw ValueError(std::string(name) + "[" + std::to_string(flat / length) + ", " + std::to_string(flat % length) +
+                   "] = " + value + " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
+}
+
+// `a` (2-D, integer or object dtype) as C-contiguous int64. A value int64 cannot hold (a
+// uint64 above 2^63 - 1, a Python int such as 2**70 that made NumPy choose dtype object)
+// is a ValueError naming its position: a plain cast would wrap it to another id.
+py::array_t<int64_t, py::array::c_style> to_int64(const py::array& a, const char* name, int64_t vocab) {
+  const int64_t length = a.shape(1);
+  if (a.dtype().kind() == 'u' && a.itemsize() == sizeof(uint64_t)) {
+    auto u = py::array_t<uint64_t, py::array::c_style | py::array::forcecast>::ensure(a);
+    for (py::ssize_t k = 0; k < u.size(); ++k)
+      if (u.data()[k] > static_cast<uint64_t>(INT64_MAX))
+        throw_outside(name, k, length, std::to_string(u.data()[k]), vocab);
+  }
+  if (a.dtype().kind() != 'O') return py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
+  // dtype object: each element must be an integer (int, numpy integer: __index__).
+  py::array objects = py::array::ensure(a, py::array::c_style);
+  py::array_t<int64_t, py::array::c_style> out(std::vector<py::ssize_t>{a.shape(0), a.shape(1)});
+  auto* const* items = static_cast<PyObject* const*>(objects.data());
+  for (py::ssize_t k = 0; k < objects.size(); ++k) {
+    py::handle item(items[k]);
+    if (!PyIndex_Check(item.ptr()) || PyBool_Check(item.ptr())) {
+      throw TypeError(std::string(name) + "[" + std::to_string(k / length) + ", " + std::to_string(k % length) +
+                      "] is a " + type_name(item) + "; " + name + " must hold integer token ids");
+    }
+    py::int_ value = py::reinterpret_steal<py::int_>(PyNumber_Index(item.ptr()));
+    if (!value) throw py::error_already_set();
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+    if (overflow) throw_outside(name, k, length, py::str(value), vocab);
+    out.mutable_data()[k] = v;
+  }
+  return out;
+}
+
+// Every id of h in [0, vocab), or a ValueError naming the first one outside.
+void check_vocabulary(const HistoryView& h, const char* name, int64_t vocab) {
+  const int64_t* ids = h.data();
+  for (int64_t k = 0; k < h.rows * h.length; ++k)
+    if (ids[k] < 0 || ids[k] >= vocab) throw_outside(name, k, h.length, std::to_string(ids[k]), vocab);
+}
+
 }  // namespace
 
 LogitsView logits_view(py::handle obj, bool writable, const char* name) {
@@ -74,7 +121,7 @@ LogitsView logits_view(py::handle obj, bool writable, const char* name) {
   return {a, data, static_cast<int64_t>(a.shape(0)), static_cast<int64_t>(a.shape(1))};
 }
 
-HistoryView history_view(py::handle obj, int64_t rows, const char* name) {
+HistoryView history_view(py::handle obj, int64_t rows, const char* name, int64_t vocab) {
   HistoryView h;
   h.rows = rows;
   if (obj.is_none()) {
@@ -84,7 +131,7 @@ HistoryView history_view(py::handle obj, int64_t rows, const char* name) {
   py::object view = numpy_view(obj, name, false);
   py::array a = view.is_none() ? py::array(py::module_::import("numpy").attr("asarray")(obj)) : view.cast<py::array>();
   const char kind = a.dtype().kind();
-  if (kind != 'i' && kind != 'u') {
+  if (kind != 'i' && kind != 'u' && kind != 'O') {
     throw TypeError(std::string(name) + " must hold integer token ids, got dtype " + std::string(py::str(a.dtype())));
   }
   if (a.ndim() != 2) {
@@ -95,8 +142,9 @@ HistoryView history_view(py::handle obj, int64_t rows, const char* name) {
     throw ValueError(std::string(name) + " has " + std::to_string(a.shape(0)) + " rows but logits has " +
                      std::to_string(rows));
   }
-  h.array = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
   h.length = static_cast<int64_t>(a.shape(1));
+  h.array = to_int64(a, name, vocab);
+  check_vocabulary(h, name, vocab);
   return h;
 }
 

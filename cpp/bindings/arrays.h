@@ -21,7 +21,8 @@ struct LogitsView {
   int64_t vocab;
 };
 
-// An int64 [rows, length] token history (copied to int64 if it came as another int type).
+// An int64 [rows, length] token history (copied to int64 if it came as another integer
+// type, or as Python ints that NumPy held as objects; an id int64 cannot hold is refused).
 struct HistoryView {
   py::array_t<int64_t, py::array::c_style> array;
   int64_t rows = 0;
@@ -32,8 +33,9 @@ struct HistoryView {
 // `name` is the argument's name in error messages.
 LogitsView logits_view(py::handle obj, bool writable, const char* name = "logits");
 
-// None -> empty history for `rows` rows.
-HistoryView history_view(py::handle obj, int64_t rows, const char* name = "input_ids");
+// None -> empty history for `rows` rows. Every id must lie in [0, vocab); an error names
+// the position and the id: "input_ids[0, 3] = 300 is outside the vocabulary [0, 211)".
+HistoryView history_view(py::handle obj, int64_t rows, const char* name, int64_t vocab);
 
 // (rows) int64 sequence ids, or an empty array for None.
 py::array_t<int64_t, py::array::c_style> ids_view(py::handle obj, int64_t rows, const char* name);

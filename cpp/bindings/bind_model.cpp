@@ -184,6 +184,32 @@ py::dict model_sizes(const std::string& architecture, const py::dict& config) {
   return out;
 }
 
+// Model.forward: a fresh array per call, written by the forward pass in place, so a
+// result stays valid whatever other calls (or threads) do later.
+py::array_t<float> forward(PyModel& pm, py::handle input_ids) {
+  const ModelConfig& c = pm.core().config();
+  py::array ids = py::module_::import("numpy").attr("asarray")(input_ids);
+  if (ids.ndim() == 1) ids = py::module_::import("numpy").attr("expand_dims")(ids, 0);
+  HistoryView hv = history_view(ids, ids.ndim() == 2 ? ids.shape(0) : -1, "input_ids", c.vocab_size);
+  const int64_t rows = hv.rows, len = hv.length;
+  if (rows < 1 || len < 1) throw ValueError("input_ids must hold at least one token per row");
+  if (len > c.context_length)
+    throw ValueError("context overflow: input_ids has " + std::to_string(len) + " tokens, the model has " +
+                     std::to_string(c.context_length) + " positions");
+  limits::checked_mul(limits::checked_mul(rows, len, "input_ids"), c.vocab_size, "forward logits");
+  py::array_t<float> logits(std::vector<py::ssize_t>{rows, len, c.vocab_size});  // (rows, len, vocab)
+  float* out = logits.mutable_data();
+  {
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(pm.mutex);
+    KVCache cache = pm.core().make_cache(rows, len);
+    std::vector<RowTokens> chunks;
+    for (int64_t r = 0; r < rows; ++r) chunks.push_back({r, hv.data() + r * len, len});
+    pm.core().forward(chunks, cache, out, /*all_positions=*/true);
+  }
+  return logits;
+}
+
 }  // namespace
 
 void register_model(py::module_& m) {
@@ -197,35 +223,14 @@ void register_model(py::module_& m) {
                   "A Llama-family model from a Hugging Face LlamaConfig dict, its rotary inverse frequencies "
                   "(head_dim / 2, scaling applied) and its tensors (float32 arrays by "
                   "Hugging Face name).")
-      .def(
-          "forward",
-          [](py::object self, py::handle input_ids) {
-            PyModel& pm = self.cast<PyModel&>();
-            const ModelConfig& c = pm.core().config();
-            py::array ids = py::module_::import("numpy").attr("asarray")(input_ids);
-            if (ids.ndim() == 1) ids = py::module_::import("numpy").attr("expand_dims")(ids, 0);
-            HistoryView hv = history_view(ids, ids.ndim() == 2 ? ids.shape(0) : -1, "input_ids");
-            const int64_t rows = hv.rows, len = hv.length;
-            if (rows < 1 || len < 1) throw ValueError("input_ids must hold at least one token per row");
-            if (len > c.context_length)
-              throw ValueError("context overflow: input_ids has " + std::to_string(len) + " tokens, the model has " +
-                               std::to_string(c.context_length) + " positions");
-            {
-              py::gil_scoped_release release;
-              std::lock_guard<std::mutex> lock(pm.mutex);
-              const auto need = static_cast<size_t>(rows * len * c.vocab_size);
-              if (pm.logits.size() < need) pm.logits = xt::xtensor<float, 1>::from_shape({need});
-              KVCache cache = pm.core().make_cache(rows, len);
-              std::vector<RowTokens> chunks;
-              for (int64_t r = 0; r < rows; ++r) chunks.push_back({r, hv.data() + r * len, len});
-              pm.core().forward(chunks, cache, pm.logits.data(), true);
-            }
-            const std::vector<py::ssize_t> shape{rows, len, c.vocab_size};
-            return py::array_t<float>(shape, pm.logits.data(), self);
-          },
-          py::arg("input_ids"),
-          "Logits [rows, length, vocab] for input_ids [rows, length] (all positions, no cache kept). The array "
-          "is a view over the model's own buffer: valid until the next forward() call (copy it to keep it).")
+      .def("forward", &forward, py::arg("input_ids"), R"doc(
+Logits [rows, length, vocab] for input_ids [rows, length] (all positions, no cache kept).
+
+The result is a new float32 array that the caller owns: the forward pass writes into it
+directly (no copy), and later calls never touch it. Calls from several threads run one
+at a time (the GIL is released meanwhile). A token id outside [0, vocab) is a ValueError
+naming its position: "input_ids[0, 3] = 300 is outside the vocabulary [0, 211)".
+)doc")
       .def_property_readonly("architecture", [](PyModel& p) { return p.core().config().architecture; })
       .def_property_readonly("vocab_size", [](PyModel& p) { return p.core().config().vocab_size; })
       .def_property_readonly("context_length", [](PyModel& p) { return p.core().config().context_length; })

@@ -4,10 +4,14 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <random>
+#include <thread>
+#include <unordered_map>
+#include <vector>
 
 #include "arrays.h"
 #include "kvgen/errors.h"
@@ -29,7 +33,7 @@ py::object run_sample(Sampler& sampler, std::mutex& mutex, py::handle logits, py
                       py::handle sequence_ids, bool return_logprobs, std::optional<int64_t> prompt_length) {
   if (step < 0) throw ValueError("step must be >= 0, got " + std::to_string(step));
   LogitsView lv = logits_view(logits, false);
-  HistoryView hv = history_view(input_ids, lv.rows);
+  HistoryView hv = history_view(input_ids, lv.rows, "input_ids", lv.vocab);
   auto seq = ids_view(sequence_ids, lv.rows, "sequence_ids");
   if (prompt_length && (*prompt_length < 0 || *prompt_length > hv.length))
     throw ValueError("prompt_length = " + std::to_string(*prompt_length) + " must be in [0, " +
@@ -48,8 +52,45 @@ py::object run_sample(Sampler& sampler, std::mutex& mutex, py::handle logits, py
   return tokens;
 }
 
-// kvgen.LogitsProcessor: owns a Sampler; the prompt length is fixed at construction or
-// at the first call, as Hugging Face fixes it when generate() builds its processors.
+// The sequence a thread is processing: its prompt length and the history of its last
+// call, from which the next call is told to continue it or to start a new one.
+struct SequenceState {
+  int64_t prompt_length = 0;
+  int64_t rows = 0;
+  int64_t length = 0;
+  std::vector<int64_t> history;  // (rows, length): input_ids of the last call
+
+  // Whether input_ids continue this sequence: as many rows, no shorter than the prompt,
+  // at most one token longer than the last call, and each row's tokens before its newest
+  // one equal to those of some row of the last call (beam search reorders the rows;
+  // assisted decoding calls again from a shorter length).
+  bool continued_by(const HistoryView& h) const {
+    if (h.length == 0 || h.rows != rows || h.length < prompt_length || h.length > length + 1) return false;
+    const int64_t n = h.length - 1;
+    const auto same = [&](const int64_t* row, int64_t s) {
+      return std::equal(row, row + n, history.data() + s * length);
+    };
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t* row = h.data() + r * h.length;
+      if (same(row, r)) continue;
+      bool found = false;
+      for (int64_t s = 0; s < rows && !found; ++s) found = same(row, s);
+      if (!found) return false;
+    }
+    return true;
+  }
+
+  void record(const HistoryView& h) {
+    rows = h.rows;
+    length = h.length;
+    history.assign(h.data(), h.data() + h.rows * h.length);
+  }
+};
+
+// kvgen.LogitsProcessor: owns a Sampler. The prompt length is the one given at
+// construction, or else found per sequence: a call that does not continue the calling
+// thread's last sequence starts a new one whose prompt is all of its input_ids (as
+// Hugging Face's generate() builds its processors for each prompt).
 class PyLogitsProcessor {
  public:
   PyLogitsProcessor(const GenerationConfig& config, std::optional<int64_t> prompt_length)
@@ -60,8 +101,8 @@ class PyLogitsProcessor {
 
   py::object call(py::object input_ids, py::object scores) {
     LogitsView lv = logits_view(scores, true, "scores");
-    HistoryView hv = history_view(input_ids, lv.rows);
-    TokenHistory history{hv.data(), hv.length, hv.length, nullptr, resolve_prompt(hv.length), nullptr};
+    HistoryView hv = history_view(input_ids, lv.rows, "input_ids", lv.vocab);
+    TokenHistory history{hv.data(), hv.length, hv.length, nullptr, prompt_of(hv), nullptr};
     {
       py::gil_scoped_release release;
       std::lock_guard<std::mutex> lock(mutex_);
@@ -72,23 +113,44 @@ class PyLogitsProcessor {
 
   py::object sample(py::handle logits, py::handle input_ids, int64_t step, py::handle sequence_ids,
                     bool return_logprobs) {
-    const int64_t len = input_ids.is_none() ? 0 : history_view(input_ids, logits_view(logits, false).rows).length;
-    return run_sample(sampler_, mutex_, logits, input_ids, step, sequence_ids, return_logprobs, resolve_prompt(len));
+    const LogitsView lv = logits_view(logits, false);
+    const int64_t prompt = prompt_of(history_view(input_ids, lv.rows, "input_ids", lv.vocab));
+    return run_sample(sampler_, mutex_, logits, input_ids, step, sequence_ids, return_logprobs, prompt);
+  }
+
+  // Forgets the calling thread's sequence: its next call starts a new one.
+  void reset() {
+    std::lock_guard<std::mutex> lock(sequences_mutex_);
+    sequences_.erase(std::this_thread::get_id());
   }
 
   const GenerationConfig& config() const { return sampler_.config(); }
   std::string repr() const { return "LogitsProcessor(" + sampler_.chain().describe() + ")"; }
-  std::optional<int64_t> prompt_length() const { return prompt_length_; }
+
+  std::optional<int64_t> prompt_length() {
+    if (prompt_length_) return prompt_length_;
+    std::lock_guard<std::mutex> lock(sequences_mutex_);
+    auto it = sequences_.find(std::this_thread::get_id());
+    if (it == sequences_.end()) return std::nullopt;
+    return it->second.prompt_length;
+  }
 
  private:
-  int64_t resolve_prompt(int64_t history_len) {
-    if (!prompt_length_) prompt_length_ = history_len;
-    return std::min(*prompt_length_, history_len);
+  // The prompt length for this call's history, tracking the calling thread's sequence.
+  int64_t prompt_of(const HistoryView& h) {
+    if (prompt_length_) return std::min(*prompt_length_, h.length);
+    std::lock_guard<std::mutex> lock(sequences_mutex_);
+    SequenceState& seq = sequences_[std::this_thread::get_id()];
+    if (!seq.continued_by(h)) seq.prompt_length = h.length;
+    seq.record(h);
+    return seq.prompt_length;
   }
 
   Sampler sampler_;
-  std::optional<int64_t> prompt_length_;
-  std::mutex mutex_;
+  std::optional<int64_t> prompt_length_;  // fixed by the caller, or found per sequence
+  std::mutex mutex_;                      // one chain run at a time (the sampler has scratch state)
+  std::mutex sequences_mutex_;            // guards sequences_ (held briefly, with the GIL)
+  std::unordered_map<std::thread::id, SequenceState> sequences_;  // per calling thread
 };
 
 // The sampler behind kvgen.sample(), cached per thread while the config is unchanged.
@@ -125,7 +187,18 @@ top-p, min-p, typical, epsilon, eta) only when sampling.
 
 ``prompt_length``: how many leading tokens of ``input_ids`` are the prompt (used by
 ``min_new_tokens``, ``begin_suppress_tokens`` and ``max_new_tokens`` with
-``forced_eos_token_id``). None: the length of ``input_ids`` at the first call.
+``forced_eos_token_id``). Given here, it holds for every call. None (the default): it is
+found per sequence, so one processor can serve one ``generate()`` after another. A call
+continues the calling thread's last sequence when its ``input_ids`` have as many rows,
+are no shorter than that prompt and at most one token longer than the last call, and
+each row's tokens before its newest one are those of some row of the last call (beam
+search reorders rows). Any other call starts a new sequence whose prompt is all of its
+``input_ids``. ``reset()`` makes the next call start a new sequence: call it before a
+new prompt that could pass for a continuation (one that repeats the last call's tokens
+up to its own last token).
+
+Threads: one processor may be called from several threads at once. Each thread has its
+own sequence (prompt length); the chain runs one call at a time, without the GIL.
 )doc")
       .def(py::init<const GenerationConfig&, std::optional<int64_t>>(), py::arg("config"),
            py::arg("prompt_length") = py::none())
@@ -136,8 +209,11 @@ top-p, min-p, typical, epsilon, eta) only when sampling.
            py::arg("return_logprobs") = false,
            "Picks one token per row of logits (not modified); see kvgen.sample.")
       .def_property_readonly("config", &PyLogitsProcessor::config, "A copy of the GenerationConfig.")
+      .def("reset", &PyLogitsProcessor::reset,
+           "Forgets the calling thread's sequence, so that its next call starts a new one.")
       .def_property_readonly("prompt_length", &PyLogitsProcessor::prompt_length,
-                             "Prompt tokens at the start of input_ids (None until the first call).")
+                             "Prompt tokens at the start of input_ids: the fixed value, or that of the calling "
+                             "thread's current sequence (None before its first call).")
       .def("__repr__", &PyLogitsProcessor::repr);
 
   m.def(

@@ -7,8 +7,6 @@
 #include <memory>
 #include <mutex>
 
-#include <xtensor/xtensor.hpp>
-
 #include "kvgen/model/model.h"
 
 namespace kvgen::bindings {
@@ -19,7 +17,6 @@ struct PyModel {
   py::dict arrays;               // name -> numpy array owning the weights
   std::unique_ptr<Model> model;
   std::mutex mutex;              // one forward pass at a time (activations are shared)
-  xt::xtensor<float, 1> logits;  // what Model.forward returned last
   Model& core() { return *model; }
 };
 

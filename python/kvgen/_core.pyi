@@ -59,6 +59,8 @@ class GenerationConfig:
 class LogitsProcessor:
     def __init__(self, config: GenerationConfig, prompt_length: int | None = None) -> None: ...
     def __call__(self, input_ids: Any, scores: Any) -> Any: ...
+    def reset(self) -> None:
+        """Forgets the calling thread's sequence: its next call starts a new one (prompt = its input_ids)."""
     @overload
     def sample(
         self, logits: Any, input_ids: Any = None, *, step: int = 0, sequence_ids: Sequence[int] | npt.NDArray[np.integer] | None = None,
@@ -136,7 +138,8 @@ class _Model:
     @staticmethod
     def llama(config: dict[str, Any], inv_freq: npt.NDArray[np.float32],
               arrays: dict[str, npt.NDArray[np.float32]]) -> _Model: ...
-    def forward(self, input_ids: Any) -> npt.NDArray[np.float32]: ...
+    def forward(self, input_ids: Any) -> npt.NDArray[np.float32]:
+        """Logits [rows, length, vocab]: a new array the caller owns (later calls never change it)."""
     @property
     def architecture(self) -> str: ...
     @property

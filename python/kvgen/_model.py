@@ -152,7 +152,9 @@ class Model:
     def forward(self, input_ids) -> np.ndarray:
         """Logits [rows, length, vocab] for ``input_ids`` [rows, length] (or one 1-D row).
 
-        The array is a view over the model's own buffer, valid until the next call.
+        The array is a new one that the caller owns (the forward pass writes into it, no
+        copy is made): later calls, from this thread or others, never change it. A token id
+        outside [0, vocab_size) is a ValueError naming its position and value.
         """
         return self._core.forward(input_ids)
 
