@@ -63,12 +63,14 @@ class LogitsProcessor:
         """Forgets the calling thread's sequence: its next call starts a new one (prompt = its input_ids)."""
     @overload
     def sample(
-        self, logits: Any, input_ids: Any = None, *, step: int = 0, sequence_ids: Sequence[int] | npt.NDArray[np.integer] | None = None,
+        self, logits: Any, input_ids: Any = None, *, step: int = 0,
+        sequence_ids: Sequence[int] | npt.NDArray[np.integer] | None = None,
         return_logprobs: Literal[False] = False,
     ) -> npt.NDArray[np.int64]: ...
     @overload
     def sample(
-        self, logits: Any, input_ids: Any = None, *, step: int = 0, sequence_ids: Sequence[int] | npt.NDArray[np.integer] | None = None,
+        self, logits: Any, input_ids: Any = None, *, step: int = 0,
+        sequence_ids: Sequence[int] | npt.NDArray[np.integer] | None = None,
         return_logprobs: Literal[True],
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]: ...
     @property
