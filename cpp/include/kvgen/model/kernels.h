@@ -1,6 +1,6 @@
-// Raw-pointer kernels of the transformer forward pass: BLAS matrix products, layer
-// norm, GELU, embedding lookups. Outputs first, shapes last (llm.c style); every buffer
-// is row-major.
+// Raw-pointer kernels of the transformer forward pass: BLAS matrix products, layer and
+// RMS norms, GELU, SiLU, RoPE, softmax. Outputs first, shapes last (llm.c style); every
+// buffer is row-major.
 #pragma once
 
 #include <cstdint>
