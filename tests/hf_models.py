@@ -93,7 +93,7 @@ def assert_cached_decode_matches_hf(kv_model, hf_model, context: int, pad: int) 
     import kvgen
 
     config = kvgen.GenerationConfig(max_new_tokens=context - 6, pad_token_id=pad)
-    session = kvgen._core._ModelGeneration(kv_model._core, config)
+    session = kvgen._core._ModelDecodeLoop(kv_model._core, config)
     session.start([[5, 9, 13, 4, 3, 6], [7, 8]])
     steps = 0
     while True:

@@ -99,7 +99,7 @@ def test_model_generation_read_while_it_advances(model):
     prompts = [[5, 9, 13], [7, 8]]
 
     def session():
-        s = kvgen._core._ModelGeneration(model._core, config)
+        s = kvgen._core._ModelDecodeLoop(model._core, config)
         s.start(prompts)  # prefill and the first step
         return s
 

@@ -11,7 +11,7 @@
 #include "py_model.h"
 #include "kvgen/errors.h"
 #include "kvgen/generator.h"
-#include "kvgen/model_generation.h"
+#include "kvgen/model_decode_loop.h"
 
 namespace py = pybind11;
 
@@ -299,11 +299,11 @@ void def_generator_state(py::class_<W>& cls) {
       .def("_hypotheses", [](W& w) { return hypotheses_of(w.read([](Generator& g) { return g.results(); })); });
 }
 
-// kvgen._ModelGeneration: keeps the Python model (and so its weights) alive. Its state
+// kvgen._ModelDecodeLoop: keeps the Python model (and so its weights) alive. Its state
 // is guarded by the model's mutex, which start / advance (and the model's forward) hold.
-class PyModelGeneration {
+class PyModelDecodeLoop {
  public:
-  PyModelGeneration(py::object model, const GenerationConfig& config, py::object token_strings, bool raw)
+  PyModelDecodeLoop(py::object model, const GenerationConfig& config, py::object token_strings, bool raw)
       : model_(model), pm_(model_of(model)), run_(pm_.core(), config) {
     if (!token_strings.is_none()) run_.generator().set_token_texts(token_texts(token_strings));
     run_.generator().set_keep_raw_logprobs(raw);
@@ -312,21 +312,21 @@ class PyModelGeneration {
   void start(py::handle prompts, py::handle sequence_ids) {
     auto lists = prompt_lists(prompts);
     auto ids = sequence_id_list(sequence_ids);
-    under_lock(pm_.mutex, run_, [&](ModelGeneration& run) {
+    under_lock(pm_.mutex, run_, [&](ModelDecodeLoop& run) {
       run.start(lists, ids);
       return 0;
     });
   }
 
   void advance() {
-    under_lock(pm_.mutex, run_, [](ModelGeneration& run) {
+    under_lock(pm_.mutex, run_, [](ModelDecodeLoop& run) {
       run.advance();
       return 0;
     });
   }
 
   int64_t kv_cache_bytes() {
-    return under_lock(pm_.mutex, run_, [](ModelGeneration& run) {
+    return under_lock(pm_.mutex, run_, [](ModelDecodeLoop& run) {
       return run.generator().started() ? run.cache().bytes() : int64_t{0};
     });
   }
@@ -334,7 +334,7 @@ class PyModelGeneration {
   // f(Generator&) under the model's mutex (see under_lock).
   template <class F>
   auto read(F&& f) {
-    return under_lock(pm_.mutex, run_, [&](ModelGeneration& run) { return f(run.generator()); });
+    return under_lock(pm_.mutex, run_, [&](ModelDecodeLoop& run) { return f(run.generator()); });
   }
 
  private:
@@ -345,7 +345,7 @@ class PyModelGeneration {
 
   py::object model_;
   PyModel& pm_;  // model_'s C++ object, alive as long as model_
-  ModelGeneration run_;
+  ModelDecodeLoop run_;
 };
 
 }  // namespace
@@ -377,13 +377,13 @@ void register_generator(py::module_& m) {
            "per row; returns a StepResult.");
   def_generator_state(gen);
 
-  py::class_<PyModelGeneration> mg(m, "_ModelGeneration", "A Generator driven by a built-in model (see kvgen.Generator).");
+  py::class_<PyModelDecodeLoop> mg(m, "_ModelDecodeLoop", "A Generator driven by a built-in model (see kvgen.Generator).");
   mg.def(py::init<py::object, const GenerationConfig&, py::object, bool>(), py::arg("model"), py::arg("config"),
          py::kw_only(), py::arg("token_strings") = py::none(), py::arg("output_raw_logprobs") = false)
-      .def("start", &PyModelGeneration::start, py::arg("prompts"), py::kw_only(), py::arg("sequence_ids") = py::none(),
+      .def("start", &PyModelDecodeLoop::start, py::arg("prompts"), py::kw_only(), py::arg("sequence_ids") = py::none(),
            "Checks the context, prefills the prompts in one batched pass and takes the first step.")
-      .def("advance", &PyModelGeneration::advance, "One decode step: forward the last tokens, then pick the next.")
-      .def_property_readonly("kv_cache_bytes", &PyModelGeneration::kv_cache_bytes,
+      .def("advance", &PyModelDecodeLoop::advance, "One decode step: forward the last tokens, then pick the next.")
+      .def_property_readonly("kv_cache_bytes", &PyModelDecodeLoop::kv_cache_bytes,
                              "Bytes of the KV cache (rows x layers x 2 x positions x kv_dim x 4).");
   def_generator_state(mg);
 }

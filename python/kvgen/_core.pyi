@@ -160,7 +160,7 @@ class _Model:
     def weight_bytes(self) -> int: ...
     def kv_cache_bytes(self, rows: int, positions: int) -> int: ...
 
-class _ModelGeneration:
+class _ModelDecodeLoop:
     def __init__(
         self, model: _Model, config: GenerationConfig, *, token_strings: Sequence[str | bytes] | None = None,
         output_raw_logprobs: bool = False,

@@ -102,9 +102,9 @@ class ModelGenerator:
         return config
 
     def _session(self, ids: list[list[int]], config: GenerationConfig,
-                 sequence_ids: Optional[Sequence[int]] = None) -> "_core._ModelGeneration":
+                 sequence_ids: Optional[Sequence[int]] = None) -> "_core._ModelDecodeLoop":
         strings = self.model.token_strings() if config.stop_strings else None
-        session = _core._ModelGeneration(self.model._core, config, token_strings=strings,
+        session = _core._ModelDecodeLoop(self.model._core, config, token_strings=strings,
                                          output_raw_logprobs=self.output_raw_logprobs)
         self.last_stats = GenerationStats(prompt_tokens=sum(len(p) for p in ids))
         start = time.perf_counter()

@@ -86,11 +86,6 @@ struct GenerationConfig {
   // >= vocab_size. The Sampler calls it when it first sees the vocabulary.
   void validate_vocab(int64_t vocab_size) const;
 
-  // Total length (prompt + new) at which generation stops, for a prompt of this length.
-  int64_t max_total_length(int64_t prompt_len) const {
-    return total_length_limit(max_length, max_new_tokens, prompt_len);
-  }
-
   // True when tokens are picked by argmax of the processed logits (no warpers).
   bool is_greedy() const { return !do_sample || temperature == 0.0; }
 

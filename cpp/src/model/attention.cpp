@@ -44,10 +44,12 @@ void causal_attention(float* out, int64_t ldo, const float* q, int64_t ldq, KVCa
     const float* keys = cache.keys(layer, row, h / group);    // (len, head_dim)
     const float* values = cache.values(layer, row, h / group);
     // scores (count, len) = scale * q_h (count, head_dim) @ keys^T
-    kernels::matmul(scores, q + h * head_dim, keys, count, len, head_dim, true, false, ldq, head_dim, len, scale);
+    kernels::matmul(scores, q + h * head_dim, keys, count, len, head_dim, /*b_transposed=*/true,
+                    /*accumulate=*/false, /*lda=*/ldq, /*ldb=*/head_dim, /*ldc=*/len, /*alpha=*/scale);
     kernels::softmax_rows(scores, count, len, valid.data());
     // out_h (count, head_dim) = scores @ values (len, head_dim)
-    kernels::matmul(out + h * head_dim, scores, values, count, head_dim, len, false, false, len, head_dim, ldo);
+    kernels::matmul(out + h * head_dim, scores, values, count, head_dim, len, /*b_transposed=*/false,
+                    /*accumulate=*/false, /*lda=*/len, /*ldb=*/head_dim, /*ldc=*/ldo);
   }
 }
 

@@ -11,22 +11,17 @@
 #include "kvgen/model/kernels.h"
 
 namespace kvgen {
-namespace {
-// Slots of the base class (architectures use 0..15).
-constexpr int kResidual = 16, kNormed = 17, kScores = 18, kLogits = 19;
-}  // namespace
 
-float* DecoderModel::scratch(int slot, int64_t n) {
-  xt::xtensor<float, 1>& buf = buffers_.at(static_cast<size_t>(slot));
-  if (static_cast<int64_t>(buf.size()) < n) buf = xt::xtensor<float, 1>::from_shape({static_cast<size_t>(n)});
-  return buf.data();
+void DecoderModel::grow_rows(xt::xtensor<float, 2>& buf, int64_t rows, int64_t width) {
+  if (static_cast<int64_t>(buf.shape(0)) >= rows && static_cast<int64_t>(buf.shape(1)) == width) return;
+  buf = xt::xtensor<float, 2>::from_shape({static_cast<size_t>(rows), static_cast<size_t>(width)});
 }
 
 void DecoderModel::attend(float* out, const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v,
                           int64_t ldv, int64_t layer, const Batch& batch, KVCache& cache, float scale) {
   const int64_t H = config_.heads, KV = config_.kv_heads, hd = config_.head_dim;
   const std::vector<RowTokens>& chunks = *batch.chunks;
-  float* scores = scratch(kScores, batch.max_scores);
+  float* scores = scratch_.scores.data();  // reserved by forward for batch.max_scores
   for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci) {
     const RowTokens& c = chunks[ci];
     for (int64_t i = 0; i < c.count; ++i) {  // keys and values into the cache, by position
@@ -48,8 +43,8 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
   b.chunks = &chunks;
   b.n = 0;
   b.max_scores = 0;
+  b.end = 0;
   b.starts.resize(chunks.size());
-  int64_t end = 0;  // one past the largest position of the batch
   for (size_t ci = 0; ci < chunks.size(); ++ci) {
     const RowTokens& c = chunks[ci];
     if (c.row < 0 || c.row >= cache.rows())
@@ -67,9 +62,8 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
     b.starts[ci] = start;
     b.n += c.count;
     b.max_scores = std::max(b.max_scores, c.count * (start + c.count));
-    end = std::max(end, start + c.count);
+    b.end = std::max(b.end, start + c.count);
   }
-  reserve_positions(end);
   b.positions.resize(b.n);
   b.tokens.resize(b.n);
   for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci)
@@ -78,18 +72,23 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
       b.tokens[o + i] = chunks[ci].tokens[i];
     }
   const int64_t n = b.n;
+  grow_rows(scratch_.x, n, C);
+  grow_rows(scratch_.normed, n, C);
+  if (static_cast<int64_t>(scratch_.scores.size()) < b.max_scores)
+    scratch_.scores = xt::xtensor<float, 1>::from_shape({static_cast<size_t>(b.max_scores)});
+  reserve(b);
 
   // ---- embeddings and blocks: x (n, C) ----
-  float* x = scratch(kResidual, n * C);
+  float* x = scratch_.x.data();
   embed(x, b);
   for (int64_t l = 0; l < config_.layers; ++l) block(l, x, b, cache);
   for (size_t ci = 0; ci < chunks.size(); ++ci) cache.set_length(chunks[ci].row, b.starts[ci] + chunks[ci].count);
 
   // ---- final norm and LM head ----
-  float* h = scratch(kNormed, n * C);
+  float* h = scratch_.normed.data();
   if (all_positions) {
     final_norm(h, x, n);
-    kernels::matmul(logits, h, lm_head_, n, V, C, true);
+    kernels::matmul(logits, h, lm_head_, n, V, C, /*b_transposed=*/true);
     return;
   }
   const int64_t m = static_cast<int64_t>(chunks.size());
@@ -100,11 +99,12 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
   bool rows_in_order = true;
   for (int64_t ci = 0; ci < m; ++ci) rows_in_order = rows_in_order && chunks[ci].row == chunks[0].row + ci;
   if (rows_in_order) {
-    kernels::matmul(logits + chunks[0].row * V, h, lm_head_, m, V, C, true);
+    kernels::matmul(logits + chunks[0].row * V, h, lm_head_, m, V, C, /*b_transposed=*/true);
     return;
   }
-  float* tmp = scratch(kLogits, m * V);
-  kernels::matmul(tmp, h, lm_head_, m, V, C, true);
+  grow_rows(scratch_.logits, m, V);
+  float* tmp = scratch_.logits.data();
+  kernels::matmul(tmp, h, lm_head_, m, V, C, /*b_transposed=*/true);
   for (int64_t ci = 0; ci < m; ++ci) std::memcpy(logits + chunks[ci].row * V, tmp + ci * V, sizeof(float) * V);
 }
 

@@ -39,6 +39,14 @@ GPT2::GPT2(ModelConfig config, GPT2Options options, const TensorMap& t)
   }
 }
 
+void GPT2::reserve(const Batch& b) {
+  const int64_t n = b.n, C = config_.hidden, I = config_.intermediate;
+  grow_rows(scratch_.branch, n, C);
+  grow_rows(scratch_.qkv, n, 3 * C);
+  grow_rows(scratch_.att, n, C);
+  grow_rows(scratch_.mlp, n, I);
+}
+
 void GPT2::embed(float* x, const Batch& b) {
   const int64_t C = config_.hidden;
   for (int64_t i = 0; i < b.n; ++i) {  // token + learned position embedding
@@ -52,24 +60,27 @@ void GPT2::embed(float* x, const Batch& b) {
 void GPT2::block(int64_t l, float* x, const Batch& b, KVCache& cache) {
   const int64_t n = b.n, C = config_.hidden, I = config_.intermediate;
   const Layer& w = layers_[l];
-  float* h = scratch(0, n * C);         // (n, C)
-  float* qkv = scratch(1, n * 3 * C);   // (n, 3C): q | k | v
-  float* att = scratch(2, n * C);       // (n, C)
-  float* mlp = scratch(3, n * I);       // (n, I)
+  float* h = scratch_.branch.data();  // raw pointers from here on: the hot path
+  float* qkv = scratch_.qkv.data();
+  float* att = scratch_.att.data();
+  float* mlp = scratch_.mlp.data();
+  // attention (Conv1D weights are stored [in, out]: not w_transposed)
   kernels::layernorm(h, x, w.ln1_g, w.ln1_b, n, C, options_.layer_norm_epsilon);
-  kernels::linear(qkv, h, w.attn_w, w.attn_b, n, 3 * C, C);
+  kernels::linear(qkv, h, w.attn_w, w.attn_b, n, 3 * C, C, /*w_transposed=*/false);
   float scale = options_.scale_attn_weights ? 1.0f / std::sqrt(static_cast<float>(config_.head_dim)) : 1.0f;
   if (options_.scale_attn_by_inverse_layer_idx) scale /= static_cast<float>(l + 1);
-  attend(att, qkv, 3 * C, qkv + C, 3 * C, qkv + 2 * C, 3 * C, l, b, cache, scale);
-  kernels::linear(h, att, w.proj_w, w.proj_b, n, C, C);
+  const int64_t ld_qkv = static_cast<int64_t>(scratch_.qkv.shape(1));  // q, k and v are column blocks of one row
+  attend(att, qkv, ld_qkv, qkv + C, ld_qkv, qkv + 2 * C, ld_qkv, l, b, cache, scale);
+  kernels::linear(h, att, w.proj_w, w.proj_b, n, C, C, /*w_transposed=*/false);
   kernels::add_inplace(x, h, n * C);
+  // GELU MLP
   kernels::layernorm(h, x, w.ln2_g, w.ln2_b, n, C, options_.layer_norm_epsilon);
-  kernels::linear(mlp, h, w.fc_w, w.fc_b, n, I, C);
+  kernels::linear(mlp, h, w.fc_w, w.fc_b, n, I, C, /*w_transposed=*/false);
   if (options_.exact_gelu)
     kernels::gelu_erf(mlp, n * I);
   else
     kernels::gelu_tanh(mlp, n * I);
-  kernels::linear(h, mlp, w.fc_proj_w, w.fc_proj_b, n, C, I);
+  kernels::linear(h, mlp, w.fc_proj_w, w.fc_proj_b, n, C, I, /*w_transposed=*/false);
   kernels::add_inplace(x, h, n * C);
 }
 

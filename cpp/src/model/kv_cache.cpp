@@ -8,8 +8,7 @@
 
 namespace kvgen {
 
-KVCache::KVCache(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_heads, int64_t head_dim)
-    : layers_(layers), rows_(rows), ctx_(max_context), heads_(kv_heads), hd_(head_dim) {
+KVCache::KVCache(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_heads, int64_t head_dim) {
   // The element count must fit before from_shape multiplies it in size_t.
   [[maybe_unused]] int64_t floats = 1;
   for (int64_t n : {layers, rows, kv_heads, max_context, head_dim}) floats = limits::checked_mul(floats, n, "KV cache");
@@ -23,11 +22,12 @@ KVCache::KVCache(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_h
 
 void KVCache::copy_row_to(const float* k_src, const float* v_src, int64_t src_row, int64_t dst, int64_t len,
                           bool src_is_scratch) {
-  for (int64_t l = 0; l < layers_; ++l)
-    for (int64_t h = 0; h < heads_; ++h) {
-      const int64_t from = src_is_scratch ? (l * heads_ + h) * ctx_ * hd_ : offset(l, src_row, h);
-      std::memcpy(k_.data() + offset(l, dst, h), k_src + from, sizeof(float) * len * hd_);
-      std::memcpy(v_.data() + offset(l, dst, h), v_src + from, sizeof(float) * len * hd_);
+  const int64_t floats = len * head_dim();
+  for (int64_t l = 0; l < layers(); ++l)
+    for (int64_t h = 0; h < kv_heads(); ++h) {
+      const int64_t from = src_is_scratch ? scratch_offset(l, h) : offset(l, src_row, h);
+      std::memcpy(k_.data() + offset(l, dst, h), k_src + from, sizeof(float) * floats);
+      std::memcpy(v_.data() + offset(l, dst, h), v_src + from, sizeof(float) * floats);
     }
 }
 
@@ -40,9 +40,9 @@ void KVCache::copy_row(int64_t src, int64_t dst) {
 void KVCache::reorder(const int64_t* parents) {
   // refs_[s]: rows still to be written that read row s. A row can be overwritten once
   // nothing reads it; a cycle is broken by saving one row to scratch.
-  refs_.assign(rows_, 0);
+  refs_.assign(rows(), 0);
   pending_.clear();
-  for (int64_t r = 0; r < rows_; ++r)
+  for (int64_t r = 0; r < rows(); ++r)
     if (parents[r] != r) {
       pending_.push_back(r);
       ++refs_[parents[r]];
@@ -73,18 +73,18 @@ void KVCache::reorder(const int64_t* parents) {
     }
     if (!progressed) {  // every pending row is read by another: a cycle
       if (scratch_k_.size() == 0) {
-        const std::array<size_t, 4> shape{static_cast<size_t>(layers_), static_cast<size_t>(heads_),
-                                          static_cast<size_t>(ctx_), static_cast<size_t>(hd_)};
+        const std::array<size_t, 4> shape{k_.shape(0), k_.shape(2), k_.shape(3), k_.shape(4)};
         scratch_k_ = xt::xtensor<float, 4>::from_shape(shape);
         scratch_v_ = xt::xtensor<float, 4>::from_shape(shape);
       }
       const int64_t r = pending_.front();
       scratch_len = length_[r];
-      for (int64_t l = 0; l < layers_; ++l)
-        for (int64_t h = 0; h < heads_; ++h) {
-          const int64_t to = (l * heads_ + h) * ctx_ * hd_;
-          std::memcpy(scratch_k_.data() + to, k_.data() + offset(l, r, h), sizeof(float) * scratch_len * hd_);
-          std::memcpy(scratch_v_.data() + to, v_.data() + offset(l, r, h), sizeof(float) * scratch_len * hd_);
+      const int64_t floats = scratch_len * head_dim();
+      for (int64_t l = 0; l < layers(); ++l)
+        for (int64_t h = 0; h < kv_heads(); ++h) {
+          const int64_t to = scratch_offset(l, h);
+          std::memcpy(scratch_k_.data() + to, k_.data() + offset(l, r, h), sizeof(float) * floats);
+          std::memcpy(scratch_v_.data() + to, v_.data() + offset(l, r, h), sizeof(float) * floats);
         }
       in_scratch = r;
       refs_[r] = 0;  // its readers now read the scratch copy

@@ -57,6 +57,19 @@ void Llama::reserve_positions(int64_t end) {
     }
 }
 
+void Llama::reserve(const Batch& b) {
+  const int64_t n = b.n, C = config_.hidden, I = config_.intermediate;
+  const int64_t H = config_.heads, KV = config_.kv_heads, hd = config_.head_dim;
+  reserve_positions(b.end);
+  grow_rows(scratch_.branch, n, C);
+  grow_rows(scratch_.q, n, H * hd);
+  grow_rows(scratch_.k, n, KV * hd);
+  grow_rows(scratch_.v, n, KV * hd);
+  grow_rows(scratch_.att, n, H * hd);
+  grow_rows(scratch_.gate, n, I);
+  grow_rows(scratch_.up, n, I);
+}
+
 void Llama::embed(float* x, const Batch& b) {
   const int64_t C = config_.hidden;
   for (int64_t i = 0; i < b.n; ++i) std::memcpy(x + i * C, embed_ + b.tokens[i] * C, sizeof(float) * C);
@@ -66,29 +79,29 @@ void Llama::block(int64_t l, float* x, const Batch& b, KVCache& cache) {
   const int64_t n = b.n, C = config_.hidden, I = config_.intermediate;
   const int64_t H = config_.heads, KV = config_.kv_heads, hd = config_.head_dim;
   const Layer& w = layers_[l];
-  float* h = scratch(0, n * C);          // (n, C)
-  float* q = scratch(1, n * H * hd);     // (n, H hd)
-  float* k = scratch(2, n * KV * hd);    // (n, KV hd)
-  float* v = scratch(3, n * KV * hd);    // (n, KV hd)
-  float* att = scratch(4, n * H * hd);   // (n, H hd)
-  float* gate = scratch(5, n * I);       // (n, I)
-  float* up = scratch(6, n * I);         // (n, I)
+  float* h = scratch_.branch.data();  // raw pointers from here on: the hot path
+  float* q = scratch_.q.data();
+  float* k = scratch_.k.data();
+  float* v = scratch_.v.data();
+  float* att = scratch_.att.data();
+  float* gate = scratch_.gate.data();
+  float* up = scratch_.up.data();
   // attention (weights are torch.nn.Linear [out, in]: w_transposed)
   kernels::rmsnorm(h, x, w.attn_norm, n, C, options_.rms_norm_eps);
-  kernels::linear(q, h, w.q.w, w.q.bias, n, H * hd, C, true);
-  kernels::linear(k, h, w.k.w, w.k.bias, n, KV * hd, C, true);
-  kernels::linear(v, h, w.v.w, w.v.bias, n, KV * hd, C, true);
+  kernels::linear(q, h, w.q.w, w.q.bias, n, H * hd, C, /*w_transposed=*/true);
+  kernels::linear(k, h, w.k.w, w.k.bias, n, KV * hd, C, /*w_transposed=*/true);
+  kernels::linear(v, h, w.v.w, w.v.bias, n, KV * hd, C, /*w_transposed=*/true);
   kernels::rope(q, H * hd, n, H, hd, b.positions.data(), cos_.data(), sin_.data());
   kernels::rope(k, KV * hd, n, KV, hd, b.positions.data(), cos_.data(), sin_.data());
   attend(att, q, H * hd, k, KV * hd, v, KV * hd, l, b, cache, 1.0f / std::sqrt(static_cast<float>(hd)));
-  kernels::linear(h, att, w.o.w, w.o.bias, n, C, H * hd, true);
+  kernels::linear(h, att, w.o.w, w.o.bias, n, C, H * hd, /*w_transposed=*/true);
   kernels::add_inplace(x, h, n * C);
   // SwiGLU MLP: down(silu(gate(h)) * up(h))
   kernels::rmsnorm(h, x, w.mlp_norm, n, C, options_.rms_norm_eps);
-  kernels::linear(gate, h, w.gate.w, w.gate.bias, n, I, C, true);
-  kernels::linear(up, h, w.up.w, w.up.bias, n, I, C, true);
+  kernels::linear(gate, h, w.gate.w, w.gate.bias, n, I, C, /*w_transposed=*/true);
+  kernels::linear(up, h, w.up.w, w.up.bias, n, I, C, /*w_transposed=*/true);
   kernels::silu_mul(gate, up, n * I);
-  kernels::linear(h, gate, w.down.w, w.down.bias, n, C, I, true);
+  kernels::linear(h, gate, w.down.w, w.down.bias, n, C, I, /*w_transposed=*/true);
   kernels::add_inplace(x, h, n * C);
 }
 

@@ -299,7 +299,7 @@ void ProbabilityCutoff::apply(Candidates& c, const RowContext&, Workspace& ws) c
   const SoftmaxStats st = softmax_weights(v, n, ws);
   const float* w = ws.weights.data();
   double cutoff = epsilon_;
-  if (eta_) cutoff = std::min(epsilon_, std::sqrt(epsilon_) * std::exp(-entropy(v, w, n, st)));
+  if (entropy_scaled_) cutoff = std::min(epsilon_, std::sqrt(epsilon_) * std::exp(-entropy(v, w, n, st)));
   const float weight_threshold = static_cast<float>(cutoff * st.sum);
   const float keep_value = selection::kth_largest(v, n, std::min(min_keep_, n), ws);
   int32_t* chosen = ws.chosen.data();
@@ -310,7 +310,7 @@ void ProbabilityCutoff::apply(Candidates& c, const RowContext&, Workspace& ws) c
 }
 
 std::string ProbabilityCutoff::describe() const {
-  return std::string(eta_ ? "EtaCutoff(" : "EpsilonCutoff(") + fmt_float(epsilon_) + ")";
+  return std::string(entropy_scaled_ ? "EtaCutoff(" : "EpsilonCutoff(") + fmt_float(epsilon_) + ")";
 }
 
 void LogSoftmax::apply(Candidates& c, const RowContext&, Workspace&) const {

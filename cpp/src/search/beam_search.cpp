@@ -13,8 +13,6 @@
 namespace kvgen {
 namespace {
 
-constexpr float kNotRunning = -1.0e9f;  // HF's penalty for finished or unused beams
-
 // len ** length_penalty as torch sees it: a Python float, used as a float32 divisor.
 float length_divisor(int64_t len, float length_penalty) {
   return static_cast<float>(std::pow(static_cast<double>(len), static_cast<double>(length_penalty)));

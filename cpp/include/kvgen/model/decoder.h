@@ -32,13 +32,16 @@ class DecoderModel : public Model {
     std::vector<int64_t> positions;  // (n) position of every token
     std::vector<int64_t> tokens;     // (n) token ids
     int64_t n = 0;
+    int64_t end = 0;                 // one past the largest position (<= context_length)
     int64_t max_scores = 0;          // attention scratch: max over chunks of count * (start + count)
   };
 
-  // Called once per forward, after the request checks and before embed: the batch uses
-  // positions below `end` (<= context_length). Position tables grow here, so they are
-  // sized by what generations use, not by the declared context.
-  virtual void reserve_positions(int64_t end) { (void)end; }
+  // Called once per forward, after the request checks and before embed: grows the
+  // architecture's scratch (grow_rows) and position tables to what this batch needs.
+  // Nothing is allocated later in the forward, and nothing at all once the largest
+  // batch (the prefill, as a rule) has been seen; position tables are sized by the
+  // positions generations use, not by the declared context.
+  virtual void reserve(const Batch& batch) = 0;
   // x (n, C): the input embeddings of the batch's tokens.
   virtual void embed(float* x, const Batch& batch) = 0;
   // One residual block over x (n, C) in place; writes the layer's keys/values.
@@ -52,16 +55,25 @@ class DecoderModel : public Model {
   void attend(float* out, const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v, int64_t ldv,
               int64_t layer, const Batch& batch, KVCache& cache, float scale);
 
-  // A float buffer of at least n floats, kept between calls (slot: the architecture's own
-  // numbering, 0..15); grows, never shrinks, so hot calls do not allocate.
-  float* scratch(int slot, int64_t n);
+  // Makes buf (rows, width) hold at least `rows` rows: reallocates (contents lost) only
+  // when it has fewer, so a scratch buffer keeps the largest batch's size and the decode
+  // steps after a prefill do not allocate. Rows past the batch's n are stale.
+  static void grow_rows(xt::xtensor<float, 2>& buf, int64_t rows, int64_t width);
 
   ModelConfig config_;
   const float* lm_head_ = nullptr;  // (vocab, C), set by the architecture
 
  private:
+  // Scratch of the shared loop, n = the batch's tokens (reserved in forward).
+  struct Scratch {
+    xt::xtensor<float, 2> x;       // (n, C) the residual stream
+    xt::xtensor<float, 2> normed;  // (n, C) final norm of the rows the LM head reads
+    xt::xtensor<float, 1> scores;  // (Batch::max_scores) one chunk's attention probabilities
+    xt::xtensor<float, 2> logits;  // (chunks, vocab) LM head output when rows are out of order
+  };
+
   Batch batch_;
-  std::vector<xt::xtensor<float, 1>> buffers_ = std::vector<xt::xtensor<float, 1>>(20);
+  Scratch scratch_;
 };
 
 }  // namespace kvgen

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+#include <xtensor/xtensor.hpp>
+
 #include "kvgen/model/decoder.h"
 #include "kvgen/model/tensors.h"
 
@@ -25,6 +27,7 @@ class GPT2 : public DecoderModel {
   GPT2(ModelConfig config, GPT2Options options, const TensorMap& tensors);
 
  protected:
+  void reserve(const Batch& batch) override;
   void embed(float* x, const Batch& batch) override;
   void block(int64_t layer, float* x, const Batch& batch, KVCache& cache) override;
   void final_norm(float* out, const float* x, int64_t m) override;
@@ -34,11 +37,20 @@ class GPT2 : public DecoderModel {
     const float *ln1_g, *ln1_b, *attn_w, *attn_b, *proj_w, *proj_b;
     const float *ln2_g, *ln2_b, *fc_w, *fc_b, *fc_proj_w, *fc_proj_b;
   };
+  // Scratch of one block, reused by every layer; n = the batch's tokens (see reserve).
+  struct Scratch {
+    xt::xtensor<float, 2> branch;  // (n, C) a residual branch: its normed input, then its output
+    xt::xtensor<float, 2> qkv;     // (n, 3C) fused projection: q | k | v, each C wide
+    xt::xtensor<float, 2> att;     // (n, C) attention output, heads side by side
+    xt::xtensor<float, 2> mlp;     // (n, I) c_fc output, then its GELU
+  };
+
   GPT2Options options_;
   const float* wte_;      // (vocab, C)
   const float* wpe_;      // (context, C)
   const float *lnf_g_, *lnf_b_;
   std::vector<Layer> layers_;
+  Scratch scratch_;
 };
 
 }  // namespace kvgen

@@ -1,6 +1,6 @@
-// Raw-pointer kernels of the transformer forward pass: BLAS matrix products, layer
-// norm, GELU, embedding lookups. Outputs first, shapes last (llm.c style); every buffer
-// is row-major.
+// Raw-pointer kernels of the transformer forward pass: BLAS matrix products, layer and
+// RMS norms, GELU, SiLU, RoPE, softmax. Outputs first, shapes last (llm.c style); every
+// buffer is row-major.
 #pragma once
 
 #include <cstdint>
@@ -8,14 +8,15 @@
 namespace kvgen::kernels {
 
 // out (M, N) = (accumulate ? out : 0) + alpha * a (M, K) @ b, with b (K, N) or, if b_transposed,
-// b (N, K). lda / ldb / ldc are the row strides (0 = dense).
+// b (N, K). lda / ldb / ldc are the row strides (0 = dense). Callers name the flags and
+// strides they pass (`/*b_transposed=*/true`).
 void matmul(float* out, const float* a, const float* b, int64_t M, int64_t N, int64_t K, bool b_transposed,
             bool accumulate = false, int64_t lda = 0, int64_t ldb = 0, int64_t ldc = 0, float alpha = 1.0f);
 
 // out (M, N) = a (M, K) @ w + bias (N), with w stored [in, out] = (K, N) (Hugging Face
 // GPT-2 Conv1D) or, if w_transposed, [out, in] = (N, K) (torch.nn.Linear). bias may be null.
 void linear(float* out, const float* a, const float* w, const float* bias, int64_t M, int64_t N, int64_t K,
-            bool w_transposed = false);
+            bool w_transposed);
 
 // out (M, C) = layernorm(x) * gamma + beta (torch.nn.LayerNorm, biased variance).
 void layernorm(float* out, const float* x, const float* gamma, const float* beta, int64_t M, int64_t C, float eps);

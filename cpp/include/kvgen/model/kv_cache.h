@@ -15,8 +15,8 @@ class KVCache {
  public:
   KVCache(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_heads, int64_t head_dim);
 
-  int64_t rows() const { return rows_; }
-  int64_t max_context() const { return ctx_; }
+  int64_t rows() const { return dim(k_, 1); }
+  int64_t max_context() const { return dim(k_, 3); }
   int64_t length(int64_t row) const { return length_[row]; }
   void set_length(int64_t row, int64_t n) { length_[row] = n; }
 
@@ -37,13 +37,24 @@ class KVCache {
   int64_t bytes() const { return static_cast<int64_t>(2 * k_.size() * sizeof(float)); }
 
  private:
+  // Sizes and offsets are read from the tensors' shapes and strides (in floats).
+  static int64_t dim(const auto& t, size_t axis) { return static_cast<int64_t>(t.shape(axis)); }
+  int64_t layers() const { return dim(k_, 0); }
+  int64_t kv_heads() const { return dim(k_, 2); }
+  int64_t head_dim() const { return dim(k_, 4); }
+  // Offset of the (position, head_dim) block of (layer, row, head) in k_ / v_.
   int64_t offset(int64_t layer, int64_t row, int64_t head) const {
-    return ((layer * rows_ + row) * heads_ + head) * ctx_ * hd_;
+    const auto& s = k_.strides();
+    return layer * s[0] + row * s[1] + head * s[2];
+  }
+  // Offset of the (position, head_dim) block of (layer, head) in scratch_k_ / scratch_v_.
+  int64_t scratch_offset(int64_t layer, int64_t head) const {
+    const auto& s = scratch_k_.strides();
+    return layer * s[0] + head * s[1];
   }
   void copy_row_to(const float* k_src_base, const float* v_src_base, int64_t src_row, int64_t dst, int64_t len,
                    bool src_is_scratch);
 
-  int64_t layers_, rows_, ctx_, heads_, hd_;
   xt::xtensor<float, 5> k_, v_;             // (layer, row, kv_head, position, head_dim)
   xt::xtensor<float, 4> scratch_k_, scratch_v_;  // (layer, kv_head, position, head_dim): one row
   std::vector<int64_t> length_;

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <vector>
 
+#include <xtensor/xtensor.hpp>
+
 #include "kvgen/model/decoder.h"
 #include "kvgen/model/tensors.h"
 
@@ -27,7 +29,7 @@ class Llama : public DecoderModel {
   Llama(ModelConfig config, LlamaOptions options, const TensorMap& tensors);
 
  protected:
-  void reserve_positions(int64_t end) override;
+  void reserve(const Batch& batch) override;
   void embed(float* x, const Batch& batch) override;
   void block(int64_t layer, float* x, const Batch& batch, KVCache& cache) override;
   void final_norm(float* out, const float* x, int64_t m) override;
@@ -43,6 +45,18 @@ class Llama : public DecoderModel {
     const float* mlp_norm;   // (C)
     Linear gate, up, down;   // gate and up (I, C), down (C, I)
   };
+  // Scratch of one block, reused by every layer; n = the batch's tokens (see reserve).
+  struct Scratch {
+    xt::xtensor<float, 2> branch;  // (n, C) a residual branch: its normed input, then its output
+    xt::xtensor<float, 2> q;       // (n, H hd) queries, rotated
+    xt::xtensor<float, 2> k;       // (n, KV hd) keys, rotated, on their way into the cache
+    xt::xtensor<float, 2> v;       // (n, KV hd) values, on their way into the cache
+    xt::xtensor<float, 2> att;     // (n, H hd) attention output, heads side by side
+    xt::xtensor<float, 2> gate;    // (n, I) gate projection, then silu(gate) * up
+    xt::xtensor<float, 2> up;      // (n, I) up projection
+  };
+  void reserve_positions(int64_t end);
+
   LlamaOptions options_;
   const float* embed_;     // (vocab, C)
   const float* norm_;      // (C)
@@ -50,6 +64,7 @@ class Llama : public DecoderModel {
   // (positions, head_dim / 2): rotary cos/sin of the positions used so far, extended by
   // reserve_positions; never longer than context_length.
   std::vector<float> cos_, sin_;
+  Scratch scratch_;
 };
 
 }  // namespace kvgen

@@ -200,13 +200,13 @@ class Typical : public LogitsProcessor {
 class ProbabilityCutoff : public LogitsProcessor {
  public:
   ProbabilityCutoff(double epsilon, bool entropy_scaled, int64_t min_keep)
-      : epsilon_(epsilon), eta_(entropy_scaled), min_keep_(min_keep) {}
+      : epsilon_(epsilon), entropy_scaled_(entropy_scaled), min_keep_(min_keep) {}
   void apply(Candidates& c, const RowContext& ctx, Workspace& ws) const override;
   std::string describe() const override;
 
  private:
   double epsilon_;
-  bool eta_;
+  bool entropy_scaled_;  // true: the eta cutoff, which lowers epsilon as the entropy grows
   int64_t min_keep_;
 };
 

@@ -59,8 +59,13 @@ class BeamSearch {
     float raw_logprob;
     FinishReason hit;    // stopping rule it hits
   };
+  // Hugging Face's score for a beam that is not running (finished, or a copy of beam 0
+  // at the first step) and for an empty finished slot. Finite, unlike -inf, so a masked
+  // score plus a log-prob stays ordered and never becomes NaN, as in transformers.
+  static constexpr float kNotRunning = -1.0e9f;
+
   struct Slot {
-    float score = -1.0e9f;
+    float score = kNotRunning;
     bool finished = false;
     Hypothesis hyp;
   };

@@ -1,4 +1,4 @@
-// ModelGeneration: a Generator driven by a built-in model. The prompts are prefilled in
+// ModelDecodeLoop: a Generator driven by a built-in model. The prompts are prefilled in
 // one batched forward pass (once per input; beam and sampling rows of the same input
 // get a copy of its cache), then each step feeds every running row's last token.
 #pragma once
@@ -14,9 +14,9 @@
 
 namespace kvgen {
 
-class ModelGeneration {
+class ModelDecodeLoop {
  public:
-  ModelGeneration(Model& model, GenerationConfig config);
+  ModelDecodeLoop(Model& model, GenerationConfig config);
 
   Generator& generator() { return gen_; }
   const Generator& generator() const { return gen_; }

@@ -1,5 +1,5 @@
-// ModelGeneration: prefill, then one forward + one Generator step per token.
-#include "kvgen/model_generation.h"
+// ModelDecodeLoop: prefill, then one forward + one Generator step per token.
+#include "kvgen/model_decode_loop.h"
 
 #include <algorithm>
 #include <sstream>
@@ -9,9 +9,9 @@
 
 namespace kvgen {
 
-ModelGeneration::ModelGeneration(Model& model, GenerationConfig config) : model_(model), gen_(std::move(config)) {}
+ModelDecodeLoop::ModelDecodeLoop(Model& model, GenerationConfig config) : model_(model), gen_(std::move(config)) {}
 
-void ModelGeneration::start(const std::vector<std::vector<int64_t>>& prompts, const std::vector<int64_t>& sequence_ids) {
+void ModelDecodeLoop::start(const std::vector<std::vector<int64_t>>& prompts, const std::vector<int64_t>& sequence_ids) {
   const ModelConfig& mc = model_.config();
   int64_t longest = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
@@ -51,7 +51,7 @@ void ModelGeneration::start(const std::vector<std::vector<int64_t>>& prompts, co
   gen_.step(logits_.data(), rows, mc.vocab_size);
 }
 
-void ModelGeneration::advance() {
+void ModelDecodeLoop::advance() {
   if (!cache_) throw ValueError("call start(prompts) first");
   if (const int64_t* parents = gen_.beam_indices()) cache_->reorder(parents);
   const int64_t* next = gen_.next_tokens();
