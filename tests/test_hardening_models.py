@@ -134,14 +134,31 @@ def test_config_values_of_the_wrong_type_name_the_key(sandbox, llama_dir, tmp_pa
     assert_refused(sandbox, variant(llama_dir, tmp_path, **{key: value}), error, match)
 
 
-def test_the_binding_itself_refuses_wrong_types(llama_dir):
+def test_the_config_reader_refuses_wrong_types(llama_dir):
+    from kvgen._model import _gpt2_options, _model_config
+
     config = json.loads((llama_dir / "config.json").read_text())
     with pytest.raises(TypeError, match="n_positions must be an integer, got 1.5"):
-        kvgen._core._Model.gpt2({"vocab_size": 5, "n_positions": 1.5, "n_embd": 4, "n_layer": 1, "n_head": 1}, {})
+        _model_config("gpt2", {"vocab_size": 5, "n_positions": 1.5, "n_embd": 4, "n_layer": 1, "n_head": 1})
     with pytest.raises(TypeError, match="scale_attn_weights must be true or false"):
-        kvgen._core._Model.gpt2({"vocab_size": 5, "n_positions": 4, "n_embd": 4, "n_layer": 1, "n_head": 1,
-                                 "scale_attn_weights": "yes"}, {})
-    assert kvgen._core._Model.sizes("llama", config)["head_dim"] == 4
+        _gpt2_options({"scale_attn_weights": "yes"})
+    with pytest.raises(ValueError, match=r"layer_norm_epsilon = 1e\+300 must be a finite, non-negative float32"):
+        _gpt2_options({"layer_norm_epsilon": 1e300})  # finite as a float64, not as the float32 kvgen computes in
+    assert _model_config("llama", config).head_dim == 4  # hidden_size / num_attention_heads
+
+
+def test_the_binding_takes_typed_structs_not_config_dicts():
+    gpt2 = {"vocab_size": 5, "n_positions": 4, "n_embd": 4, "n_layer": 1, "n_head": 1}
+    with pytest.raises(TypeError):
+        kvgen._core._Model.gpt2(gpt2, kvgen._core._GPT2Options(), {})
+    sizes = kvgen._core._ModelConfig(architecture="llama", vocab_size=5, context_length=4, hidden=4, layers=1,
+                                     heads=1, kv_heads=1, head_dim=4, intermediate=4)
+    with pytest.raises(ValueError, match="a llama ModelConfig passed to _Model.gpt2"):
+        kvgen._core._Model.gpt2(sizes, kvgen._core._GPT2Options(), {})
+    # the defaults of the options are the C++ structs' (the facade passes only what a config sets)
+    options = kvgen._core._GPT2Options()
+    assert (options.layer_norm_epsilon, options.scale_attn_weights, options.exact_gelu) == (
+        pytest.approx(1e-5), True, False)
 
 
 # ---- item 8: files of a directory -------------------------------------------------------

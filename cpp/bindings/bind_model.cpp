@@ -1,10 +1,8 @@
-// Binding of the built-in models: kvgen._core._Model, built from a config dict and a
-// dict of float32 NumPy arrays (the facade loads them with safetensors / gguf).
+// Binding of the built-in models: kvgen._core._Model, built from a _ModelConfig (sizes), the
+// architecture's options and a dict of float32 NumPy arrays. The facade (kvgen._model) reads
+// the Hugging Face config keys into those structs and loads the arrays (safetensors / gguf).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
-#include <pybind11/stl.h>
-
-#include <cmath>
 
 #include "arrays.h"
 #include "kvgen/errors.h"
@@ -38,104 +36,10 @@ TensorMap tensor_map(const py::dict& arrays) {
   return t;
 }
 
-// ---- typed reads of config values: a wrong type is a TypeError, a value out of range a
-// ValueError, each naming the key (never a pybind11 cast error) ----
-
-std::string describe(const py::handle& v) {
-  return std::string(py::repr(v)).substr(0, 60) + " (" + std::string(py::str(v.get_type().attr("__name__"))) + ")";
-}
-
-bool present(const py::dict& c, const char* key) { return c.contains(key) && !c[key].is_none(); }
-
-// config[key] as an int64: a Python int (bool, float and str are refused) that fits.
-int64_t int_value(const py::dict& c, const char* key) {
-  py::object v = c[key];
-  if (py::isinstance<py::bool_>(v) || !py::isinstance<py::int_>(v))
-    throw TypeError(std::string("model config: ") + key + " must be an integer, got " + describe(v));
-  int overflow = 0;
-  const long long out = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
-  if (overflow != 0)
-    throw ValueError(std::string("model config: ") + key + " = " + std::string(py::str(v)).substr(0, 40) +
-                     " does not fit in 64 bits");
-  return out;
-}
-
-int64_t get_int(const py::dict& c, const char* key) {
-  if (!present(c, key)) throw ValueError(std::string("model config has no '") + key + "'");
-  return int_value(c, key);
-}
-
-// config[key], or fallback when it is absent or None.
-int64_t get_int_or(const py::dict& c, const char* key, int64_t fallback) {
-  return present(c, key) ? int_value(c, key) : fallback;
-}
-
-// config[key] must be >= 1 (a head count that later divides a width).
-int64_t get_positive(const py::dict& c, const char* key) {
-  const int64_t v = get_int(c, key);
-  if (v < 1) throw ValueError(std::string("model config: ") + key + " = " + std::to_string(v) + " must be positive");
-  return v;
-}
-
-// config[key] as a finite, non-negative float32 (an epsilon), or fallback when absent.
-float get_epsilon_or(const py::dict& c, const char* key, float fallback) {
-  if (!present(c, key)) return fallback;
-  py::object v = c[key];
-  if (py::isinstance<py::bool_>(v) || !(py::isinstance<py::float_>(v) || py::isinstance<py::int_>(v)))
-    throw TypeError(std::string("model config: ") + key + " must be a number, got " + describe(v));
-  const double d = v.cast<double>();
-  const auto f = static_cast<float>(d);
-  if (!std::isfinite(f) || f < 0)
-    throw ValueError(std::string("model config: ") + key + " = " + std::string(py::repr(v)) +
-                     " must be a finite, non-negative float32");
-  return f;
-}
-
-bool get_bool_or(const py::dict& c, const char* key, bool fallback) {
-  if (!present(c, key)) return fallback;
-  py::object v = c[key];
-  if (!py::isinstance<py::bool_>(v))
-    throw TypeError(std::string("model config: ") + key + " must be true or false, got " + describe(v));
-  return v.cast<bool>();
-}
-
-std::string get_str_or(const py::dict& c, const char* key, const std::string& fallback) {
-  if (!present(c, key)) return fallback;
-  py::object v = c[key];
-  if (!py::isinstance<py::str>(v))
-    throw TypeError(std::string("model config: ") + key + " must be a string, got " + describe(v));
-  return v.cast<std::string>();
-}
-
-// The sizes of a GPT-2 / Llama config dict (Hugging Face keys), validated.
-ModelConfig gpt2_config(const py::dict& config) {
-  ModelConfig mc;
-  mc.architecture = "gpt2";
-  mc.vocab_size = get_positive(config, "vocab_size");
-  mc.context_length = get_positive(config, "n_positions");
-  mc.hidden = get_positive(config, "n_embd");
-  mc.layers = get_positive(config, "n_layer");
-  mc.heads = mc.kv_heads = get_positive(config, "n_head");
-  mc.head_dim = mc.hidden / mc.heads;
-  mc.intermediate = present(config, "n_inner") ? get_int(config, "n_inner")
-                                               : limits::checked_mul(4, mc.hidden, "gpt2 config: n_inner (4 x n_embd)");
-  mc.validate();
-  return mc;
-}
-
-ModelConfig llama_config(const py::dict& config) {
-  ModelConfig mc;
-  mc.architecture = "llama";
-  mc.vocab_size = get_positive(config, "vocab_size");
-  mc.context_length = get_positive(config, "max_position_embeddings");
-  mc.hidden = get_positive(config, "hidden_size");
-  mc.layers = get_positive(config, "num_hidden_layers");
-  mc.heads = get_positive(config, "num_attention_heads");
-  mc.kv_heads = get_int_or(config, "num_key_value_heads", mc.heads);
-  mc.head_dim = get_int_or(config, "head_dim", mc.hidden / mc.heads);
-  mc.intermediate = get_positive(config, "intermediate_size");
-  mc.validate();
-  return mc;
+// The facade names the architecture in the config it passes; the factory it calls must agree.
+void expect_architecture(const ModelConfig& config, const std::string& architecture) {
+  if (config.architecture != architecture)
+    throw ValueError("a " + config.architecture + " ModelConfig passed to _Model." + architecture);
 }
 
 std::unique_ptr<PyModel> own(const py::dict& arrays, std::unique_ptr<Model> model) {
@@ -145,43 +49,14 @@ std::unique_ptr<PyModel> own(const py::dict& arrays, std::unique_ptr<Model> mode
   return pm;
 }
 
-std::unique_ptr<PyModel> make_gpt2(const py::dict& config, const py::dict& arrays) {
-  const ModelConfig mc = gpt2_config(config);
-  GPT2Options opt;
-  opt.layer_norm_epsilon = get_epsilon_or(config, "layer_norm_epsilon", opt.layer_norm_epsilon);
-  opt.scale_attn_weights = get_bool_or(config, "scale_attn_weights", opt.scale_attn_weights);
-  opt.scale_attn_by_inverse_layer_idx =
-      get_bool_or(config, "scale_attn_by_inverse_layer_idx", opt.scale_attn_by_inverse_layer_idx);
-  opt.exact_gelu = get_str_or(config, "activation_function", "gelu_new") == "gelu";
-  return own(arrays, std::make_unique<GPT2>(mc, opt, tensor_map(arrays)));
+std::unique_ptr<PyModel> make_gpt2(const ModelConfig& config, const GPT2Options& options, const py::dict& arrays) {
+  expect_architecture(config, "gpt2");
+  return own(arrays, std::make_unique<GPT2>(config, options, tensor_map(arrays)));
 }
 
-std::unique_ptr<PyModel> make_llama(const py::dict& config, py::array_t<float, py::array::c_style> inv_freq,
-                                    const py::dict& arrays) {
-  const ModelConfig mc = llama_config(config);
-  LlamaOptions opt;
-  opt.rms_norm_eps = get_epsilon_or(config, "rms_norm_eps", opt.rms_norm_eps);
-  if (inv_freq.ndim() != 1) throw ValueError("rope inverse frequencies must be a 1-D array");
-  opt.inv_freq.assign(inv_freq.data(), inv_freq.data() + inv_freq.size());
-  return own(arrays, std::make_unique<Llama>(mc, opt, tensor_map(arrays)));
-}
-
-// The validated sizes of a config dict, by ModelConfig field name (the facade needs
-// head_dim before it computes the rotary frequencies).
-py::dict model_sizes(const std::string& architecture, const py::dict& config) {
-  if (architecture != "gpt2" && architecture != "llama")
-    throw ValueError("architecture '" + architecture + "' is not one of gpt2, llama");
-  const ModelConfig mc = architecture == "gpt2" ? gpt2_config(config) : llama_config(config);
-  py::dict out;
-  out["vocab_size"] = mc.vocab_size;
-  out["context_length"] = mc.context_length;
-  out["hidden"] = mc.hidden;
-  out["layers"] = mc.layers;
-  out["heads"] = mc.heads;
-  out["kv_heads"] = mc.kv_heads;
-  out["head_dim"] = mc.head_dim;
-  out["intermediate"] = mc.intermediate;
-  return out;
+std::unique_ptr<PyModel> make_llama(const ModelConfig& config, const LlamaOptions& options, const py::dict& arrays) {
+  expect_architecture(config, "llama");
+  return own(arrays, std::make_unique<Llama>(config, options, tensor_map(arrays)));
 }
 
 // Model.forward: a fresh array per call, written by the forward pass in place, so a
@@ -212,16 +87,72 @@ py::array_t<float> forward(PyModel& pm, py::handle input_ids) {
 
 }  // namespace
 
+void register_model_config(py::module_& m) {
+  py::class_<ModelConfig>(m, "_ModelConfig", "The sizes of a built-in model (kvgen/model/model_config.h).")
+      .def(py::init([](std::string architecture, int64_t vocab_size, int64_t context_length, int64_t hidden,
+                       int64_t layers, int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t intermediate) {
+             return ModelConfig{.architecture = std::move(architecture), .vocab_size = vocab_size,
+                                .context_length = context_length, .hidden = hidden, .layers = layers,
+                                .heads = heads, .kv_heads = kv_heads, .head_dim = head_dim,
+                                .intermediate = intermediate};
+           }),
+           py::kw_only(), py::arg("architecture"), py::arg("vocab_size"), py::arg("context_length"),
+           py::arg("hidden"), py::arg("layers"), py::arg("heads"), py::arg("kv_heads"), py::arg("head_dim"),
+           py::arg("intermediate"))
+      .def_readonly("architecture", &ModelConfig::architecture)
+      .def_readonly("vocab_size", &ModelConfig::vocab_size)
+      .def_readonly("context_length", &ModelConfig::context_length)
+      .def_readonly("hidden", &ModelConfig::hidden)
+      .def_readonly("layers", &ModelConfig::layers)
+      .def_readonly("heads", &ModelConfig::heads)
+      .def_readonly("kv_heads", &ModelConfig::kv_heads)
+      .def_readonly("head_dim", &ModelConfig::head_dim)
+      .def_readonly("intermediate", &ModelConfig::intermediate)
+      .def("validate", &ModelConfig::validate,
+           "ValueError naming the config key when a size is not positive, above its limit or inconsistent "
+           "(the models' constructors run it too).");
+
+  // Each option's default is the C++ struct's: the facade passes only what the config sets.
+  const GPT2Options gpt2;
+  py::class_<GPT2Options>(m, "_GPT2Options", "GPT-2's numerics options (kvgen/model/gpt2.h).")
+      .def(py::init([](float layer_norm_epsilon, bool scale_attn_weights, bool scale_attn_by_inverse_layer_idx,
+                       bool exact_gelu) {
+             return GPT2Options{.layer_norm_epsilon = layer_norm_epsilon,
+                                .scale_attn_weights = scale_attn_weights,
+                                .scale_attn_by_inverse_layer_idx = scale_attn_by_inverse_layer_idx,
+                                .exact_gelu = exact_gelu};
+           }),
+           py::kw_only(), py::arg("layer_norm_epsilon") = gpt2.layer_norm_epsilon,
+           py::arg("scale_attn_weights") = gpt2.scale_attn_weights,
+           py::arg("scale_attn_by_inverse_layer_idx") = gpt2.scale_attn_by_inverse_layer_idx,
+           py::arg("exact_gelu") = gpt2.exact_gelu)
+      .def_readonly("layer_norm_epsilon", &GPT2Options::layer_norm_epsilon)
+      .def_readonly("scale_attn_weights", &GPT2Options::scale_attn_weights)
+      .def_readonly("scale_attn_by_inverse_layer_idx", &GPT2Options::scale_attn_by_inverse_layer_idx)
+      .def_readonly("exact_gelu", &GPT2Options::exact_gelu);
+
+  const LlamaOptions llama;
+  py::class_<LlamaOptions>(m, "_LlamaOptions", "Llama's numerics options (kvgen/model/llama.h).")
+      .def(py::init([](py::array_t<float, py::array::c_style> inv_freq, float rms_norm_eps) {
+             if (inv_freq.ndim() != 1) throw ValueError("rope inverse frequencies must be a 1-D array");
+             return LlamaOptions{.rms_norm_eps = rms_norm_eps,
+                                 .inv_freq = std::vector<float>(inv_freq.data(), inv_freq.data() + inv_freq.size())};
+           }),
+           py::kw_only(), py::arg("inv_freq"), py::arg("rms_norm_eps") = llama.rms_norm_eps,
+           "inv_freq: the head_dim / 2 rotary inverse frequencies, scaling applied (kvgen._rope).")
+      .def_readonly("rms_norm_eps", &LlamaOptions::rms_norm_eps)
+      .def_property_readonly("inv_freq", [](const LlamaOptions& o) {
+        return py::array_t<float>(static_cast<py::ssize_t>(o.inv_freq.size()), o.inv_freq.data());
+      });
+}
+
 void register_model(py::module_& m) {
+  register_model_config(m);
   py::class_<PyModel>(m, "_Model", "A built-in model over weights held in NumPy arrays (see kvgen.Model).")
-      .def_static("gpt2", &make_gpt2, py::arg("config"), py::arg("arrays"),
-                  "GPT-2 from a Hugging Face config dict and its tensors (float32 arrays by name).")
-      .def_static("sizes", &model_sizes, py::arg("architecture"), py::arg("config"),
-                  "The validated sizes of a gpt2 / llama config dict (Hugging Face keys): vocab_size, "
-                  "context_length, hidden, layers, heads, kv_heads, head_dim, intermediate.")
-      .def_static("llama", &make_llama, py::arg("config"), py::arg("inv_freq"), py::arg("arrays"),
-                  "A Llama-family model from a Hugging Face LlamaConfig dict, its rotary inverse frequencies "
-                  "(head_dim / 2, scaling applied) and its tensors (float32 arrays by "
+      .def_static("gpt2", &make_gpt2, py::arg("config"), py::arg("options"), py::arg("arrays"),
+                  "GPT-2 of these sizes and options over its tensors (float32 arrays by Hugging Face name).")
+      .def_static("llama", &make_llama, py::arg("config"), py::arg("options"), py::arg("arrays"),
+                  "A Llama-family model of these sizes and options over its tensors (float32 arrays by "
                   "Hugging Face name).")
       .def("forward", &forward, py::arg("input_ids"), R"doc(
 Logits [rows, length, vocab] for input_ids [rows, length] (all positions, no cache kept).
@@ -250,10 +181,7 @@ naming its position: "input_ids[0, 3] = 300 is outside the vocabulary [0, 211)".
           "kv_cache_bytes",
           [](PyModel& p, int64_t rows, int64_t positions) {
             const ModelConfig& c = p.core().config();
-            int64_t bytes = 2 * static_cast<int64_t>(sizeof(float));
-            for (int64_t n : {c.layers, rows, positions, c.kv_heads, c.head_dim})
-              bytes = limits::checked_mul(bytes, n, "kv_cache_bytes(rows, positions)");
-            return bytes;
+            return KVCache::bytes_for(c.layers, rows, positions, c.kv_heads, c.head_dim);
           },
           py::arg("rows"), py::arg("positions"), "Bytes a KV cache for rows x positions takes.");
 

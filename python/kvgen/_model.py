@@ -9,6 +9,7 @@ GGUF metadata), the chat template is rendered with jinja2 (kvgen._chat).
 
 from __future__ import annotations
 
+import math
 import operator
 import os
 from pathlib import Path
@@ -47,19 +48,134 @@ def _check_config(arch: str, config: dict) -> None:
             raise ValueError(f"{arch} config: {k}={config[k]!r:.60} ({what}) is not supported")
 
 
-def _build_core(arch: str, config: dict, arrays: dict,
-                rope_freqs: Optional[np.ndarray] = None) -> "_core._Model":
-    """The C++ model for ``arch`` over ``arrays`` (Hugging Face names, float32). The
-    binding reads and validates the config's sizes (TypeError / ValueError naming the key)
-    before anything sized by them is computed here."""
-    _check_config(arch, config)
-    if arch == "gpt2":
-        return _core._Model.gpt2(config, arrays)
-    head_dim = _core._Model.sizes("llama", config)["head_dim"]
+# ---- typed reads of config values: a wrong type is a TypeError, a value out of range a
+# ValueError, each naming the key; sizes and limits are then checked by the C++
+# ModelConfig.validate() ----
+
+_INT64 = (-2**63, 2**63 - 1)
+
+
+def _describe(value: Any) -> str:
+    return f"{repr(value)[:60]} ({type(value).__name__})"
+
+
+def _present(config: dict, key: str) -> bool:
+    return config.get(key) is not None
+
+
+def _int(config: dict, key: str) -> int:
+    """config[key]: a Python int (bool, float and str are refused) that fits in 64 bits."""
+    if not _present(config, key):
+        raise ValueError(f"model config has no '{key}'")
+    value = config[key]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"model config: {key} must be an integer, got {_describe(value)}")
+    if not _INT64[0] <= value <= _INT64[1]:
+        raise ValueError(f"model config: {key} = {str(value)[:40]} does not fit in 64 bits")
+    return value
+
+
+def _int_or(config: dict, key: str, fallback: int) -> int:
+    """config[key], or fallback when it is absent or None."""
+    return _int(config, key) if _present(config, key) else fallback
+
+
+def _positive(config: dict, key: str) -> int:
+    """config[key], at least 1 (a head count that later divides a width)."""
+    value = _int(config, key)
+    if value < 1:
+        raise ValueError(f"model config: {key} = {value} must be positive")
+    return value
+
+
+def _epsilon(config: dict, key: str) -> Optional[float]:
+    """config[key] as a finite, non-negative float32 value; None when absent."""
+    if not _present(config, key):
+        return None
+    value = config[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"model config: {key} must be a number, got {_describe(value)}")
+    try:
+        with np.errstate(over="ignore"):
+            epsilon = float(np.float32(value))
+    except OverflowError:  # an int beyond float64
+        epsilon = math.inf
+    if not math.isfinite(epsilon) or epsilon < 0:
+        raise ValueError(f"model config: {key} = {value!r} must be a finite, non-negative float32")
+    return epsilon
+
+
+def _bool(config: dict, key: str) -> Optional[bool]:
+    """config[key], True or False; None when absent."""
+    if not _present(config, key):
+        return None
+    value = config[key]
+    if not isinstance(value, bool):
+        raise TypeError(f"model config: {key} must be true or false, got {_describe(value)}")
+    return value
+
+
+def _given(**options: Any) -> dict:
+    """The options a config sets: the rest keep the C++ structs' defaults."""
+    return {name: value for name, value in options.items() if value is not None}
+
+
+def _gpt2_config(config: dict) -> "_core._ModelConfig":
+    vocab_size, context_length = _positive(config, "vocab_size"), _positive(config, "n_positions")
+    hidden, layers, heads = _positive(config, "n_embd"), _positive(config, "n_layer"), _positive(config, "n_head")
+    # transformers' default MLP width, saturated: a hidden size that large is refused by
+    # validate() (n_embd above its limit) before the width is looked at
+    intermediate = _int_or(config, "n_inner", min(4 * hidden, _INT64[1]))
+    return _core._ModelConfig(architecture="gpt2", vocab_size=vocab_size, context_length=context_length,
+                              hidden=hidden, layers=layers, heads=heads, kv_heads=heads, head_dim=hidden // heads,
+                              intermediate=intermediate)
+
+
+def _llama_config(config: dict) -> "_core._ModelConfig":
+    vocab_size, context_length = _positive(config, "vocab_size"), _positive(config, "max_position_embeddings")
+    hidden, layers = _positive(config, "hidden_size"), _positive(config, "num_hidden_layers")
+    heads = _positive(config, "num_attention_heads")
+    kv_heads = _int_or(config, "num_key_value_heads", heads)
+    head_dim = _int_or(config, "head_dim", hidden // heads)
+    intermediate = _positive(config, "intermediate_size")
+    return _core._ModelConfig(architecture="llama", vocab_size=vocab_size, context_length=context_length,
+                              hidden=hidden, layers=layers, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
+                              intermediate=intermediate)
+
+
+def _model_config(arch: str, config: dict) -> "_core._ModelConfig":
+    """The sizes of a Hugging Face config dict, validated (ValueError naming the key)
+    before anything they size is computed (the rotary frequencies, from head_dim)."""
+    sizes = _gpt2_config(config) if arch == "gpt2" else _llama_config(config)
+    sizes.validate()
+    return sizes
+
+
+def _gpt2_options(config: dict) -> "_core._GPT2Options":
+    # activation_function is one of _GPT2_ACTIVATIONS (_check_config): "gelu" is erf's
+    return _core._GPT2Options(exact_gelu=config.get("activation_function") == "gelu", **_given(
+        layer_norm_epsilon=_epsilon(config, "layer_norm_epsilon"),
+        scale_attn_weights=_bool(config, "scale_attn_weights"),
+        scale_attn_by_inverse_layer_idx=_bool(config, "scale_attn_by_inverse_layer_idx")))
+
+
+def _llama_options(config: dict, head_dim: int, rope_freqs: Optional[np.ndarray]) -> "_core._LlamaOptions":
+    """rope_freqs: a GGUF file's rope_freqs tensor, dividing the computed frequencies."""
     freq = inv_freq(head_dim, rope_parameters(config))
     if rope_freqs is not None:
         freq = np.ascontiguousarray(freq / rope_freqs.astype(np.float32), dtype=np.float32)
-    return _core._Model.llama(config, freq, arrays)
+    return _core._LlamaOptions(inv_freq=freq, **_given(rms_norm_eps=_epsilon(config, "rms_norm_eps")))
+
+
+def _build_core(arch: str, config: dict, arrays: dict,
+                rope_freqs: Optional[np.ndarray] = None) -> "_core._Model":
+    """The C++ model for ``arch`` over ``arrays`` (Hugging Face names, float32), from a
+    Hugging Face config dict (a directory's config.json or kvgen._gguf's translation)."""
+    _check_config(arch, config)
+    sizes = _model_config(arch, config)
+    if arch == "gpt2":
+        return _core._Model.gpt2(sizes, _gpt2_options(config), arrays)
+    return _core._Model.llama(sizes, _llama_options(config, sizes.head_dim, rope_freqs), arrays)
 
 
 def _token_id(value: Any, key: str) -> int:

@@ -20,6 +20,13 @@ KVCache::KVCache(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_h
   v_ = xt::xtensor<float, 5>::from_shape(shape);
 }
 
+int64_t KVCache::bytes_for(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_heads, int64_t head_dim) {
+  int64_t bytes = 2 * static_cast<int64_t>(sizeof(float));  // keys and values
+  for (int64_t n : {layers, rows, max_context, kv_heads, head_dim})
+    bytes = limits::checked_mul(bytes, n, "KV cache bytes");
+  return bytes;
+}
+
 void KVCache::copy_row_to(const float* k_src, const float* v_src, int64_t src_row, int64_t dst, int64_t len,
                           bool src_is_scratch) {
   const int64_t floats = len * head_dim();

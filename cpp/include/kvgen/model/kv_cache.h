@@ -34,7 +34,11 @@ class KVCache {
   void copy_row(int64_t src, int64_t dst);
 
   // Bytes held by keys and values.
-  int64_t bytes() const { return static_cast<int64_t>(2 * k_.size() * sizeof(float)); }
+  int64_t bytes() const { return bytes_for(layers_, rows_, ctx_, heads_, hd_); }
+
+  // Bytes the keys and values of a cache of these sizes take (ValueError when the
+  // product does not fit in int64): the one formula, for a cache that exists or not.
+  static int64_t bytes_for(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_heads, int64_t head_dim);
 
  private:
   // Sizes and offsets are read from the tensors' shapes and strides (in floats).

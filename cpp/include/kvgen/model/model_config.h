@@ -1,7 +1,8 @@
 // ModelConfig: the sizes of a built-in model, read from a Hugging Face config or a GGUF
-// header, and their one validation. Every architecture's constructor calls validate()
-// before it allocates anything, so a hostile file cannot size a table or overflow a
-// product; the tensors' shapes are then checked against these sizes (TensorMap::get).
+// header (by the facade, kvgen._model), and their one validation. Every architecture's
+// constructor calls validate() before it allocates anything, so a hostile file cannot
+// size a table or overflow a product; the tensors' shapes are then checked against these
+// sizes (TensorMap::get).
 #pragma once
 
 #include <cstdint>
@@ -20,10 +21,11 @@ struct ModelConfig {
   int64_t head_dim = 0;
   int64_t intermediate = 0;   // MLP width
 
-  // ValueError naming the config key (Hugging Face name of the architecture) when a size
-  // is not positive, is above its limit in kvgen/limits.h, or disagrees with another:
-  // heads a multiple of kv_heads, heads x head_dim within kMaxWidth, head_dim even for
-  // rotary embeddings (llama), hidden = heads x head_dim (gpt2).
+  // ValueError for an architecture other than gpt2 / llama, or one naming the config key
+  // (Hugging Face name of the architecture) when a size is not positive, is above its
+  // limit in kvgen/limits.h, or disagrees with another: heads a multiple of kv_heads,
+  // heads x head_dim within kMaxWidth, head_dim even for rotary embeddings (llama),
+  // hidden = heads x head_dim (gpt2).
   void validate() const;
 };
 
