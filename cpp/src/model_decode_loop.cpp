@@ -30,9 +30,7 @@ void ModelDecodeLoop::start(const std::vector<std::vector<int64_t>>& prompts, co
   gen_.append_tokens(prompts, sequence_ids);  // validates the prompts, the rows and the config
   const int64_t rows = gen_.rows(), per_input = gen_.rows_per_input();
   limits::checked_mul(rows, mc.vocab_size, "logits (rows x vocab_size)");
-  int64_t cache_bytes = 2 * sizeof(float);
-  for (int64_t n : {mc.layers, rows, longest, mc.kv_heads, mc.head_dim})
-    cache_bytes = limits::checked_mul(cache_bytes, n, "KV cache bytes (2 x 4 x layers x rows x positions x kv_dim)");
+  KVCache::bytes_for(mc.layers, rows, longest, mc.kv_heads, mc.head_dim);  // overflow-checked before allocating
   cache_.emplace(model_.make_cache(rows, longest));
   logits_ = xt::xtensor<float, 2>::from_shape({static_cast<size_t>(rows), static_cast<size_t>(mc.vocab_size)});
   fed_.assign(rows, 0);

@@ -34,7 +34,7 @@ class KVCache {
   void copy_row(int64_t src, int64_t dst);
 
   // Bytes held by keys and values.
-  int64_t bytes() const { return bytes_for(layers_, rows_, ctx_, heads_, hd_); }
+  int64_t bytes() const { return bytes_for(layers(), rows(), max_context(), kv_heads(), head_dim()); }
 
   // Bytes the keys and values of a cache of these sizes take (ValueError when the
   // product does not fit in int64): the one formula, for a cache that exists or not.
