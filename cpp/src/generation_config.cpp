@@ -192,6 +192,8 @@ void GenerationConfig::validate() const {
     throw ValueError(msg.str());
   }
 
+  // Then what every field of its kind needs (finite float32, token ids >= 0, non-empty
+  // sequences), after the ranges above so that a field with a range reports that range.
 #define KVGEN_CONFIG_FIELD(kind, name, default_value, doc) check_kind(config_field::kind{}, #name, name);
 #include "kvgen/generation_config_fields.def"
 }
