@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 import json
 import pickle
+import re
+from pathlib import Path
 
 import pytest
 import transformers
@@ -29,6 +31,26 @@ def test_every_supported_hf_field_exists():
     kvgen_only = {"presence_penalty", "frequency_penalty", "logit_bias", "seed", "stop_sequences"}
     for name in kvgen.GenerationConfig.fields():
         assert name in hf_names or name in kvgen_only, name
+
+
+def test_schema_matches_the_runtime_fields():
+    """_schema() (generation_config_fields.def) gives the defaults, docstrings and None-ability the fields have."""
+    config = kvgen.GenerationConfig()
+    schema = kvgen.GenerationConfig._schema()
+    assert [row[0] for row in schema] == kvgen.GenerationConfig.fields() == list(config.to_dict())
+    for name, annotation, nullable, default, doc in schema:
+        assert getattr(config, name) == default, name
+        assert getattr(kvgen.GenerationConfig, name).__doc__ == doc, name
+        assert nullable == annotation.endswith("| None"), name
+        if nullable:
+            assert getattr(kvgen.GenerationConfig(**{name: None}), name) is None, name
+
+
+def test_readme_names_every_field():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = re.search(r"^## GenerationConfig\n(.*?)^## ", readme, re.S | re.M).group(1)
+    missing = [name for name in kvgen.GenerationConfig.fields() if f"`{name}`" not in section]
+    assert not missing, f"README's GenerationConfig section does not name {missing}"
 
 
 def test_fields_round_trip_and_hf_shapes():

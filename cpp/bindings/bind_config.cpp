@@ -3,9 +3,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <optional>
 #include <sstream>
-#include <type_traits>
+#include <string_view>
 
 #include "kvgen/errors.h"
 #include "kvgen/generation_config.h"
@@ -16,18 +17,6 @@ namespace kvgen::bindings {
 namespace {
 
 using Cfg = GenerationConfig;
-
-// Field names in the order to_dict() and repr() show them.
-const std::vector<std::string>& field_names() {
-  static const std::vector<std::string> names = {
-      "max_new_tokens", "max_length", "min_new_tokens", "min_length", "do_sample", "temperature", "top_k",
-      "top_p", "min_p", "typical_p", "epsilon_cutoff", "eta_cutoff", "repetition_penalty", "presence_penalty",
-      "frequency_penalty", "no_repeat_ngram_size", "bad_words_ids", "suppress_tokens", "begin_suppress_tokens",
-      "sequence_bias", "logit_bias", "forced_bos_token_id", "forced_eos_token_id", "remove_invalid_values",
-      "renormalize_logits", "stop_sequences", "stop_strings", "num_beams", "length_penalty", "early_stopping", "num_return_sequences",
-      "eos_token_id", "pad_token_id", "bos_token_id", "seed"};
-  return names;
-}
 
 std::string type_name(py::handle v) { return py::str(py::type::of(v).attr("__name__")); }
 
@@ -81,30 +70,6 @@ double as_float(py::handle v, const char* field) {
   return x;
 }
 
-template <class T>
-inline constexpr bool kIsOptional = false;
-template <class T>
-inline constexpr bool kIsOptional<std::optional<T>> = true;
-
-// A scalar field whose setter converts with `convert` (as_integer / as_float); None
-// resets it when the field is optional.
-template <auto Member, class Convert>
-void def_scalar(py::class_<Cfg>& cls, const char* name, const char* doc, Convert convert) {
-  using Field = std::decay_t<decltype(std::declval<Cfg&>().*Member)>;
-  cls.def_property(
-      name, [](const Cfg& c) { return py::cast(c.*Member); },
-      [name, convert](Cfg& c, py::handle v) {
-        if constexpr (kIsOptional<Field>) {
-          if (v.is_none()) {
-            (c.*Member).reset();
-            return;
-          }
-        }
-        c.*Member = convert(v, name);
-      },
-      doc);
-}
-
 // A logit_bias key: a token id as an int, or as a str of one (JSON object keys).
 int64_t bias_key(py::handle key) {
   if (!py::isinstance<py::str>(key)) return as_token(key, "logit_bias");
@@ -134,31 +99,237 @@ py::object int_or_list(const std::vector<int64_t>& v) {
 
 py::object list_or_none(const std::vector<int64_t>& v) { return v.empty() ? py::object(py::none()) : py::cast(v); }
 
-// A list-valued field that shows None when empty (HF's default).
-template <std::vector<int64_t> Cfg::*Member>
-void def_token_list(py::class_<Cfg>& cls, const char* name, const char* doc, bool int_or_list_view) {
-  cls.def_property(
-      name,
-      [int_or_list_view](const Cfg& c) { return int_or_list_view ? int_or_list(c.*Member) : list_or_none(c.*Member); },
-      [name](Cfg& c, py::handle v) { c.*Member = token_list(v, name); }, doc);
+// ---- Python side of each field kind (config_field in generation_config.h) ----------------
+// Field<Kind>: `annotation` (the type in _core.pyi; a kind whose value may be None ends with
+// "| None"), get (C++ -> Python, Hugging Face's conventions: None for unset or empty) and
+// set (Python -> C++; TypeError for a wrong type; ranges are GenerationConfig::validate()'s).
+template <class Kind>
+struct Field;
+
+template <>
+struct Field<config_field::Int> {
+  static constexpr std::string_view annotation = "int";
+  static py::object get(int64_t v) { return py::int_(v); }
+  static void set(int64_t& out, py::handle v, const char* name) { out = as_integer(v, name); }
+};
+
+template <>
+struct Field<config_field::OptionalInt> {
+  static constexpr std::string_view annotation = "int | None";
+  static py::object get(const std::optional<int64_t>& v) { return py::cast(v); }
+  static void set(std::optional<int64_t>& out, py::handle v, const char* name) {
+    out = v.is_none() ? std::nullopt : std::optional<int64_t>(as_integer(v, name));
+  }
+};
+
+template <>
+struct Field<config_field::Float> {
+  static constexpr std::string_view annotation = "float";
+  static py::object get(double v) { return py::float_(v); }
+  static void set(double& out, py::handle v, const char* name) { out = as_float(v, name); }
+};
+
+template <>
+struct Field<config_field::OptionalFloat> {
+  static constexpr std::string_view annotation = "float | None";
+  static py::object get(const std::optional<double>& v) { return py::cast(v); }
+  static void set(std::optional<double>& out, py::handle v, const char* name) {
+    out = v.is_none() ? std::nullopt : std::optional<double>(as_float(v, name));
+  }
+};
+
+// pybind11's bool conversion, as a def_readwrite property has it (True/False, numpy.bool_,
+// and with conversion anything with __bool__ and None).
+template <>
+struct Field<config_field::Bool> {
+  static constexpr std::string_view annotation = "bool";
+  static py::object get(bool v) { return py::bool_(v); }
+  static void set(bool& out, py::handle v, const char* name) {
+    try {
+      out = v.cast<bool>();
+    } catch (const py::cast_error&) {
+      throw TypeError(std::string("GenerationConfig.") + name + " expects a bool, got " + type_name(v));
+    }
+  }
+};
+
+template <>
+struct Field<config_field::OptionalToken> {
+  static constexpr std::string_view annotation = "int | None";
+  static py::object get(const std::optional<int64_t>& v) { return py::cast(v); }
+  static void set(std::optional<int64_t>& out, py::handle v, const char* name) {
+    out = v.is_none() ? std::nullopt : std::optional<int64_t>(as_token(v, name));
+  }
+};
+
+template <>
+struct Field<config_field::TokenList> {
+  static constexpr std::string_view annotation = "list[int] | None";
+  static py::object get(const std::vector<int64_t>& v) { return list_or_none(v); }
+  static void set(std::vector<int64_t>& out, py::handle v, const char* name) { out = token_list(v, name); }
+};
+
+template <>
+struct Field<config_field::TokenIds> {
+  static constexpr std::string_view annotation = "int | list[int] | None";
+  static py::object get(const std::vector<int64_t>& v) { return int_or_list(v); }
+  static void set(std::vector<int64_t>& out, py::handle v, const char* name) { out = token_list(v, name); }
+};
+
+template <>
+struct Field<config_field::TokenSequences> {
+  static constexpr std::string_view annotation = "list[list[int]] | None";
+  static py::object get(const std::vector<std::vector<int64_t>>& v) {
+    return v.empty() ? py::object(py::none()) : py::cast(v);
+  }
+  static void set(std::vector<std::vector<int64_t>>& out, py::handle v, const char* name) {
+    out.clear();
+    if (v.is_none()) return;
+    for (py::handle seq : py::iter(v)) {
+      if (py::isinstance<py::int_>(seq))
+        throw TypeError(std::string("GenerationConfig.") + name + " must be a list of token-id lists, e.g. [[13], [7, 8]]");
+      out.push_back(token_list(seq, name));
+    }
+  }
+};
+
+// A str or a list of them.
+template <>
+struct Field<config_field::Strings> {
+  static constexpr std::string_view annotation = "list[str] | None";
+  static py::object get(const std::vector<std::string>& v) { return v.empty() ? py::object(py::none()) : py::cast(v); }
+  static void set(std::vector<std::string>& out, py::handle v, const char* name) {
+    out.clear();
+    if (v.is_none()) return;
+    if (py::isinstance<py::str>(v)) {
+      out.push_back(v.cast<std::string>());
+      return;
+    }
+    for (py::handle text : py::iter(v)) {
+      if (!py::isinstance<py::str>(text))
+        throw TypeError(std::string("GenerationConfig.") + name + " must be a str or a list of str");
+      out.push_back(text.cast<std::string>());
+    }
+  }
+};
+
+// {(id, ...): bias} or [[[id, ...], bias], ...]; shown as the dict.
+template <>
+struct Field<config_field::SequenceBiasMap> {
+  static constexpr std::string_view annotation = "dict[tuple[int, ...], float] | None";
+  static py::object get(const SequenceBias& v) {
+    if (v.empty()) return py::none();
+    py::dict d;
+    for (const auto& [seq, bias] : v) d[py::tuple(py::cast(seq))] = bias;
+    return d;
+  }
+  static void set(SequenceBias& out, py::handle v, const char* name) {
+    out.clear();
+    if (v.is_none()) return;
+    auto add = [&out, name](py::handle seq, py::handle bias) {
+      out.push_back({token_list(seq, name), as_float(bias, name)});
+    };
+    if (py::isinstance<py::dict>(v)) {
+      for (auto item : py::reinterpret_borrow<py::dict>(v)) add(item.first, item.second);
+      return;
+    }
+    for (py::handle pair : py::iter(v)) {
+      if (!PySequence_Check(pair.ptr()) || py::isinstance<py::str>(pair) || py::len(pair) != 2)
+        throw TypeError(std::string("GenerationConfig.") + name + " as a list takes [[ids...], bias] pairs");
+      py::sequence s = py::reinterpret_borrow<py::sequence>(pair);
+      add(s[0], s[1]);
+    }
+  }
+};
+
+// A mapping {token_id: bias}; keys may be str (JSON object keys).
+template <>
+struct Field<config_field::LogitBiasMap> {
+  static constexpr std::string_view annotation = "dict[int, float] | None";
+  static py::object get(const std::map<int64_t, double>& v) {
+    return v.empty() ? py::object(py::none()) : py::cast(v);
+  }
+  static void set(std::map<int64_t, double>& out, py::handle v, const char* name) {
+    out.clear();
+    if (v.is_none()) return;
+    if (!PyMapping_Check(v.ptr()) || !py::hasattr(v, "items") || PySequence_Check(v.ptr()))
+      throw TypeError(std::string("GenerationConfig.") + name + " must be a dict {token_id: bias}, got " +
+                      type_name(v));
+    for (py::handle item : v.attr("items")()) {
+      py::tuple kv = py::reinterpret_borrow<py::tuple>(item);
+      out[bias_key(kv[0])] = as_float(kv[1], name);
+    }
+  }
+};
+
+// True, False or "never", as Hugging Face.
+template <>
+struct Field<config_field::EarlyStoppingRule> {
+  static constexpr std::string_view annotation = "bool | Literal[\"never\"]";
+  static py::object get(EarlyStopping v) {
+    if (v == EarlyStopping::Never) return py::str("never");
+    return py::bool_(v == EarlyStopping::True);
+  }
+  static void set(EarlyStopping& out, py::handle v, const char* name) {
+    if (py::isinstance<py::bool_>(v)) {
+      out = v.cast<bool>() ? EarlyStopping::True : EarlyStopping::False;
+    } else if (py::isinstance<py::str>(v) && v.cast<std::string>() == "never") {
+      out = EarlyStopping::Never;
+    } else {
+      throw ValueError(std::string("GenerationConfig.") + name + " = " + std::string(py::repr(v)) +
+                       " is out of range: must be True, False or \"never\"");
+    }
+  }
+};
+
+// None or an integer in [0, 2**64).
+template <>
+struct Field<config_field::Seed> {
+  static constexpr std::string_view annotation = "int | None";
+  static py::object get(const std::optional<uint64_t>& v) { return py::cast(v); }
+  static void set(std::optional<uint64_t>& out, py::handle v, const char* name) {
+    if (v.is_none()) {
+      out.reset();
+      return;
+    }
+    if (is_bool(v))
+      throw TypeError(std::string("GenerationConfig.") + name + " expects None or an integer, got " + short_repr(v));
+    if (!py::isinstance<py::int_>(v) || v.cast<py::int_>() < py::int_(0) ||
+        v.cast<py::int_>() > py::int_(py::int_(UINT64_MAX)))
+      throw ValueError(std::string("GenerationConfig.") + name + " = " + short_repr(v) +
+                       " is out of range: must be None or an integer in [0, 2**64)");
+    out = v.cast<uint64_t>();
+  }
+};
+
+// One row of the schema, as GenerationConfig._schema() shows it (with the default added).
+struct FieldInfo {
+  const char* name;
+  std::string_view annotation;
+  const char* doc;
+  bool nullable() const { return annotation.ends_with("| None"); }
+};
+
+// The fields in display order, from generation_config_fields.def.
+const std::vector<FieldInfo>& schema() {
+  static const std::vector<FieldInfo> fields = {
+#define KVGEN_CONFIG_FIELD(kind, name, default_value, doc) {#name, Field<config_field::kind>::annotation, doc},
+#include "kvgen/generation_config_fields.def"
+  };
+  return fields;
 }
 
-// A list-of-token-lists field (None when empty).
-template <std::vector<std::vector<int64_t>> Cfg::*Member>
-void def_token_sequences(py::class_<Cfg>& cls, const char* name, const char* doc) {
+bool is_field(const std::string& name) {
+  const auto& fields = schema();
+  return std::any_of(fields.begin(), fields.end(), [&name](const FieldInfo& f) { return name == f.name; });
+}
+
+// A property converting with Field<Kind>.
+template <class Kind, auto Member>
+void def_field(py::class_<Cfg>& cls, const char* name, const char* doc) {
   cls.def_property(
-      name, [](const Cfg& c) { return (c.*Member).empty() ? py::object(py::none()) : py::cast(c.*Member); },
-      [name](Cfg& c, py::handle v) {
-        (c.*Member).clear();
-        if (v.is_none()) return;
-        for (py::handle seq : py::iter(v)) {
-          if (py::isinstance<py::int_>(seq))
-            throw TypeError(std::string("GenerationConfig.") + name +
-                            " must be a list of token-id lists, e.g. [[13], [7, 8]]");
-          (c.*Member).push_back(token_list(seq, name));
-        }
-      },
-      doc);
+      name, [](const Cfg& c) { return Field<Kind>::get(c.*Member); },
+      [name](Cfg& c, py::handle v) { Field<Kind>::set(c.*Member, v, name); }, doc);
 }
 
 }  // namespace
@@ -180,10 +351,9 @@ field. Differences from Hugging Face, on purpose:
 
   cls.def(py::init([](const py::kwargs& kwargs) {
             py::object self = py::cast(Cfg{});
-            const auto& names = field_names();
             for (auto item : kwargs) {
               const std::string key = py::str(item.first);
-              if (std::find(names.begin(), names.end(), key) == names.end())
+              if (!is_field(key))
                 throw TypeError("GenerationConfig got an unknown field '" + key +
                                 "'; see GenerationConfig.fields() for the supported ones");
               try {
@@ -200,144 +370,33 @@ field. Differences from Hugging Face, on purpose:
           }),
           "Builds a config from keyword arguments (Hugging Face names); validates it.");
 
-  def_scalar<&Cfg::max_new_tokens>(cls, "max_new_tokens", "New tokens to generate (None: use max_length). Wins over max_length.", as_integer);
-  def_scalar<&Cfg::max_length>(cls, "max_length", "Maximum prompt + generated length (None: 20 new tokens, as HF generate()). max_new_tokens wins.", as_integer);
-  def_scalar<&Cfg::min_new_tokens>(cls, "min_new_tokens", "EOS is masked until this many tokens are generated (None: off).", as_integer);
-  def_scalar<&Cfg::min_length>(cls, "min_length", "EOS is masked while prompt + generated length < min_length.", as_integer);
-  cls.def_readwrite("do_sample", &Cfg::do_sample, "Sample (True) or pick greedily / by beam search (False).");
-  def_scalar<&Cfg::temperature>(cls, "temperature", "Divides the logits when sampling; 0 means greedy.", as_float);
-  def_scalar<&Cfg::top_k>(cls, "top_k", "Keep the k most likely tokens (ties kept); 0 disables. Default 50, as HF.", as_integer);
-  def_scalar<&Cfg::top_p>(cls, "top_p", "Nucleus sampling: keep the smallest set with probability mass >= top_p.", as_float);
-  def_scalar<&Cfg::min_p>(cls, "min_p", "Keep tokens with p >= min_p * p_max (None: off).", as_float);
-  def_scalar<&Cfg::typical_p>(cls, "typical_p", "Locally typical sampling mass (1.0: off).", as_float);
-  def_scalar<&Cfg::epsilon_cutoff>(cls, "epsilon_cutoff", "Drop tokens with p < epsilon_cutoff (0: off).", as_float);
-  def_scalar<&Cfg::eta_cutoff>(cls, "eta_cutoff", "Eta sampling: drop p < min(eta, sqrt(eta) * exp(-entropy)) (0: off).", as_float);
-  def_scalar<&Cfg::repetition_penalty>(cls, "repetition_penalty", "CTRL penalty on tokens already in the history (1.0: off).", as_float);
-  def_scalar<&Cfg::presence_penalty>(cls, "presence_penalty", "OpenAI: subtracted once from every token in the history.", as_float);
-  def_scalar<&Cfg::frequency_penalty>(cls, "frequency_penalty", "OpenAI: subtracted per occurrence of a token in the history.", as_float);
-  def_scalar<&Cfg::no_repeat_ngram_size>(cls, "no_repeat_ngram_size", "Ban tokens that would repeat an n-gram of this size (0: off).", as_integer);
-  cls.def_readwrite("remove_invalid_values", &Cfg::remove_invalid_values, "Replace NaN by 0 and +-inf by +-float max instead of raising on NaN.")
-      .def_readwrite("renormalize_logits", &Cfg::renormalize_logits, "Apply log-softmax after all processors.");
-  def_scalar<&Cfg::num_beams>(cls, "num_beams", "Number of beams (1: no beam search).", as_integer);
-  def_scalar<&Cfg::length_penalty>(cls, "length_penalty", "Beam score = sum of log-probs / length ** length_penalty.", as_float);
-  def_scalar<&Cfg::num_return_sequences>(cls, "num_return_sequences", "Sequences returned per input.", as_integer);
-  def_scalar<&Cfg::pad_token_id>(cls, "pad_token_id", "Token that fills finished rows.", as_token);
-  def_scalar<&Cfg::bos_token_id>(cls, "bos_token_id", "Beginning-of-sequence token.", as_token);
-  def_scalar<&Cfg::forced_bos_token_id>(cls, "forced_bos_token_id", "Token forced as the first generated token (None: off).", as_token);
+#define KVGEN_CONFIG_FIELD(kind, name, default_value, doc) def_field<config_field::kind, &Cfg::name>(cls, #name, doc);
+#include "kvgen/generation_config_fields.def"
 
-  def_token_list<&Cfg::eos_token_id>(cls, "eos_token_id", "End-of-sequence token id, or a list of them.", true);
-  def_token_list<&Cfg::forced_eos_token_id>(cls, "forced_eos_token_id", "Token(s) forced when max_length is reached.", true);
-  def_token_list<&Cfg::suppress_tokens>(cls, "suppress_tokens", "Tokens masked at every step.", false);
-  def_token_list<&Cfg::begin_suppress_tokens>(cls, "begin_suppress_tokens", "Tokens masked at the first generated position.", false);
-
-  def_token_sequences<&Cfg::bad_words_ids>(cls, "bad_words_ids",
-                                            "Token sequences that may never be generated (list of lists).");
-  def_token_sequences<&Cfg::stop_sequences>(
-      cls, "stop_sequences", "kvgen: a row stops when its generated tokens end with one of these token-id sequences.");
-
-  cls.def_property(
-      "stop_strings",
-      [](const Cfg& c) { return c.stop_strings.empty() ? py::object(py::none()) : py::cast(c.stop_strings); },
-      [](Cfg& c, py::handle v) {
-        c.stop_strings.clear();
-        if (v.is_none()) return;
-        if (py::isinstance<py::str>(v)) {
-          c.stop_strings.push_back(v.cast<std::string>());
-          return;
-        }
-        for (py::handle text : py::iter(v)) {
-          if (!py::isinstance<py::str>(text)) throw TypeError("GenerationConfig.stop_strings must be a str or a list of str");
-          c.stop_strings.push_back(text.cast<std::string>());
-        }
+  cls.def("validate", &Cfg::validate, "Raises ValueError naming a field out of its allowed range.");
+  cls.def_static(
+      "fields",
+      []() {
+        py::list names;
+        for (const auto& f : schema()) names.append(f.name);
+        return names;
       },
-      "A row stops when its text ends with one of these strings (HF stop_strings); the Generator needs the "
-      "token texts (token_strings=...) or a tokenizer.");
-
-  cls.def_property(
-      "sequence_bias",
-      [](const Cfg& c) -> py::object {
-        if (c.sequence_bias.empty()) return py::none();
-        py::dict d;
-        for (const auto& [seq, bias] : c.sequence_bias) d[py::tuple(py::cast(seq))] = bias;
-        return d;
+      "Names of the supported fields, in display order.");
+  cls.def_static(
+      "_schema",
+      []() {
+        py::object defaults = py::cast(Cfg{});
+        py::list rows;
+        for (const auto& f : schema())
+          rows.append(py::make_tuple(f.name, std::string(f.annotation), f.nullable(), defaults.attr(f.name), f.doc));
+        return rows;
       },
-      [](Cfg& c, py::handle v) {
-        c.sequence_bias.clear();
-        if (v.is_none()) return;
-        auto add = [&c](py::handle seq, py::handle bias) {
-          c.sequence_bias.push_back({token_list(seq, "sequence_bias"), as_float(bias, "sequence_bias")});
-        };
-        if (py::isinstance<py::dict>(v)) {
-          for (auto item : py::reinterpret_borrow<py::dict>(v)) add(item.first, item.second);
-        } else {
-          for (py::handle pair : py::iter(v)) {
-            if (!PySequence_Check(pair.ptr()) || py::isinstance<py::str>(pair) || py::len(pair) != 2)
-              throw TypeError("GenerationConfig.sequence_bias as a list takes [[ids...], bias] pairs");
-            py::sequence s = py::reinterpret_borrow<py::sequence>(pair);
-            add(s[0], s[1]);
-          }
-        }
-      },
-      "Bias added to the last token of a sequence when its prefix ends the history: "
-      "{(id, ...): bias} or [[[id, ...], bias], ...].");
-
-  cls.def_property(
-      "logit_bias",
-      [](const Cfg& c) { return c.logit_bias.empty() ? py::object(py::none()) : py::cast(c.logit_bias); },
-      [](Cfg& c, py::handle v) {
-        c.logit_bias.clear();
-        if (v.is_none()) return;
-        if (!PyMapping_Check(v.ptr()) || !py::hasattr(v, "items") || PySequence_Check(v.ptr()))
-          throw TypeError("GenerationConfig.logit_bias must be a dict {token_id: bias}, got " + type_name(v));
-        for (py::handle item : v.attr("items")()) {
-          py::tuple kv = py::reinterpret_borrow<py::tuple>(item);
-          c.logit_bias[bias_key(kv[0])] = as_float(kv[1], "logit_bias");
-        }
-      },
-      "OpenAI-style {token_id: bias} added to the logits at every step (keys may be int or str).");
-
-  cls.def_property(
-      "early_stopping",
-      [](const Cfg& c) -> py::object {
-        if (c.early_stopping == EarlyStopping::Never) return py::str("never");
-        return py::bool_(c.early_stopping == EarlyStopping::True);
-      },
-      [](Cfg& c, py::handle v) {
-        if (py::isinstance<py::bool_>(v)) {
-          c.early_stopping = v.cast<bool>() ? EarlyStopping::True : EarlyStopping::False;
-        } else if (py::isinstance<py::str>(v) && v.cast<std::string>() == "never") {
-          c.early_stopping = EarlyStopping::Never;
-        } else {
-          throw ValueError("GenerationConfig.early_stopping = " + std::string(py::repr(v)) +
-                           " is out of range: must be True, False or \"never\"");
-        }
-      },
-      "Beam search stopping: True, False (heuristic) or \"never\" (exhaustive), as Hugging Face.");
-
-  cls.def_property(
-      "seed", [](const Cfg& c) { return c.seed; },
-      [](Cfg& c, py::handle v) {
-        if (v.is_none()) {
-          c.seed.reset();
-          return;
-        }
-        if (is_bool(v))
-          throw TypeError("GenerationConfig.seed expects None or an integer, got " + short_repr(v));
-        if (!py::isinstance<py::int_>(v) || v.cast<py::int_>() < py::int_(0) ||
-            v.cast<py::int_>() > py::int_(py::int_(UINT64_MAX)))
-          throw ValueError("GenerationConfig.seed = " + short_repr(v) +
-                           " is out of range: must be None or an integer in [0, 2**64)");
-        c.seed = v.cast<uint64_t>();
-      },
-      "Seed of the random draws (None: a fresh random seed per call).");
-
-  cls.def("validate", &Cfg::validate, "Raises ValueError naming the first field out of its allowed range.");
-  cls.def_static("fields", []() { return field_names(); }, "Names of the supported fields, in display order.");
+      "The schema (generation_config_fields.def): (name, stub annotation, nullable, default, doc) per field.");
   cls.def(
       "to_dict",
       [](py::object self) {
         py::dict d;
-        for (const auto& name : field_names()) d[py::str(name)] = self.attr(name.c_str());
+        for (const auto& f : schema()) d[py::str(f.name)] = self.attr(f.name);
         return d;
       },
       "All fields as a dict (Hugging Face value conventions: None for unset).");
@@ -349,10 +408,10 @@ field. Differences from Hugging Face, on purpose:
         std::ostringstream out;
         out << "GenerationConfig(";
         bool first = true;
-        for (const auto& name : field_names()) {
-          py::object v = self.attr(name.c_str());
-          if (v.equal(defaults.attr(name.c_str()))) continue;
-          out << (first ? "" : ", ") << name << "=" << std::string(py::repr(v));
+        for (const auto& f : schema()) {
+          py::object v = self.attr(f.name);
+          if (v.equal(defaults.attr(f.name))) continue;
+          out << (first ? "" : ", ") << f.name << "=" << std::string(py::repr(v));
           first = false;
         }
         out << ")";
@@ -367,7 +426,6 @@ field. Differences from Hugging Face, on purpose:
         py::object cls = py::module_::import("kvgen").attr("GenerationConfig");
         return cls(**d).cast<Cfg>();
       }));
-  m.attr("_GENERATION_CONFIG_FIELDS") = py::cast(field_names());
 }
 
 }  // namespace kvgen::bindings

@@ -8,7 +8,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <random>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -22,12 +21,6 @@ namespace py = pybind11;
 namespace kvgen::bindings {
 namespace {
 
-uint64_t resolve_seed(const GenerationConfig& cfg) {
-  if (cfg.seed) return *cfg.seed;
-  std::random_device rd;
-  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
-}
-
 // Runs Sampler::sample on Python arrays and builds the Python result.
 py::object run_sample(Sampler& sampler, std::mutex& mutex, py::handle logits, py::handle input_ids, int64_t step,
                       py::handle sequence_ids, bool return_logprobs, std::optional<int64_t> prompt_length) {
@@ -39,7 +32,7 @@ py::object run_sample(Sampler& sampler, std::mutex& mutex, py::handle logits, py
     throw ValueError("prompt_length = " + std::to_string(*prompt_length) + " must be in [0, " +
                      std::to_string(hv.length) + "] (the length of input_ids)");
   TokenHistory history{hv.data(), hv.length, hv.length, nullptr, prompt_length.value_or(hv.length), nullptr};
-  DrawKeys keys{resolve_seed(sampler.config()), seq.size() ? seq.data() : nullptr, step};
+  DrawKeys keys{sampler.config().resolved_seed(), seq.size() ? seq.data() : nullptr, step};
   py::array_t<int64_t> tokens(lv.rows);
   py::array_t<float> logprobs(return_logprobs ? lv.rows : 0);
   {

@@ -1,8 +1,11 @@
 // Range checks of GenerationConfig: each error names the field and the allowed range.
+// Field-specific ranges are written here; the checks every field of a kind needs are
+// applied to each field of the schema (generation_config_fields.def).
 #include "kvgen/generation_config.h"
 
 #include <cmath>
 #include <limits>
+#include <random>
 #include <sstream>
 
 #include "kvgen/errors.h"
@@ -54,6 +57,102 @@ void check_bias(const char* field, double bias) {
          "to ban tokens use bad_words_ids or suppress_tokens");
 }
 
+void check_nonempty(const char* field, bool empty, const char* what) {
+  if (empty) throw ValueError(std::string("GenerationConfig.") + field + " contains an empty " + what);
+}
+
+// ---- generic checks by field kind: the value can be used by the kernels ---------------
+// Kinds without one (Int, Bool, ...) take any value their type holds: their ranges, if
+// any, are field-specific.
+template <class Kind, class T>
+void check_kind(Kind, const char*, const T&) {}
+
+void check_kind(config_field::Float, const char* field, double value) { check_float32(field, value); }
+
+void check_kind(config_field::OptionalFloat, const char* field, const std::optional<double>& value) {
+  if (value) check_float32(field, *value);
+}
+
+void check_kind(config_field::OptionalToken, const char* field, const std::optional<int64_t>& id) {
+  if (id) check_token(field, *id);
+}
+
+void check_tokens(const char* field, const std::vector<int64_t>& ids) {
+  for (int64_t id : ids) check_token(field, id);
+}
+
+void check_kind(config_field::TokenList, const char* field, const std::vector<int64_t>& ids) {
+  check_tokens(field, ids);
+}
+
+void check_kind(config_field::TokenIds, const char* field, const std::vector<int64_t>& ids) {
+  check_tokens(field, ids);
+}
+
+void check_kind(config_field::TokenSequences, const char* field, const std::vector<std::vector<int64_t>>& seqs) {
+  for (const auto& seq : seqs) {
+    check_nonempty(field, seq.empty(), "sequence");
+    check_tokens(field, seq);
+  }
+}
+
+void check_kind(config_field::Strings, const char* field, const std::vector<std::string>& texts) {
+  for (const auto& text : texts) check_nonempty(field, text.empty(), "string");
+}
+
+void check_kind(config_field::SequenceBiasMap, const char* field, const SequenceBias& biases) {
+  for (const auto& [seq, bias] : biases) {
+    check_nonempty(field, seq.empty(), "sequence");
+    check_tokens(field, seq);
+    check_bias(field, bias);
+  }
+}
+
+void check_kind(config_field::LogitBiasMap, const char* field, const std::map<int64_t, double>& biases) {
+  for (const auto& [id, bias] : biases) {
+    check_token(field, id);
+    check_bias(field, bias);
+  }
+}
+
+// ---- vocabulary checks by field kind: every token id is < vocab_size -------------------
+template <class Kind, class T>
+void check_kind_vocab(Kind, const char*, const T&, int64_t) {}
+
+void check_kind_vocab(config_field::OptionalToken, const char* field, const std::optional<int64_t>& id,
+                      int64_t vocab_size) {
+  if (id) check_vocab(field, *id, vocab_size);
+}
+
+void check_ids_vocab(const char* field, const std::vector<int64_t>& ids, int64_t vocab_size) {
+  for (int64_t id : ids) check_vocab(field, id, vocab_size);
+}
+
+void check_kind_vocab(config_field::TokenList, const char* field, const std::vector<int64_t>& ids,
+                      int64_t vocab_size) {
+  check_ids_vocab(field, ids, vocab_size);
+}
+
+void check_kind_vocab(config_field::TokenIds, const char* field, const std::vector<int64_t>& ids,
+                      int64_t vocab_size) {
+  check_ids_vocab(field, ids, vocab_size);
+}
+
+void check_kind_vocab(config_field::TokenSequences, const char* field, const std::vector<std::vector<int64_t>>& seqs,
+                      int64_t vocab_size) {
+  for (const auto& seq : seqs) check_ids_vocab(field, seq, vocab_size);
+}
+
+void check_kind_vocab(config_field::SequenceBiasMap, const char* field, const SequenceBias& biases,
+                      int64_t vocab_size) {
+  for (const auto& [seq, bias] : biases) check_ids_vocab(field, seq, vocab_size);
+}
+
+void check_kind_vocab(config_field::LogitBiasMap, const char* field, const std::map<int64_t, double>& biases,
+                      int64_t vocab_size) {
+  for (const auto& [id, bias] : biases) check_vocab(field, id, vocab_size);
+}
+
 }  // namespace
 
 void GenerationConfig::validate() const {
@@ -82,33 +181,8 @@ void GenerationConfig::validate() const {
   if (!(frequency_penalty >= -2.0 && frequency_penalty <= 2.0))
     fail("frequency_penalty", frequency_penalty, "must be in [-2, 2] (OpenAI's range)");
   if (no_repeat_ngram_size < 0) fail("no_repeat_ngram_size", no_repeat_ngram_size, "must be >= 0");
-  for (const auto& seq : bad_words_ids) {
-    if (seq.empty()) throw ValueError("GenerationConfig.bad_words_ids contains an empty sequence");
-    for (int64_t id : seq) check_token("bad_words_ids", id);
-  }
-  for (int64_t id : suppress_tokens) check_token("suppress_tokens", id);
-  for (int64_t id : begin_suppress_tokens) check_token("begin_suppress_tokens", id);
-  for (const auto& [seq, bias] : sequence_bias) {
-    if (seq.empty()) throw ValueError("GenerationConfig.sequence_bias contains an empty sequence");
-    for (int64_t id : seq) check_token("sequence_bias", id);
-    check_bias("sequence_bias", bias);
-  }
-  for (const auto& [id, bias] : logit_bias) {
-    check_token("logit_bias", id);
-    check_bias("logit_bias", bias);
-  }
-  if (forced_bos_token_id) check_token("forced_bos_token_id", *forced_bos_token_id);
-  for (int64_t id : forced_eos_token_id) check_token("forced_eos_token_id", id);
-
-  for (const auto& seq : stop_sequences) {
-    if (seq.empty()) throw ValueError("GenerationConfig.stop_sequences contains an empty sequence");
-    for (int64_t id : seq) check_token("stop_sequences", id);
-  }
-  for (const auto& text : stop_strings)
-    if (text.empty()) throw ValueError("GenerationConfig.stop_strings contains an empty string");
 
   if (num_beams < 1) fail("num_beams", num_beams, "must be >= 1");
-  check_float32("length_penalty", length_penalty);
   if (num_return_sequences < 1) fail("num_return_sequences", num_return_sequences, "must be >= 1");
   if (num_return_sequences > num_beams && (num_beams > 1 || is_greedy())) {
     std::ostringstream msg;
@@ -117,26 +191,23 @@ void GenerationConfig::validate() const {
         << (num_beams == 1 ? " unless sampling (do_sample=True, temperature > 0)" : "");
     throw ValueError(msg.str());
   }
-  for (int64_t id : eos_token_id) check_token("eos_token_id", id);
-  if (pad_token_id) check_token("pad_token_id", *pad_token_id);
-  if (bos_token_id) check_token("bos_token_id", *bos_token_id);
+
+  // Then what every field of its kind needs (finite float32, token ids >= 0, non-empty
+  // sequences), after the ranges above so that a field with a range reports that range.
+#define KVGEN_CONFIG_FIELD(kind, name, default_value, doc) check_kind(config_field::kind{}, #name, name);
+#include "kvgen/generation_config_fields.def"
 }
 
 void GenerationConfig::validate_vocab(int64_t vocab_size) const {
-  for (const auto& seq : bad_words_ids)
-    for (int64_t id : seq) check_vocab("bad_words_ids", id, vocab_size);
-  for (int64_t id : suppress_tokens) check_vocab("suppress_tokens", id, vocab_size);
-  for (int64_t id : begin_suppress_tokens) check_vocab("begin_suppress_tokens", id, vocab_size);
-  for (const auto& [seq, bias] : sequence_bias)
-    for (int64_t id : seq) check_vocab("sequence_bias", id, vocab_size);
-  for (const auto& [id, bias] : logit_bias) check_vocab("logit_bias", id, vocab_size);
-  if (forced_bos_token_id) check_vocab("forced_bos_token_id", *forced_bos_token_id, vocab_size);
-  for (int64_t id : forced_eos_token_id) check_vocab("forced_eos_token_id", id, vocab_size);
-  for (int64_t id : eos_token_id) check_vocab("eos_token_id", id, vocab_size);
-  if (pad_token_id) check_vocab("pad_token_id", *pad_token_id, vocab_size);
-  if (bos_token_id) check_vocab("bos_token_id", *bos_token_id, vocab_size);
-  for (const auto& seq : stop_sequences)
-    for (int64_t id : seq) check_vocab("stop_sequences", id, vocab_size);
+#define KVGEN_CONFIG_FIELD(kind, name, default_value, doc) \
+  check_kind_vocab(config_field::kind{}, #name, name, vocab_size);
+#include "kvgen/generation_config_fields.def"
+}
+
+uint64_t GenerationConfig::resolved_seed() const {
+  if (seed) return *seed;
+  std::random_device rd;
+  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
 }
 
 }  // namespace kvgen

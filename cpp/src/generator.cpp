@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <random>
 #include <sstream>
 
 #include "kvgen/errors.h"
@@ -14,11 +13,6 @@
 namespace kvgen {
 namespace {
 
-uint64_t fresh_seed() {
-  std::random_device rd;
-  return (static_cast<uint64_t>(rd()) << 32) ^ rd();
-}
-
 int64_t pad_of(const GenerationConfig& c) {
   if (c.pad_token_id) return *c.pad_token_id;
   return c.eos_token_id.empty() ? 0 : c.eos_token_id.front();  // HF: pad = eos[0]
@@ -27,7 +21,7 @@ int64_t pad_of(const GenerationConfig& c) {
 }  // namespace
 
 Generator::Generator(GenerationConfig config)
-    : sampler_(config), stops_(config), seed_(config.seed ? *config.seed : fresh_seed()), pad_(pad_of(config)) {}
+    : sampler_(config), stops_(config), seed_(config.resolved_seed()), pad_(pad_of(config)) {}
 
 void Generator::set_token_texts(std::vector<std::string> texts) { stops_.set_token_texts(std::move(texts)); }
 

@@ -7,7 +7,7 @@ import os
 import warnings
 from typing import Any, Mapping
 
-from kvgen._core import _GENERATION_CONFIG_FIELDS, GenerationConfig
+from kvgen._core import GenerationConfig
 
 # Hugging Face keys that describe the file, not the generation.
 _HF_METADATA = {"transformers_version", "_from_model_config", "_commit_hash", "_original_object_hash"}
@@ -29,13 +29,10 @@ _HF_OFF_VALUES: dict[str, Any] = {
     "max_matching_ngram_size": 2,
 }
 
-# kvgen fields whose Python value may be None; for the others None means "HF default".
-_NULLABLE = {
-    "max_new_tokens", "min_new_tokens", "min_p", "bad_words_ids", "suppress_tokens",
-    "begin_suppress_tokens", "sequence_bias", "logit_bias", "forced_bos_token_id",
-    "forced_eos_token_id", "eos_token_id", "pad_token_id", "bos_token_id", "seed", "stop_sequences",
-    "stop_strings",
-}
+# The schema's field names, and those whose Python value may be None: for the others None
+# in a Hugging Face config means "HF default" (cpp/include/kvgen/generation_config_fields.def).
+_FIELDS = frozenset(GenerationConfig.fields())
+_NULLABLE = frozenset(name for name, _annotation, nullable, _default, _doc in GenerationConfig._schema() if nullable)
 
 
 def from_dict(values: Mapping[str, Any]) -> GenerationConfig:
@@ -43,7 +40,7 @@ def from_dict(values: Mapping[str, Any]) -> GenerationConfig:
 
     Raises TypeError naming any key that is not a kvgen field.
     """
-    unknown = sorted(set(values) - set(_GENERATION_CONFIG_FIELDS))
+    unknown = sorted(set(values) - _FIELDS)
     if unknown:
         raise TypeError(f"unknown GenerationConfig field(s): {', '.join(unknown)}")
     return GenerationConfig(**values)
@@ -80,13 +77,12 @@ def from_hf(source: Any, strict: bool = False) -> GenerationConfig:
             f"got {type(source).__name__}"
         )
 
-    known = set(_GENERATION_CONFIG_FIELDS)
     kwargs: dict[str, Any] = {}
     unsupported: dict[str, Any] = {}
     for name, value in values.items():
         if name in _HF_METADATA:
             continue
-        if name in known:
+        if name in _FIELDS:
             if value is None and name not in _NULLABLE:
                 continue
             kwargs[name] = value

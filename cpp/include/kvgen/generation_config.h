@@ -26,65 +26,44 @@ inline int64_t total_length_limit(std::optional<int64_t> max_length, std::option
   return max_length ? *max_length : prompt_len + kDefaultNewTokens;
 }
 
-// Floating-point fields are double, as Python's float; the kernels use float32, so
-// validate() requires every one (biases included) to be finite as a float32, and the
-// divisors (temperature, repetition_penalty) to stay > 0 once rounded to float32.
+// Field kinds of the schema (generation_config_fields.def): each sets a field's C++ type;
+// validate() and validate_vocab() apply the kind's generic checks, bind_config.cpp its Python
+// conversions and stub annotation.
+namespace config_field {
+struct Int { using type = int64_t; };
+struct OptionalInt { using type = std::optional<int64_t>; };           // None = off / unset
+struct Float { using type = double; };                                 // finite as a float32
+struct OptionalFloat { using type = std::optional<double>; };
+struct Bool { using type = bool; };
+struct OptionalToken { using type = std::optional<int64_t>; };         // a token id or None
+struct TokenList { using type = std::vector<int64_t>; };               // Python: a list, None when empty
+struct TokenIds { using type = std::vector<int64_t>; };                // Python: an int or a list (HF's eos)
+struct TokenSequences { using type = std::vector<std::vector<int64_t>>; };  // non-empty id sequences
+struct Strings { using type = std::vector<std::string>; };             // non-empty strings
+struct SequenceBiasMap { using type = SequenceBias; };
+struct LogitBiasMap { using type = std::map<int64_t, double>; };       // token id -> bias
+struct EarlyStoppingRule { using type = EarlyStopping; };
+struct Seed { using type = std::optional<uint64_t>; };                 // None = a fresh seed per call
+}  // namespace config_field
+
+// Every knob of a generation run; the members, their defaults and docs are listed in
+// generation_config_fields.def. Floating-point fields are double, as Python's float; the
+// kernels use float32, so validate() requires every one (biases included) to be finite as a
+// float32, and the divisors (temperature, repetition_penalty) to stay > 0 once rounded.
 struct GenerationConfig {
-  // ---- length -------------------------------------------------------------------
-  std::optional<int64_t> max_new_tokens;   // new tokens to generate; wins over max_length
-  std::optional<int64_t> max_length;       // prompt + new tokens; neither set: 20 new tokens (HF)
-  std::optional<int64_t> min_new_tokens;   // EOS is masked until this many new tokens
-  int64_t min_length = 0;                  // EOS is masked while prompt + new < min_length
+#define KVGEN_CONFIG_FIELD(kind, name, default_value, doc) config_field::kind::type name = default_value;
+#include "kvgen/generation_config_fields.def"
 
-  // ---- strategy -----------------------------------------------------------------
-  bool do_sample = false;                  // false: greedy / beam search; true: sampling
-  double temperature = 1.0;                // divides logits; 0 means greedy (vLLM, llama.cpp)
-  int64_t top_k = 50;                      // keep the k best tokens (ties kept); 0 = off
-  double top_p = 1.0;                      // nucleus: smallest set with mass >= top_p; 1 = off
-  std::optional<double> min_p;              // keep p >= min_p * p_max; None = off
-  double typical_p = 1.0;                  // locally typical sampling mass; 1 = off
-  double epsilon_cutoff = 0.0;             // drop p < epsilon; 0 = off
-  double eta_cutoff = 0.0;                 // drop p < min(eta, sqrt(eta) * exp(-entropy)); 0 = off
-
-  // ---- logits processors -------------------------------------------------------
-  double repetition_penalty = 1.0;         // CTRL penalty on every token in the history; 1 = off
-  double presence_penalty = 0.0;           // OpenAI: minus this once per token seen in the history
-  double frequency_penalty = 0.0;          // OpenAI: minus this times the token's count in the history
-  int64_t no_repeat_ngram_size = 0;        // ban tokens that would repeat an n-gram; 0 = off
-  std::vector<std::vector<int64_t>> bad_words_ids;  // sequences that may never be generated
-  std::vector<int64_t> suppress_tokens;    // tokens masked at every step
-  std::vector<int64_t> begin_suppress_tokens;  // tokens masked at the first generated position
-  SequenceBias sequence_bias;              // sequence -> bias on its last token
-  std::map<int64_t, double> logit_bias;     // OpenAI: token id -> bias added at every step
-  std::optional<int64_t> forced_bos_token_id;  // forced as the first generated token
-  std::vector<int64_t> forced_eos_token_id;    // forced when max_length is reached
-  bool remove_invalid_values = false;      // NaN -> 0, +-inf -> +-float max (HF InfNanRemove)
-  bool renormalize_logits = false;         // log-softmax after all processors
-
-  // ---- stopping (besides EOS and length) -------------------------------------
-  std::vector<std::vector<int64_t>> stop_sequences;  // kvgen: stop when the output ends with one
-  std::vector<std::string> stop_strings;   // HF: stop when the text ends with one (needs token texts)
-
-  // ---- beam search -------------------------------------------------------------
-  int64_t num_beams = 1;                   // 1 = no beam search
-  double length_penalty = 1.0;             // beam score = sum logprob / length ** length_penalty
-  EarlyStopping early_stopping = EarlyStopping::False;
-  int64_t num_return_sequences = 1;        // sequences returned per input
-
-  // ---- special tokens ----------------------------------------------------------
-  std::vector<int64_t> eos_token_id;       // one or several end-of-sequence tokens
-  std::optional<int64_t> pad_token_id;     // fills finished rows
-  std::optional<int64_t> bos_token_id;     // beginning-of-sequence token
-
-  // ---- randomness --------------------------------------------------------------
-  std::optional<uint64_t> seed;            // None = a fresh random seed per call
-
-  // Throws kvgen::ValueError naming the first field out of its allowed range.
+  // Throws kvgen::ValueError naming a field out of its allowed range: the field-specific
+  // ranges and relations first, then the generic checks of each field's kind.
   void validate() const;
 
   // Throws kvgen::ValueError when a token id in the config (pad and bos included) is
   // >= vocab_size. The Sampler calls it when it first sees the vocabulary.
   void validate_vocab(int64_t vocab_size) const;
+
+  // The seed of this run's draws: `seed`, or a fresh random one when it is None.
+  uint64_t resolved_seed() const;
 
   // True when tokens are picked by argmax of the processed logits (no warpers).
   bool is_greedy() const { return !do_sample || temperature == 0.0; }
