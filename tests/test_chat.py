@@ -3,17 +3,12 @@ SmolLM2's template from its GGUF file, and hand-written templates exercising the
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import jinja2
 import pytest
 import tokenizers
 import transformers
 
-from gguf_models import smollm2_path
 from kvgen._chat import render_chat
-from kvgen._gguf_file import read_gguf_file
-from kvgen._gguf_tokenizer import tokenizer_from_gguf
 
 CHATS = {
     "single_user": [{"role": "user", "content": "What is the capital of France?"}],
@@ -34,12 +29,10 @@ CHATS = {
 }
 
 
-@pytest.fixture(scope="module")
-def smollm2():
-    path = Path(smollm2_path())
-    info = tokenizer_from_gguf(read_gguf_file(path))
-    hf = transformers.AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-    return info, hf
+@pytest.fixture
+def smollm2(smollm2_tokenizer_info, smollm2_hf_tokenizer):
+    """kvgen's and transformers' tokenizers for the SmolLM2 GGUF (session fixtures in conftest.py)."""
+    return smollm2_tokenizer_info, smollm2_hf_tokenizer
 
 
 @pytest.mark.parametrize("add_generation_prompt", [True, False])

@@ -18,9 +18,9 @@ def run(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
     return subprocess.run(["kvgen", *args], input=stdin, capture_output=True, text=True, timeout=300)
 
 
-@pytest.fixture(scope="module")
-def model():
-    return kvgen.load_default()
+@pytest.fixture
+def model(smollm2_model):
+    return smollm2_model
 
 
 def test_generate_streams_the_greedy_continuation(model):

@@ -13,7 +13,6 @@ import transformers
 
 from gguf_models import (
     add_gguf_tokenizer,
-    smollm2_path,
     train_byte_level_bpe,
     train_sentencepiece_bpe,
     write_tokenizer_gguf,
@@ -51,10 +50,10 @@ def kvgen_tokenizer(path) -> GGUFTokenizerInfo:
 
 # --- SmolLM2 ------------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def smollm2():
-    path = smollm2_path()
-    return kvgen_tokenizer(path), hf_gguf_tokenizer(path)
+@pytest.fixture
+def smollm2(smollm2_tokenizer_info, smollm2_hf_tokenizer):
+    """kvgen's and transformers' tokenizers for the SmolLM2 GGUF (session fixtures in conftest.py)."""
+    return smollm2_tokenizer_info, smollm2_hf_tokenizer
 
 
 @pytest.mark.parametrize("text", TEXTS)

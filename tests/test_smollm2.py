@@ -25,18 +25,15 @@ PROMPTS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def model():
-    return kvgen.load_default()
+@pytest.fixture
+def model(smollm2_model):
+    return smollm2_model
 
 
-@pytest.fixture(scope="module")
-def reference(model):
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    path = kvgen.default_model_path()
-    hf = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32).eval()
-    return hf, AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+@pytest.fixture
+def reference(smollm2_hf_model, smollm2_hf_tokenizer):
+    """transformers' model and tokenizer for the same GGUF file (session fixtures in conftest.py)."""
+    return smollm2_hf_model, smollm2_hf_tokenizer
 
 
 def test_default_model_is_smollm2(model):

@@ -6,10 +6,11 @@ A C++ core (sampling kernels, search, KV-cached transformers) behind a small Pyt
 from kvgen._config import from_dict, from_hf
 from kvgen._core import GenerationConfig, StepResult, get_num_threads, sample, set_num_threads
 from kvgen._default_model import default_model_path, load_default
-from kvgen._generate import GenerationResult, Generator, generate, stream
+from kvgen._generate import Generator, generate, stream
 from kvgen._model import Model
-from kvgen._model_generator import GenerationStats, ModelGenerator
+from kvgen._model_generator import ModelGenerator
 from kvgen._processor import LogitsProcessor
+from kvgen._results import GenerationResult, GenerationStats
 
 __version__ = "0.1.0"
 

@@ -8,13 +8,15 @@ how to reorder its KV cache (``beam_indices``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable, Iterator, Optional, Sequence
 
 import numpy as np
 
 from kvgen import _core
 from kvgen._core import GenerationConfig, StepResult
+from kvgen._model import Model
+from kvgen._model_generator import ModelGenerator
+from kvgen._results import GenerationResult, _result
 
 #: model_fn(input_ids, beam_indices) -> logits [rows, vocab] float32.
 #: input_ids[r] holds the new tokens of row r (its whole prompt at the first call, one
@@ -22,48 +24,6 @@ from kvgen._core import GenerationConfig, StepResult
 #: for each row, the row of the previous step it continues: reorder the KV cache with it
 #: before appending the new tokens.
 ModelFn = Callable[[list, Optional[np.ndarray]], np.ndarray]
-
-
-@dataclass
-class GenerationResult:
-    """The output of a generation, per input and per returned sequence.
-
-    ``sequences[i][k]`` are the token ids of the k-th sequence of input i (generated part
-    only, unless the prompt was kept), best first under beam search. ``scores[i][k]`` is
-    the beam score (sum of log-probs / length ** length_penalty, HF ``sequences_scores``)
-    or, without beams, the sum of the token log-probs. ``token_logprobs[i][k]`` are the
-    log-probabilities of each generated token under the processed distribution (HF
-    ``compute_transition_scores`` on beam scores; on sampling scores with
-    ``normalize_logits=True``); ``raw_token_logprobs`` the same under the raw logits,
-    when asked for. ``finish_reasons[i][k]`` is "eos", "stop", "length", or None.
-    """
-
-    sequences: list[list[np.ndarray]]
-    scores: list[list[float]]
-    token_logprobs: list[list[np.ndarray]]
-    raw_token_logprobs: Optional[list[list[np.ndarray]]]
-    finish_reasons: list[list[Optional[str]]]
-    prompt_lengths: list[int]
-    #: texts[i][k]: the decoded sequences, when generated with a model that has a tokenizer
-    texts: Optional[list[list[str]]] = None
-
-    def __repr__(self) -> str:
-        n = sum(len(s) for s in self.sequences)
-        return f"GenerationResult({len(self.sequences)} inputs, {n} sequences, finish_reasons={self.finish_reasons})"
-
-
-def _result(hyps: list, strip_prompt: bool, texts: Optional[list] = None) -> GenerationResult:
-    start = (lambda h: h["prompt_length"]) if strip_prompt else (lambda h: 0)
-    raw = [[h["raw_logprobs"] for h in per] for per in hyps]
-    has_raw = all(r is not None for per in raw for r in per)
-    return GenerationResult(
-        sequences=[[h["tokens"][start(h):] for h in per] for per in hyps],
-        scores=[[h["score"] for h in per] for per in hyps],
-        token_logprobs=[[h["logprobs"] for h in per] for per in hyps],
-        raw_token_logprobs=raw if has_raw else None,
-        finish_reasons=[[h["finish_reason"] for h in per] for per in hyps],
-        prompt_lengths=[per[0]["prompt_length"] for per in hyps],
-    )
 
 
 class Generator(_core._Generator):
@@ -91,11 +51,7 @@ class Generator(_core._Generator):
     """
 
     def __new__(cls, *args, **kwargs):
-        from kvgen._model import Model
-
         if args and isinstance(args[0], Model):
-            from kvgen._model_generator import ModelGenerator
-
             return ModelGenerator(*args, **kwargs)
         return super().__new__(cls, *args, **kwargs)
 

@@ -6,39 +6,11 @@ from __future__ import annotations
 
 import copy
 import time
-from dataclasses import dataclass
 from typing import Iterator, Optional, Sequence
 
 from kvgen import _core
 from kvgen._core import GenerationConfig
-from kvgen._generate import GenerationResult, _result
-
-
-@dataclass
-class GenerationStats:
-    """Timing of the last generation: the prefill (prompt pass and first token) and the
-    decode steps that followed."""
-
-    prompt_tokens: int = 0   # summed over prompts
-    new_tokens: int = 0      # generated tokens of the returned best sequence(s)
-    prefill_seconds: float = 0.0
-    decode_seconds: float = 0.0
-    decode_steps: int = 0    # one token per running row each
-
-    @property
-    def prefill_tokens_per_second(self) -> float:
-        """Prompt tokens over the prefill time."""
-        return self.prompt_tokens / self.prefill_seconds if self.prefill_seconds > 0 else 0.0
-
-    @property
-    def decode_tokens_per_second(self) -> float:
-        """Decode steps per second (tokens per second of each sequence)."""
-        return self.decode_steps / self.decode_seconds if self.decode_seconds > 0 else 0.0
-
-    def summary(self) -> str:
-        """One line: prompt and new tokens, prefill and decode speed."""
-        return (f"{self.prompt_tokens} prompt tokens, {self.new_tokens} new tokens; prefill "
-                f"{self.prefill_tokens_per_second:.1f} tok/s, decode {self.decode_tokens_per_second:.1f} tok/s")
+from kvgen._results import GenerationResult, GenerationStats, _result
 
 
 def _as_list(ids) -> list[int]:
