@@ -1,0 +1,192 @@
+// Quantized weights: PackedMatrix repacks GGUF blocks built here by hand (dequantize_row
+// must give back each weight, d * (u + offset) or d * u + m), and the int8 and float
+// matmuls match the plain product on every CPU path this machine runs. Scales, minimums
+// and activations are small powers of two and integers, so every product and sum is
+// exact in float32 and the kernels must agree with the plain product bit for bit.
+#include <cstdint>
+#include <cstring>
+#include <iostream>
+#include <vector>
+
+#include "check.h"
+#include "kvgen/errors.h"
+#include "kvgen/quant/matmul.h"
+
+using namespace kvgen::quant;
+
+namespace {
+
+// fp16 bits of the scales d (1, 0.5, 0.25, 2) and minimums m (-2, 0.5, -0.25, 1).
+constexpr uint16_t kScaleBits[] = {0x3C00, 0x3800, 0x3400, 0x4000};
+constexpr float kScales[] = {1.0f, 0.5f, 0.25f, 2.0f};
+constexpr uint16_t kMinBits[] = {0xC000, 0x3800, 0xB400, 0x3C00};
+constexpr float kMins[] = {-2.0f, 0.5f, -0.25f, 1.0f};
+
+struct Format {
+  int bits;     // 8, 5 or 4
+  bool has_min;  // the *_1 types
+  int offset;   // w = d * (u + offset) without a minimum
+};
+
+Format format_of(QuantType type) {
+  switch (type) {
+    case QuantType::Q8_0: return {8, false, -128};
+    case QuantType::Q4_0: return {4, false, -8};
+    case QuantType::Q4_1: return {4, true, 0};
+    case QuantType::Q5_0: return {5, false, -16};
+    case QuantType::Q5_1: return {5, true, 0};
+  }
+  return {};
+}
+
+// A [rows, cols] weight matrix in the file's block format, and the float value of each
+// weight (row-major).
+struct FileMatrix {
+  std::vector<uint8_t> raw;
+  std::vector<float> weights;
+};
+
+void append_u16(std::vector<uint8_t>& out, uint16_t v) {
+  out.push_back(static_cast<uint8_t>(v & 0xFF));
+  out.push_back(static_cast<uint8_t>(v >> 8));
+}
+
+// One block of 32 unsigned quants u in GGUF's layout: d, [m], then for 8 bits the
+// int8 q = u - 128; for 4 and 5 bits byte j = low nibbles of u[j] | u[j + 16] << 4,
+// preceded (5 bits) by a 32-bit word whose bit k is bit 4 of u[k].
+void append_block(std::vector<uint8_t>& out, Format f, const uint32_t* u, int scale, int min) {
+  append_u16(out, kScaleBits[scale]);
+  if (f.has_min) append_u16(out, kMinBits[min]);
+  if (f.bits == 8) {
+    for (int k = 0; k < 32; ++k) out.push_back(static_cast<uint8_t>(u[k] ^ 0x80u));
+    return;
+  }
+  if (f.bits == 5) {
+    uint32_t high = 0;
+    for (int k = 0; k < 32; ++k) high |= ((u[k] >> 4) & 1u) << k;
+    for (int i = 0; i < 4; ++i) out.push_back(static_cast<uint8_t>(high >> (8 * i)));
+  }
+  for (int j = 0; j < 16; ++j) out.push_back(static_cast<uint8_t>((u[j] & 0xFu) | (u[j + 16] & 0xFu) << 4));
+}
+
+FileMatrix file_matrix(QuantType type, int64_t rows, int64_t cols) {
+  const Format f = format_of(type);
+  const uint32_t levels = 1u << f.bits;
+  FileMatrix m;
+  m.weights.resize(rows * cols);
+  for (int64_t n = 0; n < rows; ++n)
+    for (int64_t b = 0; b < cols / 32; ++b) {
+      const int scale = static_cast<int>((n + b) % 4), min = static_cast<int>((n + 2 * b) % 4);
+      uint32_t u[32];
+      for (int k = 0; k < 32; ++k) {
+        u[k] = static_cast<uint32_t>(n * 7 + (b * 32 + k) * 5 + 3) % levels;
+        const float q = static_cast<float>(static_cast<int>(u[k]) + f.offset);
+        m.weights[n * cols + b * 32 + k] = f.has_min ? kScales[scale] * q + kMins[min] : kScales[scale] * q;
+      }
+      append_block(m.raw, f, u, scale, min);
+    }
+  return m;
+}
+
+constexpr QuantType kTypes[] = {QuantType::Q8_0, QuantType::Q4_0, QuantType::Q4_1, QuantType::Q5_0,
+                                QuantType::Q5_1};
+// 17 rows: a full group of 16 and one of a single row (zero padding); 2 blocks.
+constexpr int64_t kRows = 17, kCols = 64;
+// 5 activation rows: more than AVX2's 4 per tile read, fewer than AVX-512's 8.
+constexpr int64_t kBatch = 5;
+
+void repack_keeps_every_weight() {
+  for (QuantType type : kTypes) {
+    const FileMatrix file = file_matrix(type, kRows, kCols);
+    CHECK_EQ(static_cast<int64_t>(file.raw.size()), kRows * kCols / 32 * block_bytes(type));
+    const PackedMatrix w(type, file.raw.data(), static_cast<int64_t>(file.raw.size()), kRows, kCols);
+    CHECK_EQ(w.groups(), int64_t{2});
+    CHECK_EQ(w.bytes(), 2 * 16 * kCols / 32 * block_bytes(type));  // the 17th row's group is padded to 16
+    const int before = kvgen::test::failure_count();
+    for (int64_t n = 0; n < kRows; ++n) {
+      std::vector<float> row(kCols);
+      w.dequantize_row(n, row.data());
+      const std::vector<float> expected(file.weights.begin() + n * kCols, file.weights.begin() + (n + 1) * kCols);
+      CHECK_EQ(row, expected);
+    }
+    if (kvgen::test::failure_count() != before) std::cerr << "  (" << quant_type_name(type) << ")\n";
+  }
+}
+
+void repack_rejects_bad_shapes() {
+  const FileMatrix file = file_matrix(QuantType::Q8_0, 2, 64);
+  const auto bytes = static_cast<int64_t>(file.raw.size());
+  CHECK_THROWS(PackedMatrix(QuantType::Q8_0, file.raw.data(), bytes, 2, 48), kvgen::ValueError);
+  CHECK_THROWS(PackedMatrix(QuantType::Q8_0, file.raw.data(), bytes - 1, 2, 64), kvgen::ValueError);
+  CHECK_THROWS(PackedMatrix(QuantType::Q8_0, file.raw.data(), bytes, 0, 64), kvgen::ValueError);
+}
+
+// Activations (kBatch, kCols): integers in [-127, 127] with a +-127 in every block, so
+// that the int8 quantization has d = 1 and q = x exactly.
+std::vector<float> activations() {
+  std::vector<float> x(kBatch * kCols);
+  for (int64_t m = 0; m < kBatch; ++m)
+    for (int64_t k = 0; k < kCols; ++k) x[m * kCols + k] = static_cast<float>((m * 11 + k * 13) % 255 - 127);
+  for (int64_t m = 0; m < kBatch; ++m)
+    for (int64_t b = 0; b < kCols / 32; ++b) x[m * kCols + b * 32 + m] = m % 2 ? -127.0f : 127.0f;
+  return x;
+}
+
+// out[m * ldo + n] = sum_k x[m, k] * W[n, k], the plain product.
+std::vector<float> plain_product(const std::vector<float>& x, const std::vector<float>& weights, int64_t ldo,
+                                 float fill) {
+  std::vector<float> out(kBatch * ldo, fill);
+  for (int64_t m = 0; m < kBatch; ++m)
+    for (int64_t n = 0; n < kRows; ++n) {
+      double sum = 0.0;
+      for (int64_t k = 0; k < kCols; ++k) sum += static_cast<double>(x[m * kCols + k]) * weights[n * kCols + k];
+      out[m * ldo + n] = static_cast<float>(sum);
+    }
+  return out;
+}
+
+void matmuls_match_the_plain_product_on_every_cpu_path() {
+  const std::vector<float> x = activations();
+  QuantizedActivations xq(kBatch, kCols);
+  xq.quantize(x.data(), kBatch, kCols);
+  // ldo > N: the columns past N are never written, so they keep the fill value.
+  const int64_t ldo = kRows + 3;
+  constexpr float kFill = 12345.0f;
+  for (CpuPath path : supported_cpu_paths()) {
+    std::cout << "  cpu path " << cpu_path_name(path) << std::endl;
+    for (QuantType type : kTypes) {
+      const FileMatrix file = file_matrix(type, kRows, kCols);
+      const PackedMatrix w(type, file.raw.data(), static_cast<int64_t>(file.raw.size()), kRows, kCols);
+      const std::vector<float> expected = plain_product(x, file.weights, ldo, kFill);
+      const int before = kvgen::test::failure_count();
+
+      std::vector<float> out(kBatch * ldo, kFill);
+      matmul_int8(w, xq, out.data(), ldo, all_groups(w), path);
+      CHECK_EQ(out, expected);
+
+      std::fill(out.begin(), out.end(), kFill);
+      matmul_float(w, x.data(), kBatch, kCols, out.data(), ldo, all_groups(w), path);
+      CHECK_EQ(out, expected);
+
+      // Only the second group (row 16): every other column keeps the fill.
+      std::fill(out.begin(), out.end(), kFill);
+      matmul_int8(w, xq, out.data(), ldo, GroupRange{1, 2}, path);
+      std::vector<float> second_group(kBatch * ldo, kFill);
+      for (int64_t m = 0; m < kBatch; ++m) second_group[m * ldo + 16] = expected[m * ldo + 16];
+      CHECK_EQ(out, second_group);
+
+      if (kvgen::test::failure_count() != before)
+        std::cerr << "  (on cpu path " << cpu_path_name(path) << ", " << quant_type_name(type) << ")\n";
+    }
+  }
+}
+
+}  // namespace
+
+int main() {
+  return kvgen::test::run_all({
+      TEST_CASE(repack_keeps_every_weight),
+      TEST_CASE(repack_rejects_bad_shapes),
+      TEST_CASE(matmuls_match_the_plain_product_on_every_cpu_path),
+  });
+}
