@@ -1,5 +1,6 @@
 // Partial selection over a row of candidates, so that no filter sorts the vocabulary:
-// top-k with a bounded heap behind a SIMD threshold test, threshold collection, and
+// top-k through a lower bound from block maxima and nth_element over the few values above
+// it, threshold collection, and
 // "smallest prefix by mass" (top-p, typical) through a histogram of the keys.
 #pragma once
 
