@@ -13,10 +13,11 @@ for rows 1, 8, 32 and vocab 32,000, 50,257, 151,936. Engines:
 
 * ``kvgen``: ``kvgen.LogitsProcessor(cfg).sample(logits, input_ids, step=0)`` (copies the
   logits internally, runs the chain, draws). Single-threaded today.
-* ``HF``: ``LogitsProcessorList([RepetitionPenalty, Temperature, TopK, TopP])`` on a clone
-  of the logits (``torch.from_numpy``), then ``torch.multinomial(torch.softmax(...), 1)``,
-  under ``torch.inference_mode()``, ``torch.set_num_threads(--threads)`` (default 1).
-  Processors that a workload disables are left out, as ``generate()`` leaves them out.
+* ``HF``: the processor list ``generate()`` builds for the workload's settings
+  (``tests/hf_reference.py``, generate()'s own factory: ``[RepetitionPenalty, Temperature,
+  TopK, TopP]``, the ones a workload disables left out) on a clone of the logits
+  (``torch.from_numpy``), then ``torch.multinomial(torch.softmax(...), 1)``, under
+  ``torch.inference_mode()``, ``torch.set_num_threads(--threads)`` (default 1).
 * ``NumPy``: a plain vectorized implementation on a copy of the logits (take/put for the
   penalty, division, ``np.argpartition`` for top-k, a sort of the k survivors for top-p,
   softmax, a cumulative search for the draw); with top-k off, top-p needs a full
@@ -62,18 +63,13 @@ from pathlib import Path
 import numpy as np
 import torch
 import transformers
-from transformers.generation.logits_process import (
-    LogitsProcessorList,
-    RepetitionPenaltyLogitsProcessor,
-    TemperatureLogitsWarper,
-    TopKLogitsWarper,
-    TopPLogitsWarper,
-)
 
 import kvgen
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import harness  # noqa: E402  (benchmarks/ is not a package)
+BENCHMARKS = Path(__file__).resolve().parent
+sys.path[:0] = [str(BENCHMARKS), str(BENCHMARKS.parent / "tests")]
+import harness  # noqa: E402  (benchmarks/ and tests/ are not packages)
+import hf_reference  # noqa: E402
 
 SEED = 0
 HISTORY = 64
@@ -123,18 +119,9 @@ def kvgen_engine(params: dict, logits: np.ndarray, history: np.ndarray):
     return lambda: proc.sample(logits, history, step=0)
 
 
-def hf_processors(params: dict) -> LogitsProcessorList:
-    """The processors generate() would build for params, in its order."""
-    procs = LogitsProcessorList()
-    if params["repetition_penalty"] != 1.0:
-        procs.append(RepetitionPenaltyLogitsProcessor(params["repetition_penalty"]))
-    if params["temperature"] != 1.0:
-        procs.append(TemperatureLogitsWarper(params["temperature"]))
-    if params["top_k"]:
-        procs.append(TopKLogitsWarper(params["top_k"]))
-    if params["top_p"] < 1.0:
-        procs.append(TopPLogitsWarper(params["top_p"]))
-    return procs
+def hf_processors(params: dict) -> transformers.LogitsProcessorList:
+    """The processors generate() builds for params, in its order (its own factory)."""
+    return hf_reference.hf_processors(HISTORY, do_sample=True, **params)
 
 
 def hf_engine(params: dict, logits: np.ndarray, history: np.ndarray):
@@ -348,6 +335,9 @@ def main() -> None:
                                           f"torch threads ({KVGEN_THREADS} is kvgen's sampler thread count)",
                                           "vocab 50257 only, 5 short rounds"))
     torch.set_num_threads(args.threads)
+    # hf_reference's tiny model keeps GPT-2's special-token ids (outside its 64-token vocab:
+    # only its processor factory runs); transformers warns about that on every set-up.
+    transformers.logging.set_verbosity_error()
     env = harness.environment({"torch": torch.__version__, "transformers": transformers.__version__},
                               {"kvgen": KVGEN_THREADS, "torch": args.threads, "numpy": 1})
     harness.print_environment(env, {"kvgen": "single-threaded sampler", "numpy": "no BLAS in these ops"})
