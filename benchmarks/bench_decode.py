@@ -72,6 +72,9 @@ ct2-int8: its model.bin less the position table, approximate). The KV cache byte
 allocated are reported. A PASS/MISS line (not an assertion) for the goal "kvgen decode at
 batch 1 >= 2x transformers" (decode-only tokens/s).
 
+A peer whose package is not installed (ctranslate2 here, llama-cpp-python in the SmolLM2
+part) is named and skipped; the other engines run.
+
 Run (pinned, as the protocol asks):
 
     taskset -c 0,1 python benchmarks/bench_decode.py --model gpt2            # full, ~15 minutes
