@@ -72,6 +72,9 @@ ct2-int8: its model.bin less the position table, approximate). The KV cache byte
 allocated are reported. A PASS/MISS line (not an assertion) for the goal "kvgen decode at
 batch 1 >= 2x transformers" (decode-only tokens/s).
 
+A peer whose package is not installed (ctranslate2 here, llama-cpp-python in the SmolLM2
+part) is named and skipped; the other engines run.
+
 Run (pinned, as the protocol asks):
 
     taskset -c 0,1 python benchmarks/bench_decode.py --model gpt2            # full, ~15 minutes
@@ -133,10 +136,8 @@ import importlib.metadata
 import json
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import ctranslate2
 import numpy as np
 import torch
 import transformers
@@ -145,23 +146,21 @@ from transformers.generation.streamers import BaseStreamer
 import kvgen
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_sampling import environment, measure, print_environment, pyplot, save_png, summarize, write_outputs  # noqa: E402  (not a package)
+import harness  # noqa: E402  (benchmarks/ is not a package)
 
 SEED = 0
 EOS = 50256
 N_POSITIONS = 2048
 THREADS = 2
 PAUSE_S = 0.2
-ENGINES = ("kvgen", "HF", "ct2-f32", "ct2-int8")
 CT2_TYPES = {"ct2-f32": "float32", "ct2-int8": "int8"}
 FULL = {"prefill": 512, "decode": (64, 256), "beam": (32, 128, 4), "context": ((64, 256, 512, 1024, 1900), 64),
         "sanity_tokens": 32}
 QUICK = {"prefill": 128, "decode": (64, 32), "beam": (32, 12, 4), "context": ((64, 256), 16),
          "sanity_tokens": 8}
 TARGET = 2.0  # kvgen decode tokens/s at batch 1 >= TARGET x HF's
-BW_MIB, BW_REPEATS = 512, 5
 DEFAULT_MODEL_DIR = Path.home() / ".cache" / "kvgen-bench" / "gpt2-small-random"
-DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "bench_decode.json"
+DEFAULT_OUT = harness.RESULTS / "bench_decode.json"
 RECIPE = {"config": {"n_positions": N_POSITIONS}, "seed": SEED, "tokenizer": "wordlevel t0..t50256", "version": 1}
 
 
@@ -204,6 +203,8 @@ def ct2_dir(model_dir: Path, quantization: str) -> Path:
 
 
 def convert_ct2(model_dir: Path, quantization: str) -> Path:
+    import ctranslate2
+
     out = ct2_dir(model_dir, quantization)
     recipe = {**RECIPE, "quantization": quantization, "ctranslate2": ctranslate2.__version__}
     if not stamp_ok(out, recipe):
@@ -214,22 +215,30 @@ def convert_ct2(model_dir: Path, quantization: str) -> Path:
     return out
 
 
-def prepare_models(model_dir: Path) -> dict:
-    """Directories of the HF model and of both CTranslate2 conversions."""
+def prepare_models(model_dir: Path, with_ct2: bool) -> dict:
+    """Directories of the HF model and, with_ct2, of both CTranslate2 conversions."""
     model_dir.parent.mkdir(parents=True, exist_ok=True)
     build_model(model_dir)
-    return {"HF": model_dir, **{name: convert_ct2(model_dir, q) for name, q in CT2_TYPES.items()}}
+    ct2 = {name: convert_ct2(model_dir, q) for name, q in CT2_TYPES.items()} if with_ct2 else {}
+    return {"HF": model_dir, **ct2}
 
 
-def weight_bytes(hf_model: transformers.GPT2LMHeadModel, ct2_int8: Path) -> dict:
+def weight_bytes(hf_model: transformers.GPT2LMHeadModel, dirs: dict) -> dict:
     """Bytes of weights read per decoded token: every parameter once (parameters() counts
-    the tied embedding once), of the position table one row. ct2-int8: model.bin less
-    the float32 position table (approximate: it includes the scales and float biases)."""
+    the tied embedding once), of the position table one row. ct2-int8 (when it runs):
+    model.bin less the float32 position table (approximate: it includes the scales and
+    float biases)."""
     wpe = hf_model.transformer.wpe.weight
     params = sum(p.numel() for p in hf_model.parameters())
-    f32 = 4 * (params - wpe.numel() + wpe.shape[1])
-    int8 = (ct2_int8 / "model.bin").stat().st_size - 4 * (wpe.numel() - wpe.shape[1])
-    return {"parameters": params, "float32": f32, "int8_approx": int8}
+    out = {"parameters": params, "float32": 4 * (params - wpe.numel() + wpe.shape[1])}
+    if "ct2-int8" in dirs:
+        out["int8_approx"] = (dirs["ct2-int8"] / "model.bin").stat().st_size - 4 * (wpe.numel() - wpe.shape[1])
+    return out
+
+
+def engine_weight_bytes(engines: dict, weights: dict) -> dict:
+    """Per engine, the weight bytes it reads per token."""
+    return {name: weights["int8_approx"] if name == "ct2-int8" else weights["float32"] for name in engines}
 
 
 # ---- engines: generate(prompt, new_tokens, beams) -> (generated ids, token times) ----
@@ -288,6 +297,8 @@ class HFEngine:
 
 class CT2Engine:
     def __init__(self, directory: Path, compute_type: str, threads: int):
+        import ctranslate2
+
         self.generator = ctranslate2.Generator(str(directory), device="cpu", compute_type=compute_type,
                                                intra_threads=threads, inter_threads=1)
 
@@ -305,7 +316,8 @@ def load_engines(dirs: dict, threads: int) -> dict:
     torch.set_num_threads(threads)
     engines = {"kvgen": KvgenEngine(dirs["HF"]), "HF": HFEngine(dirs["HF"])}
     for name, compute_type in CT2_TYPES.items():
-        engines[name] = CT2Engine(dirs[name], compute_type, threads)
+        if name in dirs:
+            engines[name] = CT2Engine(dirs[name], compute_type, threads)
     return engines
 
 
@@ -354,40 +366,25 @@ def check_outputs(label: str, outputs: dict, new_tokens: int, beams: int) -> dic
 # ---- timing --------------------------------------------------------------------------
 
 
-def run_once(fn, _units: int) -> dict:
-    """One timed call after a pause: seconds of the whole call, to the first token, and from
-    the first to the last token (None without token times)."""
-    time.sleep(PAUSE_S)
-    start = time.perf_counter()
-    _, stamps = fn()
-    total = time.perf_counter() - start
+def token_times(call: harness.Call) -> dict:
+    """Seconds of the whole call, to the first token, and from the first to the last token
+    (None without token times)."""
+    _, stamps = call.result
     if not stamps:
-        return {"total": total, "ttft": None, "decode": None}
-    return {"total": total, "ttft": stamps[0] - start, "decode": stamps[-1] - stamps[0]}
-
-
-def timed_rounds(jobs: dict, rounds: int) -> tuple[dict, dict]:
-    """Warm-up (one untimed call each, outputs kept), then interleaved rounds of one call per
-    job (bench_sampling.measure with run_once); returns (outputs, run_once dicts per round)."""
-    outputs = {key: fn() for key, fn in jobs.items()}
-    samples, _ = measure(jobs, rounds, 0.0, calibrate=lambda fn, _: 1, run=run_once)
-    return outputs, samples
-
-
-def ratios(stats: dict) -> dict:
-    """Engine time / kvgen time of the medians (> 1: kvgen faster)."""
-    kv = stats["kvgen"]["median_us"]
-    return {f"{name}/kvgen": s["median_us"] / kv for name, s in stats.items() if name != "kvgen"}
+        return {"total": call.seconds, "ttft": None, "decode": None}
+    return {"total": call.seconds, "ttft": stamps[0] - call.start, "decode": stamps[-1] - stamps[0]}
 
 
 def bench_workload(label: str, engines: dict, prompt: list[int], new_tokens: int, rounds: int,
                    beams: int = 1) -> dict:
-    """Interleaved generate calls; per engine, time stats (bench_sampling.summarize, us) of:
+    """Interleaved generate calls; per engine, time stats (harness.summarize, us) of:
     ``call`` (whole call), ``end_to_end`` (call / new tokens) and, under greedy search with
     more than one new token, ``ttft`` (to the first token) and ``decode_only`` (first to last
     token / (new tokens - 1): the decode steps, prefill left out)."""
     jobs = {name: (lambda e=e: e.generate(prompt, new_tokens, beams)) for name, e in engines.items()}
-    outputs, samples = timed_rounds(jobs, rounds)
+    outputs, calls = harness.interleave_calls(jobs, rounds, PAUSE_S)
+    samples = {n: [token_times(c) for c in calls[n]] for n in engines}
+    summarize = harness.summarize
     r = {"workload": label, "prompt": len(prompt), "new_tokens": new_tokens, "beams": beams,
          "same_as_HF": check_outputs(label, outputs, new_tokens, beams),
          "kv_cache_bytes": engines["kvgen"].kv_cache_bytes[len(prompt), new_tokens, beams],
@@ -396,81 +393,24 @@ def bench_workload(label: str, engines: dict, prompt: list[int], new_tokens: int
     if beams == 1 and new_tokens > 1:
         r["ttft"] = {n: summarize([s["ttft"] for s in samples[n]]) for n in engines}
         r["decode_only"] = {n: summarize([s["decode"] / (new_tokens - 1) for s in samples[n]]) for n in engines}
-    r["ratios"] = {kind: ratios(r[kind]) for kind in ("call", "end_to_end", "ttft", "decode_only") if kind in r}
+    r["ratios"] = {kind: harness.ratios(r[kind], "kvgen") for kind in ("call", "end_to_end", "ttft", "decode_only")
+                   if kind in r}
     return r
-
-
-# ---- memory bandwidth ----------------------------------------------------------------
-
-
-def read_bandwidth(threads: int) -> dict:
-    """GB/s (1e9 bytes) of np.sum over a BW_MIB MiB float32 array, best of BW_REPEATS: one
-    thread, and `threads` threads each summing its own slice (np.sum releases the GIL); and
-    ``dot``: `threads` threads each taking np.dot of the two halves of its slice (BLAS sdot,
-    every byte read once, less work per byte than np.sum's pairwise sum, which on some CPUs
-    is bound by the adds rather than by memory). The limit is the best of these."""
-    a = np.ones(BW_MIB * 2**20 // 4, dtype=np.float32)
-    chunks = np.array_split(a, threads)
-    halves = [(c[:len(c) // 2], c[len(c) // 2:2 * (len(c) // 2)]) for c in chunks]
-    with ThreadPoolExecutor(threads) as pool:
-        def best(fn) -> float:
-            fn()
-            times = []
-            for _ in range(BW_REPEATS):
-                start = time.perf_counter()
-                fn()
-                times.append(time.perf_counter() - start)
-            return a.nbytes / min(times) / 1e9
-
-        return {"1_thread_GBps": best(a.sum), f"{threads}_threads_GBps": best(lambda: list(pool.map(np.sum, chunks))),
-                f"{threads}_threads_dot_GBps": best(lambda: list(pool.map(lambda h: np.dot(*h), halves)))}
-
-
-def bandwidth_limit(before: dict, after: dict) -> float:
-    """The best multi-thread read rate measured before and after the timings."""
-    return max(v for bw in (before, after) for k, v in bw.items() if not k.startswith("1_"))
-
-
-def bandwidth_line(bw: dict, threads: int) -> str:
-    key = f"{threads}_threads_GBps"
-    dot = f"{threads}_threads_dot_GBps"
-    return (f"memory bandwidth (best of {BW_REPEATS} over {BW_MIB} MiB float32; np.sum with 1 thread / np.sum with "
-            f"{threads} / np.dot with {threads}): before {bw['before']['1_thread_GBps']:.1f} / {bw['before'][key]:.1f} "
-            f"/ {bw['before'][dot]:.1f} GB/s; after {bw['after']['1_thread_GBps']:.1f} / {bw['after'][key]:.1f} / "
-            f"{bw['after'][dot]:.1f}; limit used (best of {threads} threads): {bw['limit_GBps']:.1f} GB/s")
-
-
-def bandwidth_fractions(decode: dict, weights: dict, limit_gbps: float) -> dict:
-    """Batch-1 decode-only tokens/s * weight bytes / bandwidth, per engine."""
-    out = {}
-    for name, s in decode["decode_only"].items():
-        nbytes = weights["int8_approx"] if name == "ct2-int8" else weights["float32"]
-        tps = 1e6 / s["median_us"]
-        out[name] = {"tokens_per_s": tps, "weight_bytes": nbytes, "GBps": tps * nbytes / 1e9,
-                     "fraction": tps * nbytes / 1e9 / limit_gbps}
-    return out
 
 
 # ---- report --------------------------------------------------------------------------
 
 
-def rate(s: dict) -> str:
-    """tokens/s of a per-token time: median [min-max]."""
-    return f"{1e6 / s['median_us']:7.1f} [{1e6 / s['max_us']:.1f}-{1e6 / s['min_us']:.1f}]"
-
-
-def ms(s: dict) -> str:
-    return f"{s['median_us'] / 1e3:7.1f} [{s['min_us'] / 1e3:.1f}-{s['max_us'] / 1e3:.1f}]"
-
-
-def table_row(label: str, unit: str, stats: dict, fmt, ratio: dict) -> str:
-    cells = " | ".join(f"{fmt(stats[name]):>24}" for name in ENGINES)
-    xs = " ".join(f"{ratio[f'{name}/kvgen']:>6.2f}" for name in ENGINES[1:])
-    return f"{label:<30} {unit:<6} | {cells} | {xs}"
-
-
-HEADER = (f"{'workload':<30} {'unit':<6} | " + " | ".join(f"{name + ' [min-max]':>24}" for name in ENGINES) +
-          " | " + " ".join(f"{'x ' + name.split('-')[-1]:>6}" for name in ENGINES[1:]))
+def workload_table(names: list[str], ratio_titles: dict) -> harness.Table:
+    """Rows (label, unit, stats per engine, formatter, ratios): a cell per engine, then
+    engine time / kvgen time per peer, titled by ratio_titles."""
+    return harness.Table(
+        [harness.Column("workload", 30, lambda row: row[0], left=True),
+         harness.Column("unit", 6, lambda row: row[1], left=True)],
+        *[[harness.Column(f"{n} [min-max]", 24, lambda row, n=n: row[3](row[2][n]))] for n in names],
+        [harness.Column(title, max(6, len(title)), lambda row, n=n: f"{row[4][f'{n}/kvgen']:.2f}")
+         for n, title in ratio_titles.items()],
+    )
 
 
 def per_prompt_token(stats: dict, tokens: int) -> dict:
@@ -482,21 +422,21 @@ def shown_rows(r: dict) -> list[tuple]:
     head = f"{r['workload']} {r['prompt']}+{r['new_tokens']}"
     if r["workload"] == "prefill":
         per = {n: per_prompt_token(s, r["prompt"]) for n, s in r["call"].items()}
-        return [(f"prefill {r['prompt']}: TTFT", "ms", r["call"], ms, "call"),
-                (f"prefill {r['prompt']}", "tok/s", per, rate, "call")]
+        return [(f"prefill {r['prompt']}: TTFT", "ms", r["call"], harness.ms, "call"),
+                (f"prefill {r['prompt']}", "tok/s", per, harness.rate, "call")]
     if r["workload"] == "beam":
-        return [(f"beam {r['beams']}, {r['prompt']}+{r['new_tokens']} e2e", "tok/s", r["end_to_end"], rate,
+        return [(f"beam {r['beams']}, {r['prompt']}+{r['new_tokens']} e2e", "tok/s", r["end_to_end"], harness.rate,
                  "end_to_end")]
     if r["workload"] == "decode":
-        return [(f"{head} end-to-end", "tok/s", r["end_to_end"], rate, "end_to_end"),
-                (f"{head} decode-only", "tok/s", r["decode_only"], rate, "decode_only"),
-                (f"{head} TTFT", "ms", r["ttft"], ms, "ttft")]
-    return [(f"{head} decode-only", "tok/s", r["decode_only"], rate, "decode_only")]
+        return [(f"{head} end-to-end", "tok/s", r["end_to_end"], harness.rate, "end_to_end"),
+                (f"{head} decode-only", "tok/s", r["decode_only"], harness.rate, "decode_only"),
+                (f"{head} TTFT", "ms", r["ttft"], harness.ms, "ttft")]
+    return [(f"{head} decode-only", "tok/s", r["decode_only"], harness.rate, "decode_only")]
 
 
-def print_rows(r: dict) -> None:
+def print_rows(table: harness.Table, r: dict) -> None:
     for label, unit, stats, fmt, kind in shown_rows(r):
-        print(table_row(label, unit, stats, fmt, r["ratios"][kind]), flush=True)
+        table.print_row((label, unit, stats, fmt, r["ratios"][kind]))
 
 
 def mismatch_notes(results: list[dict]) -> list[str]:
@@ -524,9 +464,10 @@ def slower_notes(results: list[dict]) -> list[str]:
 
 
 def print_bandwidth(bw: dict, weights: dict, fractions: dict, threads: int) -> None:
-    print(bandwidth_line(bw, threads))
+    print(harness.bandwidth_line(bw, threads))
+    int8 = f"; ct2-int8 ~{weights['int8_approx'] / 1e6:.1f} MB" if "int8_approx" in weights else ""
     print(f"weights read per token: float32 {weights['float32'] / 1e6:.1f} MB ({weights['parameters'] / 1e6:.1f}M "
-          f"parameters, tied embedding once, one position row); ct2-int8 ~{weights['int8_approx'] / 1e6:.1f} MB")
+          f"parameters, tied embedding once, one position row){int8}")
     print("batch-1 decode-only, fraction of the bandwidth limit (tokens/s x weight bytes / bandwidth): " +
           ", ".join(f"{n} {f['tokens_per_s']:.1f} tok/s = {f['GBps']:.1f} GB/s = {100 * f['fraction']:.0f}%"
                     for n, f in fractions.items()))
@@ -536,20 +477,16 @@ def check_target(decode: dict) -> dict:
     """The issue's goal, as PASS/MISS (not an assertion)."""
     got = decode["ratios"]["decode_only"]["HF/kvgen"]
     e2e = decode["ratios"]["end_to_end"]["HF/kvgen"]
-    ok = got >= TARGET
-    target = f"kvgen decode at batch 1 >= {TARGET:g}x transformers (decode-only tokens/s)"
-    print(f"{'PASS' if ok else 'MISS'}: {target} (measured {got:.2f}x; end-to-end {e2e:.2f}x)")
-    return {"target": target, "value": got, "end_to_end": e2e, "pass": ok}
+    name = f"kvgen decode at batch 1 >= {TARGET:g}x transformers (decode-only tokens/s)"
+    return {**harness.target(name, got, got >= TARGET, f"{got:.2f}x; end-to-end {e2e:.2f}x"), "end_to_end": e2e}
 
 
-def write_plot(context: list[dict], path: Path, threads: int) -> Path | None:
-    plt = pyplot()
-    if plt is None:
-        return None
+def plot(context: list[dict], threads: int, plt):
     colors = {"kvgen": "tab:blue", "HF": "tab:orange", "ct2-f32": "tab:green", "ct2-int8": "tab:red"}
     x = [r["prompt"] for r in context]
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
-    for name, color in colors.items():
+    for name in context[0]["decode_only"]:
+        color = colors[name]
         stats = [r["decode_only"][name] for r in context]
         med = np.array([1e6 / s["median_us"] for s in stats])
         lo = med - np.array([1e6 / s["max_us"] for s in stats])
@@ -563,12 +500,12 @@ def write_plot(context: list[dict], path: Path, threads: int) -> Path | None:
     ax.set_title(f"GPT-2 small shape, random weights, n_positions 2048; {threads} threads; "
                  f"{context[0]['new_tokens']} decoded tokens\nmedian of interleaved rounds, bars min-max; "
                  "higher is better", fontsize=9)
-    return save_png(fig, plt, path)
+    return fig
 
 
 # ---- SmolLM2-135M-Instruct (GGUF Q4_1): kvgen against llama.cpp and transformers ------
 
-SMOL_ENGINES = ("kvgen", "llama.cpp", "HF")
+SMOL_RATIO_TITLES = {"llama.cpp": "kv/llama", "HF": "kv/HF"}
 SMOL_FULL = {"prefill": 512, "decode": (64, 256), "sanity_tokens": 32}
 SMOL_QUICK = {"prefill": 128, "decode": (64, 32), "sanity_tokens": 8}
 CHAIN = {"temperature": 0.8, "top_k": 40, "top_p": 0.95, "repetition_penalty": 1.1}
@@ -695,13 +632,6 @@ class SmolHF:
                 "steps": len(t) - 1}
 
 
-def smol_run_once(fn, _units: int) -> dict:
-    time.sleep(PAUSE_S)
-    start = time.perf_counter()
-    r = fn()
-    return {"total": time.perf_counter() - start, **{k: r[k] for k in ("ttft", "decode", "steps")}}
-
-
 def smol_workload(label: str, engines: dict, prompt: list[int], new_tokens: int, chain: bool, rounds: int) -> dict:
     """Warm-up (outputs kept and checked), then interleaved rounds; per engine, time stats
     (us) of the whole call, the TTFT and, with more than one new token, the decode step."""
@@ -711,7 +641,9 @@ def smol_workload(label: str, engines: dict, prompt: list[int], new_tokens: int,
         if len(out["tokens"]) != new_tokens or (new_tokens > 1 and out["steps"] != new_tokens - 1):
             raise RuntimeError(f"{label}: {name} generated {len(out['tokens'])} tokens ({out['steps']} decode steps), "
                                f"not {new_tokens}")
-    samples, _ = measure(jobs, rounds, 0.0, calibrate=lambda fn, _: 1, run=smol_run_once)
+    _, calls = harness.interleave_calls(jobs, rounds, PAUSE_S)
+    samples = {n: [{"total": c.seconds, **c.result} for c in calls[n]] for n in engines}
+    summarize = harness.summarize
     ref = outputs["HF"]["tokens"]
     r = {"workload": label, "prompt": len(prompt), "new_tokens": new_tokens, "chain": chain,
          "same_as_HF": {n: common_prefix(o["tokens"], ref) for n, o in outputs.items() if n != "HF"},
@@ -721,32 +653,25 @@ def smol_workload(label: str, engines: dict, prompt: list[int], new_tokens: int,
     if new_tokens > 1:
         r["end_to_end"] = {n: summarize([s["total"] / new_tokens for s in samples[n]]) for n in engines}
         r["decode_only"] = {n: summarize([s["decode"] / s["steps"] for s in samples[n]]) for n in engines}
-    r["ratios"] = {kind: {f"{n}/kvgen": r[kind][n]["median_us"] / r[kind]["kvgen"]["median_us"]
-                          for n in engines if n != "kvgen"}
-                   for kind in ("call", "ttft", "end_to_end", "decode_only") if kind in r}
+    r["ratios"] = {kind: harness.ratios(r[kind], "kvgen") for kind in ("call", "ttft", "end_to_end", "decode_only")
+                   if kind in r}
     return r
 
 
 def smol_rows(r: dict) -> list[tuple]:
     if r["new_tokens"] == 1:
         per = {n: per_prompt_token(s, r["prompt"]) for n, s in r["ttft"].items()}
-        return [(f"prefill {r['prompt']}: TTFT", "ms", r["ttft"], ms, "ttft"),
-                (f"prefill {r['prompt']}", "tok/s", per, rate, "ttft")]
+        return [(f"prefill {r['prompt']}: TTFT", "ms", r["ttft"], harness.ms, "ttft"),
+                (f"prefill {r['prompt']}", "tok/s", per, harness.rate, "ttft")]
     head = f"{'chain' if r['chain'] else 'greedy'} {r['prompt']}+{r['new_tokens']}"
-    return [(f"{head} decode-only", "tok/s", r["decode_only"], rate, "decode_only"),
-            (f"{head} end-to-end", "tok/s", r["end_to_end"], rate, "end_to_end"),
-            (f"{head} TTFT", "ms", r["ttft"], ms, "ttft")]
+    return [(f"{head} decode-only", "tok/s", r["decode_only"], harness.rate, "decode_only"),
+            (f"{head} end-to-end", "tok/s", r["end_to_end"], harness.rate, "end_to_end"),
+            (f"{head} TTFT", "ms", r["ttft"], harness.ms, "ttft")]
 
 
-SMOL_HEADER = (f"{'workload':<30} {'unit':<6} | " + " | ".join(f"{n + ' [min-max]':>24}" for n in SMOL_ENGINES) +
-               f" | {'kv/llama':>8} {'kv/HF':>6}")
-
-
-def smol_print_rows(r: dict) -> None:
+def smol_print_rows(table: harness.Table, r: dict) -> None:
     for label, unit, stats, fmt, kind in smol_rows(r):
-        x = r["ratios"][kind]
-        cells = " | ".join(f"{fmt(stats[n]):>24}" for n in SMOL_ENGINES)
-        print(f"{label:<30} {unit:<6} | {cells} | {x['llama.cpp/kvgen']:>8.2f} {x['HF/kvgen']:>6.2f}", flush=True)
+        table.print_row((label, unit, stats, fmt, r["ratios"][kind]))
 
 
 def smol_weight_bytes(engines: dict, path: Path) -> dict:
@@ -759,15 +684,6 @@ def smol_weight_bytes(engines: dict, path: Path) -> dict:
     tensors = sum(int(t.n_bytes) for t in gguf.GGUFReader(str(path)).tensors)
     return {"kvgen": int(engines["kvgen"].model._core.weight_bytes), "HF": 4 * hf_params, "HF_parameters": hf_params,
             "llama.cpp": tensors, "file": path.stat().st_size}
-
-
-def smol_fractions(r: dict, weights: dict, limit_gbps: float) -> dict:
-    out = {}
-    for name, s in r["decode_only"].items():
-        tps = 1e6 / s["median_us"]
-        out[name] = {"tokens_per_s": tps, "weight_bytes": weights[name], "GBps": tps * weights[name] / 1e9,
-                     "fraction": tps * weights[name] / 1e9 / limit_gbps}
-    return out
 
 
 def smol_sanity(engines: dict, prompt: list[int], new_tokens: int) -> dict:
@@ -785,22 +701,20 @@ def smol_sanity(engines: dict, prompt: list[int], new_tokens: int) -> dict:
     return {"prompt": len(prompt), "new_tokens": new_tokens, "same_as_HF": same, "HF_tokens": outs["HF"]}
 
 
-def smol_plot(results: list[dict], path: Path, threads: int) -> Path | None:
-    plt = pyplot()
-    if plt is None:
-        return None
+def smol_plot(results: list[dict], threads: int, plt):
     groups = []
     for r in results:
         for label, unit, stats, _, _ in smol_rows(r):
             if unit == "tok/s" and "end-to-end" not in label:
                 groups.append((label, stats))
     colors = {"kvgen": "tab:blue", "llama.cpp": "tab:purple", "HF": "tab:orange"}
+    names = list(groups[0][1])
     fig, axes = plt.subplots(1, len(groups), figsize=(3.6 * len(groups), 4.2))
     for ax, (label, stats) in zip(np.atleast_1d(axes), groups):
-        med = np.array([1e6 / stats[n]["median_us"] for n in SMOL_ENGINES])
-        lo = med - np.array([1e6 / stats[n]["max_us"] for n in SMOL_ENGINES])
-        hi = np.array([1e6 / stats[n]["min_us"] for n in SMOL_ENGINES]) - med
-        ax.bar(SMOL_ENGINES, med, yerr=[lo, hi], capsize=4, color=[colors[n] for n in SMOL_ENGINES])
+        med = np.array([1e6 / stats[n]["median_us"] for n in names])
+        lo = med - np.array([1e6 / stats[n]["max_us"] for n in names])
+        hi = np.array([1e6 / stats[n]["min_us"] for n in names]) - med
+        ax.bar(names, med, yerr=[lo, hi], capsize=4, color=[colors[n] for n in names])
         for i, v in enumerate(med):
             ax.annotate(f"{v:.0f}", (i, v), ha="center", va="bottom", fontsize=8, xytext=(0, 3),
                         textcoords="offset points")
@@ -808,13 +722,12 @@ def smol_plot(results: list[dict], path: Path, threads: int) -> Path | None:
         ax.grid(True, axis="y", alpha=0.3)
     fig.suptitle(f"SmolLM2-135M-Instruct (GGUF Q4_1; kvgen and HF dequantized to float32), batch 1, {threads} "
                  "threads; median of interleaved rounds, bars min-max; higher is better", fontsize=9)
-    return save_png(fig, plt, path)
+    return fig
 
 
 def run_smollm2(args: argparse.Namespace) -> None:
     began = time.perf_counter()
-    import llama_cpp
-
+    llama_cpp = harness.optional_peer("llama_cpp", "llama.cpp", "pip install llama-cpp-python")
     work = dict(SMOL_QUICK if args.quick else SMOL_FULL)
     if args.new_tokens:
         work["decode"] = (work["decode"][0], args.new_tokens)
@@ -823,22 +736,26 @@ def run_smollm2(args: argparse.Namespace) -> None:
     torch.set_num_threads(args.threads)
     transformers.utils.logging.disable_progress_bar()  # the GGUF dequantization bars
     print(f"\n==== SmolLM2-135M-Instruct: kvgen against llama.cpp and transformers ({path}) ====\n", flush=True)
+    makers = {"kvgen": lambda: SmolKvgen(path), "llama.cpp": lambda: SmolLlamaCpp(path, args.threads),
+              "HF": lambda: SmolHF(path)}
+    if llama_cpp is None:
+        del makers["llama.cpp"]
     engines, load_s = {}, {}
-    for name, make in (("kvgen", lambda: SmolKvgen(path)), ("llama.cpp", lambda: SmolLlamaCpp(path, args.threads)),
-                       ("HF", lambda: SmolHF(path))):
+    for name, make in makers.items():
         start = time.perf_counter()
         engines[name] = make()
         load_s[name] = time.perf_counter() - start
-    env = environment(args.threads, numpy_engine=False)
-    env["versions"].update({"llama_cpp_python": llama_cpp.__version__, "gguf": importlib.metadata.version("gguf")})
-    env["llama_cpp_system_info"] = llama_cpp.llama_print_system_info().decode().strip()
-    env["threads"] = {"kvgen": kvgen.get_num_threads(), "torch": torch.get_num_threads(),
-                      "llama.cpp": {"n_threads": args.threads, "n_threads_batch": args.threads}}
-    print_environment(env, kvgen_note="OpenBLAS threads of its matrix products")
-    print(f"threads: llama.cpp n_threads {args.threads}, n_threads_batch {args.threads}; n_ctx {SMOL_N_CTX}, "
-          f"n_batch 512; llama.cpp build: {env['llama_cpp_system_info']}")
-    if env["affinity"] and len(env["affinity"]) > args.threads:
-        print(f"note: {len(env['affinity'])} cores allowed; the protocol recommends pinning (`taskset -c 0,1`)")
+    versions = {"torch": torch.__version__, "transformers": transformers.__version__,
+                "gguf": importlib.metadata.version("gguf")}
+    threads = {"kvgen": kvgen.get_num_threads(), "torch": torch.get_num_threads()}
+    if llama_cpp:
+        versions["llama_cpp_python"] = llama_cpp.__version__
+        threads["llama.cpp"] = {"n_threads": args.threads, "n_threads_batch": args.threads}
+    env = harness.environment(versions, threads)
+    harness.print_environment(env, {"kvgen": "OpenBLAS threads of its matrix products"})
+    if llama_cpp:
+        env["llama_cpp_system_info"] = llama_cpp.llama_print_system_info().decode().strip()
+        print(f"llama.cpp: n_ctx {SMOL_N_CTX}, n_batch 512; build: {env['llama_cpp_system_info']}")
     print(f"model: {engines['kvgen'].model!r}")
     print("load seconds: " + ", ".join(f"{n} {s:.1f}" for n, s in load_s.items()))
     weights = smol_weight_bytes(engines, path)
@@ -850,25 +767,24 @@ def run_smollm2(args: argparse.Namespace) -> None:
     d_prompt, d_new = work["decode"]
     ids = smol_prompt(engines["kvgen"].model, max(work["prefill"], d_prompt))
     sanity = smol_sanity(engines, ids[:d_prompt], work["sanity_tokens"])
-    bw_before = read_bandwidth(args.threads)
+    bw_before = harness.read_bandwidth(args.threads)
     print(f"\n{args.rounds} interleaved rounds, one call per engine each; figures: median [min-max] over rounds; "
           f"kv/llama, kv/HF: kvgen speed / engine speed = engine time / kvgen time of the medians (> 1: kvgen "
           f"faster). chain = repetition penalty 1.1, temperature 0.8, top-k 40, top-p 0.95, seed {SEED}\n")
-    print(SMOL_HEADER)
+    table = workload_table(list(engines), {n: t for n, t in SMOL_RATIO_TITLES.items() if n in engines})
+    table.print_header()
     results = []
     for label, prompt, new_tokens, chain in (("prefill", ids[:work["prefill"]], 1, False),
                                              ("decode", ids[:d_prompt], d_new, False),
                                              ("decode", ids[:d_prompt], d_new, True)):
         results.append(smol_workload(label, engines, prompt, new_tokens, chain, args.rounds))
-        smol_print_rows(results[-1])
-    bw_after = read_bandwidth(args.threads)
-    bw = {"before": bw_before, "after": bw_after, "limit_GBps": bandwidth_limit(bw_before, bw_after)}
+        smol_print_rows(table, results[-1])
+    bw = harness.bandwidth_report(bw_before, harness.read_bandwidth(args.threads))
     greedy, chain = results[1], results[2]
-    fractions = smol_fractions(greedy, weights, bw["limit_GBps"])
-    chain_cost = {n: greedy["decode_only"][n]["median_us"] / chain["decode_only"][n]["median_us"]
-                  for n in SMOL_ENGINES}
+    fractions = harness.bandwidth_fractions(greedy["decode_only"], weights, bw["limit_GBps"])
+    chain_cost = {n: greedy["decode_only"][n]["median_us"] / chain["decode_only"][n]["median_us"] for n in engines}
     print()
-    print(bandwidth_line(bw, args.threads))
+    print(harness.bandwidth_line(bw, args.threads))
     print("greedy decode-only, fraction of the bandwidth limit (tokens/s x weight bytes / bandwidth): " +
           ", ".join(f"{n} {f['tokens_per_s']:.1f} tok/s x {f['weight_bytes'] / 1e6:.0f} MB = {f['GBps']:.1f} GB/s "
                     f"= {100 * f['fraction']:.0f}%" for n, f in fractions.items()))
@@ -883,27 +799,23 @@ def run_smollm2(args: argparse.Namespace) -> None:
                       f"{n}'s tokens differ from HF's from position {k} ({why})")
     print(f"took {time.perf_counter() - began:.0f} s")
 
-    args.out_smollm2.parent.mkdir(parents=True, exist_ok=True)
     settings = {"quick": args.quick, "rounds": args.rounds, "threads": args.threads, "pause_s": PAUSE_S, "seed": SEED,
                 "workloads": work, "chain": CHAIN, "llama_cpp_penalty_last_n": PENALTY_LAST_N, "n_ctx": SMOL_N_CTX,
                 "gguf": str(path), "prompt_text": PROMPT_TEXT, "prompt_ids": ids}
     report = {"environment": env, "settings": settings, "load_seconds": load_s, "weights": weights, "sanity": sanity,
               "bandwidth": bw, "bandwidth_fractions": fractions, "chain_over_greedy_decode": chain_cost,
               "kv_cache_bytes": engines["kvgen"].kv_cache_bytes, "results": results}
-    write_outputs(report, args.out_smollm2, lambda out: smol_plot(results, out, args.threads))
+    harness.write_outputs(report, args.out_smollm2, lambda plt: smol_plot(results, args.threads, plt))
 
 
 # ---- main ----------------------------------------------------------------------------
 
 
 def parse_args() -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true", help="smoke run: fewer new tokens, two context points")
-    p.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5; at least 5)")
-    p.add_argument("--threads", type=int, default=THREADS, help=f"threads of every engine (default {THREADS})")
+    p = harness.cli(__doc__, DEFAULT_OUT, THREADS, "threads of every engine", "fewer new tokens, two context points",
+                    rounds=5)
     p.add_argument("--model-dir", type=Path, default=DEFAULT_MODEL_DIR,
                    help=f"where the random model is built once (default {DEFAULT_MODEL_DIR})")
-    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"JSON output of GPT-2 (default {DEFAULT_OUT})")
     p.add_argument("--model", choices=("gpt2", "smollm2", "all"), default="all",
                    help="which part: the random GPT-2 (kvgen, HF, CTranslate2), SmolLM2-135M-Instruct GGUF "
                         "(kvgen, llama.cpp, HF) or both (default)")
@@ -911,27 +823,26 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--gguf", type=Path, help="the SmolLM2 GGUF file (default kvgen.default_model_path())")
     p.add_argument("--out-smollm2", type=Path, default=DEFAULT_SMOL_OUT,
                    help=f"JSON output of SmolLM2 (default {DEFAULT_SMOL_OUT})")
-    args = p.parse_args()
+    args = harness.parse_args(p)
     if args.new_tokens is not None and args.new_tokens < 2:
         p.error("--new-tokens must be at least 2")
-    if args.rounds < 5:
-        p.error("--rounds must be at least 5 (BENCHMARKS.md)")
     return args
 
 
 def setup(args: argparse.Namespace) -> tuple[dict, dict, dict]:
     """Builds / converts the model, loads the engines, prints the environment; returns
     (directories, engines, environment)."""
-    dirs = prepare_models(args.model_dir.expanduser())
+    ctranslate2 = harness.optional_peer("ctranslate2", ", ".join(CT2_TYPES), "pip install ctranslate2")
+    dirs = prepare_models(args.model_dir.expanduser(), with_ct2=ctranslate2 is not None)
     engines = load_engines(dirs, args.threads)
-    env = environment(args.threads, numpy_engine=False)
-    env["versions"]["ctranslate2"] = ctranslate2.__version__
-    env["threads"] = {"kvgen": kvgen.get_num_threads(), "torch": torch.get_num_threads(),
-                      "ctranslate2_intra": args.threads}
-    print_environment(env, kvgen_note="OpenBLAS threads of its matrix products")
-    print(f"threads: ctranslate2 intra_threads {args.threads}, inter_threads 1")
-    if env["affinity"] and len(env["affinity"]) > args.threads:
-        print(f"note: {len(env['affinity'])} cores allowed; the protocol recommends pinning (`taskset -c 0,1`)")
+    versions = {"torch": torch.__version__, "transformers": transformers.__version__}
+    threads = {"kvgen": kvgen.get_num_threads(), "torch": torch.get_num_threads()}
+    if ctranslate2:
+        versions["ctranslate2"] = ctranslate2.__version__
+        threads["ctranslate2_intra"] = args.threads
+    env = harness.environment(versions, threads)
+    harness.print_environment(env, {"kvgen": "OpenBLAS threads of its matrix products",
+                                    "ctranslate2_intra": "inter_threads 1"})
     print(f"model: {engines['kvgen'].model!r} (random weights, n_positions {N_POSITIONS})")
     return dirs, engines, env
 
@@ -945,11 +856,12 @@ def run_workloads(engines: dict, work: dict, rounds: int) -> list[dict]:
             ("beam", ids[:b_prompt], b_new, beams)] + [("context", ids[:n], ctx_new, 1) for n in contexts]
     print(f"\n{rounds} interleaved rounds, one call per engine each; figures: median [min-max] over rounds; "
           f"x: engine time / kvgen time (> 1: kvgen faster)\n")
-    print(HEADER)
+    table = workload_table(list(engines), {n: f"x {n.split('-')[-1]}" for n in list(engines)[1:]})
+    table.print_header()
     results = []
     for label, prompt, new_tokens, num_beams in plan:
         results.append(bench_workload(label, engines, prompt, new_tokens, rounds, num_beams))
-        print_rows(results[-1])
+        print_rows(table, results[-1])
     return results
 
 
@@ -959,7 +871,7 @@ def print_summary(results: list[dict]) -> dict:
     print("kvgen KV cache bytes: " + ", ".join(f"{k}: {v / 2**20:.1f} MiB" for k, v in kv_bytes.items()))
     context = [r for r in results if r["workload"] == "context"]
     first, last = context[0]["decode_only"], context[-1]["decode_only"]
-    long_ratio = {n: first[n]["median_us"] / last[n]["median_us"] for n in ENGINES}
+    long_ratio = {n: first[n]["median_us"] / last[n]["median_us"] for n in first}
     print(f"long context: decode tokens/s after {context[-1]['prompt']} tokens / after {context[0]['prompt']}: " +
           ", ".join(f"{n} {x:.2f}" for n, x in long_ratio.items()))
     notes = mismatch_notes(results) + slower_notes(results)
@@ -983,29 +895,28 @@ def run_gpt2(args: argparse.Namespace) -> None:
     if args.new_tokens:
         work["decode"] = (work["decode"][0], args.new_tokens)
     dirs, engines, env = setup(args)
-    weights = weight_bytes(engines["HF"].model, dirs["ct2-int8"])
+    weights = weight_bytes(engines["HF"].model, dirs)
     sanity = sanity_check(engines, make_prompts(64), work["sanity_tokens"])
 
-    bw_before = read_bandwidth(args.threads)
+    bw_before = harness.read_bandwidth(args.threads)
     results = run_workloads(engines, work, args.rounds)
-    bw_after = read_bandwidth(args.threads)
-    bw = {"before": bw_before, "after": bw_after, "limit_GBps": bandwidth_limit(bw_before, bw_after)}
+    bw = harness.bandwidth_report(bw_before, harness.read_bandwidth(args.threads))
     decode = next(r for r in results if r["workload"] == "decode")
-    fractions = bandwidth_fractions(decode, weights, bw["limit_GBps"])
+    fractions = harness.bandwidth_fractions(decode["decode_only"], engine_weight_bytes(engines, weights),
+                                            bw["limit_GBps"])
     print()
     print_bandwidth(bw, weights, fractions, args.threads)
     summary = print_summary(results)
     target = check_target(decode)
     print(f"took {time.perf_counter() - began:.0f} s")
 
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     settings = {"quick": args.quick, "rounds": args.rounds, "threads": args.threads, "pause_s": PAUSE_S,
                 "seed": SEED, "workloads": work, "model_dir": str(dirs["HF"]),
-                "ct2_dirs": {k: str(dirs[k]) for k in CT2_TYPES}, "model_recipe": RECIPE}
+                "ct2_dirs": {k: str(dirs[k]) for k in CT2_TYPES if k in dirs}, "model_recipe": RECIPE}
     report = {"environment": env, "settings": settings, "weights": weights, "sanity": sanity, "bandwidth": bw,
               "bandwidth_fractions": fractions, **summary, "results": results, "target": target}
     context = [r for r in results if r["workload"] == "context"]
-    write_outputs(report, args.out, lambda out: write_plot(context, out, args.threads))
+    harness.write_outputs(report, args.out, lambda plt: plot(context, args.threads, plt))
 
 
 if __name__ == "__main__":

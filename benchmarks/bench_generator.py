@@ -85,7 +85,6 @@ next to it when matplotlib is installed.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -95,24 +94,14 @@ import numpy as np
 import torch
 import transformers
 from torch import nn
-from transformers.generation.stopping_criteria import StoppingCriteriaList
 from transformers.generation.utils import StopCheck
 
 import kvgen
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_sampling import (  # noqa: E402  (benchmarks/ is not a package)
-    KVGEN_THREADS,
-    calls_per_round,
-    environment,
-    fmt_time,
-    measure,
-    print_environment,
-    pyplot,
-    save_png,
-    summarize,
-    write_outputs,
-)
+BENCHMARKS = Path(__file__).resolve().parent
+sys.path[:0] = [str(BENCHMARKS), str(BENCHMARKS.parent / "tests")]
+import harness  # noqa: E402  (benchmarks/ and tests/ are not packages)
+from hf_reference import hf_generation_setup, tiny_model  # noqa: E402
 
 SEED = 0
 VOCAB = 50257
@@ -138,7 +127,8 @@ MODES = {
 QUICK_NEW_TOKENS = 32
 ROUND_S, QUICK_ROUND_S = 0.2, 0.03
 SCORE_RTOL = 1e-4
-DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "bench_generator.json"
+DEFAULT_OUT = harness.RESULTS / "bench_generator.json"
+KVGEN_THREADS = 1  # Generator.step runs on the calling thread
 
 
 # ---- inputs --------------------------------------------------------------------------
@@ -175,38 +165,10 @@ def kvgen_config(case: dict, new_tokens: int, **extra) -> kvgen.GenerationConfig
                                   seed=SEED, **MODES[case["mode"]]["params"], **extra)
 
 
-# ---- HF: generate()'s own factories on a tiny model ----------------------------------
-
-_MODEL = None
-
-
-def tiny_model() -> transformers.GPT2LMHeadModel:
-    """Only its GenerationMixin methods are used; the weights never run."""
-    global _MODEL
-    if _MODEL is None:
-        torch.manual_seed(SEED)
-        config = transformers.GPT2Config(vocab_size=64, n_positions=1024, n_embd=8, n_layer=1, n_head=2,
-                                         bos_token_id=None, eos_token_id=None)
-        _MODEL = transformers.GPT2LMHeadModel(config).eval()
-    return _MODEL
-
-
 def hf_setup(case: dict, new_tokens: int, **extra):
     """(generation config, processors, stopping criteria) as generate() prepares them."""
-    model = tiny_model()
-    config = transformers.GenerationConfig(max_new_tokens=new_tokens, eos_token_id=case["eos"], pad_token_id=PAD,
-                                           **MODES[case["mode"]]["params"], **extra)
-    for name, value in transformers.GenerationConfig._get_default_generation_params().items():
-        if getattr(config, name, None) is None:
-            setattr(config, name, value)
-    prompt_len = case["prompts"].shape[1]
-    model._prepare_special_tokens(config, device="cpu")
-    model._prepare_generated_length(config, has_default_max_length=True, has_default_min_length=True,
-                                    model_input_name="input_ids", input_ids_length=prompt_len, inputs_tensor=None)
-    processors = model._get_logits_processor(generation_config=config, input_ids_seq_length=prompt_len,
-                                             device="cpu", model_kwargs={})
-    criteria = model._get_stopping_criteria(config, stopping_criteria=StoppingCriteriaList())
-    return config, processors, criteria
+    return hf_generation_setup(case["prompts"].shape[1], max_new_tokens=new_tokens, eos_token_id=case["eos"],
+                               pad_token_id=PAD, **MODES[case["mode"]]["params"], **extra)
 
 
 # ---- engines: start() sets up an episode (untimed) and returns step(n) -> done --------
@@ -424,8 +386,8 @@ def run_episode(step) -> int:
 
 
 def episodes_per_round(engine, round_s: float) -> int:
-    """Warm-up and calibration (bench_sampling.calls_per_round, one call = one episode)."""
-    return calls_per_round(engine.episode, round_s)
+    """Warm-up and calibration (harness.calls_per_round, one call = one episode)."""
+    return harness.calls_per_round(engine.episode, round_s)
 
 
 def time_episodes(engine, episodes: int) -> float:
@@ -580,39 +542,50 @@ def bench_config(mode: str, batch: int, new_tokens: int, rounds: int, round_s: f
     for name in ENGINES:
         base, _, tiny = name.partition("@")
         engines[name] = make_engine(base, cases[TINY_VOCAB if tiny else VOCAB], new_tokens)
-    samples, episodes = measure(engines, rounds, round_s, calibrate=episodes_per_round, run=time_episodes)
-    stats = {name: summarize(s) for name, s in samples.items()}
+    samples, episodes = harness.measure(engines, rounds, round_s, calibrate=episodes_per_round, run=time_episodes)
+    stats = {name: harness.summarize(s) for name, s in samples.items()}
     lengths = {name: statistics.mean(e.lengths) for name, e in engines.items()}
-    med = {name: s["median_us"] for name, s in stats.items()}
     return {
         "mode": mode, "batch": batch, "rows": cases[VOCAB]["rows"], "vocab": VOCAB, "tiny_vocab": TINY_VOCAB,
         "params": MODES[mode]["params"], "prompt": MODES[mode]["prompt"], "max_new_tokens": new_tokens,
         "eos_token_id": cases[VOCAB]["eos"], "episodes_per_round": episodes, "mean_episode_steps": lengths,
         "engines": stats,
-        "ratios": {"HF/kvgen": med["HF"] / med["kvgen"], "HF@8/kvgen@8": med["HF@8"] / med["kvgen@8"],
-                   "kvgen@8/kvgen": med["kvgen@8"] / med["kvgen"]},
+        "ratios": {**harness.ratios(stats, "kvgen", ["HF"]), **harness.ratios(stats, "kvgen@8", ["HF@8"]),
+                   **harness.ratios(stats, "kvgen", ["kvgen@8"])},
     }
 
 
 def loop_overhead(new_tokens: int, rounds: int, round_s: float) -> dict:
-    samples, _ = measure({"empty": EmptyEngine(new_tokens)}, rounds, round_s,
-                         calibrate=episodes_per_round, run=time_episodes)
-    return summarize(samples["empty"])
+    samples, _ = harness.measure({"empty": EmptyEngine(new_tokens)}, rounds, round_s,
+                                 calibrate=episodes_per_round, run=time_episodes)
+    return harness.summarize(samples["empty"])
 
 
 # ---- report --------------------------------------------------------------------------
 
-HEADER = (f"{'mode':<9} {'batch':>5} {'rows':>4} {'steps':>9} | {'kvgen us/step [min-max]':>26} | "
-          f"{'HF us/step [min-max]':>28} | {'HF/kv':>6} | {'kvgen@8 us':>20} | {'HF@8 us':>22} | "
-          f"{'HF8/kv8':>7} {'kv8/kv':>6}")
+def episode_steps(r: dict) -> str:
+    steps = r["mean_episode_steps"]
+    return f"{steps['kvgen']:.0f}/{steps['kvgen@8']:.0f}"
 
 
-def table_row(r: dict) -> str:
-    e, q = r["engines"], r["ratios"]
-    steps = f"{r['mean_episode_steps']['kvgen']:.0f}/{r['mean_episode_steps']['kvgen@8']:.0f}"
-    return (f"{r['mode']:<9} {r['batch']:>5} {r['rows']:>4} {steps:>9} | {fmt_time(e['kvgen']):>26} | "
-            f"{fmt_time(e['HF']):>28} | {q['HF/kvgen']:>6.1f} | {fmt_time(e['kvgen@8']):>20} | "
-            f"{fmt_time(e['HF@8']):>22} | {q['HF@8/kvgen@8']:>7.1f} {100 * q['kvgen@8/kvgen']:>5.0f}%")
+def spread(engine: str, title: str, width: int) -> harness.Column:
+    return harness.Column(title, width, lambda r: harness.us(r["engines"][engine]))
+
+
+def ratio(key: str, title: str, width: int, percent: bool = False) -> harness.Column:
+    if percent:
+        return harness.Column(title, width, lambda r: f"{100 * r['ratios'][key]:.0f}%")
+    return harness.Column(title, width, lambda r: f"{r['ratios'][key]:.1f}")
+
+
+TABLE = harness.Table(
+    [harness.Column("mode", 9, lambda r: r["mode"], left=True), harness.Column("batch", 5, lambda r: str(r["batch"])),
+     harness.Column("rows", 4, lambda r: str(r["rows"])),
+     harness.Column("steps", 9, episode_steps)],
+    [spread("kvgen", "kvgen us/step [min-max]", 26)], [spread("HF", "HF us/step [min-max]", 28)],
+    [ratio("HF/kvgen", "HF/kv", 6)], [spread("kvgen@8", "kvgen@8 us", 20)], [spread("HF@8", "HF@8 us", 22)],
+    [ratio("HF@8/kvgen@8", "HF8/kv8", 7), ratio("kvgen@8/kvgen", "kv8/kv", 6, percent=True)],
+)
 
 
 def episode_notes(results: list[dict]) -> list[str]:
@@ -628,10 +601,7 @@ def episode_notes(results: list[dict]) -> list[str]:
     return notes
 
 
-def write_plot(results: list[dict], path: Path) -> Path | None:
-    plt = pyplot()
-    if plt is None:
-        return None
+def plot(results: list[dict], plt):
     labels = [f"{r['mode']}\nbatch {r['batch']} ({r['rows']} rows)" for r in results]
     x = np.arange(len(results))
     fig, axes = plt.subplots(1, 2, figsize=(14, 4.8))
@@ -651,54 +621,43 @@ def write_plot(results: list[dict], path: Path) -> Path | None:
         ax.legend(fontsize=8)
     fig.suptitle("Generator.step vs HF loop body per step (median of interleaved rounds, bars min-max; "
                  "labels HF/kvgen; lower is better)", fontsize=10)
-    return save_png(fig, plt, path)
+    return fig
 
 
 # ---- main ----------------------------------------------------------------------------
 
 
-def parse_args() -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true",
-                   help=f"smoke run: {QUICK_NEW_TOKENS}-token episodes, 5 short rounds")
-    p.add_argument("--rounds", type=int, help="interleaved rounds (default 7, 5 with --quick; at least 5)")
-    p.add_argument("--round-s", type=float, help=f"target seconds per round and engine (default {ROUND_S}, "
-                                                 f"{QUICK_ROUND_S} with --quick; at least one episode)")
-    p.add_argument("--threads", type=int, default=KVGEN_THREADS,
-                   help=f"torch threads (default {KVGEN_THREADS}, kvgen's thread count)")
-    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"JSON output (default {DEFAULT_OUT})")
-    args = p.parse_args()
-    if args.rounds is None:
-        args.rounds = 5 if args.quick else 7
-    if args.rounds < 5:
-        p.error("--rounds must be at least 5 (BENCHMARKS.md)")
+def main() -> None:
+    parser = harness.cli(__doc__, DEFAULT_OUT, KVGEN_THREADS,
+                         f"torch threads ({KVGEN_THREADS} is kvgen's thread count)",
+                         f"{QUICK_NEW_TOKENS}-token episodes, 5 short rounds")
+    parser.add_argument("--round-s", type=float, help=f"target seconds per round and engine (default {ROUND_S}, "
+                                                      f"{QUICK_ROUND_S} with --quick; at least one episode)")
+    args = harness.parse_args(parser)
     if args.round_s is None:
         args.round_s = QUICK_ROUND_S if args.quick else ROUND_S
-    return args
-
-
-def main() -> None:
-    args = parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(SEED)  # HF's multinomial draws
-    env = environment(args.threads, numpy_engine=False)
-    print_environment(env, kvgen_note="single-threaded Generator")
-    if env["affinity"] and len(env["affinity"]) > 2:
-        print("note: not pinned; the protocol recommends `taskset -c 0,1`")
+    # hf_reference's tiny model keeps GPT-2's special-token ids (outside its 64-token vocab:
+    # only its GenerationMixin methods run); transformers warns about that on every set-up.
+    transformers.logging.set_verbosity_error()
+    env = harness.environment({"torch": torch.__version__, "transformers": transformers.__version__},
+                              {"kvgen": KVGEN_THREADS, "torch": args.threads})
+    harness.print_environment(env, {"kvgen": "single-threaded Generator"})
     sanity = sanity_check(args.quick)
 
     print(f"\n{args.rounds} interleaved rounds of whole episodes (~{args.round_s:g} s per engine); times: median "
           f"[min-max] of the per-step mean of each round, in microseconds; "
           f"steps: mean steps per episode at vocab {VOCAB}/{TINY_VOCAB}; "
           f"@8: the same at vocab {TINY_VOCAB} (fixed per-step cost); kv8/kv: kvgen@8 / kvgen\n")
-    print(HEADER)
+    TABLE.print_header()
     results = []
     with torch.inference_mode():
         for mode, spec in MODES.items():
             new_tokens = QUICK_NEW_TOKENS if args.quick else spec["new_tokens"]
             for batch in spec["batches"]:
                 results.append(bench_config(mode, batch, new_tokens, args.rounds, args.round_s))
-                print(table_row(results[-1]), flush=True)
+                TABLE.print_row(results[-1])
     empty = loop_overhead(QUICK_NEW_TOKENS if args.quick else MODES["greedy"]["new_tokens"], args.rounds,
                           args.round_s)
     print(f"\ntiming loop alone (a step that does nothing): {empty['median_us'] * 1e3:.0f} ns per step "
@@ -711,7 +670,6 @@ def main() -> None:
         print(f"note: kvgen slower than HF in {r['mode']} batch {r['batch']} "
               f"(HF/kvgen {r['ratios']['HF/kvgen']:.2f}, at vocab {TINY_VOCAB} {r['ratios']['HF@8/kvgen@8']:.2f})")
 
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     settings = {"quick": args.quick, "rounds": args.rounds, "round_s": args.round_s, "seed": SEED,
                 "vocab": VOCAB, "tiny_vocab": TINY_VOCAB, "logits_arrays": N_LOGITS,
                 "logits": {"scale": LOGIT_SCALE, "pool_per_row": POOL, "boosted_per_array": BOOSTED,
@@ -721,7 +679,7 @@ def main() -> None:
                 "left_out": ["model forward", "HF logits copy out of the model output", "KV-cache reorder"]}
     report = {"environment": env, "settings": settings, "sanity": sanity, "results": results,
               "timing_loop_us": empty, "notes": notes}
-    write_outputs(report, args.out, lambda out: write_plot(results, out))
+    harness.write_outputs(report, args.out, lambda plt: plot(results, plt))
 
 
 if __name__ == "__main__":

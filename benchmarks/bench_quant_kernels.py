@@ -8,15 +8,21 @@ the dequantized weights (OpenBLAS, 4 bytes per weight read). GB/s = the packed b
 over the median time of one product (int8 mode includes quantizing x, as a model pays it
 once per input). Weights are random; the speed does not depend on their values.
 
+Per configuration the reference and every path and mode are warmed up, calibrated to
+~--round-s and interleaved for --rounds rounds (harness.measure); the figure is the
+median over rounds of the mean time per product.
+
 Run: ``taskset -c 0 python benchmarks/bench_quant_kernels.py [--quick]``. Timings on a
-shared VM swing by 30-50%: compare rows of one run, not runs.
+shared VM swing by 30-50%: compare rows of one run, not runs. Writes
+``benchmarks/results/bench_quant_kernels.json`` (``--out``).
 """
 
 from __future__ import annotations
 
-import argparse
+import importlib.metadata
 import os
-import time
+import sys
+from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
@@ -26,52 +32,85 @@ from gguf.quants import dequantize, quantize  # noqa: E402
 
 from kvgen import _core  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402  (benchmarks/ is not a package)
+
 SHAPES = {"q/o": (576, 576), "k/v": (192, 576), "gate/up": (1536, 576), "down": (576, 1536), "lm_head": (49152, 576)}
 QUICK_SHAPES = ("gate/up", "lm_head")
+TYPES = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1")
+QUICK_TYPES = ("Q4_1", "Q8_0")
+ROWS = (1, 4)  # M: decode, 4-beam search
+ROUND_S, QUICK_ROUND_S = 0.1, 0.03
+DEFAULT_OUT = harness.RESULTS / "bench_quant_kernels.json"
 
 
-def median_seconds(fn, min_time: float) -> float:
-    """Median of repeated calls, repeated until min_time has passed (at least 5 calls)."""
-    fn()
-    times = []
-    start = time.perf_counter()
-    while len(times) < 5 or time.perf_counter() - start < min_time:
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+def engines(packed, w32: np.ndarray, x: np.ndarray, paths: list[str]) -> dict:
+    """The NumPy reference and every (path, activation mode) product, as zero-argument calls."""
+    calls = {"numpy f32": lambda: x @ w32.T}
+    for path in paths:
+        for mode, exact in (("int8", False), ("exact", True)):
+            calls[f"{path} {mode}"] = lambda path=path, exact=exact: packed.matmul(x, exact=exact, path=path)
+    return calls
+
+
+def bench_config(name: str, qtype: str, w: np.ndarray, paths: list[str], rounds: int, round_s: float,
+                 rng: np.random.Generator) -> list[dict]:
+    """Every M for one shape and type: median time and GB/s per engine."""
+    n, k = w.shape
+    gtype = GGMLQuantizationType[qtype]
+    raw = np.ascontiguousarray(quantize(w, gtype)).reshape(-1).view(np.uint8)
+    packed = _core._quant_pack(raw, qtype, n, k)
+    w32 = np.ascontiguousarray(dequantize(raw.reshape(n, -1), gtype), dtype=np.float32)
+    results = []
+    for m in ROWS:
+        x = rng.standard_normal((m, k)).astype(np.float32)
+        samples, _ = harness.measure(engines(packed, w32, x, paths), rounds, round_s)
+        stats = {e: harness.summarize(s) for e, s in samples.items()}
+        weight_bytes = {e: w32.nbytes if e == "numpy f32" else packed.nbytes for e in stats}
+        results.append({"shape": name, "n": n, "k": k, "type": qtype, "m": m, "engines": stats,
+                        "GBps": {e: weight_bytes[e] / (s["median_us"] * 1e-6) / 1e9 for e, s in stats.items()}})
+    return results
+
+
+def table(names: list[str]) -> harness.Table:
+    return harness.Table([
+        harness.Column("shape", 8, lambda r: r["shape"]),
+        harness.Column("N x K", 12, lambda r: f"{r['n']}x{r['k']}"),
+        harness.Column("type", 5, lambda r: r["type"]),
+        harness.Column("M", 2, lambda r: str(r["m"])),
+        *[harness.Column(e, max(10, len(e)), lambda r, e=e: f"{r['GBps'][e]:.1f}") for e in names],
+    ])
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="two shapes, Q4_1 and Q8_0, less time per figure")
-    parser.add_argument("--types", default=None, help="comma-separated GGUF types (default: all five)")
-    args = parser.parse_args()
-    types = args.types.split(",") if args.types else (["Q4_1", "Q8_0"] if args.quick else
-                                                      ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"])
+    parser = harness.cli(__doc__, DEFAULT_OUT, None, "", "two shapes, Q4_1 and Q8_0, short rounds")
+    parser.add_argument("--types", help="comma-separated GGUF types (default: all five)")
+    parser.add_argument("--round-s", type=float, help=f"target seconds per round and engine (default {ROUND_S}, "
+                                                      f"{QUICK_ROUND_S} with --quick)")
+    args = harness.parse_args(parser)
+    types = args.types.split(",") if args.types else (QUICK_TYPES if args.quick else TYPES)
     shapes = {k: v for k, v in SHAPES.items() if not args.quick or k in QUICK_SHAPES}
-    min_time = 0.2 if args.quick else 0.5
-    paths = _core._quant_supported_paths()
-    print(f"paths: {', '.join(paths)} (default {_core._quant_cpu_path()}); one thread; GB/s of weight bytes read")
-    print(f"{'shape':>8} {'N x K':>12} {'type':>5} {'M':>2} {'numpy f32':>10} " +
-          " ".join(f"{p + ' ' + mode:>15}" for p in paths for mode in ("int8", "exact")))
+    round_s = args.round_s or (QUICK_ROUND_S if args.quick else ROUND_S)
+    paths = list(_core._quant_supported_paths())
+    env = harness.environment({"gguf": importlib.metadata.version("gguf")},
+                              {"kvgen": 1, "numpy": os.environ["OPENBLAS_NUM_THREADS"]})
+    harness.print_environment(env, {"kvgen": "the kernels run on the calling thread", "numpy": "OpenBLAS"})
+    print(f"\npaths: {', '.join(paths)} (default {_core._quant_cpu_path()}); {args.rounds} interleaved rounds of "
+          f"~{round_s:g} s per engine; GB/s of weight bytes read (median over rounds)\n")
+    names = ["numpy f32"] + [f"{p} {mode}" for p in paths for mode in ("int8", "exact")]
+    tab = table(names)
+    tab.print_header()
     rng = np.random.default_rng(0)
+    results = []
     for name, (n, k) in shapes.items():
         w = rng.standard_normal((n, k)).astype(np.float32)
         for qtype in types:
-            gtype = GGMLQuantizationType[qtype]
-            raw = np.ascontiguousarray(quantize(w, gtype)).reshape(-1).view(np.uint8)
-            packed = _core._quant_pack(raw, qtype, n, k)
-            w32 = np.ascontiguousarray(dequantize(raw.reshape(n, -1), gtype), dtype=np.float32)
-            for m in (1, 4):
-                x = rng.standard_normal((m, k)).astype(np.float32)
-                ref = median_seconds(lambda: x @ w32.T, min_time)  # noqa: B023  (called at once)
-                cells = []
-                for path in paths:
-                    for exact in (False, True):
-                        t = median_seconds(lambda: packed.matmul(x, exact=exact, path=path), min_time)  # noqa: B023
-                        cells.append(f"{packed.nbytes / t / 1e9:15.1f}")
-                print(f"{name:>8} {f'{n}x{k}':>12} {qtype:>5} {m:>2} {w32.nbytes / ref / 1e9:10.1f} " + " ".join(cells))
+            for r in bench_config(name, qtype, w, paths, args.rounds, round_s, rng):
+                results.append(r)
+                tab.print_row(r)
+    settings = {"quick": args.quick, "rounds": args.rounds, "round_s": round_s, "types": list(types),
+                "shapes": shapes, "rows": ROWS, "paths": paths, "default_path": _core._quant_cpu_path()}
+    harness.write_outputs({"environment": env, "settings": settings, "results": results}, args.out)
 
 
 if __name__ == "__main__":

@@ -13,10 +13,11 @@ for rows 1, 8, 32 and vocab 32,000, 50,257, 151,936. Engines:
 
 * ``kvgen``: ``kvgen.LogitsProcessor(cfg).sample(logits, input_ids, step=0)`` (copies the
   logits internally, runs the chain, draws). Single-threaded today.
-* ``HF``: ``LogitsProcessorList([RepetitionPenalty, Temperature, TopK, TopP])`` on a clone
-  of the logits (``torch.from_numpy``), then ``torch.multinomial(torch.softmax(...), 1)``,
-  under ``torch.inference_mode()``, ``torch.set_num_threads(--threads)`` (default 1).
-  Processors that a workload disables are left out, as ``generate()`` leaves them out.
+* ``HF``: the processor list ``generate()`` builds for the workload's settings
+  (``tests/hf_reference.py``, generate()'s own factory: ``[RepetitionPenalty, Temperature,
+  TopK, TopP]``, the ones a workload disables left out) on a clone of the logits
+  (``torch.from_numpy``), then ``torch.multinomial(torch.softmax(...), 1)``, under
+  ``torch.inference_mode()``, ``torch.set_num_threads(--threads)`` (default 1).
 * ``NumPy``: a plain vectorized implementation on a copy of the logits (take/put for the
   penalty, division, ``np.argpartition`` for top-k, a sort of the k survivors for top-p,
   softmax, a cumulative search for the draw); with top-k off, top-p needs a full
@@ -56,27 +57,19 @@ every figure and the environment, and a PNG next to it when matplotlib is instal
 
 from __future__ import annotations
 
-import argparse
-import hashlib
-import json
-import os
-import platform
-import statistics
-import time
+import sys
 from pathlib import Path
 
 import numpy as np
 import torch
 import transformers
-from transformers.generation.logits_process import (
-    LogitsProcessorList,
-    RepetitionPenaltyLogitsProcessor,
-    TemperatureLogitsWarper,
-    TopKLogitsWarper,
-    TopPLogitsWarper,
-)
 
 import kvgen
+
+BENCHMARKS = Path(__file__).resolve().parent
+sys.path[:0] = [str(BENCHMARKS), str(BENCHMARKS.parent / "tests")]
+import harness  # noqa: E402  (benchmarks/ and tests/ are not packages)
+import hf_reference  # noqa: E402
 
 SEED = 0
 HISTORY = 64
@@ -97,66 +90,7 @@ SANITY_SHAPE = (8, 50257)
 BOUNDARY_TOLERANCE = 1e-5  # float64 probability mass
 TARGET_SPEEDUP = ("chain", 8, 50257, 20.0)  # HF / kvgen at least this
 TARGET_LATENCY = ("chain", 1, 50257, 50.0)  # kvgen microseconds per call at most this
-CPU_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni")
-DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "bench_sampling.json"
-
-
-# ---- environment ---------------------------------------------------------------------
-
-
-def cpu_info() -> dict:
-    model, flags = "unknown", set()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key.strip() == "model name" and model == "unknown":
-                    model = value.strip()
-                elif key.strip() == "flags" and not flags:
-                    flags = set(value.split())
-    except OSError:
-        pass
-    return {"model": model, "flags": {flag: flag in flags for flag in CPU_FLAGS}}
-
-
-def kvgen_binary() -> dict:
-    """Which compiled core was imported (rebuilds change timings): path and sha256 prefix."""
-    path = Path(kvgen._core.__file__)
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
-    mtime = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(path.stat().st_mtime))
-    return {"path": str(path), "sha256": digest, "mtime_utc": mtime}
-
-
-def environment(threads: int, numpy_engine: bool = True) -> dict:
-    """Versions, kvgen core, CPU and thread counts; numpy_engine=False leaves NumPy's thread
-    count out (for benchmarks with no NumPy engine)."""
-    affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    return {
-        "versions": {
-            "kvgen": kvgen.__version__,
-            "torch": torch.__version__,
-            "transformers": transformers.__version__,
-            "numpy": np.__version__,
-            "python": platform.python_version(),
-        },
-        "kvgen_core": kvgen_binary(),
-        "cpu": cpu_info(),
-        "cpu_count": os.cpu_count(),
-        "affinity": affinity,
-        "threads": {"kvgen": KVGEN_THREADS, "torch": threads, **({"numpy": 1} if numpy_engine else {})},
-    }
-
-
-def print_environment(env: dict, kvgen_note: str = "single-threaded sampler") -> None:
-    print("versions: " + ", ".join(f"{k} {v}" for k, v in env["versions"].items()))
-    core = env["kvgen_core"]
-    print(f"kvgen core: {core['path']} (sha256 {core['sha256']}, built {core['mtime_utc']} UTC)")
-    flags = " ".join(f"{k}={'yes' if v else 'no'}" for k, v in env["cpu"]["flags"].items())
-    print(f"cpu: {env['cpu']['model']} ({env['cpu_count']} logical cores); flags: {flags}")
-    print(f"affinity: cores {env['affinity']}")
-    t = env["threads"]
-    numpy_part = f", numpy {t['numpy']} (no BLAS in these ops)" if "numpy" in t else ""
-    print(f"threads: kvgen {t['kvgen']} ({kvgen_note}), torch {t['torch']}{numpy_part}")
+DEFAULT_OUT = harness.RESULTS / "bench_sampling.json"
 
 
 # ---- inputs --------------------------------------------------------------------------
@@ -185,18 +119,9 @@ def kvgen_engine(params: dict, logits: np.ndarray, history: np.ndarray):
     return lambda: proc.sample(logits, history, step=0)
 
 
-def hf_processors(params: dict) -> LogitsProcessorList:
-    """The processors generate() would build for params, in its order."""
-    procs = LogitsProcessorList()
-    if params["repetition_penalty"] != 1.0:
-        procs.append(RepetitionPenaltyLogitsProcessor(params["repetition_penalty"]))
-    if params["temperature"] != 1.0:
-        procs.append(TemperatureLogitsWarper(params["temperature"]))
-    if params["top_k"]:
-        procs.append(TopKLogitsWarper(params["top_k"]))
-    if params["top_p"] < 1.0:
-        procs.append(TopPLogitsWarper(params["top_p"]))
-    return procs
+def hf_processors(params: dict) -> transformers.LogitsProcessorList:
+    """The processors generate() builds for params, in its order (its own factory)."""
+    return hf_reference.hf_processors(HISTORY, do_sample=True, **params)
 
 
 def hf_engine(params: dict, logits: np.ndarray, history: np.ndarray):
@@ -326,84 +251,37 @@ def mean_kept(params: dict, logits: np.ndarray, history: np.ndarray) -> float:
     return float(np.isfinite(processed).sum(axis=1).mean())
 
 
-# ---- timing --------------------------------------------------------------------------
-
-
-def calls_per_round(fn, round_s: float) -> int:
-    """Warms fn up and returns how many calls take about round_s."""
-    for _ in range(3):
-        fn()
-    calls, elapsed = 1, 0.0
-    while elapsed < round_s / 10:
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        elapsed = time.perf_counter() - start
-        if elapsed < round_s / 10:
-            calls *= 2
-    return max(1, round(round_s * calls / elapsed))
-
-
-def time_calls(fn, calls: int) -> float:
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter() - start) / calls
-
-
-def measure(engines: dict, rounds: int, round_s: float, calibrate=calls_per_round, run=time_calls) -> tuple[dict, dict]:
-    """Interleaved rounds; returns (per-call seconds per round, calls per round) per engine.
-
-    calibrate(engine, round_s) -> units per round and run(engine, units) -> seconds per call
-    default to zero-argument callables timed call by call; other benchmarks pass their own
-    (e.g. whole generation episodes with the setup outside the timed region)."""
-    calls = {name: calibrate(fn, round_s) for name, fn in engines.items()}
-    samples = {name: [] for name in engines}
-    for _ in range(rounds):
-        for name, fn in engines.items():
-            samples[name].append(run(fn, calls[name]))
-    return samples, calls
-
-
-def summarize(seconds: list[float]) -> dict:
-    us = [s * 1e6 for s in seconds]
-    return {"median_us": statistics.median(us), "min_us": min(us), "max_us": max(us), "rounds_us": us}
+# ---- timing ----------------------------------------------------------------------
 
 
 def bench_config(workload: str, rows: int, vocab: int, rounds: int, round_s: float) -> dict:
     params = WORKLOADS[workload]
     logits, history = make_inputs(rows, vocab)
-    samples, calls = measure(make_engines(params, logits, history), rounds, round_s)
-    stats = {name: summarize(s) for name, s in samples.items()}
-    kv = stats["kvgen"]["median_us"]
+    samples, calls = harness.measure(make_engines(params, logits, history), rounds, round_s)
+    stats = {name: harness.summarize(s) for name, s in samples.items()}
     return {
         "workload": workload, "rows": rows, "vocab": vocab, "params": params,
         "mean_kept_tokens": mean_kept(params, logits, history),
-        "calls_per_round": calls, "engines": stats,
-        "ratios": {
-            "HF/kvgen": stats["HF"]["median_us"] / kv,
-            "NumPy/kvgen": stats["NumPy"]["median_us"] / kv,
-            "pass/kvgen": stats["pass"]["median_us"] / kv,
-        },
+        "calls_per_round": calls, "engines": stats, "ratios": harness.ratios(stats, "kvgen"),
     }
 
 
 # ---- report --------------------------------------------------------------------------
 
 
-def fmt_time(s: dict) -> str:
-    return f"{s['median_us']:9.1f} [{s['min_us']:.1f}-{s['max_us']:.1f}]"
+def spread(engine: str, width: int) -> harness.Column:
+    return harness.Column(f"{engine} us [min-max]", width, lambda r: harness.us(r["engines"][engine]))
 
 
-HEADER = (f"{'workload':<12} {'rows':>4} {'vocab':>6} {'kept':>7} | {'kvgen us [min-max]':>26} | "
-          f"{'HF us [min-max]':>28} | {'NumPy us [min-max]':>28} | {'HF/kv':>6} {'NP/kv':>6} {'pass%':>6}")
-
-
-def table_row(r: dict) -> str:
-    e, q = r["engines"], r["ratios"]
-    return (f"{r['workload']:<12} {r['rows']:>4} {r['vocab']:>6} {r['mean_kept_tokens']:>7.0f} | "
-            f"{fmt_time(e['kvgen']):>26} | {fmt_time(e['HF']):>28} | {fmt_time(e['NumPy']):>28} | "
-            f"{q['HF/kvgen']:>6.1f} {q['NumPy/kvgen']:>6.1f} {100 * q['pass/kvgen']:>5.0f}%")
+TABLE = harness.Table(
+    [harness.Column("workload", 12, lambda r: r["workload"], left=True),
+     harness.Column("rows", 4, lambda r: str(r["rows"])), harness.Column("vocab", 6, lambda r: str(r["vocab"])),
+     harness.Column("kept", 7, lambda r: f"{r['mean_kept_tokens']:.0f}")],
+    [spread("kvgen", 26)], [spread("HF", 28)], [spread("NumPy", 28)],
+    [harness.Column("HF/kv", 6, lambda r: f"{r['ratios']['HF/kvgen']:.1f}"),
+     harness.Column("NP/kv", 6, lambda r: f"{r['ratios']['NumPy/kvgen']:.1f}"),
+     harness.Column("pass%", 6, lambda r: f"{100 * r['ratios']['pass/kvgen']:.0f}%")],
+)
 
 
 def find(results: list[dict], workload: str, rows: int, vocab: int) -> dict | None:
@@ -416,55 +294,20 @@ def check_targets(results: list[dict]) -> list[dict]:
     workload, rows, vocab, min_ratio = TARGET_SPEEDUP
     r = find(results, workload, rows, vocab)
     if r:
-        got = r["ratios"]["HF/kvgen"]
-        checks.append({"target": f"{workload} {rows} x {vocab}: HF/kvgen >= {min_ratio:g}",
-                       "value": got, "pass": got >= min_ratio, "text": f"{got:.1f}x"})
+        got, shown = r["ratios"]["HF/kvgen"], f"{r['ratios']['HF/kvgen']:.1f}x"
+        name = f"{workload} {rows} x {vocab}: HF/kvgen >= {min_ratio:g}"
+        checks.append({**harness.target(name, got, got >= min_ratio, shown), "text": shown})
     workload, rows, vocab, max_us = TARGET_LATENCY
     r = find(results, workload, rows, vocab)
     if r:
         got = r["engines"]["kvgen"]["median_us"]
-        checks.append({"target": f"{workload} {rows} x {vocab}: kvgen <= {max_us:g} us/call",
-                       "value": got, "pass": got <= max_us, "text": f"{got:.1f} us"})
-    for c in checks:
-        print(f"{'PASS' if c['pass'] else 'MISS'}: {c['target']} (measured {c['text']})")
+        shown = f"{got:.1f} us"
+        name = f"{workload} {rows} x {vocab}: kvgen <= {max_us:g} us/call"
+        checks.append({**harness.target(name, got, got <= max_us, shown), "text": shown})
     return checks
 
 
-def pyplot():
-    """matplotlib.pyplot on the Agg backend, or None (with a note) when matplotlib is missing."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("plot: matplotlib is not installed, no PNG written")
-        return None
-    return plt
-
-
-def write_outputs(report: dict, out: Path, plot) -> None:
-    """Writes the JSON report to out and, through plot(out) -> png path or None, the plot."""
-    out.write_text(json.dumps(report, indent=1))
-    print(f"\njson: {out}")
-    png = plot(out)
-    if png:
-        print(f"plot: {png}")
-
-
-def save_png(fig, plt, path: Path) -> Path:
-    """Saves fig next to the JSON output (same name, .png) and closes it."""
-    fig.tight_layout()
-    png = path.with_suffix(".png")
-    fig.savefig(png, dpi=120)
-    plt.close(fig)
-    return png
-
-
-def write_plot(results: list[dict], path: Path) -> Path | None:
-    plt = pyplot()
-    if plt is None:
-        return None
+def plot(results: list[dict], plt):
     rows_values = sorted({r["rows"] for r in results})
     fig, axes = plt.subplots(1, len(rows_values), figsize=(5 * len(rows_values), 4.2), squeeze=False)
     colors = {"kvgen": "tab:blue", "HF": "tab:orange", "NumPy": "tab:green"}
@@ -481,34 +324,23 @@ def write_plot(results: list[dict], path: Path) -> Path | None:
         ax.grid(True, which="both", alpha=0.3)
     axes[0][0].legend(fontsize=8)
     fig.suptitle("sampler time per call (median of interleaved rounds; lower is better)")
-    return save_png(fig, plt, path)
+    return fig
 
 
 # ---- main ----------------------------------------------------------------------------
 
 
-def parse_args() -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true", help="smoke run: vocab 50257 only, 5 short rounds")
-    p.add_argument("--rounds", type=int, help="interleaved rounds (default 7, 5 with --quick; at least 5)")
-    p.add_argument("--threads", type=int, default=KVGEN_THREADS,
-                   help=f"torch threads (default {KVGEN_THREADS}, kvgen's sampler thread count)")
-    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"JSON output (default {DEFAULT_OUT})")
-    args = p.parse_args()
-    if args.rounds is None:
-        args.rounds = 5 if args.quick else 7
-    if args.rounds < 5:
-        p.error("--rounds must be at least 5 (BENCHMARKS.md)")
-    return args
-
-
 def main() -> None:
-    args = parse_args()
+    args = harness.parse_args(harness.cli(__doc__, DEFAULT_OUT, KVGEN_THREADS,
+                                          f"torch threads ({KVGEN_THREADS} is kvgen's sampler thread count)",
+                                          "vocab 50257 only, 5 short rounds"))
     torch.set_num_threads(args.threads)
-    env = environment(args.threads)
-    print_environment(env)
-    if env["affinity"] and len(env["affinity"]) > 2:
-        print("note: not pinned; the protocol recommends `taskset -c 0,1`")
+    # hf_reference's tiny model keeps GPT-2's special-token ids (outside its 64-token vocab:
+    # only its processor factory runs); transformers warns about that on every set-up.
+    transformers.logging.set_verbosity_error()
+    env = harness.environment({"torch": torch.__version__, "transformers": transformers.__version__},
+                              {"kvgen": KVGEN_THREADS, "torch": args.threads, "numpy": 1})
+    harness.print_environment(env, {"kvgen": "single-threaded sampler", "numpy": "no BLAS in these ops"})
     sanity = sanity_check()
 
     vocabs = QUICK_VOCABS if args.quick else VOCABS
@@ -516,24 +348,23 @@ def main() -> None:
     print(f"\n{args.rounds} interleaved rounds of ~{round_s:g} s per engine; times: median [min-max] "
           f"of the per-call mean of each round; kept: mean tokens left by the chain; "
           f"pass%: np.sum over the logits / kvgen\n")
-    print(HEADER)
+    TABLE.print_header()
     results = []
     with torch.inference_mode():
         for workload in WORKLOADS:
             for rows in ROWS:
                 for vocab in vocabs:
                     results.append(bench_config(workload, rows, vocab, args.rounds, round_s))
-                    print(table_row(results[-1]), flush=True)
+                    TABLE.print_row(results[-1])
     print()
     targets = check_targets(results)
 
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     settings = {"quick": args.quick, "rounds": args.rounds, "round_s": round_s, "seed": SEED,
                 "history": HISTORY, "logits": {"scale": LOGIT_SCALE, "boosted_per_row": BOOSTED,
                                                "boost_range": BOOST_RANGE,
                                                "boosted_in_history": BOOSTED_IN_HISTORY}}
     report = {"environment": env, "settings": settings, "sanity": sanity, "results": results, "targets": targets}
-    write_outputs(report, args.out, lambda out: write_plot(results, out))
+    harness.write_outputs(report, args.out, lambda plt: plot(results, plt))
 
 
 if __name__ == "__main__":

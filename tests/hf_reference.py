@@ -3,6 +3,8 @@
 `hf_processors()` builds the processor list exactly as ``model.generate()`` does
 (``GenerationMixin._get_logits_processor`` after ``_prepare_special_tokens``), so the
 tests compare kvgen against HF's choice and order of processors, not against a copy.
+The benchmarks import this module too (by path, from tests/), so that what they time on the
+HF side is built by the same factories the tests check against.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import functools
 import numpy as np
 import torch
 import transformers
+from transformers.generation.stopping_criteria import StoppingCriteriaList
 
 # kvgen fields with no Hugging Face counterpart.
 KVGEN_ONLY = {"presence_penalty", "frequency_penalty", "logit_bias", "seed"}
@@ -33,8 +36,11 @@ def hf_generation_config(**kwargs) -> transformers.GenerationConfig:
     return config
 
 
-def hf_processors(prompt_length: int, **kwargs) -> transformers.LogitsProcessorList:
-    """HF's processor list for these generation settings and prompt length."""
+def hf_generation_setup(prompt_length: int, **kwargs) -> tuple[
+        transformers.GenerationConfig, transformers.LogitsProcessorList, StoppingCriteriaList]:
+    """(generation config, processor list, stopping criteria) for these generation settings
+    and prompt length, prepared as generate() prepares them (the benchmarks time HF's loop
+    body with these)."""
     model = tiny_model()
     config = hf_generation_config(**kwargs)
     model._prepare_special_tokens(config, device="cpu")
@@ -46,9 +52,16 @@ def hf_processors(prompt_length: int, **kwargs) -> transformers.LogitsProcessorL
         input_ids_length=prompt_length,
         inputs_tensor=None,
     )
-    return model._get_logits_processor(
+    processors = model._get_logits_processor(
         generation_config=config, input_ids_seq_length=prompt_length, device="cpu", model_kwargs={}
     )
+    criteria = model._get_stopping_criteria(config, stopping_criteria=StoppingCriteriaList())
+    return config, processors, criteria
+
+
+def hf_processors(prompt_length: int, **kwargs) -> transformers.LogitsProcessorList:
+    """HF's processor list for these generation settings and prompt length."""
+    return hf_generation_setup(prompt_length, **kwargs)[1]
 
 
 def hf_process(input_ids: np.ndarray, logits: np.ndarray, prompt_length: int, **kwargs) -> np.ndarray:
