@@ -153,29 +153,7 @@ void float_tile_rows(const PackedView& w, const float* x, int64_t ldx, int64_t m
   }
 }
 
-// Calls f.template operator()<MT>() for MT = rows (1..kMaxTile).
-template <int MT = kMaxTile, class F>
-void with_tile(int64_t rows, F&& f) {
-  if constexpr (MT > 1) {
-    if (rows < MT) return with_tile<MT - 1>(rows, f);
-  }
-  f.template operator()<MT>();
-}
-
-void matmul_int8(const PackedView& w, const Int8View& x, float* out, int64_t ldo, int64_t g0, int64_t g1) {
-  with_layout(w.type, [&]<class L>() {
-    for (int64_t m0 = 0; m0 < x.rows; m0 += kMaxTile)
-      with_tile(x.rows - m0, [&]<int MT>() { int8_tile_rows<L, MT>(w, x, m0, out, ldo, g0, g1); });
-  });
-}
-
-void matmul_float(const PackedView& w, const float* x, int64_t rows, int64_t ldx, float* out, int64_t ldo,
-                  int64_t g0, int64_t g1) {
-  with_layout(w.type, [&]<class L>() {
-    for (int64_t m0 = 0; m0 < rows; m0 += kMaxTile)
-      with_tile(rows - m0, [&]<int MT>() { float_tile_rows<L, MT>(w, x, ldx, m0, out, ldo, g0, g1); });
-  });
-}
+#include "tile_driver.inc"  // with_tile, matmul_int8, matmul_float
 
 }  // namespace
 
