@@ -216,13 +216,18 @@ inline float log_sum_exp(const float* x, int64_t n) {
   return m + static_cast<float>(std::log(sum_exp(x, n, m)));
 }
 
+// Log-probability of each +inf entry of a row holding some: -log(count of +inf).
+inline float log_prob_of_inf(const float* x, int64_t n) {
+  return 0.0f - static_cast<float>(std::log(static_cast<double>(count_equal(x, n, kPosInf))));
+}
+
 // out[i] = log-softmax of x given lse = log_sum_exp(x, n): x[i] - lse for a finite lse
 // (the arithmetic of x - logsumexp(x), so finite rows match torch.log_softmax as
 // before); for lse = +inf, -log(count of +inf) at the +inf entries and -inf elsewhere;
 // for lse = -inf, all -inf. out may equal x.
 inline void log_softmax_into(float* out, const float* x, int64_t n, float lse) {
   if (lse == kPosInf) {
-    const float lp = 0.0f - static_cast<float>(std::log(static_cast<double>(count_equal(x, n, kPosInf))));
+    const float lp = log_prob_of_inf(x, n);
     for (int64_t i = 0; i < n; ++i) out[i] = x[i] == kPosInf ? lp : kNegInf;
     return;
   }
@@ -237,8 +242,7 @@ inline void log_softmax_into(float* out, const float* x, int64_t n, float lse) {
 // log_softmax_into would write at i (a pass over the row only when lse = +inf).
 inline float log_softmax_entry(const float* x, int64_t n, int64_t i, float lse) {
   if (lse == kPosInf)
-    return x[i] == kPosInf ? 0.0f - static_cast<float>(std::log(static_cast<double>(count_equal(x, n, kPosInf))))
-                           : kNegInf;
+    return x[i] == kPosInf ? log_prob_of_inf(x, n) : kNegInf;
   if (lse == kNegInf) return kNegInf;
   return x[i] - lse;
 }
