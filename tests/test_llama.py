@@ -157,7 +157,7 @@ def test_low_bit_k_quants_are_converted_to_q8_0(k_quant_model, tmp_path, qtype):
     path = write_llama_gguf(k_quant_model, tmp_path / f"{qtype}.gguf", qtype)
     reference = hf_from_gguf(path)
     with torch.no_grad():
-        for name, p in reference.named_parameters():
+        for p in reference.parameters():
             if p.ndim == 2:
                 q8 = quantize(p.numpy(), GGMLQuantizationType.Q8_0)
                 p.copy_(torch.from_numpy(dequantize(q8, GGMLQuantizationType.Q8_0).reshape(p.shape)))

@@ -6,9 +6,9 @@ raw blocks of the types kvgen's core computes on (kvgen._quantize.PACKED_TYPES) 
 core as they are, and are repacked there; Q2_K to Q6_K types without a kernel are converted
 to Q8_0 at load. Float32 matrices are used in place, F16/BF16 ones converted to float32;
 vectors (norms, biases) are read as float32 copies, so that the file's map closes once the
-model is built. Any other tensor type is refused by name. Tensors are renamed to the Hugging Face names the C++ models read, and
-the metadata becomes a Hugging Face style config dict, its sizes checked to be positive
-and its floats finite.
+model is built. Any other tensor type is refused by name. Tensors are renamed to the
+Hugging Face names the C++ models read, and the metadata becomes a Hugging Face style
+config dict, its sizes checked to be positive and its floats finite.
 
 How GGUF differs from Hugging Face checkpoints, and what is undone here:
 - llama.cpp's converter permutes the rows of Llama's q_proj and k_proj so that rotary
