@@ -17,9 +17,10 @@ namespace py = pybind11;
 namespace kvgen::bindings {
 namespace {
 
-// name -> view over each tensor: a float32 C-contiguous array, or a (type, data, shape)
-// tuple of a quantized tensor (a GGUF type name, its raw uint8 blocks and its logical
-// shape), which the model repacks; a TypeError naming the tensor otherwise.
+// name -> view over each tensor: a float32 C-contiguous array, or a (type, data, shape,
+// mapped) tuple of a quantized tensor (a GGUF type name, its raw uint8 blocks, its logical
+// shape, and whether the blocks are pages of a read-only file mapping that may be dropped
+// once repacked), which the model repacks; a TypeError naming the tensor otherwise.
 TensorMap tensor_map(const py::dict& arrays) {
   TensorMap t;
   for (auto item : arrays) {
@@ -28,14 +29,15 @@ TensorMap tensor_map(const py::dict& arrays) {
     py::array a;
     if (py::isinstance<py::tuple>(item.second)) {
       const py::tuple raw = py::reinterpret_borrow<py::tuple>(item.second);
-      if (raw.size() != 3 || !py::isinstance<py::str>(raw[0]) || !py::isinstance<py::array>(raw[1]))
-        throw TypeError("quantized tensor '" + name + "' must be a (type name, uint8 array, shape) tuple");
+      if (raw.size() != 4 || !py::isinstance<py::str>(raw[0]) || !py::isinstance<py::array>(raw[1]))
+        throw TypeError("quantized tensor '" + name + "' must be a (type name, uint8 array, shape, mapped) tuple");
       v.type = raw[0].cast<std::string>();
       a = py::reinterpret_borrow<py::array>(raw[1]);
       if (!a.dtype().is(py::dtype::of<uint8_t>()))
         throw TypeError("quantized tensor '" + name + "' has dtype " + std::string(py::str(a.dtype())) +
                         "; its blocks must be a uint8 array");
       for (auto d : raw[2].cast<py::tuple>()) v.shape.push_back(d.cast<int64_t>());
+      v.mapped = raw[3].cast<bool>();
     } else {
       if (!py::isinstance<py::array>(item.second)) throw TypeError("tensor '" + name + "' is not a NumPy array");
       a = py::reinterpret_borrow<py::array>(item.second);
@@ -191,7 +193,7 @@ void register_model(py::module_& m) {
       .def_static("llama", &make_llama, py::arg("config"), py::arg("options"), py::arg("arrays"),
                   py::kw_only(), py::arg("exact") = false,
                   "A Llama-family model of these sizes and options over its tensors by Hugging Face name "
-                  "(float32 arrays, or (type, uint8 blocks, shape) tuples of quantized matrices).")
+                  "(float32 arrays, or (type, uint8 blocks, shape, mapped) tuples of quantized matrices).")
       .def("forward", &forward, py::arg("input_ids"), R"doc(
 Logits [rows, length, vocab] for input_ids [rows, length] (all positions, no cache kept).
 

@@ -179,7 +179,7 @@ class _LlamaOptions:
     @property
     def inv_freq(self) -> npt.NDArray[np.float32]: ...
 
-_Tensor = npt.NDArray[np.float32] | tuple[str, npt.NDArray[np.uint8], tuple[int, ...]]
+_Tensor = npt.NDArray[np.float32] | tuple[str, npt.NDArray[np.uint8], tuple[int, ...], bool]
 
 class _Model:
     @staticmethod

@@ -157,11 +157,12 @@ def _matrix(tensors: dict[str, GGUFTensor], name: str, path: Path, shape: Option
     raw = t.data.reshape(logical[0], -1)  # one row of blocks per output
     if not check_finite_scales(qtype, raw):
         raise ValueError(f"{path}: tensor {name!r} holds values that are not finite (a block scale is nan or inf)")
-    if permute_heads:
-        raw = _unpermute(raw, permute_heads)
     if qtype not in PACKED_TYPES:
+        raw = _unpermute(raw, permute_heads) if permute_heads else raw
         return requantize(qtype, raw, logical)
-    return QuantizedTensor(qtype, np.ascontiguousarray(raw).reshape(-1), logical)
+    if permute_heads:  # a reordered copy
+        return QuantizedTensor(qtype, _unpermute(raw, permute_heads).reshape(-1), logical)
+    return QuantizedTensor(qtype, raw.reshape(-1), logical, mapped=True)  # the file's pages, in place
 
 
 def _check_no_extra(tensors: dict, used: set, path: Path) -> None:

@@ -30,11 +30,14 @@ _SCALE_OFFSETS = {"Q8_0": (34, (0,)), "Q4_0": (18, (0,)), "Q4_1": (20, (0, 2)), 
 
 
 class QuantizedTensor(NamedTuple):
-    """A quantized matrix for the core: GGUF type name, raw blocks (uint8), shape (out, in)."""
+    """A quantized matrix for the core: GGUF type name, raw blocks (uint8), shape (out, in),
+    and whether ``data`` are pages of a read-only file mapping (the core then drops them
+    from memory once it has repacked them)."""
 
     type: str
     data: np.ndarray
     shape: tuple
+    mapped: bool = False
 
 
 def check_finite_scales(qtype: str, raw: np.ndarray) -> bool:
@@ -45,7 +48,7 @@ def check_finite_scales(qtype: str, raw: np.ndarray) -> bool:
         return not bool(np.any((halves & exponent) == exponent))
     block_bytes, offsets = _SCALE_OFFSETS[qtype]
     blocks = raw.reshape(-1, block_bytes)
-    return all(bool(np.isfinite(blocks[:, o:o + 2].copy().view(np.float16)).all()) for o in offsets)
+    return all(bool(np.isfinite(blocks[:, o:o + 2].view(np.float16)).all()) for o in offsets)
 
 
 def requantize(qtype: str, raw: np.ndarray, shape: tuple) -> QuantizedTensor:
