@@ -1,6 +1,7 @@
 // Runs a model's matrix products on the compute pool: every product of one input (q, k, v
-// of one normed state; gate and up) in one parallel section, each split by 16-row output
-// groups across the threads, with the input quantized to int8 once for all of them.
+// of one normed state; gate and up) in one parallel section, split into runs of 16-row
+// output groups that the threads take in turn, with the input quantized to int8 once for
+// all of them.
 #pragma once
 
 #include <cstdint>
