@@ -11,8 +11,8 @@ namespace kvgen::quant {
 
 namespace {
 
-// One 32-value block: q, and its d and s.
-void quantize_block(const float* x, int8_t* q, float* d_out, float* s_out) {
+// One 32-value block: q, its d and s, and the sums of q over its two halves.
+void quantize_block(const float* x, int8_t* q, float* d_out, float* s_out, int32_t* half_sums) {
   float amax = 0.0f;
   bool finite = true;
   for (int k = 0; k < kBlockSize; ++k) {
@@ -22,19 +22,22 @@ void quantize_block(const float* x, int8_t* q, float* d_out, float* s_out) {
   if (!finite) {  // a NaN scale makes every product of this row NaN, as float math would
     for (int k = 0; k < kBlockSize; ++k) q[k] = 0;
     *d_out = *s_out = std::nanf("");
+    half_sums[0] = half_sums[1] = 0;
     return;
   }
   const float d = amax / 127.0f;
   const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
-  int sum = 0;
+  int32_t sums[2] = {0, 0};
   for (int k = 0; k < kBlockSize; ++k) {
     // |x * inverse| <= 127 up to rounding; the clamp keeps it so
     const float v = std::fmin(127.0f, std::fmax(-127.0f, std::round(x[k] * inverse)));
     q[k] = static_cast<int8_t>(v);
-    sum += q[k];
+    sums[k / 16] += q[k];
   }
   *d_out = d;
-  *s_out = d * static_cast<float>(sum);
+  *s_out = d * static_cast<float>(sums[0] + sums[1]);
+  half_sums[0] = sums[0];
+  half_sums[1] = sums[1];
 }
 
 }  // namespace
@@ -48,6 +51,7 @@ QuantizedActivations::QuantizedActivations(int64_t max_rows, int64_t cols) : max
   q_.resize(static_cast<size_t>(max_rows * cols));
   d_.resize(static_cast<size_t>(max_rows * cols / kBlockSize));
   s_.resize(d_.size());
+  half_sums_.resize(2 * d_.size());
 }
 
 void QuantizedActivations::quantize(const float* x, int64_t rows, int64_t ldx) {
@@ -59,7 +63,8 @@ void QuantizedActivations::quantize(const float* x, int64_t rows, int64_t ldx) {
   for (int64_t m = 0; m < rows; ++m)
     for (int64_t b = 0; b < blocks; ++b)
       quantize_block(x + m * ldx + b * kBlockSize, q_.data() + m * cols_ + b * kBlockSize, &d_[m * blocks + b],
-                     &s_[m * blocks + b]);
+                     &s_[m * blocks + b],
+                     &half_sums_[2 * (m * blocks + b)]);
   rows_ = rows;
 }
 

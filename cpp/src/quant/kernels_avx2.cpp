@@ -37,8 +37,8 @@ int32_t load_i32(const int8_t* p) {
   return v;
 }
 
-// 0x10 in byte i where bit i of the 32 bits at p is set (llama.cpp's bytes_from_bits_32).
-__m256i fifth_bits(const uint8_t* p) {
+// `value` in byte i where bit i of the 32 bits at p is set (llama.cpp's bytes_from_bits_32).
+__m256i bytes_from_bits(const uint8_t* p, char value) {
   uint32_t bits;
   std::memcpy(&bits, p, 4);
   const __m256i spread = _mm256_shuffle_epi8(
@@ -46,19 +46,21 @@ __m256i fifth_bits(const uint8_t* p) {
       _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0x0000000000000000));
   const __m256i set = _mm256_cmpeq_epi8(_mm256_or_si256(spread, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe)),
                                         _mm256_set1_epi64x(-1));
-  return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+  return _mm256_and_si256(set, _mm256_set1_epi8(value));
 }
 
-// Half h of 4/5-bit chunk c: weights 4c..4c+3 (low) and 4c+16..4c+19 (high) of 8 rows.
+// Half h of 4/5/6-bit chunk c: weights 4c..4c+3 (low) and 4c+16..4c+19 (high) of 8 rows
+// (a tile's or a K-quant sub-tile's quants).
 template <class L>
 void nibble_chunks(const uint8_t* tile, int h, int c, __m256i& low, __m256i& high) {
   const __m256i nibble = _mm256_set1_epi8(0x0F);
   const __m256i raw = load_chunk(tile + L::kQuantsAt + 64 * c + 32 * h);
   low = _mm256_and_si256(raw, nibble);
   high = _mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble);
-  if constexpr (L::kBits == 5) {  // a mask's bits 32h..32h+31 belong to rows 8h..8h+7
-    low = _mm256_or_si256(low, fifth_bits(tile + L::kMasksAt + 8 * c + 4 * h));
-    high = _mm256_or_si256(high, fifth_bits(tile + L::kMasksAt + 8 * (c + 4) + 4 * h));
+  for (int bit = 4; bit < L::kBits; ++bit) {  // a mask's bits 32h..32h+31 belong to rows 8h..8h+7
+    const uint8_t* masks = tile + L::kMasksAt + 64 * (bit - 4);
+    low = _mm256_or_si256(low, bytes_from_bits(masks + 8 * c + 4 * h, static_cast<char>(1 << bit)));
+    high = _mm256_or_si256(high, bytes_from_bits(masks + 8 * (c + 4) + 4 * h, static_cast<char>(1 << bit)));
   }
 }
 
@@ -180,6 +182,167 @@ void float_tile_rows(const PackedView& w, const float* x, int64_t ldx, int64_t m
       }
       store_half<MT>(acc, rows_here, out + m0 * ldo + g * kGroupRows + h * kHalfRows, ldo);
     }
+}
+
+// --- K-quants: per 256-weight tile, 8 sub-blocks of 32 weights, each one of the
+// activations' 32-blocks; a sub-block's quants are in the 4/5-bit tile formats above.
+
+// The bytes at p of half h's 8 rows (scales or mins of one sub-block) times d, as floats:
+// exact, since d is an fp16 and the bytes have at most 8 bits.
+template <bool Signed>
+__m256 scaled_bytes(const uint8_t* p, int h, __m256 d) {
+  const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + kHalfRows * h));
+  const __m256i ints = Signed ? _mm256_cvtepi8_epi32(bytes) : _mm256_cvtepu8_epi32(bytes);
+  return _mm256_mul_ps(d, _mm256_cvtepi32_ps(ints));
+}
+
+// Q6_K: dot_a[m], dot_b[m] (lane r) = sum_k (u[r][k] - 32) * xq[m][k] over the sub-tile's
+// first and second 16 weights, for half h's rows. The -32 offset starts each sum as -32 *
+// (sum of xq over the half). maddubs cannot saturate: 2 * 63 * 127 < 2^15.
+template <class S, int MT>
+void split_dots(const uint8_t* sub, int h, const int8_t* const* xq, const int32_t* const* half_sums, __m256i* dot_a,
+                __m256i* dot_b) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int m = 0; m < MT; ++m) {
+    dot_a[m] = _mm256_set1_epi32(-32 * half_sums[m][0]);
+    dot_b[m] = _mm256_set1_epi32(-32 * half_sums[m][1]);
+  }
+  for (int c = 0; c < 4; ++c) {
+    __m256i low, high;
+    nibble_chunks<S>(sub, h, c, low, high);
+    for (int m = 0; m < MT; ++m) {
+      const __m256i xa = _mm256_set1_epi32(load_i32(xq[m] + 4 * c));
+      const __m256i xb = _mm256_set1_epi32(load_i32(xq[m] + 16 + 4 * c));
+      dot_a[m] = _mm256_add_epi32(dot_a[m], _mm256_madd_epi16(_mm256_maddubs_epi16(low, xa), ones));
+      dot_b[m] = _mm256_add_epi32(dot_b[m], _mm256_madd_epi16(_mm256_maddubs_epi16(high, xb), ones));
+    }
+  }
+}
+
+// Activation rows [m0, m0 + MT) x groups [g0, g1) of a K-quant matrix, by 8-row halves:
+//   Q4_K/Q5_K: acc += (d sc_j d_x) dot - (dmin m_j) s_x    per sub-block j
+//   Q6_K:      acc += (d sc_2j d_x) dot_a + (d sc_2j+1 d_x) dot_b
+template <class L, int MT>
+void int8_super_rows(const PackedView& w, const Int8View& x, int64_t m0, float* out, int64_t ldo, int64_t g0,
+                     int64_t g1) {
+  using S = typename L::Sub;
+  const int64_t xblocks = x.cols / kBlockSize;
+  for (int64_t g = g0; g < g1; ++g)
+    for (int h = 0; h < 2; ++h) {
+      const int64_t rows_here = rows_in_half(w, g, h);
+      if (rows_here == 0) continue;
+      const uint8_t* tile = w.data + g * w.blocks * L::kTileBytes;
+      __m256 acc[MT];
+      for (int m = 0; m < MT; ++m) acc[m] = _mm256_setzero_ps();
+      for (int64_t sb = 0; sb < w.blocks; ++sb, tile += L::kTileBytes) {
+        const __m256 d = load_halves(tile + L::kDAt + 16 * h);
+        for (int j = 0; j < L::kSubBlocks; ++j) {
+          const int64_t b = sb * L::kSubBlocks + j;  // the activations' block
+          const uint8_t* sub = tile + L::kSubTilesAt + j * S::kTileBytes;
+          const int8_t* xq[MT];
+          for (int m = 0; m < MT; ++m) xq[m] = x.q + (m0 + m) * x.cols + b * kBlockSize;
+          if constexpr (L::kHasMin) {
+            const __m256 scale = scaled_bytes<false>(tile + L::kScalesAt + kGroupRows * j, h, d);
+            const __m256 min =
+                scaled_bytes<false>(tile + L::kMinsAt + kGroupRows * j, h, load_halves(tile + L::kDminAt + 16 * h));
+            __m256i dot[MT];
+            tile_dots<S, MT>(sub, h, xq, dot);
+            for (int m = 0; m < MT; ++m) {
+              const int64_t xb = (m0 + m) * xblocks + b;
+              acc[m] = _mm256_fmadd_ps(_mm256_mul_ps(scale, _mm256_set1_ps(x.d[xb])), _mm256_cvtepi32_ps(dot[m]), acc[m]);
+              acc[m] = _mm256_fnmadd_ps(min, _mm256_set1_ps(x.s[xb]), acc[m]);
+            }
+          } else {
+            const __m256 scale_a = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j), h, d);
+            const __m256 scale_b = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j + 1), h, d);
+            const int32_t* half_sums[MT];
+            for (int m = 0; m < MT; ++m) half_sums[m] = x.half_sums + 2 * ((m0 + m) * xblocks + b);
+            __m256i dot_a[MT], dot_b[MT];
+            split_dots<S, MT>(sub, h, xq, half_sums, dot_a, dot_b);
+            for (int m = 0; m < MT; ++m) {
+              const __m256 dx = _mm256_set1_ps(x.d[(m0 + m) * xblocks + b]);
+              acc[m] = _mm256_fmadd_ps(_mm256_mul_ps(scale_a, dx), _mm256_cvtepi32_ps(dot_a[m]), acc[m]);
+              acc[m] = _mm256_fmadd_ps(_mm256_mul_ps(scale_b, dx), _mm256_cvtepi32_ps(dot_b[m]), acc[m]);
+            }
+          }
+        }
+      }
+      store_half<MT>(acc, rows_here, out + m0 * ldo + g * kGroupRows + h * kHalfRows, ldo);
+    }
+}
+
+// Float activations on a K-quant matrix. Each weight is fma(scale, u, -min) rounded once,
+// which is gguf's value: scale * u and min are exact (Q6_K: min = 32 scale).
+template <class L, int MT>
+void float_super_rows(const PackedView& w, const float* x, int64_t ldx, int64_t m0, float* out, int64_t ldo,
+                      int64_t g0, int64_t g1) {
+  using S = typename L::Sub;
+  for (int64_t g = g0; g < g1; ++g)
+    for (int h = 0; h < 2; ++h) {
+      const int64_t rows_here = rows_in_half(w, g, h);
+      if (rows_here == 0) continue;
+      const uint8_t* tile = w.data + g * w.blocks * L::kTileBytes;
+      __m256 acc[MT];
+      for (int m = 0; m < MT; ++m) acc[m] = _mm256_setzero_ps();
+      for (int64_t sb = 0; sb < w.blocks; ++sb, tile += L::kTileBytes) {
+        const __m256 d = load_halves(tile + L::kDAt + 16 * h);
+        for (int j = 0; j < L::kSubBlocks; ++j) {
+          __m256 scale_a, scale_b, mins_a, mins_b;  // for the low (first 16) and high weights
+          if constexpr (L::kHasMin) {
+            const __m256 neg_dmin = _mm256_sub_ps(_mm256_setzero_ps(), load_halves(tile + L::kDminAt + 16 * h));
+            scale_a = scale_b = scaled_bytes<false>(tile + L::kScalesAt + kGroupRows * j, h, d);
+            mins_a = mins_b = scaled_bytes<false>(tile + L::kMinsAt + kGroupRows * j, h, neg_dmin);
+          } else {
+            scale_a = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j), h, d);
+            scale_b = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j + 1), h, d);
+            mins_a = _mm256_mul_ps(scale_a, _mm256_set1_ps(-32.0f));
+            mins_b = _mm256_mul_ps(scale_b, _mm256_set1_ps(-32.0f));
+          }
+          const uint8_t* sub = tile + L::kSubTilesAt + j * S::kTileBytes;
+          const float* xb[MT];
+          for (int m = 0; m < MT; ++m) xb[m] = x + (m0 + m) * ldx + (sb * L::kSubBlocks + j) * kBlockSize;
+          for (int c = 0; c < 4; ++c) {
+            __m256i low, high;
+            nibble_chunks<S>(sub, h, c, low, high);
+            fma_lanes<MT>(low, scale_a, mins_a, xb, 4 * c, acc);
+            fma_lanes<MT>(high, scale_b, mins_b, xb, 16 + 4 * c, acc);
+          }
+        }
+      }
+      store_half<MT>(acc, rows_here, out + m0 * ldo + g * kGroupRows + h * kHalfRows, ldo);
+    }
+}
+
+// --- F16 / BF16: a tile is one column of 16 rows; both halves in one pass, so each
+// column's 32 bytes are read once.
+
+template <class L>
+__m256 load_dense(const uint8_t* p) {
+  const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  if constexpr (L::kBrainFloat)
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
+  else
+    return _mm256_cvtph_ps(bits);
+}
+
+template <class L, int MT>
+void float_dense_rows(const PackedView& w, const float* x, int64_t ldx, int64_t m0, float* out, int64_t ldo,
+                      int64_t g0, int64_t g1) {
+  for (int64_t g = g0; g < g1; ++g) {
+    const uint8_t* tile = w.data + g * w.blocks * L::kTileBytes;
+    __m256 acc[2][MT];  // [half][m]
+    for (int m = 0; m < MT; ++m) acc[0][m] = acc[1][m] = _mm256_setzero_ps();
+    for (int64_t k = 0; k < w.blocks; ++k, tile += L::kTileBytes) {
+      const __m256 w0 = load_dense<L>(tile), w1 = load_dense<L>(tile + 16);
+      for (int m = 0; m < MT; ++m) {
+        const __m256 xk = _mm256_set1_ps(x[(m0 + m) * ldx + k]);
+        acc[0][m] = _mm256_fmadd_ps(w0, xk, acc[0][m]);
+        acc[1][m] = _mm256_fmadd_ps(w1, xk, acc[1][m]);
+      }
+    }
+    for (int h = 0; h < 2; ++h)
+      store_half<MT>(acc[h], rows_in_half(w, g, h), out + m0 * ldo + g * kGroupRows + h * kHalfRows, ldo);
+  }
 }
 
 #include "tile_driver.inc"  // with_tile, matmul_int8, matmul_float

@@ -21,6 +21,9 @@ void check_output(const PackedMatrix& w, int64_t ldo, GroupRange groups) {
 
 void matmul_int8(const PackedMatrix& w, const QuantizedActivations& x, float* out, int64_t ldo, GroupRange groups,
                  CpuPath path) {
+  if (!has_int8_kernel(w.type()))
+    throw ValueError(std::string("matmul_int8: ") + quant_type_name(w.type()) +
+                     " weights have no int8-activation kernel; use matmul_float");
   if (x.cols() != w.cols())
     throw ValueError("activations have " + std::to_string(x.cols()) + " columns, the matrix " + std::to_string(w.cols()));
   check_output(w, ldo, groups);

@@ -13,6 +13,9 @@ namespace kvgen::quant {
 // Output rows interleaved per tile: one 512-bit register holds one float per row.
 inline constexpr int64_t kGroupRows = 16;
 
+// How a type's tiles are built: kernels and packing branch on it at compile time.
+enum class Family { Block, Super, Dense };
+
 // One tile = 16 rows x one 32-weight block, stored as
 //   scales  16 x fp16 (32 B)                 d of each row
 //   mins    16 x fp16 (32 B, *_1 types)      m of each row
@@ -24,6 +27,7 @@ inline constexpr int64_t kGroupRows = 16;
 // kOffset * d (Q4_0: -8, Q5_0: -16, Q8_0: -128). Tiles are exactly 16 file blocks in size.
 template <int Bits, bool HasMin, int Offset>
 struct TileLayout {
+  static constexpr Family kFamily = Family::Block;
   static constexpr int kBits = Bits;
   static constexpr bool kHasMin = HasMin;
   static constexpr int kOffset = Offset;  // min = kOffset * d when !kHasMin
@@ -32,6 +36,52 @@ struct TileLayout {
   static constexpr int64_t kMasksAt = kMinsAt + (HasMin ? 2 * kGroupRows : 0);
   static constexpr int64_t kQuantsAt = kMasksAt + (Bits == 5 ? 8 * 8 : 0);
   static constexpr int64_t kTileBytes = kQuantsAt + (Bits == 8 ? 512 : 256);
+};
+
+// The quants of one 32-weight sub-block of a K-quant tile, in the 4/5-bit formats above:
+// for 5 and 6 bits, 8 masks of the 5th bits (value 16), for 6 bits then 8 masks of the
+// 6th bits (value 32), then 256 B of nibbles. The stored quant u is unsigned (0..63).
+template <int Bits>
+struct SubTileLayout {
+  static constexpr int kBits = Bits;
+  static constexpr int64_t kMasksAt = 0;
+  static constexpr int64_t kQuantsAt = 8 * 8 * (Bits - 4);
+  static constexpr int64_t kTileBytes = kQuantsAt + 256;
+};
+
+// One K-quant tile = 16 rows x one 256-weight super-block, its scales decoded at repack:
+//   d       16 x fp16 (32 B)                  super-block scale of each row
+//   dmin    16 x fp16 (32 B, Q4_K/Q5_K)       super-block min scale of each row
+//   scales  kScaleCount x 16 bytes            byte 16j + r = sc_j of row r (uint8; Q6_K: int8)
+//   mins    8 x 16 bytes (Q4_K/Q5_K)          byte 16j + r = m_j of row r (uint8)
+//   8 sub-tiles (SubTileLayout), sub-block j = weights 32j..32j+31 of the super-block.
+// Q4_K/Q5_K: w = (d sc_j) u - (dmin m_j), sc_j and m_j 6-bit, a scale per 32 weights.
+// Q6_K: w = (d sc_j) (u - 32), a scale per 16 weights: sub-tile j's low nibbles use
+// sc_2j, its high nibbles sc_2j+1. Sizes (file: 16 blocks): Q4_K 2368 B (2304), Q5_K
+// 2880 B (2816), Q6_K 3360 B (3360).
+template <int Bits>
+struct SuperLayout {
+  static constexpr Family kFamily = Family::Super;
+  static constexpr int kBits = Bits;
+  static constexpr bool kHasMin = Bits != 6;
+  static constexpr int kSubBlocks = 8;  // 32-weight sub-blocks (the activations' blocks)
+  static constexpr int kScaleCount = Bits == 6 ? 16 : 8;
+  static constexpr int64_t kDAt = 0;
+  static constexpr int64_t kDminAt = 2 * kGroupRows;
+  static constexpr int64_t kScalesAt = kHasMin ? 4 * kGroupRows : 2 * kGroupRows;
+  static constexpr int64_t kMinsAt = kScalesAt + kGroupRows * kScaleCount;
+  static constexpr int64_t kSubTilesAt = kMinsAt + (kHasMin ? kGroupRows * kSubBlocks : 0);
+  using Sub = SubTileLayout<Bits>;
+  static constexpr int64_t kTileBytes = kSubTilesAt + kSubBlocks * Sub::kTileBytes;
+};
+
+// One dense tile = 16 rows x one column: 16 x fp16 or bf16 (32 B), row r at 2r, so one
+// load converts to the column's 16 weights. Exactly the file's bytes.
+template <bool Brain>
+struct DenseLayout {
+  static constexpr Family kFamily = Family::Dense;
+  static constexpr bool kBrainFloat = Brain;  // bf16: the high half of a float32
+  static constexpr int64_t kTileBytes = 2 * kGroupRows;
 };
 
 template <QuantType T>
@@ -46,6 +96,16 @@ template <>
 struct Layout<QuantType::Q5_0> : TileLayout<5, false, -16> {};
 template <>
 struct Layout<QuantType::Q5_1> : TileLayout<5, true, 0> {};
+template <>
+struct Layout<QuantType::Q4_K> : SuperLayout<4> {};
+template <>
+struct Layout<QuantType::Q5_K> : SuperLayout<5> {};
+template <>
+struct Layout<QuantType::Q6_K> : SuperLayout<6> {};
+template <>
+struct Layout<QuantType::F16> : DenseLayout<false> {};
+template <>
+struct Layout<QuantType::BF16> : DenseLayout<true> {};
 
 // Calls f.template operator()<Layout<type>>(). Only ever instantiated with a lambda local
 // to one file, so each instantiation is private to the file (and its instruction set).
@@ -57,6 +117,11 @@ void with_layout(QuantType type, F&& f) {
     case QuantType::Q4_1: f.template operator()<Layout<QuantType::Q4_1>>(); break;
     case QuantType::Q5_0: f.template operator()<Layout<QuantType::Q5_0>>(); break;
     case QuantType::Q5_1: f.template operator()<Layout<QuantType::Q5_1>>(); break;
+    case QuantType::Q4_K: f.template operator()<Layout<QuantType::Q4_K>>(); break;
+    case QuantType::Q5_K: f.template operator()<Layout<QuantType::Q5_K>>(); break;
+    case QuantType::Q6_K: f.template operator()<Layout<QuantType::Q6_K>>(); break;
+    case QuantType::F16: f.template operator()<Layout<QuantType::F16>>(); break;
+    case QuantType::BF16: f.template operator()<Layout<QuantType::BF16>>(); break;
   }
 }
 
@@ -66,8 +131,8 @@ struct PackedView {
   const uint8_t* data;
   QuantType type;
   int64_t rows;    // N
-  int64_t cols;    // K, a multiple of 32
-  int64_t blocks;  // K / 32
+  int64_t cols;    // K, a multiple of block_weights(type)
+  int64_t blocks;  // tiles per group: K / block_weights(type)
   int64_t groups;  // ceil(N / 16)
 };
 
@@ -76,6 +141,7 @@ struct Int8View {
   const int8_t* q;  // (rows, cols)
   const float* d;   // (rows, blocks)
   const float* s;   // (rows, blocks)
+  const int32_t* half_sums;  // (rows, cols / 16): sum of q over each 16 values (Q6_K's scale groups)
   int64_t rows;     // M
   int64_t cols;     // K
 };
@@ -87,7 +153,7 @@ using MatmulFloatFn = void (*)(const PackedView& w, const float* x, int64_t rows
                                int64_t ldo, int64_t g0, int64_t g1);
 
 struct KernelTable {
-  MatmulInt8Fn matmul_int8;    // int8 activations (the fast path)
+  MatmulInt8Fn matmul_int8;    // int8 activations (the fast path; not for has_int8_kernel() == false)
   MatmulFloatFn matmul_float;  // float activations, weights dequantized block by block
 };
 

@@ -21,7 +21,8 @@ struct GroupRange {
 inline GroupRange all_groups(const PackedMatrix& w) { return {0, w.groups()}; }
 
 // Int8 activations (x as quantized last): out[m * ldo + n] = sum_k x[m, k] * W[n, k].
-// ValueError if x.cols() != K, ldo < N or the range is not within [0, groups].
+// ValueError if W's type has no int8 kernel (F16, BF16: has_int8_kernel), x.cols() != K,
+// ldo < N or the range is not within [0, groups].
 void matmul_int8(const PackedMatrix& w, const QuantizedActivations& x, float* out, int64_t ldo, GroupRange groups,
                  CpuPath path);
 
