@@ -4,7 +4,8 @@
 // 8-bit quants are turned back to signed (u - 128) and multiplied with llama.cpp's
 // sign trick (|w| x sign(x, w)), so their minimum term is already inside the dot.
 // Compiled with -mavx2 -mfma -mf16c (CMakeLists.txt); file-local, run only after
-// dispatch.cpp has checked the CPU.
+// dispatch.cpp has checked the CPU. The per-chunk helpers are always inlined: GCC would
+// otherwise call them out of line, passing vectors through memory (3x slower for Q5/Q6).
 #include <immintrin.h>
 
 #include <cstdint>
@@ -37,37 +38,37 @@ int32_t load_i32(const int8_t* p) {
   return v;
 }
 
-// `value` in byte i where bit i of the 32 bits at p is set (llama.cpp's bytes_from_bits_32).
-__m256i bytes_from_bits(const uint8_t* p, char value) {
-  uint32_t bits;
-  std::memcpy(&bits, p, 4);
-  const __m256i spread = _mm256_shuffle_epi8(
-      _mm256_set1_epi32(static_cast<int32_t>(bits)),
-      _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0x0000000000000000));
-  const __m256i set = _mm256_cmpeq_epi8(_mm256_or_si256(spread, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe)),
-                                        _mm256_set1_epi64x(-1));
-  return _mm256_and_si256(set, _mm256_set1_epi8(value));
+// Half h (rows 8h..8h+7) of quant vector v's high bits, moved to bits 4.. of each byte
+// (other bits are garbage: mask them), from the high-bit planes (kernel_abi.h).
+template <class L>
+[[gnu::always_inline]] inline __m256i high_bits(const uint8_t* tile, int h, int v) {
+  constexpr int per_byte = 8 / L::kExtraBits;
+  const __m256i plane = load_chunk(tile + L::kHighBitsAt + 64 * (v / per_byte) + 32 * h);
+  const int at = L::kExtraBits * (v % per_byte);  // the vector's bits in each byte; bits of
+  // the neighbouring byte that a 16-bit shift brings in land above bit 4 + E - 1
+  return at <= 4 ? _mm256_sll_epi16(plane, _mm_cvtsi32_si128(4 - at))
+                 : _mm256_srl_epi16(plane, _mm_cvtsi32_si128(at - 4));
 }
 
 // Half h of 4/5/6-bit chunk c: weights 4c..4c+3 (low) and 4c+16..4c+19 (high) of 8 rows
 // (a tile's or a K-quant sub-tile's quants).
 template <class L>
-void nibble_chunks(const uint8_t* tile, int h, int c, __m256i& low, __m256i& high) {
+[[gnu::always_inline]] inline void nibble_chunks(const uint8_t* tile, int h, int c, __m256i& low, __m256i& high) {
   const __m256i nibble = _mm256_set1_epi8(0x0F);
   const __m256i raw = load_chunk(tile + L::kQuantsAt + 64 * c + 32 * h);
   low = _mm256_and_si256(raw, nibble);
   high = _mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble);
-  for (int bit = 4; bit < L::kBits; ++bit) {  // a mask's bits 32h..32h+31 belong to rows 8h..8h+7
-    const uint8_t* masks = tile + L::kMasksAt + 64 * (bit - 4);
-    low = _mm256_or_si256(low, bytes_from_bits(masks + 8 * c + 4 * h, static_cast<char>(1 << bit)));
-    high = _mm256_or_si256(high, bytes_from_bits(masks + 8 * (c + 4) + 4 * h, static_cast<char>(1 << bit)));
+  if constexpr (L::kExtraBits > 0) {
+    const __m256i keep = _mm256_set1_epi8(static_cast<char>(((1 << L::kExtraBits) - 1) << 4));
+    low = _mm256_or_si256(low, _mm256_and_si256(high_bits<L>(tile, h, c), keep));
+    high = _mm256_or_si256(high, _mm256_and_si256(high_bits<L>(tile, h, c + 4), keep));
   }
 }
 
 // dot[m] (lane r) = sum_k w[r][k] * xq[m][k] over half h of a tile, where w is the
 // unsigned quant (4/5-bit) or the signed one (8-bit).
 template <class L, int MT>
-void tile_dots(const uint8_t* tile, int h, const int8_t* const* xq, __m256i* dot) {
+[[gnu::always_inline]] inline void tile_dots(const uint8_t* tile, int h, const int8_t* const* xq, __m256i* dot) {
   const __m256i ones = _mm256_set1_epi16(1);
   for (int m = 0; m < MT; ++m) dot[m] = _mm256_setzero_si256();
   if constexpr (L::kBits == 8) {
@@ -144,7 +145,8 @@ void int8_tile_rows(const PackedView& w, const Int8View& x, int64_t m0, float* o
 
 // acc[m] += W[:, k] * x[m][k] for the 4 weights k = k0..k0+3 held in each lane of u.
 template <int MT>
-void fma_lanes(__m256i u, __m256 d, __m256 mins, const float* const* xb, int k0, __m256* acc) {
+[[gnu::always_inline]] inline void fma_lanes(__m256i u, __m256 d, __m256 mins, const float* const* xb, int k0,
+                                             __m256* acc) {
   const __m256i byte = _mm256_set1_epi32(0xFF);
   for (int j = 0; j < 4; ++j, u = _mm256_srli_epi32(u, 8)) {
     const __m256 wk = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(_mm256_and_si256(u, byte)), mins);
@@ -190,7 +192,7 @@ void float_tile_rows(const PackedView& w, const float* x, int64_t ldx, int64_t m
 // The bytes at p of half h's 8 rows (scales or mins of one sub-block) times d, as floats:
 // exact, since d is an fp16 and the bytes have at most 8 bits.
 template <bool Signed>
-__m256 scaled_bytes(const uint8_t* p, int h, __m256 d) {
+[[gnu::always_inline]] inline __m256 scaled_bytes(const uint8_t* p, int h, __m256 d) {
   const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + kHalfRows * h));
   const __m256i ints = Signed ? _mm256_cvtepi8_epi32(bytes) : _mm256_cvtepu8_epi32(bytes);
   return _mm256_mul_ps(d, _mm256_cvtepi32_ps(ints));
@@ -200,8 +202,8 @@ __m256 scaled_bytes(const uint8_t* p, int h, __m256 d) {
 // first and second 16 weights, for half h's rows. The -32 offset starts each sum as -32 *
 // (sum of xq over the half). maddubs cannot saturate: 2 * 63 * 127 < 2^15.
 template <class S, int MT>
-void split_dots(const uint8_t* sub, int h, const int8_t* const* xq, const int32_t* const* half_sums, __m256i* dot_a,
-                __m256i* dot_b) {
+[[gnu::always_inline]] inline void split_dots(const uint8_t* sub, int h, const int8_t* const* xq,
+                                              const int32_t* const* half_sums, __m256i* dot_a, __m256i* dot_b) {
   const __m256i ones = _mm256_set1_epi16(1);
   for (int m = 0; m < MT; ++m) {
     dot_a[m] = _mm256_set1_epi32(-32 * half_sums[m][0]);
@@ -249,7 +251,8 @@ void int8_super_rows(const PackedView& w, const Int8View& x, int64_t m0, float* 
             tile_dots<S, MT>(sub, h, xq, dot);
             for (int m = 0; m < MT; ++m) {
               const int64_t xb = (m0 + m) * xblocks + b;
-              acc[m] = _mm256_fmadd_ps(_mm256_mul_ps(scale, _mm256_set1_ps(x.d[xb])), _mm256_cvtepi32_ps(dot[m]), acc[m]);
+              const __m256 scale_dx = _mm256_mul_ps(scale, _mm256_set1_ps(x.d[xb]));
+              acc[m] = _mm256_fmadd_ps(scale_dx, _mm256_cvtepi32_ps(dot[m]), acc[m]);
               acc[m] = _mm256_fnmadd_ps(min, _mm256_set1_ps(x.s[xb]), acc[m]);
             }
           } else {
@@ -317,7 +320,7 @@ void float_super_rows(const PackedView& w, const float* x, int64_t ldx, int64_t 
 // column's 32 bytes are read once.
 
 template <class L>
-__m256 load_dense(const uint8_t* p) {
+[[gnu::always_inline]] inline __m256 load_dense(const uint8_t* p) {
   const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
   if constexpr (L::kBrainFloat)
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));

@@ -3,7 +3,8 @@
 // unsigned weight quants with broadcast int8 activations (4 per 32-bit lane), then
 //   acc += (d_w * d_x) * dot + min_w * s_x      per activation row and block.
 // Compiled with -mavx512f/bw/vl/vnni (CMakeLists.txt); everything here is file-local and
-// runs only after dispatch.cpp has checked the CPU.
+// runs only after dispatch.cpp has checked the CPU. The per-chunk helpers are always
+// inlined: GCC would otherwise call them out of line, passing vectors through memory.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -35,31 +36,36 @@ int32_t load_i32(const int8_t* p) {
   return v;
 }
 
-__mmask64 load_mask(const uint8_t* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return _cvtu64_mask64(v);
+// The high bits of quant vector v (0..7) moved to bits 4.. of each byte (other bits are
+// garbage: mask them), from the high-bit planes (kernel_abi.h).
+template <class L>
+[[gnu::always_inline]] inline __m512i high_bits(const uint8_t* tile, int v) {
+  constexpr int per_byte = 8 / L::kExtraBits;
+  const __m512i plane = load_chunk(tile + L::kHighBitsAt + 64 * (v / per_byte));
+  const int at = L::kExtraBits * (v % per_byte);  // the vector's bits in each byte; bits of
+  // the neighbouring byte that a 16-bit shift brings in land above bit 4 + E - 1
+  return at <= 4 ? _mm512_sll_epi16(plane, _mm_cvtsi32_si128(4 - at))
+                 : _mm512_srl_epi16(plane, _mm_cvtsi32_si128(at - 4));
 }
 
 // The two 64-byte quant vectors of 4/5/6-bit chunk c: weights 4c..4c+3 and 4c+16..4c+19
 // of each row, as unsigned bytes (a tile's or a K-quant sub-tile's quants).
 template <class L>
-void nibble_chunks(const uint8_t* tile, int c, __m512i& low, __m512i& high) {
+[[gnu::always_inline]] inline void nibble_chunks(const uint8_t* tile, int c, __m512i& low, __m512i& high) {
   const __m512i nibble = _mm512_set1_epi8(0x0F);
   const __m512i raw = load_chunk(tile + L::kQuantsAt + 64 * c);
   low = _mm512_and_si512(raw, nibble);
   high = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
-  for (int bit = 4; bit < L::kBits; ++bit) {  // 8 masks per extra bit
-    const uint8_t* masks = tile + L::kMasksAt + 64 * (bit - 4);
-    const __m512i value = _mm512_set1_epi8(static_cast<char>(1 << bit));
-    low = _mm512_mask_add_epi8(low, load_mask(masks + 8 * c), low, value);
-    high = _mm512_mask_add_epi8(high, load_mask(masks + 8 * (c + 4)), high, value);
+  if constexpr (L::kExtraBits > 0) {
+    const __m512i keep = _mm512_set1_epi8(static_cast<char>(((1 << L::kExtraBits) - 1) << 4));
+    low = _mm512_ternarylogic_epi32(low, high_bits<L>(tile, c), keep, 0xF8);  // low | (bits & keep)
+    high = _mm512_ternarylogic_epi32(high, high_bits<L>(tile, c + 4), keep, 0xF8);
   }
 }
 
 // dot[m] (lane r) = sum_k u[r][k] * xq[m][k] over one tile.
 template <class L, int MT>
-void tile_dots(const uint8_t* tile, const int8_t* const* xq, __m512i* dot) {
+[[gnu::always_inline]] inline void tile_dots(const uint8_t* tile, const int8_t* const* xq, __m512i* dot) {
   for (int m = 0; m < MT; ++m) dot[m] = _mm512_setzero_si512();
   if constexpr (L::kBits == 8) {
     for (int c = 0; c < 8; ++c) {
@@ -118,7 +124,8 @@ void int8_tile_rows(const PackedView& w, const Int8View& x, int64_t m0, float* o
 
 // acc[m] += W[:, k] * x[m][k] for the 4 weights k = k0..k0+3 held in each lane of u.
 template <int MT>
-void fma_lanes(__m512i u, __m512 d, __m512 mins, const float* const* xb, int k0, __m512* acc) {
+[[gnu::always_inline]] inline void fma_lanes(__m512i u, __m512 d, __m512 mins, const float* const* xb, int k0,
+                                             __m512* acc) {
   const __m512i byte = _mm512_set1_epi32(0xFF);
   for (int j = 0; j < 4; ++j, u = _mm512_srli_epi32(u, 8)) {
     const __m512 wk = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(_mm512_and_si512(u, byte)), mins);
@@ -160,7 +167,7 @@ void float_tile_rows(const PackedView& w, const float* x, int64_t ldx, int64_t m
 // 16 rows' bytes at p (scales or mins of one sub-block) times d, as floats: exact, since
 // d is an fp16 and the bytes have at most 8 bits.
 template <bool Signed>
-__m512 scaled_bytes(const uint8_t* p, __m512 d) {
+[[gnu::always_inline]] inline __m512 scaled_bytes(const uint8_t* p, __m512 d) {
   const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
   const __m512i ints = Signed ? _mm512_cvtepi8_epi32(bytes) : _mm512_cvtepu8_epi32(bytes);
   return _mm512_mul_ps(d, _mm512_cvtepi32_ps(ints));
@@ -170,8 +177,8 @@ __m512 scaled_bytes(const uint8_t* p, __m512 d) {
 // first and second 16 weights (each has its own scale). The -32 offset starts each sum
 // as -32 * (sum of xq over the half), from the activations' half sums.
 template <class S, int MT>
-void split_dots(const uint8_t* sub, const int8_t* const* xq, const int32_t* const* half_sums, __m512i* dot_a,
-                __m512i* dot_b) {
+[[gnu::always_inline]] inline void split_dots(const uint8_t* sub, const int8_t* const* xq,
+                                              const int32_t* const* half_sums, __m512i* dot_a, __m512i* dot_b) {
   for (int m = 0; m < MT; ++m) {
     dot_a[m] = _mm512_set1_epi32(-32 * half_sums[m][0]);
     dot_b[m] = _mm512_set1_epi32(-32 * half_sums[m][1]);
@@ -276,7 +283,7 @@ void float_super_rows(const PackedView& w, const float* x, int64_t ldx, int64_t 
 // --- F16 / BF16: a tile is one column of 16 rows.
 
 template <class L>
-__m512 load_dense(const uint8_t* p) {
+[[gnu::always_inline]] inline __m512 load_dense(const uint8_t* p) {
   const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
   if constexpr (L::kBrainFloat)
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));

@@ -26,15 +26,17 @@ float load_half(const uint8_t* p) {
   return fp16_to_float(h);
 }
 
-// Quant k (0..31) of row r in the nibble (+ masks) format of a 4/5/6-bit tile or sub-tile.
+// Quant k (0..31) of row r in the nibble (+ high-bit planes) format of a 4/5/6-bit tile
+// or sub-tile: byte 4r + k%4 of vector v = k/4, whose high bits are in plane v / (8/E).
 template <class L>
 int32_t small_quant(const uint8_t* tile, int r, int k) {
   const int low = k % 16;
   int32_t u = (tile[L::kQuantsAt + 64 * (low / 4) + 4 * r + low % 4] >> (k < 16 ? 0 : 4)) & 0xF;
-  for (int bit = 4; bit < L::kBits; ++bit) {
-    uint64_t mask;
-    std::memcpy(&mask, tile + L::kMasksAt + 64 * (bit - 4) + 8 * (k / 4), 8);
-    u |= static_cast<int32_t>((mask >> (4 * r + k % 4)) & 1u) << bit;
+  if constexpr (L::kExtraBits > 0) {
+    constexpr int per_byte = 8 / L::kExtraBits;
+    const int v = k / 4;
+    const int plane_byte = tile[L::kHighBitsAt + 64 * (v / per_byte) + 4 * r + k % 4];
+    u |= ((plane_byte >> (L::kExtraBits * (v % per_byte))) & ((1 << L::kExtraBits) - 1)) << 4;
   }
   return u;
 }
@@ -115,7 +117,8 @@ void matmul_int8(const PackedView& w, const Int8View& x, float* out, int64_t ldo
               if (t.scale[r][0] == t.scale[r][1])
                 acc[m][r] += t.scale[r][0] * dx * static_cast<float>(dot[0] + dot[1]);
               else
-                acc[m][r] += t.scale[r][0] * dx * static_cast<float>(dot[0]) + t.scale[r][1] * dx * static_cast<float>(dot[1]);
+                acc[m][r] += t.scale[r][0] * dx * static_cast<float>(dot[0]) +
+                             t.scale[r][1] * dx * static_cast<float>(dot[1]);
               acc[m][r] += t.min[r] * sx;
             }
           }

@@ -27,19 +27,27 @@ uint16_t load_u16(const uint8_t* p) {
 
 float load_half(const uint8_t* p) { return fp16_to_float(load_u16(p)); }
 
-// --- 4/5/6-bit quants of 32 weights x 16 rows (the nibble + mask formats of kernel_abi.h)
+// --- 4/5/6-bit quants of 32 weights x 16 rows (the nibble + high-bit plane formats of
+// kernel_abi.h); weight k of row r is in byte 4r + k%4 of vector k/4.
+
+// Where the high bits of weight k of row r are: their byte and bit offset.
+template <class L>
+int64_t high_bits_byte(int r, int k, int& shift) {
+  constexpr int per_byte = 8 / L::kExtraBits;  // vectors sharing a plane byte
+  const int v = k / 4;
+  shift = L::kExtraBits * (v % per_byte);
+  return L::kHighBitsAt + 64 * (v / per_byte) + 4 * r + k % 4;
+}
 
 // Stores quant u of weight k (0..31) of row r. The tile starts zeroed.
 template <class L>
 void set_quant(uint8_t* tile, int r, int k, uint32_t u) {
   const int low = k % 16;
   tile[L::kQuantsAt + 64 * (low / 4) + 4 * r + low % 4] |= static_cast<uint8_t>((u & 0xFu) << (k < 16 ? 0 : 4));
-  for (int bit = 4; bit < L::kBits; ++bit) {
-    uint8_t* mask = tile + L::kMasksAt + 64 * (bit - 4) + 8 * (k / 4);
-    uint64_t m;
-    std::memcpy(&m, mask, 8);
-    m |= static_cast<uint64_t>((u >> bit) & 1u) << (4 * r + k % 4);
-    std::memcpy(mask, &m, 8);
+  if constexpr (L::kExtraBits > 0) {
+    int shift;
+    const int64_t at = high_bits_byte<L>(r, k, shift);
+    tile[at] |= static_cast<uint8_t>(((u >> 4) & ((1u << L::kExtraBits) - 1)) << shift);
   }
 }
 
@@ -49,10 +57,10 @@ uint32_t get_quant(const uint8_t* tile, int r, int k) {
   if constexpr (L::kBits == 8) return tile[L::kQuantsAt + 64 * (k / 4) + 4 * r + k % 4];
   const int low = k % 16;
   uint32_t u = (tile[L::kQuantsAt + 64 * (low / 4) + 4 * r + low % 4] >> (k < 16 ? 0 : 4)) & 0xFu;
-  for (int bit = 4; bit < L::kBits; ++bit) {
-    uint64_t m;
-    std::memcpy(&m, tile + L::kMasksAt + 64 * (bit - 4) + 8 * (k / 4), 8);
-    u |= static_cast<uint32_t>((m >> (4 * r + k % 4)) & 1u) << bit;
+  if constexpr (L::kExtraBits > 0) {
+    int shift;
+    const int64_t at = high_bits_byte<L>(r, k, shift);
+    u |= ((static_cast<uint32_t>(tile[at]) >> shift) & ((1u << L::kExtraBits) - 1)) << 4;
   }
   return u;
 }
@@ -91,7 +99,8 @@ void dequantize_block_row(const uint8_t* tile, int r, float* out) {
     for (int k = 0; k < 32; ++k) out[k] = d * static_cast<float>(get_quant<L>(tile, r, k)) + m;
   } else {
     // d * (u + offset): exact, as the file's d * q is
-    for (int k = 0; k < 32; ++k) out[k] = d * static_cast<float>(static_cast<int>(get_quant<L>(tile, r, k)) + L::kOffset);
+    for (int k = 0; k < 32; ++k)
+      out[k] = d * static_cast<float>(static_cast<int>(get_quant<L>(tile, r, k)) + L::kOffset);
   }
 }
 
@@ -156,7 +165,8 @@ void dequantize_super_row(const uint8_t* tile, int r, float* out) {
     if constexpr (L::kHasMin) {
       // gguf: (d * sc) * u - dmin * m in float32; both products are exact, one rounding
       const float scale = d * static_cast<float>(tile[L::kScalesAt + kGroupRows * (w / 32) + r]);
-      const float min = load_half(tile + L::kDminAt + 2 * r) * static_cast<float>(tile[L::kMinsAt + kGroupRows * (w / 32) + r]);
+      const float dmin = load_half(tile + L::kDminAt + 2 * r);
+      const float min = dmin * static_cast<float>(tile[L::kMinsAt + kGroupRows * (w / 32) + r]);
       out[w] = scale * static_cast<float>(u) - min;
     } else {
       const auto sc = static_cast<int8_t>(tile[L::kScalesAt + kGroupRows * (w / 16) + r]);

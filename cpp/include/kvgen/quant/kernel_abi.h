@@ -19,10 +19,15 @@ enum class Family { Block, Super, Dense };
 // One tile = 16 rows x one 32-weight block, stored as
 //   scales  16 x fp16 (32 B)                 d of each row
 //   mins    16 x fp16 (32 B, *_1 types)      m of each row
-//   masks    8 x uint64 (64 B, Q5 types)     5th bits: bit 4r+j of mask c = bit of weight 4c+j of row r
+//   high    64 B (Q5 types)                  a high-bit plane: the 5th bits (below)
 //   quants  256 B (4/5-bit) or 512 B (8-bit) 32-bit lane r of each 64-byte chunk = 4 weights of row r
 // 4/5-bit chunk c (0..3), byte 4r+j: low nibble = weight 4c+j, high nibble = weight 4c+16+j
 // (the file's own nibble order). 8-bit chunk c (0..7), byte 4r+j: weight 4c+j as q + 128.
+// High-bit planes (5- and 6-bit quants, E = bits - 4 planes of 64 B): call the nibbles
+// "vector v" (0..7): v < 4 the low nibbles of chunk v, v >= 4 the high nibbles of chunk
+// v - 4, so byte 4r+j of vector v is weight 4v+j of row r. Byte 4r+j of plane p holds the
+// bits above the nibble of that byte in the 8 / E vectors v = p * 8/E + i, at bits
+// E*i..E*i+E-1. One shift and a mask put a vector's high bits in place (bits 4..).
 // The stored quant u is unsigned; w = d * u + min, where min is m (*_1 types) or
 // kOffset * d (Q4_0: -8, Q5_0: -16, Q8_0: -128). Tiles are exactly 16 file blocks in size.
 template <int Bits, bool HasMin, int Offset>
@@ -33,19 +38,21 @@ struct TileLayout {
   static constexpr int kOffset = Offset;  // min = kOffset * d when !kHasMin
   static constexpr int64_t kScalesAt = 0;
   static constexpr int64_t kMinsAt = 2 * kGroupRows;
-  static constexpr int64_t kMasksAt = kMinsAt + (HasMin ? 2 * kGroupRows : 0);
-  static constexpr int64_t kQuantsAt = kMasksAt + (Bits == 5 ? 8 * 8 : 0);
+  static constexpr int kExtraBits = Bits == 5 ? 1 : 0;  // high-bit planes
+  static constexpr int64_t kHighBitsAt = kMinsAt + (HasMin ? 2 * kGroupRows : 0);
+  static constexpr int64_t kQuantsAt = kHighBitsAt + 64 * kExtraBits;
   static constexpr int64_t kTileBytes = kQuantsAt + (Bits == 8 ? 512 : 256);
 };
 
-// The quants of one 32-weight sub-block of a K-quant tile, in the 4/5-bit formats above:
-// for 5 and 6 bits, 8 masks of the 5th bits (value 16), for 6 bits then 8 masks of the
-// 6th bits (value 32), then 256 B of nibbles. The stored quant u is unsigned (0..63).
+// The quants of one 32-weight sub-block of a K-quant tile, in the formats above: Bits - 4
+// high-bit planes (none, one: 5th bits, or two: 5th and 6th bits), then 256 B of nibbles.
+// The stored quant u is unsigned (0..63).
 template <int Bits>
 struct SubTileLayout {
   static constexpr int kBits = Bits;
-  static constexpr int64_t kMasksAt = 0;
-  static constexpr int64_t kQuantsAt = 8 * 8 * (Bits - 4);
+  static constexpr int kExtraBits = Bits - 4;
+  static constexpr int64_t kHighBitsAt = 0;
+  static constexpr int64_t kQuantsAt = 64 * kExtraBits;
   static constexpr int64_t kTileBytes = kQuantsAt + 256;
 };
 
