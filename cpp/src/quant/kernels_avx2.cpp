@@ -331,20 +331,29 @@ template <class L>
 template <class L, int MT>
 void float_dense_rows(const PackedView& w, const float* x, int64_t ldx, int64_t m0, float* out, int64_t ldo,
                       int64_t g0, int64_t g1) {
+  // Independent FMA chains over consecutive columns: with few activation rows one chain
+  // would wait on the FMA latency at every column (16 registers: at most 8 accumulators).
+  constexpr int chains = MT == 1 ? 4 : (MT == 2 ? 2 : 1);
   for (int64_t g = g0; g < g1; ++g) {
     const uint8_t* tile = w.data + g * w.blocks * L::kTileBytes;
-    __m256 acc[2][MT];  // [half][m]
-    for (int m = 0; m < MT; ++m) acc[0][m] = acc[1][m] = _mm256_setzero_ps();
-    for (int64_t k = 0; k < w.blocks; ++k, tile += L::kTileBytes) {
-      const __m256 w0 = load_dense<L>(tile), w1 = load_dense<L>(tile + 16);
-      for (int m = 0; m < MT; ++m) {
-        const __m256 xk = _mm256_set1_ps(x[(m0 + m) * ldx + k]);
-        acc[0][m] = _mm256_fmadd_ps(w0, xk, acc[0][m]);
-        acc[1][m] = _mm256_fmadd_ps(w1, xk, acc[1][m]);
+    __m256 acc[chains][2][MT];  // [chain][half][m]
+    for (int c = 0; c < chains; ++c)
+      for (int m = 0; m < MT; ++m) acc[c][0][m] = acc[c][1][m] = _mm256_setzero_ps();
+    for (int64_t k0 = 0; k0 < w.blocks; k0 += chains)
+      for (int c = 0; c < chains && k0 + c < w.blocks; ++c) {
+        const uint8_t* column = tile + (k0 + c) * L::kTileBytes;
+        const __m256 w0 = load_dense<L>(column), w1 = load_dense<L>(column + 16);
+        for (int m = 0; m < MT; ++m) {
+          const __m256 xk = _mm256_set1_ps(x[(m0 + m) * ldx + k0 + c]);
+          acc[c][0][m] = _mm256_fmadd_ps(w0, xk, acc[c][0][m]);
+          acc[c][1][m] = _mm256_fmadd_ps(w1, xk, acc[c][1][m]);
+        }
       }
-    }
+    for (int c = 1; c < chains; ++c)
+      for (int h = 0; h < 2; ++h)
+        for (int m = 0; m < MT; ++m) acc[0][h][m] = _mm256_add_ps(acc[0][h][m], acc[c][h][m]);
     for (int h = 0; h < 2; ++h)
-      store_half<MT>(acc[h], rows_in_half(w, g, h), out + m0 * ldo + g * kGroupRows + h * kHalfRows, ldo);
+      store_half<MT>(acc[0][h], rows_in_half(w, g, h), out + m0 * ldo + g * kGroupRows + h * kHalfRows, ldo);
   }
 }
 

@@ -294,15 +294,23 @@ template <class L>
 template <class L, int MT>
 void float_dense_rows(const PackedView& w, const float* x, int64_t ldx, int64_t m0, float* out, int64_t ldo,
                       int64_t g0, int64_t g1) {
+  // Independent FMA chains over consecutive columns: with few activation rows one chain
+  // would wait on the FMA latency at every column.
+  constexpr int chains = MT <= 2 ? 4 : (MT <= 4 ? 2 : 1);
   for (int64_t g = g0; g < g1; ++g) {
     const uint8_t* tile = w.data + g * w.blocks * L::kTileBytes;
-    __m512 acc[MT];
-    for (int m = 0; m < MT; ++m) acc[m] = _mm512_setzero_ps();
-    for (int64_t k = 0; k < w.blocks; ++k, tile += L::kTileBytes) {
-      const __m512 wk = load_dense<L>(tile);
-      for (int m = 0; m < MT; ++m) acc[m] = _mm512_fmadd_ps(wk, _mm512_set1_ps(x[(m0 + m) * ldx + k]), acc[m]);
-    }
-    store_group<MT>(acc, rows_in_group(w, g), out + m0 * ldo + g * kGroupRows, ldo);
+    __m512 acc[chains][MT];
+    for (int c = 0; c < chains; ++c)
+      for (int m = 0; m < MT; ++m) acc[c][m] = _mm512_setzero_ps();
+    for (int64_t k0 = 0; k0 < w.blocks; k0 += chains)
+      for (int c = 0; c < chains && k0 + c < w.blocks; ++c) {
+        const __m512 wk = load_dense<L>(tile + (k0 + c) * L::kTileBytes);
+        for (int m = 0; m < MT; ++m)
+          acc[c][m] = _mm512_fmadd_ps(wk, _mm512_set1_ps(x[(m0 + m) * ldx + k0 + c]), acc[c][m]);
+      }
+    for (int c = 1; c < chains; ++c)
+      for (int m = 0; m < MT; ++m) acc[0][m] = _mm512_add_ps(acc[0][m], acc[c][m]);
+    store_group<MT>(acc[0], rows_in_group(w, g), out + m0 * ldo + g * kGroupRows, ldo);
   }
 }
 

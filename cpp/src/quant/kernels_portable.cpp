@@ -12,12 +12,13 @@ namespace kvgen::quant {
 
 namespace {
 
-// 16 rows x 32 weights unpacked: w[r][k] = scale[r][k / 16] * q[r][k] + min[r]. The two
-// scales per row differ only for Q6_K (a scale per 16 weights).
+// 16 rows x 32 weights unpacked, rows innermost (so loops over the rows vectorize):
+// w[r][k] = scale[k / 16][r] * q[k][r] + min[r]. The two scales of a row differ only for
+// Q6_K (a scale per 16 weights).
 struct Unit {
-  float scale[kGroupRows][2];
+  float scale[2][kGroupRows];
   float min[kGroupRows];
-  int32_t q[kGroupRows][kBlockSize];
+  int32_t q[kBlockSize][kGroupRows];
 };
 
 float load_half(const uint8_t* p) {
@@ -26,30 +27,36 @@ float load_half(const uint8_t* p) {
   return fp16_to_float(h);
 }
 
-// Quant k (0..31) of row r in the nibble (+ high-bit planes) format of a 4/5/6-bit tile
-// or sub-tile: byte 4r + k%4 of vector v = k/4, whose high bits are in plane v / (8/E).
+// The quants u of a 4/5/6-bit tile or sub-tile into q[k][r] (kernel_abi.h): byte 4r+j of
+// nibble vector v holds weight 4v+j (v < 4 low nibbles of chunk v, else high nibbles of
+// chunk v - 4), and its high bits are in plane v / (8/E), at bits E * (v % (8/E)).
 template <class L>
-int32_t small_quant(const uint8_t* tile, int r, int k) {
-  const int low = k % 16;
-  int32_t u = (tile[L::kQuantsAt + 64 * (low / 4) + 4 * r + low % 4] >> (k < 16 ? 0 : 4)) & 0xF;
+void unpack_quants(const uint8_t* tile, int32_t (*q)[kGroupRows]) {
+  for (int v = 0; v < 8; ++v)
+    for (int r = 0; r < kGroupRows; ++r)
+      for (int j = 0; j < 4; ++j)
+        q[4 * v + j][r] = (tile[L::kQuantsAt + 64 * (v % 4) + 4 * r + j] >> (v < 4 ? 0 : 4)) & 0xF;
   if constexpr (L::kExtraBits > 0) {
-    constexpr int per_byte = 8 / L::kExtraBits;
-    const int v = k / 4;
-    const int plane_byte = tile[L::kHighBitsAt + 64 * (v / per_byte) + 4 * r + k % 4];
-    u |= ((plane_byte >> (L::kExtraBits * (v % per_byte))) & ((1 << L::kExtraBits) - 1)) << 4;
+    constexpr int per_byte = 8 / L::kExtraBits, mask = (1 << L::kExtraBits) - 1;
+    for (int v = 0; v < 8; ++v)
+      for (int r = 0; r < kGroupRows; ++r)
+        for (int j = 0; j < 4; ++j) {
+          const int plane_byte = tile[L::kHighBitsAt + 64 * (v / per_byte) + 4 * r + j];
+          q[4 * v + j][r] |= ((plane_byte >> (L::kExtraBits * (v % per_byte))) & mask) << 4;
+        }
   }
-  return u;
 }
 
 template <class L>
 void unpack_block_tile(const uint8_t* tile, Unit& t) {
   for (int r = 0; r < kGroupRows; ++r) {
     const float d = load_half(tile + L::kScalesAt + 2 * r);
-    t.scale[r][0] = t.scale[r][1] = d;
+    t.scale[0][r] = t.scale[1][r] = d;
     t.min[r] = L::kHasMin ? load_half(tile + L::kMinsAt + 2 * r) : static_cast<float>(L::kOffset) * d;
-    for (int k = 0; k < kBlockSize; ++k)
-      t.q[r][k] = L::kBits == 8 ? tile[L::kQuantsAt + 64 * (k / 4) + 4 * r + k % 4] : small_quant<L>(tile, r, k);
+    if constexpr (L::kBits == 8)
+      for (int k = 0; k < kBlockSize; ++k) t.q[k][r] = tile[L::kQuantsAt + 64 * (k / 4) + 4 * r + k % 4];
   }
+  if constexpr (L::kBits != 8) unpack_quants<L>(tile, t.q);
 }
 
 // Sub-block j (0..7) of a K-quant tile.
@@ -60,15 +67,18 @@ void unpack_super_unit(const uint8_t* tile, int j, Unit& t) {
   for (int r = 0; r < kGroupRows; ++r) {
     const float d = load_half(tile + L::kDAt + 2 * r);
     if constexpr (L::kHasMin) {
-      t.scale[r][0] = t.scale[r][1] = d * static_cast<float>(tile[L::kScalesAt + kGroupRows * j + r]);
+      t.scale[0][r] = t.scale[1][r] = d * static_cast<float>(tile[L::kScalesAt + kGroupRows * j + r]);
       t.min[r] = -(load_half(tile + L::kDminAt + 2 * r) * static_cast<float>(tile[L::kMinsAt + kGroupRows * j + r]));
     } else {  // Q6_K: q = u - 32, a scale per half
       for (int h = 0; h < 2; ++h)
-        t.scale[r][h] = d * static_cast<float>(static_cast<int8_t>(tile[L::kScalesAt + kGroupRows * (2 * j + h) + r]));
+        t.scale[h][r] = d * static_cast<float>(static_cast<int8_t>(tile[L::kScalesAt + kGroupRows * (2 * j + h) + r]));
       t.min[r] = 0.0f;
     }
-    for (int k = 0; k < kBlockSize; ++k) t.q[r][k] = small_quant<S>(sub, r, k) - (L::kHasMin ? 0 : 32);
   }
+  unpack_quants<S>(sub, t.q);
+  if constexpr (!L::kHasMin)
+    for (int k = 0; k < kBlockSize; ++k)
+      for (int r = 0; r < kGroupRows; ++r) t.q[k][r] -= 32;
 }
 
 template <class L>
@@ -77,6 +87,15 @@ constexpr int units_per_tile() {
     return L::kSubBlocks;
   else
     return 1;
+}
+
+// Whether a unit's two 16-weight halves have their own scales (Q6_K).
+template <class L>
+constexpr bool split_scales() {
+  if constexpr (L::kFamily == Family::Super)
+    return !L::kHasMin;
+  else
+    return false;
 }
 
 template <class L>
@@ -111,14 +130,15 @@ void matmul_int8(const PackedView& w, const Int8View& x, float* out, int64_t ldo
           for (int64_t m = 0; m < mt; ++m) {
             const int8_t* xq = x.q + (m0 + m) * x.cols + xb * kBlockSize;
             const float dx = x.d[(m0 + m) * xblocks + xb], sx = x.s[(m0 + m) * xblocks + xb];
+            int32_t dot[2][kGroupRows] = {};  // per 16-weight half
+            for (int k = 0; k < kBlockSize; ++k)
+              for (int r = 0; r < kGroupRows; ++r) dot[k / 16][r] += t.q[k][r] * xq[k];
             for (int r = 0; r < kGroupRows; ++r) {
-              int32_t dot[2] = {0, 0};
-              for (int k = 0; k < kBlockSize; ++k) dot[k / 16] += t.q[r][k] * xq[k];
-              if (t.scale[r][0] == t.scale[r][1])
-                acc[m][r] += t.scale[r][0] * dx * static_cast<float>(dot[0] + dot[1]);
+              if constexpr (split_scales<L>())
+                acc[m][r] += t.scale[0][r] * dx * static_cast<float>(dot[0][r]) +
+                             t.scale[1][r] * dx * static_cast<float>(dot[1][r]);
               else
-                acc[m][r] += t.scale[r][0] * dx * static_cast<float>(dot[0]) +
-                             t.scale[r][1] * dx * static_cast<float>(dot[1]);
+                acc[m][r] += t.scale[0][r] * dx * static_cast<float>(dot[0][r] + dot[1][r]);
               acc[m][r] += t.min[r] * sx;
             }
           }
@@ -141,14 +161,13 @@ void matmul_float_quantized(const PackedView& w, const float* x, int64_t rows, i
       for (int64_t b = 0; b < w.blocks; ++b)
         for (int j = 0; j < units; ++j) {
           unpack_unit<L>(w.data + (g * w.blocks + b) * L::kTileBytes, j, t);
-          float wf[kGroupRows][kBlockSize];  // the unit's weights, dequantized once for all rows of x
-          for (int r = 0; r < kGroupRows; ++r)
-            for (int k = 0; k < kBlockSize; ++k)
-              wf[r][k] = t.scale[r][k / 16] * static_cast<float>(t.q[r][k]) + t.min[r];
+          float wf[kBlockSize][kGroupRows];  // the unit's weights, dequantized once for all rows of x
+          for (int k = 0; k < kBlockSize; ++k)
+            for (int r = 0; r < kGroupRows; ++r) wf[k][r] = t.scale[k / 16][r] * static_cast<float>(t.q[k][r]) + t.min[r];
           for (int64_t m = 0; m < mt; ++m) {
             const float* xb = x + (m0 + m) * ldx + (b * units + j) * kBlockSize;
-            for (int r = 0; r < kGroupRows; ++r)
-              for (int k = 0; k < kBlockSize; ++k) acc[m][r] += wf[r][k] * xb[k];
+            for (int k = 0; k < kBlockSize; ++k)
+              for (int r = 0; r < kGroupRows; ++r) acc[m][r] += wf[k][r] * xb[k];
           }
         }
       store_group(acc, rows_here, mt, out + m0 * ldo + g * kGroupRows, ldo);
