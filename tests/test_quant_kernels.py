@@ -199,8 +199,6 @@ def test_int8_mode_matches_float64(qtype, path):
 @pytest.mark.parametrize("qtype", TYPES)
 def test_packed_size_is_about_the_files(qtype):
     weights, block_bytes = BLOCK[qtype]
-    assert _core._quant_type_info(qtype) == {"block_weights": weights, "block_bytes": block_bytes,
-                                             "has_int8_kernel": qtype in INT8_TYPES}
     for rows in ROWS:
         for cols in cols_for(qtype):
             c = case(qtype, rows, cols)
@@ -213,6 +211,16 @@ def test_packed_size_is_about_the_files(qtype):
             else:  # the file's bytes plus the last group's padding
                 assert c.packed.nbytes == padded_rows * row_bytes
                 assert c.packed.nbytes - c.raw.nbytes < 16 * row_bytes
+
+
+@pytest.mark.parametrize("qtype", TYPES)
+def test_raw_size_is_checked_with_the_types_block_size(qtype):
+    """block_weights and block_bytes (quant_type.h), as the GGUF spec gives them."""
+    cols = cols_for(qtype)[-1]
+    c = case(qtype, 17, cols)
+    needed = 17 * cols // BLOCK[qtype][0] * BLOCK[qtype][1]
+    with pytest.raises(ValueError, match=f"{qtype} matrix \\[17, {cols}\\] needs {needed} bytes, got {needed - 1}"):
+        _core._quant_pack(c.raw[:-1], qtype, 17, cols)
 
 
 @pytest.mark.parametrize("qtype", TYPES)

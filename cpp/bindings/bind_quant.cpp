@@ -1,7 +1,6 @@
 // Private bindings of the quantized-weight kernels, for the tests and benchmarks:
 // _quant_pack(raw uint8 bytes, type, rows, cols) -> _QuantMatrix with matmul (int8 or
-// exact float activations, any CPU path this CPU runs) and dequantize_rows;
-// _quant_type_info(type) -> the size helpers of quant_type.h.
+// exact float activations, any CPU path this CPU runs) and dequantize_rows.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -126,17 +125,6 @@ void register_quant(py::module_& m) {
       py::arg("raw").noconvert(), py::arg("type"), py::arg("rows"), py::arg("cols"),
       "Repacks a GGUF tensor's raw block bytes (uint8) of `type` (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, "
       "Q6_K, F16, BF16).");
-  m.def(
-      "_quant_type_info",
-      [](const std::string& type) {
-        const quant::QuantType t = quant::parse_quant_type(type);
-        py::dict info;
-        info["block_weights"] = quant::block_weights(t);
-        info["block_bytes"] = quant::block_bytes(t);
-        info["has_int8_kernel"] = quant::has_int8_kernel(t);
-        return info;
-      },
-      py::arg("type"), "block_weights, block_bytes and has_int8_kernel of a GGUF type name.");
   m.def("_quant_cpu_path", [] { return quant::cpu_path_name(quant::active_cpu_path()); },
         "The kernel path in use (KVGEN_CPU_PATH or the best this CPU runs).");
   m.def("_quant_supported_paths", [] {
