@@ -12,7 +12,8 @@ has it: not F16 / BF16) x ragged shapes (rows not a multiple of 16, several bloc
 * exact mode (float activations): each weight is the file's value exactly (d * q is exact
   in float32 and the kernels round d * q + m once, as gguf-py does; K-quants: (d sc) q and
   dmin m are exact, one rounding; F16 / BF16 convert exactly), and each output is a chain
-  of K float32 FMAs, so |y - y64| <= (K + 2) u sum_k |w_k x_k|.
+  of K float32 FMAs (F16 / BF16: up to 4 chains of K/4, then 3 additions), so
+  |y - y64| <= (K + 2) u sum_k |w_k x_k|.
 * int8 mode, against the float64 product with the activations quantized as the kernel
   quantizes them (x^ = d q, d = max|x_b| / 127, q = round(x / d), simulated below in
   float32 exactly as the C++ does it): the integer dots are exact, and each of the
