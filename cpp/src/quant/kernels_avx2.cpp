@@ -1,6 +1,6 @@
 // AVX2 + FMA kernels over the same 16-row tiles, in two 8-row halves (one 256-bit
 // register = one value per row of a half). Int8 mode multiplies with maddubs + madd:
-// 4/5-bit quants (<= 31) times int8 activations cannot saturate maddubs' int16 pairs;
+// 4/5/6-bit quants (<= 63) times int8 activations cannot saturate maddubs' int16 pairs;
 // 8-bit quants are turned back to signed (u - 128) and multiplied with llama.cpp's
 // sign trick (|w| x sign(x, w)), so their minimum term is already inside the dot.
 // Compiled with -mavx2 -mfma -mf16c (CMakeLists.txt); file-local, run only after
@@ -187,7 +187,8 @@ void float_tile_rows(const PackedView& w, const float* x, int64_t ldx, int64_t m
 }
 
 // --- K-quants: per 256-weight tile, 8 sub-blocks of 32 weights, each one of the
-// activations' 32-blocks; a sub-block's quants are in the 4/5-bit tile formats above.
+// activations' 32-blocks; a sub-block's quants are in the nibble + high-bit plane formats
+// of the 32-weight tiles.
 
 // The bytes at p of half h's 8 rows (scales or mins of one sub-block) times d, as floats:
 // exact, since d is an fp16 and the bytes have at most 8 bits.
@@ -221,14 +222,48 @@ template <class S, int MT>
   }
 }
 
-// Activation rows [m0, m0 + MT) x groups [g0, g1) of a K-quant matrix, by 8-row halves:
-//   Q4_K/Q5_K: acc += (d sc_j d_x) dot - (dmin m_j) s_x    per sub-block j
+// Sub-block j of a K-quant tile (half h; d = its rows' super-block scales) against the
+// activations' block b of rows [m0, m0 + MT):
+//   Q4_K/Q5_K: acc += (d sc_j d_x) dot - (dmin m_j) s_x
 //   Q6_K:      acc += (d sc_2j d_x) dot_a + (d sc_2j+1 d_x) dot_b
+template <class L, int MT>
+[[gnu::always_inline]] inline void add_sub_block(const uint8_t* tile, int h, int j, __m256 d, const Int8View& x,
+                                                 int64_t m0, int64_t b, __m256* acc) {
+  using S = typename L::Sub;
+  const int64_t xblocks = x.cols / kBlockSize;
+  const uint8_t* sub = tile + L::kSubTilesAt + j * S::kTileBytes;
+  const int8_t* xq[MT];
+  for (int m = 0; m < MT; ++m) xq[m] = x.q + (m0 + m) * x.cols + b * kBlockSize;
+  if constexpr (L::kHasMin) {
+    const __m256 scale = scaled_bytes<false>(tile + L::kScalesAt + kGroupRows * j, h, d);
+    const __m256 dmin = load_halves(tile + L::kDminAt + 16 * h);
+    const __m256 min = scaled_bytes<false>(tile + L::kMinsAt + kGroupRows * j, h, dmin);
+    __m256i dot[MT];
+    tile_dots<S, MT>(sub, h, xq, dot);
+    for (int m = 0; m < MT; ++m) {
+      const int64_t xb = (m0 + m) * xblocks + b;
+      acc[m] = _mm256_fmadd_ps(_mm256_mul_ps(scale, _mm256_set1_ps(x.d[xb])), _mm256_cvtepi32_ps(dot[m]), acc[m]);
+      acc[m] = _mm256_fnmadd_ps(min, _mm256_set1_ps(x.s[xb]), acc[m]);
+    }
+  } else {
+    const __m256 scale_a = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j), h, d);
+    const __m256 scale_b = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j + 1), h, d);
+    const int32_t* half_sums[MT];
+    for (int m = 0; m < MT; ++m) half_sums[m] = x.half_sums + 2 * ((m0 + m) * xblocks + b);
+    __m256i dot_a[MT], dot_b[MT];
+    split_dots<S, MT>(sub, h, xq, half_sums, dot_a, dot_b);
+    for (int m = 0; m < MT; ++m) {
+      const __m256 dx = _mm256_set1_ps(x.d[(m0 + m) * xblocks + b]);
+      acc[m] = _mm256_fmadd_ps(_mm256_mul_ps(scale_a, dx), _mm256_cvtepi32_ps(dot_a[m]), acc[m]);
+      acc[m] = _mm256_fmadd_ps(_mm256_mul_ps(scale_b, dx), _mm256_cvtepi32_ps(dot_b[m]), acc[m]);
+    }
+  }
+}
+
+// Activation rows [m0, m0 + MT) x groups [g0, g1) of a K-quant matrix, by 8-row halves.
 template <class L, int MT>
 void int8_super_rows(const PackedView& w, const Int8View& x, int64_t m0, float* out, int64_t ldo, int64_t g0,
                      int64_t g1) {
-  using S = typename L::Sub;
-  const int64_t xblocks = x.cols / kBlockSize;
   for (int64_t g = g0; g < g1; ++g)
     for (int h = 0; h < 2; ++h) {
       const int64_t rows_here = rows_in_half(w, g, h);
@@ -238,37 +273,7 @@ void int8_super_rows(const PackedView& w, const Int8View& x, int64_t m0, float* 
       for (int m = 0; m < MT; ++m) acc[m] = _mm256_setzero_ps();
       for (int64_t sb = 0; sb < w.blocks; ++sb, tile += L::kTileBytes) {
         const __m256 d = load_halves(tile + L::kDAt + 16 * h);
-        for (int j = 0; j < L::kSubBlocks; ++j) {
-          const int64_t b = sb * L::kSubBlocks + j;  // the activations' block
-          const uint8_t* sub = tile + L::kSubTilesAt + j * S::kTileBytes;
-          const int8_t* xq[MT];
-          for (int m = 0; m < MT; ++m) xq[m] = x.q + (m0 + m) * x.cols + b * kBlockSize;
-          if constexpr (L::kHasMin) {
-            const __m256 scale = scaled_bytes<false>(tile + L::kScalesAt + kGroupRows * j, h, d);
-            const __m256 min =
-                scaled_bytes<false>(tile + L::kMinsAt + kGroupRows * j, h, load_halves(tile + L::kDminAt + 16 * h));
-            __m256i dot[MT];
-            tile_dots<S, MT>(sub, h, xq, dot);
-            for (int m = 0; m < MT; ++m) {
-              const int64_t xb = (m0 + m) * xblocks + b;
-              const __m256 scale_dx = _mm256_mul_ps(scale, _mm256_set1_ps(x.d[xb]));
-              acc[m] = _mm256_fmadd_ps(scale_dx, _mm256_cvtepi32_ps(dot[m]), acc[m]);
-              acc[m] = _mm256_fnmadd_ps(min, _mm256_set1_ps(x.s[xb]), acc[m]);
-            }
-          } else {
-            const __m256 scale_a = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j), h, d);
-            const __m256 scale_b = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j + 1), h, d);
-            const int32_t* half_sums[MT];
-            for (int m = 0; m < MT; ++m) half_sums[m] = x.half_sums + 2 * ((m0 + m) * xblocks + b);
-            __m256i dot_a[MT], dot_b[MT];
-            split_dots<S, MT>(sub, h, xq, half_sums, dot_a, dot_b);
-            for (int m = 0; m < MT; ++m) {
-              const __m256 dx = _mm256_set1_ps(x.d[(m0 + m) * xblocks + b]);
-              acc[m] = _mm256_fmadd_ps(_mm256_mul_ps(scale_a, dx), _mm256_cvtepi32_ps(dot_a[m]), acc[m]);
-              acc[m] = _mm256_fmadd_ps(_mm256_mul_ps(scale_b, dx), _mm256_cvtepi32_ps(dot_b[m]), acc[m]);
-            }
-          }
-        }
+        for (int j = 0; j < L::kSubBlocks; ++j) add_sub_block<L, MT>(tile, h, j, d, x, m0, sb * L::kSubBlocks + j, acc);
       }
       store_half<MT>(acc, rows_here, out + m0 * ldo + g * kGroupRows + h * kHalfRows, ldo);
     }

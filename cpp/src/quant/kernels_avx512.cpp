@@ -162,7 +162,8 @@ void float_tile_rows(const PackedView& w, const float* x, int64_t ldx, int64_t m
 }
 
 // --- K-quants: per 256-weight tile, 8 sub-blocks of 32 weights, each one of the
-// activations' 32-blocks; a sub-block's quants are in the 4/5-bit tile formats above.
+// activations' 32-blocks; a sub-block's quants are in the nibble + high-bit plane formats
+// of the 32-weight tiles.
 
 // 16 rows' bytes at p (scales or mins of one sub-block) times d, as floats: exact, since
 // d is an fp16 and the bytes have at most 8 bits.
@@ -193,49 +194,54 @@ template <class S, int MT>
   }
 }
 
-// Activation rows [m0, m0 + MT) x groups [g0, g1) of a K-quant matrix:
-//   Q4_K/Q5_K: acc += (d sc_j d_x) dot - (dmin m_j) s_x    per sub-block j
+// Sub-block j of a K-quant tile (d = its rows' super-block scales) against the
+// activations' block b of rows [m0, m0 + MT):
+//   Q4_K/Q5_K: acc += (d sc_j d_x) dot - (dmin m_j) s_x
 //   Q6_K:      acc += (d sc_2j d_x) dot_a + (d sc_2j+1 d_x) dot_b
+template <class L, int MT>
+[[gnu::always_inline]] inline void add_sub_block(const uint8_t* tile, int j, __m512 d, const Int8View& x, int64_t m0,
+                                                 int64_t b, __m512* acc) {
+  using S = typename L::Sub;
+  const int64_t xblocks = x.cols / kBlockSize;
+  const uint8_t* sub = tile + L::kSubTilesAt + j * S::kTileBytes;
+  const int8_t* xq[MT];
+  for (int m = 0; m < MT; ++m) xq[m] = x.q + (m0 + m) * x.cols + b * kBlockSize;
+  if constexpr (L::kHasMin) {
+    const __m512 scale = scaled_bytes<false>(tile + L::kScalesAt + kGroupRows * j, d);
+    const __m512 min = scaled_bytes<false>(tile + L::kMinsAt + kGroupRows * j, load_halves(tile + L::kDminAt));
+    __m512i dot[MT];
+    tile_dots<S, MT>(sub, xq, dot);
+    for (int m = 0; m < MT; ++m) {
+      const int64_t xb = (m0 + m) * xblocks + b;
+      acc[m] = _mm512_fmadd_ps(_mm512_mul_ps(scale, _mm512_set1_ps(x.d[xb])), _mm512_cvtepi32_ps(dot[m]), acc[m]);
+      acc[m] = _mm512_fnmadd_ps(min, _mm512_set1_ps(x.s[xb]), acc[m]);
+    }
+  } else {
+    const __m512 scale_a = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j), d);
+    const __m512 scale_b = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j + 1), d);
+    const int32_t* half_sums[MT];
+    for (int m = 0; m < MT; ++m) half_sums[m] = x.half_sums + 2 * ((m0 + m) * xblocks + b);
+    __m512i dot_a[MT], dot_b[MT];
+    split_dots<S, MT>(sub, xq, half_sums, dot_a, dot_b);
+    for (int m = 0; m < MT; ++m) {
+      const __m512 dx = _mm512_set1_ps(x.d[(m0 + m) * xblocks + b]);
+      acc[m] = _mm512_fmadd_ps(_mm512_mul_ps(scale_a, dx), _mm512_cvtepi32_ps(dot_a[m]), acc[m]);
+      acc[m] = _mm512_fmadd_ps(_mm512_mul_ps(scale_b, dx), _mm512_cvtepi32_ps(dot_b[m]), acc[m]);
+    }
+  }
+}
+
+// Activation rows [m0, m0 + MT) x groups [g0, g1) of a K-quant matrix.
 template <class L, int MT>
 void int8_super_rows(const PackedView& w, const Int8View& x, int64_t m0, float* out, int64_t ldo, int64_t g0,
                      int64_t g1) {
-  using S = typename L::Sub;
-  const int64_t xblocks = x.cols / kBlockSize;
   for (int64_t g = g0; g < g1; ++g) {
     const uint8_t* tile = w.data + g * w.blocks * L::kTileBytes;
     __m512 acc[MT];
     for (int m = 0; m < MT; ++m) acc[m] = _mm512_setzero_ps();
     for (int64_t sb = 0; sb < w.blocks; ++sb, tile += L::kTileBytes) {
       const __m512 d = load_halves(tile + L::kDAt);
-      for (int j = 0; j < L::kSubBlocks; ++j) {
-        const int64_t b = sb * L::kSubBlocks + j;  // the activations' block
-        const uint8_t* sub = tile + L::kSubTilesAt + j * S::kTileBytes;
-        const int8_t* xq[MT];
-        for (int m = 0; m < MT; ++m) xq[m] = x.q + (m0 + m) * x.cols + b * kBlockSize;
-        if constexpr (L::kHasMin) {
-          const __m512 scale = scaled_bytes<false>(tile + L::kScalesAt + kGroupRows * j, d);
-          const __m512 min = scaled_bytes<false>(tile + L::kMinsAt + kGroupRows * j, load_halves(tile + L::kDminAt));
-          __m512i dot[MT];
-          tile_dots<S, MT>(sub, xq, dot);
-          for (int m = 0; m < MT; ++m) {
-            const int64_t xb = (m0 + m) * xblocks + b;
-            acc[m] = _mm512_fmadd_ps(_mm512_mul_ps(scale, _mm512_set1_ps(x.d[xb])), _mm512_cvtepi32_ps(dot[m]), acc[m]);
-            acc[m] = _mm512_fnmadd_ps(min, _mm512_set1_ps(x.s[xb]), acc[m]);
-          }
-        } else {
-          const __m512 scale_a = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j), d);
-          const __m512 scale_b = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j + 1), d);
-          const int32_t* half_sums[MT];
-          for (int m = 0; m < MT; ++m) half_sums[m] = x.half_sums + 2 * ((m0 + m) * xblocks + b);
-          __m512i dot_a[MT], dot_b[MT];
-          split_dots<S, MT>(sub, xq, half_sums, dot_a, dot_b);
-          for (int m = 0; m < MT; ++m) {
-            const __m512 dx = _mm512_set1_ps(x.d[(m0 + m) * xblocks + b]);
-            acc[m] = _mm512_fmadd_ps(_mm512_mul_ps(scale_a, dx), _mm512_cvtepi32_ps(dot_a[m]), acc[m]);
-            acc[m] = _mm512_fmadd_ps(_mm512_mul_ps(scale_b, dx), _mm512_cvtepi32_ps(dot_b[m]), acc[m]);
-          }
-        }
-      }
+      for (int j = 0; j < L::kSubBlocks; ++j) add_sub_block<L, MT>(tile, j, d, x, m0, sb * L::kSubBlocks + j, acc);
     }
     store_group<MT>(acc, rows_in_group(w, g), out + m0 * ldo + g * kGroupRows, ldo);
   }
