@@ -225,7 +225,7 @@ template <class S, int MT>
 // Sub-block j of a K-quant tile (half h; d = its rows' super-block scales) against the
 // activations' block b of rows [m0, m0 + MT):
 //   Q4_K/Q5_K: acc += (d sc_j d_x) dot - (dmin m_j) s_x
-//   Q6_K:      acc += (d sc_2j d_x) dot_a + (d sc_2j+1 d_x) dot_b
+//   Q6_K:      acc += d_x ((d sc_2j) dot_a + (d sc_2j+1) dot_b)
 template <class L, int MT>
 [[gnu::always_inline]] inline void add_sub_block(const uint8_t* tile, int h, int j, __m256 d, const Int8View& x,
                                                  int64_t m0, int64_t b, __m256* acc) {
@@ -253,9 +253,9 @@ template <class L, int MT>
     __m256i dot_a[MT], dot_b[MT];
     split_dots<S, MT>(sub, h, xq, half_sums, dot_a, dot_b);
     for (int m = 0; m < MT; ++m) {
-      const __m256 dx = _mm256_set1_ps(x.d[(m0 + m) * xblocks + b]);
-      acc[m] = _mm256_fmadd_ps(_mm256_mul_ps(scale_a, dx), _mm256_cvtepi32_ps(dot_a[m]), acc[m]);
-      acc[m] = _mm256_fmadd_ps(_mm256_mul_ps(scale_b, dx), _mm256_cvtepi32_ps(dot_b[m]), acc[m]);
+      const __m256 sum = _mm256_fmadd_ps(scale_b, _mm256_cvtepi32_ps(dot_b[m]),
+                                         _mm256_mul_ps(scale_a, _mm256_cvtepi32_ps(dot_a[m])));
+      acc[m] = _mm256_fmadd_ps(_mm256_set1_ps(x.d[(m0 + m) * xblocks + b]), sum, acc[m]);
     }
   }
 }
