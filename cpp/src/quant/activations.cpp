@@ -11,10 +11,11 @@ namespace kvgen::quant {
 
 namespace {
 
-// One 32-value block: q, and its d and s. Written so that the compiler vectorizes it with
-// baseline SSE2 (this file gets no -m flags): no libm calls, rounding by truncation of
-// |v| + 0.5 (half away from zero, as roundf; exactly the simulation in the tests).
-void quantize_block(const float* x, int8_t* q, float* d_out, float* s_out) {
+// One 32-value block: q, its d and s, and the sums of q over its two halves. Written so
+// that the compiler vectorizes it with baseline SSE2 (this file gets no -m flags): no libm
+// calls, rounding by truncation of |v| + 0.5 (half away from zero, as roundf; exactly the
+// simulation in the tests).
+void quantize_block(const float* x, int8_t* q, float* d_out, float* s_out, int32_t* half_sums) {
   float amax = 0.0f;
   float nonfinite = 0.0f;  // x - x is 0 for a finite x and NaN otherwise
   for (int k = 0; k < kBlockSize; ++k) {
@@ -25,21 +26,25 @@ void quantize_block(const float* x, int8_t* q, float* d_out, float* s_out) {
   if (nonfinite != 0.0f) {  // a NaN scale makes every product of this row NaN, as float math would
     for (int k = 0; k < kBlockSize; ++k) q[k] = 0;
     *d_out = *s_out = std::nanf("");
+    half_sums[0] = half_sums[1] = 0;
     return;
   }
   const float d = amax / 127.0f;
   const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
-  int sum = 0;
-  for (int k = 0; k < kBlockSize; ++k) {
-    const float v = x[k] * inverse;
-    int magnitude = static_cast<int>(std::fabs(v) + 0.5f);  // |v| <= 127 up to rounding
-    magnitude = magnitude < 127 ? magnitude : 127;
-    const int value = v < 0.0f ? -magnitude : magnitude;
-    q[k] = static_cast<int8_t>(value);
-    sum += value;
-  }
+  int32_t sums[2] = {0, 0};
+  for (int half = 0; half < 2; ++half)
+    for (int k = 16 * half; k < 16 * half + 16; ++k) {
+      const float v = x[k] * inverse;
+      int magnitude = static_cast<int>(std::fabs(v) + 0.5f);  // |v| <= 127 up to rounding
+      magnitude = magnitude < 127 ? magnitude : 127;
+      const int value = v < 0.0f ? -magnitude : magnitude;
+      q[k] = static_cast<int8_t>(value);
+      sums[half] += value;
+    }
   *d_out = d;
-  *s_out = d * static_cast<float>(sum);
+  *s_out = d * static_cast<float>(sums[0] + sums[1]);
+  half_sums[0] = sums[0];
+  half_sums[1] = sums[1];
 }
 
 }  // namespace
@@ -53,6 +58,7 @@ QuantizedActivations::QuantizedActivations(int64_t max_rows, int64_t cols) : max
   q_.resize(static_cast<size_t>(max_rows * cols));
   d_.resize(static_cast<size_t>(max_rows * cols / kBlockSize));
   s_.resize(d_.size());
+  half_sums_.resize(2 * d_.size());
 }
 
 void QuantizedActivations::quantize(const float* x, int64_t rows, int64_t ldx) {
@@ -64,7 +70,8 @@ void QuantizedActivations::quantize(const float* x, int64_t rows, int64_t ldx) {
   for (int64_t m = 0; m < rows; ++m)
     for (int64_t b = 0; b < blocks; ++b)
       quantize_block(x + m * ldx + b * kBlockSize, q_.data() + m * cols_ + b * kBlockSize, &d_[m * blocks + b],
-                     &s_[m * blocks + b]);
+                     &s_[m * blocks + b],
+                     &half_sums_[2 * (m * blocks + b)]);
   rows_ = rows;
 }
 
