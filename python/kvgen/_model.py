@@ -298,12 +298,15 @@ class Model:
 
     @property
     def exact(self) -> bool:
-        """Exact mode. False (the default): quantized matrices multiply activations that are
-        quantized to int8 per 32-value block, as llama.cpp does; fastest, and within a
-        fraction of a percent of transformers' perplexity, but greedy continuations can part
-        from transformers' after some tokens. True: they multiply float32 activations,
-        which reproduces transformers' computation on the dequantized weights up to
-        float summation order. Float32 weights are always exact. Settable at any time."""
+        """Exact mode. False (the default): quantized matrices multiply activations
+        quantized to int8 per 32-value block in two levels (the second level quantizes the
+        first one's rounding error, so each value carries about 15 bits), with integer
+        dot products: as fast as llama.cpp's one-level int8, within 0.01% of transformers'
+        perplexity on SmolLM2 and with the same argmax at every position of a 1,024-token
+        text. True: they multiply float32 activations, transformers' computation on the
+        dequantized weights up to float summation order, at about 0.6x the decode speed.
+        Float32 weights (and F16/BF16 ones) always use float activations. Settable at any time.
+        """
         return self._core.exact
 
     @exact.setter

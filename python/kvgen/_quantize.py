@@ -5,8 +5,8 @@ type name, its raw blocks (uint8, the file's bytes) and its logical shape ``(out
 The core repacks the blocks once into its interleaved tile layout and computes on them
 directly; they are never expanded to float32 as a whole.
 
-- ``PACKED_TYPES``: the types the core computes on. Other quantized GGUF types (Q2_K,
-  Q3_K) are converted at load by ``requantize`` (dequantized with gguf-py, then quantized to
+- ``PACKED_TYPES``: the types the core computes on (F16 and BF16 with float activations
+  only). Other quantized GGUF types (Q2_K, Q3_K) are converted at load by ``requantize`` (dequantized with gguf-py, then quantized to
   Q8_0, whose error is far below theirs).
 - ``quantize_checkpoint``: ``Model.load(directory, dtype="q8_0" | "q4_0")`` quantizes a
   float checkpoint's matrices with gguf-py's quantizers (llama.cpp's arithmetic).
@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-PACKED_TYPES = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1")
+PACKED_TYPES = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16")
 LOAD_DTYPES = ("q8_0", "q4_0")  # Model.load(directory, dtype=...)
 
 # type -> (bytes per block, byte offsets of its fp16 scales / minimums within a block)

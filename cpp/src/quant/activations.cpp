@@ -75,4 +75,24 @@ void QuantizedActivations::quantize(const float* x, int64_t rows, int64_t ldx) {
   rows_ = rows;
 }
 
+void QuantizedActivations::quantize_two_level(const float* x, int64_t rows, int64_t ldx) {
+  if (rows < 0 || 2 * rows > max_rows_)
+    throw ValueError("activations: 2 x rows = " + std::to_string(2 * rows) + " must be in [0, " +
+                     std::to_string(max_rows_) + "] (max_rows)");
+  quantize(x, rows, ldx);
+  const int64_t blocks = cols_ / kBlockSize;
+  float residual[kBlockSize];
+  for (int64_t m = 0; m < rows; ++m)
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t first = m * blocks + b, second = (rows + m) * blocks + b;
+      const float* xb = x + m * ldx + b * kBlockSize;
+      const int8_t* qb = q_.data() + m * cols_ + b * kBlockSize;
+      const float d = d_[first];
+      for (int k = 0; k < kBlockSize; ++k) residual[k] = xb[k] - d * static_cast<float>(qb[k]);
+      quantize_block(residual, q_.data() + (rows + m) * cols_ + b * kBlockSize, &d_[second], &s_[second],
+                     &half_sums_[2 * second]);
+    }
+  rows_ = 2 * rows;
+}
+
 }  // namespace kvgen::quant

@@ -26,8 +26,9 @@ class LinearWeight {
   int64_t out() const { return out_; }
   int64_t in() const { return in_; }
   bool quantized() const { return packed_ != nullptr; }
-  // Whether a product reads int8 activations: quantized weights outside exact mode.
-  bool reads_int8(bool exact) const { return quantized() && !exact; }
+  // Whether a product reads int8 activations: quantized weights of a type with an int8
+  // kernel (not F16 / BF16), outside exact mode.
+  bool reads_int8(bool exact) const { return quantized() && !exact && quant::has_int8_kernel(packed_->type()); }
   // Units of work: 16-row groups of outputs.
   int64_t units() const { return (out_ + 15) / 16; }
   // Bytes of the weights as held in memory.

@@ -21,6 +21,12 @@ class QuantizedActivations {
   // q = 0, so the products of its row are NaN rather than garbage.
   void quantize(const float* x, int64_t rows, int64_t ldx);
 
+  // Two-level quantization: rows [0, rows) as quantize() gives them, then rows [rows,
+  // 2 rows) the residual x - d q of each, quantized the same way (its own d, about d / 254).
+  // A product over all 2 rows rows, the two halves added, reads about 15-bit activations
+  // for the price of int8 ones; 2 rows <= max_rows.
+  void quantize_two_level(const float* x, int64_t rows, int64_t ldx);
+
   int64_t max_rows() const { return max_rows_; }
   int64_t cols() const { return cols_; }
   // The rows quantized last.
