@@ -41,7 +41,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="stop when the text contains TEXT (repeatable)")
     gen.add_argument("--ignore-eos", action="store_true",
                      help="keep generating past the end-of-sequence token (for timing runs)")
-    gen.add_argument("--threads", type=int, help="threads for the matrix products")
+    gen.add_argument("--threads", type=int, help="threads of the forward pass (default: the CPUs available)")
+    gen.add_argument("--exact", action="store_true",
+                     help="float activations on quantized weights (transformers' arithmetic; slower)")
     gen.add_argument("--no-summary", action="store_true", help="do not print the summary line")
 
     info = commands.add_parser("info", help="describe a model", description="Prints what a model file holds.")
@@ -95,6 +97,7 @@ def _generate(args) -> int:
             raise ValueError(f"--threads must be at least 1, got {args.threads}")
         kvgen.set_num_threads(args.threads)
     model = _load(args.model)
+    model.exact = args.exact
     generator = kvgen.Generator(model, config)
     out = sys.stdout
     if args.chat:
