@@ -6,8 +6,8 @@ The core repacks the blocks once into its interleaved tile layout and computes o
 directly; they are never expanded to float32 as a whole.
 
 - ``PACKED_TYPES``: the types the core computes on (F16 and BF16 with float activations
-  only). Other quantized GGUF types (Q2_K, Q3_K) are converted at load by ``requantize`` (dequantized with gguf-py, then quantized to
-  Q8_0, whose error is far below theirs).
+  only). Other quantized GGUF types (Q2_K, Q3_K) are converted at load by ``requantize``
+  (dequantized with gguf-py, then quantized to Q8_0, whose error is far below theirs).
 - ``quantize_checkpoint``: ``Model.load(directory, dtype="q8_0" | "q4_0")`` quantizes a
   float checkpoint's matrices with gguf-py's quantizers (llama.cpp's arithmetic).
 - ``check_finite_scales``: a hostile file's NaN or inf block scale is refused by name,
