@@ -115,6 +115,25 @@ def test_results_do_not_depend_on_the_thread_count(llama_dir):
     np.testing.assert_array_equal(outs[0], outs[2])
 
 
+def test_activation_modes(llama_dir):
+    _, directory = llama_dir
+    model = kvgen.Model.load(directory, dtype="q8_0")
+    assert (model.activations, model.exact) == ("int8x2", False)  # the default
+    ids = np.random.default_rng(6).integers(0, 96, (1, 16))
+    outs = {}
+    for mode in ("int8x2", "int8", "float"):
+        model.activations = mode
+        assert model.exact == (mode == "float")
+        outs[mode] = model.forward(ids)
+    # three different computations; the second level brings int8 much closer to float
+    assert np.abs(outs["int8"] - outs["float"]).max() > 0 and np.abs(outs["int8x2"] - outs["float"]).max() > 0
+    assert np.linalg.norm(outs["int8x2"] - outs["float"]) < 0.1 * np.linalg.norm(outs["int8"] - outs["float"])
+    model.exact = True
+    assert model.activations == "float"
+    np.testing.assert_array_equal(kvgen.Model.load(directory, dtype="q8_0", activations="int8").forward(ids),
+                                  outs["int8"])
+
+
 def test_bad_arguments_are_refused(llama_dir, tmp_path):
     _, directory = llama_dir
     with pytest.raises(ValueError, match="dtype='q3_k' is not supported"):
@@ -124,6 +143,10 @@ def test_bad_arguments_are_refused(llama_dir, tmp_path):
     model = kvgen.Model.load(directory)
     with pytest.raises(TypeError, match="exact must be a bool"):
         model.exact = "yes"
+    with pytest.raises(ValueError, match="activations='fp8' is not one of"):
+        model.activations = "fp8"
+    with pytest.raises(ValueError, match="exact=True asks for float activations"):
+        kvgen.Model.load(directory, exact=True, activations="int8")
     with pytest.raises(ValueError, match=r"must be in \[1, 1024\]"):
         kvgen.set_num_threads(0)
     path = write_gpt2_gguf(random_gpt2(), tmp_path / "g.gguf")

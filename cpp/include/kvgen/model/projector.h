@@ -32,10 +32,9 @@ struct Product {
 
 class Projector {
  public:
-  // Exact mode: quantized weights meet float activations (transformers' arithmetic on the
-  // dequantized weights, up to summation order) instead of int8 ones.
-  bool exact() const { return exact_; }
-  void set_exact(bool exact) { exact_ = exact; }
+  // What quantized weights multiply (linear_weight.h); Int8TwoLevel unless set.
+  Activations activations() const { return activations_; }
+  void set_activations(Activations activations) { activations_ = activations; }
 
   // Holds `pool` for the forward pass about to run (see compute_pool()).
   void use(std::shared_ptr<ThreadPool> pool) { pool_ = std::move(pool); }
@@ -47,10 +46,10 @@ class Projector {
   void project(const float* x, int64_t rows, int64_t ldx, std::initializer_list<Product> products);
 
  private:
-  bool exact_ = false;
+  Activations activations_ = Activations::Int8TwoLevel;
   std::shared_ptr<ThreadPool> pool_;
   std::map<int64_t, quant::QuantizedActivations> int8_inputs_;  // by K: (rows, K) quantized input
-  std::vector<float> halves_;  // each int8 product's (2 rows, out) outputs, product after product
+  std::vector<float> halves_;  // each two-level product's (2 rows, out) outputs, product after product
 };
 
 }  // namespace kvgen
