@@ -14,8 +14,8 @@ How GGUF differs from Hugging Face checkpoints, and what is undone here:
 - llama.cpp's converter permutes the rows of Llama's q_proj and k_proj so that rotary
   pairs are adjacent; kvgen rotates in Hugging Face's rotate_half layout, so the
   permutation is reversed per head at load.
-- GPT-2's Conv1D weights are stored transposed ([out, in]); they are transposed back to
-  the [in, out] layout of Hugging Face's checkpoints.
+- GPT-2's Conv1D weights are stored transposed ([out, in]), which is the layout kvgen's
+  core reads (Hugging Face checkpoints' [in, out] ones are transposed to it at load).
 """
 
 from __future__ import annotations
@@ -292,9 +292,8 @@ def _gpt2(meta: _Metadata, tensors: dict, path: Path) -> GGUFModel:
     for layer in range(L):
         for gg, (hf, shape) in names.items():
             out_dim = shape[0] if shape else C
-            if shape:  # float32 back to Conv1D's (in, out); quantized blocks stay (out, in)
+            if shape:  # (out, in), as the core reads every matrix
                 w = _matrix(tensors, f"blk.{layer}.{gg}.weight", path, shape)
-                w = w if isinstance(w, QuantizedTensor) else np.ascontiguousarray(w.T)
             else:
                 w = _tensor(tensors, f"blk.{layer}.{gg}.weight", path, (C,))
             arrays[f"h.{layer}.{hf}.weight"] = w

@@ -183,6 +183,15 @@ def _build_core(arch: str, config: dict, arrays: dict, rope_freqs: Optional[np.n
 ACTIVATIONS = ("int8x2", "int8", "float")
 
 
+def _conv1d_to_linear(arrays: dict) -> dict:
+    """GPT-2's Conv1D matrices, stored (in, out), transposed to the (out, in) layout the core
+    reads every matrix in (one copy at load; each thread then reads contiguous rows)."""
+    from kvgen._quantize import GPT2_CONV1D
+
+    return {name: np.ascontiguousarray(w.T) if w.ndim == 2 and name.endswith(GPT2_CONV1D) else w
+            for name, w in arrays.items()}
+
+
 def _activations(exact: bool, activations: Optional[str]) -> str:
     """The activations mode from Model.load's ``exact`` / ``activations`` arguments."""
     if not isinstance(exact, bool):
@@ -274,6 +283,8 @@ class Model:
             raise ValueError(f"{directory}: model_type={arch!r} is not supported (kvgen runs: "
                              f"{', '.join(ARCHITECTURES)})")
         arrays = read_weights(directory)
+        if arch == "gpt2":
+            arrays = _conv1d_to_linear(arrays)
         if dtype is not None:
             from kvgen._quantize import quantize_checkpoint
 

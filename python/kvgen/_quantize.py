@@ -68,10 +68,10 @@ def quantize(w: np.ndarray, qtype: str) -> QuantizedTensor:
 
 
 # Matrices quantized by Model.load(directory, dtype=...): the projections and the token
-# embeddings (the LM head when tied), as llama.cpp's converter does. GPT-2's Conv1D
-# matrices are stored (in, out) and are transposed first; position embeddings stay float.
+# embeddings (the LM head when tied), as llama.cpp's converter does; every matrix is
+# (out, in) by then (GPT2_CONV1D ones transposed by the loader); position embeddings stay float.
 _LLAMA_MATRICES = ("_proj.weight", "embed_tokens.weight", "lm_head.weight")
-_GPT2_CONV1D = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight")
+GPT2_CONV1D = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight")
 _GPT2_MATRICES = ("wte.weight", "lm_head.weight")
 
 
@@ -83,16 +83,14 @@ def quantize_checkpoint(arch: str, arrays: dict, dtype: str) -> dict:
     qtype = dtype.upper()
     out = {}
     for name, w in arrays.items():
-        if w.ndim == 2 and name.endswith(_LLAMA_MATRICES + _GPT2_CONV1D + _GPT2_MATRICES):
-            cols = w.shape[0] if name.endswith(_GPT2_CONV1D) else w.shape[1]
+        if w.ndim == 2 and name.endswith(_LLAMA_MATRICES + GPT2_CONV1D + _GPT2_MATRICES):
+            cols = w.shape[1]
             if cols % 32:
                 raise ValueError(f"dtype={dtype!r}: {name} has rows of {cols} weights, not a multiple of the "
                                  "32-weight quantization block")
         if arch == "llama" and name.endswith(_LLAMA_MATRICES):
             out[name] = quantize(w, qtype)
-        elif arch == "gpt2" and name.endswith(_GPT2_CONV1D):
-            out[name] = quantize(w.T, qtype)
-        elif arch == "gpt2" and name.endswith(_GPT2_MATRICES):
+        elif arch == "gpt2" and name.endswith(GPT2_CONV1D + _GPT2_MATRICES):
             out[name] = quantize(w, qtype)
         else:
             out[name] = w

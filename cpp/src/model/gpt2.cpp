@@ -25,25 +25,25 @@ GPT2::GPT2(ModelConfig config, GPT2Options options, const TensorMap& t)
     count_weight(shape.size() == 1 ? shape[0] : shape[0] * shape[1]);
     return t.get(resolve(t, name), shape);
   };
-  // Conv1D matrices: float32 stored (in, out); quantized ones (out, in).
-  const auto matrix = [&](const std::string& name, int64_t out, int64_t in, DenseLayout layout) {
-    LinearWeight w = t.linear(resolve(t, name), out, in, layout);
+  // every matrix stored (out, in): the loaders transpose Conv1D's (in, out)
+  const auto matrix = [&](const std::string& name, int64_t out, int64_t in) {
+    LinearWeight w = t.linear(resolve(t, name), out, in);
     count_weight(w);
     return w;
   };
-  wte_ = matrix("wte.weight", V, C, DenseLayout::OutIn);
+  wte_ = matrix("wte.weight", V, C);
   wpe_ = get("wpe.weight", {config_.context_length, C});
   lnf_g_ = get("ln_f.weight", {C});
   lnf_b_ = get("ln_f.bias", {C});
-  lm_head_ = t.has("lm_head.weight") ? matrix("lm_head.weight", V, C, DenseLayout::OutIn) : wte_;
+  lm_head_ = t.has("lm_head.weight") ? matrix("lm_head.weight", V, C) : wte_;
   for (int64_t l = 0; l < config_.layers; ++l) {
     const std::string p = "h." + std::to_string(l) + ".";
     layers_.push_back({get(p + "ln_1.weight", {C}), get(p + "ln_1.bias", {C}),
-                       matrix(p + "attn.c_attn.weight", 3 * C, C, DenseLayout::InOut), get(p + "attn.c_attn.bias", {3 * C}),
-                       matrix(p + "attn.c_proj.weight", C, C, DenseLayout::InOut), get(p + "attn.c_proj.bias", {C}),
+                       matrix(p + "attn.c_attn.weight", 3 * C, C), get(p + "attn.c_attn.bias", {3 * C}),
+                       matrix(p + "attn.c_proj.weight", C, C), get(p + "attn.c_proj.bias", {C}),
                        get(p + "ln_2.weight", {C}), get(p + "ln_2.bias", {C}),
-                       matrix(p + "mlp.c_fc.weight", I, C, DenseLayout::InOut), get(p + "mlp.c_fc.bias", {I}),
-                       matrix(p + "mlp.c_proj.weight", C, I, DenseLayout::InOut), get(p + "mlp.c_proj.bias", {C})});
+                       matrix(p + "mlp.c_fc.weight", I, C), get(p + "mlp.c_fc.bias", {I}),
+                       matrix(p + "mlp.c_proj.weight", C, I), get(p + "mlp.c_proj.bias", {C})});
   }
 }
 

@@ -10,12 +10,11 @@
 
 namespace kvgen {
 
-LinearWeight LinearWeight::dense(const float* w, int64_t out, int64_t in, DenseLayout layout) {
+LinearWeight LinearWeight::dense(const float* w, int64_t out, int64_t in) {
   LinearWeight lw;
   lw.out_ = out;
   lw.in_ = in;
   lw.dense_ = w;
-  lw.layout_ = layout;
   return lw;
 }
 
@@ -41,22 +40,15 @@ void LinearWeight::multiply(float* y, int64_t ldy, const float* x, int64_t ldx, 
     return;
   }
   const int64_t n0 = 16 * u0, n1 = std::min(out_, 16 * u1);
-  if (layout_ == DenseLayout::OutIn)  // rows n0..n1 of W (out, in)
-    kernels::matmul(y + n0, x, dense_ + n0 * in_, rows, n1 - n0, in_, /*b_transposed=*/true, /*accumulate=*/false,
-                    /*lda=*/ldx, /*ldb=*/in_, /*ldc=*/ldy);
-  else  // columns n0..n1 of W^T (in, out)
-    kernels::matmul(y + n0, x, dense_ + n0, rows, n1 - n0, in_, /*b_transposed=*/false, /*accumulate=*/false,
-                    /*lda=*/ldx, /*ldb=*/out_, /*ldc=*/ldy);
+  // rows n0..n1 of W (out, in): one contiguous stretch of memory
+  kernels::matmul(y + n0, x, dense_ + n0 * in_, rows, n1 - n0, in_, /*b_transposed=*/true, /*accumulate=*/false,
+                  /*lda=*/ldx, /*ldb=*/in_, /*ldc=*/ldy);
 }
 
 void LinearWeight::row(int64_t n, float* out) const {
   if (n < 0 || n >= out_) throw ValueError("row " + std::to_string(n) + " is outside [0, " + std::to_string(out_) + ")");
   if (packed_) return packed_->dequantize_row(n, out);
-  if (layout_ == DenseLayout::OutIn) {
-    std::memcpy(out, dense_ + n * in_, sizeof(float) * in_);
-    return;
-  }
-  for (int64_t k = 0; k < in_; ++k) out[k] = dense_[k * out_ + n];
+  std::memcpy(out, dense_ + n * in_, sizeof(float) * in_);
 }
 
 }  // namespace kvgen

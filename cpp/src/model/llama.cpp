@@ -25,7 +25,7 @@ Llama::Llama(ModelConfig config, LlamaOptions options, const TensorMap& t)
     return t.get(name, {size});
   };
   const auto matrix = [&](const std::string& name, int64_t out, int64_t in) {
-    LinearWeight w = t.linear(name, out, in, DenseLayout::OutIn);
+    LinearWeight w = t.linear(name, out, in);
     count_weight(w);
     return w;
   };

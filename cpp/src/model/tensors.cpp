@@ -64,13 +64,9 @@ const float* TensorMap::get(const std::string& name, const std::vector<int64_t>&
   return static_cast<const float*>(v.data);
 }
 
-LinearWeight TensorMap::linear(const std::string& name, int64_t out, int64_t in, DenseLayout dense_layout) const {
-  auto it = tensors_.find(name);
-  if (it != tensors_.end() && it->second.type == "F32")
-    return LinearWeight::dense(get(name, dense_layout == DenseLayout::OutIn ? std::vector<int64_t>{out, in}
-                                                                            : std::vector<int64_t>{in, out}),
-                               out, in, dense_layout);
+LinearWeight TensorMap::linear(const std::string& name, int64_t out, int64_t in) const {
   const TensorView& v = find(name, {out, in});
+  if (v.type == "F32") return LinearWeight::dense(static_cast<const float*>(v.data), out, in);
   std::shared_ptr<const quant::PackedMatrix> packed;
   try {
     packed = std::make_shared<const quant::PackedMatrix>(quant::parse_quant_type(v.type),

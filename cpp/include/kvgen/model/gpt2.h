@@ -1,8 +1,9 @@
 // GPT-2 as Hugging Face's GPT2LMHeadModel computes it: token + learned position
-// embeddings, pre-LayerNorm blocks with fused QKV (Conv1D weights stored [in, out]),
+// embeddings, pre-LayerNorm blocks with fused QKV (Conv1D weights, which checkpoints store
+// [in, out], are handed in [out, in] like every other matrix: the loaders transpose them),
 // causal multi-head attention, GELU MLP, final LayerNorm, LM head tied to the token
-// embeddings (or a separate lm_head.weight). Matrices are float32 (Hugging Face's Conv1D
-// layout) or quantized ([out, in] blocks, from GGUF files or quantized at load).
+// embeddings (or a separate lm_head.weight). Matrices are float32 or quantized (from GGUF
+// files or quantized at load).
 #pragma once
 
 #include <cstdint>

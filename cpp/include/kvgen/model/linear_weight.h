@@ -18,14 +18,12 @@ namespace kvgen {
 // Float, float32 activations (transformers' arithmetic on the dequantized weights).
 enum class Activations { Int8TwoLevel, Int8, Float };
 
-// How a float32 matrix lies in memory: (out, in) as torch.nn.Linear stores it, or
-// (in, out) as GPT-2's Conv1D does.
-enum class DenseLayout { OutIn, InOut };
-
 class LinearWeight {
  public:
   LinearWeight() = default;
-  static LinearWeight dense(const float* w, int64_t out, int64_t in, DenseLayout layout);
+  // A float32 W stored (out, in), as torch.nn.Linear stores it (the loaders transpose
+  // GPT-2's Conv1D matrices to this layout, so that a thread's rows are contiguous).
+  static LinearWeight dense(const float* w, int64_t out, int64_t in);
   // Shared, so that a tied embedding and LM head hold one copy.
   static LinearWeight packed(std::shared_ptr<const quant::PackedMatrix> w);
 
@@ -53,8 +51,7 @@ class LinearWeight {
 
  private:
   int64_t out_ = 0, in_ = 0;
-  const float* dense_ = nullptr;  // (out, in) or (in, out), per layout_
-  DenseLayout layout_ = DenseLayout::OutIn;
+  const float* dense_ = nullptr;  // (out, in)
   std::shared_ptr<const quant::PackedMatrix> packed_;
 };
 

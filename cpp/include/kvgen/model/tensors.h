@@ -34,10 +34,10 @@ class TensorMap {
   // The float32 data of tensor `name`, whose shape must be exactly `shape`; ValueError naming
   // it otherwise (or TypeError if it is quantized). Models keep the pointer.
   const float* get(const std::string& name, const std::vector<int64_t>& shape) const;
-  // The matrix `name` as a projection weight W (out, in). A float32 tensor is stored as
-  // `dense_layout` says; a quantized one always (out, in), one row of blocks per output,
-  // and is repacked here (ValueError from kvgen::quant when its bytes or sizes are wrong).
-  LinearWeight linear(const std::string& name, int64_t out, int64_t in, DenseLayout dense_layout) const;
+  // The matrix `name` as a projection weight W, stored (out, in) (a quantized one as one
+  // row of blocks per output): float32 used in place, anything else repacked here
+  // (ValueError from kvgen::quant when its bytes or sizes are wrong).
+  LinearWeight linear(const std::string& name, int64_t out, int64_t in) const;
   std::vector<std::string> names() const;
 
  private:
