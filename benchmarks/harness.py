@@ -9,6 +9,7 @@ as CTranslate2's ``tools/benchmark`` and llama-bench do:
   was imported, the CPU model and flags, the allowed cores and every thread setting;
   ``optional_peer`` imports a peer that may be missing and says which engines are skipped;
 * ``read_bandwidth``: the memory bandwidth of this run (the limit of batch-1 decode);
+* ``peak_rss_bytes``: the peak resident memory of a command run in a fresh process;
 * ``measure`` / ``interleave_calls``: warm-up, then interleaved rounds (A B A B ...);
 * ``summarize`` / ``ratios``: median, min-max spread and ratios against a named baseline;
 * ``Table`` and the cell formatters, ``target`` (a PASS/MISS line), ``write_outputs``
@@ -26,6 +27,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -200,6 +202,26 @@ def bandwidth_fractions(per_token: dict, weight_bytes: dict, limit_gbps: float) 
         out[name] = {"tokens_per_s": tps, "weight_bytes": weight_bytes[name], "GBps": gbps,
                      "fraction": gbps / limit_gbps}
     return out
+
+
+# ---- peak memory ---------------------------------------------------------------------
+
+
+def peak_rss_bytes(cmd: list[str], stdin: str | None = None) -> int:
+    """Peak resident set size of cmd, run to completion in a fresh process (its output
+    discarded; stdin fed if given), from the kernel's accounting of that one child
+    (wait4's ru_maxrss, KiB on Linux). Raises if the command fails."""
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if stdin is not None:
+        proc.stdin.write(stdin)
+        proc.stdin.close()
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{cmd[:4]}... exited with {proc.returncode}: {err.strip()[-500:]}")
+    return usage.ru_maxrss * 1024
 
 
 # ---- timing: warm-up, then interleaved rounds ----------------------------------------
