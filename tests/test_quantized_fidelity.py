@@ -53,7 +53,7 @@ def perplexity(logits: np.ndarray, ids: np.ndarray) -> float:
 
 
 @pytest.fixture(scope="session")
-def text_ids(smollm2_tokenizer_info, smollm2_model) -> np.ndarray:
+def text_ids(smollm2_model) -> np.ndarray:
     """The first N_TOKENS ids of the text under the file's tokenizer."""
     ids = smollm2_model.encode(TEXT.read_text(encoding="utf-8"))
     assert len(ids) >= N_TOKENS, f"{TEXT.name} gives {len(ids)} tokens, fewer than {N_TOKENS}"
