@@ -8,8 +8,8 @@
 #include "kvgen/errors.h"
 #include "kvgen/limits.h"
 #include "kvgen/model/gpt2.h"
-#include "kvgen/model/kernels.h"
 #include "kvgen/model/llama.h"
+#include "kvgen/model/thread_pool.h"
 #include "py_model.h"
 
 namespace py = pybind11;
@@ -17,20 +17,36 @@ namespace py = pybind11;
 namespace kvgen::bindings {
 namespace {
 
-// name -> view over each array; float32 and C-contiguous, or a TypeError naming it.
+// name -> view over each tensor: a float32 C-contiguous array, or a (type, data, shape)
+// tuple of a quantized tensor (a GGUF type name, its raw uint8 blocks and its logical
+// shape), which the model repacks; a TypeError naming the tensor otherwise.
 TensorMap tensor_map(const py::dict& arrays) {
   TensorMap t;
   for (auto item : arrays) {
     const std::string name = py::str(item.first);
-    if (!py::isinstance<py::array>(item.second))
-      throw TypeError("tensor '" + name + "' is not a NumPy array");
-    py::array a = py::reinterpret_borrow<py::array>(item.second);
-    if (!a.dtype().is(py::dtype::of<float>()))
-      throw TypeError("tensor '" + name + "' has dtype " + std::string(py::str(a.dtype())) +
-                      "; kvgen's models read float32 weights");
+    TensorView v;
+    py::array a;
+    if (py::isinstance<py::tuple>(item.second)) {
+      const py::tuple raw = py::reinterpret_borrow<py::tuple>(item.second);
+      if (raw.size() != 3 || !py::isinstance<py::str>(raw[0]) || !py::isinstance<py::array>(raw[1]))
+        throw TypeError("quantized tensor '" + name + "' must be a (type name, uint8 array, shape) tuple");
+      v.type = raw[0].cast<std::string>();
+      a = py::reinterpret_borrow<py::array>(raw[1]);
+      if (!a.dtype().is(py::dtype::of<uint8_t>()))
+        throw TypeError("quantized tensor '" + name + "' has dtype " + std::string(py::str(a.dtype())) +
+                        "; its blocks must be a uint8 array");
+      for (auto d : raw[2].cast<py::tuple>()) v.shape.push_back(d.cast<int64_t>());
+    } else {
+      if (!py::isinstance<py::array>(item.second)) throw TypeError("tensor '" + name + "' is not a NumPy array");
+      a = py::reinterpret_borrow<py::array>(item.second);
+      if (!a.dtype().is(py::dtype::of<float>()))
+        throw TypeError("tensor '" + name + "' has dtype " + std::string(py::str(a.dtype())) +
+                        "; kvgen's models read float32 weights (or quantized GGUF blocks)");
+      for (py::ssize_t i = 0; i < a.ndim(); ++i) v.shape.push_back(a.shape(i));
+    }
     if (!(a.flags() & py::array::c_style)) throw ValueError("tensor '" + name + "' is not C-contiguous");
-    TensorView v{static_cast<const float*>(a.data()), {}};
-    for (py::ssize_t i = 0; i < a.ndim(); ++i) v.shape.push_back(a.shape(i));
+    v.data = a.data();
+    v.bytes = static_cast<int64_t>(a.nbytes());
     t.add(name, std::move(v));
   }
   return t;
@@ -42,21 +58,40 @@ void expect_architecture(const ModelConfig& config, const std::string& architect
     throw ValueError("a " + config.architecture + " ModelConfig passed to _Model." + architecture);
 }
 
-std::unique_ptr<PyModel> own(const py::dict& arrays, std::unique_ptr<Model> model) {
+// Keeps the float32 arrays the model reads in place; quantized tensors were repacked into
+// the model's own memory, so their blocks (often a memory-mapped file) can go.
+std::unique_ptr<PyModel> own(const py::dict& arrays, std::unique_ptr<Model> model, bool exact) {
   auto pm = std::make_unique<PyModel>();
-  pm->arrays = arrays;
+  for (auto item : arrays)
+    if (!py::isinstance<py::tuple>(item.second)) pm->arrays[item.first] = item.second;
+  model->set_exact(exact);
   pm->model = std::move(model);
   return pm;
 }
 
-std::unique_ptr<PyModel> make_gpt2(const ModelConfig& config, const GPT2Options& options, const py::dict& arrays) {
+// The models repack quantized tensors while they are built: the GIL is released meanwhile.
+std::unique_ptr<PyModel> make_gpt2(const ModelConfig& config, const GPT2Options& options, const py::dict& arrays,
+                                   bool exact) {
   expect_architecture(config, "gpt2");
-  return own(arrays, std::make_unique<GPT2>(config, options, tensor_map(arrays)));
+  const TensorMap tensors = tensor_map(arrays);
+  std::unique_ptr<Model> model;
+  {
+    py::gil_scoped_release release;
+    model = std::make_unique<GPT2>(config, options, tensors);
+  }
+  return own(arrays, std::move(model), exact);
 }
 
-std::unique_ptr<PyModel> make_llama(const ModelConfig& config, const LlamaOptions& options, const py::dict& arrays) {
+std::unique_ptr<PyModel> make_llama(const ModelConfig& config, const LlamaOptions& options, const py::dict& arrays,
+                                    bool exact) {
   expect_architecture(config, "llama");
-  return own(arrays, std::make_unique<Llama>(config, options, tensor_map(arrays)));
+  const TensorMap tensors = tensor_map(arrays);
+  std::unique_ptr<Model> model;
+  {
+    py::gil_scoped_release release;
+    model = std::make_unique<Llama>(config, options, tensors);
+  }
+  return own(arrays, std::move(model), exact);
 }
 
 // Model.forward: a fresh array per call, written by the forward pass in place, so a
@@ -150,10 +185,13 @@ void register_model(py::module_& m) {
   register_model_config(m);
   py::class_<PyModel>(m, "_Model", "A built-in model over weights held in NumPy arrays (see kvgen.Model).")
       .def_static("gpt2", &make_gpt2, py::arg("config"), py::arg("options"), py::arg("arrays"),
-                  "GPT-2 of these sizes and options over its tensors (float32 arrays by Hugging Face name).")
+                  py::kw_only(), py::arg("exact") = false,
+                  "GPT-2 of these sizes and options over its tensors by Hugging Face name (float32 arrays, "
+                  "or (type, uint8 blocks, shape) tuples of quantized matrices, stored [out, in]).")
       .def_static("llama", &make_llama, py::arg("config"), py::arg("options"), py::arg("arrays"),
-                  "A Llama-family model of these sizes and options over its tensors (float32 arrays by "
-                  "Hugging Face name).")
+                  py::kw_only(), py::arg("exact") = false,
+                  "A Llama-family model of these sizes and options over its tensors by Hugging Face name "
+                  "(float32 arrays, or (type, uint8 blocks, shape) tuples of quantized matrices).")
       .def("forward", &forward, py::arg("input_ids"), R"doc(
 Logits [rows, length, vocab] for input_ids [rows, length] (all positions, no cache kept).
 
@@ -170,13 +208,16 @@ naming its position: "input_ids[0, 3] = 300 is outside the vocabulary [0, 211)".
       .def_property_readonly("num_heads", [](PyModel& p) { return p.core().config().heads; })
       .def_property_readonly("num_kv_heads", [](PyModel& p) { return p.core().config().kv_heads; })
       .def_property_readonly(
-          "weight_bytes",
-          [](PyModel& p) {
-            int64_t total = 0;
-            for (auto item : p.arrays) total += py::reinterpret_borrow<py::array>(item.second).nbytes();
-            return total;
+          "weight_bytes", [](PyModel& p) { return p.core().weight_bytes(); },
+          "Bytes of the weights the model reads per token (quantized matrices at their packed size).")
+      .def_property(
+          "exact", [](PyModel& p) { return p.core().exact(); },
+          [](PyModel& p, bool exact) {
+            py::gil_scoped_release release;
+            std::lock_guard<std::mutex> lock(p.mutex);  // never in the middle of a forward pass
+            p.core().set_exact(exact);
           },
-          "Bytes of the weight arrays the model reads.")
+          "Whether quantized weights meet float activations (True) or int8 ones (False, faster).")
       .def(
           "kv_cache_bytes",
           [](PyModel& p, int64_t rows, int64_t positions) {
@@ -185,9 +226,13 @@ naming its position: "input_ids[0, 3] = 300 is outside the vocabulary [0, 211)".
           },
           py::arg("rows"), py::arg("positions"), "Bytes a KV cache for rows x positions takes.");
 
-  m.def("set_num_threads", &kernels::set_blas_threads, py::arg("n"),
-        "Threads for the model's matrix products (OpenBLAS); the sampler runs on the calling thread.");
-  m.def("get_num_threads", &kernels::blas_threads, "Threads the model's matrix products use.");
+  m.def(
+      "set_num_threads", [](int n) { set_compute_threads(n); }, py::arg("n"),
+      "Threads of the model's forward pass (kvgen's compute pool; OpenBLAS is kept at one thread "
+      "so the two never oversubscribe the cores). The sampler runs on the calling thread.");
+  m.def(
+      "get_num_threads", [] { return compute_threads(); },
+      "Threads the model's forward pass uses (default: the CPUs this process may run on).");
 }
 
 }  // namespace kvgen::bindings

@@ -1,13 +1,14 @@
 """Reading GGUF model files.
 
 The file is parsed and validated by kvgen._gguf_file (memory-mapped; every count, length
-and offset checked against the file before use); float32 tensors are used in place,
-F16/BF16 are converted and quantized tensors (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, and the K-quants
-Q2_K to Q6_K of llama.cpp's Q*_K_M files) are
-dequantized to float32 at load with ``gguf.quants.dequantize``. Any other tensor type is
-refused by name. Tensors are renamed to the Hugging Face names the C++ models read, and
-the metadata becomes a Hugging Face style config dict, its sizes checked to be positive
-and its floats finite.
+and offset checked against the file before use). Quantized matrices stay quantized: the
+raw blocks of the types kvgen's core computes on (kvgen._quantize.PACKED_TYPES) go to the
+core as they are, and are repacked there; Q2_K to Q6_K types without a kernel are converted
+to Q8_0 at load. Float32 matrices are used in place, F16/BF16 ones converted to float32;
+vectors (norms, biases) are read as float32 copies, so that the file's map closes once the
+model is built. Any other tensor type is refused by name. Tensors are renamed to the
+Hugging Face names the C++ models read, and the metadata becomes a Hugging Face style
+config dict, its sizes checked to be positive and its floats finite.
 
 How GGUF differs from Hugging Face checkpoints, and what is undone here:
 - llama.cpp's converter permutes the rows of Llama's q_proj and k_proj so that rotary
@@ -29,6 +30,7 @@ import numpy as np
 
 from kvgen._gguf_file import GGUF_MAGIC, GGUFFile, GGUFTensor, read_gguf_file
 from kvgen._gguf_metadata import read_float, read_int, read_string
+from kvgen._quantize import PACKED_TYPES, QuantizedTensor, check_finite_scales, requantize
 
 SUPPORTED_TENSOR_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K",
                           "Q6_K")
@@ -40,7 +42,7 @@ class GGUFModel:
 
     architecture: str                 # "llama" or "gpt2"
     config: dict                      # Hugging Face config names
-    arrays: dict[str, np.ndarray]     # float32 tensors by Hugging Face name
+    arrays: dict[str, Any]            # float32 arrays or QuantizedTensors by Hugging Face name
     rope_freqs: Optional[np.ndarray] = None   # per-frequency divisors (Llama 3 files)
     tokenizer: Any = None             # kvgen._gguf_tokenizer.GGUFTokenizerInfo, or None
     metadata: dict = field(default_factory=dict)  # name and tensor type counts, for repr and the CLI
@@ -104,10 +106,8 @@ class _Metadata:
         return value
 
 
-def _tensor(tensors: dict[str, GGUFTensor], name: str, path: Path, shape: Optional[tuple] = None) -> np.ndarray:
-    """The tensor ``name`` as a float32 array in NumPy (row-major, Hugging Face) order."""
-    import gguf
-
+def _find(tensors: dict[str, GGUFTensor], name: str, path: Path, shape: Optional[tuple]) -> GGUFTensor:
+    """Tensor ``name``, its type readable and its logical shape ``shape`` (when given)."""
     t = tensors.get(name)
     if t is None:
         raise ValueError(f"{path}: GGUF tensor {name!r} is missing")
@@ -116,12 +116,24 @@ def _tensor(tensors: dict[str, GGUFTensor], name: str, path: Path, shape: Option
         raise ValueError(f"{path}: tensor {name!r} has type {qtype}, which kvgen does not read (supported: "
                          f"{', '.join(SUPPORTED_TENSOR_TYPES)})")
     logical = tuple(reversed(t.shape))  # GGUF lists dimensions fastest first
-    if shape is not None and logical != tuple(shape):  # before dequantizing: no work for a wrong tensor
+    if shape is not None and logical != tuple(shape):  # before reading: no work for a wrong tensor
         raise ValueError(f"{path}: tensor {name!r} has shape {logical}, expected {tuple(shape)}")
+    return t
+
+
+def _tensor(tensors: dict[str, GGUFTensor], name: str, path: Path, shape: Optional[tuple] = None) -> np.ndarray:
+    """The tensor ``name`` as a float32 array in NumPy (row-major, Hugging Face) order: F32
+    matrices in place, everything else converted (vectors copied, see the module docstring)."""
+    import gguf
+
+    t = _find(tensors, name, path, shape)
+    qtype = t.tensor_type.name
+    logical = tuple(reversed(t.shape))
     try:
         with np.errstate(all="ignore"):  # overflowing scales are refused below, not warned about
             if qtype == "F32":
-                a = t.data.view(np.float32).reshape(logical)  # in place, no copy
+                a = t.data.view(np.float32).reshape(logical)
+                a = a if len(logical) > 1 else a.copy()  # a matrix in place, no copy
             else:
                 a = gguf.quants.dequantize(t.data, t.tensor_type).reshape(logical)
     except ValueError as e:
@@ -129,6 +141,27 @@ def _tensor(tensors: dict[str, GGUFTensor], name: str, path: Path, shape: Option
     if not np.isfinite(a).all():  # no real model has them; they would only make NaN logits
         raise ValueError(f"{path}: tensor {name!r} holds values that are not finite (nan or inf)")
     return np.ascontiguousarray(a, dtype=np.float32)
+
+
+def _matrix(tensors: dict[str, GGUFTensor], name: str, path: Path, shape: Optional[tuple] = None,
+            permute_heads: int = 0) -> Any:
+    """The matrix ``name`` (out, in) for the core: quantized blocks as a QuantizedTensor
+    (the file's bytes, no copy unless its rows are permuted), or a float32 array.
+    permute_heads > 0: undo llama.cpp's rotary permutation of the rows for that many heads."""
+    t = _find(tensors, name, path, shape)
+    qtype = t.tensor_type.name
+    if qtype in ("F32", "F16", "BF16"):
+        w = _tensor(tensors, name, path, shape)
+        return _unpermute(w, permute_heads) if permute_heads else w
+    logical = tuple(reversed(t.shape))
+    raw = t.data.reshape(logical[0], -1)  # one row of blocks per output
+    if not check_finite_scales(qtype, raw):
+        raise ValueError(f"{path}: tensor {name!r} holds values that are not finite (a block scale is nan or inf)")
+    if permute_heads:
+        raw = _unpermute(raw, permute_heads)
+    if qtype not in PACKED_TYPES:
+        return requantize(qtype, raw, logical)
+    return QuantizedTensor(qtype, np.ascontiguousarray(raw).reshape(-1), logical)
 
 
 def _check_no_extra(tensors: dict, used: set, path: Path) -> None:
@@ -160,10 +193,11 @@ def _llama(meta: _Metadata, tensors: dict, path: Path) -> GGUFModel:
     if rope_dims != head_dim:
         raise ValueError(f"{path}: partial rotary embeddings (rope.dimension_count = {rope_dims} of head_dim "
                          f"{head_dim}) are not supported")
-    embed = _tensor(tensors, "token_embd.weight", path)
-    if embed.ndim != 2 or embed.shape[1] != hidden:
-        raise ValueError(f"{path}: token_embd.weight has shape {embed.shape}, expected (vocab, {hidden})")
-    vocab = embed.shape[0]
+    embed_shape = tuple(reversed(_find(tensors, "token_embd.weight", path, None).shape))
+    if len(embed_shape) != 2 or embed_shape[1] != hidden:
+        raise ValueError(f"{path}: token_embd.weight has shape {embed_shape}, expected (vocab, {hidden})")
+    vocab = embed_shape[0]
+    embed = _matrix(tensors, "token_embd.weight", path, embed_shape)
     config = {
         "model_type": "llama",
         "vocab_size": vocab,
@@ -189,7 +223,7 @@ def _llama(meta: _Metadata, tensors: dict, path: Path) -> GGUFModel:
               "model.norm.weight": _tensor(tensors, "output_norm.weight", path, (C,))}
     used = {"token_embd.weight", "output_norm.weight"}
     if "output.weight" in tensors:
-        arrays["lm_head.weight"] = _tensor(tensors, "output.weight", path, (vocab, C))
+        arrays["lm_head.weight"] = _matrix(tensors, "output.weight", path, (vocab, C))
         used.add("output.weight")
     rope_freqs = None
     if "rope_freqs.weight" in tensors:  # Llama 3.1 scaling, stored as divisors of inv_freq
@@ -208,11 +242,12 @@ def _llama(meta: _Metadata, tensors: dict, path: Path) -> GGUFModel:
                 src = f"blk.{layer}.{gg}.{kind}"
                 if kind == "bias" and src not in tensors:
                     continue  # optional biases (attention_bias / mlp_bias models)
-                w = _tensor(tensors, src, path, kind_shape)
-                if gg == "attn_q":
-                    w = _unpermute(w, heads)
-                elif gg == "attn_k":
-                    w = _unpermute(w, kv_heads)
+                permute = {"attn_q": heads, "attn_k": kv_heads}.get(gg, 0)
+                if kind == "weight" and len(shape) == 2:
+                    w = _matrix(tensors, src, path, kind_shape, permute_heads=permute)
+                else:
+                    w = _tensor(tensors, src, path, kind_shape)
+                    w = _unpermute(w, permute) if permute else w
                 arrays[f"model.layers.{layer}.{hf}.{kind}"] = w
                 used.add(src)
     _check_no_extra(tensors, used, path)
@@ -227,12 +262,13 @@ def _gpt2(meta: _Metadata, tensors: dict, path: Path) -> GGUFModel:
     heads = meta.size(a + "attention.head_count")
     if C % heads:
         raise ValueError(f"{path}: embedding_length = {C} does not split into attention.head_count = {heads} heads")
-    wte = _tensor(tensors, "token_embd.weight", path)
-    if wte.ndim != 2 or wte.shape[1] != C:
-        raise ValueError(f"{path}: token_embd.weight has shape {wte.shape}, expected (vocab, {C})")
+    wte_shape = tuple(reversed(_find(tensors, "token_embd.weight", path, None).shape))
+    if len(wte_shape) != 2 or wte_shape[1] != C:
+        raise ValueError(f"{path}: token_embd.weight has shape {wte_shape}, expected (vocab, {C})")
+    wte = _matrix(tensors, "token_embd.weight", path, wte_shape)
     config = {
         "model_type": "gpt2",
-        "vocab_size": wte.shape[0],
+        "vocab_size": wte_shape[0],
         "n_positions": meta.size(a + "context_length"),
         "n_embd": C,
         "n_layer": L,
@@ -247,7 +283,7 @@ def _gpt2(meta: _Metadata, tensors: dict, path: Path) -> GGUFModel:
               "ln_f.bias": _tensor(tensors, "output_norm.bias", path, (C,))}
     used = {"token_embd.weight", "position_embd.weight", "output_norm.weight", "output_norm.bias"}
     if "output.weight" in tensors:
-        arrays["lm_head.weight"] = _tensor(tensors, "output.weight", path, wte.shape)
+        arrays["lm_head.weight"] = _matrix(tensors, "output.weight", path, wte_shape)
         used.add("output.weight")
     # GGUF name -> (HF name, GGUF [out, in] shape or None for vectors, transpose to [in, out])
     names = {"attn_norm": ("ln_1", None), "ffn_norm": ("ln_2", None), "attn_qkv": ("attn.c_attn", (3 * C, C)),
@@ -255,8 +291,12 @@ def _gpt2(meta: _Metadata, tensors: dict, path: Path) -> GGUFModel:
     for layer in range(L):
         for gg, (hf, shape) in names.items():
             out_dim = shape[0] if shape else C
-            w = _tensor(tensors, f"blk.{layer}.{gg}.weight", path, shape or (C,))
-            arrays[f"h.{layer}.{hf}.weight"] = np.ascontiguousarray(w.T) if shape else w
+            if shape:  # float32 back to Conv1D's (in, out); quantized blocks stay (out, in)
+                w = _matrix(tensors, f"blk.{layer}.{gg}.weight", path, shape)
+                w = w if isinstance(w, QuantizedTensor) else np.ascontiguousarray(w.T)
+            else:
+                w = _tensor(tensors, f"blk.{layer}.{gg}.weight", path, (C,))
+            arrays[f"h.{layer}.{hf}.weight"] = w
             arrays[f"h.{layer}.{hf}.bias"] = _tensor(tensors, f"blk.{layer}.{gg}.bias", path, (out_dim,))
             used.update({f"blk.{layer}.{gg}.weight", f"blk.{layer}.{gg}.bias"})
     _check_no_extra(tensors, used, path)

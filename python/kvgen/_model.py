@@ -167,15 +167,16 @@ def _llama_options(config: dict, head_dim: int, rope_freqs: Optional[np.ndarray]
     return _core._LlamaOptions(inv_freq=freq, **_given(rms_norm_eps=_epsilon(config, "rms_norm_eps")))
 
 
-def _build_core(arch: str, config: dict, arrays: dict,
-                rope_freqs: Optional[np.ndarray] = None) -> "_core._Model":
-    """The C++ model for ``arch`` over ``arrays`` (Hugging Face names, float32), from a
-    Hugging Face config dict (a directory's config.json or kvgen._gguf's translation)."""
+def _build_core(arch: str, config: dict, arrays: dict, rope_freqs: Optional[np.ndarray] = None, *,
+                exact: bool = False) -> "_core._Model":
+    """The C++ model for ``arch`` over ``arrays`` (Hugging Face names; float32 arrays or
+    kvgen._quantize.QuantizedTensor), from a Hugging Face config dict (a directory's
+    config.json or kvgen._gguf's translation)."""
     _check_config(arch, config)
     sizes = _model_config(arch, config)
     if arch == "gpt2":
-        return _core._Model.gpt2(sizes, _gpt2_options(config), arrays)
-    return _core._Model.llama(sizes, _llama_options(config, sizes.head_dim, rope_freqs), arrays)
+        return _core._Model.gpt2(sizes, _gpt2_options(config), arrays, exact=exact)
+    return _core._Model.llama(sizes, _llama_options(config, sizes.head_dim, rope_freqs), arrays, exact=exact)
 
 
 def _token_id(value: Any, key: str) -> int:
@@ -223,11 +224,18 @@ class Model:
         self._token_strings: Optional[list[str]] = None
 
     @classmethod
-    def load(cls, path: Union[str, os.PathLike]) -> "Model":
-        """Loads a Hugging Face model directory or a GGUF file (see the class docstring)."""
+    def load(cls, path: Union[str, os.PathLike], *, dtype: Optional[str] = None, exact: bool = False) -> "Model":
+        """Loads a Hugging Face model directory or a GGUF file (see the class docstring).
+
+        A GGUF file's quantized matrices stay quantized in memory and are computed on
+        directly. ``dtype="q8_0"`` or ``"q4_0"`` quantizes a directory's float matrices the
+        same way at load (GGUF files keep their own types). ``exact`` sets ``Model.exact``.
+        """
+        if not isinstance(exact, bool):
+            raise TypeError(f"exact must be a bool, got {exact!r:.60}")
         p = Path(path)
         if p.is_dir():
-            return cls._load_directory(p)
+            return cls._load_directory(p, dtype, exact)
         if not p.exists():
             raise FileNotFoundError(f"{p}: no such file or directory (kvgen.Model.load takes a Hugging Face model "
                                     "directory or a .gguf file)")
@@ -235,27 +243,36 @@ class Model:
 
         if not is_gguf(p):
             raise ValueError(f"{p}: not a GGUF file (no GGUF magic) and not a model directory")
-        return cls._load_gguf(p)
+        if dtype is not None:
+            raise ValueError(f"{p}: dtype={dtype!r} applies to Hugging Face directories; a GGUF file's tensors keep "
+                             "the types they were saved with")
+        return cls._load_gguf(p, exact)
 
     @classmethod
-    def _load_directory(cls, directory: Path) -> "Model":
+    def _load_directory(cls, directory: Path, dtype: Optional[str], exact: bool) -> "Model":
         config = read_config(directory)
         arch = config.get("model_type")
         if arch not in ARCHITECTURES:
             raise ValueError(f"{directory}: model_type={arch!r} is not supported (kvgen runs: "
                              f"{', '.join(ARCHITECTURES)})")
-        core = _build_core(arch, config, read_weights(directory))
+        arrays = read_weights(directory)
+        if dtype is not None:
+            from kvgen._quantize import quantize_checkpoint
+
+            arrays = quantize_checkpoint(arch, arrays, dtype)
+        core = _build_core(arch, config, arrays, exact=exact)
         tokenizer = read_tokenizer(directory)
         bos, eos = _token_ids(config, "bos_token_id"), _token_ids(config, "eos_token_id")
         return cls(core, config, directory, tokenizer, bos_token_id=_first_id(bos), eos_token_id=eos,
                    chat_template=read_chat_template(directory))
 
     @classmethod
-    def _load_gguf(cls, path: Path) -> "Model":
+    def _load_gguf(cls, path: Path, exact: bool) -> "Model":
         from kvgen._gguf import read_gguf
 
         g = read_gguf(path)
-        core = _build_core(g.architecture, g.config, g.arrays, rope_freqs=g.rope_freqs)
+        core = _build_core(g.architecture, g.config, g.arrays, rope_freqs=g.rope_freqs, exact=exact)
+        g.arrays = {}  # the quantized blocks were repacked: let the file's map go
         t = g.tokenizer
         types = ", ".join(f"{n} x{k}" for n, k in g.metadata.get("tensor_types", {}).items())
         description = f"{g.metadata.get('name') or path.name} ({types})"
@@ -278,6 +295,28 @@ class Model:
     def architecture(self) -> str:
         """The architecture: "gpt2" or "llama"."""
         return self._core.architecture
+
+    @property
+    def exact(self) -> bool:
+        """Exact mode. False (the default): quantized matrices multiply activations that are
+        quantized to int8 per 32-value block, as llama.cpp does; fastest, and within a
+        fraction of a percent of transformers' perplexity, but greedy continuations can part
+        from transformers' after some tokens. True: they multiply float32 activations,
+        which reproduces transformers' computation on the dequantized weights up to
+        float summation order. Float32 weights are always exact. Settable at any time."""
+        return self._core.exact
+
+    @exact.setter
+    def exact(self, value: bool) -> None:
+        if not isinstance(value, bool):
+            raise TypeError(f"exact must be a bool, got {value!r:.60}")
+        self._core.exact = value
+
+    @property
+    def weight_bytes(self) -> int:
+        """Bytes of the weights the model holds, quantized matrices at their packed size:
+        about what one decode step reads."""
+        return self._core.weight_bytes
 
     @property
     def vocab_size(self) -> int:

@@ -119,7 +119,8 @@ def _info(args) -> int:
     print(repr(model))
     if model.description:
         print(model.description)
-    print(f"weights: {model._core.weight_bytes / 1e6:.1f} MB as float32; KV cache per position: "
+    print(f"weights: {model.weight_bytes / 1e6:.1f} MB (quantized matrices at their packed size); exact mode: "
+          f"{model.exact}; KV cache per position: "
           f"{model.kv_cache_bytes(1, 1)} bytes")
     return 0
 

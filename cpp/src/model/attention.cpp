@@ -10,14 +10,14 @@ namespace kvgen {
 
 void causal_attention(float* out, int64_t ldo, const float* q, int64_t ldq, KVCache& cache, int64_t layer,
                       int64_t row, int64_t start, int64_t count, int64_t heads, int64_t kv_heads, int64_t head_dim,
-                      float scale, float* scores) {
+                      float scale, Range heads_here, float* scores) {
   const int64_t len = start + count;      // keys visible to the last token
   const int64_t group = heads / kv_heads; // query heads per kv head
   thread_local std::vector<int64_t> valid;
   valid.resize(count);
   for (int64_t i = 0; i < count; ++i) valid[i] = start + i + 1;
   if (count == 1) {  // decode: plain loops beat a BLAS call per head at these sizes
-    for (int64_t h = 0; h < heads; ++h) {
+    for (int64_t h = heads_here.first; h < heads_here.last; ++h) {
       const float* keys = cache.keys(layer, row, h / group);  // (len, head_dim)
       const float* values = cache.values(layer, row, h / group);
       const float* qh = q + h * head_dim;
@@ -40,7 +40,7 @@ void causal_attention(float* out, int64_t ldo, const float* q, int64_t ldq, KVCa
     }
     return;
   }
-  for (int64_t h = 0; h < heads; ++h) {
+  for (int64_t h = heads_here.first; h < heads_here.last; ++h) {
     const float* keys = cache.keys(layer, row, h / group);    // (len, head_dim)
     const float* values = cache.values(layer, row, h / group);
     // scores (count, len) = scale * q_h (count, head_dim) @ keys^T

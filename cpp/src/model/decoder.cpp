@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kvgen/errors.h"
+#include "kvgen/limits.h"
 #include "kvgen/model/attention.h"
 #include "kvgen/model/kernels.h"
 
@@ -21,7 +22,7 @@ void DecoderModel::attend(float* out, const float* q, int64_t ldq, const float* 
                           int64_t ldv, int64_t layer, const Batch& batch, KVCache& cache, float scale) {
   const int64_t H = config_.heads, KV = config_.kv_heads, hd = config_.head_dim;
   const std::vector<RowTokens>& chunks = *batch.chunks;
-  float* scores = scratch_.scores.data();  // reserved by forward for batch.max_scores
+  float* scores = scratch_.scores.data();  // (threads, batch.max_scores), reserved by forward
   for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci) {
     const RowTokens& c = chunks[ci];
     for (int64_t i = 0; i < c.count; ++i) {  // keys and values into the cache, by position
@@ -31,9 +32,15 @@ void DecoderModel::attend(float* out, const float* q, int64_t ldq, const float* 
         std::memcpy(cache.values(layer, c.row, head) + pos * hd, v + (o + i) * ldv + head * hd, sizeof(float) * hd);
       }
     }
-    causal_attention(out + o * H * hd, H * hd, q + o * ldq, ldq, cache, layer, c.row, batch.starts[ci], c.count, H, KV,
-                     hd, scale, scores);
   }
+  // every chunk's attention, the query heads split across the threads (each its own scores)
+  projector_.pool().run([&](int t) {
+    const Range heads_here = split_range(H, projector_.threads(), t);
+    float* scores_here = scores + t * batch.max_scores;
+    for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci)
+      causal_attention(out + o * H * hd, H * hd, q + o * ldq, ldq, cache, layer, chunks[ci].row, batch.starts[ci],
+                       chunks[ci].count, H, KV, hd, scale, heads_here, scores_here);
+  });
 }
 
 void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache, float* logits, bool all_positions) {
@@ -72,10 +79,12 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
       b.tokens[o + i] = chunks[ci].tokens[i];
     }
   const int64_t n = b.n;
+  projector_.use(compute_pool());
   grow_rows(scratch_.x, n, C);
   grow_rows(scratch_.normed, n, C);
-  if (static_cast<int64_t>(scratch_.scores.size()) < b.max_scores)
-    scratch_.scores = xt::xtensor<float, 1>::from_shape({static_cast<size_t>(b.max_scores)});
+  const int64_t all_scores = limits::checked_mul(b.max_scores, projector_.threads(), "attention scores");
+  if (static_cast<int64_t>(scratch_.scores.size()) < all_scores)
+    scratch_.scores = xt::xtensor<float, 1>::from_shape({static_cast<size_t>(all_scores)});
   reserve(b);
 
   // ---- embeddings and blocks: x (n, C) ----
@@ -88,7 +97,7 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
   float* h = scratch_.normed.data();
   if (all_positions) {
     final_norm(h, x, n);
-    kernels::matmul(logits, h, lm_head_, n, V, C, /*b_transposed=*/true);
+    projector_.project(h, n, C, {{&lm_head_, nullptr, logits, V}});
     return;
   }
   const int64_t m = static_cast<int64_t>(chunks.size());
@@ -99,12 +108,12 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
   bool rows_in_order = true;
   for (int64_t ci = 0; ci < m; ++ci) rows_in_order = rows_in_order && chunks[ci].row == chunks[0].row + ci;
   if (rows_in_order) {
-    kernels::matmul(logits + chunks[0].row * V, h, lm_head_, m, V, C, /*b_transposed=*/true);
+    projector_.project(h, m, C, {{&lm_head_, nullptr, logits + chunks[0].row * V, V}});
     return;
   }
   grow_rows(scratch_.logits, m, V);
   float* tmp = scratch_.logits.data();
-  kernels::matmul(tmp, h, lm_head_, m, V, C, /*b_transposed=*/true);
+  projector_.project(h, m, C, {{&lm_head_, nullptr, tmp, V}});
   for (int64_t ci = 0; ci < m; ++ci) std::memcpy(logits + chunks[ci].row * V, tmp + ci * V, sizeof(float) * V);
 }
 

@@ -34,14 +34,6 @@ void matmul(float* out, const float* a, const float* b, int64_t M, int64_t N, in
               static_cast<blasint>(ldc ? ldc : N));
 }
 
-void linear(float* out, const float* a, const float* w, const float* bias, int64_t M, int64_t N, int64_t K,
-            bool w_transposed) {
-  if (bias) {
-    for (int64_t i = 0; i < M; ++i) std::memcpy(out + i * N, bias, sizeof(float) * N);
-  }
-  matmul(out, a, w, M, N, K, w_transposed, bias != nullptr);
-}
-
 void layernorm(float* out, const float* x, const float* gamma, const float* beta, int64_t M, int64_t C, float eps) {
   for (int64_t i = 0; i < M; ++i) {
     const float* xi = x + i * C;

@@ -20,24 +20,33 @@ Llama::Llama(ModelConfig config, LlamaOptions options, const TensorMap& t)
   for (float f : options_.inv_freq)
     if (!std::isfinite(f)) throw ValueError("Llama: a rotary inverse frequency is " + std::to_string(f) +
                                             " (check rope_theta and the rope scaling parameters)");
-  const auto linear_weights = [&t](const std::string& name, int64_t out, int64_t in) {
-    const std::string bias = name + ".bias";
-    return Linear{t.get(name + ".weight", {out, in}), t.has(bias) ? t.get(bias, {out}) : nullptr};
+  const auto vector = [&](const std::string& name, int64_t size) {
+    count_weight(size);
+    return t.get(name, {size});
   };
-  embed_ = t.get("model.embed_tokens.weight", {V, C});
-  norm_ = t.get("model.norm.weight", {C});
-  lm_head_ = t.has("lm_head.weight") ? t.get("lm_head.weight", {V, C}) : embed_;
+  const auto matrix = [&](const std::string& name, int64_t out, int64_t in) {
+    LinearWeight w = t.linear(name, out, in, DenseLayout::OutIn);
+    count_weight(w);
+    return w;
+  };
+  const auto linear = [&](const std::string& name, int64_t out, int64_t in) {
+    const std::string bias = name + ".bias";
+    return Linear{matrix(name + ".weight", out, in), t.has(bias) ? vector(bias, out) : nullptr};
+  };
+  embed_ = matrix("model.embed_tokens.weight", V, C);
+  norm_ = vector("model.norm.weight", C);
+  lm_head_ = t.has("lm_head.weight") ? matrix("lm_head.weight", V, C) : embed_;
   for (int64_t l = 0; l < config_.layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
-    layers_.push_back({t.get(p + "input_layernorm.weight", {C}),
-                       linear_weights(p + "self_attn.q_proj", H * hd, C),
-                       linear_weights(p + "self_attn.k_proj", KV * hd, C),
-                       linear_weights(p + "self_attn.v_proj", KV * hd, C),
-                       linear_weights(p + "self_attn.o_proj", C, H * hd),
-                       t.get(p + "post_attention_layernorm.weight", {C}),
-                       linear_weights(p + "mlp.gate_proj", I, C),
-                       linear_weights(p + "mlp.up_proj", I, C),
-                       linear_weights(p + "mlp.down_proj", C, I)});
+    layers_.push_back({vector(p + "input_layernorm.weight", C),
+                       linear(p + "self_attn.q_proj", H * hd, C),
+                       linear(p + "self_attn.k_proj", KV * hd, C),
+                       linear(p + "self_attn.v_proj", KV * hd, C),
+                       linear(p + "self_attn.o_proj", C, H * hd),
+                       vector(p + "post_attention_layernorm.weight", C),
+                       linear(p + "mlp.gate_proj", I, C),
+                       linear(p + "mlp.up_proj", I, C),
+                       linear(p + "mlp.down_proj", C, I)});
   }
 }
 
@@ -72,7 +81,7 @@ void Llama::reserve(const Batch& b) {
 
 void Llama::embed(float* x, const Batch& b) {
   const int64_t C = config_.hidden;
-  for (int64_t i = 0; i < b.n; ++i) std::memcpy(x + i * C, embed_ + b.tokens[i] * C, sizeof(float) * C);
+  for (int64_t i = 0; i < b.n; ++i) embed_.row(b.tokens[i], x + i * C);
 }
 
 void Llama::block(int64_t l, float* x, const Batch& b, KVCache& cache) {
@@ -86,22 +95,20 @@ void Llama::block(int64_t l, float* x, const Batch& b, KVCache& cache) {
   float* att = scratch_.att.data();
   float* gate = scratch_.gate.data();
   float* up = scratch_.up.data();
-  // attention (weights are torch.nn.Linear [out, in]: w_transposed)
+  // attention: q, k and v of one normed input in one parallel section
   kernels::rmsnorm(h, x, w.attn_norm, n, C, options_.rms_norm_eps);
-  kernels::linear(q, h, w.q.w, w.q.bias, n, H * hd, C, /*w_transposed=*/true);
-  kernels::linear(k, h, w.k.w, w.k.bias, n, KV * hd, C, /*w_transposed=*/true);
-  kernels::linear(v, h, w.v.w, w.v.bias, n, KV * hd, C, /*w_transposed=*/true);
+  projector_.project(h, n, C, {{&w.q.w, w.q.bias, q, H * hd}, {&w.k.w, w.k.bias, k, KV * hd},
+                               {&w.v.w, w.v.bias, v, KV * hd}});
   kernels::rope(q, H * hd, n, H, hd, b.positions.data(), cos_.data(), sin_.data());
   kernels::rope(k, KV * hd, n, KV, hd, b.positions.data(), cos_.data(), sin_.data());
   attend(att, q, H * hd, k, KV * hd, v, KV * hd, l, b, cache, 1.0f / std::sqrt(static_cast<float>(hd)));
-  kernels::linear(h, att, w.o.w, w.o.bias, n, C, H * hd, /*w_transposed=*/true);
+  projector_.project(att, n, H * hd, {{&w.o.w, w.o.bias, h, C}});
   kernels::add_inplace(x, h, n * C);
   // SwiGLU MLP: down(silu(gate(h)) * up(h))
   kernels::rmsnorm(h, x, w.mlp_norm, n, C, options_.rms_norm_eps);
-  kernels::linear(gate, h, w.gate.w, w.gate.bias, n, I, C, /*w_transposed=*/true);
-  kernels::linear(up, h, w.up.w, w.up.bias, n, I, C, /*w_transposed=*/true);
+  projector_.project(h, n, C, {{&w.gate.w, w.gate.bias, gate, I}, {&w.up.w, w.up.bias, up, I}});
   kernels::silu_mul(gate, up, n * I);
-  kernels::linear(h, gate, w.down.w, w.down.bias, n, C, I, /*w_transposed=*/true);
+  projector_.project(gate, n, I, {{&w.down.w, w.down.bias, h, C}});
   kernels::add_inplace(x, h, n * C);
 }
 

@@ -1,10 +1,13 @@
-// TensorMap: name and shape checks with errors that name the tensor.
+// TensorMap: name, type and shape checks with errors that name the tensor.
 #include "kvgen/model/tensors.h"
 
 #include <algorithm>
+#include <memory>
 #include <sstream>
 
 #include "kvgen/errors.h"
+#include "kvgen/limits.h"
+#include "kvgen/quant/packed_matrix.h"
 
 namespace kvgen {
 namespace {
@@ -20,27 +23,48 @@ std::string shape_str(const Shape& s) {
 
 }  // namespace
 
-void TensorMap::add(std::string name, const TensorView& view) {
-  std::vector<size_t> shape;
-  size_t size = 1;
+void TensorMap::add(std::string name, TensorView view) {
+  int64_t count = 1;
   for (int64_t d : view.shape) {
     if (d < 0) throw ValueError("tensor '" + name + "' has a negative dimension: " + shape_str(view.shape));
-    shape.push_back(static_cast<size_t>(d));
-    size *= static_cast<size_t>(d);  // the loader's array holds this many floats, so it fits
+    count = limits::checked_mul(count, d, "tensor '" + name + "' size");
   }
-  tensors_.insert_or_assign(std::move(name), xt::adapt(static_cast<const float*>(view.data), size, xt::no_ownership(),
-                                                       std::move(shape)));
+  if (view.type == "F32" && view.bytes != limits::checked_mul(count, 4, "tensor '" + name + "' bytes"))
+    throw ValueError("tensor '" + name + "' of shape " + shape_str(view.shape) + " holds " +
+                     std::to_string(view.bytes) + " bytes, not 4 per float");
+  tensors_.insert_or_assign(std::move(name), std::move(view));
+}
+
+const TensorView& TensorMap::find(const std::string& name, const std::vector<int64_t>& shape) const {
+  auto it = tensors_.find(name);
+  if (it == tensors_.end()) throw ValueError("the model file has no tensor '" + name + "'");
+  const std::vector<int64_t>& have = it->second.shape;
+  if (have != shape)
+    throw ValueError("tensor '" + name + "' has shape " + shape_str(have) + ", expected " + shape_str(shape) +
+                     " from the model config");
+  return it->second;
 }
 
 const float* TensorMap::get(const std::string& name, const std::vector<int64_t>& shape) const {
+  const TensorView& v = find(name, shape);
+  if (v.type != "F32")
+    throw TypeError("tensor '" + name + "' is " + v.type + "; kvgen reads it only as float32");
+  return static_cast<const float*>(v.data);
+}
+
+LinearWeight TensorMap::linear(const std::string& name, int64_t out, int64_t in, DenseLayout dense_layout) const {
   auto it = tensors_.find(name);
-  if (it == tensors_.end()) throw ValueError("the model file has no tensor '" + name + "'");
-  const auto& have = it->second.shape();
-  if (!std::equal(have.begin(), have.end(), shape.begin(), shape.end(),
-                  [](size_t a, int64_t b) { return static_cast<int64_t>(a) == b; }))
-    throw ValueError("tensor '" + name + "' has shape " + shape_str(have) + ", expected " + shape_str(shape) +
-                     " from the model config");
-  return it->second.data();
+  if (it != tensors_.end() && it->second.type == "F32")
+    return LinearWeight::dense(get(name, dense_layout == DenseLayout::OutIn ? std::vector<int64_t>{out, in}
+                                                                            : std::vector<int64_t>{in, out}),
+                               out, in, dense_layout);
+  const TensorView& v = find(name, {out, in});
+  try {
+    return LinearWeight::packed(std::make_shared<const quant::PackedMatrix>(
+        quant::parse_quant_type(v.type), static_cast<const uint8_t*>(v.data), v.bytes, out, in));
+  } catch (const ValueError& e) {
+    throw ValueError("tensor '" + name + "': " + e.what());
+  }
 }
 
 std::vector<std::string> TensorMap::names() const {

@@ -11,13 +11,18 @@
 
 #include <xtensor/xtensor.hpp>
 
+#include "kvgen/model/linear_weight.h"
 #include "kvgen/model/model.h"
+#include "kvgen/model/projector.h"
 
 namespace kvgen {
 
 class DecoderModel : public Model {
  public:
   const ModelConfig& config() const override { return config_; }
+  bool exact() const override { return projector_.exact(); }
+  void set_exact(bool exact) override { projector_.set_exact(exact); }
+  int64_t weight_bytes() const override { return weight_bytes_; }
   void forward(const std::vector<RowTokens>& chunks, KVCache& cache, float* logits, bool all_positions) final;
 
  protected:
@@ -60,20 +65,26 @@ class DecoderModel : public Model {
   // steps after a prefill do not allocate. Rows past the batch's n are stale.
   static void grow_rows(xt::xtensor<float, 2>& buf, int64_t rows, int64_t width);
 
+  // Counts a weight toward weight_bytes() (architectures call it for every tensor they read).
+  void count_weight(const LinearWeight& w) { weight_bytes_ += w.bytes(); }
+  void count_weight(int64_t floats) { weight_bytes_ += 4 * floats; }
+
   ModelConfig config_;
-  const float* lm_head_ = nullptr;  // (vocab, C), set by the architecture
+  LinearWeight lm_head_;  // (vocab, C), set by the architecture
+  Projector projector_;   // runs every product (the pool is held for each forward)
 
  private:
   // Scratch of the shared loop, n = the batch's tokens (reserved in forward).
   struct Scratch {
     xt::xtensor<float, 2> x;       // (n, C) the residual stream
     xt::xtensor<float, 2> normed;  // (n, C) final norm of the rows the LM head reads
-    xt::xtensor<float, 1> scores;  // (Batch::max_scores) one chunk's attention probabilities
+    xt::xtensor<float, 1> scores;  // (threads, Batch::max_scores) each thread's attention probabilities
     xt::xtensor<float, 2> logits;  // (chunks, vocab) LM head output when rows are out of order
   };
 
   Batch batch_;
   Scratch scratch_;
+  int64_t weight_bytes_ = 0;
 };
 
 }  // namespace kvgen

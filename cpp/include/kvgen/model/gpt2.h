@@ -1,7 +1,8 @@
 // GPT-2 as Hugging Face's GPT2LMHeadModel computes it: token + learned position
 // embeddings, pre-LayerNorm blocks with fused QKV (Conv1D weights stored [in, out]),
 // causal multi-head attention, GELU MLP, final LayerNorm, LM head tied to the token
-// embeddings (or a separate lm_head.weight).
+// embeddings (or a separate lm_head.weight). Matrices are float32 (Hugging Face's Conv1D
+// layout) or quantized ([out, in] blocks, from GGUF files or quantized at load).
 #pragma once
 
 #include <cstdint>
@@ -34,8 +35,15 @@ class GPT2 : public DecoderModel {
 
  private:
   struct Layer {
-    const float *ln1_g, *ln1_b, *attn_w, *attn_b, *proj_w, *proj_b;
-    const float *ln2_g, *ln2_b, *fc_w, *fc_b, *fc_proj_w, *fc_proj_b;
+    const float *ln1_g, *ln1_b;
+    LinearWeight attn_w;  // (3C, C) fused q | k | v
+    const float* attn_b;
+    LinearWeight proj_w;  // (C, C)
+    const float *proj_b, *ln2_g, *ln2_b;
+    LinearWeight fc_w;    // (I, C)
+    const float* fc_b;
+    LinearWeight fc_proj_w;  // (C, I)
+    const float* fc_proj_b;
   };
   // Scratch of one block, reused by every layer; n = the batch's tokens (see reserve).
   struct Scratch {
@@ -46,7 +54,7 @@ class GPT2 : public DecoderModel {
   };
 
   GPT2Options options_;
-  const float* wte_;      // (vocab, C)
+  LinearWeight wte_;      // (vocab, C), read a row per token
   const float* wpe_;      // (context, C)
   const float *lnf_g_, *lnf_b_;
   std::vector<Layer> layers_;

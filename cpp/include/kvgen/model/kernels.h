@@ -1,4 +1,5 @@
-// Raw-pointer kernels of the transformer forward pass: BLAS matrix products, layer and
+// Raw-pointer kernels of the transformer forward pass: BLAS matrix products (projections
+// go through linear_weight.h), layer and
 // RMS norms, GELU, SiLU, RoPE, softmax. Outputs first, shapes last (llm.c style); every
 // buffer is row-major.
 #pragma once
@@ -12,11 +13,6 @@ namespace kvgen::kernels {
 // strides they pass (`/*b_transposed=*/true`).
 void matmul(float* out, const float* a, const float* b, int64_t M, int64_t N, int64_t K, bool b_transposed,
             bool accumulate = false, int64_t lda = 0, int64_t ldb = 0, int64_t ldc = 0, float alpha = 1.0f);
-
-// out (M, N) = a (M, K) @ w + bias (N), with w stored [in, out] = (K, N) (Hugging Face
-// GPT-2 Conv1D) or, if w_transposed, [out, in] = (N, K) (torch.nn.Linear). bias may be null.
-void linear(float* out, const float* a, const float* w, const float* bias, int64_t M, int64_t N, int64_t K,
-            bool w_transposed);
 
 // out (M, C) = layernorm(x) * gamma + beta (torch.nn.LayerNorm, biased variance).
 void layernorm(float* out, const float* x, const float* gamma, const float* beta, int64_t M, int64_t C, float eps);
@@ -46,7 +42,8 @@ void add_inplace(float* x, const float* y, int64_t n);
 // (the rest set to 0); valid = null: all N.
 void softmax_rows(float* x, int64_t M, int64_t N, const int64_t* valid);
 
-// Sets the number of threads OpenBLAS uses (the process-wide thread policy).
+// Sets the number of threads OpenBLAS uses (thread_pool.h keeps it at 1: the compute pool
+// splits the products itself).
 void set_blas_threads(int n);
 int blas_threads();
 

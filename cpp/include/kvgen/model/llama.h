@@ -2,7 +2,8 @@
 // pre-RMSNorm blocks with rotary position embeddings on queries and keys, grouped-query
 // attention (kv_heads <= heads; the cache holds kv_heads), SwiGLU MLP, final RMSNorm,
 // LM head tied to the embeddings or separate. Weights use Hugging Face names and the
-// Linear layout [out, in]; the GGUF loader renames and un-permutes its tensors to these.
+// Linear layout [out, in], float32 or quantized (linear_weight.h); the GGUF loader renames
+// and un-permutes its tensors to these.
 #pragma once
 
 #include <cstdint>
@@ -36,7 +37,7 @@ class Llama : public DecoderModel {
 
  private:
   struct Linear {
-    const float* w;     // (out, in)
+    LinearWeight w;     // (out, in)
     const float* bias;  // (out) or null
   };
   struct Layer {
@@ -58,7 +59,7 @@ class Llama : public DecoderModel {
   void reserve_positions(int64_t end);
 
   LlamaOptions options_;
-  const float* embed_;     // (vocab, C)
+  LinearWeight embed_;     // (vocab, C), read a row per token
   const float* norm_;      // (C)
   std::vector<Layer> layers_;
   // (positions, head_dim / 2): rotary cos/sin of the positions used so far, extended by

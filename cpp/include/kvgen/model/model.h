@@ -24,6 +24,14 @@ class Model {
   virtual ~Model() = default;
   virtual const ModelConfig& config() const = 0;
 
+  // Exact mode: quantized weights are multiplied with float activations (as transformers
+  // computes on the dequantized weights) rather than int8 ones (faster; llama.cpp's
+  // arithmetic). No effect on float32 weights. Not to be changed during a forward.
+  virtual bool exact() const = 0;
+  virtual void set_exact(bool exact) = 0;
+  // Bytes of the weights the model holds (quantized tensors at their packed size).
+  virtual int64_t weight_bytes() const = 0;
+
   // Runs each chunk's tokens at the positions following its row's cached length,
   // writes their keys/values into the cache and advances the row's length. Logits:
   // with all_positions, of every token, chunk after chunk (sum of counts, vocab);

@@ -1,39 +1,44 @@
-// Named float32 tensors handed to a model loader: views over memory someone else owns
-// (NumPy arrays over memory-mapped or loaded files), checked by name and shape.
+// Named tensors handed to a model loader: views over memory someone else owns (NumPy
+// arrays over loaded or memory-mapped files), checked by name, type and shape. A tensor is
+// float32, or raw GGUF blocks of a quantized type that the model repacks and computes on
+// directly (kvgen/model/linear_weight.h).
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <string>
-#include <utility>
 #include <vector>
 
-#include <xtensor/xadapt.hpp>
+#include "kvgen/model/linear_weight.h"
 
 namespace kvgen {
 
-// What a loader hands in: row-major float32 data and its shape.
+// What a loader hands in: the data, its element type and its logical (row-major) shape.
 struct TensorView {
-  const float* data = nullptr;
+  const void* data = nullptr;
   std::vector<int64_t> shape;
+  std::string type = "F32";  // "F32", or a GGUF type name kvgen::quant reads ("Q4_1", ...)
+  int64_t bytes = 0;         // size of data in bytes
 };
 
 class TensorMap {
  public:
-  // A read-only xtensor view (xt::adapt, no copy) that carries the tensor's shape.
-  using Weights = decltype(xt::adapt(std::declval<const float*>(), size_t{}, xt::no_ownership(),
-                                     std::declval<std::vector<size_t>>()));
-
-  // Adapts the view; ValueError naming it when a dimension is negative.
-  void add(std::string name, const TensorView& view);
+  // Adds a tensor; ValueError naming it when a dimension is negative or, for F32, when
+  // `bytes` does not match its shape.
+  void add(std::string name, TensorView view);
   bool has(const std::string& name) const { return tensors_.count(name) != 0; }
-  // The data of tensor `name`, whose shape must be exactly `shape`; ValueError naming it
-  // otherwise. Models keep the pointer: their hot loops read weights through raw pointers.
+  // The float32 data of tensor `name`, whose shape must be exactly `shape`; ValueError naming
+  // it otherwise (or TypeError if it is quantized). Models keep the pointer.
   const float* get(const std::string& name, const std::vector<int64_t>& shape) const;
+  // The matrix `name` as a projection weight W (out, in). A float32 tensor is stored as
+  // `dense_layout` says; a quantized one always (out, in), one row of blocks per output,
+  // and is repacked here (ValueError from kvgen::quant when its bytes or sizes are wrong).
+  LinearWeight linear(const std::string& name, int64_t out, int64_t in, DenseLayout dense_layout) const;
   std::vector<std::string> names() const;
 
  private:
-  std::map<std::string, Weights> tensors_;
+  const TensorView& find(const std::string& name, const std::vector<int64_t>& shape) const;
+  std::map<std::string, TensorView> tensors_;
 };
 
 }  // namespace kvgen

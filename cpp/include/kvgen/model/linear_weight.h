@@ -1,0 +1,52 @@
+// A projection's weight matrix W (out, in): float32 as the file stores it (read by
+// OpenBLAS), or quantized blocks repacked once at load (kvgen::quant::PackedMatrix, read
+// by the quantized kernels; never expanded to float). Products are split into units of 16
+// output rows, so that threads can share one product (kvgen/model/projector.h).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "kvgen/quant/activations.h"
+#include "kvgen/quant/packed_matrix.h"
+
+namespace kvgen {
+
+// How a float32 matrix lies in memory: (out, in) as torch.nn.Linear stores it, or
+// (in, out) as GPT-2's Conv1D does.
+enum class DenseLayout { OutIn, InOut };
+
+class LinearWeight {
+ public:
+  LinearWeight() = default;
+  static LinearWeight dense(const float* w, int64_t out, int64_t in, DenseLayout layout);
+  // Shared, so that a tied embedding and LM head hold one copy.
+  static LinearWeight packed(std::shared_ptr<const quant::PackedMatrix> w);
+
+  int64_t out() const { return out_; }
+  int64_t in() const { return in_; }
+  bool quantized() const { return packed_ != nullptr; }
+  // Whether a product reads int8 activations: quantized weights outside exact mode.
+  bool reads_int8(bool exact) const { return quantized() && !exact; }
+  // Units of work: 16-row groups of outputs.
+  int64_t units() const { return (out_ + 15) / 16; }
+  // Bytes of the weights as held in memory.
+  int64_t bytes() const;
+
+  // y[m * ldy + n] = sum_k x[m, k] W[n, k] for m < rows and the outputs n of units
+  // [u0, u1). x (rows, in), row stride ldx, as float; xq = the same rows quantized (read
+  // when reads_int8(exact)).
+  void multiply(float* y, int64_t ldy, const float* x, int64_t ldx, const quant::QuantizedActivations* xq,
+                int64_t rows, int64_t u0, int64_t u1, bool exact) const;
+
+  // out (in) = row n of W as float: an embedding lookup reads only the rows it needs.
+  void row(int64_t n, float* out) const;
+
+ private:
+  int64_t out_ = 0, in_ = 0;
+  const float* dense_ = nullptr;  // (out, in) or (in, out), per layout_
+  DenseLayout layout_ = DenseLayout::OutIn;
+  std::shared_ptr<const quant::PackedMatrix> packed_;
+};
+
+}  // namespace kvgen

@@ -1,0 +1,62 @@
+// Products of one weight matrix over a range of 16-row output groups.
+#include "kvgen/model/linear_weight.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kvgen/errors.h"
+#include "kvgen/model/kernels.h"
+#include "kvgen/quant/matmul.h"
+
+namespace kvgen {
+
+LinearWeight LinearWeight::dense(const float* w, int64_t out, int64_t in, DenseLayout layout) {
+  LinearWeight lw;
+  lw.out_ = out;
+  lw.in_ = in;
+  lw.dense_ = w;
+  lw.layout_ = layout;
+  return lw;
+}
+
+LinearWeight LinearWeight::packed(std::shared_ptr<const quant::PackedMatrix> w) {
+  LinearWeight lw;
+  lw.out_ = w->rows();
+  lw.in_ = w->cols();
+  lw.packed_ = std::move(w);
+  return lw;
+}
+
+int64_t LinearWeight::bytes() const { return packed_ ? packed_->bytes() : out_ * in_ * 4; }
+
+void LinearWeight::multiply(float* y, int64_t ldy, const float* x, int64_t ldx, const quant::QuantizedActivations* xq,
+                            int64_t rows, int64_t u0, int64_t u1, bool exact) const {
+  if (u0 >= u1 || rows == 0) return;
+  if (packed_) {
+    const quant::CpuPath path = quant::active_cpu_path();
+    if (reads_int8(exact))
+      quant::matmul_int8(*packed_, *xq, y, ldy, {u0, u1}, path);
+    else
+      quant::matmul_float(*packed_, x, rows, ldx, y, ldy, {u0, u1}, path);
+    return;
+  }
+  const int64_t n0 = 16 * u0, n1 = std::min(out_, 16 * u1);
+  if (layout_ == DenseLayout::OutIn)  // rows n0..n1 of W (out, in)
+    kernels::matmul(y + n0, x, dense_ + n0 * in_, rows, n1 - n0, in_, /*b_transposed=*/true, /*accumulate=*/false,
+                    /*lda=*/ldx, /*ldb=*/in_, /*ldc=*/ldy);
+  else  // columns n0..n1 of W^T (in, out)
+    kernels::matmul(y + n0, x, dense_ + n0, rows, n1 - n0, in_, /*b_transposed=*/false, /*accumulate=*/false,
+                    /*lda=*/ldx, /*ldb=*/out_, /*ldc=*/ldy);
+}
+
+void LinearWeight::row(int64_t n, float* out) const {
+  if (n < 0 || n >= out_) throw ValueError("row " + std::to_string(n) + " is outside [0, " + std::to_string(out_) + ")");
+  if (packed_) return packed_->dequantize_row(n, out);
+  if (layout_ == DenseLayout::OutIn) {
+    std::memcpy(out, dense_ + n * in_, sizeof(float) * in_);
+    return;
+  }
+  for (int64_t k = 0; k < in_; ++k) out[k] = dense_[k * out_ + n];
+}
+
+}  // namespace kvgen

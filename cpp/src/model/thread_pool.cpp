@@ -1,0 +1,132 @@
+// Fork-join pool: a generation counter starts a section, a pending counter ends it; both
+// are waited on by spinning for a bounded time, then by atomic wait (a futex on Linux).
+#include "kvgen/model/thread_pool.h"
+
+#include <sched.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define KVGEN_PAUSE() _mm_pause()
+#else
+#define KVGEN_PAUSE() ((void)0)
+#endif
+
+#include "kvgen/errors.h"
+#include "kvgen/model/kernels.h"
+
+namespace kvgen {
+namespace {
+
+// How long a waiting thread spins before it sleeps: long enough to bridge the gaps
+// between the sections of one decode step (a few microseconds of serial work), short
+// enough that an idle or descheduled pool gives its core back quickly.
+constexpr auto kSpin = std::chrono::microseconds(100);
+
+// Spins until `done()` or kSpin has passed; true if done.
+template <class Done>
+bool spin_until(Done done) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 1;; ++i) {
+    if (done()) return true;
+    KVGEN_PAUSE();
+    if ((i & 63) == 0 && std::chrono::steady_clock::now() > deadline) return done();
+  }
+}
+
+std::mutex pool_mutex;
+std::shared_ptr<ThreadPool> pool;
+
+}  // namespace
+
+ThreadPool::ThreadPool(int threads) : threads_(threads) {
+  if (threads < 1 || threads > 1024)
+    throw ValueError("number of threads = " + std::to_string(threads) + " must be in [1, 1024]");
+  for (int t = 1; t < threads; ++t) workers_.emplace_back([this, t] { worker(t); });
+}
+
+ThreadPool::~ThreadPool() {
+  stopping_.store(true);
+  generation_.fetch_add(1);
+  generation_.notify_all();
+  for (std::thread& w : workers_) w.join();
+}
+
+void ThreadPool::finish_one() {
+  if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
+}
+
+void ThreadPool::worker(int t) {
+  uint32_t seen = 0;
+  for (;;) {
+    if (!spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; }))
+      generation_.wait(seen, std::memory_order_acquire);
+    const uint32_t now = generation_.load(std::memory_order_acquire);
+    if (now == seen) continue;  // spurious wake-up
+    seen = now;
+    if (stopping_.load()) return;
+    try {
+      call_(task_, t);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mutex_);
+      if (!error_) error_ = std::current_exception();
+    }
+    finish_one();
+  }
+}
+
+void ThreadPool::run_erased(void* task, Call call) {
+  std::lock_guard<std::mutex> lock(section_);
+  if (threads_ == 1) return call(task, 0);
+  task_ = task;
+  call_ = call;
+  error_ = nullptr;
+  pending_.store(threads_ - 1, std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_release);
+  generation_.notify_all();
+  std::exception_ptr mine;
+  try {
+    call(task, 0);
+  } catch (...) {
+    mine = std::current_exception();
+  }
+  for (;;) {  // wait for the workers
+    if (spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; })) break;
+    const int32_t left = pending_.load(std::memory_order_acquire);
+    if (left == 0) break;
+    pending_.wait(left, std::memory_order_acquire);
+  }
+  task_ = nullptr;
+  if (mine) std::rethrow_exception(mine);
+  if (error_) std::rethrow_exception(error_);
+}
+
+int default_compute_threads() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+std::shared_ptr<ThreadPool> compute_pool() {
+  std::lock_guard<std::mutex> lock(pool_mutex);
+  if (!pool) {
+    kernels::set_blas_threads(1);
+    pool = std::make_shared<ThreadPool>(default_compute_threads());
+  }
+  return pool;
+}
+
+void set_compute_threads(int n) {
+  if (n < 1 || n > 1024) throw ValueError("number of threads = " + std::to_string(n) + " must be in [1, 1024]");
+  std::lock_guard<std::mutex> lock(pool_mutex);
+  kernels::set_blas_threads(1);
+  if (pool && pool->size() == n) return;
+  pool = std::make_shared<ThreadPool>(n);  // the old pool's workers end with its last holder
+}
+
+int compute_threads() { return compute_pool()->size(); }
+
+}  // namespace kvgen

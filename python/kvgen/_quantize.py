@@ -1,0 +1,96 @@
+"""Quantized weights as kvgen's C++ models take them.
+
+A quantized matrix travels from the loaders to the core as a ``QuantizedTensor``: its GGUF
+type name, its raw blocks (uint8, the file's bytes) and its logical shape ``(out, in)``.
+The core repacks the blocks once into its interleaved tile layout and computes on them
+directly; they are never expanded to float32 as a whole.
+
+- ``PACKED_TYPES``: the types the core computes on. Other quantized GGUF types (Q2_K,
+  Q3_K) are converted at load by ``requantize`` (dequantized with gguf-py, then quantized to
+  Q8_0, whose error is far below theirs).
+- ``quantize_checkpoint``: ``Model.load(directory, dtype="q8_0" | "q4_0")`` quantizes a
+  float checkpoint's matrices with gguf-py's quantizers (llama.cpp's arithmetic).
+- ``check_finite_scales``: a hostile file's NaN or inf block scale is refused by name,
+  as a float tensor's NaN is, without dequantizing the tensor.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+PACKED_TYPES = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1")
+LOAD_DTYPES = ("q8_0", "q4_0")  # Model.load(directory, dtype=...)
+
+# type -> (bytes per block, byte offsets of its fp16 scales / minimums within a block)
+_SCALE_OFFSETS = {"Q8_0": (34, (0,)), "Q4_0": (18, (0,)), "Q4_1": (20, (0, 2)), "Q5_0": (22, (0,)),
+                  "Q5_1": (24, (0, 2)), "Q2_K": (84, (80, 82)), "Q3_K": (110, (108,)), "Q4_K": (144, (0, 2)),
+                  "Q5_K": (176, (0, 2)), "Q6_K": (210, (208,))}
+
+
+class QuantizedTensor(NamedTuple):
+    """A quantized matrix for the core: GGUF type name, raw blocks (uint8), shape (out, in)."""
+
+    type: str
+    data: np.ndarray
+    shape: tuple
+
+
+def check_finite_scales(qtype: str, raw: np.ndarray) -> bool:
+    """Whether every fp16 scale (and minimum) of the blocks in ``raw`` is finite."""
+    if qtype in ("F16", "BF16"):
+        halves = raw.view(np.uint16)
+        exponent = np.uint16(0x7C00) if qtype == "F16" else np.uint16(0x7F80)
+        return not bool(np.any((halves & exponent) == exponent))
+    block_bytes, offsets = _SCALE_OFFSETS[qtype]
+    blocks = raw.reshape(-1, block_bytes)
+    return all(bool(np.isfinite(blocks[:, o:o + 2].copy().view(np.float16)).all()) for o in offsets)
+
+
+def requantize(qtype: str, raw: np.ndarray, shape: tuple) -> QuantizedTensor:
+    """A tensor of a type the core has no kernel for, as Q8_0 (via float32, one matrix at a time)."""
+    import gguf
+
+    w = gguf.quants.dequantize(raw, gguf.GGMLQuantizationType[qtype]).reshape(shape)
+    return quantize(w, "Q8_0")
+
+
+def quantize(w: np.ndarray, qtype: str) -> QuantizedTensor:
+    """The float matrix ``w`` (out, in) quantized to ``qtype`` by gguf-py."""
+    import gguf
+
+    blocks = gguf.quants.quantize(np.ascontiguousarray(w, dtype=np.float32), gguf.GGMLQuantizationType[qtype])
+    return QuantizedTensor(qtype, np.ascontiguousarray(blocks).reshape(-1).view(np.uint8), tuple(w.shape))
+
+
+# Matrices quantized by Model.load(directory, dtype=...): the projections and the token
+# embeddings (the LM head when tied), as llama.cpp's converter does. GPT-2's Conv1D
+# matrices are stored (in, out) and are transposed first; position embeddings stay float.
+_LLAMA_MATRICES = ("_proj.weight", "embed_tokens.weight", "lm_head.weight")
+_GPT2_CONV1D = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight")
+_GPT2_MATRICES = ("wte.weight", "lm_head.weight")
+
+
+def quantize_checkpoint(arch: str, arrays: dict, dtype: str) -> dict:
+    """``arrays`` with its matrices quantized to ``dtype`` ("q8_0" or "q4_0")."""
+    if dtype not in LOAD_DTYPES:
+        raise ValueError(f"dtype={dtype!r} is not supported (choose one of: {', '.join(LOAD_DTYPES)}, or None "
+                         "to keep the checkpoint's float32 weights)")
+    qtype = dtype.upper()
+    out = {}
+    for name, w in arrays.items():
+        if w.ndim == 2 and name.endswith(_LLAMA_MATRICES + _GPT2_CONV1D + _GPT2_MATRICES):
+            cols = w.shape[0] if name.endswith(_GPT2_CONV1D) else w.shape[1]
+            if cols % 32:
+                raise ValueError(f"dtype={dtype!r}: {name} has rows of {cols} weights, not a multiple of the "
+                                 "32-weight quantization block")
+        if arch == "llama" and name.endswith(_LLAMA_MATRICES):
+            out[name] = quantize(w, qtype)
+        elif arch == "gpt2" and name.endswith(_GPT2_CONV1D):
+            out[name] = quantize(w.T, qtype)
+        elif arch == "gpt2" and name.endswith(_GPT2_MATRICES):
+            out[name] = quantize(w, qtype)
+        else:
+            out[name] = w
+    return out
