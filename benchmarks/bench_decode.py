@@ -173,8 +173,10 @@ against batch-1 greedy, with PASS/MISS lines for issue 10's targets (beam >= 0.6
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.metadata
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -822,8 +824,23 @@ def llama_quantize(src: Path, dst: Path, ftype: str, threads: int) -> None:
     params.ftype = getattr(llama_cpp, f"LLAMA_FTYPE_MOSTLY_{ftype}")
     params.allow_requantize = True
     params.nthread = threads
-    if llama_cpp.llama_model_quantize(str(src).encode(), str(dst).encode(), ctypes.byref(params)) != 0:
-        raise RuntimeError(f"llama_model_quantize({src.name} -> {ftype}) failed")
+    with open(dst.with_name(dst.name + ".log"), "w") as log, stderr_to(log):  # a line per tensor
+        failed = llama_cpp.llama_model_quantize(str(src).encode(), str(dst).encode(), ctypes.byref(params))
+    if failed:
+        raise RuntimeError(f"llama_model_quantize({src.name} -> {ftype}) failed; see {dst.name}.log")
+
+
+@contextlib.contextmanager
+def stderr_to(file):
+    """Sends file descriptor 2 (where C code writes) to file for the block."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    os.dup2(file.fileno(), 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def copy_tokenizer(writer, reader) -> None:
@@ -980,7 +997,7 @@ def run_threads(kind: str, engines: dict, ids: list[int], work: dict, threads: i
                                              ("decode", ids[:d_prompt], d_new, True)):
         results.append(smol_workload(label, engines, prompt, new_tokens, chain, args.rounds))
         smol_print_rows(table, results[-1])
-    bw = harness.bandwidth_report(bw_before, harness.read_bandwidth(threads))
+    bw = harness.bandwidth_report_at(bw_before, harness.read_bandwidth(threads), threads)
     greedy = results[1]
     fractions = harness.bandwidth_fractions(greedy["decode_only"], weights, bw["limit_GBps"])
     print(harness.bandwidth_line(bw, threads))
