@@ -2,11 +2,14 @@
 
 One product = ``out (M, N) = x (M, K) @ W^T`` on one thread, for SmolLM2-135M's matrix
 shapes (q/o 576x576, k/v 192x576, gate/up 1536x576, down 576x1536, the LM head
-49152x576), M = 1 (decode) and M = 4 (4-beam search), each GGUF type, each CPU path this
-CPU runs, int8 and exact (float) activations. The reference is NumPy's float32 matmul on
+49152x576) and two with K a multiple of 256 for the K-quants (1024x1024, 2816x1024; a
+K-quant runs only on shapes whose K is a multiple of 256), M = 1 (decode) and M = 4
+(4-beam search), each GGUF type, each CPU path this CPU runs, int8 and exact (float)
+activations (F16 / BF16 have exact mode only). The reference is NumPy's float32 matmul on
 the dequantized weights (OpenBLAS, 4 bytes per weight read). GB/s = the packed bytes of W
 over the median time of one product (int8 mode includes quantizing x, as a model pays it
-once per input). Weights are random; the speed does not depend on their values.
+once per input). Weights are random (K-quants: random valid blocks, as gguf-py cannot
+quantize them); the speed does not depend on their values.
 
 Per configuration the reference and every path and mode are warmed up, calibrated to
 ~--round-s and interleaved for --rounds rounds (harness.measure); the figure is the
@@ -35,22 +38,41 @@ from kvgen import _core  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402  (benchmarks/ is not a package)
 
-SHAPES = {"q/o": (576, 576), "k/v": (192, 576), "gate/up": (1536, 576), "down": (576, 1536), "lm_head": (49152, 576)}
-QUICK_SHAPES = ("gate/up", "lm_head")
-TYPES = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1")
-QUICK_TYPES = ("Q4_1", "Q8_0")
+SHAPES = {"q/o": (576, 576), "k/v": (192, 576), "gate/up": (1536, 576), "down": (576, 1536), "lm_head": (49152, 576),
+          "1k": (1024, 1024), "ffn 1k": (2816, 1024)}
+QUICK_SHAPES = ("gate/up", "lm_head", "1k", "ffn 1k")
+TYPES = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16")
+QUICK_TYPES = ("Q4_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16")
+K_QUANTS = {"Q4_K": 144, "Q5_K": 176, "Q6_K": 210}  # block bytes
+DENSE = ("F16", "BF16")  # no int8 mode
 ROWS = (1, 4)  # M: decode, 4-beam search
 ROUND_S, QUICK_ROUND_S = 0.1, 0.03
 DEFAULT_OUT = harness.RESULTS / "bench_quant_kernels.json"
 
 
-def engines(packed, w32: np.ndarray, x: np.ndarray, paths: list[str]) -> dict:
+def engines(packed, w32: np.ndarray, x: np.ndarray, paths: list[str], qtype: str) -> dict:
     """The NumPy reference and every (path, activation mode) product, as zero-argument calls."""
     calls = {"numpy f32": lambda: x @ w32.T}
     for path in paths:
         for mode, exact in (("int8", False), ("exact", True)):
-            calls[f"{path} {mode}"] = lambda path=path, exact=exact: packed.matmul(x, exact=exact, path=path)
+            if exact or qtype not in DENSE:
+                calls[f"{path} {mode}"] = lambda path=path, exact=exact: packed.matmul(x, exact=exact, path=path)
     return calls
+
+
+def file_bytes(qtype: str, w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The GGUF bytes of w as `qtype`; for K-quants random valid blocks of w's shape (random
+    bytes, small finite fp16 scales), since gguf-py does not quantize them."""
+    if qtype not in K_QUANTS:
+        return np.ascontiguousarray(quantize(w, GGMLQuantizationType[qtype])).reshape(-1).view(np.uint8)
+    n, k = w.shape
+    raw = rng.integers(0, 256, (n * k // 256, K_QUANTS[qtype]), dtype=np.uint8)
+    scales = rng.uniform(0.001, 0.01, (raw.shape[0], 2)).astype(np.float16).view(np.uint8)
+    if qtype == "Q6_K":
+        raw[:, 208:210] = scales[:, :2]
+    else:
+        raw[:, 0:4] = scales
+    return raw.reshape(-1)
 
 
 def bench_config(name: str, qtype: str, w: np.ndarray, paths: list[str], rounds: int, round_s: float,
@@ -58,13 +80,13 @@ def bench_config(name: str, qtype: str, w: np.ndarray, paths: list[str], rounds:
     """Every M for one shape and type: median time and GB/s per engine."""
     n, k = w.shape
     gtype = GGMLQuantizationType[qtype]
-    raw = np.ascontiguousarray(quantize(w, gtype)).reshape(-1).view(np.uint8)
+    raw = file_bytes(qtype, w, rng)
     packed = _core._quant_pack(raw, qtype, n, k)
     w32 = np.ascontiguousarray(dequantize(raw.reshape(n, -1), gtype), dtype=np.float32)
     results = []
     for m in ROWS:
         x = rng.standard_normal((m, k)).astype(np.float32)
-        samples, _ = harness.measure(engines(packed, w32, x, paths), rounds, round_s)
+        samples, _ = harness.measure(engines(packed, w32, x, paths, qtype), rounds, round_s)
         stats = {e: harness.summarize(s) for e, s in samples.items()}
         weight_bytes = {e: w32.nbytes if e == "numpy f32" else packed.nbytes for e in stats}
         results.append({"shape": name, "n": n, "k": k, "type": qtype, "m": m, "engines": stats,
@@ -78,13 +100,15 @@ def table(names: list[str]) -> harness.Table:
         harness.Column("N x K", 12, lambda r: f"{r['n']}x{r['k']}"),
         harness.Column("type", 5, lambda r: r["type"]),
         harness.Column("M", 2, lambda r: str(r["m"])),
-        *[harness.Column(e, max(10, len(e)), lambda r, e=e: f"{r['GBps'][e]:.1f}") for e in names],
+        *[harness.Column(e, max(10, len(e)), lambda r, e=e: f"{r['GBps'][e]:.1f}" if e in r["GBps"] else "-")
+          for e in names],
     ])
 
 
 def main() -> None:
-    parser = harness.cli(__doc__, DEFAULT_OUT, None, "", "two shapes, Q4_1 and Q8_0, short rounds")
-    parser.add_argument("--types", help="comma-separated GGUF types (default: all five)")
+    parser = harness.cli(__doc__, DEFAULT_OUT, None, "",
+                         "gate/up, lm_head, 1k, ffn 1k; Q4_1, Q8_0, the K-quants, F16, BF16; short rounds")
+    parser.add_argument("--types", help="comma-separated GGUF types (default: all ten)")
     parser.add_argument("--round-s", type=float, help=f"target seconds per round and engine (default {ROUND_S}, "
                                                       f"{QUICK_ROUND_S} with --quick)")
     args = harness.parse_args(parser)
@@ -105,6 +129,8 @@ def main() -> None:
     for name, (n, k) in shapes.items():
         w = rng.standard_normal((n, k)).astype(np.float32)
         for qtype in types:
+            if qtype in K_QUANTS and k % 256 != 0:
+                continue  # K-quant rows are whole 256-weight super-blocks
             for r in bench_config(name, qtype, w, paths, args.rounds, round_s, rng):
                 results.append(r)
                 tab.print_row(r)

@@ -17,9 +17,10 @@ namespace py = pybind11;
 namespace kvgen::bindings {
 namespace {
 
-// name -> view over each tensor: a float32 C-contiguous array, or a (type, data, shape)
-// tuple of a quantized tensor (a GGUF type name, its raw uint8 blocks and its logical
-// shape), which the model repacks; a TypeError naming the tensor otherwise.
+// name -> view over each tensor: a float32 C-contiguous array, or a (type, data, shape,
+// mapped) tuple of a quantized tensor (a GGUF type name, its raw uint8 blocks, its logical
+// shape, and whether the blocks are pages of a read-only file mapping that may be dropped
+// once repacked), which the model repacks; a TypeError naming the tensor otherwise.
 TensorMap tensor_map(const py::dict& arrays) {
   TensorMap t;
   for (auto item : arrays) {
@@ -28,14 +29,15 @@ TensorMap tensor_map(const py::dict& arrays) {
     py::array a;
     if (py::isinstance<py::tuple>(item.second)) {
       const py::tuple raw = py::reinterpret_borrow<py::tuple>(item.second);
-      if (raw.size() != 3 || !py::isinstance<py::str>(raw[0]) || !py::isinstance<py::array>(raw[1]))
-        throw TypeError("quantized tensor '" + name + "' must be a (type name, uint8 array, shape) tuple");
+      if (raw.size() != 4 || !py::isinstance<py::str>(raw[0]) || !py::isinstance<py::array>(raw[1]))
+        throw TypeError("quantized tensor '" + name + "' must be a (type name, uint8 array, shape, mapped) tuple");
       v.type = raw[0].cast<std::string>();
       a = py::reinterpret_borrow<py::array>(raw[1]);
       if (!a.dtype().is(py::dtype::of<uint8_t>()))
         throw TypeError("quantized tensor '" + name + "' has dtype " + std::string(py::str(a.dtype())) +
                         "; its blocks must be a uint8 array");
       for (auto d : raw[2].cast<py::tuple>()) v.shape.push_back(d.cast<int64_t>());
+      v.mapped = raw[3].cast<bool>();
     } else {
       if (!py::isinstance<py::array>(item.second)) throw TypeError("tensor '" + name + "' is not a NumPy array");
       a = py::reinterpret_borrow<py::array>(item.second);
@@ -60,18 +62,31 @@ void expect_architecture(const ModelConfig& config, const std::string& architect
 
 // Keeps the float32 arrays the model reads in place; quantized tensors were repacked into
 // the model's own memory, so their blocks (often a memory-mapped file) can go.
-std::unique_ptr<PyModel> own(const py::dict& arrays, std::unique_ptr<Model> model, bool exact) {
+// "int8x2" | "int8" | "float" (Model.activations in Python).
+Activations parse_activations(const std::string& name) {
+  if (name == "int8x2") return Activations::Int8TwoLevel;
+  if (name == "int8") return Activations::Int8;
+  if (name == "float") return Activations::Float;
+  throw ValueError("activations='" + name + "' is not one of 'int8x2', 'int8', 'float'");
+}
+
+std::string activations_name(Activations a) {
+  return a == Activations::Int8TwoLevel ? "int8x2" : a == Activations::Int8 ? "int8" : "float";
+}
+
+std::unique_ptr<PyModel> own(const py::dict& arrays, std::unique_ptr<Model> model, const std::string& activations) {
   auto pm = std::make_unique<PyModel>();
   for (auto item : arrays)
     if (!py::isinstance<py::tuple>(item.second)) pm->arrays[item.first] = item.second;
-  model->set_exact(exact);
+  model->set_activations(parse_activations(activations));
   pm->model = std::move(model);
   return pm;
 }
 
 // The models repack quantized tensors while they are built: the GIL is released meanwhile.
 std::unique_ptr<PyModel> make_gpt2(const ModelConfig& config, const GPT2Options& options, const py::dict& arrays,
-                                   bool exact) {
+                                   const std::string& activations) {
+  parse_activations(activations);  // before any work
   expect_architecture(config, "gpt2");
   const TensorMap tensors = tensor_map(arrays);
   std::unique_ptr<Model> model;
@@ -79,11 +94,12 @@ std::unique_ptr<PyModel> make_gpt2(const ModelConfig& config, const GPT2Options&
     py::gil_scoped_release release;
     model = std::make_unique<GPT2>(config, options, tensors);
   }
-  return own(arrays, std::move(model), exact);
+  return own(arrays, std::move(model), activations);
 }
 
 std::unique_ptr<PyModel> make_llama(const ModelConfig& config, const LlamaOptions& options, const py::dict& arrays,
-                                    bool exact) {
+                                    const std::string& activations) {
+  parse_activations(activations);
   expect_architecture(config, "llama");
   const TensorMap tensors = tensor_map(arrays);
   std::unique_ptr<Model> model;
@@ -91,7 +107,7 @@ std::unique_ptr<PyModel> make_llama(const ModelConfig& config, const LlamaOption
     py::gil_scoped_release release;
     model = std::make_unique<Llama>(config, options, tensors);
   }
-  return own(arrays, std::move(model), exact);
+  return own(arrays, std::move(model), activations);
 }
 
 // Model.forward: a fresh array per call, written by the forward pass in place, so a
@@ -185,13 +201,13 @@ void register_model(py::module_& m) {
   register_model_config(m);
   py::class_<PyModel>(m, "_Model", "A built-in model over weights held in NumPy arrays (see kvgen.Model).")
       .def_static("gpt2", &make_gpt2, py::arg("config"), py::arg("options"), py::arg("arrays"),
-                  py::kw_only(), py::arg("exact") = false,
+                  py::kw_only(), py::arg("activations") = "int8x2",
                   "GPT-2 of these sizes and options over its tensors by Hugging Face name (float32 arrays, "
                   "or (type, uint8 blocks, shape) tuples of quantized matrices, stored [out, in]).")
       .def_static("llama", &make_llama, py::arg("config"), py::arg("options"), py::arg("arrays"),
-                  py::kw_only(), py::arg("exact") = false,
+                  py::kw_only(), py::arg("activations") = "int8x2",
                   "A Llama-family model of these sizes and options over its tensors by Hugging Face name "
-                  "(float32 arrays, or (type, uint8 blocks, shape) tuples of quantized matrices).")
+                  "(float32 arrays, or (type, uint8 blocks, shape, mapped) tuples of quantized matrices).")
       .def("forward", &forward, py::arg("input_ids"), R"doc(
 Logits [rows, length, vocab] for input_ids [rows, length] (all positions, no cache kept).
 
@@ -211,13 +227,14 @@ naming its position: "input_ids[0, 3] = 300 is outside the vocabulary [0, 211)".
           "weight_bytes", [](PyModel& p) { return p.core().weight_bytes(); },
           "Bytes of the weights the model reads per token (quantized matrices at their packed size).")
       .def_property(
-          "exact", [](PyModel& p) { return p.core().exact(); },
-          [](PyModel& p, bool exact) {
+          "activations", [](PyModel& p) { return activations_name(p.core().activations()); },
+          [](PyModel& p, const std::string& name) {
+            const Activations a = parse_activations(name);
             py::gil_scoped_release release;
             std::lock_guard<std::mutex> lock(p.mutex);  // never in the middle of a forward pass
-            p.core().set_exact(exact);
+            p.core().set_activations(a);
           },
-          "Whether quantized weights meet float activations (True) or int8 ones (False, faster).")
+          "What quantized weights multiply: 'int8x2' (two-level int8), 'int8' or 'float' (see kvgen.Model).")
       .def(
           "kv_cache_bytes",
           [](PyModel& p, int64_t rows, int64_t positions) {

@@ -61,6 +61,7 @@ FloatArray matmul(const PackedMatrix& w, py::array x_obj, bool exact, const std:
     py::gil_scoped_release release;
     quant::matmul_float(w, xd, m, w.cols(), o, w.rows(), range, p);
   } else if (m > 0) {
+    quant::check_int8_kernel(w.type());  // before x's quantization, which needs cols % 32 == 0
     QuantizedActivations acts(m, w.cols());  // a test binding: the model keeps one per input
     py::gil_scoped_release release;
     acts.quantize(xd, m, w.cols());
@@ -84,7 +85,7 @@ void register_quant(py::module_& m) {
           },
           py::arg("x").noconvert());
 
-  py::class_<PackedMatrix>(m, "_QuantMatrix", "A GGUF-quantized [rows, cols] matrix in kvgen's 16-row tiles.")
+  py::class_<PackedMatrix>(m, "_QuantMatrix", "A GGUF [rows, cols] weight matrix in kvgen's 16-row tiles.")
       .def_property_readonly("rows", &PackedMatrix::rows)
       .def_property_readonly("cols", &PackedMatrix::cols)
       .def_property_readonly("nbytes", &PackedMatrix::bytes)
@@ -122,7 +123,8 @@ void register_quant(py::module_& m) {
         return PackedMatrix(t, raw.data(), raw.size(), rows, cols);
       },
       py::arg("raw").noconvert(), py::arg("type"), py::arg("rows"), py::arg("cols"),
-      "Repacks a GGUF tensor's raw block bytes (uint8) of `type` (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1).");
+      "Repacks a GGUF tensor's raw block bytes (uint8) of `type` (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, "
+      "Q6_K, F16, BF16).");
   m.def("_quant_cpu_path", [] { return quant::cpu_path_name(quant::active_cpu_path()); },
         "The kernel path in use (KVGEN_CPU_PATH or the best this CPU runs).");
   m.def("_quant_supported_paths", [] {

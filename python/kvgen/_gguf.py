@@ -4,8 +4,8 @@ The file is parsed and validated by kvgen._gguf_file (memory-mapped; every count
 and offset checked against the file before use). Quantized matrices stay quantized: the
 raw blocks of the types kvgen's core computes on (kvgen._quantize.PACKED_TYPES) go to the
 core as they are, and are repacked there; Q2_K to Q6_K types without a kernel are converted
-to Q8_0 at load. Float32 matrices are used in place, F16/BF16 ones converted to float32;
-vectors (norms, biases) are read as float32 copies, so that the file's map closes once the
+to Q8_0 at load. Float32 matrices are used in place (F16/BF16 ones are repacked in C++ like
+the quantized ones); vectors (norms, biases) are read as float32 copies, so that the file's map closes once the
 model is built. Any other tensor type is refused by name. Tensors are renamed to the
 Hugging Face names the C++ models read, and the metadata becomes a Hugging Face style
 config dict, its sizes checked to be positive and its floats finite.
@@ -150,18 +150,19 @@ def _matrix(tensors: dict[str, GGUFTensor], name: str, path: Path, shape: Option
     permute_heads > 0: undo llama.cpp's rotary permutation of the rows for that many heads."""
     t = _find(tensors, name, path, shape)
     qtype = t.tensor_type.name
-    if qtype in ("F32", "F16", "BF16"):
+    if qtype == "F32":
         w = _tensor(tensors, name, path, shape)
         return _unpermute(w, permute_heads) if permute_heads else w
     logical = tuple(reversed(t.shape))
     raw = t.data.reshape(logical[0], -1)  # one row of blocks per output
     if not check_finite_scales(qtype, raw):
         raise ValueError(f"{path}: tensor {name!r} holds values that are not finite (a block scale is nan or inf)")
-    if permute_heads:
-        raw = _unpermute(raw, permute_heads)
     if qtype not in PACKED_TYPES:
+        raw = _unpermute(raw, permute_heads) if permute_heads else raw
         return requantize(qtype, raw, logical)
-    return QuantizedTensor(qtype, np.ascontiguousarray(raw).reshape(-1), logical)
+    if permute_heads:  # a reordered copy
+        return QuantizedTensor(qtype, _unpermute(raw, permute_heads).reshape(-1), logical)
+    return QuantizedTensor(qtype, raw.reshape(-1), logical, mapped=True)  # the file's pages, in place
 
 
 def _check_no_extra(tensors: dict, used: set, path: Path) -> None:

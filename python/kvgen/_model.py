@@ -168,15 +168,32 @@ def _llama_options(config: dict, head_dim: int, rope_freqs: Optional[np.ndarray]
 
 
 def _build_core(arch: str, config: dict, arrays: dict, rope_freqs: Optional[np.ndarray] = None, *,
-                exact: bool = False) -> "_core._Model":
+                activations: str = "int8x2") -> "_core._Model":
     """The C++ model for ``arch`` over ``arrays`` (Hugging Face names; float32 arrays or
     kvgen._quantize.QuantizedTensor), from a Hugging Face config dict (a directory's
     config.json or kvgen._gguf's translation)."""
     _check_config(arch, config)
     sizes = _model_config(arch, config)
     if arch == "gpt2":
-        return _core._Model.gpt2(sizes, _gpt2_options(config), arrays, exact=exact)
-    return _core._Model.llama(sizes, _llama_options(config, sizes.head_dim, rope_freqs), arrays, exact=exact)
+        return _core._Model.gpt2(sizes, _gpt2_options(config), arrays, activations=activations)
+    return _core._Model.llama(sizes, _llama_options(config, sizes.head_dim, rope_freqs), arrays,
+                              activations=activations)
+
+
+ACTIVATIONS = ("int8x2", "int8", "float")
+
+
+def _activations(exact: bool, activations: Optional[str]) -> str:
+    """The activations mode from Model.load's ``exact`` / ``activations`` arguments."""
+    if not isinstance(exact, bool):
+        raise TypeError(f"exact must be a bool, got {exact!r:.60}")
+    if activations is None:
+        return "float" if exact else "int8x2"
+    if activations not in ACTIVATIONS:
+        raise ValueError(f"activations={activations!r:.60} is not one of {', '.join(map(repr, ACTIVATIONS))}")
+    if exact and activations != "float":
+        raise ValueError(f"exact=True asks for float activations, activations={activations!r} for int8 ones")
+    return activations
 
 
 def _token_id(value: Any, key: str) -> int:
@@ -224,18 +241,19 @@ class Model:
         self._token_strings: Optional[list[str]] = None
 
     @classmethod
-    def load(cls, path: Union[str, os.PathLike], *, dtype: Optional[str] = None, exact: bool = False) -> "Model":
+    def load(cls, path: Union[str, os.PathLike], *, dtype: Optional[str] = None, exact: bool = False,
+             activations: Optional[str] = None) -> "Model":
         """Loads a Hugging Face model directory or a GGUF file (see the class docstring).
 
         A GGUF file's quantized matrices stay quantized in memory and are computed on
         directly. ``dtype="q8_0"`` or ``"q4_0"`` quantizes a directory's float matrices the
-        same way at load (GGUF files keep their own types). ``exact`` sets ``Model.exact``.
+        same way at load (GGUF files keep their own types). ``exact=True`` is
+        ``activations="float"``; see ``Model.activations`` for the modes.
         """
-        if not isinstance(exact, bool):
-            raise TypeError(f"exact must be a bool, got {exact!r:.60}")
+        mode = _activations(exact, activations)
         p = Path(path)
         if p.is_dir():
-            return cls._load_directory(p, dtype, exact)
+            return cls._load_directory(p, dtype, mode)
         if not p.exists():
             raise FileNotFoundError(f"{p}: no such file or directory (kvgen.Model.load takes a Hugging Face model "
                                     "directory or a .gguf file)")
@@ -246,10 +264,10 @@ class Model:
         if dtype is not None:
             raise ValueError(f"{p}: dtype={dtype!r} applies to Hugging Face directories; a GGUF file's tensors keep "
                              "the types they were saved with")
-        return cls._load_gguf(p, exact)
+        return cls._load_gguf(p, mode)
 
     @classmethod
-    def _load_directory(cls, directory: Path, dtype: Optional[str], exact: bool) -> "Model":
+    def _load_directory(cls, directory: Path, dtype: Optional[str], activations: str) -> "Model":
         config = read_config(directory)
         arch = config.get("model_type")
         if arch not in ARCHITECTURES:
@@ -260,18 +278,18 @@ class Model:
             from kvgen._quantize import quantize_checkpoint
 
             arrays = quantize_checkpoint(arch, arrays, dtype)
-        core = _build_core(arch, config, arrays, exact=exact)
+        core = _build_core(arch, config, arrays, activations=activations)
         tokenizer = read_tokenizer(directory)
         bos, eos = _token_ids(config, "bos_token_id"), _token_ids(config, "eos_token_id")
         return cls(core, config, directory, tokenizer, bos_token_id=_first_id(bos), eos_token_id=eos,
                    chat_template=read_chat_template(directory))
 
     @classmethod
-    def _load_gguf(cls, path: Path, exact: bool) -> "Model":
+    def _load_gguf(cls, path: Path, activations: str) -> "Model":
         from kvgen._gguf import read_gguf
 
         g = read_gguf(path)
-        core = _build_core(g.architecture, g.config, g.arrays, rope_freqs=g.rope_freqs, exact=exact)
+        core = _build_core(g.architecture, g.config, g.arrays, rope_freqs=g.rope_freqs, activations=activations)
         g.arrays = {}  # the quantized blocks were repacked: let the file's map go
         t = g.tokenizer
         types = ", ".join(f"{n} x{k}" for n, k in g.metadata.get("tensor_types", {}).items())
@@ -297,20 +315,38 @@ class Model:
         return self._core.architecture
 
     @property
+    def activations(self) -> str:
+        """What quantized matrices multiply (settable at any time; float32, F16 and BF16
+        weights always meet float activations):
+
+        - ``"int8x2"`` (the default): activations quantized to int8 per 32-value block in
+          two levels, the second quantizing the first one's rounding error, so each value
+          keeps about 15 bits, with integer dot products. Decode as fast as one level (it is
+          bound by the weight bytes); on SmolLM2, over a 1,024-token text, the argmax equals
+          transformers' at every position and perplexity is within 0.01%. Prefill and
+          batches of many rows, which are bound by arithmetic, do twice the integer work.
+        - ``"int8"``: one level (llama.cpp's arithmetic): the fastest prefill and batches;
+          the argmax differs from transformers' at about 4% of positions.
+        - ``"float"`` (``exact=True``): float32 activations, transformers' computation on
+          the dequantized weights up to summation order; about 0.6x the decode speed.
+        """
+        return self._core.activations
+
+    @activations.setter
+    def activations(self, value: str) -> None:
+        self._core.activations = _activations(False, value)
+
+    @property
     def exact(self) -> bool:
-        """Exact mode. False (the default): quantized matrices multiply activations that are
-        quantized to int8 per 32-value block, as llama.cpp does; fastest, and within a
-        fraction of a percent of transformers' perplexity, but greedy continuations can part
-        from transformers' after some tokens. True: they multiply float32 activations,
-        which reproduces transformers' computation on the dequantized weights up to
-        float summation order. Float32 weights are always exact. Settable at any time."""
-        return self._core.exact
+        """Exact mode: ``activations == "float"``. Setting True selects float activations,
+        False the default two-level int8 ones."""
+        return self._core.activations == "float"
 
     @exact.setter
     def exact(self, value: bool) -> None:
         if not isinstance(value, bool):
             raise TypeError(f"exact must be a bool, got {value!r:.60}")
-        self._core.exact = value
+        self._core.activations = "float" if value else "int8x2"
 
     @property
     def weight_bytes(self) -> int:

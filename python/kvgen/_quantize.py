@@ -5,9 +5,9 @@ type name, its raw blocks (uint8, the file's bytes) and its logical shape ``(out
 The core repacks the blocks once into its interleaved tile layout and computes on them
 directly; they are never expanded to float32 as a whole.
 
-- ``PACKED_TYPES``: the types the core computes on. Other quantized GGUF types (Q2_K,
-  Q3_K) are converted at load by ``requantize`` (dequantized with gguf-py, then quantized to
-  Q8_0, whose error is far below theirs).
+- ``PACKED_TYPES``: the types the core computes on (F16 and BF16 with float activations
+  only). Other quantized GGUF types (Q2_K, Q3_K) are converted at load by ``requantize``
+  (dequantized with gguf-py, then quantized to Q8_0, whose error is far below theirs).
 - ``quantize_checkpoint``: ``Model.load(directory, dtype="q8_0" | "q4_0")`` quantizes a
   float checkpoint's matrices with gguf-py's quantizers (llama.cpp's arithmetic).
 - ``check_finite_scales``: a hostile file's NaN or inf block scale is refused by name,
@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-PACKED_TYPES = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1")
+PACKED_TYPES = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16")
 LOAD_DTYPES = ("q8_0", "q4_0")  # Model.load(directory, dtype=...)
 
 # type -> (bytes per block, byte offsets of its fp16 scales / minimums within a block)
@@ -30,11 +30,14 @@ _SCALE_OFFSETS = {"Q8_0": (34, (0,)), "Q4_0": (18, (0,)), "Q4_1": (20, (0, 2)), 
 
 
 class QuantizedTensor(NamedTuple):
-    """A quantized matrix for the core: GGUF type name, raw blocks (uint8), shape (out, in)."""
+    """A quantized matrix for the core: GGUF type name, raw blocks (uint8), shape (out, in),
+    and whether ``data`` are pages of a read-only file mapping (the core then drops them
+    from memory once it has repacked them)."""
 
     type: str
     data: np.ndarray
     shape: tuple
+    mapped: bool = False
 
 
 def check_finite_scales(qtype: str, raw: np.ndarray) -> bool:
@@ -45,7 +48,7 @@ def check_finite_scales(qtype: str, raw: np.ndarray) -> bool:
         return not bool(np.any((halves & exponent) == exponent))
     block_bytes, offsets = _SCALE_OFFSETS[qtype]
     blocks = raw.reshape(-1, block_bytes)
-    return all(bool(np.isfinite(blocks[:, o:o + 2].copy().view(np.float16)).all()) for o in offsets)
+    return all(bool(np.isfinite(blocks[:, o:o + 2].view(np.float16)).all()) for o in offsets)
 
 
 def requantize(qtype: str, raw: np.ndarray, shape: tuple) -> QuantizedTensor:

@@ -41,7 +41,10 @@ def _parser() -> argparse.ArgumentParser:
                      help="stop when the text contains TEXT (repeatable)")
     gen.add_argument("--ignore-eos", action="store_true",
                      help="keep generating past the end-of-sequence token (for timing runs)")
-    gen.add_argument("--threads", type=int, help="threads for the matrix products")
+    gen.add_argument("--threads", type=int, help="threads of the forward pass (default: the CPUs available)")
+    gen.add_argument("--activations", choices=("int8x2", "int8", "float"),
+                     help="what quantized weights multiply (default int8x2; see kvgen.Model.activations)")
+    gen.add_argument("--exact", action="store_true", help="the same as --activations float")
     gen.add_argument("--no-summary", action="store_true", help="do not print the summary line")
 
     info = commands.add_parser("info", help="describe a model", description="Prints what a model file holds.")
@@ -95,6 +98,9 @@ def _generate(args) -> int:
             raise ValueError(f"--threads must be at least 1, got {args.threads}")
         kvgen.set_num_threads(args.threads)
     model = _load(args.model)
+    if args.exact and args.activations not in (None, "float"):
+        raise ValueError(f"--exact asks for float activations, --activations {args.activations} for int8 ones")
+    model.activations = "float" if args.exact else (args.activations or "int8x2")
     generator = kvgen.Generator(model, config)
     out = sys.stdout
     if args.chat:
@@ -119,8 +125,8 @@ def _info(args) -> int:
     print(repr(model))
     if model.description:
         print(model.description)
-    print(f"weights: {model.weight_bytes / 1e6:.1f} MB (quantized matrices at their packed size); exact mode: "
-          f"{model.exact}; KV cache per position: "
+    print(f"weights: {model.weight_bytes / 1e6:.1f} MB (quantized matrices at their packed size); activations: "
+          f"{model.activations}; KV cache per position: "
           f"{model.kv_cache_bytes(1, 1)} bytes")
     return 0
 

@@ -33,13 +33,12 @@ void DecoderModel::attend(float* out, const float* q, int64_t ldq, const float* 
       }
     }
   }
-  // every chunk's attention, the query heads split across the threads (each its own scores)
-  projector_.pool().run([&](int t) {
-    const Range heads_here = split_range(H, projector_.threads(), t);
+  // every chunk's attention, a query head per item of work (each thread its own scores)
+  projector_.pool().for_each(H, [&](int64_t head, int t) {
     float* scores_here = scores + t * batch.max_scores;
     for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci)
       causal_attention(out + o * H * hd, H * hd, q + o * ldq, ldq, cache, layer, chunks[ci].row, batch.starts[ci],
-                       chunks[ci].count, H, KV, hd, scale, heads_here, scores_here);
+                       chunks[ci].count, H, KV, hd, scale, {head, head + 1}, scores_here);
   });
 }
 

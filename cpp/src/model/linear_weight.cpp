@@ -30,11 +30,11 @@ LinearWeight LinearWeight::packed(std::shared_ptr<const quant::PackedMatrix> w) 
 int64_t LinearWeight::bytes() const { return packed_ ? packed_->bytes() : out_ * in_ * 4; }
 
 void LinearWeight::multiply(float* y, int64_t ldy, const float* x, int64_t ldx, const quant::QuantizedActivations* xq,
-                            int64_t rows, int64_t u0, int64_t u1, bool exact) const {
+                            int64_t rows, int64_t u0, int64_t u1, Activations activations) const {
   if (u0 >= u1 || rows == 0) return;
   if (packed_) {
     const quant::CpuPath path = quant::active_cpu_path();
-    if (reads_int8(exact))
+    if (reads_int8(activations))
       quant::matmul_int8(*packed_, *xq, y, ldy, {u0, u1}, path);
     else
       quant::matmul_float(*packed_, x, rows, ldx, y, ldy, {u0, u1}, path);

@@ -1,5 +1,5 @@
-// One parallel section per input: quantize once, then each thread takes its share of the
-// 16-row groups of every product (contiguous, so a thread streams its part of each matrix).
+// One parallel section per input: quantize once (two levels), then the threads take runs
+// of 16-row groups of the products in turn.
 #include "kvgen/model/projector.h"
 
 #include <algorithm>
@@ -7,37 +7,75 @@
 #include "kvgen/errors.h"
 
 namespace kvgen {
+namespace {
+
+// 16-row groups per item of work: 64 output rows, small enough that threads share even
+// the k/v products (12 groups on SmolLM2) and large enough to amortize the hand-out.
+constexpr int64_t kChunkUnits = 4;
+
+int64_t chunks_of(const Product& p) { return (p.w->units() + kChunkUnits - 1) / kChunkUnits; }
+
+}  // namespace
 
 void Projector::project(const float* x, int64_t rows, int64_t ldx, std::initializer_list<Product> products) {
   if (rows == 0 || products.size() == 0) return;
   const int64_t K = products.begin()->w->in();
   const quant::QuantizedActivations* xq = nullptr;
+  const Activations activations = activations_;
+  const bool two_level = activations == Activations::Int8TwoLevel;
+  int64_t halves_floats = 0;  // the two-level products' (2 rows, out) outputs, before their halves are added
   for (const Product& p : products) {
     if (p.w->in() != K) throw ValueError("products of one input must share its width");
-    if (p.w->reads_int8(exact_) && !xq) {
-      auto it = int8_inputs_.find(K);
-      if (it == int8_inputs_.end() || it->second.max_rows() < rows)
-        it = int8_inputs_.insert_or_assign(K, quant::QuantizedActivations(rows, K)).first;
+    if (!p.w->reads_int8(activations)) continue;
+    if (two_level) halves_floats += 2 * rows * p.w->out();
+    if (xq) continue;
+    const int64_t int8_rows = two_level ? 2 * rows : rows;
+    auto it = int8_inputs_.find(K);
+    if (it == int8_inputs_.end() || it->second.max_rows() < int8_rows)
+      it = int8_inputs_.insert_or_assign(K, quant::QuantizedActivations(int8_rows, K)).first;
+    if (two_level)
+      it->second.quantize_two_level(x, rows, ldx);
+    else
       it->second.quantize(x, rows, ldx);
-      xq = &it->second;
-    }
+    xq = &it->second;
   }
-  const bool exact = exact_;
-  const auto share = [&](int t) {
-    const int T = threads();
+  if (static_cast<int64_t>(halves_.size()) < halves_floats) halves_.resize(halves_floats);
+  // Items of work: runs of kChunkUnits 16-row groups of one product, product after product.
+  int64_t items = 0;
+  for (const Product& p : products) items += chunks_of(p);
+  const auto run_item = [&](int64_t item, int) {
+    float* halves = halves_.data();  // this product's (2 rows, out) outputs
     for (const Product& p : products) {
-      const Range r = split_range(p.w->units(), T, t);
-      p.w->multiply(p.y, p.ldy, x, ldx, xq, rows, r.first, r.last, exact);
-      if (!p.bias) continue;
-      const int64_t n0 = 16 * r.first, n1 = std::min(p.w->out(), 16 * r.last);
-      for (int64_t m = 0; m < rows; ++m)
-        for (int64_t n = n0; n < n1; ++n) p.y[m * p.ldy + n] += p.bias[n];
+      const bool in_halves = two_level && p.w->reads_int8(activations);
+      if (item >= chunks_of(p)) {
+        item -= chunks_of(p);
+        if (in_halves) halves += 2 * rows * p.w->out();
+        continue;
+      }
+      const int64_t u0 = item * kChunkUnits, u1 = std::min(p.w->units(), u0 + kChunkUnits);
+      const int64_t n0 = 16 * u0, n1 = std::min(p.w->out(), 16 * u1);
+      if (in_halves) {  // y = the product of the first level + the product of the residual
+        const int64_t N = p.w->out();
+        p.w->multiply(halves, N, x, ldx, xq, rows, u0, u1, activations);
+        for (int64_t m = 0; m < rows; ++m) {
+          const float* first = halves + m * N;
+          const float* second = halves + (rows + m) * N;
+          float* y = p.y + m * p.ldy;
+          for (int64_t n = n0; n < n1; ++n) y[n] = first[n] + second[n];
+        }
+      } else {
+        p.w->multiply(p.y, p.ldy, x, ldx, xq, rows, u0, u1, activations);
+      }
+      if (p.bias)
+        for (int64_t m = 0; m < rows; ++m)
+          for (int64_t n = n0; n < n1; ++n) p.y[m * p.ldy + n] += p.bias[n];
+      return;
     }
   };
   if (pool_)
-    pool_->run(share);
+    pool_->for_each(items, run_item);
   else
-    share(0);
+    for (int64_t i = 0; i < items; ++i) run_item(i, 0);
 }
 
 }  // namespace kvgen

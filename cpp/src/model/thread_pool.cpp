@@ -22,9 +22,15 @@ namespace kvgen {
 namespace {
 
 // How long a waiting thread spins before it sleeps: long enough to bridge the gaps
-// between the sections of one decode step (a few microseconds of serial work), short
-// enough that an idle or descheduled pool gives its core back quickly.
-constexpr auto kSpin = std::chrono::microseconds(100);
+// between the sections of one decode step (a few microseconds of serial work) and the
+// last item of a section, short enough that an idle or descheduled pool gives its core
+// back quickly.
+constexpr auto kSpin = std::chrono::microseconds(50);
+
+// After a section whose workers were late (not started after a spin), the caller runs
+// this many sections alone (about a decode step of a small model) before it tries
+// the workers again.
+constexpr int kSoloSections = 200;
 
 // Spins until `done()` or kSpin has passed; true if done.
 template <class Done>
@@ -55,8 +61,16 @@ ThreadPool::~ThreadPool() {
   for (std::thread& w : workers_) w.join();
 }
 
-void ThreadPool::finish_one() {
-  if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
+void ThreadPool::take_items(Section& s, int t) {
+  try {
+    for (int64_t i = s.next.fetch_add(1, std::memory_order_relaxed); i < s.items;
+         i = s.next.fetch_add(1, std::memory_order_relaxed))
+      s.call(s.context, i, t);
+  } catch (...) {
+    s.next.store(s.items, std::memory_order_relaxed);  // hand out nothing more
+    std::lock_guard<std::mutex> lock(error_mutex_);
+    if (!error_) error_ = std::current_exception();
+  }
 }
 
 void ThreadPool::worker(int t) {
@@ -68,39 +82,36 @@ void ThreadPool::worker(int t) {
     if (now == seen) continue;  // spurious wake-up
     seen = now;
     if (stopping_.load()) return;
-    try {
-      call_(task_, t);
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(error_mutex_);
-      if (!error_) error_ = std::current_exception();
-    }
-    finish_one();
+    section_->arrived.fetch_add(1, std::memory_order_relaxed);
+    take_items(*section_, t);
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
   }
 }
 
-void ThreadPool::run_erased(void* task, Call call) {
-  std::lock_guard<std::mutex> lock(section_);
-  if (threads_ == 1) return call(task, 0);
-  task_ = task;
-  call_ = call;
+void ThreadPool::run(Section& s) {
+  std::lock_guard<std::mutex> lock(section_mutex_);
   error_ = nullptr;
-  pending_.store(threads_ - 1, std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_release);
-  generation_.notify_all();
-  std::exception_ptr mine;
-  try {
-    call(task, 0);
-  } catch (...) {
-    mine = std::current_exception();
+  if (threads_ == 1 || s.items <= 1 || solo_sections_ > 0) {
+    if (solo_sections_ > 0) --solo_sections_;
+    take_items(s, 0);
+  } else {
+    section_ = &s;
+    pending_.store(threads_ - 1, std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release);
+    generation_.notify_all();
+    take_items(s, 0);
+    // Wait for the workers: they finish the items they took (the rest were ours). Workers
+    // still busy with an item are waited for; workers that have not even started after a
+    // spin are late: the OS is not running them (another process holds their core).
+    bool late = false;
+    while (!spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; })) {
+      late = late || s.arrived.load(std::memory_order_relaxed) < threads_ - 1;
+      const int32_t left = pending_.load(std::memory_order_acquire);
+      if (left != 0) pending_.wait(left, std::memory_order_acquire);
+    }
+    section_ = nullptr;
+    if (late) solo_sections_ = kSoloSections;
   }
-  for (;;) {  // wait for the workers
-    if (spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; })) break;
-    const int32_t left = pending_.load(std::memory_order_acquire);
-    if (left == 0) break;
-    pending_.wait(left, std::memory_order_acquire);
-  }
-  task_ = nullptr;
-  if (mine) std::rethrow_exception(mine);
   if (error_) std::rethrow_exception(error_);
 }
 

@@ -1,10 +1,11 @@
 // AVX2 + FMA kernels over the same 16-row tiles, in two 8-row halves (one 256-bit
 // register = one value per row of a half). Int8 mode multiplies with maddubs + madd:
-// 4/5-bit quants (<= 31) times int8 activations cannot saturate maddubs' int16 pairs;
+// 4/5/6-bit quants (<= 63) times int8 activations cannot saturate maddubs' int16 pairs;
 // 8-bit quants are turned back to signed (u - 128) and multiplied with llama.cpp's
 // sign trick (|w| x sign(x, w)), so their minimum term is already inside the dot.
 // Compiled with -mavx2 -mfma -mf16c (CMakeLists.txt); file-local, run only after
-// dispatch.cpp has checked the CPU.
+// dispatch.cpp has checked the CPU. The per-chunk helpers are always inlined: GCC would
+// otherwise call them out of line, passing vectors through memory (3x slower for Q5/Q6).
 #include <immintrin.h>
 
 #include <cstdint>
@@ -37,35 +38,37 @@ int32_t load_i32(const int8_t* p) {
   return v;
 }
 
-// 0x10 in byte i where bit i of the 32 bits at p is set (llama.cpp's bytes_from_bits_32).
-__m256i fifth_bits(const uint8_t* p) {
-  uint32_t bits;
-  std::memcpy(&bits, p, 4);
-  const __m256i spread = _mm256_shuffle_epi8(
-      _mm256_set1_epi32(static_cast<int32_t>(bits)),
-      _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0x0000000000000000));
-  const __m256i set = _mm256_cmpeq_epi8(_mm256_or_si256(spread, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe)),
-                                        _mm256_set1_epi64x(-1));
-  return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+// Half h (rows 8h..8h+7) of quant vector v's high bits, moved to bits 4.. of each byte
+// (other bits are garbage: mask them), from the high-bit planes (kernel_abi.h).
+template <class L>
+[[gnu::always_inline]] inline __m256i high_bits(const uint8_t* tile, int h, int v) {
+  constexpr int per_byte = 8 / L::kExtraBits;
+  const __m256i plane = load_chunk(tile + L::kHighBitsAt + 64 * (v / per_byte) + 32 * h);
+  const int at = L::kExtraBits * (v % per_byte);  // the vector's bits in each byte; bits of
+  // the neighbouring byte that a 16-bit shift brings in land above bit 4 + E - 1
+  return at <= 4 ? _mm256_sll_epi16(plane, _mm_cvtsi32_si128(4 - at))
+                 : _mm256_srl_epi16(plane, _mm_cvtsi32_si128(at - 4));
 }
 
-// Half h of 4/5-bit chunk c: weights 4c..4c+3 (low) and 4c+16..4c+19 (high) of 8 rows.
+// Half h of 4/5/6-bit chunk c: weights 4c..4c+3 (low) and 4c+16..4c+19 (high) of 8 rows
+// (a tile's or a K-quant sub-tile's quants).
 template <class L>
-void nibble_chunks(const uint8_t* tile, int h, int c, __m256i& low, __m256i& high) {
+[[gnu::always_inline]] inline void nibble_chunks(const uint8_t* tile, int h, int c, __m256i& low, __m256i& high) {
   const __m256i nibble = _mm256_set1_epi8(0x0F);
   const __m256i raw = load_chunk(tile + L::kQuantsAt + 64 * c + 32 * h);
   low = _mm256_and_si256(raw, nibble);
   high = _mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble);
-  if constexpr (L::kBits == 5) {  // a mask's bits 32h..32h+31 belong to rows 8h..8h+7
-    low = _mm256_or_si256(low, fifth_bits(tile + L::kMasksAt + 8 * c + 4 * h));
-    high = _mm256_or_si256(high, fifth_bits(tile + L::kMasksAt + 8 * (c + 4) + 4 * h));
+  if constexpr (L::kExtraBits > 0) {
+    const __m256i keep = _mm256_set1_epi8(static_cast<char>(((1 << L::kExtraBits) - 1) << 4));
+    low = _mm256_or_si256(low, _mm256_and_si256(high_bits<L>(tile, h, c), keep));
+    high = _mm256_or_si256(high, _mm256_and_si256(high_bits<L>(tile, h, c + 4), keep));
   }
 }
 
 // dot[m] (lane r) = sum_k w[r][k] * xq[m][k] over half h of a tile, where w is the
 // unsigned quant (4/5-bit) or the signed one (8-bit).
 template <class L, int MT>
-void tile_dots(const uint8_t* tile, int h, const int8_t* const* xq, __m256i* dot) {
+[[gnu::always_inline]] inline void tile_dots(const uint8_t* tile, int h, const int8_t* const* xq, __m256i* dot) {
   const __m256i ones = _mm256_set1_epi16(1);
   for (int m = 0; m < MT; ++m) dot[m] = _mm256_setzero_si256();
   if constexpr (L::kBits == 8) {
@@ -142,7 +145,8 @@ void int8_tile_rows(const PackedView& w, const Int8View& x, int64_t m0, float* o
 
 // acc[m] += W[:, k] * x[m][k] for the 4 weights k = k0..k0+3 held in each lane of u.
 template <int MT>
-void fma_lanes(__m256i u, __m256 d, __m256 mins, const float* const* xb, int k0, __m256* acc) {
+[[gnu::always_inline]] inline void fma_lanes(__m256i u, __m256 d, __m256 mins, const float* const* xb, int k0,
+                                             __m256* acc) {
   const __m256i byte = _mm256_set1_epi32(0xFF);
   for (int j = 0; j < 4; ++j, u = _mm256_srli_epi32(u, 8)) {
     const __m256 wk = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(_mm256_and_si256(u, byte)), mins);
@@ -180,6 +184,182 @@ void float_tile_rows(const PackedView& w, const float* x, int64_t ldx, int64_t m
       }
       store_half<MT>(acc, rows_here, out + m0 * ldo + g * kGroupRows + h * kHalfRows, ldo);
     }
+}
+
+// --- K-quants: per 256-weight tile, 8 sub-blocks of 32 weights, each one of the
+// activations' 32-blocks; a sub-block's quants are in the nibble + high-bit plane formats
+// of the 32-weight tiles.
+
+// The bytes at p of half h's 8 rows (scales or mins of one sub-block) times d, as floats:
+// exact, since d is an fp16 and the bytes have at most 8 bits.
+template <bool Signed>
+[[gnu::always_inline]] inline __m256 scaled_bytes(const uint8_t* p, int h, __m256 d) {
+  const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + kHalfRows * h));
+  const __m256i ints = Signed ? _mm256_cvtepi8_epi32(bytes) : _mm256_cvtepu8_epi32(bytes);
+  return _mm256_mul_ps(d, _mm256_cvtepi32_ps(ints));
+}
+
+// Q6_K: dot_a[m], dot_b[m] (lane r) = sum_k (u[r][k] - 32) * xq[m][k] over the sub-tile's
+// first and second 16 weights, for half h's rows. The -32 offset starts each sum as -32 *
+// (sum of xq over the half). maddubs cannot saturate: 2 * 63 * 127 < 2^15.
+template <class S, int MT>
+[[gnu::always_inline]] inline void split_dots(const uint8_t* sub, int h, const int8_t* const* xq,
+                                              const int32_t* const* half_sums, __m256i* dot_a, __m256i* dot_b) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int m = 0; m < MT; ++m) {
+    dot_a[m] = _mm256_set1_epi32(-32 * half_sums[m][0]);
+    dot_b[m] = _mm256_set1_epi32(-32 * half_sums[m][1]);
+  }
+  for (int c = 0; c < 4; ++c) {
+    __m256i low, high;
+    nibble_chunks<S>(sub, h, c, low, high);
+    for (int m = 0; m < MT; ++m) {
+      const __m256i xa = _mm256_set1_epi32(load_i32(xq[m] + 4 * c));
+      const __m256i xb = _mm256_set1_epi32(load_i32(xq[m] + 16 + 4 * c));
+      dot_a[m] = _mm256_add_epi32(dot_a[m], _mm256_madd_epi16(_mm256_maddubs_epi16(low, xa), ones));
+      dot_b[m] = _mm256_add_epi32(dot_b[m], _mm256_madd_epi16(_mm256_maddubs_epi16(high, xb), ones));
+    }
+  }
+}
+
+// Sub-block j of a K-quant tile (half h; d = its rows' super-block scales) against the
+// activations' block b of rows [m0, m0 + MT):
+//   Q4_K/Q5_K: acc += (d sc_j d_x) dot - (dmin m_j) s_x
+//   Q6_K:      acc += d_x ((d sc_2j) dot_a + (d sc_2j+1) dot_b)
+template <class L, int MT>
+[[gnu::always_inline]] inline void add_sub_block(const uint8_t* tile, int h, int j, __m256 d, const Int8View& x,
+                                                 int64_t m0, int64_t b, __m256* acc) {
+  using S = typename L::Sub;
+  const int64_t xblocks = x.cols / kBlockSize;
+  const uint8_t* sub = tile + L::kSubTilesAt + j * S::kTileBytes;
+  const int8_t* xq[MT];
+  for (int m = 0; m < MT; ++m) xq[m] = x.q + (m0 + m) * x.cols + b * kBlockSize;
+  if constexpr (L::kHasMin) {
+    const __m256 scale = scaled_bytes<false>(tile + L::kScalesAt + kGroupRows * j, h, d);
+    const __m256 dmin = load_halves(tile + L::kDminAt + 16 * h);
+    const __m256 min = scaled_bytes<false>(tile + L::kMinsAt + kGroupRows * j, h, dmin);
+    __m256i dot[MT];
+    tile_dots<S, MT>(sub, h, xq, dot);
+    for (int m = 0; m < MT; ++m) {
+      const int64_t xb = (m0 + m) * xblocks + b;
+      acc[m] = _mm256_fmadd_ps(_mm256_mul_ps(scale, _mm256_set1_ps(x.d[xb])), _mm256_cvtepi32_ps(dot[m]), acc[m]);
+      acc[m] = _mm256_fnmadd_ps(min, _mm256_set1_ps(x.s[xb]), acc[m]);
+    }
+  } else {
+    const __m256 scale_a = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j), h, d);
+    const __m256 scale_b = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j + 1), h, d);
+    const int32_t* half_sums[MT];
+    for (int m = 0; m < MT; ++m) half_sums[m] = x.half_sums + 2 * ((m0 + m) * xblocks + b);
+    __m256i dot_a[MT], dot_b[MT];
+    split_dots<S, MT>(sub, h, xq, half_sums, dot_a, dot_b);
+    for (int m = 0; m < MT; ++m) {
+      const __m256 sum = _mm256_fmadd_ps(scale_b, _mm256_cvtepi32_ps(dot_b[m]),
+                                         _mm256_mul_ps(scale_a, _mm256_cvtepi32_ps(dot_a[m])));
+      acc[m] = _mm256_fmadd_ps(_mm256_set1_ps(x.d[(m0 + m) * xblocks + b]), sum, acc[m]);
+    }
+  }
+}
+
+// Activation rows [m0, m0 + MT) x groups [g0, g1) of a K-quant matrix, by 8-row halves.
+template <class L, int MT>
+void int8_super_rows(const PackedView& w, const Int8View& x, int64_t m0, float* out, int64_t ldo, int64_t g0,
+                     int64_t g1) {
+  for (int64_t g = g0; g < g1; ++g)
+    for (int h = 0; h < 2; ++h) {
+      const int64_t rows_here = rows_in_half(w, g, h);
+      if (rows_here == 0) continue;
+      const uint8_t* tile = w.data + g * w.blocks * L::kTileBytes;
+      __m256 acc[MT];
+      for (int m = 0; m < MT; ++m) acc[m] = _mm256_setzero_ps();
+      for (int64_t sb = 0; sb < w.blocks; ++sb, tile += L::kTileBytes) {
+        const __m256 d = load_halves(tile + L::kDAt + 16 * h);
+        for (int j = 0; j < L::kSubBlocks; ++j) add_sub_block<L, MT>(tile, h, j, d, x, m0, sb * L::kSubBlocks + j, acc);
+      }
+      store_half<MT>(acc, rows_here, out + m0 * ldo + g * kGroupRows + h * kHalfRows, ldo);
+    }
+}
+
+// Float activations on a K-quant matrix. Each weight is fma(scale, u, -min) rounded once,
+// which is gguf's value: scale * u and min are exact (Q6_K: min = 32 scale).
+template <class L, int MT>
+void float_super_rows(const PackedView& w, const float* x, int64_t ldx, int64_t m0, float* out, int64_t ldo,
+                      int64_t g0, int64_t g1) {
+  using S = typename L::Sub;
+  for (int64_t g = g0; g < g1; ++g)
+    for (int h = 0; h < 2; ++h) {
+      const int64_t rows_here = rows_in_half(w, g, h);
+      if (rows_here == 0) continue;
+      const uint8_t* tile = w.data + g * w.blocks * L::kTileBytes;
+      __m256 acc[MT];
+      for (int m = 0; m < MT; ++m) acc[m] = _mm256_setzero_ps();
+      for (int64_t sb = 0; sb < w.blocks; ++sb, tile += L::kTileBytes) {
+        const __m256 d = load_halves(tile + L::kDAt + 16 * h);
+        for (int j = 0; j < L::kSubBlocks; ++j) {
+          __m256 scale_a, scale_b, mins_a, mins_b;  // for the low (first 16) and high weights
+          if constexpr (L::kHasMin) {
+            const __m256 neg_dmin = _mm256_sub_ps(_mm256_setzero_ps(), load_halves(tile + L::kDminAt + 16 * h));
+            scale_a = scale_b = scaled_bytes<false>(tile + L::kScalesAt + kGroupRows * j, h, d);
+            mins_a = mins_b = scaled_bytes<false>(tile + L::kMinsAt + kGroupRows * j, h, neg_dmin);
+          } else {
+            scale_a = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j), h, d);
+            scale_b = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j + 1), h, d);
+            mins_a = _mm256_mul_ps(scale_a, _mm256_set1_ps(-32.0f));
+            mins_b = _mm256_mul_ps(scale_b, _mm256_set1_ps(-32.0f));
+          }
+          const uint8_t* sub = tile + L::kSubTilesAt + j * S::kTileBytes;
+          const float* xb[MT];
+          for (int m = 0; m < MT; ++m) xb[m] = x + (m0 + m) * ldx + (sb * L::kSubBlocks + j) * kBlockSize;
+          for (int c = 0; c < 4; ++c) {
+            __m256i low, high;
+            nibble_chunks<S>(sub, h, c, low, high);
+            fma_lanes<MT>(low, scale_a, mins_a, xb, 4 * c, acc);
+            fma_lanes<MT>(high, scale_b, mins_b, xb, 16 + 4 * c, acc);
+          }
+        }
+      }
+      store_half<MT>(acc, rows_here, out + m0 * ldo + g * kGroupRows + h * kHalfRows, ldo);
+    }
+}
+
+// --- F16 / BF16: a tile is one column of 16 rows; both halves in one pass, so each
+// column's 32 bytes are read once.
+
+template <class L>
+[[gnu::always_inline]] inline __m256 load_dense(const uint8_t* p) {
+  const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  if constexpr (L::kBrainFloat)
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
+  else
+    return _mm256_cvtph_ps(bits);
+}
+
+template <class L, int MT>
+void float_dense_rows(const PackedView& w, const float* x, int64_t ldx, int64_t m0, float* out, int64_t ldo,
+                      int64_t g0, int64_t g1) {
+  // Independent FMA chains over consecutive columns: with few activation rows one chain
+  // would wait on the FMA latency at every column (16 registers: at most 8 accumulators).
+  constexpr int chains = MT == 1 ? 4 : (MT == 2 ? 2 : 1);
+  for (int64_t g = g0; g < g1; ++g) {
+    const uint8_t* tile = w.data + g * w.blocks * L::kTileBytes;
+    __m256 acc[chains][2][MT];  // [chain][half][m]
+    for (int c = 0; c < chains; ++c)
+      for (int m = 0; m < MT; ++m) acc[c][0][m] = acc[c][1][m] = _mm256_setzero_ps();
+    for (int64_t k0 = 0; k0 < w.blocks; k0 += chains)
+      for (int c = 0; c < chains && k0 + c < w.blocks; ++c) {
+        const uint8_t* column = tile + (k0 + c) * L::kTileBytes;
+        const __m256 w0 = load_dense<L>(column), w1 = load_dense<L>(column + 16);
+        for (int m = 0; m < MT; ++m) {
+          const __m256 xk = _mm256_set1_ps(x[(m0 + m) * ldx + k0 + c]);
+          acc[c][0][m] = _mm256_fmadd_ps(w0, xk, acc[c][0][m]);
+          acc[c][1][m] = _mm256_fmadd_ps(w1, xk, acc[c][1][m]);
+        }
+      }
+    for (int c = 1; c < chains; ++c)
+      for (int h = 0; h < 2; ++h)
+        for (int m = 0; m < MT; ++m) acc[0][h][m] = _mm256_add_ps(acc[0][h][m], acc[c][h][m]);
+    for (int h = 0; h < 2; ++h)
+      store_half<MT>(acc[0][h], rows_in_half(w, g, h), out + m0 * ldo + g * kGroupRows + h * kHalfRows, ldo);
+  }
 }
 
 #include "tile_driver.inc"  // with_tile, matmul_int8, matmul_float

@@ -3,7 +3,8 @@
 // unsigned weight quants with broadcast int8 activations (4 per 32-bit lane), then
 //   acc += (d_w * d_x) * dot + min_w * s_x      per activation row and block.
 // Compiled with -mavx512f/bw/vl/vnni (CMakeLists.txt); everything here is file-local and
-// runs only after dispatch.cpp has checked the CPU.
+// runs only after dispatch.cpp has checked the CPU. The per-chunk helpers are always
+// inlined: GCC would otherwise call them out of line, passing vectors through memory.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -35,30 +36,36 @@ int32_t load_i32(const int8_t* p) {
   return v;
 }
 
-__mmask64 load_mask(const uint8_t* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return _cvtu64_mask64(v);
+// The high bits of quant vector v (0..7) moved to bits 4.. of each byte (other bits are
+// garbage: mask them), from the high-bit planes (kernel_abi.h).
+template <class L>
+[[gnu::always_inline]] inline __m512i high_bits(const uint8_t* tile, int v) {
+  constexpr int per_byte = 8 / L::kExtraBits;
+  const __m512i plane = load_chunk(tile + L::kHighBitsAt + 64 * (v / per_byte));
+  const int at = L::kExtraBits * (v % per_byte);  // the vector's bits in each byte; bits of
+  // the neighbouring byte that a 16-bit shift brings in land above bit 4 + E - 1
+  return at <= 4 ? _mm512_sll_epi16(plane, _mm_cvtsi32_si128(4 - at))
+                 : _mm512_srl_epi16(plane, _mm_cvtsi32_si128(at - 4));
 }
 
-// The two 64-byte quant vectors of 4/5-bit chunk c: weights 4c..4c+3 and 4c+16..4c+19
-// of each row, as unsigned bytes.
+// The two 64-byte quant vectors of 4/5/6-bit chunk c: weights 4c..4c+3 and 4c+16..4c+19
+// of each row, as unsigned bytes (a tile's or a K-quant sub-tile's quants).
 template <class L>
-void nibble_chunks(const uint8_t* tile, int c, __m512i& low, __m512i& high) {
+[[gnu::always_inline]] inline void nibble_chunks(const uint8_t* tile, int c, __m512i& low, __m512i& high) {
   const __m512i nibble = _mm512_set1_epi8(0x0F);
   const __m512i raw = load_chunk(tile + L::kQuantsAt + 64 * c);
   low = _mm512_and_si512(raw, nibble);
   high = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
-  if constexpr (L::kBits == 5) {
-    const __m512i fifth = _mm512_set1_epi8(0x10);
-    low = _mm512_mask_add_epi8(low, load_mask(tile + L::kMasksAt + 8 * c), low, fifth);
-    high = _mm512_mask_add_epi8(high, load_mask(tile + L::kMasksAt + 8 * (c + 4)), high, fifth);
+  if constexpr (L::kExtraBits > 0) {
+    const __m512i keep = _mm512_set1_epi8(static_cast<char>(((1 << L::kExtraBits) - 1) << 4));
+    low = _mm512_ternarylogic_epi32(low, high_bits<L>(tile, c), keep, 0xF8);  // low | (bits & keep)
+    high = _mm512_ternarylogic_epi32(high, high_bits<L>(tile, c + 4), keep, 0xF8);
   }
 }
 
 // dot[m] (lane r) = sum_k u[r][k] * xq[m][k] over one tile.
 template <class L, int MT>
-void tile_dots(const uint8_t* tile, const int8_t* const* xq, __m512i* dot) {
+[[gnu::always_inline]] inline void tile_dots(const uint8_t* tile, const int8_t* const* xq, __m512i* dot) {
   for (int m = 0; m < MT; ++m) dot[m] = _mm512_setzero_si512();
   if constexpr (L::kBits == 8) {
     for (int c = 0; c < 8; ++c) {
@@ -117,7 +124,8 @@ void int8_tile_rows(const PackedView& w, const Int8View& x, int64_t m0, float* o
 
 // acc[m] += W[:, k] * x[m][k] for the 4 weights k = k0..k0+3 held in each lane of u.
 template <int MT>
-void fma_lanes(__m512i u, __m512 d, __m512 mins, const float* const* xb, int k0, __m512* acc) {
+[[gnu::always_inline]] inline void fma_lanes(__m512i u, __m512 d, __m512 mins, const float* const* xb, int k0,
+                                             __m512* acc) {
   const __m512i byte = _mm512_set1_epi32(0xFF);
   for (int j = 0; j < 4; ++j, u = _mm512_srli_epi32(u, 8)) {
     const __m512 wk = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(_mm512_and_si512(u, byte)), mins);
@@ -150,6 +158,165 @@ void float_tile_rows(const PackedView& w, const float* x, int64_t ldx, int64_t m
       }
     }
     store_group<MT>(acc, rows_in_group(w, g), out + m0 * ldo + g * kGroupRows, ldo);
+  }
+}
+
+// --- K-quants: per 256-weight tile, 8 sub-blocks of 32 weights, each one of the
+// activations' 32-blocks; a sub-block's quants are in the nibble + high-bit plane formats
+// of the 32-weight tiles.
+
+// 16 rows' bytes at p (scales or mins of one sub-block) times d, as floats: exact, since
+// d is an fp16 and the bytes have at most 8 bits.
+template <bool Signed>
+[[gnu::always_inline]] inline __m512 scaled_bytes(const uint8_t* p, __m512 d) {
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  const __m512i ints = Signed ? _mm512_cvtepi8_epi32(bytes) : _mm512_cvtepu8_epi32(bytes);
+  return _mm512_mul_ps(d, _mm512_cvtepi32_ps(ints));
+}
+
+// Q6_K: dot_a[m], dot_b[m] (lane r) = sum_k (u[r][k] - 32) * xq[m][k] over the sub-tile's
+// first and second 16 weights (each has its own scale). The -32 offset starts each sum
+// as -32 * (sum of xq over the half), from the activations' half sums.
+template <class S, int MT>
+[[gnu::always_inline]] inline void split_dots(const uint8_t* sub, const int8_t* const* xq,
+                                              const int32_t* const* half_sums, __m512i* dot_a, __m512i* dot_b) {
+  for (int m = 0; m < MT; ++m) {
+    dot_a[m] = _mm512_set1_epi32(-32 * half_sums[m][0]);
+    dot_b[m] = _mm512_set1_epi32(-32 * half_sums[m][1]);
+  }
+  for (int c = 0; c < 4; ++c) {
+    __m512i low, high;
+    nibble_chunks<S>(sub, c, low, high);
+    for (int m = 0; m < MT; ++m) {
+      dot_a[m] = _mm512_dpbusd_epi32(dot_a[m], low, _mm512_set1_epi32(load_i32(xq[m] + 4 * c)));
+      dot_b[m] = _mm512_dpbusd_epi32(dot_b[m], high, _mm512_set1_epi32(load_i32(xq[m] + 16 + 4 * c)));
+    }
+  }
+}
+
+// Sub-block j of a K-quant tile (d = its rows' super-block scales) against the
+// activations' block b of rows [m0, m0 + MT):
+//   Q4_K/Q5_K: acc += (d sc_j d_x) dot - (dmin m_j) s_x
+//   Q6_K:      acc += d_x ((d sc_2j) dot_a + (d sc_2j+1) dot_b)
+template <class L, int MT>
+[[gnu::always_inline]] inline void add_sub_block(const uint8_t* tile, int j, __m512 d, const Int8View& x, int64_t m0,
+                                                 int64_t b, __m512* acc) {
+  using S = typename L::Sub;
+  const int64_t xblocks = x.cols / kBlockSize;
+  const uint8_t* sub = tile + L::kSubTilesAt + j * S::kTileBytes;
+  const int8_t* xq[MT];
+  for (int m = 0; m < MT; ++m) xq[m] = x.q + (m0 + m) * x.cols + b * kBlockSize;
+  if constexpr (L::kHasMin) {
+    const __m512 scale = scaled_bytes<false>(tile + L::kScalesAt + kGroupRows * j, d);
+    const __m512 min = scaled_bytes<false>(tile + L::kMinsAt + kGroupRows * j, load_halves(tile + L::kDminAt));
+    __m512i dot[MT];
+    tile_dots<S, MT>(sub, xq, dot);
+    for (int m = 0; m < MT; ++m) {
+      const int64_t xb = (m0 + m) * xblocks + b;
+      acc[m] = _mm512_fmadd_ps(_mm512_mul_ps(scale, _mm512_set1_ps(x.d[xb])), _mm512_cvtepi32_ps(dot[m]), acc[m]);
+      acc[m] = _mm512_fnmadd_ps(min, _mm512_set1_ps(x.s[xb]), acc[m]);
+    }
+  } else {
+    const __m512 scale_a = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j), d);
+    const __m512 scale_b = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j + 1), d);
+    const int32_t* half_sums[MT];
+    for (int m = 0; m < MT; ++m) half_sums[m] = x.half_sums + 2 * ((m0 + m) * xblocks + b);
+    __m512i dot_a[MT], dot_b[MT];
+    split_dots<S, MT>(sub, xq, half_sums, dot_a, dot_b);
+    for (int m = 0; m < MT; ++m) {
+      const __m512 sum = _mm512_fmadd_ps(scale_b, _mm512_cvtepi32_ps(dot_b[m]),
+                                         _mm512_mul_ps(scale_a, _mm512_cvtepi32_ps(dot_a[m])));
+      acc[m] = _mm512_fmadd_ps(_mm512_set1_ps(x.d[(m0 + m) * xblocks + b]), sum, acc[m]);
+    }
+  }
+}
+
+// Activation rows [m0, m0 + MT) x groups [g0, g1) of a K-quant matrix.
+template <class L, int MT>
+void int8_super_rows(const PackedView& w, const Int8View& x, int64_t m0, float* out, int64_t ldo, int64_t g0,
+                     int64_t g1) {
+  for (int64_t g = g0; g < g1; ++g) {
+    const uint8_t* tile = w.data + g * w.blocks * L::kTileBytes;
+    __m512 acc[MT];
+    for (int m = 0; m < MT; ++m) acc[m] = _mm512_setzero_ps();
+    for (int64_t sb = 0; sb < w.blocks; ++sb, tile += L::kTileBytes) {
+      const __m512 d = load_halves(tile + L::kDAt);
+      for (int j = 0; j < L::kSubBlocks; ++j) add_sub_block<L, MT>(tile, j, d, x, m0, sb * L::kSubBlocks + j, acc);
+    }
+    store_group<MT>(acc, rows_in_group(w, g), out + m0 * ldo + g * kGroupRows, ldo);
+  }
+}
+
+// Float activations on a K-quant matrix. Each weight is fma(scale, u, -min) rounded once,
+// which is gguf's value: scale * u and min are exact (Q6_K: min = 32 scale).
+template <class L, int MT>
+void float_super_rows(const PackedView& w, const float* x, int64_t ldx, int64_t m0, float* out, int64_t ldo,
+                      int64_t g0, int64_t g1) {
+  using S = typename L::Sub;
+  for (int64_t g = g0; g < g1; ++g) {
+    const uint8_t* tile = w.data + g * w.blocks * L::kTileBytes;
+    __m512 acc[MT];
+    for (int m = 0; m < MT; ++m) acc[m] = _mm512_setzero_ps();
+    for (int64_t sb = 0; sb < w.blocks; ++sb, tile += L::kTileBytes) {
+      const __m512 d = load_halves(tile + L::kDAt);
+      for (int j = 0; j < L::kSubBlocks; ++j) {
+        __m512 scale_a, scale_b, mins_a, mins_b;  // for the low (first 16) and high weights
+        if constexpr (L::kHasMin) {
+          const __m512 neg_dmin = _mm512_sub_ps(_mm512_setzero_ps(), load_halves(tile + L::kDminAt));
+          scale_a = scale_b = scaled_bytes<false>(tile + L::kScalesAt + kGroupRows * j, d);
+          mins_a = mins_b = scaled_bytes<false>(tile + L::kMinsAt + kGroupRows * j, neg_dmin);
+        } else {
+          scale_a = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j), d);
+          scale_b = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j + 1), d);
+          mins_a = _mm512_mul_ps(scale_a, _mm512_set1_ps(-32.0f));
+          mins_b = _mm512_mul_ps(scale_b, _mm512_set1_ps(-32.0f));
+        }
+        const uint8_t* sub = tile + L::kSubTilesAt + j * S::kTileBytes;
+        const float* xb[MT];
+        for (int m = 0; m < MT; ++m) xb[m] = x + (m0 + m) * ldx + (sb * L::kSubBlocks + j) * kBlockSize;
+        for (int c = 0; c < 4; ++c) {
+          __m512i low, high;
+          nibble_chunks<S>(sub, c, low, high);
+          fma_lanes<MT>(low, scale_a, mins_a, xb, 4 * c, acc);
+          fma_lanes<MT>(high, scale_b, mins_b, xb, 16 + 4 * c, acc);
+        }
+      }
+    }
+    store_group<MT>(acc, rows_in_group(w, g), out + m0 * ldo + g * kGroupRows, ldo);
+  }
+}
+
+// --- F16 / BF16: a tile is one column of 16 rows.
+
+template <class L>
+[[gnu::always_inline]] inline __m512 load_dense(const uint8_t* p) {
+  const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  if constexpr (L::kBrainFloat)
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+  else
+    return _mm512_cvtph_ps(bits);
+}
+
+template <class L, int MT>
+void float_dense_rows(const PackedView& w, const float* x, int64_t ldx, int64_t m0, float* out, int64_t ldo,
+                      int64_t g0, int64_t g1) {
+  // Independent FMA chains over consecutive columns: with few activation rows one chain
+  // would wait on the FMA latency at every column.
+  constexpr int chains = MT <= 2 ? 4 : (MT <= 4 ? 2 : 1);
+  for (int64_t g = g0; g < g1; ++g) {
+    const uint8_t* tile = w.data + g * w.blocks * L::kTileBytes;
+    __m512 acc[chains][MT];
+    for (int c = 0; c < chains; ++c)
+      for (int m = 0; m < MT; ++m) acc[c][m] = _mm512_setzero_ps();
+    for (int64_t k0 = 0; k0 < w.blocks; k0 += chains)
+      for (int c = 0; c < chains && k0 + c < w.blocks; ++c) {
+        const __m512 wk = load_dense<L>(tile + (k0 + c) * L::kTileBytes);
+        for (int m = 0; m < MT; ++m)
+          acc[c][m] = _mm512_fmadd_ps(wk, _mm512_set1_ps(x[(m0 + m) * ldx + k0 + c]), acc[c][m]);
+      }
+    for (int c = 1; c < chains; ++c)
+      for (int m = 0; m < MT; ++m) acc[0][m] = _mm512_add_ps(acc[0][m], acc[c][m]);
+    store_group<MT>(acc[0], rows_in_group(w, g), out + m0 * ldo + g * kGroupRows, ldo);
   }
 }
 

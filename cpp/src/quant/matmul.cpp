@@ -19,8 +19,14 @@ void check_output(const PackedMatrix& w, int64_t ldo, GroupRange groups) {
 
 }  // namespace
 
+void check_int8_kernel(QuantType type) {
+  if (!has_int8_kernel(type))
+    throw ValueError(std::string(quant_type_name(type)) + " weights have no int8-activation kernel; use matmul_float");
+}
+
 void matmul_int8(const PackedMatrix& w, const QuantizedActivations& x, float* out, int64_t ldo, GroupRange groups,
                  CpuPath path) {
+  check_int8_kernel(w.type());
   if (x.cols() != w.cols())
     throw ValueError("activations have " + std::to_string(x.cols()) + " columns, the matrix " + std::to_string(w.cols()));
   check_output(w, ldo, groups);

@@ -1,6 +1,7 @@
 // Repacking GGUF blocks into 16-row tiles, and reading rows back as float.
 #include "kvgen/quant/packed_matrix.h"
 
+#include <bit>
 #include <cstring>
 #include <string>
 
@@ -24,8 +25,50 @@ uint16_t load_u16(const uint8_t* p) {
   return v;
 }
 
-// Copies one file block (row r of the tile) into its places in the tile (layout in
-// kernel_abi.h). The tile starts zeroed, so padding rows stay d = m = 0: they add nothing.
+float load_half(const uint8_t* p) { return fp16_to_float(load_u16(p)); }
+
+// --- 4/5/6-bit quants of 32 weights x 16 rows (the nibble + high-bit plane formats of
+// kernel_abi.h); weight k of row r is in byte 4r + k%4 of vector k/4.
+
+// Where the high bits of weight k of row r are: their byte and bit offset.
+template <class L>
+int64_t high_bits_byte(int r, int k, int& shift) {
+  constexpr int per_byte = 8 / L::kExtraBits;  // vectors sharing a plane byte
+  const int v = k / 4;
+  shift = L::kExtraBits * (v % per_byte);
+  return L::kHighBitsAt + 64 * (v / per_byte) + 4 * r + k % 4;
+}
+
+// Stores quant u of weight k (0..31) of row r. The tile starts zeroed.
+template <class L>
+void set_quant(uint8_t* tile, int r, int k, uint32_t u) {
+  const int low = k % 16;
+  tile[L::kQuantsAt + 64 * (low / 4) + 4 * r + low % 4] |= static_cast<uint8_t>((u & 0xFu) << (k < 16 ? 0 : 4));
+  if constexpr (L::kExtraBits > 0) {
+    int shift;
+    const int64_t at = high_bits_byte<L>(r, k, shift);
+    tile[at] |= static_cast<uint8_t>(((u >> 4) & ((1u << L::kExtraBits) - 1)) << shift);
+  }
+}
+
+// The stored (unsigned) quant of weight k (0..31) of row r.
+template <class L>
+uint32_t get_quant(const uint8_t* tile, int r, int k) {
+  if constexpr (L::kBits == 8) return tile[L::kQuantsAt + 64 * (k / 4) + 4 * r + k % 4];
+  const int low = k % 16;
+  uint32_t u = (tile[L::kQuantsAt + 64 * (low / 4) + 4 * r + low % 4] >> (k < 16 ? 0 : 4)) & 0xFu;
+  if constexpr (L::kExtraBits > 0) {
+    int shift;
+    const int64_t at = high_bits_byte<L>(r, k, shift);
+    u |= ((static_cast<uint32_t>(tile[at]) >> shift) & ((1u << L::kExtraBits) - 1)) << 4;
+  }
+  return u;
+}
+
+// --- 32-weight block types
+
+// Copies one file block (row r of the tile) into its places in the tile. Padding rows
+// stay d = m = 0: they add nothing.
 template <class L>
 void pack_block(const uint8_t* block, int r, uint8_t* tile) {
   std::memcpy(tile + L::kScalesAt + 2 * r, block, 2);
@@ -43,14 +86,125 @@ void pack_block(const uint8_t* block, int r, uint8_t* tile) {
   if constexpr (L::kBits == 5) {
     const uint32_t high_bits = load_u32(p);
     p += 4;
-    for (int c = 0; c < 8; ++c) {
-      uint64_t mask;
-      std::memcpy(&mask, tile + L::kMasksAt + 8 * c, 8);
-      for (int j = 0; j < 4; ++j) mask |= static_cast<uint64_t>((high_bits >> (4 * c + j)) & 1u) << (4 * r + j);
-      std::memcpy(tile + L::kMasksAt + 8 * c, &mask, 8);
-    }
+    for (int k = 0; k < 32; ++k) set_quant<L>(tile, r, k, ((high_bits >> k) & 1u) << 4);
   }
   for (int c = 0; c < 4; ++c) std::memcpy(quants + 64 * c + 4 * r, p + 4 * c, 4);  // both nibbles move together
+}
+
+template <class L>
+void dequantize_block_row(const uint8_t* tile, int r, float* out) {
+  const float d = load_half(tile + L::kScalesAt + 2 * r);
+  if constexpr (L::kHasMin) {
+    const float m = load_half(tile + L::kMinsAt + 2 * r);
+    for (int k = 0; k < 32; ++k) out[k] = d * static_cast<float>(get_quant<L>(tile, r, k)) + m;
+  } else {
+    // d * (u + offset): exact, as the file's d * q is
+    for (int k = 0; k < 32; ++k)
+      out[k] = d * static_cast<float>(static_cast<int>(get_quant<L>(tile, r, k)) + L::kOffset);
+  }
+}
+
+// --- K-quants
+
+// Sub-block j's 6-bit scale and min from Q4_K/Q5_K's 12 packed bytes: bytes 0-3 hold
+// sc_0..3 (low 6 bits) and the top bits of sc_4..7, bytes 4-7 likewise m_0..3 and the top
+// bits of m_4..7, bytes 8-11 the low nibbles of sc_4..7 and (high nibbles) m_4..7.
+void k_scale_min(const uint8_t* s, int j, uint8_t& sc, uint8_t& m) {
+  if (j < 4) {
+    sc = s[j] & 63;
+    m = s[j + 4] & 63;
+  } else {
+    sc = static_cast<uint8_t>((s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4));
+    m = static_cast<uint8_t>((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
+  }
+}
+
+// Quant of weight w (0..255) of a file block.
+template <int Bits>
+uint32_t k_file_quant(const uint8_t* block, int w) {
+  if constexpr (Bits == 6) {
+    // two halves of 128: ql bytes 64h.. hold weights (low nibble) and +64 (high nibble);
+    // qh bytes 32h.. hold 2 bits each of weights +0, +32, +64, +96
+    const int h = w / 128, i = w % 128;
+    const uint32_t low = (block[64 * h + i % 64] >> (4 * (i / 64))) & 0xFu;
+    const uint32_t high = (block[128 + 32 * h + i % 32] >> (2 * (i / 32))) & 0x3u;
+    return low | (high << 4);
+  } else {
+    // 32-byte chunk c holds sub-blocks 2c (low nibbles) and 2c+1 (high nibbles); Q5_K's
+    // 32 bytes of 5th bits: bit j of byte l is weight l of sub-block j
+    const uint8_t* qs = block + 16 + (Bits == 5 ? 32 : 0);
+    const int j = w / 32, l = w % 32;
+    uint32_t u = (qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 0xFu;
+    if constexpr (Bits == 5) u |= ((block[16 + l] >> j) & 1u) << 4;
+    return u;
+  }
+}
+
+template <class L>
+void pack_super_block(const uint8_t* block, int r, uint8_t* tile) {
+  using S = typename L::Sub;
+  if constexpr (L::kHasMin) {
+    std::memcpy(tile + L::kDAt + 2 * r, block, 2);
+    std::memcpy(tile + L::kDminAt + 2 * r, block + 2, 2);
+    for (int j = 0; j < 8; ++j)
+      k_scale_min(block + 4, j, tile[L::kScalesAt + kGroupRows * j + r], tile[L::kMinsAt + kGroupRows * j + r]);
+  } else {
+    std::memcpy(tile + L::kDAt + 2 * r, block + 208, 2);
+    for (int j = 0; j < 16; ++j) tile[L::kScalesAt + kGroupRows * j + r] = block[192 + j];
+  }
+  for (int w = 0; w < 256; ++w)
+    set_quant<S>(tile + L::kSubTilesAt + (w / 32) * S::kTileBytes, r, w % 32, k_file_quant<L::kBits>(block, w));
+}
+
+template <class L>
+void dequantize_super_row(const uint8_t* tile, int r, float* out) {
+  using S = typename L::Sub;
+  const float d = load_half(tile + L::kDAt + 2 * r);
+  for (int w = 0; w < 256; ++w) {
+    const uint32_t u = get_quant<S>(tile + L::kSubTilesAt + (w / 32) * S::kTileBytes, r, w % 32);
+    if constexpr (L::kHasMin) {
+      // gguf: (d * sc) * u - dmin * m in float32; both products are exact, one rounding
+      const float scale = d * static_cast<float>(tile[L::kScalesAt + kGroupRows * (w / 32) + r]);
+      const float dmin = load_half(tile + L::kDminAt + 2 * r);
+      const float min = dmin * static_cast<float>(tile[L::kMinsAt + kGroupRows * (w / 32) + r]);
+      out[w] = scale * static_cast<float>(u) - min;
+    } else {
+      const auto sc = static_cast<int8_t>(tile[L::kScalesAt + kGroupRows * (w / 16) + r]);
+      out[w] = d * static_cast<float>(sc) * static_cast<float>(static_cast<int>(u) - 32);  // exact
+    }
+  }
+}
+
+// --- dense F16 / BF16
+
+template <class L>
+float dense_value(const uint8_t* p) {
+  if constexpr (L::kBrainFloat)
+    return std::bit_cast<float>(static_cast<uint32_t>(load_u16(p)) << 16);
+  else
+    return load_half(p);
+}
+
+// --- one switch per operation over the families
+
+template <class L>
+void pack_file_block(const uint8_t* block, int r, uint8_t* tile) {
+  if constexpr (L::kFamily == Family::Block)
+    pack_block<L>(block, r, tile);
+  else if constexpr (L::kFamily == Family::Super)
+    pack_super_block<L>(block, r, tile);
+  else
+    std::memcpy(tile + 2 * r, block, 2);
+}
+
+template <class L>
+void dequantize_tile_row(const uint8_t* tile, int r, float* out) {
+  if constexpr (L::kFamily == Family::Block)
+    dequantize_block_row<L>(tile, r, out);
+  else if constexpr (L::kFamily == Family::Super)
+    dequantize_super_row<L>(tile, r, out);
+  else
+    *out = dense_value<L>(tile + 2 * r);
 }
 
 template <class L>
@@ -59,34 +213,22 @@ void pack_tiles(const uint8_t* raw, const PackedView& v, int64_t file_block_byte
     for (int64_t b = 0; b < v.blocks; ++b) {
       uint8_t* tile = tiles + (g * v.blocks + b) * L::kTileBytes;
       for (int r = 0; r < kGroupRows && g * kGroupRows + r < v.rows; ++r)
-        pack_block<L>(raw + ((g * kGroupRows + r) * v.blocks + b) * file_block_bytes, r, tile);
+        pack_file_block<L>(raw + ((g * kGroupRows + r) * v.blocks + b) * file_block_bytes, r, tile);
     }
 }
 
-// The stored (unsigned) quant of weight k (0..31) of row r in a tile.
-template <class L>
-uint32_t unpacked_quant(const uint8_t* tile, int r, int k) {
-  const uint8_t* quants = tile + L::kQuantsAt;
-  if constexpr (L::kBits == 8) return quants[64 * (k / 4) + 4 * r + k % 4];
-  const int low = k % 16;
-  uint32_t u = (quants[64 * (low / 4) + 4 * r + low % 4] >> (k < 16 ? 0 : 4)) & 0xFu;
-  if constexpr (L::kBits == 5) {
-    uint64_t mask;
-    std::memcpy(&mask, tile + L::kMasksAt + 8 * (k / 4), 8);
-    u |= static_cast<uint32_t>((mask >> (4 * r + k % 4)) & 1u) << 4;
-  }
-  return u;
+int64_t tile_bytes(QuantType type) {
+  int64_t bytes = 0;
+  with_layout(type, [&]<class L>() { bytes = L::kTileBytes; });
+  return bytes;
 }
 
-template <class L>
-void dequantize_tile_row(const uint8_t* tile, int r, float* out) {
-  const float d = fp16_to_float(load_u16(tile + L::kScalesAt + 2 * r));
-  if constexpr (L::kHasMin) {
-    const float m = fp16_to_float(load_u16(tile + L::kMinsAt + 2 * r));
-    for (int k = 0; k < 32; ++k) out[k] = d * static_cast<float>(unpacked_quant<L>(tile, r, k)) + m;
-  } else {
-    // d * (u + offset): exact, as the file's d * q is
-    for (int k = 0; k < 32; ++k) out[k] = d * static_cast<float>(static_cast<int>(unpacked_quant<L>(tile, r, k)) + L::kOffset);
+void check_cols(QuantType type, int64_t cols) {
+  const int64_t unit = block_weights(type);
+  if (cols < unit || cols % unit != 0) {
+    const std::string rule = unit == kSuperBlockSize ? " (the K-quant super-block size)" : " (the block size)";
+    throw ValueError(std::string(quant_type_name(type)) + " matrix: cols = " + std::to_string(cols) +
+                     " must be a positive multiple of " + std::to_string(unit) + (unit > 1 ? rule : ""));
   }
 }
 
@@ -95,19 +237,18 @@ void dequantize_tile_row(const uint8_t* tile, int r, float* out) {
 PackedMatrix::PackedMatrix(QuantType type, const uint8_t* raw, int64_t raw_bytes, int64_t rows, int64_t cols) {
   const std::string name = quant_type_name(type);
   if (rows < 1) throw ValueError(name + " matrix: rows = " + std::to_string(rows) + " must be >= 1");
-  if (cols < kBlockSize || cols % kBlockSize != 0)
-    throw ValueError(name + " matrix: cols = " + std::to_string(cols) + " must be a positive multiple of 32 (the block size)");
+  check_cols(type, cols);
   limits::check_at_most(name + " matrix rows", rows, limits::kMaxVocab);
   limits::check_at_most(name + " matrix cols", cols, limits::kMaxWidth);
-  const int64_t blocks = cols / kBlockSize;
+  const int64_t blocks = cols / block_weights(type);
   const int64_t expected = limits::checked_mul(limits::checked_mul(rows, blocks, name + " matrix blocks"),
                                                block_bytes(type), name + " matrix bytes");
   if (raw_bytes != expected)
     throw ValueError(name + " matrix [" + std::to_string(rows) + ", " + std::to_string(cols) + "] needs " +
                      std::to_string(expected) + " bytes, got " + std::to_string(raw_bytes));
   const int64_t groups = (rows + kGroupRows - 1) / kGroupRows;
-  // A tile is exactly 16 file blocks: the padding of the last group is the only overhead.
-  tiles_.assign(static_cast<size_t>(limits::checked_mul(groups * kGroupRows * blocks, block_bytes(type), name + " matrix bytes")), 0);
+  // About the file's size: the padding of the last group, and K-quants' decoded scales.
+  tiles_.assign(static_cast<size_t>(limits::checked_mul(groups * blocks, tile_bytes(type), name + " matrix bytes")), 0);
   view_ = PackedView{tiles_.data(), type, rows, cols, blocks, groups};
   with_layout(type, [&]<class L>() { pack_tiles<L>(raw, view_, block_bytes(type), tiles_.data()); });
 }
@@ -117,9 +258,10 @@ void PackedMatrix::dequantize_row(int64_t n, float* out) const {
     throw ValueError("row " + std::to_string(n) + " is out of range [0, " + std::to_string(view_.rows) + ")");
   const int64_t g = n / kGroupRows;
   const int r = static_cast<int>(n % kGroupRows);
+  const int64_t unit = block_weights(view_.type);
   with_layout(view_.type, [&]<class L>() {
     for (int64_t b = 0; b < view_.blocks; ++b)
-      dequantize_tile_row<L>(view_.data + (g * view_.blocks + b) * L::kTileBytes, r, out + b * kBlockSize);
+      dequantize_tile_row<L>(view_.data + (g * view_.blocks + b) * L::kTileBytes, r, out + b * unit);
   });
 }
 

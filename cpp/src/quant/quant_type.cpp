@@ -1,4 +1,4 @@
-// Names and file block sizes of the GGUF quantized types.
+// Names and file block sizes of the GGUF weight types.
 #include "kvgen/quant/quant_type.h"
 
 #include <cctype>
@@ -8,8 +8,15 @@
 namespace kvgen::quant {
 
 namespace {
-constexpr QuantType kAll[] = {QuantType::Q8_0, QuantType::Q4_0, QuantType::Q4_1, QuantType::Q5_0, QuantType::Q5_1};
+constexpr QuantType kAll[] = {QuantType::Q8_0, QuantType::Q4_0, QuantType::Q4_1, QuantType::Q5_0, QuantType::Q5_1,
+                              QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K, QuantType::F16,  QuantType::BF16};
+
+std::string all_names() {
+  std::string out;
+  for (QuantType t : kAll) out += std::string(out.empty() ? "" : ", ") + quant_type_name(t);
+  return out;
 }
+}  // namespace
 
 const char* quant_type_name(QuantType type) {
   switch (type) {
@@ -18,6 +25,11 @@ const char* quant_type_name(QuantType type) {
     case QuantType::Q4_1: return "Q4_1";
     case QuantType::Q5_0: return "Q5_0";
     case QuantType::Q5_1: return "Q5_1";
+    case QuantType::Q4_K: return "Q4_K";
+    case QuantType::Q5_K: return "Q5_K";
+    case QuantType::Q6_K: return "Q6_K";
+    case QuantType::F16: return "F16";
+    case QuantType::BF16: return "BF16";
   }
   return "?";
 }
@@ -27,18 +39,36 @@ QuantType parse_quant_type(const std::string& name) {
   for (char c : name) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   for (QuantType t : kAll)
     if (upper == quant_type_name(t)) return t;
-  throw ValueError("quantized type '" + name + "' is not one of Q8_0, Q4_0, Q4_1, Q5_0, Q5_1");
+  throw ValueError("quantized type '" + name + "' is not one of " + all_names());
+}
+
+int64_t block_weights(QuantType type) {
+  switch (type) {
+    case QuantType::Q4_K:
+    case QuantType::Q5_K:
+    case QuantType::Q6_K: return kSuperBlockSize;
+    case QuantType::F16:
+    case QuantType::BF16: return 1;
+    default: return kBlockSize;
+  }
 }
 
 int64_t block_bytes(QuantType type) {
   switch (type) {
-    case QuantType::Q8_0: return 2 + 32;          // d, 32 x int8
-    case QuantType::Q4_0: return 2 + 16;          // d, 32 nibbles
-    case QuantType::Q4_1: return 2 + 2 + 16;      // d, m, 32 nibbles
-    case QuantType::Q5_0: return 2 + 4 + 16;      // d, 32 fifth bits, 32 nibbles
-    case QuantType::Q5_1: return 2 + 2 + 4 + 16;  // d, m, 32 fifth bits, 32 nibbles
+    case QuantType::Q8_0: return 2 + 32;                  // d, 32 x int8
+    case QuantType::Q4_0: return 2 + 16;                  // d, 32 nibbles
+    case QuantType::Q4_1: return 2 + 2 + 16;              // d, m, 32 nibbles
+    case QuantType::Q5_0: return 2 + 4 + 16;              // d, 32 fifth bits, 32 nibbles
+    case QuantType::Q5_1: return 2 + 2 + 4 + 16;          // d, m, 32 fifth bits, 32 nibbles
+    case QuantType::Q4_K: return 2 + 2 + 12 + 128;        // d, dmin, 8 x (6-bit sc, 6-bit m), 256 nibbles
+    case QuantType::Q5_K: return 2 + 2 + 12 + 32 + 128;   // Q4_K's and 256 fifth bits
+    case QuantType::Q6_K: return 128 + 64 + 16 + 2;       // 256 nibbles, 256 x 2 high bits, 16 x int8 sc, d
+    case QuantType::F16:
+    case QuantType::BF16: return 2;
   }
   return 0;
 }
+
+bool has_int8_kernel(QuantType type) { return type != QuantType::F16 && type != QuantType::BF16; }
 
 }  // namespace kvgen::quant

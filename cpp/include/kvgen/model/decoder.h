@@ -20,8 +20,8 @@ namespace kvgen {
 class DecoderModel : public Model {
  public:
   const ModelConfig& config() const override { return config_; }
-  bool exact() const override { return projector_.exact(); }
-  void set_exact(bool exact) override { projector_.set_exact(exact); }
+  Activations activations() const override { return projector_.activations(); }
+  void set_activations(Activations activations) override { projector_.set_activations(activations); }
   int64_t weight_bytes() const override { return weight_bytes_; }
   void forward(const std::vector<RowTokens>& chunks, KVCache& cache, float* logits, bool all_positions) final;
 

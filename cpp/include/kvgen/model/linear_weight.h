@@ -12,6 +12,12 @@
 
 namespace kvgen {
 
+// What a quantized matrix multiplies (float32, F16 and BF16 weights always meet float
+// activations): Int8TwoLevel, int8 per 32-block in two levels, the second quantizing the
+// first one's rounding error (projector.h); Int8, one level (llama.cpp's arithmetic);
+// Float, float32 activations (transformers' arithmetic on the dequantized weights).
+enum class Activations { Int8TwoLevel, Int8, Float };
+
 // How a float32 matrix lies in memory: (out, in) as torch.nn.Linear stores it, or
 // (in, out) as GPT-2's Conv1D does.
 enum class DenseLayout { OutIn, InOut };
@@ -26,8 +32,11 @@ class LinearWeight {
   int64_t out() const { return out_; }
   int64_t in() const { return in_; }
   bool quantized() const { return packed_ != nullptr; }
-  // Whether a product reads int8 activations: quantized weights outside exact mode.
-  bool reads_int8(bool exact) const { return quantized() && !exact; }
+  // Whether a product reads int8 activations: quantized weights of a type with an int8
+  // kernel (not F16 / BF16), unless `activations` is Float.
+  bool reads_int8(Activations activations) const {
+    return quantized() && activations != Activations::Float && quant::has_int8_kernel(packed_->type());
+  }
   // Units of work: 16-row groups of outputs.
   int64_t units() const { return (out_ + 15) / 16; }
   // Bytes of the weights as held in memory.
@@ -35,9 +44,9 @@ class LinearWeight {
 
   // y[m * ldy + n] = sum_k x[m, k] W[n, k] for m < rows and the outputs n of units
   // [u0, u1). x (rows, in), row stride ldx, as float; xq = the same rows quantized (read
-  // when reads_int8(exact)).
+  // when reads_int8(activations)).
   void multiply(float* y, int64_t ldy, const float* x, int64_t ldx, const quant::QuantizedActivations* xq,
-                int64_t rows, int64_t u0, int64_t u1, bool exact) const;
+                int64_t rows, int64_t u0, int64_t u1, Activations activations) const;
 
   // out (in) = row n of W as float: an embedding lookup reads only the rows it needs.
   void row(int64_t n, float* out) const;

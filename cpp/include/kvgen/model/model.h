@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kvgen/model/kv_cache.h"
+#include "kvgen/model/linear_weight.h"
 #include "kvgen/model/model_config.h"
 
 namespace kvgen {
@@ -24,11 +25,11 @@ class Model {
   virtual ~Model() = default;
   virtual const ModelConfig& config() const = 0;
 
-  // Exact mode: quantized weights are multiplied with float activations (as transformers
-  // computes on the dequantized weights) rather than int8 ones (faster; llama.cpp's
-  // arithmetic). No effect on float32 weights. Not to be changed during a forward.
-  virtual bool exact() const = 0;
-  virtual void set_exact(bool exact) = 0;
+  // What quantized weights multiply (linear_weight.h): int8 activations in two levels by
+  // default, one level, or float32 (exact mode: transformers' arithmetic on the
+  // dequantized weights). No effect on float32 weights. Not to be changed during a forward.
+  virtual Activations activations() const = 0;
+  virtual void set_activations(Activations activations) = 0;
   // Bytes of the weights the model holds (quantized tensors at their packed size).
   virtual int64_t weight_bytes() const = 0;
 

@@ -19,6 +19,10 @@ struct TensorView {
   std::vector<int64_t> shape;
   std::string type = "F32";  // "F32", or a GGUF type name kvgen::quant reads ("Q4_1", ...)
   int64_t bytes = 0;         // size of data in bytes
+  // The data are pages of a read-only file mapping: once a quantized tensor is repacked,
+  // its pages are dropped from the process (madvise), so that loading never holds the
+  // file and the packed copy at once.
+  bool mapped = false;
 };
 
 class TensorMap {

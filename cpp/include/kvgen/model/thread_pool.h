@@ -1,18 +1,20 @@
 // The process's compute threads: a persistent pool that runs one parallel section at a
-// time (fork-join), sized by kvgen.set_num_threads. Workers spin briefly between
-// sections (a decode step runs about a hundred of them, microseconds apart), then sleep
-// on a futex, so a pool on a busy machine, or one left idle, gives its cores away
-// instead of burning them (a pure spin barrier collapses when another process holds a
-// core).
+// time (fork-join), sized by kvgen.set_num_threads. A section is a list of items that
+// the threads take one at a time, so a thread the OS has descheduled holds up at most
+// the item it took. Workers spin briefly between sections (a decode step runs about a
+// hundred of them, microseconds apart), then sleep on a futex. When the machine is
+// oversubscribed (another process holds a core, and the workers keep arriving late), the
+// calling thread runs the next sections alone for a while instead of waiting for them:
+// a pool that insists on every thread collapses to a fraction of one thread's speed.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <exception>
-#include <type_traits>
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace kvgen {
@@ -27,31 +29,40 @@ class ThreadPool {
 
   int size() const { return threads_; }
 
-  // Runs task(t) for every t in [0, size()), t = 0 on the calling thread, and returns
-  // when all have finished. One section at a time: concurrent callers take turns. The
-  // first exception a task throws is rethrown here after all have finished. A task must
-  // not call run() itself. Allocates nothing (the task is passed by reference).
-  template <class Task>
-  void run(Task&& task) {
-    using T = std::remove_reference_t<Task>;
-    run_erased(const_cast<void*>(static_cast<const void*>(&task)),
-               [](void* f, int t) { (*static_cast<T*>(f))(t); });
+  // Runs item(i, t) for every i in [0, n), each once, on the pool's threads (t in
+  // [0, size()) names the thread running it, for per-thread scratch; 0 is the caller).
+  // Returns when all are done. One section at a time: concurrent callers take turns. The
+  // first exception an item throws is rethrown here after the section. An item must not
+  // start a section itself. Allocates nothing.
+  template <class Item>
+  void for_each(int64_t n, Item&& item) {
+    Section section;
+    section.items = n;
+    section.context = const_cast<void*>(static_cast<const void*>(&item));
+    section.call = [](void* f, int64_t i, int t) { (*static_cast<std::remove_reference_t<Item>*>(f))(i, t); };
+    run(section);
   }
 
  private:
-  using Call = void (*)(void* task, int t);
-  void run_erased(void* task, Call call);
+  struct Section {
+    int64_t items = 0;
+    void* context = nullptr;
+    void (*call)(void* context, int64_t item, int t) = nullptr;
+    std::atomic<int64_t> next{0};  // the next item to hand out
+    std::atomic<int> arrived{0};   // workers that have started on the section
+  };
+  void run(Section& section);
+  void take_items(Section& section, int t);
   void worker(int t);
-  void finish_one();
 
   int threads_;
   std::vector<std::thread> workers_;
-  std::mutex section_;                   // one section at a time
-  void* task_ = nullptr;  // the current section's task and how to call it
-  Call call_ = nullptr;
+  std::mutex section_mutex_;             // one section at a time
+  Section* section_ = nullptr;           // the current section (set before generation_ moves)
   std::atomic<uint32_t> generation_{0};  // bumped to start a section (workers wait on it)
-  std::atomic<int32_t> pending_{0};      // workers still running the current section
+  std::atomic<int32_t> pending_{0};      // workers that have not finished the current section
   std::atomic<bool> stopping_{false};
+  int solo_sections_ = 0;                // sections the caller runs alone (oversubscription)
   std::mutex error_mutex_;
   std::exception_ptr error_;
 };
@@ -69,12 +80,9 @@ int compute_threads();
 // The default size: the CPUs this process may run on (sched_getaffinity), at least 1.
 int default_compute_threads();
 
-// Splits [0, n) into `parts` near-equal contiguous ranges; part p is [first, last).
+// A half-open range of indices [first, last).
 struct Range {
   int64_t first, last;
 };
-inline Range split_range(int64_t n, int parts, int p) {
-  return {n * p / parts, n * (p + 1) / parts};
-}
 
 }  // namespace kvgen

@@ -16,20 +16,28 @@ class QuantizedActivations {
   QuantizedActivations(int64_t max_rows, int64_t cols);
 
   // Quantizes x (rows, cols), row stride ldx: per block d = max|x| / 127, q = round(x / d)
-  // (half away from zero), s = d * sum(q). A block holding NaN or inf gets d = s = NaN and
+  // (half away from zero), s = d * sum(q), and the integer sum of q over each 16 values
+  // (for Q6_K, whose scales cover 16 weights). A block holding NaN or inf gets d = s = NaN and
   // q = 0, so the products of its row are NaN rather than garbage.
   void quantize(const float* x, int64_t rows, int64_t ldx);
+
+  // Two-level quantization: rows [0, rows) as quantize() gives them, then rows [rows,
+  // 2 rows) the residual x - d q of each, quantized the same way (its own d, about d / 254).
+  // A product over all 2 rows rows, the two halves added, reads about 15-bit activations
+  // for the price of int8 ones; 2 rows <= max_rows.
+  void quantize_two_level(const float* x, int64_t rows, int64_t ldx);
 
   int64_t max_rows() const { return max_rows_; }
   int64_t cols() const { return cols_; }
   // The rows quantized last.
-  Int8View view() const { return {q_.data(), d_.data(), s_.data(), rows_, cols_}; }
+  Int8View view() const { return {q_.data(), d_.data(), s_.data(), half_sums_.data(), rows_, cols_}; }
 
  private:
   int64_t max_rows_, cols_, rows_ = 0;
   std::vector<int8_t> q_;  // (max_rows, cols)
   std::vector<float> d_;   // (max_rows, cols / 32)
   std::vector<float> s_;   // (max_rows, cols / 32)
+  std::vector<int32_t> half_sums_;  // (max_rows, cols / 16): sum of q per 16 values
 };
 
 }  // namespace kvgen::quant

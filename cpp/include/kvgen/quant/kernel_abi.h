@@ -13,25 +13,82 @@ namespace kvgen::quant {
 // Output rows interleaved per tile: one 512-bit register holds one float per row.
 inline constexpr int64_t kGroupRows = 16;
 
+// How a type's tiles are built: kernels and packing branch on it at compile time.
+enum class Family { Block, Super, Dense };
+
 // One tile = 16 rows x one 32-weight block, stored as
 //   scales  16 x fp16 (32 B)                 d of each row
 //   mins    16 x fp16 (32 B, *_1 types)      m of each row
-//   masks    8 x uint64 (64 B, Q5 types)     5th bits: bit 4r+j of mask c = bit of weight 4c+j of row r
+//   high    64 B (Q5 types)                  a high-bit plane: the 5th bits (below)
 //   quants  256 B (4/5-bit) or 512 B (8-bit) 32-bit lane r of each 64-byte chunk = 4 weights of row r
 // 4/5-bit chunk c (0..3), byte 4r+j: low nibble = weight 4c+j, high nibble = weight 4c+16+j
 // (the file's own nibble order). 8-bit chunk c (0..7), byte 4r+j: weight 4c+j as q + 128.
+// High-bit planes (5- and 6-bit quants, E = bits - 4 planes of 64 B): call the nibbles
+// "vector v" (0..7): v < 4 the low nibbles of chunk v, v >= 4 the high nibbles of chunk
+// v - 4, so byte 4r+j of vector v is weight 4v+j of row r. Byte 4r+j of plane p holds the
+// bits above the nibble of that byte in the 8 / E vectors v = p * 8/E + i, at bits
+// E*i..E*i+E-1. One shift and a mask put a vector's high bits in place (bits 4..).
 // The stored quant u is unsigned; w = d * u + min, where min is m (*_1 types) or
 // kOffset * d (Q4_0: -8, Q5_0: -16, Q8_0: -128). Tiles are exactly 16 file blocks in size.
 template <int Bits, bool HasMin, int Offset>
 struct TileLayout {
+  static constexpr Family kFamily = Family::Block;
   static constexpr int kBits = Bits;
   static constexpr bool kHasMin = HasMin;
   static constexpr int kOffset = Offset;  // min = kOffset * d when !kHasMin
   static constexpr int64_t kScalesAt = 0;
   static constexpr int64_t kMinsAt = 2 * kGroupRows;
-  static constexpr int64_t kMasksAt = kMinsAt + (HasMin ? 2 * kGroupRows : 0);
-  static constexpr int64_t kQuantsAt = kMasksAt + (Bits == 5 ? 8 * 8 : 0);
+  static constexpr int kExtraBits = Bits == 5 ? 1 : 0;  // high-bit planes
+  static constexpr int64_t kHighBitsAt = kMinsAt + (HasMin ? 2 * kGroupRows : 0);
+  static constexpr int64_t kQuantsAt = kHighBitsAt + 64 * kExtraBits;
   static constexpr int64_t kTileBytes = kQuantsAt + (Bits == 8 ? 512 : 256);
+};
+
+// The quants of one 32-weight sub-block of a K-quant tile, in the formats above: Bits - 4
+// high-bit planes (none, one: 5th bits, or two: 5th and 6th bits), then 256 B of nibbles.
+// The stored quant u is unsigned (0..63).
+template <int Bits>
+struct SubTileLayout {
+  static constexpr int kBits = Bits;
+  static constexpr int kExtraBits = Bits - 4;
+  static constexpr int64_t kHighBitsAt = 0;
+  static constexpr int64_t kQuantsAt = 64 * kExtraBits;
+  static constexpr int64_t kTileBytes = kQuantsAt + 256;
+};
+
+// One K-quant tile = 16 rows x one 256-weight super-block, its scales decoded at repack:
+//   d       16 x fp16 (32 B)                  super-block scale of each row
+//   dmin    16 x fp16 (32 B, Q4_K/Q5_K)       super-block min scale of each row
+//   scales  kScaleCount x 16 bytes            byte 16j + r = sc_j of row r (uint8; Q6_K: int8)
+//   mins    8 x 16 bytes (Q4_K/Q5_K)          byte 16j + r = m_j of row r (uint8)
+//   8 sub-tiles (SubTileLayout), sub-block j = weights 32j..32j+31 of the super-block.
+// Q4_K/Q5_K: w = (d sc_j) u - (dmin m_j), sc_j and m_j 6-bit, a scale per 32 weights.
+// Q6_K: w = (d sc_j) (u - 32), a scale per 16 weights: sub-tile j's low nibbles use
+// sc_2j, its high nibbles sc_2j+1. Sizes (file: 16 blocks): Q4_K 2368 B (2304), Q5_K
+// 2880 B (2816), Q6_K 3360 B (3360).
+template <int Bits>
+struct SuperLayout {
+  static constexpr Family kFamily = Family::Super;
+  static constexpr int kBits = Bits;
+  static constexpr bool kHasMin = Bits != 6;
+  static constexpr int kSubBlocks = 8;  // 32-weight sub-blocks (the activations' blocks)
+  static constexpr int kScaleCount = Bits == 6 ? 16 : 8;
+  static constexpr int64_t kDAt = 0;
+  static constexpr int64_t kDminAt = 2 * kGroupRows;
+  static constexpr int64_t kScalesAt = kHasMin ? 4 * kGroupRows : 2 * kGroupRows;
+  static constexpr int64_t kMinsAt = kScalesAt + kGroupRows * kScaleCount;
+  static constexpr int64_t kSubTilesAt = kMinsAt + (kHasMin ? kGroupRows * kSubBlocks : 0);
+  using Sub = SubTileLayout<Bits>;
+  static constexpr int64_t kTileBytes = kSubTilesAt + kSubBlocks * Sub::kTileBytes;
+};
+
+// One dense tile = 16 rows x one column: 16 x fp16 or bf16 (32 B), row r at 2r, so one
+// load converts to the column's 16 weights. Exactly the file's bytes.
+template <bool Brain>
+struct DenseLayout {
+  static constexpr Family kFamily = Family::Dense;
+  static constexpr bool kBrainFloat = Brain;  // bf16: the high half of a float32
+  static constexpr int64_t kTileBytes = 2 * kGroupRows;
 };
 
 template <QuantType T>
@@ -46,6 +103,16 @@ template <>
 struct Layout<QuantType::Q5_0> : TileLayout<5, false, -16> {};
 template <>
 struct Layout<QuantType::Q5_1> : TileLayout<5, true, 0> {};
+template <>
+struct Layout<QuantType::Q4_K> : SuperLayout<4> {};
+template <>
+struct Layout<QuantType::Q5_K> : SuperLayout<5> {};
+template <>
+struct Layout<QuantType::Q6_K> : SuperLayout<6> {};
+template <>
+struct Layout<QuantType::F16> : DenseLayout<false> {};
+template <>
+struct Layout<QuantType::BF16> : DenseLayout<true> {};
 
 // Calls f.template operator()<Layout<type>>(). Only ever instantiated with a lambda local
 // to one file, so each instantiation is private to the file (and its instruction set).
@@ -57,6 +124,11 @@ void with_layout(QuantType type, F&& f) {
     case QuantType::Q4_1: f.template operator()<Layout<QuantType::Q4_1>>(); break;
     case QuantType::Q5_0: f.template operator()<Layout<QuantType::Q5_0>>(); break;
     case QuantType::Q5_1: f.template operator()<Layout<QuantType::Q5_1>>(); break;
+    case QuantType::Q4_K: f.template operator()<Layout<QuantType::Q4_K>>(); break;
+    case QuantType::Q5_K: f.template operator()<Layout<QuantType::Q5_K>>(); break;
+    case QuantType::Q6_K: f.template operator()<Layout<QuantType::Q6_K>>(); break;
+    case QuantType::F16: f.template operator()<Layout<QuantType::F16>>(); break;
+    case QuantType::BF16: f.template operator()<Layout<QuantType::BF16>>(); break;
   }
 }
 
@@ -66,8 +138,8 @@ struct PackedView {
   const uint8_t* data;
   QuantType type;
   int64_t rows;    // N
-  int64_t cols;    // K, a multiple of 32
-  int64_t blocks;  // K / 32
+  int64_t cols;    // K, a multiple of block_weights(type)
+  int64_t blocks;  // tiles per group: K / block_weights(type)
   int64_t groups;  // ceil(N / 16)
 };
 
@@ -76,6 +148,7 @@ struct Int8View {
   const int8_t* q;  // (rows, cols)
   const float* d;   // (rows, blocks)
   const float* s;   // (rows, blocks)
+  const int32_t* half_sums;  // (rows, cols / 16): sum of q over each 16 values (Q6_K's scale groups)
   int64_t rows;     // M
   int64_t cols;     // K
 };
@@ -87,7 +160,7 @@ using MatmulFloatFn = void (*)(const PackedView& w, const float* x, int64_t rows
                                int64_t ldo, int64_t g0, int64_t g1);
 
 struct KernelTable {
-  MatmulInt8Fn matmul_int8;    // int8 activations (the fast path)
+  MatmulInt8Fn matmul_int8;    // int8 activations (the fast path; not for has_int8_kernel() == false)
   MatmulFloatFn matmul_float;  // float activations, weights dequantized block by block
 };
 

@@ -20,8 +20,13 @@ struct GroupRange {
 // The whole matrix.
 inline GroupRange all_groups(const PackedMatrix& w) { return {0, w.groups()}; }
 
+// ValueError "<type> weights have no int8-activation kernel; use matmul_float" for the
+// types without one (has_int8_kernel).
+void check_int8_kernel(QuantType type);
+
 // Int8 activations (x as quantized last): out[m * ldo + n] = sum_k x[m, k] * W[n, k].
-// ValueError if x.cols() != K, ldo < N or the range is not within [0, groups].
+// ValueError if W's type has no int8 kernel (F16, BF16: has_int8_kernel), x.cols() != K,
+// ldo < N or the range is not within [0, groups].
 void matmul_int8(const PackedMatrix& w, const QuantizedActivations& x, float* out, int64_t ldo, GroupRange groups,
                  CpuPath path);
 

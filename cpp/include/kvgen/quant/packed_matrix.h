@@ -1,5 +1,6 @@
-// A GGUF block-quantized weight matrix, repacked once at load into 16-row interleaved
-// tiles (kernel_abi.h) that the matmul kernels read directly: never expanded to float.
+// A GGUF weight matrix (32-weight blocks, K-quants or F16 / BF16), repacked once at load
+// into 16-row interleaved tiles (kernel_abi.h) that the matmul kernels read directly:
+// never expanded to float.
 #pragma once
 
 #include <cstdint>
@@ -13,8 +14,9 @@ namespace kvgen::quant {
 class PackedMatrix {
  public:
   // Repacks `raw`, the file's bytes of a [rows, cols] tensor of `type` (row-major: row n
-  // is cols / 32 blocks). ValueError if cols is not a positive multiple of 32, rows < 1,
-  // a size is above kvgen's limits, or raw_bytes is not rows * cols / 32 * block bytes.
+  // is cols / block_weights(type) blocks). ValueError if cols is not a positive multiple of
+  // block_weights(type) (32; 256 for K-quants; 1 for F16 / BF16), rows < 1, a size is above
+  // kvgen's limits, or raw_bytes is not rows * cols / block_weights(type) * block_bytes(type).
   PackedMatrix(QuantType type, const uint8_t* raw, int64_t raw_bytes, int64_t rows, int64_t cols);
   // Movable, not copyable: view() points into the buffer (a move keeps the buffer).
   PackedMatrix(PackedMatrix&&) = default;
@@ -26,7 +28,8 @@ class PackedMatrix {
   int64_t rows() const { return view_.rows; }
   int64_t cols() const { return view_.cols; }
   int64_t groups() const { return view_.groups; }
-  // Bytes held: the file's bytes plus the zero padding of a last group of < 16 rows.
+  // Bytes held: the file's bytes plus the zero padding of a last group of < 16 rows (K-quants:
+  // plus their decoded sub-block scales, under 3%).
   int64_t bytes() const { return static_cast<int64_t>(tiles_.size()); }
   const PackedView& view() const { return view_; }
 

@@ -1,4 +1,4 @@
-// The GGUF block-quantized types that kvgen computes on directly, and their file sizes.
+// The GGUF weight types that kvgen computes on directly, and their file sizes.
 #pragma once
 
 #include <cstdint>
@@ -6,20 +6,36 @@
 
 namespace kvgen::quant {
 
-// GGUF's 32-weight block types (ggml's names). Each block holds one fp16 scale d, for
-// the *_1 types an fp16 minimum m, and 32 quants: w = d * q (+ m).
-enum class QuantType : int32_t { Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 };
+// GGUF's weight types (ggml's names), in three families:
+// * 32-weight blocks: one fp16 scale d, for the *_1 types an fp16 minimum m, and 32
+//   quants: w = d * q (+ m).
+// * K-quants, 256-weight super-blocks of sub-blocks with 6- or 8-bit scales:
+//   Q4_K / Q5_K: w = d * sc_j * q - dmin * m_j (8 sub-blocks of 32, 4- or 5-bit q);
+//   Q6_K: w = d * sc_j * (q - 32) (16 sub-blocks of 16, 6-bit q, int8 sc_j).
+// * Dense 16-bit floats: F16 (IEEE half) and BF16 (bfloat16), one weight per "block".
+enum class QuantType : int32_t { Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, F16, BF16 };
 
-// Weights per block, for every type here.
+// Weights per 32-weight block, and per block of the activations quantized to int8.
 inline constexpr int64_t kBlockSize = 32;
+// Weights per K-quant super-block.
+inline constexpr int64_t kSuperBlockSize = 256;
 
-// "Q8_0", "Q4_0", ... (as GGUF / gguf-py name them).
+// "Q8_0", "Q4_K", "F16", ... (as GGUF / gguf-py's GGMLQuantizationType name them).
 const char* quant_type_name(QuantType type);
 
 // The type named `name` (case-insensitive); ValueError listing the allowed names otherwise.
 QuantType parse_quant_type(const std::string& name);
 
-// Bytes of one 32-weight block in a GGUF file: Q8_0 34, Q4_0 18, Q4_1 20, Q5_0 22, Q5_1 24.
+// Weights per block of `type` in a GGUF file: 32, 256 (K-quants) or 1 (F16, BF16). A
+// matrix's cols must be a multiple of it.
+int64_t block_weights(QuantType type);
+
+// Bytes of one block in a GGUF file: Q8_0 34, Q4_0 18, Q4_1 20, Q5_0 22, Q5_1 24,
+// Q4_K 144, Q5_K 176, Q6_K 210, F16 and BF16 2.
 int64_t block_bytes(QuantType type);
+
+// Whether matmul_int8 (int8 activations) runs on `type`: false for the dense F16 / BF16,
+// which only have the float-activation kernel (matmul_float).
+bool has_int8_kernel(QuantType type);
 
 }  // namespace kvgen::quant
