@@ -5,7 +5,8 @@ Teacher-forced over the public-domain text ``tests/data/pride_and_prejudice_ch1-
 all positions per engine, the same token ids for every engine:
 
 * ``kvgen``: ``kvgen.Model.load(path).forward(ids)`` (the default mode: quantized weights,
-  activations quantized per block to int8 where the kernels are faster);
+  activations quantized per 32-block to int8 in two levels, ``activations="int8x2"``);
+* ``kvgen-int8``: ``activations="int8"`` (one level, llama.cpp's arithmetic);
 * ``kvgen-exact``: ``kvgen.Model.load(path, exact=True)`` (quantized weights, float
   activations); skipped with a note where this kvgen has no ``exact``;
 * ``HF``: transformers' ``AutoModelForCausalLM.from_pretrained(dir, gguf_file=...)`` in float32
@@ -81,12 +82,12 @@ def against_reference(logits: np.ndarray, ref: np.ndarray, ids: np.ndarray) -> d
 # ---- engines: logits(ids) -> [length, vocab] float32 ---------------------------------
 
 
-def kvgen_exact_logits(path: Path):
-    """kvgen's forward pass with exact=True, or None (with a note) when this kvgen has no exact mode."""
+def kvgen_mode_logits(name: str, path: Path, **mode):
+    """kvgen's forward pass in a mode (Model.load keywords), or None (with a note) when this kvgen lacks it."""
     try:
-        model = kvgen.Model.load(path, exact=True)
+        model = kvgen.Model.load(path, **mode)
     except TypeError:
-        print("skipped: kvgen-exact (this kvgen's Model.load has no exact=)")
+        print(f"skipped: {name} (this kvgen's Model.load has no {', '.join(mode)}=)")
         return None
     return lambda ids: model.forward(ids[None])[0]
 
@@ -151,7 +152,9 @@ def measure_file(path: Path, args: argparse.Namespace, llama_cpp) -> dict:
     same_ids = tokenizer_check(path, text, all_ids, llm)
     print(f"\n{path.name}: {n} of {len(all_ids)} tokens of {TEXT.name}; tokenizers giving kvgen's ids: " +
           ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in same_ids.items()))
-    engines = {"kvgen": lambda x: kv_model.forward(x[None])[0], "kvgen-exact": kvgen_exact_logits(path),
+    engines = {"kvgen": lambda x: kv_model.forward(x[None])[0],
+               "kvgen-int8": kvgen_mode_logits("kvgen-int8", path, activations="int8"),
+               "kvgen-exact": kvgen_mode_logits("kvgen-exact", path, exact=True),
                "HF": hf_logits(hf), "llama.cpp": llama_cpp_logits(llm) if llm else None}
     logits, seconds = {}, {}
     for name, run in engines.items():
@@ -179,7 +182,7 @@ def print_table(rows: dict) -> None:
     table.print_header()
     for name, row in rows.items():
         table.print_row((name, row))
-    for name in ("kvgen", "kvgen-exact"):
+    for name in ("kvgen", "kvgen-int8", "kvgen-exact"):
         if name in rows:
             r = rows[name]
             harness.target(f"{name}: argmax agrees with HF at >= {MIN_ARGMAX_AGREEMENT:.0%} of positions",
