@@ -152,3 +152,31 @@ def test_bad_arguments_are_refused(llama_dir, tmp_path):
     path = write_gpt2_gguf(random_gpt2(), tmp_path / "g.gguf")
     with pytest.raises(ValueError, match="applies to Hugging Face directories"):
         kvgen.Model.load(path, dtype="q8_0")
+
+
+def _forward_in_child(directory, ids, queue):
+    model = kvgen.Model.load(directory, dtype="q4_0")
+    for _ in range(50):  # hundreds of sections: past any stretch the caller runs alone
+        out = model.forward(ids)
+    queue.put(out)
+
+
+def test_a_forked_child_computes_with_its_own_threads(llama_dir):
+    # fork() keeps only the forking thread: the child must not wait for the parent's workers
+    import multiprocessing
+
+    _, directory = llama_dir
+    model = kvgen.Model.load(directory, dtype="q4_0")
+    ids = np.random.default_rng(7).integers(0, 96, (1, 12))
+    expected = model.forward(ids)  # the parent's pool is running
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_forward_in_child, args=(directory, ids, queue))
+    child.start()
+    try:
+        out = queue.get(timeout=60)  # queue.Empty (a failure) if the child hangs
+        child.join(timeout=60)
+    finally:
+        child.kill()
+    assert child.exitcode == 0
+    np.testing.assert_array_equal(out, expected)

@@ -2,10 +2,12 @@
 // are waited on by spinning for a bounded time, then by atomic wait (a futex on Linux).
 #include "kvgen/model/thread_pool.h"
 
+#include <pthread.h>
 #include <sched.h>
 
 #include <chrono>
 #include <memory>
+#include <new>
 #include <string>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -45,6 +47,20 @@ bool spin_until(Done done) {
 
 std::mutex pool_mutex;
 std::shared_ptr<ThreadPool> pool;
+
+// In a child of fork() only the forking thread exists: the pool's workers are gone, and
+// a section would wait for them forever. The child leaves the parent's pool alone (never
+// destroyed: joining threads that do not exist would hang) and makes a new one on first
+// use; the mutex is made anew too, as another parent thread may have held it.
+void forget_pool_in_child() {
+  new (&pool_mutex) std::mutex;
+  new std::shared_ptr<ThreadPool>(std::move(pool));  // leaked on purpose
+}
+
+void forget_pool_in_children() {
+  static const int registered = pthread_atfork(nullptr, nullptr, forget_pool_in_child);
+  (void)registered;
+}
 
 }  // namespace
 
@@ -124,6 +140,7 @@ int default_compute_threads() {
 std::shared_ptr<ThreadPool> compute_pool() {
   std::lock_guard<std::mutex> lock(pool_mutex);
   if (!pool) {
+    forget_pool_in_children();
     kernels::set_blas_threads(1);
     pool = std::make_shared<ThreadPool>(default_compute_threads());
   }
@@ -134,6 +151,7 @@ void set_compute_threads(int n) {
   if (n < 1 || n > 1024) throw ValueError("number of threads = " + std::to_string(n) + " must be in [1, 1024]");
   std::lock_guard<std::mutex> lock(pool_mutex);
   kernels::set_blas_threads(1);
+  forget_pool_in_children();
   if (pool && pool->size() == n) return;
   pool = std::make_shared<ThreadPool>(n);  // the old pool's workers end with its last holder
 }
