@@ -9,6 +9,7 @@ as CTranslate2's ``tools/benchmark`` and llama-bench do:
   was imported, the CPU model and flags, the allowed cores and every thread setting;
   ``optional_peer`` imports a peer that may be missing and says which engines are skipped;
 * ``read_bandwidth``: the memory bandwidth of this run (the limit of batch-1 decode);
+* ``peak_rss_bytes``: the peak resident memory of a command run in a fresh process;
 * ``measure`` / ``interleave_calls``: warm-up, then interleaved rounds (A B A B ...);
 * ``summarize`` / ``ratios``: median, min-max spread and ratios against a named baseline;
 * ``Table`` and the cell formatters, ``target`` (a PASS/MISS line), ``write_outputs``
@@ -26,6 +27,8 @@ import json
 import os
 import platform
 import statistics
+import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -182,6 +185,13 @@ def bandwidth_report(before: dict, after: dict) -> dict:
     return {"before": before, "after": after, "limit_GBps": limit}
 
 
+def bandwidth_report_at(before: dict, after: dict, threads: int) -> dict:
+    """bandwidth_report for a given thread count, 1 included: the limit is the best rate of
+    `threads` threads (with 1 thread every figure counts)."""
+    limit = max(v for bw in (before, after) for k, v in bw.items() if threads == 1 or not k.startswith("1_"))
+    return {"before": before, "after": after, "limit_GBps": limit}
+
+
 def bandwidth_line(bw: dict, threads: int) -> str:
     key, dot = f"{threads}_threads_GBps", f"{threads}_threads_dot_GBps"
     return (f"memory bandwidth (best of {BW_REPEATS} over {BW_MIB} MiB float32; np.sum with 1 thread / np.sum with "
@@ -200,6 +210,35 @@ def bandwidth_fractions(per_token: dict, weight_bytes: dict, limit_gbps: float) 
         out[name] = {"tokens_per_s": tps, "weight_bytes": weight_bytes[name], "GBps": gbps,
                      "fraction": gbps / limit_gbps}
     return out
+
+
+# ---- peak memory ---------------------------------------------------------------------
+
+
+# Runs argv[1:] as a child and prints its peak RSS. The benchmark process cannot wait4 its own
+# child: Linux carries the RSS high-water mark of the process that forks into the child's
+# ru_maxrss at exec, so a child of a process holding models reads at least that much. A child
+# of this small launcher carries only the launcher's few MB.
+RSS_LAUNCHER = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # the child's output is discarded; ours is the figure
+    os.execvp(sys.argv[1], sys.argv[1:])
+_, status, usage = os.wait4(pid, 0)
+print(usage.ru_maxrss)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def peak_rss_bytes(cmd: list[str], stdin: str | None = None) -> int:
+    """Peak resident set size of cmd, run to completion in a fresh process (its output
+    discarded; stdin fed if given), from the kernel's accounting of that one process
+    (wait4's ru_maxrss, KiB on Linux, read by RSS_LAUNCHER). Raises if the command fails."""
+    done = subprocess.run([sys.executable, "-c", RSS_LAUNCHER, *cmd], input=stdin, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{cmd[:4]}... exited with {done.returncode}: {done.stderr.strip()[-500:]}")
+    return int(done.stdout.split()[-1]) * 1024
 
 
 # ---- timing: warm-up, then interleaved rounds ----------------------------------------
