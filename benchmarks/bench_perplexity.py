@@ -44,10 +44,11 @@ import numpy as np
 
 import kvgen
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+BENCHMARKS = Path(__file__).resolve().parent
+sys.path[:0] = [str(BENCHMARKS), str(BENCHMARKS.parent / "tests")]
 import harness  # noqa: E402  (benchmarks/ is not a package)
+from teacher_forcing import TEXT, perplexity  # noqa: E402  (tests/teacher_forcing.py)
 
-TEXT = Path(__file__).resolve().parents[1] / "tests" / "data" / "pride_and_prejudice_ch1-2.txt"
 QUICK_TOKENS = 256
 THREADS = 2
 MIN_ARGMAX_AGREEMENT = 0.99
@@ -56,19 +57,6 @@ DEFAULT_OUT = harness.RESULTS / "bench_perplexity.json"
 
 
 # ---- metrics -------------------------------------------------------------------------
-
-
-def log_softmax64(logits: np.ndarray) -> np.ndarray:
-    """log-softmax over the last axis, in float64."""
-    x = logits.astype(np.float64)
-    x -= x.max(axis=-1, keepdims=True)
-    return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
-
-
-def perplexity(logits: np.ndarray, ids: np.ndarray) -> float:
-    """Teacher-forced perplexity of ids[1:] given logits [length, vocab] of ids."""
-    logp = log_softmax64(logits[:-1])
-    return float(np.exp(-logp[np.arange(len(ids) - 1), ids[1:]].mean()))
 
 
 def against_reference(logits: np.ndarray, ref: np.ndarray, ids: np.ndarray) -> dict:

@@ -26,14 +26,12 @@ log-softmax (float64) of the logits at the position before it.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import kvgen
+from teacher_forcing import TEXT, perplexity
 
-TEXT = Path(__file__).resolve().parent / "data" / "pride_and_prejudice_ch1-2.txt"
 N_TOKENS = 1100
 MIN_ARGMAX_AGREEMENT = 0.99  # issue 10's bound
 INT8_MIN_ARGMAX_AGREEMENT = 0.95  # one-level int8 activations; see the module docstring
@@ -48,20 +46,6 @@ MAX_PERPLEXITY_REL_DIFF = 0.005
 # (10x the float32 rounding seen) still catches a real error (a wrong block scale or minimum,
 # a wrong row) or activations rounded to int8, each of which moves logits far more.
 LOGIT_ATOL = 1e-3
-
-
-def log_softmax64(logits: np.ndarray) -> np.ndarray:
-    """log-softmax over the last axis, in float64."""
-    x = logits.astype(np.float64)
-    x -= x.max(axis=-1, keepdims=True)
-    return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
-
-
-def perplexity(logits: np.ndarray, ids: np.ndarray) -> float:
-    """Teacher-forced perplexity of ids[1:] given logits [length, vocab] of ids."""
-    logp = log_softmax64(logits[:-1])
-    nll = -logp[np.arange(len(ids) - 1), ids[1:]]
-    return float(np.exp(nll.mean()))
 
 
 @pytest.fixture(scope="session")

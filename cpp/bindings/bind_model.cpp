@@ -60,8 +60,6 @@ void expect_architecture(const ModelConfig& config, const std::string& architect
     throw ValueError("a " + config.architecture + " ModelConfig passed to _Model." + architecture);
 }
 
-// Keeps the float32 arrays the model reads in place; quantized tensors were repacked into
-// the model's own memory, so their blocks (often a memory-mapped file) can go.
 // "int8x2" | "int8" | "float" (Model.activations in Python).
 Activations parse_activations(const std::string& name) {
   if (name == "int8x2") return Activations::Int8TwoLevel;
@@ -74,40 +72,34 @@ std::string activations_name(Activations a) {
   return a == Activations::Int8TwoLevel ? "int8x2" : a == Activations::Int8 ? "int8" : "float";
 }
 
-std::unique_ptr<PyModel> own(const py::dict& arrays, std::unique_ptr<Model> model, const std::string& activations) {
+// Architecture `Arch` over `arrays`. The model repacks quantized tensors while it is built
+// (the GIL released meanwhile), so their blocks (often a memory-mapped file) can go; the
+// float32 arrays it reads in place are kept.
+template <class Arch, class Options>
+std::unique_ptr<PyModel> make_model(const std::string& architecture, const ModelConfig& config,
+                                    const Options& options, const py::dict& arrays, const std::string& activations) {
+  const Activations mode = parse_activations(activations);  // before any work
+  expect_architecture(config, architecture);
+  const TensorMap tensors = tensor_map(arrays);
   auto pm = std::make_unique<PyModel>();
+  {
+    py::gil_scoped_release release;
+    pm->model = std::make_unique<Arch>(config, options, tensors);
+  }
+  pm->model->set_activations(mode);
   for (auto item : arrays)
     if (!py::isinstance<py::tuple>(item.second)) pm->arrays[item.first] = item.second;
-  model->set_activations(parse_activations(activations));
-  pm->model = std::move(model);
   return pm;
 }
 
-// The models repack quantized tensors while they are built: the GIL is released meanwhile.
 std::unique_ptr<PyModel> make_gpt2(const ModelConfig& config, const GPT2Options& options, const py::dict& arrays,
                                    const std::string& activations) {
-  parse_activations(activations);  // before any work
-  expect_architecture(config, "gpt2");
-  const TensorMap tensors = tensor_map(arrays);
-  std::unique_ptr<Model> model;
-  {
-    py::gil_scoped_release release;
-    model = std::make_unique<GPT2>(config, options, tensors);
-  }
-  return own(arrays, std::move(model), activations);
+  return make_model<GPT2>("gpt2", config, options, arrays, activations);
 }
 
 std::unique_ptr<PyModel> make_llama(const ModelConfig& config, const LlamaOptions& options, const py::dict& arrays,
                                     const std::string& activations) {
-  parse_activations(activations);
-  expect_architecture(config, "llama");
-  const TensorMap tensors = tensor_map(arrays);
-  std::unique_ptr<Model> model;
-  {
-    py::gil_scoped_release release;
-    model = std::make_unique<Llama>(config, options, tensors);
-  }
-  return own(arrays, std::move(model), activations);
+  return make_model<Llama>("llama", config, options, arrays, activations);
 }
 
 // Model.forward: a fresh array per call, written by the forward pass in place, so a

