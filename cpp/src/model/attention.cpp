@@ -63,36 +63,30 @@ void decode_head(float* oh, const float* qh, const float* keys, const float* val
 
 void causal_attention(float* out, int64_t ldo, const float* q, int64_t ldq, KVCache& cache, int64_t layer,
                       int64_t row, int64_t start, int64_t count, int64_t heads, int64_t kv_heads, int64_t head_dim,
-                      float scale, Range heads_here, float* scores) {
+                      float scale, int64_t h, float* scores) {
   const int64_t len = start + count;      // keys visible to the last token
   const int64_t group = heads / kv_heads; // query heads per kv head
   thread_local std::vector<int64_t> valid;
   valid.resize(count);
   for (int64_t i = 0; i < count; ++i) valid[i] = start + i + 1;
+  const float* keys = cache.keys(layer, row, h / group);  // (len, head_dim)
+  const float* values = cache.values(layer, row, h / group);
   if (count == 1) {  // decode: plain loops beat a BLAS call per head at these sizes
-    for (int64_t h = heads_here.first; h < heads_here.last; ++h) {
-      const float* keys = cache.keys(layer, row, h / group);  // (len, head_dim)
-      const float* values = cache.values(layer, row, h / group);
-      float* oh = out + h * head_dim;
-      switch (head_dim) {  // the common widths unrolled, with the output row in registers
-        case 64: decode_head<64>(oh, q + h * head_dim, keys, values, len, 64, scale, scores); break;
-        case 128: decode_head<128>(oh, q + h * head_dim, keys, values, len, 128, scale, scores); break;
-        default: decode_head<0>(oh, q + h * head_dim, keys, values, len, head_dim, scale, scores);
-      }
+    float* oh = out + h * head_dim;
+    switch (head_dim) {  // the common widths unrolled, with the output row in registers
+      case 64: decode_head<64>(oh, q + h * head_dim, keys, values, len, 64, scale, scores); break;
+      case 128: decode_head<128>(oh, q + h * head_dim, keys, values, len, 128, scale, scores); break;
+      default: decode_head<0>(oh, q + h * head_dim, keys, values, len, head_dim, scale, scores);
     }
     return;
   }
-  for (int64_t h = heads_here.first; h < heads_here.last; ++h) {
-    const float* keys = cache.keys(layer, row, h / group);    // (len, head_dim)
-    const float* values = cache.values(layer, row, h / group);
-    // scores (count, len) = scale * q_h (count, head_dim) @ keys^T
-    kernels::matmul(scores, q + h * head_dim, keys, count, len, head_dim, /*b_transposed=*/true,
-                    /*accumulate=*/false, /*lda=*/ldq, /*ldb=*/head_dim, /*ldc=*/len, /*alpha=*/scale);
-    kernels::softmax_rows(scores, count, len, valid.data());
-    // out_h (count, head_dim) = scores @ values (len, head_dim)
-    kernels::matmul(out + h * head_dim, scores, values, count, head_dim, len, /*b_transposed=*/false,
-                    /*accumulate=*/false, /*lda=*/len, /*ldb=*/head_dim, /*ldc=*/ldo);
-  }
+  // scores (count, len) = scale * q_h (count, head_dim) @ keys^T
+  kernels::matmul(scores, q + h * head_dim, keys, count, len, head_dim, /*b_transposed=*/true,
+                  /*accumulate=*/false, /*lda=*/ldq, /*ldb=*/head_dim, /*ldc=*/len, /*alpha=*/scale);
+  kernels::softmax_rows(scores, count, len, valid.data());
+  // out_h (count, head_dim) = scores @ values (len, head_dim)
+  kernels::matmul(out + h * head_dim, scores, values, count, head_dim, len, /*b_transposed=*/false,
+                  /*accumulate=*/false, /*lda=*/len, /*ldb=*/head_dim, /*ldc=*/ldo);
 }
 
 }  // namespace kvgen

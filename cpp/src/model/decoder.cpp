@@ -38,7 +38,7 @@ void DecoderModel::attend(float* out, const float* q, int64_t ldq, const float* 
     float* scores_here = scores + t * batch.max_scores;
     for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci)
       causal_attention(out + o * H * hd, H * hd, q + o * ldq, ldq, cache, layer, chunks[ci].row, batch.starts[ci],
-                       chunks[ci].count, H, KV, hd, scale, {head, head + 1}, scores_here);
+                       chunks[ci].count, H, KV, hd, scale, head, scores_here);
   });
 }
 

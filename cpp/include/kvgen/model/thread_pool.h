@@ -80,9 +80,4 @@ int compute_threads();
 // The default size: the CPUs this process may run on (sched_getaffinity), at least 1.
 int default_compute_threads();
 
-// A half-open range of indices [first, last).
-struct Range {
-  int64_t first, last;
-};
-
 }  // namespace kvgen
