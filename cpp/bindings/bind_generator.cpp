@@ -3,6 +3,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <utility>
@@ -163,6 +164,16 @@ py::object logits_view_of(const LogitsBuffer& b, py::handle owner) {
   return py::array_t<float>(shape, strides, b.data, owner);
 }
 
+// A (steps, n) array of a hypothesis's flat top-n values; None when there are none.
+template <class T>
+py::object top_array(const std::vector<T>& flat, size_t steps) {
+  if (flat.empty() || steps == 0 || flat.size() % steps != 0) return py::none();
+  const auto n = static_cast<py::ssize_t>(flat.size() / steps);
+  py::array_t<T> out({static_cast<py::ssize_t>(steps), n});
+  std::copy(flat.begin(), flat.end(), out.mutable_data());
+  return out;
+}
+
 py::list hypotheses_of(const std::vector<std::vector<Hypothesis>>& results) {
   py::list out;
   for (const auto& per_input : results) {
@@ -175,6 +186,10 @@ py::list hypotheses_of(const std::vector<std::vector<Hypothesis>>& results) {
       const bool has_raw = !h.logprobs.empty() && h.raw_logprobs.size() == h.logprobs.size();
       d["raw_logprobs"] = has_raw ? py::object(copy_array(h.raw_logprobs.data(), static_cast<int64_t>(h.raw_logprobs.size())))
                                   : py::object(py::none());
+      d["top_ids"] = top_array(h.top_ids, h.logprobs.size());
+      d["top_logprobs"] = top_array(h.top_logprobs, h.logprobs.size());
+      d["raw_top_ids"] = top_array(h.raw_top_ids, h.logprobs.size());
+      d["raw_top_logprobs"] = top_array(h.raw_top_logprobs, h.logprobs.size());
       d["score"] = h.score;
       d["finish_reason"] = reason_object(h.reason);
       row.append(d);
@@ -189,7 +204,57 @@ struct StepResult {
   py::array_t<int64_t> tokens;
   py::object beam_indices;
   bool done;
+  py::object logprobs;       // (rows) float32
+  py::object top_token_ids;  // (rows, n) int64 or None
+  py::object top_logprobs;   // (rows, n) float32 or None
+  py::object raw_top_token_ids, raw_top_logprobs;
 };
+
+// This step's log-probs and top-n alternatives of every row, read from its history (rows
+// that did not step: -inf and id -1).
+struct StepOutputs {
+  std::vector<float> logprobs;
+  int64_t n = 0;
+  std::vector<int64_t> top_ids, raw_top_ids;
+  std::vector<float> top_lp, raw_top_lp;
+};
+
+StepOutputs step_outputs_of(const Generator& g) {
+  const Sequences& s = g.sequences();
+  StepOutputs o;
+  const int64_t rows = g.rows(), n = s.top_n();
+  const bool raw = n > 0 && s.raw_top_ids(0) != nullptr;
+  o.n = n;
+  o.logprobs.assign(rows, -std::numeric_limits<float>::infinity());
+  o.top_ids.assign(rows * n, -1);
+  o.top_lp.assign(rows * n, -std::numeric_limits<float>::infinity());
+  if (raw) {
+    o.raw_top_ids = o.top_ids;
+    o.raw_top_lp = o.top_lp;
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    if (!g.stepped(r)) continue;
+    const int64_t last = s.generated(r) - 1;
+    o.logprobs[r] = s.logprobs(r)[last];
+    if (n == 0) continue;
+    std::copy(s.top_ids(r) + last * n, s.top_ids(r) + (last + 1) * n, o.top_ids.begin() + r * n);
+    std::copy(s.top_logprobs(r) + last * n, s.top_logprobs(r) + (last + 1) * n, o.top_lp.begin() + r * n);
+    if (raw) {
+      std::copy(s.raw_top_ids(r) + last * n, s.raw_top_ids(r) + (last + 1) * n, o.raw_top_ids.begin() + r * n);
+      std::copy(s.raw_top_logprobs(r) + last * n, s.raw_top_logprobs(r) + (last + 1) * n, o.raw_top_lp.begin() + r * n);
+    }
+  }
+  return o;
+}
+
+// A (rows, n) array, or None when empty.
+template <class T>
+py::object matrix_or_none(const std::vector<T>& v, int64_t n) {
+  if (v.empty() || n == 0) return py::none();
+  py::array_t<T> out({static_cast<py::ssize_t>(v.size() / n), static_cast<py::ssize_t>(n)});
+  std::copy(v.begin(), v.end(), out.mutable_data());
+  return out;
+}
 
 // Runs f(generator) with `mutex` held and the GIL released, so that a thread holding the
 // mutex never waits for the GIL (f must not touch Python objects: it copies what it reads
@@ -235,15 +300,23 @@ class PyGenerator {
       std::vector<int64_t> tokens;
       std::optional<std::vector<int64_t>> parents;
       bool done;
+      StepOutputs outputs;
     };
     // the step and the copy of its outcome in one critical section: another thread's
     // step cannot slip in between
     Out out = read([&](Generator& g) {
       g.step(lv.data, lv.rows, lv.vocab);
-      return Out{next_tokens_of(g), beam_indices_of(g), g.done()};
+      return Out{next_tokens_of(g), beam_indices_of(g), g.done(), step_outputs_of(g)};
     });
-    return {copy_array(out.tokens.data(), static_cast<int64_t>(out.tokens.size())), int_array_or_none(out.parents),
-            out.done};
+    const StepOutputs& o = out.outputs;
+    return {copy_array(out.tokens.data(), static_cast<int64_t>(out.tokens.size())),
+            int_array_or_none(out.parents),
+            out.done,
+            copy_array(o.logprobs.data(), static_cast<int64_t>(o.logprobs.size())),
+            matrix_or_none(o.top_ids, o.n),
+            matrix_or_none(o.top_lp, o.n),
+            matrix_or_none(o.raw_top_ids, o.n),
+            matrix_or_none(o.raw_top_lp, o.n)};
   }
 
  private:
@@ -296,6 +369,25 @@ void def_generator_state(py::class_<W>& cls) {
           "the generator's own buffer: no copy, never freed while the generator lives, overwritten by the next step "
           "(a step that raises may leave it partly written). None "
           "before the first step.")
+      .def_property_readonly(
+          "mirostat_mu",
+          [](W& w) {
+            auto mu = w.read([](Generator& g) {
+              return g.started() ? std::vector<float>(g.mirostat_mu(), g.mirostat_mu() + g.rows()) : std::vector<float>();
+            });
+            return copy_array(mu.data(), static_cast<int64_t>(mu.size()));
+          },
+          "float32 [rows]: mirostat's mu of each row (2 * mirostat_tau before the first step; under beam search a "
+          "row carries its parent's).")
+      .def(
+          "_last_step",
+          [](W& w) {
+            StepOutputs o = w.read([](Generator& g) { return step_outputs_of(g); });
+            return py::make_tuple(copy_array(o.logprobs.data(), static_cast<int64_t>(o.logprobs.size())),
+                                  matrix_or_none(o.top_ids, o.n), matrix_or_none(o.top_lp, o.n),
+                                  matrix_or_none(o.raw_top_ids, o.n), matrix_or_none(o.raw_top_lp, o.n));
+          },
+          "(logprobs, top_token_ids, top_logprobs, raw_top_token_ids, raw_top_logprobs) of the last step per row.")
       .def("_hypotheses", [](W& w) { return hypotheses_of(w.read([](Generator& g) { return g.results(); })); });
 }
 
@@ -358,6 +450,20 @@ void register_generator(py::module_& m) {
                     "int64 [rows] under beam search: the row each new row continues (reorder your KV cache with "
                     "it: cache = cache[beam_indices]); None otherwise.")
       .def_readonly("done", &StepResult::done, "True when every row has finished.")
+      .def_readonly("logprobs", &StepResult::logprobs,
+                    "float32 [rows]: the log-probability of each row's token under the processed distribution "
+                    "(-inf for rows that had finished).")
+      .def_readonly("top_token_ids", &StepResult::top_token_ids,
+                    "int64 [rows, top_logprobs]: the most likely tokens of each row's processed distribution, most "
+                    "likely first (equal ones by smaller id; under beam search, of the parent row); None when "
+                    "GenerationConfig.top_logprobs is 0.")
+      .def_readonly("top_logprobs", &StepResult::top_logprobs,
+                    "float32 [rows, top_logprobs]: their log-probabilities (on token_logprobs' scale); None when "
+                    "top_logprobs is 0.")
+      .def_readonly("raw_top_token_ids", &StepResult::raw_top_token_ids,
+                    "int64 [rows, top_logprobs]: the same from the raw logits (output_raw_logprobs=True); else None.")
+      .def_readonly("raw_top_logprobs", &StepResult::raw_top_logprobs,
+                    "float32 [rows, top_logprobs]: log-softmax of the raw logits at raw_top_token_ids; else None.")
       .def("__repr__", [](const StepResult& s) {
         return "StepResult(tokens=" + std::string(py::repr(s.tokens)) + ", beam_indices=" +
                std::string(py::repr(s.beam_indices)) + ", done=" + (s.done ? "True" : "False") + ")";

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "kvgen/errors.h"
+#include "kvgen/limits.h"
 
 namespace kvgen {
 namespace {
@@ -181,6 +182,21 @@ void GenerationConfig::validate() const {
   if (!(frequency_penalty >= -2.0 && frequency_penalty <= 2.0))
     fail("frequency_penalty", frequency_penalty, "must be in [-2, 2] (OpenAI's range)");
   if (no_repeat_ngram_size < 0) fail("no_repeat_ngram_size", no_repeat_ngram_size, "must be >= 0");
+
+  if (!(dry_multiplier >= 0.0)) fail("dry_multiplier", dry_multiplier, "must be >= 0 (0 disables DRY)");
+  if (!(dry_base >= 1.0)) fail("dry_base", dry_base, "must be >= 1");
+  if (dry_allowed_length < 0) fail("dry_allowed_length", dry_allowed_length, "must be >= 0");
+  if (dry_penalty_last_n < -1)
+    fail("dry_penalty_last_n", dry_penalty_last_n, "must be >= -1 (-1: the whole history, 0 disables DRY)");
+  if (!(xtc_probability >= 0.0 && xtc_probability <= 1.0))
+    fail("xtc_probability", xtc_probability, "must be in [0, 1] (0 disables XTC)");
+  if (!(xtc_threshold >= 0.0 && xtc_threshold <= 1.0))
+    fail("xtc_threshold", xtc_threshold, "must be in [0, 1] (above 0.5 XTC does nothing)");
+  if (mirostat < 0 || mirostat > 2) fail("mirostat", mirostat, "must be 0 (off), 1 or 2");
+  if (!(mirostat_tau >= 0.0)) fail("mirostat_tau", mirostat_tau, "must be >= 0");
+  if (!(mirostat_eta >= 0.0)) fail("mirostat_eta", mirostat_eta, "must be >= 0");
+  if (top_logprobs < 0 || top_logprobs > limits::kMaxTopLogprobs)
+    fail("top_logprobs", top_logprobs, "must be in [0, 20] (0: none)");
 
   if (num_beams < 1) fail("num_beams", num_beams, "must be >= 1");
   if (num_return_sequences < 1) fail("num_return_sequences", num_return_sequences, "must be >= 1");

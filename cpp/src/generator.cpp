@@ -9,6 +9,7 @@
 #include "kvgen/errors.h"
 #include "kvgen/kernels/vector_math.h"
 #include "kvgen/limits.h"
+#include "kvgen/sampling/top_logprobs.h"
 
 namespace kvgen {
 namespace {
@@ -20,10 +21,19 @@ int64_t pad_of(const GenerationConfig& c) {
 
 }  // namespace
 
+float Generator::next_mirostat_mu(float mu, float token_logprob) const {
+  // llama.cpp: mu -= eta * (observed surprise - tau), the surprise -log2 p in bits
+  const float surprise = -token_logprob / static_cast<float>(M_LN2);
+  return mu - static_cast<float>(config().mirostat_eta) * (surprise - static_cast<float>(config().mirostat_tau));
+}
+
 Generator::Generator(GenerationConfig config)
     : sampler_(config), stops_(config), seed_(config.resolved_seed()), pad_(pad_of(config)) {}
 
-void Generator::set_token_texts(std::vector<std::string> texts) { stops_.set_token_texts(std::move(texts)); }
+void Generator::set_token_texts(std::vector<std::string> texts) {
+  sampler_.set_token_texts(texts);
+  stops_.set_token_texts(std::move(texts));
+}
 
 void Generator::check_prompts(const std::vector<std::vector<int64_t>>& prompts,
                               const std::vector<int64_t>& sequence_ids) const {
@@ -85,6 +95,9 @@ void Generator::append_tokens(const std::vector<std::vector<int64_t>>& prompts,
   if (started()) throw ValueError("append_tokens() was already called: a Generator runs one batch of prompts");
   if (stops_.needs_token_texts())
     throw ValueError("GenerationConfig.stop_strings needs the text of every token: pass token_strings= (or a tokenizer)");
+  if (sampler_.needs_token_texts())
+    throw ValueError("GenerationConfig.dry_sequence_breakers needs the text of every token: pass token_strings= (or "
+                     "a tokenizer), or set dry_sequence_breakers=None");
   check_prompts(prompts, sequence_ids);
   int64_t max_new = 0;
   for (const auto& p : prompts) max_new = std::max(max_new, stops_.max_new_tokens(static_cast<int64_t>(p.size())));
@@ -94,8 +107,14 @@ void Generator::append_tokens(const std::vector<std::vector<int64_t>>& prompts,
   rows.reserve(batch * per_input);
   for (const auto& p : prompts)
     for (int64_t k = 0; k < per_input; ++k) rows.push_back(p);
-  seqs_.reset(rows, max_new, keep_raw_, cfg.num_beams > 1);
+  seqs_.reset(rows, max_new, keep_raw_, cfg.num_beams > 1, cfg.top_logprobs);
   const size_t n = rows.size();
+  stepped_.assign(n, 0);
+  mirostat_mu_.assign(n, static_cast<float>(2.0 * cfg.mirostat_tau));
+  top_ids_.assign(n * cfg.top_logprobs, -1);
+  top_lp_.assign(n * cfg.top_logprobs, 0.0f);
+  raw_top_ids_.assign(keep_raw_ ? n * cfg.top_logprobs : 0, -1);
+  raw_top_lp_.assign(keep_raw_ ? n * cfg.top_logprobs : 0, 0.0f);
   reason_.assign(n, FinishReason::None);
   active_.assign(n, 1);
   next_tokens_.assign(n, pad_);
@@ -153,21 +172,53 @@ void Generator::raw_log_sum_exp(const float* logits) {
   for (int64_t r = 0; r < rows(); ++r) raw_lse_[r] = kernels::log_sum_exp(logits + r * vocab_, vocab_);
 }
 
+StepTops Generator::compute_tops(const float* logits, bool processed_are_logprobs, const uint8_t* only) {
+  const int64_t n = config().top_logprobs;
+  if (n == 0) return {};
+  for (int64_t r = 0; r < rows(); ++r) {
+    if (only && !only[r]) continue;
+    const float* row = processed_.data() + r * vocab_;
+    int64_t* ids = top_ids_.data() + r * n;
+    float* lp = top_lp_.data() + r * n;
+    top_ids(row, vocab_, n, ids);
+    // the arithmetic of the token's own log-prob (Sampler::pick; beam search: the value)
+    const float m = processed_are_logprobs ? 0.0f : kernels::max_of(row, vocab_);
+    const double log_sum = processed_are_logprobs ? 0.0 : std::log(kernels::softmax_sum(row, vocab_, m));
+    for (int64_t j = 0; j < n; ++j)
+      lp[j] = ids[j] < 0 ? kernels::kNegInf
+                         : static_cast<float>(kernels::log_softmax_at(row[ids[j]], m, log_sum));
+    if (!keep_raw_) continue;
+    const float* raw = logits + r * vocab_;
+    int64_t* raw_ids = raw_top_ids_.data() + r * n;
+    top_ids(raw, vocab_, n, raw_ids);
+    for (int64_t j = 0; j < n; ++j)
+      raw_top_lp_[r * n + j] =
+          raw_ids[j] < 0 ? kernels::kNegInf : kernels::log_softmax_entry(raw, vocab_, raw_ids[j], raw_lse_[r]);
+  }
+  return {n, top_ids_.data(), top_lp_.data(), keep_raw_ ? raw_top_ids_.data() : nullptr,
+          keep_raw_ ? raw_top_lp_.data() : nullptr};
+}
+
 void Generator::step_sampling(const float* logits) {
   // Every row's outcome first (the sampler and the stop rules may throw), then the commit.
-  sampler_.sample(logits, rows(), vocab_, seqs_.history(), DrawKeys{seed_, row_keys_.data(), steps_}, drawn_.data(),
-                  logprobs_.data(), processed_.data(), active_.data());
+  sampler_.sample(logits, rows(), vocab_, seqs_.history(), DrawKeys{seed_, row_keys_.data(), steps_, mirostat_mu_.data()},
+                  drawn_.data(), logprobs_.data(), processed_.data(), active_.data());
   if (keep_raw_) raw_log_sum_exp(logits);
   for (int64_t r = 0; r < rows(); ++r)
     if (active_[r]) hits_[r] = stops_.check(seqs_.tokens(r), seqs_.length(r), seqs_.prompt_length(r), drawn_[r]);
+  const StepTops tops = compute_tops(logits, false, active_.data());
+  const bool mirostat = config().uses_mirostat();
   for (int64_t r = 0; r < rows(); ++r) {
+    stepped_[r] = active_[r];
     if (!active_[r]) {
       next_tokens_[r] = pad_;
       continue;
     }
     const int64_t t = drawn_[r];
     next_tokens_[r] = t;
-    seqs_.append(r, t, logprobs_[r], keep_raw_ ? kernels::log_softmax_entry(logits + r * vocab_, vocab_, t, raw_lse_[r]) : 0.0f);
+    seqs_.append(r, t, logprobs_[r], keep_raw_ ? kernels::log_softmax_entry(logits + r * vocab_, vocab_, t, raw_lse_[r]) : 0.0f,
+                 tops, r);
+    if (mirostat) mirostat_mu_[r] = next_mirostat_mu(mirostat_mu_[r], logprobs_[r]);
     if (hits_[r] != FinishReason::None) {
       reason_[r] = hits_[r];
       active_[r] = 0;
@@ -182,9 +233,22 @@ void Generator::step_beams(const float* logits) {
   float* lp = processed_.data();
   for (int64_t r = 0; r < rows(); ++r)
     kernels::log_softmax_into(lp + r * vocab_, logits + r * vocab_, vocab_, raw_lse_[r]);
-  sampler_.process(lp, rows(), vocab_, seqs_.history());
-  beam_->step(lp, keep_raw_ ? logits : nullptr, raw_lse_.data(), vocab_, seqs_, stops_, seed_, input_keys_.data(),
+  const DrawKeys keys{seed_, row_keys_.data(), steps_, mirostat_mu_.data()};
+  sampler_.process(lp, rows(), vocab_, seqs_.history(), &keys);
+  const StepTops tops = compute_tops(logits, true, nullptr);
+  beam_->step(lp, keep_raw_ ? logits : nullptr, raw_lse_.data(), vocab_, seqs_, tops, stops_, seed_, input_keys_.data(),
               steps_, parents_.data(), next_tokens_.data());
+  std::fill(stepped_.begin(), stepped_.end(), 1);
+  if (config().uses_mirostat()) {
+    // each row continues its parent's mu, updated by the surprise of its token under the
+    // parent's truncated distribution (renormalized, as mirostat's draw sees it)
+    std::vector<float>& mu = logprobs_;  // (rows) scratch: the new mu of each row
+    for (int64_t r = 0; r < rows(); ++r) {
+      const float* parent = lp + parents_[r] * vocab_;
+      mu[r] = next_mirostat_mu(mirostat_mu_[parents_[r]], parent[next_tokens_[r]] - kernels::log_sum_exp(parent, vocab_));
+    }
+    std::copy(mu.begin(), mu.end(), mirostat_mu_.begin());
+  }
 }
 
 std::vector<std::vector<Hypothesis>> Generator::results() const {

@@ -10,7 +10,7 @@ from kvgen._generate import Generator, generate, stream
 from kvgen._model import Model
 from kvgen._model_generator import ModelGenerator
 from kvgen._processor import LogitsProcessor
-from kvgen._results import GenerationResult, GenerationStats
+from kvgen._results import GenerationResult, GenerationStats, TextPiece
 
 __version__ = "0.1.0"
 
@@ -26,6 +26,7 @@ __all__ = [
     "Model",
     "ModelGenerator",
     "StepResult",
+    "TextPiece",
     "default_model_path",
     "generate",
     "get_num_threads",

@@ -10,7 +10,12 @@ from typing import Iterator, Optional, Sequence
 
 from kvgen import _core
 from kvgen._core import GenerationConfig
-from kvgen._results import GenerationResult, GenerationStats, _result
+from kvgen._results import GenerationResult, GenerationStats, TextPiece, _result
+
+
+def _dry_needs_texts(config: GenerationConfig) -> bool:
+    """DRY is on with sequence breakers, which are matched on the token texts."""
+    return config.dry_multiplier != 0 and config.dry_penalty_last_n != 0 and bool(config.dry_sequence_breakers)
 
 
 def _as_list(ids) -> list[int]:
@@ -27,7 +32,8 @@ class ModelGenerator:
     the best sequence of each) or, for token ids, a GenerationResult; ``last_result``
     always holds the full GenerationResult (with ``texts`` when there is a tokenizer).
     ``stream(prompt)`` yields text pieces as they are generated (never splitting a UTF-8
-    character) for a str prompt, each step's tokens for token ids. ``chat(messages)`` and
+    character) for a str prompt (TextPiece: a str with token_ids, logprobs and
+    top_logprobs), each step's tokens for token ids. ``chat(messages)`` and
     ``chat_stream(messages)`` format a conversation with the model's chat template and
     answer it, stopping at the template's end-of-turn token.
 
@@ -75,7 +81,7 @@ class ModelGenerator:
 
     def _session(self, ids: list[list[int]], config: GenerationConfig,
                  sequence_ids: Optional[Sequence[int]] = None) -> "_core._ModelDecodeLoop":
-        strings = self.model.token_strings() if config.stop_strings else None
+        strings = self.model.token_strings() if config.stop_strings or _dry_needs_texts(config) else None
         session = _core._ModelDecodeLoop(self.model._core, config, token_strings=strings,
                                          output_raw_logprobs=self.output_raw_logprobs)
         self.last_stats = GenerationStats(prompt_tokens=sum(len(p) for p in ids))
@@ -133,14 +139,17 @@ class ModelGenerator:
         # (read), with those of the piece before as context (prefix), so a step costs the same
         # at any length and decoders that strip a leading space treat both decodes alike.
         prefix = read = 0
+        pending: list = []  # each step's (logprobs, top ids, top log-probs, ...) since the last piece
         while True:
             if as_text:
                 generated = session.sequences[0][len(ids[0]):]
                 before = self.model.decode(generated[prefix:read], skip_special)
                 text = self.model.decode(generated[prefix:], skip_special)
                 # wait for whole UTF-8 characters, except at the end (invalid bytes stay U+FFFD)
+                pending.append(session._last_step())
                 if (session.is_done() or not text.endswith("\ufffd")) and len(text) > len(before):
-                    yield text[len(before):]
+                    yield TextPiece.of(text[len(before):], generated[read:], pending)
+                    pending = []
                     prefix, read = read, len(generated)
             else:
                 yield session.next_tokens

@@ -21,6 +21,11 @@ class GenerationResult:
     ``compute_transition_scores`` on beam scores; on sampling scores with
     ``normalize_logits=True``); ``raw_token_logprobs`` the same under the raw logits,
     when asked for. ``finish_reasons[i][k]`` is "eos", "stop", "length", or None.
+    With ``GenerationConfig(top_logprobs=n)``, ``top_token_ids[i][k]`` (int64) and
+    ``top_logprobs[i][k]`` (float32) are (generated tokens, n) arrays: at each token, the n
+    most likely tokens of the processed distribution, most likely first, and their
+    log-probabilities (OpenAI's ``top_logprobs``); ``raw_top_*`` the same from the raw
+    logits when raw log-probs are asked for. None when n is 0.
     """
 
     sequences: list[list[np.ndarray]]
@@ -31,6 +36,10 @@ class GenerationResult:
     prompt_lengths: list[int]
     #: texts[i][k]: the decoded sequences, when generated with a model that has a tokenizer
     texts: Optional[list[list[str]]] = None
+    top_token_ids: Optional[list[list[np.ndarray]]] = None
+    top_logprobs: Optional[list[list[np.ndarray]]] = None
+    raw_top_token_ids: Optional[list[list[np.ndarray]]] = None
+    raw_top_logprobs: Optional[list[list[np.ndarray]]] = None
 
     def __repr__(self) -> str:
         n = sum(len(s) for s in self.sequences)
@@ -49,7 +58,41 @@ def _result(hyps: list, strip_prompt: bool) -> GenerationResult:
         raw_token_logprobs=raw if has_raw else None,
         finish_reasons=[[h["finish_reason"] for h in per] for per in hyps],
         prompt_lengths=[per[0]["prompt_length"] for per in hyps],
+        top_token_ids=_per_hypothesis(hyps, "top_ids"),
+        top_logprobs=_per_hypothesis(hyps, "top_logprobs"),
+        raw_top_token_ids=_per_hypothesis(hyps, "raw_top_ids"),
+        raw_top_logprobs=_per_hypothesis(hyps, "raw_top_logprobs"),
     )
+
+
+def _per_hypothesis(hyps: list, key: str) -> Optional[list[list[np.ndarray]]]:
+    """hyps' ``key`` entries as [input][sequence], or None when any is missing."""
+    values = [[h.get(key) for h in per] for per in hyps]
+    return values if all(v is not None for per in values for v in per) else None
+
+
+class TextPiece(str):
+    """A piece of streamed text (a ``str``) with what produced it: ``token_ids`` (the tokens
+    decoded into this piece, often one), ``logprobs`` (each one's log-probability under the
+    processed distribution) and, with ``GenerationConfig(top_logprobs=n)``, ``top_logprobs``:
+    per token a dict {token id: log-prob} of the n most likely tokens, most likely first
+    (vLLM's convention); None when n is 0."""
+
+    token_ids: list[int]
+    logprobs: list[float]
+    top_logprobs: Optional[list[dict[int, float]]]
+
+    @classmethod
+    def of(cls, text: str, token_ids, steps: list) -> "TextPiece":
+        """The piece ``text`` of ``token_ids``, with row 0 of each step's
+        ``_last_step()`` tuple (logprobs, top ids, top log-probs, raw top ids, raw top log-probs)."""
+        piece = cls(text)
+        piece.token_ids = [int(t) for t in token_ids]
+        piece.logprobs = [float(step[0][0]) for step in steps]
+        has_top = bool(steps) and steps[0][1] is not None
+        piece.top_logprobs = ([{int(i): float(lp) for i, lp in zip(step[1][0], step[2][0])} for step in steps]
+                              if has_top else None)
+        return piece
 
 
 @dataclass

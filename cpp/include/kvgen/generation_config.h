@@ -68,6 +68,11 @@ struct GenerationConfig {
   // True when tokens are picked by argmax of the processed logits (no warpers).
   bool is_greedy() const { return !do_sample || temperature == 0.0; }
 
+  // DRY penalizes (llama.cpp: multiplier 0 or penalty_last_n 0 turn it off).
+  bool dry_enabled() const { return dry_multiplier != 0.0 && dry_penalty_last_n != 0; }
+  // Mirostat picks the tokens: sampling with mirostat 1 or 2.
+  bool uses_mirostat() const { return mirostat != 0 && !is_greedy(); }
+
   bool operator==(const GenerationConfig&) const = default;
 };
 

@@ -26,7 +26,8 @@ class Generator {
 
   const GenerationConfig& config() const { return sampler_.config(); }
 
-  // Texts of every token id (bytes), for stop_strings. Before append_tokens.
+  // Texts of every token id (bytes), for stop_strings and DRY's sequence breakers. Before
+  // append_tokens.
   void set_token_texts(std::vector<std::string> texts);
   // Also record the log-probabilities of the raw logits. Before append_tokens.
   void set_keep_raw_logprobs(bool keep) { keep_raw_ = keep; }
@@ -70,6 +71,13 @@ class Generator {
   // New tokens a prompt of this length may generate.
   int64_t max_new_tokens(int64_t prompt_len) const { return stops_.max_new_tokens(prompt_len); }
 
+  // Whether row r got a token at the last step (rows that finished before it did not).
+  bool stepped(int64_t r) const { return steps_ > 0 && stepped_[r] != 0; }
+  // Mirostat's mu of each row (rows): 2 * mirostat_tau at the start, then after each step
+  // mu -= mirostat_eta * (surprise of the row's token in bits - mirostat_tau); under beam
+  // search a row continues its parent's mu.
+  const float* mirostat_mu() const { return mirostat_mu_.data(); }
+
   // Per input, num_return_sequences hypotheses (best first under beam search).
   std::vector<std::vector<Hypothesis>> results() const;
 
@@ -79,6 +87,11 @@ class Generator {
   void step_sampling(const float* logits);
   void step_beams(const float* logits);
   void raw_log_sum_exp(const float* logits);
+  // Mirostat's update of a row's mu after a token with this log-probability (nats).
+  float next_mirostat_mu(float mu, float token_logprob) const;
+  // The top-n alternatives of each row (of the rows in `only`, when not null) from the
+  // processed rows (already log-probs under beam search) and the raw logits.
+  StepTops compute_tops(const float* logits, bool processed_are_logprobs, const uint8_t* only);
 
   Sampler sampler_;
   StopRules stops_;
@@ -100,6 +113,10 @@ class Generator {
   std::vector<FinishReason> hits_;     // (rows) stopping rule each picked token hits
   std::vector<float> raw_lse_;         // (rows) log-sum-exp of the raw logits
   xt::xtensor<float, 2> processed_;    // (rows, vocab) the processed logits
+  std::vector<uint8_t> stepped_;       // (rows) 1 when the row got a token at the last step
+  std::vector<float> mirostat_mu_;     // (rows) mirostat's mu
+  std::vector<int64_t> top_ids_, raw_top_ids_;  // (rows, top_logprobs) of this step
+  std::vector<float> top_lp_, raw_top_lp_;      // (rows, top_logprobs) of this step
 };
 
 }  // namespace kvgen

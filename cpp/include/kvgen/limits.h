@@ -22,6 +22,8 @@ inline constexpr int64_t kMaxSequenceLength = int64_t{1} << 24;
 inline constexpr int64_t kMaxRows = int64_t{1} << 16;  // 65,536
 // Model widths read from a config or file (hidden, intermediate, heads x head_dim).
 inline constexpr int64_t kMaxWidth = int64_t{1} << 20;
+// Alternatives per token of GenerationConfig.top_logprobs (OpenAI's limit).
+inline constexpr int64_t kMaxTopLogprobs = 20;
 // Layers and attention heads.
 inline constexpr int64_t kMaxLayers = 4096;
 inline constexpr int64_t kMaxHeads = 4096;

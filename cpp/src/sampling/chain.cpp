@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kvgen/sampling/llama_samplers.h"
+
 namespace kvgen {
 
 std::string Chain::describe() const {
@@ -12,7 +14,7 @@ std::string Chain::describe() const {
   return out + "]";
 }
 
-Chain make_chain(const GenerationConfig& cfg) {
+Chain make_chain(const GenerationConfig& cfg, const std::vector<std::string>* token_texts) {
   std::vector<ProcessorPtr> p;
   const auto& eos = cfg.eos_token_id;
 
@@ -25,6 +27,11 @@ Chain make_chain(const GenerationConfig& cfg) {
   if (cfg.repetition_penalty != 1.0) p.push_back(std::make_unique<RepetitionPenalty>(cfg.repetition_penalty));
   if (cfg.presence_penalty != 0.0 || cfg.frequency_penalty != 0.0)
     p.push_back(std::make_unique<PresenceFrequencyPenalty>(cfg.presence_penalty, cfg.frequency_penalty));
+  if (cfg.dry_enabled()) {
+    DryBreakers breakers = token_texts ? DryBreakers(cfg.dry_sequence_breakers, *token_texts) : DryBreakers();
+    p.push_back(std::make_unique<DryPenalty>(cfg.dry_multiplier, cfg.dry_base, cfg.dry_allowed_length,
+                                             cfg.dry_penalty_last_n, std::move(breakers)));
+  }
   if (cfg.no_repeat_ngram_size > 0) p.push_back(std::make_unique<NoRepeatNGram>(cfg.no_repeat_ngram_size));
   if (!cfg.bad_words_ids.empty()) {
     // HF drops single-token bad words that are EOS tokens, then bans the rest (-inf).
@@ -55,6 +62,13 @@ Chain make_chain(const GenerationConfig& cfg) {
     const int64_t min_keep = cfg.num_beams > 1 ? std::max<int64_t>(static_cast<int64_t>(eos.size()), 1) + 1 : 1;
     // top-k before temperature: see (*) in chain.h.
     const bool temperature = cfg.temperature != 1.0;
+    if (cfg.mirostat != 0) {  // llama.cpp: temperature, then mirostat alone
+      if (temperature) p.push_back(std::make_unique<Temperature>(static_cast<float>(cfg.temperature)));
+      p.push_back(std::make_unique<MirostatTruncation>(static_cast<int>(cfg.mirostat), min_keep));
+      if (cfg.renormalize_logits) p.push_back(std::make_unique<LogSoftmax>());
+      return Chain(std::move(p));
+    }
+    if (cfg.top_n_sigma > 0.0) p.push_back(std::make_unique<TopNSigma>(cfg.top_n_sigma, min_keep));
     if (cfg.top_k != 0) p.push_back(std::make_unique<TopK>(cfg.top_k, min_keep));
     if (temperature) p.push_back(std::make_unique<Temperature>(static_cast<float>(cfg.temperature)));
     if (cfg.top_p < 1.0) p.push_back(std::make_unique<TopP>(cfg.top_p, min_keep));
@@ -62,6 +76,7 @@ Chain make_chain(const GenerationConfig& cfg) {
     if (cfg.typical_p < 1.0) p.push_back(std::make_unique<Typical>(cfg.typical_p, min_keep));
     if (cfg.epsilon_cutoff > 0.0) p.push_back(std::make_unique<ProbabilityCutoff>(cfg.epsilon_cutoff, false, min_keep));
     if (cfg.eta_cutoff > 0.0) p.push_back(std::make_unique<ProbabilityCutoff>(cfg.eta_cutoff, true, min_keep));
+    if (cfg.xtc_probability > 0.0) p.push_back(std::make_unique<Xtc>(cfg.xtc_probability, cfg.xtc_threshold, min_keep));
   }
   if (cfg.renormalize_logits) p.push_back(std::make_unique<LogSoftmax>());
   return Chain(std::move(p));

@@ -13,7 +13,28 @@
 namespace kvgen {
 Sampler::Sampler(GenerationConfig config) : config_(std::move(config)), chain_(make_chain((config_.validate(), config_))) {}
 
+void Sampler::set_token_texts(const std::vector<std::string>& texts) {
+  chain_ = make_chain(config_, &texts);
+  has_texts_ = true;
+}
+
+bool Sampler::needs_token_texts() const {
+  return config_.dry_enabled() && !config_.dry_sequence_breakers.empty() && !has_texts_;
+}
+
+RowContext Sampler::row_context(const TokenHistory& history, const DrawKeys& keys, int64_t r) const {
+  RowContext ctx = history.row(r);
+  ctx.seed = keys.seed;
+  ctx.sequence = keys.sequence_ids ? static_cast<uint64_t>(keys.sequence_ids[r]) : static_cast<uint64_t>(r);
+  ctx.step = static_cast<uint64_t>(keys.step);
+  ctx.mirostat_mu = keys.mirostat_mu ? keys.mirostat_mu[r] : static_cast<float>(2.0 * config_.mirostat_tau);
+  return ctx;
+}
+
 void Sampler::check_inputs(const float* logits, int64_t rows, int64_t vocab, const TokenHistory& history) {
+  if (needs_token_texts())
+    throw ValueError("GenerationConfig.dry_sequence_breakers needs the text of every token: pass token_strings= (or "
+                     "a tokenizer), or set dry_sequence_breakers=None");
   if (vocab < 1) throw ValueError("logits must have at least one column (the vocabulary), got 0");
   if (vocab > INT32_MAX) throw ValueError("vocabulary larger than 2^31 tokens is not supported");
   if (vocab != checked_vocab_) {
@@ -39,11 +60,13 @@ void Sampler::check_inputs(const float* logits, int64_t rows, int64_t vocab, con
   }
 }
 
-void Sampler::process(float* logits, int64_t rows, int64_t vocab, const TokenHistory& history) {
+void Sampler::process(float* logits, int64_t rows, int64_t vocab, const TokenHistory& history,
+                      const DrawKeys* keys) {
   check_inputs(logits, rows, vocab, history);
+  const DrawKeys fallback{config_.seed.value_or(0)};
   for (int64_t r = 0; r < rows; ++r) {
     Candidates c(logits + r * vocab, vocab, ws_);
-    chain_.apply(c, history.row(r), ws_);
+    chain_.apply(c, row_context(history, keys ? *keys : fallback, r), ws_);
     c.materialize();
   }
 }
@@ -59,9 +82,9 @@ void Sampler::sample(const float* logits, int64_t rows, int64_t vocab, const Tok
     float* dst = processed ? processed + r * vocab : row_.data();
     std::memcpy(dst, logits + r * vocab, sizeof(float) * vocab);
     Candidates c(dst, vocab, ws_);
-    chain_.apply(c, history.row(r), ws_);
-    const uint64_t seq = keys.sequence_ids ? static_cast<uint64_t>(keys.sequence_ids[r]) : static_cast<uint64_t>(r);
-    const double u = config_.is_greedy() ? 0.0 : Philox4x32::uniform(keys.seed, seq, static_cast<uint64_t>(keys.step));
+    const RowContext ctx = row_context(history, keys, r);
+    chain_.apply(c, ctx, ws_);
+    const double u = config_.is_greedy() ? 0.0 : Philox4x32::uniform(keys.seed, ctx.sequence, ctx.step);
     tokens[r] = pick(c, u, logprobs ? logprobs + r : nullptr, r);
     if (processed) c.materialize();
   }

@@ -18,6 +18,18 @@ float length_divisor(int64_t len, float length_penalty) {
   return static_cast<float>(std::pow(static_cast<double>(len), static_cast<double>(length_penalty)));
 }
 
+// Appends row `row` of a step's top-n alternatives to a hypothesis that ends with that step's token.
+void append_tops(Hypothesis& h, const StepTops& tops, int64_t row) {
+  if (tops.n == 0) return;
+  const int64_t from = row * tops.n, to = from + tops.n;
+  h.top_ids.insert(h.top_ids.end(), tops.ids + from, tops.ids + to);
+  h.top_logprobs.insert(h.top_logprobs.end(), tops.logprobs + from, tops.logprobs + to);
+  if (tops.raw_ids) {
+    h.raw_top_ids.insert(h.raw_top_ids.end(), tops.raw_ids + from, tops.raw_ids + to);
+    h.raw_top_logprobs.insert(h.raw_top_logprobs.end(), tops.raw_logprobs + from, tops.raw_logprobs + to);
+  }
+}
+
 }  // namespace
 
 Hypothesis make_hypothesis(const Sequences& seqs, int64_t r, FinishReason reason, double score) {
@@ -27,6 +39,11 @@ Hypothesis make_hypothesis(const Sequences& seqs, int64_t r, FinishReason reason
   h.prompt_length = seqs.prompt_length(r);
   h.logprobs.assign(seqs.logprobs(r), seqs.logprobs(r) + g);
   if (const float* raw = seqs.raw_logprobs(r)) h.raw_logprobs.assign(raw, raw + g);
+  const int64_t tn = g * seqs.top_n();
+  if (const int64_t* ids = seqs.top_ids(r)) h.top_ids.assign(ids, ids + tn);
+  if (const float* lp = seqs.top_logprobs(r)) h.top_logprobs.assign(lp, lp + tn);
+  if (const int64_t* ids = seqs.raw_top_ids(r)) h.raw_top_ids.assign(ids, ids + tn);
+  if (const float* lp = seqs.raw_top_logprobs(r)) h.raw_top_logprobs.assign(lp, lp + tn);
   h.score = score;
   h.reason = reason;
   return h;
@@ -110,7 +127,7 @@ void BeamSearch::select_sampled(const float* logprobs, const float* raw_logits, 
   }
 }
 
-void BeamSearch::finish(int64_t b, const Sequences& seqs) {
+void BeamSearch::finish(int64_t b, const Sequences& seqs, const StepTops& tops) {
   std::vector<Slot>& slots = finished_[b];
   const bool full = std::all_of(slots.begin(), slots.end(), [](const Slot& s) { return s.finished; });
   if (!improvable_[b] || (full && early_ == EarlyStopping::True)) return;
@@ -130,6 +147,7 @@ void BeamSearch::finish(int64_t b, const Sequences& seqs) {
     slot.hyp.tokens.push_back(c.token);
     slot.hyp.logprobs.push_back(c.logprob);
     if (seqs.raw_logprobs(c.parent)) slot.hyp.raw_logprobs.push_back(c.raw_logprob);
+    append_tops(slot.hyp, tops, c.parent);
     // insert after the slots with a score >= this one (existing ones win ties)
     auto at = std::find_if(slots.begin(), slots.end(), [score](const Slot& s) { return score > s.score; });
     slots.insert(at, std::move(slot));
@@ -138,7 +156,7 @@ void BeamSearch::finish(int64_t b, const Sequences& seqs) {
 }
 
 void BeamSearch::step(const float* logprobs, const float* raw_logits, const float* raw_lse, int64_t vocab,
-                      Sequences& seqs, const StopRules& stops, uint64_t seed, const uint64_t* input_keys,
+                      Sequences& seqs, const StepTops& tops, const StopRules& stops, uint64_t seed, const uint64_t* input_keys,
                       int64_t step_index, int64_t* parents, int64_t* tokens) {
   const int64_t rows = batch_ * beams_;
   std::vector<float>& next_score = next_score_;
@@ -155,7 +173,7 @@ void BeamSearch::step(const float* logprobs, const float* raw_logits, const floa
       c.hit = stops.check(seqs.tokens(c.parent), seqs.length(c.parent), seqs.prompt_length(c.parent), c.token);
       every_candidate_hits = every_candidate_hits && c.hit != FinishReason::None;
     }
-    finish(b, seqs);
+    finish(b, seqs, tops);
     // The best num_beams candidates that did not stop go on (stopped ones sink to ~-1e9,
     // so they only go on when too few others remain, as in HF).
     std::vector<int64_t>& order = order_;
@@ -184,7 +202,7 @@ void BeamSearch::step(const float* logprobs, const float* raw_logits, const floa
     }
   }
   seqs.reorder(parents);
-  for (int64_t r = 0; r < rows; ++r) seqs.append(r, tokens[r], next_lp_[r], next_raw_[r]);
+  for (int64_t r = 0; r < rows; ++r) seqs.append(r, tokens[r], next_lp_[r], next_raw_[r], tops, parents[r]);
   std::swap(running_score_, next_score_);
 
   // HF _check_early_stop_heuristic and _beam_search_has_unfinished_sequences.

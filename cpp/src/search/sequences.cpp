@@ -31,7 +31,7 @@ xt::xtensor<T, 2> regrown(const xt::xtensor<T, 2>& from, int64_t rows, int64_t f
 }  // namespace
 
 void Sequences::reset(const std::vector<std::vector<int64_t>>& row_prompts, int64_t max_new, bool keep_raw,
-                      bool reorders) {
+                      bool reorders, int64_t top_n) {
   const int64_t rows = static_cast<int64_t>(row_prompts.size());
   longest_prompt_ = 0;
   for (const auto& p : row_prompts) longest_prompt_ = std::max<int64_t>(longest_prompt_, p.size());
@@ -44,6 +44,12 @@ void Sequences::reset(const std::vector<std::vector<int64_t>>& row_prompts, int6
   tokens_ = zeroed<int64_t>(rows, stride_);
   logprobs_ = zeroed<float>(rows, new_stride_);
   raw_ = keep_raw ? logprobs_ : xt::xtensor<float, 2>();
+  top_n_ = top_n;
+  const bool raw_tops = top_n > 0 && keep_raw;
+  top_ids_ = top_n ? zeroed<int64_t>(rows, new_stride_ * top_n) : xt::xtensor<int64_t, 2>();
+  top_lp_ = top_n ? zeroed<float>(rows, new_stride_ * top_n) : xt::xtensor<float, 2>();
+  raw_top_ids_ = raw_tops ? top_ids_ : xt::xtensor<int64_t, 2>();
+  raw_top_lp_ = raw_tops ? top_lp_ : xt::xtensor<float, 2>();
   length_.assign(rows, 0);
   prompt_.assign(rows, 0);
   length_spare_.assign(rows, 0);
@@ -59,6 +65,15 @@ void Sequences::grow(int64_t new_capacity) {
   tokens_ = regrown(tokens_, rows, stride_, stride);
   logprobs_ = regrown(logprobs_, rows, new_stride_, new_capacity);
   if (keep_raw_) raw_ = regrown(raw_, rows, new_stride_, new_capacity);
+  if (top_n_) {
+    const int64_t from = new_stride_ * top_n_, to = new_capacity * top_n_;
+    top_ids_ = regrown(top_ids_, rows, from, to);
+    top_lp_ = regrown(top_lp_, rows, from, to);
+    if (keep_raw_) {
+      raw_top_ids_ = regrown(raw_top_ids_, rows, from, to);
+      raw_top_lp_ = regrown(raw_top_lp_, rows, from, to);
+    }
+  }
   new_stride_ = new_capacity;
   stride_ = stride;
   shape_spares();
@@ -71,6 +86,14 @@ void Sequences::shape_spares() {
   tokens_spare_ = zeroed<int64_t>(rows(), stride_);
   logprobs_spare_ = zeroed<float>(rows(), new_stride_);
   if (keep_raw_) raw_spare_ = zeroed<float>(rows(), new_stride_);
+  if (top_n_) {
+    top_ids_spare_ = zeroed<int64_t>(rows(), new_stride_ * top_n_);
+    top_lp_spare_ = zeroed<float>(rows(), new_stride_ * top_n_);
+    if (keep_raw_) {
+      raw_top_ids_spare_ = zeroed<int64_t>(rows(), new_stride_ * top_n_);
+      raw_top_lp_spare_ = zeroed<float>(rows(), new_stride_ * top_n_);
+    }
+  }
 }
 
 void Sequences::reserve_next() {
@@ -79,11 +102,21 @@ void Sequences::reserve_next() {
   grow(std::min(max_new_, std::max<int64_t>(2 * new_stride_, kInitialNewTokens)));
 }
 
-void Sequences::append(int64_t r, int64_t token, float logprob, float raw_logprob) {
+void Sequences::append(int64_t r, int64_t token, float logprob, float raw_logprob, const StepTops& tops,
+                       int64_t tops_row) {
   const int64_t g = generated(r);
   tokens_.data()[r * stride_ + length_[r]] = token;
   logprobs_.data()[r * new_stride_ + g] = logprob;
   if (keep_raw_) raw_.data()[r * new_stride_ + g] = raw_logprob;
+  if (top_n_ && tops.n == top_n_) {
+    const int64_t at = (r * new_stride_ + g) * top_n_, from = tops_row * top_n_;
+    std::copy(tops.ids + from, tops.ids + from + top_n_, top_ids_.data() + at);
+    std::copy(tops.logprobs + from, tops.logprobs + from + top_n_, top_lp_.data() + at);
+    if (keep_raw_ && tops.raw_ids) {
+      std::copy(tops.raw_ids + from, tops.raw_ids + from + top_n_, raw_top_ids_.data() + at);
+      std::copy(tops.raw_logprobs + from, tops.raw_logprobs + from + top_n_, raw_top_lp_.data() + at);
+    }
+  }
   ++length_[r];
   most_generated_ = std::max(most_generated_, g + 1);
 }
@@ -97,11 +130,24 @@ void Sequences::reorder(const int64_t* parents) {
     std::memcpy(logprobs_spare_.data() + r * new_stride_, logprobs_.data() + p * new_stride_, sizeof(float) * g);
     if (keep_raw_)
       std::memcpy(raw_spare_.data() + r * new_stride_, raw_.data() + p * new_stride_, sizeof(float) * g);
+    if (top_n_) {
+      const int64_t row = new_stride_ * top_n_, n = g * top_n_;
+      std::memcpy(top_ids_spare_.data() + r * row, top_ids_.data() + p * row, sizeof(int64_t) * n);
+      std::memcpy(top_lp_spare_.data() + r * row, top_lp_.data() + p * row, sizeof(float) * n);
+      if (keep_raw_) {
+        std::memcpy(raw_top_ids_spare_.data() + r * row, raw_top_ids_.data() + p * row, sizeof(int64_t) * n);
+        std::memcpy(raw_top_lp_spare_.data() + r * row, raw_top_lp_.data() + p * row, sizeof(float) * n);
+      }
+    }
     length_spare_[r] = length_[p];
   }
   std::swap(tokens_, tokens_spare_);
   std::swap(logprobs_, logprobs_spare_);
   if (keep_raw_) std::swap(raw_, raw_spare_);
+  std::swap(top_ids_, top_ids_spare_);
+  std::swap(top_lp_, top_lp_spare_);
+  std::swap(raw_top_ids_, raw_top_ids_spare_);
+  std::swap(raw_top_lp_, raw_top_lp_spare_);
   std::swap(length_, length_spare_);
   // Beam rows of one input share the prompt length, so prompt_ needs no reorder.
 }

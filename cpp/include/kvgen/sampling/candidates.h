@@ -18,6 +18,10 @@ struct RowContext {
   const int64_t* history = nullptr;  // (history_len) prompt + generated tokens
   int64_t history_len = 0;
   int64_t prompt_len = 0;            // leading tokens of history that are the prompt
+  // The key of the row's random draws (seed, sequence, step): processors that draw
+  // (XTC) use their own Philox lane of it, so the row's draws do not depend on the batch.
+  uint64_t seed = 0, sequence = 0, step = 0;
+  float mirostat_mu = 0.0f;          // mirostat's current maximum surprise (bits) for the row
 };
 
 // Scratch memory for processing one row at a time, sized once for the largest
@@ -37,6 +41,7 @@ class Workspace {
   xt::xtensor<float, 1> select_values;      // (vocab + 2 * blocks) scratch of selection::kth_largest
   xt::xtensor<uint32_t, 1> counts;          // (vocab) per-token counts, kept all-zero between uses
   std::vector<int32_t> touched;             // tokens whose count is non-zero
+  std::vector<int64_t> repeats;             // (history) DRY: repeat length ending at each position
   std::vector<double> bucket_mass;          // (kBuckets) histogram of weights
   std::vector<int32_t> bucket_count;        // (kBuckets)
 };

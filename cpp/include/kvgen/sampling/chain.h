@@ -1,16 +1,27 @@
 // The processor chain: one factory turns a GenerationConfig into the ordered list of
-// processors, in Hugging Face's order (GenerationMixin._get_logits_processor):
+// processors, in Hugging Face's order (GenerationMixin._get_logits_processor), with
+// llama.cpp's samplers (L) where llama.cpp's default chain puts them relative to these:
 //
 //   1. sequence_bias                      8. forced_eos_token_id
 //   2. logit_bias                (kvgen)  9. remove_invalid_values
 //   3. repetition_penalty                10. suppress_tokens
 //   4. presence/frequency_penalty (kvgen) 11. begin_suppress_tokens
-//   5. no_repeat_ngram_size              -- warpers, only when sampling (do_sample and
-//   6. bad_words_ids                        temperature > 0) --
-//   7. min_length, min_new_tokens,       12. temperature   15. min_p        18. eta_cutoff
-//      forced_bos_token_id               13. top_k (*)     16. typical_p
-//                                        14. top_p         17. epsilon_cutoff
+//   4b. DRY                         (L)  -- warpers, only when sampling (do_sample and
+//   5. no_repeat_ngram_size                 temperature > 0) --
+//   6. bad_words_ids                     11b. top_n_sigma (L)   16. typical_p
+//   7. min_length, min_new_tokens,       12. temperature        17. epsilon_cutoff
+//      forced_bos_token_id               13. top_k (*)          18. eta_cutoff
+//                                        14. top_p              18b. XTC (L)
+//                                        15. min_p
 //                                        19. renormalize_logits (always last)
+//
+// Mirostat (L, mirostat = 1 or 2) is a sampler: as in llama.cpp, it replaces the warpers
+// after the temperature (12 then mirostat's truncation; 11b, 13-18b are not applied), and
+// the token is drawn from what it keeps; the Generator updates each row's mu from the draw.
+// DRY sits with the penalties (llama.cpp: penalties, DRY, top-n-sigma, top-k, typical,
+// top-p, min-p, XTC, temperature); llama.cpp's XTC and top-n-sigma see the logits before
+// the temperature, kvgen's (HF's warper order) after it: the same tokens at temperature 1,
+// and top-n-sigma's kept set does not depend on the temperature at all.
 //
 // Under beam sampling the warpers keep at least len(eos_token_id) + 1 tokens, as HF.
 // (*) top-k runs before the temperature: dividing by T > 0 keeps the order, so the
@@ -40,7 +51,8 @@ class Chain : public LogitsProcessor {
   std::vector<ProcessorPtr> processors_;
 };
 
-// Builds the chain for a validated config.
-Chain make_chain(const GenerationConfig& config);
+// Builds the chain for a validated config. token_texts (the text of every token id) give
+// DRY its sequence breakers; without them DRY runs without breakers.
+Chain make_chain(const GenerationConfig& config, const std::vector<std::string>* token_texts = nullptr);
 
 }  // namespace kvgen

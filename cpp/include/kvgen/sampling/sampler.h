@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include <xtensor/xtensor.hpp>
 
@@ -30,11 +32,12 @@ struct TokenHistory {
   }
 };
 
-// Keys of the random draw of each row.
+// Keys of the random draw of each row, and mirostat's state.
 struct DrawKeys {
   uint64_t seed = 0;
   const int64_t* sequence_ids = nullptr;  // (rows) stable ids; nullptr: the row index
   int64_t step = 0;
+  const float* mirostat_mu = nullptr;     // (rows) mirostat's mu; nullptr: its start, 2 * tau
 };
 
 class Sampler {
@@ -44,9 +47,15 @@ class Sampler {
   const GenerationConfig& config() const { return config_; }
   const Chain& chain() const { return chain_; }
 
+  // The text of every token id: DRY's sequence breakers are matched on them.
+  void set_token_texts(const std::vector<std::string>& texts);
+  // DRY is on with sequence breakers and set_token_texts was not called.
+  bool needs_token_texts() const;
+
   // Applies the chain to every row of logits (rows, vocab) in place; filtered tokens
-  // become -inf. Validates everything before writing anything.
-  void process(float* logits, int64_t rows, int64_t vocab, const TokenHistory& history);
+  // become -inf. Validates everything before writing anything. keys: XTC's coin and
+  // mirostat's mu (default: seed 0 or the config's, row index, step 0, mu = 2 * tau).
+  void process(float* logits, int64_t rows, int64_t vocab, const TokenHistory& history, const DrawKeys* keys = nullptr);
 
   // Picks a token per row of logits (rows, vocab), which are only read. tokens: (rows).
   // logprobs (rows, optional): log-probability of each token under the processed
@@ -58,6 +67,8 @@ class Sampler {
 
  private:
   void check_inputs(const float* logits, int64_t rows, int64_t vocab, const TokenHistory& history);
+  // What the chain sees of row r: its history, draw key and mirostat state.
+  RowContext row_context(const TokenHistory& history, const DrawKeys& keys, int64_t r) const;
   // Picks the token of one processed row; returns it and, if logprob is not null,
   // writes its log-probability.
   int64_t pick(Candidates& c, double uniform, float* logprob, int64_t row);
@@ -67,6 +78,7 @@ class Sampler {
   Workspace ws_;
   xt::xtensor<float, 1> row_;   // (vocab) processed row when the caller wants none back
   int64_t checked_vocab_ = -1;  // config token ids were checked against this vocab
+  bool has_texts_ = false;      // set_token_texts was called
 };
 
 }  // namespace kvgen

@@ -22,6 +22,10 @@ struct Hypothesis {
   int64_t prompt_length = 0;
   std::vector<float> logprobs;      // processed log-probability of each generated token
   std::vector<float> raw_logprobs;  // log-softmax of the raw logits at each token (when kept)
+  // (generated, top_n) the most likely alternatives at each token (GenerationConfig.top_logprobs):
+  // ids and processed log-probs, and the raw ones when kept
+  std::vector<int64_t> top_ids, raw_top_ids;
+  std::vector<float> top_logprobs, raw_top_logprobs;
   double score = 0.0;               // beam: sum(logprobs) / len ** length_penalty; else sum(logprobs)
   FinishReason reason = FinishReason::None;
 };
@@ -40,9 +44,10 @@ class BeamSearch {
   // raw_lse (log-sum-exp per row) give the raw log-probabilities when not null.
   // Beam sampling draws input b's candidates keyed by (seed, input_keys[b], step_index).
   // Reorders `seqs` (reserve_next() done) to the new running beams and appends their
-  // tokens; writes each new row's parent row and token.
+  // tokens (with the top-n alternatives of their parent rows in `tops`); writes each new
+  // row's parent row and token.
   void step(const float* logprobs, const float* raw_logits, const float* raw_lse, int64_t vocab, Sequences& seqs,
-            const StopRules& stops, uint64_t seed, const uint64_t* input_keys, int64_t step_index, int64_t* parents,
+            const StepTops& tops, const StopRules& stops, uint64_t seed, const uint64_t* input_keys, int64_t step_index, int64_t* parents,
             int64_t* tokens);
 
   bool done() const { return done_; }
@@ -73,7 +78,7 @@ class BeamSearch {
   void select_top(const float* logprobs, const float* raw_logits, const float* raw_lse, int64_t vocab, int64_t b);
   void select_sampled(const float* logprobs, const float* raw_logits, const float* raw_lse, int64_t vocab,
                       int64_t b, uint64_t seed, uint64_t input_key, int64_t step_index);
-  void finish(int64_t b, const Sequences& seqs);
+  void finish(int64_t b, const Sequences& seqs, const StepTops& tops);
 
   int64_t batch_, beams_, keep_;
   float length_penalty_;
