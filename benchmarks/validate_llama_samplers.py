@@ -90,7 +90,8 @@ def compare(name: str, params: str, ours: dict, theirs: dict, values: bool, logi
     agree = same_set and diff <= 1e-4 * max(1.0, max((abs(v) for v in theirs.values()), default=1.0))
     shown = f"{diff:.2e}" if values else "-"
     changed = sum(1 for t, v in ours.items() if v != logits[t])
-    print(f"{name:<12} {params:<44} {len(ours):>8} {len(theirs):>8} {changed:>8} {shown:>10}  {'yes' if agree else 'NO'}")
+    verdict = "yes" if agree else "NO"
+    print(f"{name:<12} {params:<44} {len(ours):>8} {len(theirs):>8} {changed:>8} {shown:>10}  {verdict}")
     return agree
 
 
@@ -163,7 +164,8 @@ def run(quick: bool) -> int:
             config = GenerationConfig(mirostat=version, mirostat_tau=tau, mirostat_eta=0.1, **sampling)
             ours = kvgen_apply(config, logits, [0], None)
             # llama.cpp's mirostat leaves softmax-sorted candidates: compare the kept sets
-            results.append(compare(f"mirostat v{version}", f"tau={tau} (mu = {2 * tau})", ours, theirs, values=False, logits=logits))
+            results.append(compare(f"mirostat v{version}", f"tau={tau} (mu = {2 * tau})", ours, theirs,
+                                   values=False, logits=logits))
 
     print(f"{sum(results)}/{len(results)} cases agree")
     llama_cpp.llama_model_free(vocab.model)
