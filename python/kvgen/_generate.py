@@ -38,7 +38,7 @@ class Generator(_core._Generator):
     num_return_sequences`` otherwise) until ``is_done()``; feed ``next_tokens`` to your
     model and, under beam search, reorder its cache with ``beam_indices`` first.
     ``result()`` gives the sequences. ``token_strings`` (the text or bytes of every token
-    id) is needed for ``config.stop_strings``.
+    id) is needed for ``config.stop_strings`` and DRY's ``dry_sequence_breakers``.
 
     Sampling draws are keyed by (seed, sequence id, step): ``append_tokens(prompts,
     sequence_ids=[...])`` gives each prompt an id (default: its position 0, 1, 2, ...),

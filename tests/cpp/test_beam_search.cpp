@@ -35,7 +35,7 @@ struct Search {
     std::vector<int64_t> parents(2), tokens(2);
     const uint64_t input_key = 0;
     seqs.reserve_next();
-    beams.step(logprobs.data(), nullptr, nullptr, kVocab, seqs, stops, /*seed=*/0, &input_key, step_index++,
+    beams.step(logprobs.data(), nullptr, nullptr, kVocab, seqs, StepTops{}, stops, /*seed=*/0, &input_key, step_index++,
                parents.data(), tokens.data());
     return {parents, tokens};
   }
