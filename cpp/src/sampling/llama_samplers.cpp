@@ -281,11 +281,11 @@ void MirostatTruncation::apply_v2(Candidates& c, float mu, Workspace& ws) const 
   const float m = kernels::max_of(v, n);
   const double sum = kernels::softmax_weights_into(w, v, n, m);
   if (!(sum > 0.0)) return;
-  // keep the tokens whose surprise -log2 p (p in float, as llama.cpp) is at most mu
+  // keep the tokens whose surprise -log2 p is at most mu: p >= 2^-mu, compared on the
+  // weights (no log per token)
   int32_t* kept = ws.chosen.data();
-  int64_t count = 0;
-  for (int64_t j = 0; j < n; ++j)
-    if (!(-std::log2(static_cast<float>(w[j] / sum)) > mu)) kept[count++] = static_cast<int32_t>(j);
+  const float floor = static_cast<float>(sum * std::exp2(-static_cast<double>(mu)));
+  const int64_t count = selection::collect_at_least(w, n, floor, kept);
   if (count >= std::max<int64_t>(min_keep_, 1)) {
     c.keep(kept, count, c.sorted());
     return;
