@@ -143,3 +143,17 @@ def test_streamed_pieces_carry_their_logprobs(smollm2_model):
         assert list(d) == list(ids) and list(d.values()) == pytest.approx(list(lps))
     # greedy: each token is its step's most likely one
     assert all(next(iter(d)) == t for d, t in zip(tops, tokens))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_large_rows_with_many_ties(seed):
+    """Rows longer than the selection's blocks, with values from a few levels (ties everywhere)."""
+    rng = np.random.default_rng(seed)
+    logits = rng.integers(-3, 3, size=(2, 1000)).astype(np.float32)
+    g = Generator(GenerationConfig(max_new_tokens=1, top_logprobs=20, num_beams=1), batch_size=2)
+    g.append_tokens([[0], [1]])
+    step = g.step(logits)
+    for r in range(2):
+        ids, values = top(log_softmax(logits[r]), 20)
+        np.testing.assert_array_equal(step.top_token_ids[r], ids)
+        np.testing.assert_allclose(step.top_logprobs[r], values, rtol=1e-5)

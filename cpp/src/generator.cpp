@@ -121,6 +121,7 @@ void Generator::append_tokens(const std::vector<std::vector<int64_t>>& prompts,
   parents_.assign(n, 0);
   drawn_.assign(n, pad_);
   logprobs_.assign(n, 0.0f);
+  norms_.assign(n, RowNorm{});
   hits_.assign(n, FinishReason::None);
   raw_lse_.assign(n, 0.0f);
   set_draw_keys(batch, per_input, sequence_ids);
@@ -181,9 +182,9 @@ StepTops Generator::compute_tops(const float* logits, bool processed_are_logprob
     int64_t* ids = top_ids_.data() + r * n;
     float* lp = top_lp_.data() + r * n;
     top_ids(row, vocab_, n, ids);
-    // the arithmetic of the token's own log-prob (Sampler::pick; beam search: the value)
-    const float m = processed_are_logprobs ? 0.0f : kernels::max_of(row, vocab_);
-    const double log_sum = processed_are_logprobs ? 0.0 : std::log(kernels::softmax_sum(row, vocab_, m));
+    // the token's own log-prob's normalizer (Sampler::pick's; beam search: the values as they are)
+    const float m = processed_are_logprobs ? 0.0f : norms_[r].max;
+    const double log_sum = processed_are_logprobs ? 0.0 : norms_[r].log_sum;
     for (int64_t j = 0; j < n; ++j)
       lp[j] = ids[j] < 0 ? kernels::kNegInf
                          : static_cast<float>(kernels::log_softmax_at(row[ids[j]], m, log_sum));
@@ -202,7 +203,8 @@ StepTops Generator::compute_tops(const float* logits, bool processed_are_logprob
 void Generator::step_sampling(const float* logits) {
   // Every row's outcome first (the sampler and the stop rules may throw), then the commit.
   sampler_.sample(logits, rows(), vocab_, seqs_.history(), DrawKeys{seed_, row_keys_.data(), steps_, mirostat_mu_.data()},
-                  drawn_.data(), logprobs_.data(), processed_.data(), active_.data());
+                  drawn_.data(), logprobs_.data(), processed_.data(), active_.data(),
+                  config().top_logprobs ? norms_.data() : nullptr);
   if (keep_raw_) raw_log_sum_exp(logits);
   for (int64_t r = 0; r < rows(); ++r)
     if (active_[r]) hits_[r] = stops_.check(seqs_.tokens(r), seqs_.length(r), seqs_.prompt_length(r), drawn_[r]);

@@ -110,6 +110,7 @@ class Generator {
   // A step computes into these, then commits (so a failing step changes nothing):
   std::vector<int64_t> drawn_;         // (rows) tokens picked this step
   std::vector<float> logprobs_;        // (rows) of this step's tokens
+  std::vector<RowNorm> norms_;         // (rows) softmax normalizers of this step's processed rows
   std::vector<FinishReason> hits_;     // (rows) stopping rule each picked token hits
   std::vector<float> raw_lse_;         // (rows) log-sum-exp of the raw logits
   xt::xtensor<float, 2> processed_;    // (rows, vocab) the processed logits

@@ -73,7 +73,7 @@ void Sampler::process(float* logits, int64_t rows, int64_t vocab, const TokenHis
 
 void Sampler::sample(const float* logits, int64_t rows, int64_t vocab, const TokenHistory& history,
                      const DrawKeys& keys, int64_t* tokens, float* logprobs, float* processed,
-                     const uint8_t* active) {
+                     const uint8_t* active, RowNorm* norms) {
   check_inputs(logits, rows, vocab, history);
   if (!processed && static_cast<int64_t>(row_.size()) < vocab)
     row_ = xt::xtensor<float, 1>::from_shape({static_cast<size_t>(vocab)});
@@ -85,7 +85,7 @@ void Sampler::sample(const float* logits, int64_t rows, int64_t vocab, const Tok
     const RowContext ctx = row_context(history, keys, r);
     chain_.apply(c, ctx, ws_);
     const double u = config_.is_greedy() ? 0.0 : Philox4x32::uniform(keys.seed, ctx.sequence, ctx.step);
-    tokens[r] = pick(c, u, logprobs ? logprobs + r : nullptr, r);
+    tokens[r] = pick(c, u, logprobs ? logprobs + r : nullptr, logprobs && norms ? norms + r : nullptr, r);
     if (processed) c.materialize();
   }
 }
@@ -96,7 +96,7 @@ void Sampler::sample(const float* logits, int64_t rows, int64_t vocab, const Tok
 // rule), sampling draws one uniformly with the same keyed uniform, and the
 // log-probability is -log(their count). A finite max costs nothing extra: the branch is
 // on the max this function computes anyway.
-int64_t Sampler::pick(Candidates& c, double uniform, float* logprob, int64_t row) {
+int64_t Sampler::pick(Candidates& c, double uniform, float* logprob, RowNorm* norm, int64_t row) {
   const float* v = c.values();
   const int64_t n = c.size();
   const float m = kernels::max_of(v, n);
@@ -125,6 +125,7 @@ int64_t Sampler::pick(Candidates& c, double uniform, float* logprob, int64_t row
     throw ValueError(msg.str());
   }
   if (logprob) *logprob = static_cast<float>(kernels::log_softmax_at(v[pos], m, std::log(sum)));
+  if (norm) *norm = {m, std::log(sum)};
   return c.id_at(pos);
 }
 

@@ -40,6 +40,13 @@ struct DrawKeys {
   const float* mirostat_mu = nullptr;     // (rows) mirostat's mu; nullptr: its start, 2 * tau
 };
 
+// The softmax normalizer of a processed row: log p(x) = (x - max) - log_sum (as
+// kernels::log_softmax_at), so callers reuse it instead of another pass over the row.
+struct RowNorm {
+  float max = 0.0f;
+  double log_sum = 0.0;
+};
+
 class Sampler {
  public:
   explicit Sampler(GenerationConfig config);
@@ -61,17 +68,18 @@ class Sampler {
   // logprobs (rows, optional): log-probability of each token under the processed
   // distribution. processed (rows, vocab, optional): receives the processed logits.
   // active (rows, optional): rows with 0 are skipped (their outputs left as they are).
+  // norms (rows, optional, with logprobs): each processed row's softmax normalizer.
   void sample(const float* logits, int64_t rows, int64_t vocab, const TokenHistory& history,
               const DrawKeys& keys, int64_t* tokens, float* logprobs = nullptr, float* processed = nullptr,
-              const uint8_t* active = nullptr);
+              const uint8_t* active = nullptr, RowNorm* norms = nullptr);
 
  private:
   void check_inputs(const float* logits, int64_t rows, int64_t vocab, const TokenHistory& history);
   // What the chain sees of row r: its history, draw key and mirostat state.
   RowContext row_context(const TokenHistory& history, const DrawKeys& keys, int64_t r) const;
   // Picks the token of one processed row; returns it and, if logprob is not null,
-  // writes its log-probability.
-  int64_t pick(Candidates& c, double uniform, float* logprob, int64_t row);
+  // writes its log-probability (and the row's normalizer into norm, if not null).
+  int64_t pick(Candidates& c, double uniform, float* logprob, RowNorm* norm, int64_t row);
 
   GenerationConfig config_;
   Chain chain_;
