@@ -41,7 +41,44 @@ class GenerationConfig:
     pad_token_id: int | None = None
     bos_token_id: int | None = None
     seed: int | None = None
-    def __init__(self, **kwargs: Any) -> None: ...
+    def __init__(
+        self, *,
+        max_new_tokens: int | None = None,
+        max_length: int | None = None,
+        min_new_tokens: int | None = None,
+        min_length: int = 0,
+        do_sample: bool = False,
+        temperature: float = 1.0,
+        top_k: int = 50,
+        top_p: float = 1.0,
+        min_p: float | None = None,
+        typical_p: float = 1.0,
+        epsilon_cutoff: float = 0.0,
+        eta_cutoff: float = 0.0,
+        repetition_penalty: float = 1.0,
+        presence_penalty: float = 0.0,
+        frequency_penalty: float = 0.0,
+        no_repeat_ngram_size: int = 0,
+        bad_words_ids: list[list[int]] | None = None,
+        suppress_tokens: list[int] | None = None,
+        begin_suppress_tokens: list[int] | None = None,
+        sequence_bias: dict[tuple[int, ...], float] | None = None,
+        logit_bias: dict[int, float] | None = None,
+        forced_bos_token_id: int | None = None,
+        forced_eos_token_id: int | list[int] | None = None,
+        remove_invalid_values: bool = False,
+        renormalize_logits: bool = False,
+        stop_sequences: list[list[int]] | None = None,
+        stop_strings: list[str] | None = None,
+        num_beams: int = 1,
+        length_penalty: float = 1.0,
+        early_stopping: bool | Literal["never"] = False,
+        num_return_sequences: int = 1,
+        eos_token_id: int | list[int] | None = None,
+        pad_token_id: int | None = None,
+        bos_token_id: int | None = None,
+        seed: int | None = None,
+    ) -> None: ...
     def validate(self) -> None: ...
     @staticmethod
     def fields() -> list[str]: ...

@@ -8,14 +8,14 @@ how to reorder its KV cache (``beam_indices``).
 
 from __future__ import annotations
 
-from typing import Callable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence, overload
 
 import numpy as np
 
 from kvgen import _core
 from kvgen._core import GenerationConfig, StepResult
 from kvgen._model import Model
-from kvgen._model_generator import ModelGenerator
+from kvgen._model_generator import ConfigLike, ModelGenerator
 from kvgen._results import GenerationResult, _result
 
 #: model_fn(input_ids, beam_indices) -> logits [rows, vocab] float32.
@@ -50,8 +50,19 @@ class Generator(_core._Generator):
     take the lock that ``step()`` holds, so other threads may read while one steps.
     """
 
-    def __new__(cls, *args, **kwargs):
-        if args and isinstance(args[0], Model):
+    # Two uses, told apart by the first argument; the overloads let type checkers see which
+    # class each call returns (a ModelGenerator is not a Generator: it has no step API).
+    @overload
+    def __new__(cls, config: GenerationConfig, batch_size: Optional[int] = None, *,
+                token_strings: Optional[Sequence[str | bytes]] = None,
+                output_raw_logprobs: bool = False) -> Generator: ...
+    @overload
+    def __new__(cls, model: Model, config: ConfigLike = None, *,  # type: ignore[misc]
+                output_raw_logprobs: bool = False, skip_special_tokens: bool = True,
+                include_stop_str_in_output: bool = True) -> ModelGenerator: ...
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if (args and isinstance(args[0], Model)) or isinstance(kwargs.get("model"), Model):
             return ModelGenerator(*args, **kwargs)
         return super().__new__(cls, *args, **kwargs)
 
