@@ -20,7 +20,8 @@ class GenerationResult:
     log-probabilities of each generated token under the processed distribution (HF
     ``compute_transition_scores`` on beam scores; on sampling scores with
     ``normalize_logits=True``); ``raw_token_logprobs`` the same under the raw logits,
-    when asked for. ``finish_reasons[i][k]`` is "eos", "stop", "length", or None.
+    when asked for. ``finish_reasons[i][k]`` is "eos", "stop", "length", "interrupted"
+    (Ctrl-C during ``generate()``), or None (still running).
     """
 
     sequences: list[list[np.ndarray]]
@@ -34,7 +35,22 @@ class GenerationResult:
 
     def __repr__(self) -> str:
         n = sum(len(s) for s in self.sequences)
-        return f"GenerationResult({len(self.sequences)} inputs, {n} sequences, finish_reasons={self.finish_reasons})"
+        text = ""
+        if self.texts is not None:  # the best text of the first inputs, shortened
+            best = [_shortened(per[0]) for per in self.texts[:_SHOWN_INPUTS]]
+            more = ", ..." if len(self.texts) > _SHOWN_INPUTS else ""
+            text = f"texts=[{', '.join(best)}{more}], "
+        return (f"GenerationResult({len(self.sequences)} inputs, {n} sequences, {text}"
+                f"finish_reasons={self.finish_reasons})")
+
+
+_SHOWN_INPUTS = 3
+_SHOWN_CHARACTERS = 40
+
+
+def _shortened(text: str) -> str:
+    """repr(text), cut to _SHOWN_CHARACTERS characters with "..." when longer."""
+    return repr(text if len(text) <= _SHOWN_CHARACTERS else text[:_SHOWN_CHARACTERS - 3] + "...")
 
 
 def _result(hyps: list, strip_prompt: bool) -> GenerationResult:
@@ -72,6 +88,12 @@ class GenerationStats:
     def decode_tokens_per_second(self) -> float:
         """Decode steps per second (tokens per second of each sequence)."""
         return self.decode_steps / self.decode_seconds if self.decode_seconds > 0 else 0.0
+
+    def __repr__(self) -> str:
+        return (f"GenerationStats(prompt_tokens={self.prompt_tokens}, new_tokens={self.new_tokens}, "
+                f"prefill_seconds={self.prefill_seconds:.4f}, decode_seconds={self.decode_seconds:.4f}, "
+                f"decode_steps={self.decode_steps}, prefill_tokens_per_second={self.prefill_tokens_per_second:.1f}, "
+                f"decode_tokens_per_second={self.decode_tokens_per_second:.1f})")
 
     def summary(self) -> str:
         """One line: prompt and new tokens, prefill and decode speed."""
