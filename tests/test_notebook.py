@@ -20,7 +20,8 @@ def test_notebook_is_committed_without_outputs():
 def test_notebook_runs_without_errors(tmp_path):
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     # a cell that raises fails the run (CellExecutionError names the cell and the error)
-    NotebookClient(notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    run_in = {"metadata": {"path": str(tmp_path)}}
+    NotebookClient(notebook, timeout=600, kernel_name="python3", resources=run_in).execute()
     errors = [output for cell in notebook.cells if cell.cell_type == "code" for output in cell.outputs
               if output.output_type == "error"]
     assert not errors

@@ -91,7 +91,8 @@ def install() -> None:
         core_init(self, **fields)
 
     signature = config_signature()
-    __init__.__doc__ = core_init.__doc__
+    __init__.__doc__ = ("Builds a config from keyword arguments (the fields, Hugging Face names) and validates it; "
+                        "an unknown name is a TypeError that says what kvgen calls it.")
     self_parameter = inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)
     __init__.__signature__ = signature.replace(  # type: ignore[attr-defined]
         return_annotation=None, parameters=[self_parameter, *signature.parameters.values()])

@@ -29,8 +29,9 @@ ModelFn = Callable[[list, Optional[np.ndarray]], np.ndarray]
 class Generator(_core._Generator):
     """Generation over logits computed elsewhere, one step at a time; or with a built-in model.
 
-    ``Generator(model, config)`` with a ``kvgen.Model`` returns a ModelGenerator:
-    ``generate(prompts)`` and ``stream(prompt)`` run the whole loop in C++ (see there).
+    ``Generator(model, config)`` with a ``kvgen.Model`` returns a ModelGenerator (type
+    checkers see that through the overloads of ``__new__``): ``generate(prompts)``,
+    ``stream(prompt)`` and ``chat(messages)`` run the whole loop in C++ (see there).
 
     ``Generator(config, batch_size=None, *, token_strings=None, output_raw_logprobs=False)``.
     Call ``append_tokens(prompts)`` once, then ``step(logits)`` with the next-token logits
