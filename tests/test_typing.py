@@ -1,5 +1,5 @@
 """kvgen's public API type-checks as users write it: the README's Python blocks and a script
-over the API (tests/typing/public_api.py) pass mypy, and its deliberate mistakes are caught."""
+over the API (tests/typecheck/public_api.py) pass mypy, and its deliberate mistakes are caught."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def mypy(files: list[Path], tmp_path: Path) -> subprocess.CompletedProcess:
 
 
 def test_readme_blocks_and_the_api_script_type_check(tmp_path):
-    files = [ROOT / "tests" / "typing" / "public_api.py"]
+    files = [ROOT / "tests" / "typecheck" / "public_api.py"]
     for index, block in enumerate(README_BLOCKS):
         files.append(tmp_path / f"readme_block_{index}.py")
         files[-1].write_text(block)
