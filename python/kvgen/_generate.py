@@ -96,7 +96,7 @@ def stream(
     config: GenerationConfig,
     *,
     sequence_ids: Optional[Sequence[int]] = None,
-    **generator_options,
+    **generator_options: Any,
 ) -> Iterator[StepResult]:
     """Runs the loop and yields each step's StepResult, for streaming tokens.
 
@@ -113,7 +113,7 @@ def generate(
     *,
     strip_prompt: bool = True,
     sequence_ids: Optional[Sequence[int]] = None,
-    **generator_options,
+    **generator_options: Any,
 ) -> GenerationResult:
     """Generates from ``prompts`` with logits from ``model_fn`` (see ModelFn); returns the
     result. ``sequence_ids``: one per prompt, keys its random draws (see Generator)."""

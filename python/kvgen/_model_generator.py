@@ -23,7 +23,7 @@ from kvgen._results import GenerationResult, GenerationStats, _result
 #: ``transformers.GenerationConfig`` / dict of Hugging Face fields (converted with from_hf).
 ConfigLike = Union[GenerationConfig, Mapping[str, Any], Any]
 #: One conversation: {"role": ..., "content": ...} dicts, ending with the user's turn.
-Messages = Sequence[Mapping[str, str]]
+Messages = Sequence[dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -269,8 +269,8 @@ class ModelGenerator:
     def _stream(self, ids: list[list[int]], as_text: bool, config: GenerationConfig, options: TextOptions,
                 sequence_ids: Optional[Sequence[int]] = None) -> Iterator[Any]:
         session = self._session(ids, config, sequence_ids)
-        trim = config.stop_strings and not options.include_stop_str_in_output
-        stop_filter = _StopStringFilter(config.stop_strings) if as_text and trim else None
+        trim = as_text and not options.include_stop_str_in_output
+        stop_filter = _StopStringFilter(config.stop_strings) if trim and config.stop_strings else None
         try:
             for piece in self._pieces(session, ids, as_text, options):
                 if stop_filter is None:
