@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Iterator, Mapping, Optional, Sequence, Union, overload
+from typing import Any, Iterator, Mapping, Optional, Sequence, Union, cast, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -321,9 +321,7 @@ class ModelGenerator:
         with the user's turn), special tokens left out; ``last_result`` has the details.
         ``overrides``: config fields and text options for this call."""
         ids, config, options = self._chat_prompt(messages, overrides)
-        reply = self._generate(ids, True, True, config, options)
-        assert isinstance(reply, str)
-        return reply
+        return cast(str, self._generate(ids, True, True, config, options))  # text: chat needs the tokenizer
 
     def chat_stream(self, messages: Messages, **overrides: Any) -> Iterator[str]:
         """Yields the pieces of the reply ``chat(messages)`` returns, as they are generated.
