@@ -1123,9 +1123,8 @@ def run_smollm2(args: argparse.Namespace) -> None:
     threads = {"every engine": {"counts": ",".join(map(str, thread_counts))}}
     if llama_cpp:
         versions["llama_cpp_python"] = llama_cpp.__version__
-    env = harness.environment(versions, threads)
-    harness.print_environment(env, {"every engine": "kvgen.set_num_threads, torch.set_num_threads, llama.cpp "
-                                                    "n_threads and n_threads_batch"})
+    env = harness.begin(versions, threads, {"every engine": "kvgen.set_num_threads, torch.set_num_threads, "
+                                                            "llama.cpp n_threads and n_threads_batch"})
     if llama_cpp:
         env["llama_cpp_system_info"] = llama_cpp.llama_print_system_info().decode().strip()
         print(f"llama.cpp: n_ctx {SMOL_N_CTX}, n_batch 512; build: {env['llama_cpp_system_info']}")
@@ -1171,8 +1170,7 @@ def run_batch(args: argparse.Namespace) -> None:
     path = Path(args.gguf).expanduser() if args.gguf else kvgen.default_model_path()
     kvgen.set_num_threads(args.threads)
     print(f"\n==== batched decode, kvgen on {path.name}, {args.threads} threads ====\n", flush=True)
-    env = harness.environment({}, {"kvgen": kvgen.get_num_threads()})
-    harness.print_environment(env)
+    env = harness.begin({}, {"kvgen": kvgen.get_num_threads()})
     model = kvgen.Model.load(path)
     n, new = work["prompt"], work["new_tokens"]
     ids = smol_prompt(model, n * work["rows"])
@@ -1254,9 +1252,8 @@ def setup(args: argparse.Namespace) -> tuple[dict, dict, dict]:
     if ctranslate2:
         versions["ctranslate2"] = ctranslate2.__version__
         threads["ctranslate2_intra"] = args.threads
-    env = harness.environment(versions, threads)
-    harness.print_environment(env, {"kvgen": "OpenBLAS threads of its matrix products",
-                                    "ctranslate2_intra": "inter_threads 1"})
+    env = harness.begin(versions, threads, {"kvgen": "OpenBLAS threads of its matrix products",
+                                            "ctranslate2_intra": "inter_threads 1"})
     print(f"model: {engines['kvgen'].model!r} (random weights, n_positions {N_POSITIONS})")
     return dirs, engines, env
 

@@ -542,8 +542,7 @@ def bench_config(mode: str, batch: int, new_tokens: int, rounds: int, round_s: f
     for name in ENGINES:
         base, _, tiny = name.partition("@")
         engines[name] = make_engine(base, cases[TINY_VOCAB if tiny else VOCAB], new_tokens)
-    samples, episodes = harness.measure(engines, rounds, round_s, calibrate=episodes_per_round, run=time_episodes)
-    stats = {name: harness.summarize(s) for name, s in samples.items()}
+    stats, episodes = harness.compare(engines, rounds, round_s, calibrate=episodes_per_round, run=time_episodes)
     lengths = {name: statistics.mean(e.lengths) for name, e in engines.items()}
     return {
         "mode": mode, "batch": batch, "rows": cases[VOCAB]["rows"], "vocab": VOCAB, "tiny_vocab": TINY_VOCAB,
@@ -556,9 +555,9 @@ def bench_config(mode: str, batch: int, new_tokens: int, rounds: int, round_s: f
 
 
 def loop_overhead(new_tokens: int, rounds: int, round_s: float) -> dict:
-    samples, _ = harness.measure({"empty": EmptyEngine(new_tokens)}, rounds, round_s,
-                                 calibrate=episodes_per_round, run=time_episodes)
-    return harness.summarize(samples["empty"])
+    stats, _ = harness.compare({"empty": EmptyEngine(new_tokens)}, rounds, round_s,
+                               calibrate=episodes_per_round, run=time_episodes)
+    return stats["empty"]
 
 
 # ---- report --------------------------------------------------------------------------
@@ -630,34 +629,25 @@ def plot(results: list[dict], plt):
 def main() -> None:
     parser = harness.cli(__doc__, DEFAULT_OUT, KVGEN_THREADS,
                          f"torch threads ({KVGEN_THREADS} is kvgen's thread count)",
-                         f"{QUICK_NEW_TOKENS}-token episodes, 5 short rounds")
-    parser.add_argument("--round-s", type=float, help=f"target seconds per round and engine (default {ROUND_S}, "
-                                                      f"{QUICK_ROUND_S} with --quick; at least one episode)")
+                         f"{QUICK_NEW_TOKENS}-token episodes, 5 short rounds", round_s=(ROUND_S, QUICK_ROUND_S))
     args = harness.parse_args(parser)
-    if args.round_s is None:
-        args.round_s = QUICK_ROUND_S if args.quick else ROUND_S
     torch.set_num_threads(args.threads)
     torch.manual_seed(SEED)  # HF's multinomial draws
     # hf_reference's tiny model keeps GPT-2's special-token ids (outside its 64-token vocab:
     # only its GenerationMixin methods run); transformers warns about that on every set-up.
     transformers.logging.set_verbosity_error()
-    env = harness.environment({"torch": torch.__version__, "transformers": transformers.__version__},
-                              {"kvgen": KVGEN_THREADS, "torch": args.threads})
-    harness.print_environment(env, {"kvgen": "single-threaded Generator"})
+    env = harness.begin({"torch": torch.__version__, "transformers": transformers.__version__},
+                        {"kvgen": KVGEN_THREADS, "torch": args.threads}, {"kvgen": "single-threaded Generator"})
     sanity = sanity_check(args.quick)
 
     print(f"\n{args.rounds} interleaved rounds of whole episodes (~{args.round_s:g} s per engine); times: median "
           f"[min-max] of the per-step mean of each round, in microseconds; "
           f"steps: mean steps per episode at vocab {VOCAB}/{TINY_VOCAB}; "
           f"@8: the same at vocab {TINY_VOCAB} (fixed per-step cost); kv8/kv: kvgen@8 / kvgen\n")
-    TABLE.print_header()
-    results = []
+    plan = [(mode, batch, QUICK_NEW_TOKENS if args.quick else spec["new_tokens"], args.rounds, args.round_s)
+            for mode, spec in MODES.items() for batch in spec["batches"]]
     with torch.inference_mode():
-        for mode, spec in MODES.items():
-            new_tokens = QUICK_NEW_TOKENS if args.quick else spec["new_tokens"]
-            for batch in spec["batches"]:
-                results.append(bench_config(mode, batch, new_tokens, args.rounds, args.round_s))
-                TABLE.print_row(results[-1])
+        results = harness.run_rows(TABLE, plan, bench_config)
     empty = loop_overhead(QUICK_NEW_TOKENS if args.quick else MODES["greedy"]["new_tokens"], args.rounds,
                           args.round_s)
     print(f"\ntiming loop alone (a step that does nothing): {empty['median_us'] * 1e3:.0f} ns per step "
@@ -670,13 +660,12 @@ def main() -> None:
         print(f"note: kvgen slower than HF in {r['mode']} batch {r['batch']} "
               f"(HF/kvgen {r['ratios']['HF/kvgen']:.2f}, at vocab {TINY_VOCAB} {r['ratios']['HF@8/kvgen@8']:.2f})")
 
-    settings = {"quick": args.quick, "rounds": args.rounds, "round_s": args.round_s, "seed": SEED,
-                "vocab": VOCAB, "tiny_vocab": TINY_VOCAB, "logits_arrays": N_LOGITS,
-                "logits": {"scale": LOGIT_SCALE, "pool_per_row": POOL, "boosted_per_array": BOOSTED,
-                           "boost_range": BOOST_RANGE, "pool_in_prompt": POOL_IN_PROMPT, "eos_off": EOS_OFF,
-                           "beam_eos_fraction": BEAM_EOS_FRACTION},
-                "modes": {m: {k: v for k, v in s.items()} for m, s in MODES.items()},
-                "left_out": ["model forward", "HF logits copy out of the model output", "KV-cache reorder"]}
+    settings = harness.settings(
+        args, seed=SEED, vocab=VOCAB, tiny_vocab=TINY_VOCAB, logits_arrays=N_LOGITS,
+        logits={"scale": LOGIT_SCALE, "pool_per_row": POOL, "boosted_per_array": BOOSTED, "boost_range": BOOST_RANGE,
+                "pool_in_prompt": POOL_IN_PROMPT, "eos_off": EOS_OFF, "beam_eos_fraction": BEAM_EOS_FRACTION},
+        modes={m: {k: v for k, v in s.items()} for m, s in MODES.items()},
+        left_out=["model forward", "HF logits copy out of the model output", "KV-cache reorder"])
     report = {"environment": env, "settings": settings, "sanity": sanity, "results": results,
               "timing_loop_us": empty, "notes": notes}
     harness.write_outputs(report, args.out, lambda plt: plot(results, plt))

@@ -210,13 +210,12 @@ def main() -> None:
     if llama_cpp:
         versions["llama_cpp_python"] = llama_cpp.__version__
         threads["llama.cpp"] = args.threads
-    env = harness.environment(versions, threads)
-    harness.print_environment(env)
+    env = harness.begin(versions, threads)
     print("teacher-forced perplexity (float64 log-softmax) over one forward pass; x HF, argmax=HF and max |dlogit| "
           "against transformers' float32 computation of the dequantized file")
     files = [Path(p).expanduser() for p in args.gguf] if args.gguf else [kvgen.default_model_path()]
     results = [measure_file(path, args, llama_cpp) for path in files]
-    settings = {"quick": args.quick, "threads": args.threads, "text": str(TEXT), "tokens": args.tokens}
+    settings = harness.settings(args, threads=args.threads, text=str(TEXT), tokens=args.tokens)
     harness.write_outputs({"environment": env, "settings": settings, "results": results}, args.out)
 
 

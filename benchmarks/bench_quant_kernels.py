@@ -86,8 +86,7 @@ def bench_config(name: str, qtype: str, w: np.ndarray, paths: list[str], rounds:
     results = []
     for m in ROWS:
         x = rng.standard_normal((m, k)).astype(np.float32)
-        samples, _ = harness.measure(engines(packed, w32, x, paths, qtype), rounds, round_s)
-        stats = {e: harness.summarize(s) for e, s in samples.items()}
+        stats, _ = harness.compare(engines(packed, w32, x, paths, qtype), rounds, round_s)
         weight_bytes = {e: w32.nbytes if e == "numpy f32" else packed.nbytes for e in stats}
         results.append({"shape": name, "n": n, "k": k, "type": qtype, "m": m, "engines": stats,
                         "GBps": {e: weight_bytes[e] / (s["median_us"] * 1e-6) / 1e9 for e, s in stats.items()}})
@@ -107,20 +106,18 @@ def table(names: list[str]) -> harness.Table:
 
 def main() -> None:
     parser = harness.cli(__doc__, DEFAULT_OUT, None, "",
-                         "gate/up, lm_head, 1k, ffn 1k; Q4_1, Q8_0, the K-quants, F16, BF16; short rounds")
+                         "gate/up, lm_head, 1k, ffn 1k; Q4_1, Q8_0, the K-quants, F16, BF16; short rounds",
+                         round_s=(ROUND_S, QUICK_ROUND_S))
     parser.add_argument("--types", help="comma-separated GGUF types (default: all ten)")
-    parser.add_argument("--round-s", type=float, help=f"target seconds per round and engine (default {ROUND_S}, "
-                                                      f"{QUICK_ROUND_S} with --quick)")
     args = harness.parse_args(parser)
     types = args.types.split(",") if args.types else (QUICK_TYPES if args.quick else TYPES)
     shapes = {k: v for k, v in SHAPES.items() if not args.quick or k in QUICK_SHAPES}
-    round_s = args.round_s or (QUICK_ROUND_S if args.quick else ROUND_S)
     paths = list(_core._quant_supported_paths())
-    env = harness.environment({"gguf": importlib.metadata.version("gguf")},
-                              {"kvgen": 1, "numpy": os.environ["OPENBLAS_NUM_THREADS"]})
-    harness.print_environment(env, {"kvgen": "the kernels run on the calling thread", "numpy": "OpenBLAS"})
+    env = harness.begin({"gguf": importlib.metadata.version("gguf")},
+                        {"kvgen": 1, "numpy": os.environ["OPENBLAS_NUM_THREADS"]},
+                        {"kvgen": "the kernels run on the calling thread", "numpy": "OpenBLAS"})
     print(f"\npaths: {', '.join(paths)} (default {_core._quant_cpu_path()}); {args.rounds} interleaved rounds of "
-          f"~{round_s:g} s per engine; GB/s of weight bytes read (median over rounds)\n")
+          f"~{args.round_s:g} s per engine; GB/s of weight bytes read (median over rounds)\n")
     names = ["numpy f32"] + [f"{p} {mode}" for p in paths for mode in ("int8", "exact")]
     tab = table(names)
     tab.print_header()
@@ -131,11 +128,11 @@ def main() -> None:
         for qtype in types:
             if qtype in K_QUANTS and k % 256 != 0:
                 continue  # K-quant rows are whole 256-weight super-blocks
-            for r in bench_config(name, qtype, w, paths, args.rounds, round_s, rng):
+            for r in bench_config(name, qtype, w, paths, args.rounds, args.round_s, rng):
                 results.append(r)
                 tab.print_row(r)
-    settings = {"quick": args.quick, "rounds": args.rounds, "round_s": round_s, "types": list(types),
-                "shapes": shapes, "rows": ROWS, "paths": paths, "default_path": _core._quant_cpu_path()}
+    settings = harness.settings(args, types=list(types), shapes=shapes, rows=ROWS, paths=paths,
+                                default_path=_core._quant_cpu_path())
     harness.write_outputs({"environment": env, "settings": settings, "results": results}, args.out)
 
 

@@ -257,8 +257,7 @@ def mean_kept(params: dict, logits: np.ndarray, history: np.ndarray) -> float:
 def bench_config(workload: str, rows: int, vocab: int, rounds: int, round_s: float) -> dict:
     params = WORKLOADS[workload]
     logits, history = make_inputs(rows, vocab)
-    samples, calls = harness.measure(make_engines(params, logits, history), rounds, round_s)
-    stats = {name: harness.summarize(s) for name, s in samples.items()}
+    stats, calls = harness.compare(make_engines(params, logits, history), rounds, round_s)
     return {
         "workload": workload, "rows": rows, "vocab": vocab, "params": params,
         "mean_kept_tokens": mean_kept(params, logits, history),
@@ -333,36 +332,30 @@ def plot(results: list[dict], plt):
 def main() -> None:
     args = harness.parse_args(harness.cli(__doc__, DEFAULT_OUT, KVGEN_THREADS,
                                           f"torch threads ({KVGEN_THREADS} is kvgen's sampler thread count)",
-                                          "vocab 50257 only, 5 short rounds"))
+                                          "vocab 50257 only, 5 short rounds", round_s=(ROUND_S, QUICK_ROUND_S)))
     torch.set_num_threads(args.threads)
     # hf_reference's tiny model keeps GPT-2's special-token ids (outside its 64-token vocab:
     # only its processor factory runs); transformers warns about that on every set-up.
     transformers.logging.set_verbosity_error()
-    env = harness.environment({"torch": torch.__version__, "transformers": transformers.__version__},
-                              {"kvgen": KVGEN_THREADS, "torch": args.threads, "numpy": 1})
-    harness.print_environment(env, {"kvgen": "single-threaded sampler", "numpy": "no BLAS in these ops"})
+    env = harness.begin({"torch": torch.__version__, "transformers": transformers.__version__},
+                        {"kvgen": KVGEN_THREADS, "torch": args.threads, "numpy": 1},
+                        {"kvgen": "single-threaded sampler", "numpy": "no BLAS in these ops"})
     sanity = sanity_check()
 
     vocabs = QUICK_VOCABS if args.quick else VOCABS
-    round_s = QUICK_ROUND_S if args.quick else ROUND_S
-    print(f"\n{args.rounds} interleaved rounds of ~{round_s:g} s per engine; times: median [min-max] "
+    print(f"\n{args.rounds} interleaved rounds of ~{args.round_s:g} s per engine; times: median [min-max] "
           f"of the per-call mean of each round; kept: mean tokens left by the chain; "
           f"pass%: np.sum over the logits / kvgen\n")
-    TABLE.print_header()
-    results = []
+    plan = [(workload, rows, vocab, args.rounds, args.round_s) for workload in WORKLOADS for rows in ROWS
+            for vocab in vocabs]
     with torch.inference_mode():
-        for workload in WORKLOADS:
-            for rows in ROWS:
-                for vocab in vocabs:
-                    results.append(bench_config(workload, rows, vocab, args.rounds, round_s))
-                    TABLE.print_row(results[-1])
+        results = harness.run_rows(TABLE, plan, bench_config)
     print()
     targets = check_targets(results)
 
-    settings = {"quick": args.quick, "rounds": args.rounds, "round_s": round_s, "seed": SEED,
-                "history": HISTORY, "logits": {"scale": LOGIT_SCALE, "boosted_per_row": BOOSTED,
-                                               "boost_range": BOOST_RANGE,
-                                               "boosted_in_history": BOOSTED_IN_HISTORY}}
+    settings = harness.settings(args, seed=SEED, history=HISTORY,
+                                logits={"scale": LOGIT_SCALE, "boosted_per_row": BOOSTED, "boost_range": BOOST_RANGE,
+                                        "boosted_in_history": BOOSTED_IN_HISTORY})
     report = {"environment": env, "settings": settings, "sanity": sanity, "results": results, "targets": targets}
     harness.write_outputs(report, args.out, lambda plt: plot(results, plt))
 

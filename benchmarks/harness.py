@@ -4,15 +4,18 @@ Every benchmark follows ``../shared/BENCHMARKS.md``; this module is that protoco
 benchmark script states only its workloads, its peers (thin adapters) and its figures,
 as CTranslate2's ``tools/benchmark`` and llama-bench do:
 
-* ``cli`` / ``parse_args``: the common flags (--quick, --rounds, --threads, --out);
-* ``environment`` / ``print_environment``: versions of every engine, the kvgen core that
-  was imported, the CPU model and flags, the allowed cores and every thread setting;
+* ``cli`` / ``parse_args``: the common flags (--quick, --rounds, --round-s, --threads, --out),
+  their defaults chosen by --quick;
+* ``begin`` (``environment`` / ``print_environment``): versions of every engine, the kvgen
+  core that was imported, the CPU model and flags, the allowed cores and every thread setting;
   ``optional_peer`` imports a peer that may be missing and says which engines are skipped;
 * ``read_bandwidth``: the memory bandwidth of this run (the limit of batch-1 decode);
 * ``peak_rss_bytes``: the peak resident memory of a command run in a fresh process;
 * ``measure`` / ``interleave_calls``: warm-up, then interleaved rounds (A B A B ...);
+  ``compare``: the same, summarized per engine;
 * ``summarize`` / ``ratios``: median, min-max spread and ratios against a named baseline;
-* ``Table`` and the cell formatters, ``target`` (a PASS/MISS line), ``write_outputs``
+* ``Table`` and the cell formatters, ``run_rows`` (a table printed row by row as the
+  workloads finish), ``target`` (a PASS/MISS line), ``settings`` and ``write_outputs``
   (JSON, and a PNG when matplotlib is installed).
 
 benchmarks/ is not a package: scripts import this module from their own directory.
@@ -51,32 +54,52 @@ BW_MIB, BW_REPEATS = 512, 5
 
 
 def cli(doc: str, out: Path, threads: int | None, threads_help: str, quick_help: str,
-        rounds: int = 7, quick_rounds: int = MIN_ROUNDS) -> argparse.ArgumentParser:
+        rounds: int = 7, quick_rounds: int = MIN_ROUNDS,
+        round_s: tuple[float, float] | None = None) -> argparse.ArgumentParser:
     """A parser with the flags every benchmark takes (--threads only where threads is not
-    None: a benchmark of single-threaded work has no thread count to choose); the script
-    adds its own, then calls parse_args. doc is the script's docstring (its first line
-    describes the parser)."""
+    None: a benchmark of single-threaded work has no thread count to choose; --round-s only
+    where round_s, (default, default with --quick), is given: benchmarks that time calls in
+    batches per round); the script adds its own, then calls parse_args. doc is the script's
+    docstring (its first line describes the parser)."""
     p = argparse.ArgumentParser(description=doc.split("\n")[0])
     p.add_argument("--quick", action="store_true", help=f"smoke run: {quick_help}")
     p.add_argument("--rounds", type=int, help=f"interleaved rounds (default {rounds}, {quick_rounds} with --quick; "
                                               f"at least {MIN_ROUNDS})")
     if threads is not None:
         p.add_argument("--threads", type=int, default=threads, help=f"{threads_help} (default {threads})")
+    if round_s is not None:
+        p.add_argument("--round-s", type=float, help=f"target seconds per round and engine (default {round_s[0]:g}, "
+                                                     f"{round_s[1]:g} with --quick)")
     p.add_argument("--out", type=Path, default=out, help=f"JSON output (default {out})")
-    p.set_defaults(default_rounds=(rounds, quick_rounds))
+    p.set_defaults(default_rounds=(rounds, quick_rounds), default_round_s=round_s)
     return p
 
 
 def parse_args(parser: argparse.ArgumentParser) -> argparse.Namespace:
-    """Parses and checks the common flags: --rounds defaults by --quick, at least MIN_ROUNDS."""
+    """Parses and checks the common flags: --rounds and --round-s default by --quick,
+    --rounds at least MIN_ROUNDS."""
     args = parser.parse_args()
     full, quick = args.default_rounds
-    del args.default_rounds
+    round_s = args.default_round_s
+    del args.default_rounds, args.default_round_s
     if args.rounds is None:
         args.rounds = quick if args.quick else full
     if args.rounds < MIN_ROUNDS:
         parser.error(f"--rounds must be at least {MIN_ROUNDS} (BENCHMARKS.md)")
+    if round_s is not None and args.round_s is None:
+        args.round_s = round_s[1] if args.quick else round_s[0]
+    if round_s is not None and args.round_s <= 0:
+        parser.error("--round-s must be positive")
     return args
+
+
+def settings(args: argparse.Namespace, **extra: Any) -> dict:
+    """The report's settings: the common flags (quick, rounds, round_s where the benchmark
+    has it) and the benchmark's own."""
+    common = {"quick": args.quick, "rounds": args.rounds}
+    if hasattr(args, "round_s"):
+        common["round_s"] = args.round_s
+    return {**common, **extra}
 
 
 # ---- environment ---------------------------------------------------------------------
@@ -138,6 +161,13 @@ def print_environment(env: dict, notes: dict | None = None) -> None:
     allowed = env["affinity"] or []
     if len(allowed) > PINNED_CORES:
         print(f"note: {len(allowed)} cores allowed; the protocol recommends pinning (`taskset -c 0,1`)")
+
+
+def begin(versions: dict, threads: dict, notes: dict | None = None) -> dict:
+    """The environment (see ``environment``), printed; every benchmark starts with it."""
+    env = environment(versions, threads)
+    print_environment(env, notes)
+    return env
 
 
 def thread_text(n: int | dict) -> str:
@@ -280,6 +310,13 @@ def measure(engines: dict, rounds: int, round_s: float, calibrate=calls_per_roun
     return samples, calls
 
 
+def compare(engines: dict, rounds: int, round_s: float, calibrate=calls_per_round,
+            run=time_calls) -> tuple[dict, dict]:
+    """``measure``, summarized: (time stats per engine, see ``summarize``; units per round)."""
+    samples, calls = measure(engines, rounds, round_s, calibrate, run)
+    return {name: summarize(s) for name, s in samples.items()}, calls
+
+
 @dataclass(frozen=True)
 class Call:
     """One timed call: when it started (perf_counter), how long it took, what it returned."""
@@ -373,6 +410,19 @@ class Table:
 
     def print_row(self, row) -> None:
         print(self.line(lambda c: c.cell(row)), flush=True)
+
+
+def run_rows(table: Table, plan: Iterable[tuple], bench: Callable[..., dict | list[dict]]) -> list[dict]:
+    """Prints the table's header, then runs ``bench(*item)`` for every item of ``plan`` and
+    prints its row (or rows, when bench returns a list) as soon as it is done; returns them."""
+    table.print_header()
+    results: list[dict] = []
+    for item in plan:
+        rows = bench(*item)
+        for row in rows if isinstance(rows, list) else [rows]:
+            results.append(row)
+            table.print_row(row)
+    return results
 
 
 # ---- output: JSON and the PNG plot ---------------------------------------------------

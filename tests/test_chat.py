@@ -144,7 +144,7 @@ def test_bad_templates_raise_value_error(template):
 
 
 @pytest.mark.parametrize("messages, error, match", [
-    ("hello", TypeError, "list of dicts"),
+    ("hello", TypeError, r"not a str: pass \[\{'role': 'user', 'content': 'hello'\}\]"),
     ([], ValueError, "empty"),
     ([{"role": "user", "content": "a"}, "b"], TypeError, r"messages\[1\]"),
     ([{"content": "a"}], ValueError, r"messages\[0\] has no 'role'"),

@@ -15,7 +15,8 @@ PACKAGE = Path(kvgen.__file__).parent
 #: Lowest first. A module may import modules of its own layer or of lower ones, never of higher.
 LAYERS = [
     ("core", ["kvgen._core"]),
-    ("helpers", ["kvgen._config", "kvgen._processor", "kvgen._chat", "kvgen._rope", "kvgen._quantize"]),
+    ("helpers", ["kvgen._config_fields", "kvgen._config", "kvgen._processor", "kvgen._chat", "kvgen._rope",
+                 "kvgen._quantize"]),
     ("loaders", ["kvgen._checkpoint", "kvgen._gguf_file", "kvgen._gguf_metadata", "kvgen._gguf_tokenizer",
                  "kvgen._gguf"]),
     ("model", ["kvgen._model", "kvgen._default_model"]),

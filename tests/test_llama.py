@@ -239,5 +239,5 @@ def test_directory_with_tokenizer_and_chat_template(tmp_path):
     assert model.end_of_turn_token_id == tok.token_to_id("<|end|>") and model.eos_token_id == 0
     generator = kvgen.Generator(model, kvgen.GenerationConfig(max_new_tokens=8))
     generator.chat(messages)
-    eos = generator._effective_config([model.end_of_turn_token_id]).eos_token_id
+    eos = generator._effective_config(generator.config, [model.end_of_turn_token_id]).eos_token_id
     assert sorted(eos) == [0, tok.token_to_id("<|end|>")]

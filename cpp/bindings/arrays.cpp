@@ -34,11 +34,18 @@ py::object numpy_view(py::handle obj, const char* name, bool float_only) {
                         ".float() (torch) or " + name + ".astype(numpy.float32)");
       }
     }
+    if (py::hasattr(obj, "requires_grad") && obj.attr("requires_grad").cast<bool>()) {
+      throw TypeError(std::string(name) + " is a tensor that requires grad, which kvgen cannot read in place: pass " +
+                      name + ".detach() (or compute it under torch.no_grad() / torch.inference_mode())");
+    }
+    const bool on_cpu = !py::hasattr(obj, "device") || py::str(obj.attr("device")).cast<std::string>() == "cpu";
     try {
       return py::module_::import("numpy").attr("from_dlpack")(obj);
     } catch (py::error_already_set& e) {
+      // The exception's message only: what() would append the Python traceback ("At: ...").
       throw TypeError(std::string(name) + " (" + type_name(obj) + ") cannot be read in place through DLPack: " +
-                      e.what() + " (kvgen needs a CPU tensor)");
+                      py::str(e.value()).cast<std::string>() +
+                      (on_cpu ? "" : "; kvgen reads CPU memory: pass " + std::string(name) + ".cpu()"));
     }
   }
   return py::none();
@@ -109,8 +116,10 @@ LogitsView logits_view(py::handle obj, bool writable, const char* name) {
                      "-D with shape " + shape_of(a) + (a.ndim() == 1 ? " (use logits[None, :] for one row)" : ""));
   }
   if (!(a.flags() & py::array::c_style)) {
+    const std::string fix = py::isinstance<py::array>(obj) ? "numpy.ascontiguousarray(" + std::string(name) + ")"
+                                                           : std::string(name) + ".contiguous()";
     throw ValueError(std::string(name) + " must be C-contiguous (row-major) to be read in place; got shape " +
-                     shape_of(a) + " with other strides: pass numpy.ascontiguousarray(" + name + ")");
+                     shape_of(a) + " with other strides: pass " + fix);
   }
   if (writable && !a.writeable()) {
     throw ValueError(std::string(name) + " is read-only, but this call writes the processed logits into it");

@@ -3,6 +3,7 @@
 A C++ core (sampling kernels, search, KV-cached transformers) behind a small Python API.
 """
 
+from kvgen import _config_fields
 from kvgen._config import from_dict, from_hf
 from kvgen._core import GenerationConfig, StepResult, get_num_threads, sample, set_num_threads
 from kvgen._default_model import default_model_path, load_default
@@ -16,6 +17,7 @@ __version__ = "0.1.0"
 
 GenerationConfig.from_dict = staticmethod(from_dict)
 GenerationConfig.from_hf = staticmethod(from_hf)
+_config_fields.install()
 
 __all__ = [
     "GenerationConfig",

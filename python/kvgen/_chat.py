@@ -124,7 +124,14 @@ def _plain(value: Any) -> Any:
     return f"<{type(value).__name__}>"
 
 
+def _short(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def _check_messages(messages: Any) -> None:
+    if isinstance(messages, str):
+        raise TypeError(f"messages must be a list of {{'role', 'content'}} dicts, not a str: pass "
+                        f"[{{'role': 'user', 'content': {_short(messages)!r}}}] (generate() takes plain text)")
     if not isinstance(messages, (list, tuple)):
         raise TypeError(f"messages must be a list of dicts, got {type(messages).__name__}")
     if not messages:

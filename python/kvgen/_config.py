@@ -7,6 +7,7 @@ import os
 import warnings
 from typing import Any, Mapping
 
+from kvgen._config_fields import check_field_names
 from kvgen._core import GenerationConfig
 
 # Hugging Face keys that describe the file, not the generation.
@@ -40,9 +41,7 @@ def from_dict(values: Mapping[str, Any]) -> GenerationConfig:
 
     Raises TypeError naming any key that is not a kvgen field.
     """
-    unknown = sorted(set(values) - _FIELDS)
-    if unknown:
-        raise TypeError(f"unknown GenerationConfig field(s): {', '.join(unknown)}")
+    check_field_names(values)
     return GenerationConfig(**values)
 
 
@@ -90,8 +89,8 @@ def from_hf(source: Any, strict: bool = False) -> GenerationConfig:
             unsupported[name] = value
     if unsupported:
         listing = ", ".join(f"{k}={v!r}" for k, v in sorted(unsupported.items()))
-        message = f"kvgen does not support these Hugging Face generation fields, which are ignored: {listing}"
+        message = f"kvgen does not support these Hugging Face generation fields: {listing}"
         if strict:
-            raise ValueError(message)
-        warnings.warn(message, UserWarning, stacklevel=2)
+            raise ValueError(f"{message} (refused because strict=True)")
+        warnings.warn(f"{message}; they are ignored", UserWarning, stacklevel=2)
     return GenerationConfig(**kwargs)

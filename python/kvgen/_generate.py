@@ -8,14 +8,14 @@ how to reorder its KV cache (``beam_indices``).
 
 from __future__ import annotations
 
-from typing import Callable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence, overload
 
 import numpy as np
 
 from kvgen import _core
 from kvgen._core import GenerationConfig, StepResult
 from kvgen._model import Model
-from kvgen._model_generator import ModelGenerator
+from kvgen._model_generator import ConfigLike, ModelGenerator
 from kvgen._results import GenerationResult, _result
 
 #: model_fn(input_ids, beam_indices) -> logits [rows, vocab] float32.
@@ -29,8 +29,9 @@ ModelFn = Callable[[list, Optional[np.ndarray]], np.ndarray]
 class Generator(_core._Generator):
     """Generation over logits computed elsewhere, one step at a time; or with a built-in model.
 
-    ``Generator(model, config)`` with a ``kvgen.Model`` returns a ModelGenerator:
-    ``generate(prompts)`` and ``stream(prompt)`` run the whole loop in C++ (see there).
+    ``Generator(model, config)`` with a ``kvgen.Model`` returns a ModelGenerator (type
+    checkers see that through the overloads of ``__new__``): ``generate(prompts)``,
+    ``stream(prompt)`` and ``chat(messages)`` run the whole loop in C++ (see there).
 
     ``Generator(config, batch_size=None, *, token_strings=None, output_raw_logprobs=False)``.
     Call ``append_tokens(prompts)`` once, then ``step(logits)`` with the next-token logits
@@ -50,8 +51,19 @@ class Generator(_core._Generator):
     take the lock that ``step()`` holds, so other threads may read while one steps.
     """
 
-    def __new__(cls, *args, **kwargs):
-        if args and isinstance(args[0], Model):
+    # Two uses, told apart by the first argument; the overloads let type checkers see which
+    # class each call returns (a ModelGenerator is not a Generator: it has no step API).
+    @overload
+    def __new__(cls, config: GenerationConfig, batch_size: Optional[int] = None, *,
+                token_strings: Optional[Sequence[str | bytes]] = None,
+                output_raw_logprobs: bool = False) -> Generator: ...
+    @overload
+    def __new__(cls, model: Model, config: ConfigLike = None, *,  # type: ignore[misc]
+                output_raw_logprobs: bool = False, skip_special_tokens: bool = True,
+                include_stop_str_in_output: bool = True) -> ModelGenerator: ...
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if (args and isinstance(args[0], Model)) or isinstance(kwargs.get("model"), Model):
             return ModelGenerator(*args, **kwargs)
         return super().__new__(cls, *args, **kwargs)
 
@@ -84,7 +96,7 @@ def stream(
     config: GenerationConfig,
     *,
     sequence_ids: Optional[Sequence[int]] = None,
-    **generator_options,
+    **generator_options: Any,
 ) -> Iterator[StepResult]:
     """Runs the loop and yields each step's StepResult, for streaming tokens.
 
@@ -101,7 +113,7 @@ def generate(
     *,
     strip_prompt: bool = True,
     sequence_ids: Optional[Sequence[int]] = None,
-    **generator_options,
+    **generator_options: Any,
 ) -> GenerationResult:
     """Generates from ``prompts`` with logits from ``model_fn`` (see ModelFn); returns the
     result. ``sequence_ids``: one per prompt, keys its random draws (see Generator)."""

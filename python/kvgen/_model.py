@@ -225,6 +225,22 @@ def _first_id(value: Union[int, list, None]) -> Optional[int]:
     return value
 
 
+def _looks_like_hub_id(path: Path) -> bool:
+    """``owner/name`` as on the Hugging Face Hub: two parts, relative, no file suffix."""
+    parts = path.parts
+    return len(parts) == 2 and not path.is_absolute() and not path.suffix and not parts[0].startswith(".")
+
+
+def _not_found_message(path: Path) -> str:
+    message = (f"{path}: no such file or directory (kvgen.Model.load takes a Hugging Face model directory or a "
+               ".gguf file)")
+    if _looks_like_hub_id(path):
+        message += (f". kvgen loads local files and does not download: {str(path)!r} looks like a Hugging Face Hub "
+                    f"id; get a local copy with `huggingface-cli download {path.as_posix()} --local-dir DIR` or "
+                    f"huggingface_hub.snapshot_download({path.as_posix()!r}, local_dir=DIR), then Model.load(DIR)")
+    return message
+
+
 class Model:
     """A built-in model with its tokenizer, loaded with ``Model.load(path)``.
 
@@ -264,8 +280,7 @@ class Model:
         if p.is_dir():
             return cls._load_directory(p, dtype, mode)
         if not p.exists():
-            raise FileNotFoundError(f"{p}: no such file or directory (kvgen.Model.load takes a Hugging Face model "
-                                    "directory or a .gguf file)")
+            raise FileNotFoundError(_not_found_message(p))
         from kvgen._gguf import is_gguf
 
         if not is_gguf(p):

@@ -4,7 +4,7 @@ the loop with a built-in model (``_model_generator``): GenerationResult, Generat
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Iterable, Optional
 
 import numpy as np
 
@@ -20,7 +20,8 @@ class GenerationResult:
     log-probabilities of each generated token under the processed distribution (HF
     ``compute_transition_scores`` on beam scores; on sampling scores with
     ``normalize_logits=True``); ``raw_token_logprobs`` the same under the raw logits,
-    when asked for. ``finish_reasons[i][k]`` is "eos", "stop", "length", or None.
+    when asked for. ``finish_reasons[i][k]`` is "eos", "stop", "length", "interrupted"
+    (Ctrl-C during ``generate()``), or None (still running).
     With ``GenerationConfig(top_logprobs=n)``, ``top_token_ids[i][k]`` (int64) and
     ``top_logprobs[i][k]`` (float32) are (generated tokens, n) arrays: at each token, the n
     most likely tokens of the processed distribution, most likely first, and their
@@ -43,7 +44,22 @@ class GenerationResult:
 
     def __repr__(self) -> str:
         n = sum(len(s) for s in self.sequences)
-        return f"GenerationResult({len(self.sequences)} inputs, {n} sequences, finish_reasons={self.finish_reasons})"
+        text = ""
+        if self.texts is not None:  # the best text of the first inputs, shortened
+            best = [_shortened(per[0]) for per in self.texts[:_SHOWN_INPUTS]]
+            more = ", ..." if len(self.texts) > _SHOWN_INPUTS else ""
+            text = f"texts=[{', '.join(best)}{more}], "
+        return (f"GenerationResult({len(self.sequences)} inputs, {n} sequences, {text}"
+                f"finish_reasons={self.finish_reasons})")
+
+
+_SHOWN_INPUTS = 3
+_SHOWN_CHARACTERS = 40
+
+
+def _shortened(text: str) -> str:
+    """repr(text), cut to _SHOWN_CHARACTERS characters with "..." when longer."""
+    return repr(text if len(text) <= _SHOWN_CHARACTERS else text[:_SHOWN_CHARACTERS - 3] + "...")
 
 
 def _result(hyps: list, strip_prompt: bool) -> GenerationResult:
@@ -83,7 +99,7 @@ class TextPiece(str):
     top_logprobs: Optional[list[dict[int, float]]]
 
     @classmethod
-    def of(cls, text: str, token_ids, steps: list) -> "TextPiece":
+    def of(cls, text: str, token_ids: Iterable[int], steps: list[tuple[Any, ...]]) -> "TextPiece":
         """The piece ``text`` of ``token_ids``, with row 0 of each step's
         ``_last_step()`` tuple (logprobs, top ids, top log-probs, raw top ids, raw top log-probs)."""
         piece = cls(text)
@@ -115,6 +131,12 @@ class GenerationStats:
     def decode_tokens_per_second(self) -> float:
         """Decode steps per second (tokens per second of each sequence)."""
         return self.decode_steps / self.decode_seconds if self.decode_seconds > 0 else 0.0
+
+    def __repr__(self) -> str:
+        return (f"GenerationStats(prompt_tokens={self.prompt_tokens}, new_tokens={self.new_tokens}, "
+                f"prefill_seconds={self.prefill_seconds:.4f}, decode_seconds={self.decode_seconds:.4f}, "
+                f"decode_steps={self.decode_steps}, prefill_tokens_per_second={self.prefill_tokens_per_second:.1f}, "
+                f"decode_tokens_per_second={self.decode_tokens_per_second:.1f})")
 
     def summary(self) -> str:
         """One line: prompt and new tokens, prefill and decode speed."""
