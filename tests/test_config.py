@@ -28,7 +28,8 @@ def test_defaults_are_hf_generate_defaults():
 
 def test_every_supported_hf_field_exists():
     hf_names = set(transformers.GenerationConfig().to_dict())
-    kvgen_only = {"presence_penalty", "frequency_penalty", "logit_bias", "seed", "stop_sequences"}
+    kvgen_only = {"presence_penalty", "frequency_penalty", "logit_bias", "seed", "stop_sequences",
+                  "json_schema", "regex", "grammar", "choices"}
     for name in kvgen.GenerationConfig.fields():
         assert name in hf_names or name in kvgen_only, name
 

@@ -13,6 +13,7 @@ from typing import Callable, Iterator, Optional, Sequence
 import numpy as np
 
 from kvgen import _core
+from kvgen._constraints import Constraint, RowMatchers, constraint_field
 from kvgen._core import GenerationConfig, StepResult
 from kvgen._model import Model
 from kvgen._model_generator import ModelGenerator
@@ -32,13 +33,16 @@ class Generator(_core._Generator):
     ``Generator(model, config)`` with a ``kvgen.Model`` returns a ModelGenerator:
     ``generate(prompts)`` and ``stream(prompt)`` run the whole loop in C++ (see there).
 
-    ``Generator(config, batch_size=None, *, token_strings=None, output_raw_logprobs=False)``.
+    ``Generator(config, batch_size=None, *, tokenizer=None, token_strings=None, output_raw_logprobs=False)``.
     Call ``append_tokens(prompts)`` once, then ``step(logits)`` with the next-token logits
     of every row (``rows = batch * num_beams`` under beam search, ``batch *
     num_return_sequences`` otherwise) until ``is_done()``; feed ``next_tokens`` to your
     model and, under beam search, reorder its cache with ``beam_indices`` first.
     ``result()`` gives the sequences. ``token_strings`` (the text or bytes of every token
-    id) is needed for ``config.stop_strings``.
+    id) is needed for ``config.stop_strings``. ``tokenizer`` (a ``tokenizers.Tokenizer``, a
+    transformers fast tokenizer or a ``kvgen.Model``) is needed for a constraint
+    (``config.json_schema``, ``regex``, ``grammar`` or ``choices``): each row's allowed tokens
+    are computed by llguidance, the next step's in the background while you compute logits.
 
     Sampling draws are keyed by (seed, sequence id, step): ``append_tokens(prompts,
     sequence_ids=[...])`` gives each prompt an id (default: its position 0, 1, 2, ...),
@@ -54,6 +58,36 @@ class Generator(_core._Generator):
         if args and isinstance(args[0], Model):
             return ModelGenerator(*args, **kwargs)
         return super().__new__(cls, *args, **kwargs)
+
+    def __init__(self, config: GenerationConfig, batch_size: Optional[int] = None, *, tokenizer=None,
+                 token_strings=None, output_raw_logprobs: bool = False):
+        super().__init__(config, batch_size, token_strings=token_strings, output_raw_logprobs=output_raw_logprobs)
+        field = constraint_field(config)
+        if field is not None and tokenizer is None:
+            raise ValueError(f"GenerationConfig.{field} needs the vocabulary: pass tokenizer= (a tokenizers.Tokenizer, "
+                             "a transformers fast tokenizer or a kvgen.Model) to the Generator")
+        self._constraint = Constraint(config, tokenizer) if field is not None else None
+        self._matchers: Optional[RowMatchers] = None
+
+    def step(self, logits, *, allowed_tokens=None) -> StepResult:
+        """Processes the next-token logits [rows, vocab] (float32, C-contiguous, read in
+        place) and picks a token per row; returns a StepResult. Under a constraint the
+        allowed tokens come from the tokenizer (``allowed_tokens`` is for callers that
+        compute their own bitmask [rows, ceil(vocab / 32)] uint32 without a tokenizer)."""
+        if self._constraint is None:
+            return super().step(logits, allowed_tokens=allowed_tokens)
+        if self._matchers is None:
+            self._constraint.check_vocab(int(logits.shape[-1]))
+            self._matchers = self._constraint.rows(self.rows)
+            self._matchers.fill()
+        running = [True] * self.rows if self.num_beams > 1 else [r is None for r in self.finish_reasons]
+        result = super().step(logits, allowed_tokens=self._matchers.wait())
+        for r in self._matchers.advance(result.tokens, running, result.beam_indices):
+            self._stop_row(r)
+        done = self.is_done()
+        if not done:
+            self._matchers.fill_in_background()  # overlaps the caller's next forward pass
+        return StepResult(result.tokens, result.beam_indices, done)
 
     def result(self, strip_prompt: bool = True) -> GenerationResult:
         """The sequences so far (all finished once ``is_done()``), per input."""

@@ -5,13 +5,19 @@
 //   2. logit_bias                (kvgen)  9. remove_invalid_values
 //   3. repetition_penalty                10. suppress_tokens
 //   4. presence/frequency_penalty (kvgen) 11. begin_suppress_tokens
-//   5. no_repeat_ngram_size              -- warpers, only when sampling (do_sample and
-//   6. bad_words_ids                        temperature > 0) --
-//   7. min_length, min_new_tokens,       12. temperature   15. min_p        18. eta_cutoff
-//      forced_bos_token_id               13. top_k (*)     16. typical_p
-//                                        14. top_p         17. epsilon_cutoff
-//                                        19. renormalize_logits (always last)
+//   5. no_repeat_ngram_size              12. allowed tokens (kvgen: json_schema, regex,
+//   6. bad_words_ids                         grammar, choices; llguidance's bitmask)
+//   7. min_length, min_new_tokens,       -- warpers, only when sampling (do_sample and
+//      forced_bos_token_id                  temperature > 0) --
+//                                        13. temperature   16. min_p        19. eta_cutoff
+//                                        14. top_k (*)     17. typical_p
+//                                        15. top_p         18. epsilon_cutoff
+//                                        20. renormalize_logits (always last)
 //
+// The allowed-token mask comes after every logits processor (a bias cannot revive a
+// token the grammar forbids) and before the warpers (top-k, top-p, ... see only allowed
+// tokens). Under beam search the Generator also applies it before the log-softmax, so
+// beam scores are log-probabilities over the allowed tokens.
 // Under beam sampling the warpers keep at least len(eos_token_id) + 1 tokens, as HF.
 // (*) top-k runs before the temperature: dividing by T > 0 keeps the order, so the
 // kept set is the same (unless two different logits round to one quotient, where HF
