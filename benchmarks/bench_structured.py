@@ -44,6 +44,7 @@ from pathlib import Path
 
 import harness
 import kvgen
+from kvgen import _constraints
 from kvgen._constraints import Constraint
 
 SCHEMA = {
@@ -167,6 +168,7 @@ def per_token_mask_times(constraint: Constraint, tokens: list[int]) -> dict:
 
 
 def compile_times(config: kvgen.GenerationConfig, model, rounds: int) -> dict:
+    _constraints._TOKENIZER_CACHE.clear()
     start = time.perf_counter()
     Constraint(config, model)  # converts the tokenizer (once per tokenizer and EOS set), then compiles
     first = time.perf_counter() - start
