@@ -228,6 +228,22 @@ def test_external_logits_never_escape_the_grammar(smollm2_model, constraint, sam
                     assert re.fullmatch(DATE, text), text
 
 
+def test_external_logits_beam_search_carries_each_matcher_with_its_beam(smollm2_model):
+    config = kvgen.GenerationConfig(regex=DATE, num_beams=3, num_return_sequences=3, max_new_tokens=20,
+                                    eos_token_id=smollm2_model.eos_token_id)
+    def random_logits(rng):
+        return lambda ids, _: (rng.standard_normal((len(ids), smollm2_model.vocab_size)) * 4).astype(np.float32)
+
+    for seed in range(3):
+        result = kvgen.generate(random_logits(np.random.default_rng(seed)), [[1, 2], [3]], config,
+                                tokenizer=smollm2_model)
+        for per_prompt in result.sequences:
+            assert len(per_prompt) == 3
+            for tokens in per_prompt:
+                text = smollm2_model.decode([t for t in tokens if t != smollm2_model.eos_token_id])
+                assert re.fullmatch(DATE, text), text
+
+
 def test_external_logits_accept_a_transformers_tokenizer(smollm2_model, smollm2_hf_tokenizer):
     config = kvgen.GenerationConfig(choices=["alpha", "beta"], max_new_tokens=8, eos_token_id=2)
     result = kvgen.generate(lambda ids, _: np.random.default_rng(0).standard_normal(
@@ -311,6 +327,17 @@ def test_a_constraint_needs_a_tokenizer():
         kvgen.Generator(kvgen.GenerationConfig(regex="a+"))
     with pytest.raises(TypeError, match="tokenizer must be"):
         kvgen.Generator(kvgen.GenerationConfig(regex="a+"), tokenizer="gpt2")
+
+
+def test_choices_with_quotes_and_non_ascii_text(smollm2_model):
+    choices = ['say "hi"', "café", "a\\b"]
+    for text, _ in sampled_texts(smollm2_model, "Pick one:", 12, choices=choices):
+        assert text in choices, text
+
+
+def test_beam_search_over_external_logits_needs_an_eos(smollm2_model):
+    with pytest.raises(ValueError, match="needs eos_token_id"):
+        kvgen.Generator(kvgen.GenerationConfig(regex="a+", num_beams=2), tokenizer=smollm2_model)
 
 
 def test_a_tokenizer_whose_vocabulary_disagrees_with_the_logits(smollm2_model):

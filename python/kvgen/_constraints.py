@@ -66,7 +66,8 @@ def _grammar(config: GenerationConfig, field: str) -> str:
             raise ValueError(f"GenerationConfig.grammar is neither Lark nor valid GBNF: {e}") from None
     # choices: a Lark rule whose alternatives are the literal strings (JSON string literals
     # are Lark string literals, escapes included)
-    return llguidance.LLMatcher.grammar_from_lark("start: " + " | ".join(json.dumps(c) for c in config.choices))
+    alternatives = " | ".join(json.dumps(c, ensure_ascii=False) for c in config.choices)
+    return llguidance.LLMatcher.grammar_from_lark("start: " + alternatives)
 
 
 def _backend(tokenizer) -> tuple[str, Any]:

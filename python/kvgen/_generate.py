@@ -66,6 +66,9 @@ class Generator(_core._Generator):
         if field is not None and tokenizer is None:
             raise ValueError(f"GenerationConfig.{field} needs the vocabulary: pass tokenizer= (a tokenizers.Tokenizer, "
                              "a transformers fast tokenizer or a kvgen.Model) to the Generator")
+        if field is not None and config.num_beams > 1 and config.eos_token_id is None:
+            raise ValueError(f"beam search under GenerationConfig.{field} needs eos_token_id: a beam ends where "
+                             "its grammar does by picking EOS")
         self._constraint = Constraint(config, tokenizer) if field is not None else None
         self._matchers: Optional[RowMatchers] = None
 

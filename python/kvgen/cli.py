@@ -140,7 +140,7 @@ def _generate(args) -> int:
         pieces = generator.chat_stream(messages) if args.num_beams == 1 else iter([generator.chat(messages)])
     else:
         pieces = generator.stream(prompt) if args.num_beams == 1 else iter([generator.generate(prompt)])
-        if not _constraint(args):
+        if not (args.json_schema or args.regex is not None or args.grammar or args.choice):
             out.write(prompt)  # the continuation follows the prompt, as it would in the text
     for piece in pieces:
         out.write(piece)
