@@ -75,10 +75,12 @@ class Generator(_core._Generator):
     def step(self, logits, *, allowed_tokens=None) -> StepResult:
         """Processes the next-token logits [rows, vocab] (float32, C-contiguous, read in
         place) and picks a token per row; returns a StepResult. Under a constraint the
-        allowed tokens come from the tokenizer (``allowed_tokens`` is for callers that
-        compute their own bitmask [rows, ceil(vocab / 32)] uint32 without a tokenizer)."""
+        allowed tokens come from the tokenizer; ``allowed_tokens`` (a bitmask of your own)
+        belongs to the core class ``kvgen._core._Generator``."""
         if self._constraint is None:
             return super().step(logits, allowed_tokens=allowed_tokens)
+        if allowed_tokens is not None:
+            raise ValueError("this Generator computes the allowed tokens from its tokenizer: pass no allowed_tokens")
         if self._matchers is None:
             self._constraint.check_vocab(int(logits.shape[-1]))
             self._matchers = self._constraint.rows(self.rows)
