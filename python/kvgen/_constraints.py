@@ -159,6 +159,9 @@ class RowMatchers:
         live = [(m, r) for r, m in enumerate(self.matchers) if not self.dead[r]]
         if live:
             llg_numpy.fill_next_token_bitmask_par(self._executor, live, self.allowed)
+        for matcher, r in live:
+            if matcher.is_error():  # e.g. a parser limit reached: say so rather than an empty mask
+                raise ValueError(f"constrained decoding, row {r}: {matcher.get_error()}")
         for r, is_dead in enumerate(self.dead):
             if is_dead:
                 self.allowed[r] = -1
