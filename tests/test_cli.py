@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import subprocess
 import sys
 
+import jsonschema
 import pytest
 
 import kvgen
@@ -103,3 +105,25 @@ def test_ctrl_c_stops_a_long_generation():
     finally:
         proc.kill()
     assert proc.returncode == 130 and err.strip().endswith("kvgen: interrupted") and "Traceback" not in err
+
+
+def test_structured_output_options(tmp_path):
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
+              "additionalProperties": False}
+    path = tmp_path / "schema.json"
+    path.write_text(json.dumps(schema))
+    out = run("generate", "Answer as JSON:", "-n", "20", "--json-schema", str(path), "--no-summary")
+    assert out.returncode == 0, out.stderr
+    jsonschema.validate(json.loads(out.stdout), schema)
+    out = run("generate", "Is it raining?", "-n", "8", "--choice", "yes", "--choice", "no", "--no-summary")
+    assert out.returncode == 0 and out.stdout in ("yes\n", "no\n"), out
+    out = run("generate", "A year:", "-n", "8", "--regex", "(19|20)[0-9][0-9]", "--no-summary")
+    assert out.returncode == 0 and re.fullmatch(r"(19|20)[0-9][0-9]\n", out.stdout), out
+    grammar = tmp_path / "g.lark"
+    grammar.write_text('start: "x=" /[0-9]{1,3}/\n')
+    out = run("generate", "Set x:", "-n", "8", "--grammar", str(grammar), "--no-summary")
+    assert out.returncode == 0 and re.fullmatch(r"x=[0-9]{1,3}\n", out.stdout), out
+    bad = run("generate", "x", "--regex", "a(b", "--no-summary")
+    assert bad.returncode == 2 and "regex is invalid" in bad.stderr
+    both = run("generate", "x", "--regex", "a", "--choice", "b", "--no-summary")
+    assert both.returncode == 2 and "exclusive" in both.stderr

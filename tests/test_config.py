@@ -28,7 +28,8 @@ def test_defaults_are_hf_generate_defaults():
 
 def test_every_supported_hf_field_exists():
     hf_names = set(transformers.GenerationConfig().to_dict())
-    kvgen_only = {"presence_penalty", "frequency_penalty", "logit_bias", "seed", "stop_sequences", "top_logprobs"}
+    kvgen_only = {"presence_penalty", "frequency_penalty", "logit_bias", "seed", "stop_sequences", "top_logprobs",
+                  "json_schema", "regex", "grammar", "choices"}
     llama_cpp = {"dry_multiplier", "dry_base", "dry_allowed_length", "dry_penalty_last_n", "dry_sequence_breakers",
                  "xtc_probability", "xtc_threshold", "top_n_sigma", "mirostat", "mirostat_tau", "mirostat_eta"}
     kvgen_only |= llama_cpp

@@ -20,7 +20,7 @@ LAYERS = [
     ("loaders", ["kvgen._checkpoint", "kvgen._gguf_file", "kvgen._gguf_metadata", "kvgen._gguf_tokenizer",
                  "kvgen._gguf"]),
     ("model", ["kvgen._model", "kvgen._default_model"]),
-    ("generation", ["kvgen._results", "kvgen._model_generator", "kvgen._generate"]),
+    ("generation", ["kvgen._results", "kvgen._constraints", "kvgen._model_generator", "kvgen._generate"]),
     ("package", ["kvgen"]),
     ("CLI", ["kvgen.cli", "kvgen.__main__", "kvgen.demo"]),
 ]

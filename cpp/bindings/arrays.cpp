@@ -169,4 +169,21 @@ py::array_t<int64_t, py::array::c_style> ids_view(py::handle obj, int64_t rows, 
   return py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
 }
 
+MaskView mask_view(py::handle obj, int64_t rows, int64_t vocab, const char* name) {
+  if (obj.is_none()) return {};
+  if (!py::isinstance<py::array>(obj))
+    throw TypeError(std::string(name) + " must be a NumPy array of uint32 words, got " +
+                    std::string(py::str(py::type::of(obj).attr("__name__"))));
+  py::array a = py::reinterpret_borrow<py::array>(obj);
+  const py::dtype dt = a.dtype();
+  if (dt.itemsize() != 4 || (dt.kind() != 'u' && dt.kind() != 'i'))
+    throw TypeError(std::string(name) + " must hold uint32 (or int32) words, got dtype " + std::string(py::str(dt)));
+  const int64_t words = (vocab + 31) / 32;
+  if (a.ndim() != 2 || a.shape(0) != rows || a.shape(1) != words)
+    throw ValueError(std::string(name) + " must have shape (" + std::to_string(rows) + ", " + std::to_string(words) +
+                     ") (rows, ceil(vocab / 32)), got " + std::string(py::str(a.attr("shape"))));
+  if (!(a.flags() & py::array::c_style)) throw ValueError(std::string(name) + " must be C-contiguous");
+  return {a, static_cast<const uint32_t*>(a.data())};
+}
+
 }  // namespace kvgen::bindings

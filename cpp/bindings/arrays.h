@@ -40,4 +40,13 @@ HistoryView history_view(py::handle obj, int64_t rows, const char* name, int64_t
 // (rows) int64 sequence ids, or an empty array for None.
 py::array_t<int64_t, py::array::c_style> ids_view(py::handle obj, int64_t rows, const char* name);
 
+// An allowed-token bitmask [rows, ceil(vocab / 32)] of 32-bit words (uint32, or int32 as
+// llguidance's NumPy helpers allocate it), C-contiguous, read in place; None -> null.
+struct MaskView {
+  py::array array;  // keeps the memory alive
+  const uint32_t* data = nullptr;
+};
+
+MaskView mask_view(py::handle obj, int64_t rows, int64_t vocab, const char* name = "allowed_tokens");
+
 }  // namespace kvgen::bindings

@@ -213,6 +213,48 @@ struct Field<config_field::Strings> {
   }
 };
 
+// A str or None.
+template <>
+struct Field<config_field::OptionalText> {
+  static constexpr std::string_view annotation = "str | None";
+  static py::object get(const std::optional<std::string>& v) { return py::cast(v); }
+  static void set(std::optional<std::string>& out, py::handle v, const char* name) {
+    if (v.is_none()) {
+      out.reset();
+      return;
+    }
+    if (!py::isinstance<py::str>(v))
+      throw TypeError(std::string("GenerationConfig.") + name + " expects a str or None, got " + type_name(v));
+    out = v.cast<std::string>();
+  }
+};
+
+// A JSON document: a str (kept as given) or a dict (serialized with json.dumps); read back
+// as the JSON string. Whether it is a valid schema is checked where the config meets a
+// tokenizer (kvgen._constraints), by llguidance.
+template <>
+struct Field<config_field::JsonText> {
+  static constexpr std::string_view annotation = "str | dict[str, Any] | None";
+  static py::object get(const std::optional<std::string>& v) { return py::cast(v); }
+  static void set(std::optional<std::string>& out, py::handle v, const char* name) {
+    if (v.is_none()) {
+      out.reset();
+      return;
+    }
+    if (py::isinstance<py::str>(v)) {
+      out = v.cast<std::string>();
+      return;
+    }
+    if (!py::isinstance<py::dict>(v) && !py::isinstance<py::bool_>(v))
+      throw TypeError(std::string("GenerationConfig.") + name + " expects a dict or a JSON str, got " + type_name(v));
+    try {
+      out = py::module_::import("json").attr("dumps")(v).cast<std::string>();
+    } catch (py::error_already_set& e) {
+      throw ValueError(std::string("GenerationConfig.") + name + " is not JSON-serializable: " + e.what());
+    }
+  }
+};
+
 // {(id, ...): bias} or [[[id, ...], bias], ...]; shown as the dict.
 template <>
 struct Field<config_field::SequenceBiasMap> {

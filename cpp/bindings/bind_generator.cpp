@@ -294,8 +294,9 @@ class PyGenerator {
     });
   }
 
-  StepResult step(py::handle logits) {
+  StepResult step(py::handle logits, py::handle allowed_tokens) {
     LogitsView lv = logits_view(logits, false);
+    MaskView mask = mask_view(allowed_tokens, lv.rows, lv.vocab);
     struct Out {
       std::vector<int64_t> tokens;
       std::optional<std::vector<int64_t>> parents;
@@ -305,7 +306,7 @@ class PyGenerator {
     // the step and the copy of its outcome in one critical section: another thread's
     // step cannot slip in between
     Out out = read([&](Generator& g) {
-      g.step(lv.data, lv.rows, lv.vocab);
+      g.step(lv.data, lv.rows, lv.vocab, mask.data);
       return Out{next_tokens_of(g), beam_indices_of(g), g.done(), step_outputs_of(g)};
     });
     const StepOutputs& o = out.outputs;
@@ -388,7 +389,10 @@ void def_generator_state(py::class_<W>& cls) {
                                   matrix_or_none(o.raw_top_ids, o.n), matrix_or_none(o.raw_top_lp, o.n));
           },
           "(logprobs, top_token_ids, top_logprobs, raw_top_token_ids, raw_top_logprobs) of the last step per row.")
-      .def("_hypotheses", [](W& w) { return hypotheses_of(w.read([](Generator& g) { return g.results(); })); });
+      .def("_hypotheses", [](W& w) { return hypotheses_of(w.read([](Generator& g) { return g.results(); })); })
+      .def(
+          "_stop_row", [](W& w, int64_t r) { w.read([r](Generator& g) { g.stop_row(r); return 0; }); }, py::arg("row"),
+          "Finishes row r with finish reason 'stop' (its constraint is complete). Greedy / sampling only.");
 }
 
 // kvgen._ModelDecodeLoop: keeps the Python model (and so its weights) alive. Its state
@@ -401,18 +405,37 @@ class PyModelDecodeLoop {
     run_.generator().set_keep_raw_logprobs(raw);
   }
 
-  void start(py::handle prompts, py::handle sequence_ids) {
+  void start(py::handle prompts, py::handle sequence_ids, py::handle allowed_tokens) {
     auto lists = prompt_lists(prompts);
     auto ids = sequence_id_list(sequence_ids);
+    const int64_t per_input = run_.generator().config().num_beams > 1 ? run_.generator().config().num_beams
+                                                                       : run_.generator().config().num_return_sequences;
+    MaskView mask = mask_view(allowed_tokens, static_cast<int64_t>(lists.size()) * per_input, vocab());
     under_lock(pm_.mutex, run_, [&](ModelDecodeLoop& run) {
-      run.start(lists, ids);
+      run.start(lists, ids, mask.data);
       return 0;
     });
   }
 
-  void advance() {
+  void advance(py::handle allowed_tokens) {
+    MaskView mask = mask_view(allowed_tokens, rows(), vocab());
+    under_lock(pm_.mutex, run_, [&](ModelDecodeLoop& run) {
+      run.advance(mask.data);
+      return 0;
+    });
+  }
+
+  void forward() {
     under_lock(pm_.mutex, run_, [](ModelDecodeLoop& run) {
-      run.advance();
+      run.forward();
+      return 0;
+    });
+  }
+
+  void step(py::handle allowed_tokens) {
+    MaskView mask = mask_view(allowed_tokens, rows(), vocab());
+    under_lock(pm_.mutex, run_, [&](ModelDecodeLoop& run) {
+      run.step(mask.data);
       return 0;
     });
   }
@@ -430,6 +453,9 @@ class PyModelDecodeLoop {
   }
 
  private:
+  int64_t rows() { return read([](Generator& g) { return g.rows(); }); }
+  int64_t vocab() { return pm_.core().config().vocab_size; }
+
   static PyModel& model_of(py::handle obj) {
     if (!py::isinstance<PyModel>(obj)) throw TypeError("model must be a kvgen.Model");
     return obj.cast<PyModel&>();
@@ -444,6 +470,16 @@ class PyModelDecodeLoop {
 
 void register_generator(py::module_& m) {
   py::class_<StepResult>(m, "StepResult", "What Generator.step() returns: the tokens of this step and the beam parents.")
+      .def(py::init([](py::array_t<int64_t> tokens, py::object beam_indices, bool done, py::object logprobs,
+                       py::object top_token_ids, py::object top_logprobs, py::object raw_top_token_ids,
+                       py::object raw_top_logprobs) {
+             return StepResult{std::move(tokens), std::move(beam_indices), done, std::move(logprobs),
+                               std::move(top_token_ids), std::move(top_logprobs), std::move(raw_top_token_ids),
+                               std::move(raw_top_logprobs)};
+           }),
+           py::arg("tokens"), py::arg("beam_indices"), py::arg("done"), py::arg("logprobs") = py::none(),
+           py::arg("top_token_ids") = py::none(), py::arg("top_logprobs") = py::none(),
+           py::arg("raw_top_token_ids") = py::none(), py::arg("raw_top_logprobs") = py::none())
       .def_readonly("tokens", &StepResult::tokens,
                     "int64 [rows]: the token each row gets (the tokens to feed next; pad_token_id for finished rows).")
       .def_readonly("beam_indices", &StepResult::beam_indices,
@@ -478,17 +514,25 @@ void register_generator(py::module_& m) {
            "Sets the prompts: a list of token-id lists (lengths may differ) or a 2-D integer array. sequence_ids "
            "(one int per prompt, default 0, 1, 2, ...) key the random draws: a prompt with the same seed and id "
            "draws the same tokens in any batch.")
-      .def("step", &PyGenerator::step, py::arg("logits"),
+      .def("step", &PyGenerator::step, py::arg("logits"), py::kw_only(), py::arg("allowed_tokens") = py::none(),
            "Processes the next-token logits [rows, vocab] (float32, C-contiguous, read in place) and picks a token "
-           "per row; returns a StepResult.");
+           "per row; returns a StepResult. allowed_tokens: under a constraint, each row's allowed-token bitmask "
+           "[rows, ceil(vocab / 32)] uint32 (llguidance's layout), read in place.");
   def_generator_state(gen);
 
   py::class_<PyModelDecodeLoop> mg(m, "_ModelDecodeLoop", "A Generator driven by a built-in model (see kvgen.Generator).");
   mg.def(py::init<py::object, const GenerationConfig&, py::object, bool>(), py::arg("model"), py::arg("config"),
          py::kw_only(), py::arg("token_strings") = py::none(), py::arg("output_raw_logprobs") = false)
       .def("start", &PyModelDecodeLoop::start, py::arg("prompts"), py::kw_only(), py::arg("sequence_ids") = py::none(),
-           "Checks the context, prefills the prompts in one batched pass and takes the first step.")
-      .def("advance", &PyModelDecodeLoop::advance, "One decode step: forward the last tokens, then pick the next.")
+           py::arg("allowed_tokens") = py::none(),
+           "Checks the context, prefills the prompts in one batched pass and takes the first step (allowed_tokens: "
+           "its allowed-token bitmask under a constraint, as _Generator.step).")
+      .def("advance", &PyModelDecodeLoop::advance, py::kw_only(), py::arg("allowed_tokens") = py::none(),
+           "One decode step: forward the last tokens, then pick the next.")
+      .def("forward", &PyModelDecodeLoop::forward,
+           "The first half of advance(): the forward pass of the last tokens (GIL released).")
+      .def("step", &PyModelDecodeLoop::step, py::kw_only(), py::arg("allowed_tokens") = py::none(),
+           "The second half of advance(): pick the next tokens from the logits forward() computed.")
       .def_property_readonly("kv_cache_bytes", &PyModelDecodeLoop::kv_cache_bytes,
                              "Bytes of the KV cache (rows x layers x 2 x positions x kv_dim x 4).");
   def_generator_state(mg);

@@ -208,6 +208,14 @@ void GenerationConfig::validate() const {
     throw ValueError(msg.str());
   }
 
+  std::string constraints;  // names of the constraint fields that are set
+  for (const auto& [name, set] : {std::pair{"json_schema", json_schema.has_value()}, {"regex", regex.has_value()},
+                                  {"grammar", grammar.has_value()}, {"choices", !choices.empty()}})
+    if (set) constraints += (constraints.empty() ? "" : " and ") + std::string(name);
+  if (constraints.find(" and ") != std::string::npos)
+    throw ValueError("GenerationConfig: " + constraints + " are set together; json_schema, regex, grammar and choices "
+                     "are exclusive (at most one constraint)");
+
   // Then what every field of its kind needs (finite float32, token ids >= 0, non-empty
   // sequences), after the ranges above so that a field with a range reports that range.
 #define KVGEN_CONFIG_FIELD(kind, name, default_value, doc) check_kind(config_field::kind{}, #name, name);

@@ -136,7 +136,32 @@ bool Generator::done() const {
   return std::none_of(active_.begin(), active_.end(), [](uint8_t a) { return a != 0; });
 }
 
-void Generator::step(const float* logits, int64_t rows, int64_t vocab) {
+void Generator::check_allowed(const uint32_t* allowed) const {
+  if (!config().has_constraint()) {
+    if (allowed) throw ValueError("an allowed-token mask was given, but the GenerationConfig has no constraint");
+    return;
+  }
+  if (!allowed)
+    throw ValueError("the GenerationConfig has a constraint (json_schema, regex, grammar or choices): each step "
+                     "needs the allowed-token mask, which kvgen computes from a tokenizer (pass tokenizer= to the "
+                     "Generator)");
+  const int64_t words = (vocab_ + 31) / 32;
+  for (int64_t r = 0; r < rows(); ++r)
+    if (row_running(r) && !allows_any_token(allowed + r * words, vocab_))
+      throw ValueError("constrained decoding: the constraint allows no token for row " + std::to_string(r) +
+                       " (its mask is empty); the grammar cannot go on from the tokens generated so far");
+}
+
+void Generator::stop_row(int64_t r) {
+  if (beam_) throw ValueError("stop_row() is for greedy / sampling rows; beam search finishes through EOS");
+  if (r < 0 || r >= rows()) throw ValueError("stop_row: row " + std::to_string(r) + " is out of range");
+  if (!active_[r]) return;
+  active_[r] = 0;
+  reason_[r] = FinishReason::Stop;
+  next_tokens_[r] = pad_;
+}
+
+void Generator::step(const float* logits, int64_t rows, int64_t vocab, const uint32_t* allowed) {
   if (!started()) throw ValueError("call append_tokens(prompts) before step()");
   if (done()) throw ValueError("the generation is finished (is_done() is True): nothing more to step");
   if (rows != this->rows()) {
@@ -156,11 +181,12 @@ void Generator::step(const float* logits, int64_t rows, int64_t vocab) {
     vocab_ = vocab;
   }
   try {
+    check_allowed(allowed);
     seqs_.reserve_next();
     if (beam_)
-      step_beams(logits);
+      step_beams(logits, allowed);
     else
-      step_sampling(logits);
+      step_sampling(logits, allowed);
   } catch (...) {
     if (first) vocab_ = 0;  // a failed first step fixes no vocabulary
     throw;
@@ -200,9 +226,12 @@ StepTops Generator::compute_tops(const float* logits, bool processed_are_logprob
           keep_raw_ ? raw_top_lp_.data() : nullptr};
 }
 
-void Generator::step_sampling(const float* logits) {
+void Generator::step_sampling(const float* logits, const uint32_t* allowed) {
   // Every row's outcome first (the sampler and the stop rules may throw), then the commit.
-  sampler_.sample(logits, rows(), vocab_, seqs_.history(), DrawKeys{seed_, row_keys_.data(), steps_, mirostat_mu_.data()},
+  TokenHistory history = seqs_.history();
+  history.allowed = allowed;
+  history.allowed_stride = (vocab_ + 31) / 32;
+  sampler_.sample(logits, rows(), vocab_, history, DrawKeys{seed_, row_keys_.data(), steps_, mirostat_mu_.data()},
                   drawn_.data(), logprobs_.data(), processed_.data(), active_.data(),
                   config().top_logprobs ? norms_.data() : nullptr);
   if (keep_raw_) raw_log_sum_exp(logits);
@@ -228,15 +257,29 @@ void Generator::step_sampling(const float* logits) {
   }
 }
 
-void Generator::step_beams(const float* logits) {
+void Generator::step_beams(const float* logits, const uint32_t* allowed) {
   // HF: log_softmax of the raw logits, then the processors (and warpers when sampling).
   // kvgen's rule where HF gives NaN: +inf entries share the mass (-log count each).
+  // Constrained: the disallowed tokens are masked before the log-softmax, so that a beam's
+  // score is its log-probability among the allowed tokens (a beam forced through a token
+  // the grammar requires loses nothing).
   raw_log_sum_exp(logits);
   float* lp = processed_.data();
-  for (int64_t r = 0; r < rows(); ++r)
-    kernels::log_softmax_into(lp + r * vocab_, logits + r * vocab_, vocab_, raw_lse_[r]);
+  TokenHistory history = seqs_.history();
+  history.allowed = allowed;
+  history.allowed_stride = (vocab_ + 31) / 32;
+  for (int64_t r = 0; r < rows(); ++r) {
+    float* row = lp + r * vocab_;
+    if (!allowed) {
+      kernels::log_softmax_into(row, logits + r * vocab_, vocab_, raw_lse_[r]);
+      continue;
+    }
+    std::copy(logits + r * vocab_, logits + (r + 1) * vocab_, row);
+    mask_disallowed_tokens(row, vocab_, history.row(r).allowed);
+    kernels::log_softmax_into(row, row, vocab_, kernels::log_sum_exp(row, vocab_));
+  }
   const DrawKeys keys{seed_, row_keys_.data(), steps_, mirostat_mu_.data()};
-  sampler_.process(lp, rows(), vocab_, seqs_.history(), &keys);
+  sampler_.process(lp, rows(), vocab_, history, &keys);
   const StepTops tops = compute_tops(logits, true, nullptr);
   beam_->step(lp, keep_raw_ ? logits : nullptr, raw_lse_.data(), vocab_, seqs_, tops, stops_, seed_, input_keys_.data(),
               steps_, parents_.data(), next_tokens_.data());

@@ -11,7 +11,8 @@ namespace kvgen {
 
 ModelDecodeLoop::ModelDecodeLoop(Model& model, GenerationConfig config) : model_(model), gen_(std::move(config)) {}
 
-void ModelDecodeLoop::start(const std::vector<std::vector<int64_t>>& prompts, const std::vector<int64_t>& sequence_ids) {
+void ModelDecodeLoop::start(const std::vector<std::vector<int64_t>>& prompts, const std::vector<int64_t>& sequence_ids,
+                            const uint32_t* allowed) {
   const ModelConfig& mc = model_.config();
   int64_t longest = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
@@ -46,11 +47,13 @@ void ModelDecodeLoop::start(const std::vector<std::vector<int64_t>>& prompts, co
       std::copy(logits_.data() + b * per_input * mc.vocab_size, logits_.data() + (b * per_input + 1) * mc.vocab_size,
                 logits_.data() + (b * per_input + k) * mc.vocab_size);
     }
-  gen_.step(logits_.data(), rows, mc.vocab_size);
+  gen_.step(logits_.data(), rows, mc.vocab_size, allowed);
 }
 
-void ModelDecodeLoop::advance() {
+void ModelDecodeLoop::forward() {
   if (!cache_) throw ValueError("call start(prompts) first");
+  if (gen_.done()) throw ValueError("the generation is finished (is_done() is True): nothing more to step");
+  if (forwarded_step_ == gen_.steps()) throw ValueError("forward() was already called for this step: call step()");
   if (const int64_t* parents = gen_.beam_indices()) cache_->reorder(parents);
   const int64_t* next = gen_.next_tokens();
   chunks_.clear();
@@ -60,7 +63,12 @@ void ModelDecodeLoop::advance() {
     chunks_.push_back({r, &fed_[r], 1});
   }
   model_.forward(chunks_, *cache_, logits_.data(), false);
-  gen_.step(logits_.data(), gen_.rows(), model_.config().vocab_size);
+  forwarded_step_ = gen_.steps();
+}
+
+void ModelDecodeLoop::step(const uint32_t* allowed) {
+  if (forwarded_step_ != gen_.steps()) throw ValueError("call forward() before step()");
+  gen_.step(logits_.data(), gen_.rows(), model_.config().vocab_size, allowed);
 }
 
 }  // namespace kvgen

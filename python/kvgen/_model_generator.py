@@ -15,6 +15,7 @@ import numpy.typing as npt
 from kvgen import _core
 from kvgen._config import from_hf
 from kvgen._config_fields import check_field_names, with_overrides
+from kvgen._constraints import Constraint, RowMatchers, constraint_field
 from kvgen._core import GenerationConfig
 from kvgen._model import Model
 from kvgen._results import GenerationResult, GenerationStats, TextPiece, _result
@@ -129,6 +130,10 @@ class ModelGenerator:
     against the KV cache; the GIL is released during forward passes, and Ctrl-C stops
     between tokens: an interrupted ``generate()`` keeps what it generated in ``last_result``
     (finish reason ``"interrupted"``) and re-raises. ``last_stats`` times the last generation.
+
+    A constraint (``config.json_schema``, ``regex``, ``grammar`` or ``choices``) is compiled
+    against the model's tokenizer here (ValueError when invalid); during generation the next
+    token's mask is computed in a worker thread while the forward pass runs.
     """
 
     def __init__(self, model: Model, config: ConfigLike = None, *, output_raw_logprobs: bool = False,
@@ -140,6 +145,11 @@ class ModelGenerator:
         self.last_result: Optional[GenerationResult] = None
         self.last_stats = GenerationStats()
         self.kv_cache_bytes = 0
+        self._constraint: Optional[Constraint] = None
+        self._constraint_key: Any = None
+        self._matchers: Optional[RowMatchers] = None
+        if constraint_field(self.config) is not None:  # an invalid constraint raises here
+            self._constraint_for(self._effective_config(self.config))
 
     # --- settings ---------------------------------------------------------------------------
 
@@ -177,23 +187,56 @@ class ModelGenerator:
 
     # --- the loop ---------------------------------------------------------------------------
 
+    def _constraint_for(self, config: GenerationConfig) -> Constraint:
+        """The config's constraint compiled against the model's tokenizer (kept while the
+        constraint and the EOS ids stay the same)."""
+        key = (config.json_schema, config.regex, config.grammar, config.choices, config.eos_token_id)
+        if self._constraint is None or self._constraint_key != key:
+            constraint = Constraint(config, self.model)
+            constraint.check_vocab(self.model.vocab_size)
+            self._constraint, self._constraint_key = constraint, key
+        return self._constraint
+
     def _session(self, ids: list[list[int]], config: GenerationConfig,
                  sequence_ids: Optional[Sequence[int]] = None) -> _core._ModelDecodeLoop:
         strings = self.model.token_strings() if config.stop_strings or _dry_needs_texts(config) else None
         session = _core._ModelDecodeLoop(self.model._core, config, token_strings=strings,
                                          output_raw_logprobs=self.output_raw_logprobs)
         self.last_stats = GenerationStats(prompt_tokens=sum(len(p) for p in ids))
+        self._matchers = None
+        allowed = None
+        if constraint_field(config) is not None:
+            rows = len(ids) * (config.num_beams if config.num_beams > 1 else config.num_return_sequences)
+            self._matchers = self._constraint_for(config).rows(rows)
+            self._matchers.fill()
+            allowed = self._matchers.allowed
         start = time.perf_counter()
-        session.start(ids, sequence_ids=sequence_ids)
+        session.start(ids, sequence_ids=sequence_ids, allowed_tokens=allowed)
         self.last_stats.prefill_seconds = time.perf_counter() - start
         self.kv_cache_bytes = session.kv_cache_bytes
+        if self._matchers is not None:
+            self._follow_constraint(session, [True] * session.rows)
         return session
 
     def _advance(self, session: _core._ModelDecodeLoop) -> None:
         start = time.perf_counter()
-        session.advance()
+        if self._matchers is None:
+            session.advance()
+        else:
+            running = [True] * session.rows if session.num_beams > 1 else [r is None for r in session.finish_reasons]
+            self._matchers.fill_in_background()  # the next masks, while the forward pass runs (GIL released)
+            session.forward()
+            session.step(allowed_tokens=self._matchers.wait())
+            self._follow_constraint(session, running)
         self.last_stats.decode_seconds += time.perf_counter() - start
         self.last_stats.decode_steps += 1
+
+    def _follow_constraint(self, session: _core._ModelDecodeLoop, running: list[bool]) -> None:
+        """Feeds the step's tokens to the rows' matchers; rows whose grammar is complete
+        finish with the reason 'stop'."""
+        assert self._matchers is not None
+        for r in self._matchers.advance(session.next_tokens, running, session.beam_indices):
+            session._stop_row(r)
 
     def _text(self, tokens: npt.NDArray[np.int64], finish_reason: Optional[str], config: GenerationConfig,
               options: TextOptions) -> str:

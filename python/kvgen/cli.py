@@ -2,6 +2,7 @@
 
     kvgen generate "Once upon a time" --max-new-tokens 64
     kvgen generate --chat "What is the capital of France?" --temperature 0.7 --seed 1
+    kvgen generate --chat "Describe a cat" --json-schema cat.schema.json
     kvgen info
 
 Text streams to stdout as it is generated; a one-line summary (prompt tokens, new
@@ -41,6 +42,12 @@ def _parser() -> argparse.ArgumentParser:
                      help="stop when the text contains TEXT (repeatable)")
     gen.add_argument("--ignore-eos", action="store_true",
                      help="keep generating past the end-of-sequence token (for timing runs)")
+    constraint = gen.add_argument_group("structured output (at most one; only the constrained text is printed)")
+    constraint.add_argument("--json-schema", metavar="FILE", help="output JSON valid under the JSON schema in FILE")
+    constraint.add_argument("--regex", help="output text that full-matches this regular expression")
+    constraint.add_argument("--grammar", metavar="FILE", help="output text of the Lark (or GBNF) grammar in FILE")
+    constraint.add_argument("--choice", action="append", default=[], metavar="TEXT",
+                            help="output exactly one of the --choice texts (repeatable)")
     gen.add_argument("--threads", type=int, help="threads of the forward pass (default: the CPUs available)")
     gen.add_argument("--activations", choices=("int8x2", "int8", "float"),
                      help="what quantized weights multiply (default int8x2; see kvgen.Model.activations)")
@@ -81,9 +88,34 @@ def _config(args):
         fields["stop_strings"] = args.stop
     if args.ignore_eos:
         fields["min_new_tokens"] = args.max_new_tokens
+    fields.update(_constraint(args))
     config = kvgen.GenerationConfig(**fields)
     config.validate()
     return config
+
+
+def _read(path: str, option: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as e:
+        raise ValueError(f"{option} {path}: {e.strerror or e}") from None
+
+
+def _constraint(args) -> dict:
+    """The GenerationConfig constraint fields the options ask for."""
+    fields: dict = {}
+    if args.json_schema is not None:
+        fields["json_schema"] = _read(args.json_schema, "--json-schema")
+    if args.regex is not None:
+        fields["regex"] = args.regex
+    if args.grammar is not None:
+        fields["grammar"] = _read(args.grammar, "--grammar")
+    if args.choice:
+        fields["choices"] = args.choice
+    if len(fields) > 1:
+        raise ValueError("--json-schema, --regex, --grammar and --choice are exclusive: give at most one")
+    return fields
 
 
 def _generate(args) -> int:
@@ -108,7 +140,8 @@ def _generate(args) -> int:
         pieces = generator.chat_stream(messages) if args.num_beams == 1 else iter([generator.chat(messages)])
     else:
         pieces = generator.stream(prompt) if args.num_beams == 1 else iter([generator.generate(prompt)])
-        out.write(prompt)  # the continuation follows the prompt, as it would in the text
+        if not (args.json_schema or args.regex is not None or args.grammar or args.choice):
+            out.write(prompt)  # the continuation follows the prompt, as it would in the text
     for piece in pieces:
         out.write(piece)
         out.flush()

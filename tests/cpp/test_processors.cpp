@@ -166,6 +166,51 @@ void processors_edit_the_kept_candidates_after_a_filter() {
   CHECK_EQ(out, (std::vector<float>{1.5f, -kInf, 1, 1}));
 }
 
+// A 40-token row (two 32-bit words) allowing tokens 3, 31, 32 and 39: bit t % 32 of word t / 32.
+const std::vector<uint32_t> kAllowed = {(1u << 3) | (1u << 31), (1u << 0) | (1u << 7)};
+
+std::vector<float> masked(const std::vector<const LogitsProcessor*>& processors, std::vector<float> row) {
+  Workspace ws;
+  ws.reserve(static_cast<int64_t>(row.size()));
+  Candidates c(row.data(), static_cast<int64_t>(row.size()), ws);
+  RowContext ctx;
+  ctx.allowed = kAllowed.data();
+  for (const LogitsProcessor* p : processors) p->apply(c, ctx, ws);
+  c.materialize();
+  return row;
+}
+
+void allowed_tokens_mask_every_other_token() {
+  std::vector<float> row(40);
+  for (int i = 0; i < 40; ++i) row[i] = static_cast<float>(i);
+  const AllowedTokens mask;
+  const std::vector<float> out = masked({&mask}, row);
+  for (int i = 0; i < 40; ++i) {
+    const bool allowed = i == 3 || i == 31 || i == 32 || i == 39;
+    CHECK_EQ(out[i], allowed ? row[i] : -kInf);
+  }
+  // after a filter (sparse candidates): top-3 keeps 37, 38, 39; the mask leaves only 39
+  const TopK top3(3, 1);
+  const std::vector<float> sparse = masked({&top3, &mask}, row);
+  for (int i = 0; i < 40; ++i) CHECK_EQ(sparse[i], i == 39 ? 39.0f : -kInf);
+  // no mask: nothing changes
+  std::vector<float> free = row;
+  Workspace ws;
+  ws.reserve(40);
+  Candidates c(free.data(), 40, ws);
+  mask.apply(c, RowContext{}, ws);
+  CHECK_EQ(free, row);
+}
+
+void allows_any_token_looks_below_the_vocabulary_only() {
+  CHECK(allows_any_token(kAllowed.data(), 40));
+  const std::vector<uint32_t> only_39 = {0u, 1u << 7};
+  CHECK(allows_any_token(only_39.data(), 40));
+  CHECK(!allows_any_token(only_39.data(), 39));  // bit 39 lies beyond a 39-token vocabulary
+  const std::vector<uint32_t> none = {0u, 0u};
+  CHECK(!allows_any_token(none.data(), 64));
+}
+
 void describe_names_the_processor() {
   CHECK_EQ(TopK(40, 1).describe(), std::string("TopK(40)"));
   CHECK_EQ(RepetitionPenalty(1.5).describe(), std::string("RepetitionPenalty(1.5)"));
@@ -191,6 +236,8 @@ int main() {
       TEST_CASE(typical_of_a_uniform_row_keeps_by_position),
       TEST_CASE(log_softmax_normalizes),
       TEST_CASE(processors_edit_the_kept_candidates_after_a_filter),
+      TEST_CASE(allowed_tokens_mask_every_other_token),
+      TEST_CASE(allows_any_token_looks_below_the_vocabulary_only),
       TEST_CASE(describe_names_the_processor),
   });
 }

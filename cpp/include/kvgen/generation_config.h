@@ -44,6 +44,8 @@ struct SequenceBiasMap { using type = SequenceBias; };
 struct LogitBiasMap { using type = std::map<int64_t, double>; };       // token id -> bias
 struct EarlyStoppingRule { using type = EarlyStopping; };
 struct Seed { using type = std::optional<uint64_t>; };                 // None = a fresh seed per call
+struct OptionalText { using type = std::optional<std::string>; };      // a str or None
+struct JsonText { using type = std::optional<std::string>; };          // JSON text; Python: a dict or a str
 }  // namespace config_field
 
 // Every knob of a generation run; the members, their defaults and docs are listed in
@@ -64,6 +66,10 @@ struct GenerationConfig {
 
   // The seed of this run's draws: `seed`, or a fresh random one when it is None.
   uint64_t resolved_seed() const;
+
+  // True when the output is constrained (json_schema, regex, grammar or choices): each
+  // step then needs the allowed-token bitmask of every row.
+  bool has_constraint() const { return json_schema || regex || grammar || !choices.empty(); }
 
   // True when tokens are picked by argmax of the processed logits (no warpers).
   bool is_greedy() const { return !do_sample || temperature == 0.0; }

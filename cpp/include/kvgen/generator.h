@@ -42,7 +42,16 @@ class Generator {
 
   // One step: logits (rows, vocab) of the next token of every row, read in place.
   // Either completes or, when it throws, leaves the generator as it was.
-  void step(const float* logits, int64_t rows, int64_t vocab);
+  // allowed (rows, ceil(vocab / 32)) uint32, read in place: each row's allowed-token
+  // bitmask (llguidance's layout), required when the config has a constraint (json_schema,
+  // regex, grammar, choices) and refused otherwise. A running row that allows no token is
+  // a ValueError.
+  void step(const float* logits, int64_t rows, int64_t vocab, const uint32_t* allowed = nullptr);
+
+  // Finishes row r with FinishReason::Stop: its constraint is complete (the grammar takes
+  // no more tokens). Greedy / sampling only (under beam search the mask then allows only
+  // EOS); a finished row is left as it is.
+  void stop_row(int64_t r);
 
   bool started() const { return batch_ > 0; }
   bool done() const;
@@ -84,8 +93,9 @@ class Generator {
  private:
   void check_prompts(const std::vector<std::vector<int64_t>>& prompts, const std::vector<int64_t>& sequence_ids) const;
   void set_draw_keys(int64_t batch, int64_t per_input, const std::vector<int64_t>& sequence_ids);
-  void step_sampling(const float* logits);
-  void step_beams(const float* logits);
+  void check_allowed(const uint32_t* allowed) const;
+  void step_sampling(const float* logits, const uint32_t* allowed);
+  void step_beams(const float* logits, const uint32_t* allowed);
   void raw_log_sum_exp(const float* logits);
   // Mirostat's update of a row's mu after a token with this log-probability (nats).
   float next_mirostat_mu(float mu, float token_logprob) const;

@@ -23,10 +23,20 @@ class ModelDecodeLoop {
 
   // Checks that every prompt plus its new tokens fits the model's context (before any
   // work), allocates the KV cache, prefills and takes the first step. sequence_ids: as
-  // Generator::append_tokens (empty: 0, 1, 2, ...).
-  void start(const std::vector<std::vector<int64_t>>& prompts, const std::vector<int64_t>& sequence_ids = {});
-  // One decode step: reorder the cache for beam search, forward the last tokens, step.
-  void advance();
+  // Generator::append_tokens (empty: 0, 1, 2, ...). allowed: the first step's
+  // allowed-token bitmask under a constraint (see Generator::step).
+  void start(const std::vector<std::vector<int64_t>>& prompts, const std::vector<int64_t>& sequence_ids = {},
+             const uint32_t* allowed = nullptr);
+  // One decode step: forward(), then step(allowed).
+  void advance(const uint32_t* allowed = nullptr) {
+    forward();
+    step(allowed);
+  }
+  // The two halves of advance(), so that the caller can compute the next allowed-token
+  // mask while the forward pass runs: forward() reorders the cache for beam search and
+  // computes the logits of every running row's last token; step() picks the next tokens.
+  void forward();
+  void step(const uint32_t* allowed = nullptr);
   bool done() const { return gen_.done(); }
   const KVCache& cache() const { return *cache_; }
 
@@ -37,6 +47,7 @@ class ModelDecodeLoop {
   xt::xtensor<float, 2> logits_;    // (rows, vocab)
   std::vector<RowTokens> chunks_;
   std::vector<int64_t> fed_;        // (rows) the token each running row is fed
+  int64_t forwarded_step_ = -1;     // the generator step whose tokens forward() fed
 };
 
 }  // namespace kvgen

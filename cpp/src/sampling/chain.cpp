@@ -56,6 +56,7 @@ Chain make_chain(const GenerationConfig& cfg, const std::vector<std::string>* to
   if (!cfg.suppress_tokens.empty()) p.push_back(std::make_unique<SuppressTokens>(cfg.suppress_tokens, false, false));
   if (!cfg.begin_suppress_tokens.empty())
     p.push_back(std::make_unique<SuppressTokens>(cfg.begin_suppress_tokens, true, cfg.forced_bos_token_id.has_value()));
+  if (cfg.has_constraint()) p.push_back(std::make_unique<AllowedTokens>());
 
   if (!cfg.is_greedy()) {
     // HF: len(eos) + 1 under beam sampling, 2 when there is no EOS token.

@@ -194,6 +194,47 @@ std::string SuppressTokens::describe() const {
          " tokens)";
 }
 
+namespace {
+bool is_allowed(const uint32_t* words, int64_t id) { return (words[id >> 5] >> (id & 31)) & 1u; }
+}  // namespace
+
+void AllowedTokens::apply(Candidates& c, const RowContext& ctx, Workspace&) const {
+  const uint32_t* words = ctx.allowed;
+  if (!words) return;
+  float* v = c.values();
+  const int64_t n = c.size();
+  if (!c.dense()) {
+    for (int64_t j = 0; j < n; ++j)
+      if (!is_allowed(words, c.id_at(j))) v[j] = kNegInf;
+    return;
+  }
+  mask_disallowed_tokens(v, n, words);
+}
+
+void mask_disallowed_tokens(float* row, int64_t vocab, const uint32_t* words) {
+  // a word at a time: grammars usually allow few tokens, so most words are 0
+  for (int64_t base = 0; base < vocab; base += 32) {
+    const uint32_t w = words[base >> 5];
+    const int64_t end = std::min<int64_t>(base + 32, vocab);
+    if (w == 0xFFFFFFFFu) continue;
+    if (w == 0) {
+      std::fill(row + base, row + end, kNegInf);
+      continue;
+    }
+    for (int64_t t = base; t < end; ++t)
+      if (!((w >> (t - base)) & 1u)) row[t] = kNegInf;
+  }
+}
+
+bool allows_any_token(const uint32_t* words, int64_t vocab) {
+  const int64_t full = vocab >> 5;
+  for (int64_t i = 0; i < full; ++i)
+    if (words[i]) return true;
+  for (int64_t t = full << 5; t < vocab; ++t)
+    if (is_allowed(words, t)) return true;
+  return false;
+}
+
 // ---- warpers -------------------------------------------------------------------------
 
 void Temperature::apply(Candidates& c, const RowContext&, Workspace&) const {

@@ -18,6 +18,9 @@ struct RowContext {
   const int64_t* history = nullptr;  // (history_len) prompt + generated tokens
   int64_t history_len = 0;
   int64_t prompt_len = 0;            // leading tokens of history that are the prompt
+  // (ceil(vocab / 32)) constrained decoding: bit t % 32 of word t / 32 set when token t is
+  // allowed (llguidance's bitmask layout); nullptr: every token allowed.
+  const uint32_t* allowed = nullptr;
   // The key of the row's random draws (seed, sequence, step): processors that draw
   // (XTC) use their own Philox lane of it, so the row's draws do not depend on the batch.
   uint64_t seed = 0, sequence = 0, step = 0;

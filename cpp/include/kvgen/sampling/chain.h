@@ -6,17 +6,24 @@
 //   2. logit_bias                (kvgen)  9. remove_invalid_values
 //   3. repetition_penalty                10. suppress_tokens
 //   4. presence/frequency_penalty (kvgen) 11. begin_suppress_tokens
-//   4b. DRY                         (L)  -- warpers, only when sampling (do_sample and
-//   5. no_repeat_ngram_size                 temperature > 0) --
-//   6. bad_words_ids                     11b. top_n_sigma (L)   16. typical_p
-//   7. min_length, min_new_tokens,       12. temperature        17. epsilon_cutoff
-//      forced_bos_token_id               13. top_k (*)          18. eta_cutoff
-//                                        14. top_p              18b. XTC (L)
-//                                        15. min_p
-//                                        19. renormalize_logits (always last)
+//   4b. DRY                         (L)  12. allowed tokens (kvgen: json_schema, regex,
+//   5. no_repeat_ngram_size                  grammar, choices; llguidance's bitmask)
+//   6. bad_words_ids                     -- warpers, only when sampling (do_sample and
+//   7. min_length, min_new_tokens,          temperature > 0) --
+//      forced_bos_token_id               12b. top_n_sigma (L)   17. typical_p
+//                                        13. temperature        18. epsilon_cutoff
+//                                        14. top_k (*)          19. eta_cutoff
+//                                        15. top_p              19b. XTC (L)
+//                                        16. min_p
+//                                        20. renormalize_logits (always last)
+//
+// The allowed-token mask comes after every logits processor (a bias cannot revive a
+// token the grammar forbids) and before the warpers (top-k, top-p, ... see only allowed
+// tokens). Under beam search the Generator also applies it before the log-softmax, so
+// beam scores are log-probabilities over the allowed tokens.
 //
 // Mirostat (L, mirostat = 1 or 2) is a sampler: as in llama.cpp, it replaces the warpers
-// after the temperature (12 then mirostat's truncation; 11b, 13-18b are not applied), and
+// after the temperature (13 then mirostat's truncation; 12b, 14-19b are not applied), and
 // the token is drawn from what it keeps; the Generator updates each row's mu from the draw.
 // DRY sits with the penalties (llama.cpp: penalties, DRY, top-n-sigma, top-k, typical,
 // top-p, min-p, XTC, temperature); llama.cpp's XTC and top-n-sigma see the logits before

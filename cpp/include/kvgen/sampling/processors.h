@@ -133,6 +133,22 @@ class SuppressTokens : public LogitsProcessor {
   bool at_begin_, forced_bos_;
 };
 
+// Constrained decoding: tokens whose bit is clear in the row's allowed-token bitmask
+// (RowContext::allowed, computed by llguidance from a JSON schema, regex or grammar)
+// become -inf. Runs after the other logits processors and before the warpers, so top-k
+// and top-p choose among allowed tokens only. A row without a bitmask is left as it is.
+class AllowedTokens : public LogitsProcessor {
+ public:
+  void apply(Candidates& c, const RowContext& ctx, Workspace& ws) const override;
+  std::string describe() const override { return "AllowedTokens"; }
+};
+
+// Sets row[t] = -inf for every token t < vocab whose bit is clear in `words`.
+void mask_disallowed_tokens(float* row, int64_t vocab, const uint32_t* words);
+
+// True when `words` (ceil(vocab / 32) uint32) allows at least one token id < vocab.
+bool allows_any_token(const uint32_t* words, int64_t vocab);
+
 // ---- warpers: only when sampling ---------------------------------------------------
 
 // logits / temperature (HF TemperatureLogitsWarper).

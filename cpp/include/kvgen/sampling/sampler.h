@@ -17,7 +17,8 @@ namespace kvgen {
 
 // The token history of each row: ids (rows, stride) row-major, the first `length`
 // (or lengths[r]) of each row valid, of which the first prompt_length (or
-// prompt_lengths[r]) are the prompt.
+// prompt_lengths[r]) are the prompt. Also each row's allowed-token bitmask under
+// constrained decoding: allowed (rows, allowed_stride) uint32 words, or nullptr.
 struct TokenHistory {
   const int64_t* ids = nullptr;
   int64_t stride = 0;
@@ -25,10 +26,13 @@ struct TokenHistory {
   const int64_t* lengths = nullptr;
   int64_t prompt_length = 0;
   const int64_t* prompt_lengths = nullptr;
+  const uint32_t* allowed = nullptr;
+  int64_t allowed_stride = 0;
 
   RowContext row(int64_t r) const {
     const int64_t len = lengths ? lengths[r] : length;
-    return {ids ? ids + r * stride : nullptr, len, prompt_lengths ? prompt_lengths[r] : prompt_length};
+    return {ids ? ids + r * stride : nullptr, len, prompt_lengths ? prompt_lengths[r] : prompt_length,
+            allowed ? allowed + r * allowed_stride : nullptr};
   }
 };
 
