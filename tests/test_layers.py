@@ -15,12 +15,14 @@ PACKAGE = Path(kvgen.__file__).parent
 #: Lowest first. A module may import modules of its own layer or of lower ones, never of higher.
 LAYERS = [
     ("core", ["kvgen._core"]),
-    ("helpers", ["kvgen._config", "kvgen._processor", "kvgen._chat", "kvgen._rope", "kvgen._quantize"]),
+    ("helpers", ["kvgen._config", "kvgen._processor", "kvgen._chat", "kvgen._rope", "kvgen._quantize",
+                 "kvgen._detokenize"]),
     ("loaders", ["kvgen._checkpoint", "kvgen._gguf_file", "kvgen._gguf_metadata", "kvgen._gguf_tokenizer",
                  "kvgen._gguf"]),
     ("model", ["kvgen._model", "kvgen._default_model"]),
-    ("generation", ["kvgen._results", "kvgen._model_generator", "kvgen._generate"]),
+    ("generation", ["kvgen._results", "kvgen._engine", "kvgen._model_generator", "kvgen._generate"]),
     ("package", ["kvgen"]),
+    ("server", ["kvgen.server"]),
     ("CLI", ["kvgen.cli", "kvgen.__main__", "kvgen.demo"]),
 ]
 LAYER_OF = {module: rank for rank, (_, modules) in enumerate(LAYERS) for module in modules}

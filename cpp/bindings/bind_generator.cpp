@@ -296,6 +296,12 @@ void def_generator_state(py::class_<W>& cls) {
           "the generator's own buffer: no copy, never freed while the generator lives, overwritten by the next step "
           "(a step that raises may leave it partly written). None "
           "before the first step.")
+      .def(
+          "max_new_tokens",
+          [](W& w, int64_t prompt_length) {
+            return w.read([&](Generator& g) { return g.max_new_tokens(prompt_length); });
+          },
+          py::arg("prompt_length"), "New tokens a prompt of this length may generate at most (the config's limit).")
       .def("_hypotheses", [](W& w) { return hypotheses_of(w.read([](Generator& g) { return g.results(); })); });
 }
 

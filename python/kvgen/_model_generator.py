@@ -10,6 +10,7 @@ from typing import Iterator, Optional, Sequence
 
 from kvgen import _core
 from kvgen._core import GenerationConfig
+from kvgen._detokenize import IncrementalText
 from kvgen._results import GenerationResult, GenerationStats, _result
 
 
@@ -58,10 +59,11 @@ class ModelGenerator:
             return [self.model.encode(p) for p in prompts], True, False
         return [[int(t) for t in p] for p in prompts], False, False
 
-    def _effective_config(self, extra_eos: Sequence[Optional[int]] = ()) -> GenerationConfig:
-        """The config, with the model's EOS id when it names none (as transformers falls
-        back to the model's generation config), plus ``extra_eos``."""
-        config = self.config
+    def _effective_config(self, extra_eos: Sequence[Optional[int]] = (),
+                          config: Optional[GenerationConfig] = None) -> GenerationConfig:
+        """The config (default: the generator's), with the model's EOS id when it names none
+        (as transformers falls back to the model's generation config), plus ``extra_eos``."""
+        config = self.config if config is None else config
         given = _as_list(config.eos_token_id)
         ids = list(given)
         if config.eos_token_id is None:
@@ -116,6 +118,28 @@ class ModelGenerator:
         best = [per[0] for per in result.texts]
         return best[0] if single else best
 
+    def generate_batch(self, prompts: Sequence, configs: Optional[Sequence[GenerationConfig]] = None, *,
+                       max_batch: int = 8, progress: bool = False) -> list:
+        """Generates for many prompts (str or token-id lists), each with its own config
+        (default: the generator's), through one continuously batched model: at most
+        ``max_batch`` rows decode together, and a finished prompt's rows go to the next one.
+        Returns, in input order, what ``generate(prompt)`` returns for each; ``progress``
+        shows a tqdm bar. Each prompt gets the same tokens as its own ``generate`` call."""
+        from kvgen._engine import run_batch
+
+        ids, as_text, _ = self._prompts(prompts)
+        configs = [self.config] * len(ids) if configs is None else list(configs)
+        if len(configs) != len(ids):
+            raise ValueError(f"got {len(configs)} configs for {len(ids)} prompts")
+        results = run_batch(self.model, ids, [self._effective_config(config=c) for c in configs],
+                            max_batch=max_batch, progress=progress)
+        for result in results:
+            if self.model.tokenizer is not None:
+                result.texts = [[self.model.decode(s, self.skip_special_tokens) for s in per]
+                                for per in result.sequences]
+        self.last_result = None
+        return [r.texts[0][0] for r in results] if as_text else results  # type: ignore[index]
+
     def stream(self, prompt, sequence_ids: Optional[Sequence[int]] = None) -> Iterator:
         """Yields text pieces for a str prompt (one prompt, one sequence); for token ids, the
         int64 [rows] array of each step's tokens. ``sequence_ids``: one int per prompt, keys
@@ -129,19 +153,12 @@ class ModelGenerator:
     def _stream(self, ids, as_text: bool, config: GenerationConfig, skip_special: bool,
                 sequence_ids: Optional[Sequence[int]] = None) -> Iterator:
         session = self._session(ids, config, sequence_ids)
-        # Incremental detokenisation: each step decodes only the tokens since the last piece
-        # (read), with those of the piece before as context (prefix), so a step costs the same
-        # at any length and decoders that strip a leading space treat both decodes alike.
-        prefix = read = 0
+        text = IncrementalText(lambda tokens: self.model.decode(tokens, skip_special))
         while True:
             if as_text:
-                generated = session.sequences[0][len(ids[0]):]
-                before = self.model.decode(generated[prefix:read], skip_special)
-                text = self.model.decode(generated[prefix:], skip_special)
-                # wait for whole UTF-8 characters, except at the end (invalid bytes stay U+FFFD)
-                if (session.is_done() or not text.endswith("\ufffd")) and len(text) > len(before):
-                    yield text[len(before):]
-                    prefix, read = read, len(generated)
+                piece = text.update(session.sequences[0][len(ids[0]):], final=session.is_done())
+                if piece:
+                    yield piece
             else:
                 yield session.next_tokens
             if session.is_done():
