@@ -16,7 +16,7 @@ PACKAGE = Path(kvgen.__file__).parent
 LAYERS = [
     ("core", ["kvgen._core"]),
     ("helpers", ["kvgen._config", "kvgen._processor", "kvgen._chat", "kvgen._rope", "kvgen._quantize",
-                 "kvgen._detokenize"]),
+                 "kvgen._detokenize", "kvgen._openai_request"]),
     ("loaders", ["kvgen._checkpoint", "kvgen._gguf_file", "kvgen._gguf_metadata", "kvgen._gguf_tokenizer",
                  "kvgen._gguf"]),
     ("model", ["kvgen._model", "kvgen._default_model"]),
