@@ -23,6 +23,7 @@
 #include "kvgen/errors.h"
 #include "kvgen/limits.h"
 #include "kvgen/model/kv_cache.h"
+#include "kvgen/model_decode_loop.h"
 #include "py_model.h"
 
 namespace py = pybind11;
@@ -137,6 +138,7 @@ class PyModelSlots {
 }  // namespace
 
 void register_slots(py::module_& m) {
+  m.attr("_PREFILL_CHUNK") = kPrefillChunk;  // the engine cuts prompts as ModelDecodeLoop does
   py::class_<PyModelSlots>(m, "_ModelSlots",
                            "A model's KV cache of `slots` rows and their logits, for continuous batching "
                            "(kvgen._engine).")

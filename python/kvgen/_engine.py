@@ -8,14 +8,15 @@ seed, stop rules) whose rows are a contiguous range of slots, so its step reads
 1. takes new and cancelled requests; a finished or cancelled request gives its slots back;
 2. admits waiting requests, first come first served, while their rows fit in free slots;
 3. runs one forward pass over every running row's last token plus prompt chunks of
-   requests still prefilling (at most ``prefill_chunk`` prompt tokens per pass, so a long
+   requests still prefilling (at most PREFILL_CHUNK prompt tokens per pass, so a long
    prompt delays the others by at most one chunk);
 4. steps each request whose logits are ready and reports the new tokens.
 
-Prompts are cut into chunks at fixed offsets from their start (0, C, 2C, ...), and the
-model computes each row from its own tokens and cache only (the quantized kernels keep
-one accumulator per row), so greedy and seeded outputs do not depend on what else is in
-the batch: tests/test_engine.py checks the logits bit for bit.
+Prompts are cut into chunks at fixed offsets from their start (0, C, 2C, ...), as
+``Generator(model, config).generate`` cuts them, and the model computes each row from its
+own tokens and cache only (the quantized kernels keep one accumulator per row), so greedy
+and seeded outputs do not depend on what else is in the batch and equal those of a
+single ``generate`` call: tests/test_engine.py checks the logits bit for bit.
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ from kvgen import _core
 from kvgen._core import GenerationConfig
 from kvgen._results import GenerationResult, _result
 
-#: Prompt tokens per forward pass at most (one chunk of one prompt, or several short ones).
-DEFAULT_PREFILL_CHUNK = 128
+#: Prompt tokens per forward pass at most (one chunk of one prompt, or several short ones):
+#: the chunk size of ModelDecodeLoop's prefill, so that a prompt is cut the same way there.
+PREFILL_CHUNK = _core._PREFILL_CHUNK
 
 
 @dataclass
@@ -107,14 +109,10 @@ class Engine:
     cache is allocated untouched, so only the positions used take memory.
     """
 
-    def __init__(self, model, slots: int = 8, context: Optional[int] = None,
-                 prefill_chunk: int = DEFAULT_PREFILL_CHUNK):
-        if prefill_chunk < 1:
-            raise ValueError(f"prefill_chunk must be >= 1, got {prefill_chunk}")
+    def __init__(self, model, slots: int = 8, context: Optional[int] = None):
         self.model = model
         self._slots = _core._ModelSlots(model._core, slots, context or model.context_length)
         self._logits = self._slots.logits  # (slots, vocab) view, valid as long as _slots
-        self.prefill_chunk = prefill_chunk
         self._free = [True] * slots
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()  # new requests, and None to wake the loop
         self._waiting: list[Request] = []
@@ -254,12 +252,12 @@ class Engine:
 
     def _step(self) -> None:
         chunks, ready = [], []
-        budget = self.prefill_chunk
+        budget = PREFILL_CHUNK
         for r in self._active:
             first = r.first_slot
             assert first is not None
             if r.prefilling:
-                piece = r.prompt[r.cached:r.cached + self.prefill_chunk]  # offsets fixed by the prompt alone
+                piece = r.prompt[r.cached:r.cached + PREFILL_CHUNK]  # offsets fixed by the prompt alone
                 if piece.size > budget:
                     continue
                 budget -= piece.size
