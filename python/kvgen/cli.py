@@ -58,6 +58,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-batch", type=int, default=8, help="rows decoded together at most (8)")
     serve.add_argument("--threads", type=int, help="threads of the forward pass (default: the CPUs available)")
     serve.add_argument("--api-key", help="require 'Authorization: Bearer KEY' on every request")
+    serve.add_argument("--activations", choices=("int8x2", "int8", "float"),
+                       help="what quantized weights multiply (default int8x2; see kvgen.Model.activations)")
 
     info = commands.add_parser("info", help="describe a model", description="Prints what a model file holds.")
     _model_argument(info)
@@ -143,7 +145,7 @@ def _serve(args) -> int:
     if args.max_batch < 1:
         raise ValueError(f"--max-batch must be at least 1, got {args.max_batch}")
     _set_threads(args.threads)
-    model = _load(args.model)
+    model = _load(args.model, activations=args.activations)
     print(f"kvgen serve: {model.path.name} on http://{args.host}:{args.port}/v1 (max batch {args.max_batch})",
           file=sys.stderr, flush=True)
     serve(model, host=args.host, port=args.port, max_batch=args.max_batch, api_key=args.api_key)
