@@ -350,8 +350,10 @@ def run_batch(model, prompts: Sequence[Sequence[int]], configs: Sequence[Generat
     context = max(1, min(need, model.context_length))  # longer requests fail in submit, naming the overflow
     bar = None
     if progress:
-        from tqdm.auto import tqdm
-
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:
+            raise ImportError("progress=True shows a tqdm bar: pip install tqdm") from None
         bar = tqdm(total=len(prompts), unit="prompt")
     try:
         with Engine(model, slots=max_batch, context=context) as engine:

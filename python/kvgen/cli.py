@@ -140,8 +140,10 @@ def _set_threads(threads: Optional[int]) -> None:
 
 
 def _serve(args) -> int:
-    from kvgen.server import serve
-
+    try:
+        from kvgen.server import serve
+    except ImportError as e:
+        raise RuntimeError(f"kvgen serve needs FastAPI and uvicorn: pip install 'kvgen[serve]' ({e})") from None
     if args.max_batch < 1:
         raise ValueError(f"--max-batch must be at least 1, got {args.max_batch}")
     _set_threads(args.threads)
