@@ -11,12 +11,12 @@ Q4_1 by default) with the same thread count, pinned to the same cores when --pin
   --n_ctx 2048 --interrupt_requests False`` from the ``--llama-python`` interpreter
   (llama-cpp-python's ``[server]`` extra; one request at a time, the others queue).
 
-For N in 1, 4, 8, 16, N clients in this process start together
-(a thread each, http.client) each sends its own 64-token prompt (its index first, so no server reuses another's prompt
-cache) to /v1/completions with ``stream: true``, ``max_tokens: 128``, ``temperature: 0`` and
-EOS banned by ``logit_bias`` (every stream is exactly 128 tokens; checked by its
-``finish_reason: length``). The engines are interleaved (A B, then B A, ...) for --rounds
-rounds. Per engine and N:
+For N in 1, 4, 8, 16, N clients in this process (a thread each, http.client) start
+together; each sends its own 64-token prompt (the round and its index first, so no server
+answers from a cached prompt prefix) to /v1/completions with ``stream: true``,
+``max_tokens: 128``, ``temperature: 0`` and EOS banned by ``logit_bias`` (every stream is
+exactly 128 tokens; checked by its ``finish_reason: length``). The engines are
+interleaved (A B, then B A, ...) for --rounds rounds. Per engine and N:
 
 * total tokens/s = N x 128 / (time from the first request sent to the last stream's end),
   median and min-max over the rounds;
@@ -76,11 +76,12 @@ def start(cmd: list[str], port: int, pin: str | None) -> subprocess.Popen:
     raise RuntimeError(f"server did not start: {' '.join(cmd)}")
 
 
-def prompts(model, count: int) -> list[str]:
-    """count texts of PROMPT_TOKENS tokens each, client i's starting with its index."""
+def prompts(model, count: int, round_: int) -> list[str]:
+    """count texts of PROMPT_TOKENS tokens each, client i's starting with the round and its
+    index: no prompt repeats, so no server answers from a cached prefix."""
     out = []
     for i in range(count):
-        ids = model.encode(f"{i}." + FILLER * 8, add_special_tokens=False)[:PROMPT_TOKENS]
+        ids = model.encode(f"{round_}-{i}." + FILLER * 8, add_special_tokens=False)[:PROMPT_TOKENS]
         text = model.decode(ids)
         assert len(model.encode(text, add_special_tokens=False)) == PROMPT_TOKENS
         out.append(text)
@@ -206,15 +207,15 @@ def main() -> int:
                            harness.Column("ITL p50", 9, lambda r: f"{r[2]['itl_p50_ms']:.1f} ms"),
                            harness.Column("ITL p99", 9, lambda r: f"{r[2]['itl_p99_ms']:.1f} ms")])
     try:
-        texts = prompts(model, max(counts))
         for name in engines:  # warm-up: load pages, fill caches
-            one_run(ports[name], texts[:2], 8, eos)
+            one_run(ports[name], prompts(model, 2, -1), 8, eos)
         table.print_header()
         for n in counts:
             runs: dict = {name: [] for name in engines}
             for r in range(args.rounds):
+                texts = prompts(model, n, r)  # the same texts for both engines
                 for name in engines if r % 2 == 0 else engines[::-1]:
-                    runs[name].append(one_run(ports[name], texts[:n], new_tokens, eos))
+                    runs[name].append(one_run(ports[name], texts, new_tokens, eos))
             for name in engines:
                 results[name][str(n)] = summary(runs[name])
                 table.print_row((name, n, results[name][str(n)]))

@@ -208,10 +208,21 @@ class Engine:
                 for r in self._active + self._waiting:
                     self._finish(r, cancelled=True)
                 return
-            self._drop_cancelled()
-            self._admit()
-            if self._active:
-                self._step()
+            try:
+                self._drop_cancelled()
+                self._admit()
+                if self._active:
+                    self._step()
+            except Exception as e:  # a bug of the scheduler fails the requests it holds, not the thread
+                self._fail_all(e)
+
+    def _fail_all(self, error: BaseException) -> None:
+        held, self._active, self._waiting = self._active + self._waiting, [], []
+        self._free = [True] * self.slots
+        for r in held:
+            if not r.done():
+                r.error = error
+                r._done.set()
 
     def _take_inbox(self, block: bool) -> None:
         try:

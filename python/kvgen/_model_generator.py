@@ -11,6 +11,7 @@ from typing import Iterator, Optional, Sequence
 from kvgen import _core
 from kvgen._core import GenerationConfig
 from kvgen._detokenize import IncrementalText
+from kvgen._engine import run_batch
 from kvgen._results import GenerationResult, GenerationStats, _result
 
 
@@ -125,8 +126,6 @@ class ModelGenerator:
         ``max_batch`` rows decode together, and a finished prompt's rows go to the next one.
         Returns, in input order, what ``generate(prompt)`` returns for each; ``progress``
         shows a tqdm bar. Each prompt gets the same tokens as its own ``generate`` call."""
-        from kvgen._engine import run_batch
-
         ids, as_text, _ = self._prompts(prompts)
         configs = [self.config] * len(ids) if configs is None else list(configs)
         if len(configs) != len(ids):

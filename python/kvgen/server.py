@@ -251,12 +251,12 @@ def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None,
     app = FastAPI(title="kvgen", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
     app.state.engine = engine
 
-    @app.middleware("http")
-    async def check_api_key(request: Request, call_next):
-        if api_key is not None and request.url.path != "/health":
-            if request.headers.get("authorization") != f"Bearer {api_key}":
+    if api_key is not None:  # a middleware only when needed: it sits between the engine and every stream
+        @app.middleware("http")
+        async def check_api_key(request: Request, call_next):
+            if request.url.path != "/health" and request.headers.get("authorization") != f"Bearer {api_key}":
                 return _error_response(ApiError("Incorrect API key provided.", code="invalid_api_key", status=401))
-        return await call_next(request)
+            return await call_next(request)
 
     @app.exception_handler(ApiError)
     async def api_error(request: Request, e: ApiError):
