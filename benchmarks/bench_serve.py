@@ -169,9 +169,13 @@ def main() -> int:
     parser.add_argument("--pin", default=None, help="taskset core list for both servers, e.g. 0,1")
     parser.add_argument("--activations", choices=("int8x2", "int8", "float"), default="int8x2",
                         help="kvgen serve --activations (default int8x2, kvgen's default)")
+    parser.add_argument("--clients", default=None,
+                        help="comma-separated client counts (default 1,4,8,16; 1,4 with --quick)")
     parser.add_argument("--new-tokens", type=int, default=None, help="new tokens per stream (128; 32 with --quick)")
     args = harness.parse_args(parser)
-    counts = [1, 4] if args.quick else [1, 4, 8, 16]
+    counts = [int(c) for c in args.clients.split(",")] if args.clients else [1, 4] if args.quick else [1, 4, 8, 16]
+    if 1 not in counts:
+        parser.error("--clients must include 1 (the targets compare with it)")
     new_tokens = args.new_tokens or (32 if args.quick else 128)
     path = args.model or str(kvgen.default_model_path())
     model = kvgen.Model.load(path)
