@@ -16,12 +16,14 @@ PACKAGE = Path(kvgen.__file__).parent
 LAYERS = [
     ("core", ["kvgen._core"]),
     ("helpers", ["kvgen._config_fields", "kvgen._config", "kvgen._processor", "kvgen._chat", "kvgen._rope",
-                 "kvgen._quantize"]),
+                 "kvgen._quantize", "kvgen._detokenize", "kvgen._openai_request"]),
     ("loaders", ["kvgen._checkpoint", "kvgen._gguf_file", "kvgen._gguf_metadata", "kvgen._gguf_tokenizer",
                  "kvgen._gguf"]),
     ("model", ["kvgen._model", "kvgen._default_model"]),
-    ("generation", ["kvgen._results", "kvgen._constraints", "kvgen._model_generator", "kvgen._generate"]),
+    ("generation", ["kvgen._results", "kvgen._constraints", "kvgen._engine", "kvgen._model_generator",
+                    "kvgen._generate"]),
     ("package", ["kvgen"]),
+    ("server", ["kvgen.server"]),
     ("CLI", ["kvgen.cli", "kvgen.__main__", "kvgen.demo"]),
 ]
 LAYER_OF = {module: rank for rank, (_, modules) in enumerate(LAYERS) for module in modules}

@@ -15,7 +15,7 @@ import transformers
 
 import kvgen
 from hf_models import save_text_gpt2
-from kvgen._model_generator import _StopStringFilter
+from kvgen._detokenize import StopStringFilter
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +97,7 @@ def test_stop_string_kept_by_default_and_cut_on_request(text_model):
     (["x", "STOP"], ["STOP", "ST"], ["x"]),                        # the earliest stop string wins
 ])
 def test_stop_string_filter_holds_back_only_what_may_start_a_stop(pieces, stops, expected):
-    stop_filter = _StopStringFilter(stops)
+    stop_filter = StopStringFilter(stops)
     out = [stop_filter.feed(p) for p in pieces]
     out.append(stop_filter.flush())
     text = "".join(pieces)

@@ -389,6 +389,12 @@ void def_generator_state(py::class_<W>& cls) {
                                   matrix_or_none(o.raw_top_ids, o.n), matrix_or_none(o.raw_top_lp, o.n));
           },
           "(logprobs, top_token_ids, top_logprobs, raw_top_token_ids, raw_top_logprobs) of the last step per row.")
+      .def(
+          "max_new_tokens",
+          [](W& w, int64_t prompt_length) {
+            return w.read([&](Generator& g) { return g.max_new_tokens(prompt_length); });
+          },
+          py::arg("prompt_length"), "New tokens a prompt of this length may generate at most (the config's limit).")
       .def("_hypotheses", [](W& w) { return hypotheses_of(w.read([](Generator& g) { return g.results(); })); })
       .def(
           "_stop_row", [](W& w, int64_t r) { w.read([r](Generator& g) { g.stop_row(r); return 0; }); }, py::arg("row"),

@@ -10,6 +10,7 @@ void register_generation_config(py::module_& m);
 void register_sampling(py::module_& m);
 void register_generator(py::module_& m);
 void register_model(py::module_& m);
+void register_slots(py::module_& m);
 void register_quant(py::module_& m);
 }  // namespace kvgen::bindings
 
@@ -25,6 +26,7 @@ PYBIND11_MODULE(_core, m) {
   kvgen::bindings::register_generation_config(m);
   kvgen::bindings::register_sampling(m);
   kvgen::bindings::register_model(m);
+  kvgen::bindings::register_slots(m);
   kvgen::bindings::register_generator(m);
   kvgen::bindings::register_quant(m);
 }

@@ -36,11 +36,20 @@ void ModelDecodeLoop::start(const std::vector<std::vector<int64_t>>& prompts, co
   logits_ = xt::xtensor<float, 2>::from_shape({static_cast<size_t>(rows), static_cast<size_t>(mc.vocab_size)});
   fed_.assign(rows, 0);
 
-  // Prefill the first row of each input in one batched pass; the others copy it.
-  chunks_.clear();
-  for (size_t i = 0; i < prompts.size(); ++i)
-    chunks_.push_back({static_cast<int64_t>(i) * per_input, prompts[i].data(), static_cast<int64_t>(prompts[i].size())});
-  model_.forward(chunks_, *cache_, logits_.data(), false);
+  // Prefill the first row of each input, a chunk of every prompt per batched pass (a row's
+  // logits come from its last chunk); the other rows copy it.
+  int64_t longest_prompt = 0;
+  for (const auto& p : prompts) longest_prompt = std::max(longest_prompt, static_cast<int64_t>(p.size()));
+  for (int64_t start = 0; start < longest_prompt; start += kPrefillChunk) {
+    chunks_.clear();
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      const int64_t len = static_cast<int64_t>(prompts[i].size());
+      if (len > start)
+        chunks_.push_back({static_cast<int64_t>(i) * per_input, prompts[i].data() + start,
+                           std::min(kPrefillChunk, len - start)});
+    }
+    model_.forward(chunks_, *cache_, logits_.data(), false);
+  }
   for (int64_t b = 0; b < gen_.batch_size(); ++b)
     for (int64_t k = 1; k < per_input; ++k) {
       cache_->copy_row(b * per_input, b * per_input + k);

@@ -17,6 +17,8 @@ from kvgen._config import from_hf
 from kvgen._config_fields import check_field_names, with_overrides
 from kvgen._constraints import Constraint, RowMatchers, constraint_field
 from kvgen._core import GenerationConfig
+from kvgen._detokenize import IncrementalText, StopStringFilter, cut_at_stop
+from kvgen._engine import run_batch
 from kvgen._model import Model
 from kvgen._results import GenerationResult, GenerationStats, TextPiece, _result
 
@@ -62,43 +64,6 @@ def _as_config(config: ConfigLike) -> GenerationConfig:
     if isinstance(config, GenerationConfig):
         return config
     return from_hf(config)
-
-
-def _cut_at_stop(text: str, stop_strings: Sequence[str]) -> Optional[int]:
-    """Where the first stop string starts in ``text``, or None."""
-    found = [i for i in (text.find(s) for s in stop_strings) if i >= 0]
-    return min(found) if found else None
-
-
-class _StopStringFilter:
-    """Streams text without the stop string: holds back the end of the text while it could be
-    the start of one, until the next piece shows whether it is, and ends at the stop string."""
-
-    def __init__(self, stop_strings: Sequence[str]):
-        self.stop_strings = list(stop_strings)
-        self.pending, self.stopped = "", False
-
-    def _held(self, text: str) -> int:
-        """The length of the longest end of ``text`` that begins a stop string."""
-        longest = min(len(text), max(len(s) for s in self.stop_strings) - 1)
-        return next((k for k in range(longest, 0, -1) if any(s.startswith(text[-k:]) for s in self.stop_strings)), 0)
-
-    def feed(self, piece: str) -> str:
-        if self.stopped:
-            return ""
-        self.pending += piece
-        cut = _cut_at_stop(self.pending, self.stop_strings)
-        if cut is not None:
-            self.stopped = True
-            out, self.pending = self.pending[:cut], ""
-            return out
-        ready = len(self.pending) - self._held(self.pending)
-        out, self.pending = self.pending[:ready], self.pending[ready:]
-        return out
-
-    def flush(self) -> str:
-        out, self.pending = ("" if self.stopped else self.pending), ""
-        return out
 
 
 class ModelGenerator:
@@ -242,7 +207,7 @@ class ModelGenerator:
               options: TextOptions) -> str:
         text = self.model.decode(tokens, options.skip_special_tokens)
         if finish_reason == "stop" and config.stop_strings and not options.include_stop_str_in_output:
-            cut = _cut_at_stop(text, config.stop_strings)
+            cut = cut_at_stop(text, config.stop_strings)
             text = text if cut is None else text[:cut]
         return text
 
@@ -294,6 +259,26 @@ class ModelGenerator:
         best = [per[0] for per in result.texts]
         return best[0] if single else best
 
+    def generate_batch(self, prompts: Sequence[Any], configs: Optional[Sequence[ConfigLike]] = None, *,
+                       max_batch: int = 8, progress: bool = False) -> list[Any]:
+        """Generates for many prompts (str or token-id lists), each with its own config
+        (default: the generator's), through one continuously batched model: at most
+        ``max_batch`` rows decode together, and a finished prompt's rows go to the next one.
+        Returns, in input order, what ``generate(prompt)`` returns for each; ``progress``
+        shows a tqdm bar. Each prompt gets the same tokens as its own ``generate`` call."""
+        ids, as_text, _ = self._prompts(prompts)
+        given = [self.config] * len(ids) if configs is None else list(configs)
+        if len(given) != len(ids):
+            raise ValueError(f"got {len(given)} configs for {len(ids)} prompts")
+        per_prompt = [self._effective_config(_as_config(c)) for c in given]
+        results = run_batch(self.model, ids, per_prompt, max_batch=max_batch, progress=progress)
+        for result, config in zip(results, per_prompt):
+            if self.model.tokenizer is not None:
+                result.texts = [[self._text(s, r, config, self.text_options) for s, r in zip(per, reasons)]
+                                for per, reasons in zip(result.sequences, result.finish_reasons)]
+        self.last_result = None
+        return [r.texts[0][0] for r in results] if as_text else results  # type: ignore[index]
+
     # --- stream -----------------------------------------------------------------------------
 
     @overload
@@ -319,7 +304,7 @@ class ModelGenerator:
                 sequence_ids: Optional[Sequence[int]] = None) -> Iterator[Any]:
         session = self._session(ids, config, sequence_ids)
         trim = as_text and not options.include_stop_str_in_output
-        stop_filter = _StopStringFilter(config.stop_strings) if trim and config.stop_strings else None
+        stop_filter = StopStringFilter(config.stop_strings) if trim and config.stop_strings else None
         try:
             for piece in self._pieces(session, ids, as_text, options):
                 if stop_filter is None:
@@ -337,22 +322,17 @@ class ModelGenerator:
                 options: TextOptions) -> Iterator[Any]:
         """Steps ``session`` to the end, yielding each step's new text (or tokens)."""
         skip_special = options.skip_special_tokens
-        # Incremental detokenisation: each step decodes only the tokens since the last piece
-        # (read), with those of the piece before as context (prefix), so a step costs the same
-        # at any length and decoders that strip a leading space treat both decodes alike.
-        prefix = read = 0
-        pending: list = []  # each step's (logprobs, top ids, top log-probs, ...) since the last piece
+        text = IncrementalText(lambda tokens: self.model.decode(tokens, skip_special))
+        read = 0  # generated tokens already in a piece
+        pending: list[tuple[Any, ...]] = []  # each step's (logprobs, top ids, ...) since the last piece
         while True:
             if as_text:
                 generated = session.sequences[0][len(ids[0]):]
-                before = self.model.decode(generated[prefix:read], skip_special)
-                text = self.model.decode(generated[prefix:], skip_special)
-                # wait for whole UTF-8 characters, except at the end (invalid bytes stay U+FFFD)
                 pending.append(session._last_step())
-                if (session.is_done() or not text.endswith("\ufffd")) and len(text) > len(before):
-                    yield TextPiece.of(text[len(before):], generated[read:], pending)
-                    pending = []
-                    prefix, read = read, len(generated)
+                piece = text.update(generated, final=session.is_done())
+                if piece:
+                    yield TextPiece.of(piece, generated[read:], pending)
+                    pending, read = [], len(generated)
             else:
                 yield session.next_tokens
             if session.is_done():

@@ -3,6 +3,7 @@
     kvgen generate "Once upon a time" --max-new-tokens 64
     kvgen generate --chat "What is the capital of France?" --temperature 0.7 --seed 1
     kvgen generate --chat "Describe a cat" --json-schema cat.schema.json
+    kvgen serve --port 8000 --max-batch 8
     kvgen info
 
 Text streams to stdout as it is generated; a one-line summary (prompt tokens, new
@@ -53,6 +54,19 @@ def _parser() -> argparse.ArgumentParser:
                      help="what quantized weights multiply (default int8x2; see kvgen.Model.activations)")
     gen.add_argument("--exact", action="store_true", help="the same as --activations float")
     gen.add_argument("--no-summary", action="store_true", help="do not print the summary line")
+
+    serve = commands.add_parser("serve", help="serve the model over an OpenAI-compatible HTTP API",
+                                description="Serves the default model (SmolLM2-135M-Instruct) or --model at "
+                                            "/v1/completions and /v1/chat/completions (OpenAI's API), decoding "
+                                            "concurrent requests together (continuous batching).")
+    _model_argument(serve)
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1: this machine only)")
+    serve.add_argument("--port", type=int, default=8000, help="port (8000)")
+    serve.add_argument("--max-batch", type=int, default=8, help="rows decoded together at most (8)")
+    serve.add_argument("--threads", type=int, help="threads of the forward pass (default: the CPUs available)")
+    serve.add_argument("--api-key", help="require 'Authorization: Bearer KEY' on every request")
+    serve.add_argument("--activations", choices=("int8x2", "int8", "float"),
+                       help="what quantized weights multiply (default int8x2; see kvgen.Model.activations)")
 
     info = commands.add_parser("info", help="describe a model", description="Prints what a model file holds.")
     _model_argument(info)
@@ -127,10 +141,7 @@ def _generate(args) -> int:
     if args.system and not args.chat:
         raise ValueError("--system needs --chat")
     config = _config(args)
-    if args.threads is not None:
-        if args.threads < 1:
-            raise ValueError(f"--threads must be at least 1, got {args.threads}")
-        kvgen.set_num_threads(args.threads)
+    _set_threads(args.threads)
     model = _load(args.model, exact=args.exact, activations=args.activations)
     generator = kvgen.Generator(model, config)
     out = sys.stdout
@@ -152,6 +163,30 @@ def _generate(args) -> int:
     return 0
 
 
+def _set_threads(threads: Optional[int]) -> None:
+    import kvgen
+
+    if threads is not None:
+        if threads < 1:
+            raise ValueError(f"--threads must be at least 1, got {threads}")
+        kvgen.set_num_threads(threads)
+
+
+def _serve(args) -> int:
+    try:
+        from kvgen.server import serve
+    except ImportError as e:
+        raise RuntimeError(f"kvgen serve needs FastAPI and uvicorn: pip install 'kvgen[serve]' ({e})") from None
+    if args.max_batch < 1:
+        raise ValueError(f"--max-batch must be at least 1, got {args.max_batch}")
+    _set_threads(args.threads)
+    model = _load(args.model, activations=args.activations)
+    print(f"kvgen serve: {model.path.name} on http://{args.host}:{args.port}/v1 (max batch {args.max_batch})",
+          file=sys.stderr, flush=True)
+    serve(model, host=args.host, port=args.port, max_batch=args.max_batch, api_key=args.api_key)
+    return 0
+
+
 def _info(args) -> int:
     model = _load(args.model)
     print(repr(model))
@@ -168,7 +203,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     try:
-        return _generate(args) if args.command == "generate" else _info(args)
+        return {"generate": _generate, "serve": _serve, "info": _info}[args.command](args)
     except KeyboardInterrupt:
         print("\nkvgen: interrupted", file=sys.stderr)
         return 130

@@ -1,5 +1,5 @@
 // ModelDecodeLoop: a Generator driven by a built-in model. The prompts are prefilled in
-// one batched forward pass (once per input; beam and sampling rows of the same input
+// batched forward passes of kPrefillChunk tokens each (once per input; beam and sampling rows of the same input
 // get a copy of its cache), then each step feeds every running row's last token.
 #pragma once
 
@@ -13,6 +13,14 @@
 #include "kvgen/model/model.h"
 
 namespace kvgen {
+
+// Prompts are prefilled in chunks of this many tokens from their start. The batching
+// engine (python/kvgen/_engine.py) cuts them the same way, and a row's logits depend only
+// on its own chunks, so a prompt gets the same logits, bit for bit, alone or batched
+// (one pass over a whole prompt would sum attention in another order). 32 tokens: a step
+// that carries a chunk costs about 3x a decode step of 8 rows (128: 6x), and prefill runs
+// as fast in 32-token chunks as in one pass (measured on SmolLM2, 512 tokens, 1 thread).
+inline constexpr int64_t kPrefillChunk = 32;
 
 class ModelDecodeLoop {
  public:

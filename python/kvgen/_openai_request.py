@@ -1,0 +1,278 @@
+"""The OpenAI request bodies that ``kvgen serve`` accepts, checked field by field.
+
+A body is a JSON object; every field is known, typed and in range, or the request is
+refused with an ``ApiError`` that names the field (status 400, OpenAI's error shape). The
+result says what to generate: the prompts (token ids) and one GenerationConfig.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from kvgen._core import GenerationConfig
+
+#: OpenAI's default for /v1/completions (chat has none: up to the context).
+COMPLETIONS_DEFAULT_MAX_TOKENS = 16
+MAX_STOP_STRINGS = 4
+
+
+class ApiError(Exception):
+    """An error the server answers with OpenAI's JSON shape: {"error": {message, type, param, code}}."""
+
+    def __init__(self, message: str, *, param: Optional[str] = None, code: Optional[str] = None, status: int = 400,
+                 kind: str = "invalid_request_error"):
+        super().__init__(message)
+        self.message, self.param, self.code, self.status, self.kind = message, param, code, status, kind
+
+    def body(self) -> dict:
+        return {"error": {"message": self.message, "type": self.kind, "param": self.param, "code": self.code}}
+
+
+@dataclass
+class GenerationRequest:
+    """What a checked body asks for."""
+
+    prompts: list[list[int]]      # token ids, one list per prompt
+    config: GenerationConfig      # without the model's EOS ids (the server adds them)
+    n: int = 1
+    stream: bool = False
+    include_usage: bool = False   # stream_options.include_usage
+    logprobs: bool = False        # the chosen token's log-probability with every token
+    top_logprobs: int = 0         # alternatives per token (hook: refused above 0 until the generator reports them)
+    echo: bool = False
+    stops: list[str] = field(default_factory=list)
+
+
+# ---- field checkers: value -> checked value, or ApiError naming the field ----
+
+def _fail(name: str, message: str) -> ApiError:
+    return ApiError(f"'{name}': {message}", param=name, code="invalid_value")
+
+
+def _boolean(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise _fail(name, f"expected a boolean, got {value!r}")
+    return value
+
+
+def _integer(lo: Optional[int] = None, hi: Optional[int] = None) -> Callable[[str, Any], int]:
+    def check(name: str, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise _fail(name, f"expected an integer, got {value!r}")
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            raise _fail(name, f"{value} is out of range [{lo if lo is not None else '-inf'}, "
+                              f"{hi if hi is not None else 'inf'}]")
+        return value
+    return check
+
+
+def _real(lo: float, hi: float, *, open_low: bool = False) -> Callable[[str, Any], float]:
+    def check(name: str, value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise _fail(name, f"expected a number, got {value!r}")
+        if value < lo or value > hi or (open_low and value == lo):
+            raise _fail(name, f"{value} is out of range {'(' if open_low else '['}{lo}, {hi}]")
+        return float(value)
+    return check
+
+
+def _string(name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise _fail(name, f"expected a string, got {value!r}")
+    return value
+
+
+def _stop(name: str, value: Any) -> list[str]:
+    stops = [value] if isinstance(value, str) else value
+    if not isinstance(stops, list) or not all(isinstance(s, str) and s for s in stops):
+        raise _fail(name, "expected a non-empty string or a list of them")
+    if len(stops) > MAX_STOP_STRINGS:
+        raise _fail(name, f"at most {MAX_STOP_STRINGS} stop strings, got {len(stops)}")
+    return stops
+
+
+def _logit_bias(vocab: int) -> Callable[[str, Any], dict[int, float]]:
+    def check(name: str, value: Any) -> dict[int, float]:
+        if not isinstance(value, dict):
+            raise _fail(name, "expected an object mapping token ids to biases")
+        out = {}
+        for key, bias in value.items():
+            try:
+                token = int(key)
+            except ValueError:
+                raise _fail(name, f"key {key!r} is not a token id") from None
+            if not 0 <= token < vocab:
+                raise _fail(name, f"token id {token} is outside the vocabulary [0, {vocab})")
+            out[token] = _real(-100.0, 100.0)(f"{name}[{key}]", bias)
+        return out
+    return check
+
+
+def _stream_options(name: str, value: Any) -> bool:
+    if not isinstance(value, dict) or set(value) - {"include_usage"}:
+        raise _fail(name, "expected {\"include_usage\": bool}")
+    return _boolean(f"{name}.include_usage", value.get("include_usage", False))
+
+
+def _response_format(name: str, value: Any) -> dict:
+    if not isinstance(value, dict) or not isinstance(value.get("type"), str):
+        raise _fail(name, "expected an object with a 'type'")
+    if value["type"] != "text":  # hook: json_object / json_schema once structured output lands
+        raise ApiError(f"'{name}': type {value['type']!r} is not supported by this server yet (only 'text')",
+                       param=name, code="unsupported_value")
+    return value
+
+
+def _anything(name: str, value: Any) -> Any:
+    return value
+
+
+# Fields both endpoints share: name -> checker (the vocabulary-dependent ones are added per request).
+_SAMPLING_FIELDS: dict[str, Callable[[str, Any], Any]] = {
+    "model": _string,
+    "max_tokens": _integer(1),
+    "temperature": _real(0.0, 2.0),
+    "top_p": _real(0.0, 1.0, open_low=True),
+    "n": _integer(1, 128),
+    "stream": _boolean,
+    "stream_options": _stream_options,
+    "stop": _stop,
+    "seed": _integer(-(2**63), 2**64 - 1),
+    "presence_penalty": _real(-2.0, 2.0),
+    "frequency_penalty": _real(-2.0, 2.0),
+    "user": _string,
+    # kvgen's own sampling settings, beyond OpenAI's
+    "top_k": _integer(0),
+    "min_p": _real(0.0, 1.0),
+    "repetition_penalty": _real(0.0, 10.0, open_low=True),
+}
+
+_COMPLETION_FIELDS = {**_SAMPLING_FIELDS, "prompt": _anything, "logprobs": _integer(0, 5), "echo": _boolean,
+                      "suffix": _anything, "best_of": _integer(1, 128)}
+_CHAT_FIELDS = {**_SAMPLING_FIELDS, "messages": _anything, "logprobs": _boolean, "top_logprobs": _integer(0, 20),
+                "max_completion_tokens": _integer(1), "response_format": _response_format}
+
+
+def _checked_fields(body: Any, fields: dict, vocab: int, required: tuple[str, ...]) -> dict:
+    if not isinstance(body, dict):
+        raise ApiError("the request body must be a JSON object")
+    fields = {**fields, "logit_bias": _logit_bias(vocab)}
+    unknown = sorted(set(body) - set(fields))
+    if unknown:
+        raise ApiError(f"unknown field(s): {', '.join(unknown)}", param=unknown[0], code="unknown_field")
+    for name in required:
+        if body.get(name) is None:
+            raise ApiError(f"'{name}' is required", param=name, code="missing_required_parameter")
+    return {name: fields[name](name, value) for name, value in body.items() if value is not None}
+
+
+def _config(values: dict, max_tokens: int, n: int) -> GenerationConfig:
+    """OpenAI's settings as a GenerationConfig: temperature 0 is greedy; no top-k unless asked."""
+    temperature = values.get("temperature", 1.0)
+    sampling = temperature > 0
+    config = GenerationConfig(
+        max_new_tokens=max_tokens, do_sample=sampling, temperature=temperature if sampling else 1.0,
+        top_p=values.get("top_p", 1.0), top_k=values.get("top_k", 0), seed=values.get("seed"),
+        presence_penalty=values.get("presence_penalty", 0.0), frequency_penalty=values.get("frequency_penalty", 0.0),
+        repetition_penalty=values.get("repetition_penalty", 1.0), logit_bias=values.get("logit_bias", {}),
+        stop_strings=values.get("stop", []), num_return_sequences=n if sampling else 1)
+    if "min_p" in values:
+        config.min_p = values["min_p"]
+    return config
+
+
+def _max_tokens(values: dict, prompts: list[list[int]], context: int, default: Optional[int]) -> int:
+    """The new tokens asked for (default: what the context leaves); ApiError when a prompt does not fit."""
+    longest = max(len(p) for p in prompts)
+    if default is None:
+        default = max(context - longest, 1)
+    max_tokens = values.get("max_completion_tokens", values.get("max_tokens", default))
+    if longest + max_tokens > context:
+        raise ApiError(f"This model's maximum context length is {context} tokens. However, you requested "
+                       f"{longest + max_tokens} tokens ({longest} in the prompt, {max_tokens} in the completion). "
+                       "Please reduce the prompt or the completion length.",
+                       param="max_tokens" if longest < context else "prompt", code="context_length_exceeded")
+    return max_tokens
+
+
+def _request(values: dict, prompts: list[list[int]], context: int, default_max: Optional[int],
+             logprobs: bool, top_logprobs: int) -> GenerationRequest:
+    if top_logprobs > 0:  # hook: the generator's top-n log-probabilities (structured-output issue) go here
+        raise ApiError("top_logprobs > 0 is not supported by this server yet", param="top_logprobs",
+                       code="unsupported_value")
+    n = values.get("n", 1)
+    config = _config(values, _max_tokens(values, prompts, context, default_max), n)
+    return GenerationRequest(prompts=prompts, config=config, n=n, stream=values.get("stream", False),
+                             include_usage=values.get("stream_options", False), logprobs=logprobs,
+                             top_logprobs=top_logprobs, echo=values.get("echo", False), stops=values.get("stop", []))
+
+
+def _prompt_ids(prompt: Any, model) -> list[list[int]]:
+    """/v1/completions' prompt: a string, a list of strings, a token-id list, or a list of those."""
+    def ids(p: Any) -> list[int]:
+        if isinstance(p, str):
+            return model.encode(p)
+        if isinstance(p, list) and p and all(isinstance(t, int) and not isinstance(t, bool) for t in p):
+            if not all(0 <= t < model.vocab_size for t in p):
+                raise _fail("prompt", f"token ids must be in [0, {model.vocab_size})")
+            return list(p)
+        raise _fail("prompt", "expected a string, a list of strings, or token-id lists")
+
+    if isinstance(prompt, list) and prompt and all(isinstance(p, (str, list)) for p in prompt):
+        out = [ids(p) for p in prompt]
+    else:
+        out = [ids(prompt)]
+    if any(not p for p in out):
+        raise _fail("prompt", "a prompt must encode to at least one token")
+    return out
+
+
+def completion_request(body: Any, model) -> GenerationRequest:
+    """The checked body of POST /v1/completions."""
+    values = _checked_fields(body, _COMPLETION_FIELDS, model.vocab_size, ("model", "prompt"))
+    if values.get("suffix"):
+        raise ApiError("'suffix' is not supported", param="suffix", code="unsupported_value")
+    if values.get("best_of", values.get("n", 1)) != values.get("n", 1):
+        raise ApiError("'best_of' must equal 'n' (kvgen returns every sequence it generates)", param="best_of")
+    if values.get("echo") and values.get("stream"):
+        raise ApiError("'echo' is not supported with 'stream'", param="echo", code="unsupported_value")
+    logprobs = values.get("logprobs")
+    return _request(values, _prompt_ids(values["prompt"], model), model.context_length,
+                    COMPLETIONS_DEFAULT_MAX_TOKENS, logprobs is not None, logprobs or 0)
+
+
+def _messages(value: Any) -> list[dict]:
+    if not isinstance(value, list) or not value:
+        raise _fail("messages", "expected a non-empty list of {\"role\", \"content\"} objects")
+    out = []
+    for i, m in enumerate(value):
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+            raise _fail(f"messages[{i}]", "expected an object with a 'role'")
+        content = m.get("content")
+        if isinstance(content, list):  # OpenAI's content parts: text only
+            if not all(isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+                       for p in content):
+                raise _fail(f"messages[{i}].content", "only text content parts are supported")
+            content = "".join(p["text"] for p in content)
+        if not isinstance(content, str):
+            raise _fail(f"messages[{i}].content", "expected a string")
+        out.append({"role": m["role"], "content": content})
+    return out
+
+
+def chat_request(body: Any, model) -> GenerationRequest:
+    """The checked body of POST /v1/chat/completions; the prompt is the model's chat template
+    applied to the messages."""
+    values = _checked_fields(body, _CHAT_FIELDS, model.vocab_size, ("model", "messages"))
+    messages = _messages(values["messages"])
+    try:
+        text = model.apply_chat_template(messages, add_generation_prompt=True)
+    except ValueError as e:
+        raise _fail("messages", str(e)) from None
+    top = values.get("top_logprobs", 0)
+    if top and not values.get("logprobs"):
+        raise ApiError("'top_logprobs' needs 'logprobs': true", param="top_logprobs")
+    prompts = [model.encode(text, add_special_tokens=False)]
+    return _request(values, prompts, model.context_length, None, values.get("logprobs", False), top)

@@ -1,0 +1,312 @@
+"""``kvgen serve``: an OpenAI-compatible HTTP server (FastAPI + uvicorn) over one built-in
+model, with continuous batching (kvgen._engine): concurrent requests decode together.
+
+Endpoints: POST /v1/completions and /v1/chat/completions (streamed as server-sent events
+with ``"stream": true``), GET /v1/models and /health. Bad requests get OpenAI's error JSON
+({"error": {"message", "type", "param", "code"}}) with status 400 (401 for a wrong API
+key, 404 / 405 for unknown routes); the server keeps serving. A client that disconnects
+mid-stream cancels its request, whose slots go to the next one at the following step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Optional
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.exceptions import HTTPException
+
+from kvgen._detokenize import IncrementalText, StopStringFilter
+from kvgen._engine import Engine, StepUpdate
+from kvgen._model_generator import ModelGenerator
+from kvgen._openai_request import ApiError, GenerationRequest, chat_request, completion_request
+
+_FINISH = {"eos": "stop", "stop": "stop", "length": "length", "cancelled": "stop"}
+
+
+@dataclass
+class _Choice:
+    """One returned sequence: row `row` of engine request `request`, and its text so far."""
+
+    index: int
+    request: int
+    row: int
+    text: IncrementalText
+    stops: Optional[StopStringFilter]  # None without stop strings
+    tokens: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    emitted: str = ""
+    finish_reason: Optional[str] = None
+
+    def add(self, token: Optional[int], logprob: Optional[float], reason: Optional[str]) -> str:
+        """Takes one step of this row; the text it releases."""
+        if self.finish_reason is not None:
+            return ""
+        if token is not None:
+            self.tokens.append(token)
+            if logprob is not None:
+                self.logprobs.append(logprob)
+        if reason is not None:
+            self.finish_reason = _FINISH[reason]
+        return self._release(self.text.update(self.tokens, final=reason is not None))
+
+    def _release(self, piece: str) -> str:
+        """OpenAI leaves the stop string out: text that may begin one is held back, and the
+        text ends where one starts."""
+        out = piece
+        if self.stops is not None:
+            out = self.stops.feed(piece)
+            if self.stops.stopped:
+                self.finish_reason = "stop"
+            elif self.finish_reason is not None:
+                out += self.stops.flush()
+        self.emitted += out
+        return out
+
+
+class _Generation:
+    """One HTTP request's generation: its engine requests, its choices, the steps they report."""
+
+    def __init__(self, server: "_Server", req: GenerationRequest):
+        self.server, self.req = server, req
+        self.updates: asyncio.Queue = asyncio.Queue()
+        loop = asyncio.get_running_loop()
+        model = server.model
+        self.config = ModelGenerator(model, req.config)._effective_config(req.config, [server.end_of_turn])
+        self.choices: list[_Choice] = []
+        self.requests = []
+        # one engine request per prompt (its n rows); greedy n > 1 repeats the prompt instead
+        per_request = req.n if req.config.do_sample else 1
+        for prompt in req.prompts:
+            for _ in range(req.n // per_request):
+                i = len(self.requests)
+                for k in range(per_request):
+                    text = IncrementalText(server.decode)
+                    stops = StopStringFilter(req.stops) if req.stops else None
+                    self.choices.append(_Choice(len(self.choices), i, k, text, stops))
+
+                def post(update: StepUpdate, i: int = i) -> None:
+                    loop.call_soon_threadsafe(self.updates.put_nowait, (i, update))
+
+                try:
+                    self.requests.append(server.engine.submit(prompt, self.config, logprobs=req.logprobs,
+                                                              on_update=post))
+                except ValueError as e:
+                    self.cancel()
+                    raise ApiError(str(e)) from None
+        self.prompt_tokens = sum(len(p) for p in req.prompts)
+
+    def cancel(self) -> None:
+        for r in self.requests:
+            r.cancel()
+
+    async def steps(self) -> AsyncIterator[list[tuple[_Choice, str]]]:
+        """Yields, per engine step of any of the requests, the (choice, new text) of its rows."""
+        running = len(self.requests)
+        while running:
+            i, update = await self.updates.get()
+            out = []
+            for choice in (c for c in self.choices if c.request == i):
+                k = choice.row
+                logprob = update.logprobs[k] if update.logprobs else None
+                piece = choice.add(update.tokens[k], logprob, update.finish_reasons[k])
+                out.append((choice, piece))
+            if all(c.finish_reason is not None for c in self.choices if c.request == i) and not update.done:
+                self.requests[i].cancel()  # every row stopped at a stop string the tokens did not end on
+            if update.done:
+                running -= 1
+            yield out
+
+    def usage(self) -> dict:
+        completion = sum(len(c.tokens) for c in self.choices)
+        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": completion,
+                "total_tokens": self.prompt_tokens + completion}
+
+
+class _Server:
+    def __init__(self, model, engine: Engine, name: str):
+        self.model, self.engine, self.name = model, engine, name
+        self.end_of_turn = model.end_of_turn_token_id if model.chat_template else None
+        self.created = int(time.time())
+
+    def decode(self, tokens) -> str:
+        """The text of generated tokens, special tokens (EOS, end of turn) left out."""
+        return self.model.decode(tokens, skip_special_tokens=True)
+
+    def token_text(self, token: int) -> str:
+        return self.model.decode([token])
+
+    # ---- /v1/completions ----
+
+    def completion_logprobs(self, choice: _Choice) -> Optional[dict]:
+        tokens = [self.token_text(t) for t in choice.tokens]
+        offsets, at = [], 0
+        for t in tokens:
+            offsets.append(at)
+            at += len(t)
+        # top_logprobs: hook for the generator's top-n alternatives
+        return {"tokens": tokens, "token_logprobs": choice.logprobs, "top_logprobs": None, "text_offset": offsets}
+
+    def completion_body(self, gen: _Generation, cid: str) -> dict:
+        choices = []
+        for c in gen.choices:
+            text = (self._prompt_text(gen, c) if gen.req.echo else "") + c.emitted
+            choices.append({"index": c.index, "text": text,
+                            "logprobs": self.completion_logprobs(c) if gen.req.logprobs else None,
+                            "finish_reason": c.finish_reason})
+        return {"id": cid, "object": "text_completion", "created": int(time.time()), "model": self.name,
+                "choices": choices, "usage": gen.usage()}
+
+    def _prompt_text(self, gen: _Generation, choice: _Choice) -> str:
+        return self.model.decode(gen.req.prompts[choice.index // gen.req.n])
+
+    # ---- /v1/chat/completions ----
+
+    def chat_logprobs(self, tokens: list[int], logprobs: list[float]) -> dict:
+        content = []
+        for t, lp in zip(tokens, logprobs):
+            text = self.token_text(t)
+            # top_logprobs: hook for the generator's top-n alternatives
+            content.append({"token": text, "logprob": lp, "bytes": list(text.encode()), "top_logprobs": []})
+        return {"content": content}
+
+    def chat_body(self, gen: _Generation, cid: str) -> dict:
+        choices = [{"index": c.index, "message": {"role": "assistant", "content": c.emitted},
+                    "logprobs": self.chat_logprobs(c.tokens, c.logprobs) if gen.req.logprobs else None,
+                    "finish_reason": c.finish_reason} for c in gen.choices]
+        return {"id": cid, "object": "chat.completion", "created": int(time.time()), "model": self.name,
+                "choices": choices, "usage": gen.usage()}
+
+    # ---- streaming ----
+
+    async def stream(self, gen: _Generation, cid: str, chat: bool) -> AsyncIterator[str]:
+        created = int(time.time())
+        kind = "chat.completion.chunk" if chat else "text_completion"
+
+        def chunk(choices: list, usage: Optional[dict] = None) -> str:
+            body: dict[str, Any] = {"id": cid, "object": kind, "created": created, "model": self.name,
+                                    "choices": choices}
+            if gen.req.include_usage:
+                body["usage"] = usage
+            return f"data: {json.dumps(body)}\n\n"
+
+        try:
+            if chat:
+                yield chunk([{"index": c.index, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
+                              "finish_reason": None} for c in gen.choices])
+            sent_tokens = {c.index: 0 for c in gen.choices}
+            async for step in gen.steps():
+                out = []
+                for c, piece in step:
+                    new_tokens = c.tokens[sent_tokens[c.index]:]
+                    sent_tokens[c.index] = len(c.tokens)
+                    if not piece and c.finish_reason is None:
+                        continue
+                    logprobs = None
+                    if gen.req.logprobs:
+                        lps = c.logprobs[len(c.logprobs) - len(new_tokens):]
+                        logprobs = (self.chat_logprobs(new_tokens, lps) if chat else
+                                    {"tokens": [self.token_text(t) for t in new_tokens], "token_logprobs": lps,
+                                     "top_logprobs": None, "text_offset": []})
+                    if chat:
+                        delta = {"content": piece} if piece else {}
+                        out.append({"index": c.index, "delta": delta, "logprobs": logprobs,
+                                    "finish_reason": c.finish_reason})
+                    else:
+                        out.append({"index": c.index, "text": piece, "logprobs": logprobs,
+                                    "finish_reason": c.finish_reason})
+                if out:
+                    yield chunk(out)
+            if gen.req.include_usage:
+                yield chunk([], gen.usage())
+            yield "data: [DONE]\n\n"
+        finally:  # also when the client went away: its rows are freed at the next step
+            gen.cancel()
+
+
+def _error_response(e: ApiError) -> JSONResponse:
+    return JSONResponse(e.body(), status_code=e.status)
+
+
+def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None,
+               model_name: Optional[str] = None) -> FastAPI:
+    """The FastAPI application serving ``model`` with an Engine of ``max_batch`` slots."""
+    engine = Engine(model, slots=max_batch)
+    name = model_name or (model.path.stem if getattr(model, "path", None) else "kvgen")
+    server = _Server(model, engine, name)
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI):
+        yield
+        engine.close()
+
+    app = FastAPI(title="kvgen", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
+    app.state.engine = engine
+
+    if api_key is not None:  # a middleware only when needed: it sits between the engine and every stream
+        @app.middleware("http")
+        async def check_api_key(request: Request, call_next):
+            if request.url.path != "/health" and request.headers.get("authorization") != f"Bearer {api_key}":
+                return _error_response(ApiError("Incorrect API key provided.", code="invalid_api_key", status=401))
+            return await call_next(request)
+
+    @app.exception_handler(ApiError)
+    async def api_error(request: Request, e: ApiError):
+        return _error_response(e)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, e: HTTPException):
+        return _error_response(ApiError(str(e.detail), status=e.status_code))
+
+    async def body_of(request: Request) -> Any:
+        try:
+            return json.loads(await request.body())
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ApiError(f"the request body is not valid JSON: {e}", code="invalid_json") from None
+
+    async def respond(request: Request, chat: bool):
+        body = await body_of(request)
+        req = chat_request(body, model) if chat else completion_request(body, model)
+        gen = _Generation(server, req)
+        cid = f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}"
+        if req.stream:
+            return StreamingResponse(server.stream(gen, cid, chat), media_type="text/event-stream",
+                                     headers={"Cache-Control": "no-cache"})
+        try:
+            async for _ in gen.steps():
+                pass
+        finally:
+            gen.cancel()
+        return server.chat_body(gen, cid) if chat else server.completion_body(gen, cid)
+
+    @app.post("/v1/completions")
+    async def completions(request: Request):
+        return await respond(request, chat=False)
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(request: Request):
+        return await respond(request, chat=True)
+
+    @app.get("/v1/models")
+    async def models():
+        return {"object": "list", "data": [{"id": name, "object": "model", "created": server.created,
+                                            "owned_by": "kvgen"}]}
+
+    @app.get("/health")
+    async def health():
+        return {"status": "ok", "slots": engine.slots, "active_slots": engine.active_rows}
+
+    return app
+
+
+def serve(model, *, host: str = "127.0.0.1", port: int = 8000, max_batch: int = 8,
+          api_key: Optional[str] = None) -> None:
+    """Runs the server until interrupted."""
+    import uvicorn
+
+    uvicorn.run(create_app(model, max_batch=max_batch, api_key=api_key), host=host, port=port, log_level="warning")
