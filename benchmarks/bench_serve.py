@@ -160,6 +160,17 @@ def plot(results: dict, counts: list[int]):
     return draw
 
 
+def peer_version(python: str) -> str:
+    """llama-cpp-python's version under the interpreter ``python``, or "missing" (no such
+    interpreter, or no llama_cpp in it): the benchmark then runs kvgen alone."""
+    try:
+        out = subprocess.run([python, "-c", "import llama_cpp; print(llama_cpp.__version__)"],
+                             capture_output=True, text=True)
+    except OSError:
+        return "missing"
+    return out.stdout.strip() or "missing"
+
+
 def main() -> int:
     parser = harness.cli(__doc__, OUT, threads=2, threads_help="threads of both servers",
                          quick_help="1 and 4 clients, 32 new tokens")
@@ -181,8 +192,7 @@ def main() -> int:
     model = kvgen.Model.load(path)
     eos = model.eos_token_id
 
-    llama_version = subprocess.run([args.llama_python, "-c", "import llama_cpp; print(llama_cpp.__version__)"],
-                                   capture_output=True, text=True).stdout.strip() or "missing"
+    llama_version = peer_version(args.llama_python)
     env = harness.environment({"llama-cpp-python": llama_version}, {"kvgen": args.threads, "llama.cpp": args.threads})
     harness.print_environment(env)
     print(f"model: {path} (kvgen activations {args.activations}); {PROMPT_TOKENS}-token prompts, "
