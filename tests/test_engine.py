@@ -4,6 +4,9 @@ what its own ``generate`` call gives."""
 
 from __future__ import annotations
 
+import json
+
+import jsonschema
 import numpy as np
 import pytest
 
@@ -147,3 +150,24 @@ def test_slot_cache_memory_is_resident_only_where_used(model):
     assert slots.kv_cache_bytes == model.kv_cache_bytes(8, model.context_length) > 2e9
     slots.forward([(s, np.arange(1, 65)) for s in range(8)])
     assert _rss_bytes() - before < 0.1 * slots.kv_cache_bytes
+
+
+COLOR_SCHEMA = {"type": "object", "properties": {"color": {"enum": ["red", "green", "blue"]},
+                                                 "count": {"type": "integer", "minimum": 1, "maximum": 9}},
+                "required": ["color", "count"], "additionalProperties": False}
+
+
+def test_a_constrained_and_a_free_request_decode_together_as_each_does_alone(model):
+    """The engine's generator computes the constrained request's masks (llguidance, in the
+    background between steps) while the free request decodes beside it in the same passes."""
+    constrained = kvgen.GenerationConfig(max_new_tokens=30, json_schema=COLOR_SCHEMA)
+    free = kvgen.GenerationConfig(max_new_tokens=12, do_sample=True, seed=5)
+    prompts = [model.encode("A JSON object describing a red ball:"), model.encode("Once upon a time")]
+    singles = [kvgen.Generator(model, c).generate([p]) for p, c in zip(prompts, [constrained, free])]
+    batched = kvgen.Generator(model, free).generate_batch(prompts, [constrained, free], max_batch=2)
+    assert all(_same(s, b) for s, b in zip(singles, batched))
+    assert batched[0].finish_reasons == [["stop"]]
+    jsonschema.validate(json.loads(model.decode(batched[0].sequences[0][0], skip_special_tokens=True)), COLOR_SCHEMA)
+    with Engine(model, slots=2, context=64) as engine:
+        with pytest.raises(ValueError, match="json_schema"):
+            engine.submit(prompts[0], kvgen.GenerationConfig(max_new_tokens=4, json_schema={"type": "nonsense"}))

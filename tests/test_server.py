@@ -5,6 +5,7 @@ reference for what it returns is kvgen's own single-request generation in this p
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import time
 import urllib.error
 import urllib.request
 
+import jsonschema
 import numpy as np
 import openai
 import pytest
@@ -161,6 +163,111 @@ def test_logprobs_are_the_chosen_tokens_log_probabilities(client, model):
     assert len(content) == chat.usage.completion_tokens and all(c.logprob <= 0 for c in content)
 
 
+def _log_softmax_rows(model, prompt: list[int], generated: list[int]) -> np.ndarray:
+    """NumPy log-softmax of the model's logits before each generated token (greedy: raw = processed)."""
+    logits = model.forward([prompt + generated])[0, len(prompt) - 1:-1].astype(np.float64)
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+
+
+def _check_top(model, expected: np.ndarray, alternatives: list[tuple[str, float]], n: int) -> None:
+    """The alternatives are the n most likely tokens (by text), most likely first, with their log-probabilities."""
+    best = np.argsort(-expected)[:n]
+    assert len(alternatives) == n
+    assert [lp for _, lp in alternatives] == pytest.approx(expected[best].tolist(), abs=2e-3)
+    for text, lp in alternatives:  # each text is a token whose log-probability it reports
+        assert any(model.decode([int(t)]) == text for t in np.flatnonzero(np.abs(expected - lp) < 2e-3))
+
+
+def test_chat_top_logprobs_are_the_log_softmax_top_n_streamed_and_not(client, model):
+    messages = [{"role": "user", "content": "Name a fruit."}]
+    args = dict(model="kvgen", messages=messages, max_tokens=4, temperature=0, logprobs=True, top_logprobs=3)
+    content = client.chat.completions.create(**args).choices[0].logprobs.content
+    streamed = [c for chunk in client.chat.completions.create(**args, stream=True) if chunk.choices
+                and chunk.choices[0].logprobs for c in chunk.choices[0].logprobs.content]
+    assert [c.model_dump() for c in streamed] == [c.model_dump() for c in content]
+    prompt = model.encode(model.apply_chat_template(messages, add_generation_prompt=True), add_special_tokens=False)
+    generated = [int(t) for t in reference(model, prompt, max_new_tokens=4).sequences[0][0][:len(content)]]
+    rows = _log_softmax_rows(model, prompt, generated)
+    for token, entry, expected in zip(generated, content, rows):
+        assert entry.token == model.decode([token]) and entry.bytes == list(entry.token.encode())
+        assert entry.logprob == pytest.approx(expected[token], abs=2e-3)
+        _check_top(model, expected, [(t.token, t.logprob) for t in entry.top_logprobs], 3)
+        assert all(t.bytes == list(t.token.encode()) for t in entry.top_logprobs)
+
+
+def test_completion_top_logprobs_are_the_log_softmax_top_n_streamed_and_not(client, model):
+    args = dict(model="kvgen", prompt=PROMPT, max_tokens=4, temperature=0, logprobs=5)
+    lp = client.completions.create(**args).choices[0].logprobs
+    pieces = [c.choices[0].logprobs for c in client.completions.create(**args, stream=True)
+              if c.choices and c.choices[0].logprobs]
+    assert sum((p.tokens for p in pieces), []) == lp.tokens
+    assert sum((p.top_logprobs for p in pieces), []) == lp.top_logprobs
+    assert lp.text_offset == [sum(len(t) for t in lp.tokens[:i]) for i in range(len(lp.tokens))]
+    prompt = model.encode(PROMPT)
+    generated = [int(t) for t in reference(model, prompt, max_new_tokens=4).sequences[0][0]]
+    rows = _log_softmax_rows(model, prompt, generated)
+    for token, text, logprob, top, expected in zip(generated, lp.tokens, lp.token_logprobs, lp.top_logprobs, rows):
+        assert logprob == pytest.approx(expected[token], abs=2e-3)
+        assert top[text] == pytest.approx(logprob)  # OpenAI's completions list the chosen token too (greedy: first)
+        _check_top(model, expected, sorted(top.items(), key=lambda kv: -kv[1]), 5)
+
+
+COLOR_SCHEMA = {"type": "object", "properties": {"color": {"enum": ["red", "green", "blue"]},
+                                                 "count": {"type": "integer", "minimum": 1, "maximum": 9}},
+                "required": ["color", "count"], "additionalProperties": False}
+
+
+def test_response_format_json_schema_and_json_object(client):
+    messages = [{"role": "user", "content": "Describe a ball as JSON."}]
+    schema_format = {"type": "json_schema", "json_schema": {"name": "ball", "schema": COLOR_SCHEMA, "strict": True}}
+    for temperature, seed in [(0, None), (1.0, 7)]:
+        out = client.chat.completions.create(model="kvgen", messages=messages, max_tokens=40, temperature=temperature,
+                                             seed=seed, n=2, response_format=schema_format)
+        for choice in out.choices:
+            jsonschema.validate(json.loads(choice.message.content), COLOR_SCHEMA)
+            assert choice.finish_reason == "stop"
+    chunks = client.chat.completions.create(model="kvgen", messages=messages, max_tokens=40, temperature=0,
+                                            response_format=schema_format, stream=True)
+    jsonschema.validate(json.loads("".join(c.choices[0].delta.content or "" for c in chunks)), COLOR_SCHEMA)
+    out = client.chat.completions.create(model="kvgen", messages=messages, max_tokens=60, temperature=0,
+                                         response_format={"type": "json_object"})
+    assert out.choices[0].finish_reason == "stop" and isinstance(json.loads(out.choices[0].message.content), dict)
+
+
+def test_regex_and_choices_extras_under_kvgen_and_vllm_names(client):
+    for name in ("regex", "guided_regex"):
+        out = client.completions.create(model="kvgen", prompt="Call me at", max_tokens=12, temperature=0.8, seed=3,
+                                        extra_body={name: r" [0-9]{3}-[0-9]{4}"})
+        assert re.fullmatch(r" [0-9]{3}-[0-9]{4}", out.choices[0].text)
+    for name in ("choices", "guided_choice"):
+        out = client.chat.completions.create(model="kvgen", messages=[{"role": "user", "content": "Is water wet?"}],
+                                             max_tokens=5, temperature=1.0, seed=1, n=3,
+                                             extra_body={name: ["yes", "no", "maybe"]})
+        assert all(c.message.content in ("yes", "no", "maybe") for c in out.choices)
+
+
+INVALID_CONSTRAINTS = {
+    "invalid schema": {"response_format": {"type": "json_schema",
+                                           "json_schema": {"name": "x", "schema": {"type": "nonsense"}}}},
+    "schema not an object": {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": 3}}},
+    "unknown response_format": {"response_format": {"type": "yaml"}},
+    "invalid regex": {"regex": "([0-9"},
+    "invalid grammar": {"grammar": "start: undefined_rule"},
+    "two constraints": {"regex": "a+", "choices": ["a"]},
+}
+
+
+@pytest.mark.parametrize("case", sorted(INVALID_CONSTRAINTS))
+def test_an_invalid_constraint_gets_a_400_and_the_server_keeps_serving(server, client, case):
+    body = {"model": "m", "messages": [{"role": "user", "content": "Hi"}], **INVALID_CONSTRAINTS[case]}
+    status, answer = _post(server, "/v1/chat/completions", json.dumps(body).encode())
+    assert status == 400 and answer["error"]["type"] == "invalid_request_error", answer
+    assert any(word in answer["error"]["message"] for word in ("json_schema", "regex", "grammar", "response_format",
+                                                                "at most one")), answer
+    assert client.completions.create(model="kvgen", prompt="Hi", max_tokens=2, temperature=0).choices[0].text
+
+
 def _post(server, path, body: bytes, key: str = API_KEY):
     request = urllib.request.Request(f"{server}{path}", data=body, method="POST",
                                      headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
@@ -202,6 +309,9 @@ def test_malformed_json_bad_chat_and_a_wrong_key(server, client):
         client.chat.completions.create(model="kvgen", messages=[{"role": "user"}])
     with pytest.raises(openai.BadRequestError, match="top_logprobs"):
         client.chat.completions.create(model="kvgen", messages=[{"role": "user", "content": "Hi"}], top_logprobs=2)
+    with pytest.raises(openai.BadRequestError, match="top_logprobs"):
+        client.chat.completions.create(model="kvgen", messages=[{"role": "user", "content": "Hi"}], logprobs=True,
+                                       top_logprobs=21)
     status, body = _post(server, "/v1/completions", b'{"model": "m", "prompt": "Hi"}', key="wrong")
     assert status == 401 and body["error"]["code"] == "invalid_api_key"
     assert client.models.list().data[0].owned_by == "kvgen"

@@ -1,8 +1,8 @@
 """Continuous batching: many generation requests through one built-in model.
 
 One scheduler thread owns the model and a pool of KV-cache slots (``_core._ModelSlots``).
-Each request has its own ``_core._Generator`` (its own config: temperature, penalties,
-seed, stop rules) whose rows are a contiguous range of slots, so its step reads
+Each request has its own generator (its own config: temperature, penalties, seed, stop
+rules, constraint) whose rows are a contiguous range of slots, so its step reads
 ``logits[first:first + rows]`` in place. Every iteration of the loop:
 
 1. takes new and cancelled requests; a finished or cancelled request gives its slots back;
@@ -17,6 +17,11 @@ Prompts are cut into chunks at fixed offsets from their start (0, C, 2C, ...), a
 own tokens and cache only (the quantized kernels keep one accumulator per row), so greedy
 and seeded outputs do not depend on what else is in the batch and equal those of a
 single ``generate`` call: tests/test_engine.py checks the logits bit for bit.
+
+A request with a constraint (json_schema, regex, grammar or choices) is compiled against
+the model's tokenizer when it is submitted (ValueError naming the problem); its step fills
+the rows' next masks in the mask worker (kvgen._constraints), which overlaps the next
+batched forward pass.
 """
 
 from __future__ import annotations
@@ -29,7 +34,8 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from kvgen import _core
-from kvgen._core import GenerationConfig
+from kvgen._constraints import _ConstrainedGenerator
+from kvgen._core import GenerationConfig, StepResult
 from kvgen._results import GenerationResult, _result
 
 #: Prompt tokens per forward pass at most (one chunk of one prompt, or several short ones):
@@ -45,6 +51,9 @@ class StepUpdate:
     logprobs: Optional[list[Optional[float]]]  # its log-probability (processed distribution), when asked for
     finish_reasons: list[Optional[str]]     # "eos", "stop", "length", "cancelled", or None while the row runs
     done: bool                              # every row has finished
+    # with config.top_logprobs = n and logprobs asked for: per row, its n most likely
+    # (token id, log-probability) pairs, most likely first; None for rows done before the step
+    top_logprobs: Optional[list[Optional[list[tuple[int, float]]]]] = None
 
 
 class Request:
@@ -52,11 +61,12 @@ class Request:
     to stop it (its slots are freed at the next step)."""
 
     def __init__(self, prompt: Sequence[int], config: GenerationConfig, context: int, *, token_strings=None,
-                 logprobs: bool = False, on_update: Optional[Callable[[StepUpdate], None]] = None):
+                 tokenizer=None, logprobs: bool = False, on_update: Optional[Callable[[StepUpdate], None]] = None):
         self.prompt = np.asarray(prompt, dtype=np.int64)
         if self.prompt.ndim != 1 or self.prompt.size == 0:
             raise ValueError("a prompt must hold at least one token id")
-        self.generator = _core._Generator(config, token_strings=token_strings)
+        # a constraint is compiled here (ValueError when invalid), in the caller's thread
+        self.generator = _ConstrainedGenerator(config, token_strings=token_strings, tokenizer=tokenizer)
         self.generator.append_tokens([self.prompt])  # checks the config and the prompt, in the caller's thread
         # the last token generated is never fed back, so prompt + new tokens fit in the slot
         new = max(self.generator.max_new_tokens(self.prompt.size), 0)
@@ -138,11 +148,11 @@ class Engine:
                on_update: Optional[Callable[[StepUpdate], None]] = None) -> Request:
         """Queues a generation of ``prompt`` (token ids) with ``config`` (its EOS ids already
         set: the engine adds nothing). ``on_update(StepUpdate)`` is called from the
-        scheduler thread after each step; it must be quick and must not raise. Bad settings
-        and a prompt over the context raise ValueError here."""
+        scheduler thread after each step; it must be quick and must not raise. Bad settings,
+        an invalid constraint and a prompt over the context raise ValueError here."""
         strings = self.model.token_strings() if config.stop_strings else None
-        request = Request(prompt, config, self.context, token_strings=strings, logprobs=logprobs,
-                          on_update=on_update)
+        request = Request(prompt, config, self.context, token_strings=strings, tokenizer=self.model,
+                          logprobs=logprobs, on_update=on_update)
         if request.rows > self.slots:
             raise ValueError(f"the request needs {request.rows} rows (num_return_sequences / num_beams), more than "
                              f"the engine's {self.slots} slots")
@@ -309,18 +319,25 @@ class Engine:
         reasons = r.generator.finish_reasons
         r.running = [not step.done] * r.rows if r.beams else [reason is None for reason in reasons]
         tokens = [int(t) if was else None for t, was in zip(step.tokens, was_running)]
-        self._notify(r, StepUpdate(tokens, self._step_logprobs(r, tokens), reasons, step.done))
+        logprobs, top = self._step_logprobs(r, step, tokens)
+        self._notify(r, StepUpdate(tokens, logprobs, reasons, step.done, top))
         if step.done:
             self._retire(r)
 
     @staticmethod
-    def _step_logprobs(r: Request, tokens: list[Optional[int]]) -> Optional[list[Optional[float]]]:
-        """Log-probability of each row's new token, as the result will hold it. (The place
-        for top-n alternatives, once the generator reports them.)"""
+    def _step_logprobs(r: Request, step: StepResult, tokens: list[Optional[int]]) -> tuple[
+            Optional[list[Optional[float]]], Optional[list[Optional[list[tuple[int, float]]]]]]:
+        """Each row's new token's log-probability and its top-n alternatives (when the config
+        asks for them), as the result will hold them; (None, None) unless asked for, and
+        under beam search (whose rows are hypotheses that the step reorders)."""
         if not r.logprobs or r.beams:
-            return None
-        hyps = r.generator._hypotheses()[0]
-        return [float(h["logprobs"][-1]) if t is not None else None for h, t in zip(hyps, tokens)]
+            return None, None
+        logprobs = [float(lp) if t is not None else None for lp, t in zip(step.logprobs.tolist(), tokens)]
+        if step.top_token_ids is None or step.top_logprobs is None:
+            return logprobs, None
+        top = [list(zip(ids, lps)) if t is not None else None
+               for ids, lps, t in zip(step.top_token_ids.tolist(), step.top_logprobs.tolist(), tokens)]
+        return logprobs, top
 
     def _notify(self, r: Request, update: StepUpdate) -> None:
         if r.on_update is None:

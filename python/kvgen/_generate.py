@@ -12,8 +12,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence, overload
 
 import numpy as np
 
-from kvgen import _core
-from kvgen._constraints import Constraint, RowMatchers, constraint_field
+from kvgen._constraints import _ConstrainedGenerator
 from kvgen._core import GenerationConfig, StepResult
 from kvgen._model import Model
 from kvgen._model_generator import ConfigLike, ModelGenerator
@@ -25,48 +24,6 @@ from kvgen._results import GenerationResult, _result
 #: for each row, the row of the previous step it continues: reorder the KV cache with it
 #: before appending the new tokens.
 ModelFn = Callable[[list, Optional[np.ndarray]], np.ndarray]
-
-
-class _ConstrainedGenerator(_core._Generator):
-    """The core's step loop, with the rows' allowed tokens computed by llguidance when the
-    config has a constraint (see Generator). A base class of its own so that type checkers
-    read Generator's constructor from the overloads of ``Generator.__new__``."""
-
-    def __init__(self, config: GenerationConfig, batch_size: Optional[int] = None, *, tokenizer: Any = None,
-                 token_strings: Optional[Sequence[str | bytes]] = None, output_raw_logprobs: bool = False) -> None:
-        super().__init__(config, batch_size, token_strings=token_strings, output_raw_logprobs=output_raw_logprobs)
-        field = constraint_field(config)
-        if field is not None and tokenizer is None:
-            raise ValueError(f"GenerationConfig.{field} needs the vocabulary: pass tokenizer= (a tokenizers.Tokenizer, "
-                             "a transformers fast tokenizer or a kvgen.Model) to the Generator")
-        if field is not None and config.num_beams > 1 and config.eos_token_id is None:
-            raise ValueError(f"beam search under GenerationConfig.{field} needs eos_token_id: a beam ends where "
-                             "its grammar does by picking EOS")
-        self._constraint = Constraint(config, tokenizer) if field is not None else None
-        self._matchers: Optional[RowMatchers] = None
-
-    def step(self, logits: Any, *, allowed_tokens: Any = None) -> StepResult:
-        """Processes the next-token logits [rows, vocab] (float32, C-contiguous, read in
-        place) and picks a token per row; returns a StepResult. Under a constraint the
-        allowed tokens come from the tokenizer; ``allowed_tokens`` (a bitmask of your own)
-        belongs to the core class ``kvgen._core._Generator``."""
-        if self._constraint is None:
-            return super().step(logits, allowed_tokens=allowed_tokens)
-        if allowed_tokens is not None:
-            raise ValueError("this Generator computes the allowed tokens from its tokenizer: pass no allowed_tokens")
-        if self._matchers is None:
-            self._constraint.check_vocab(int(logits.shape[-1]))
-            self._matchers = self._constraint.rows(self.rows)
-            self._matchers.fill()
-        running = [True] * self.rows if self.num_beams > 1 else [r is None for r in self.finish_reasons]
-        result = super().step(logits, allowed_tokens=self._matchers.wait())
-        for r in self._matchers.advance(result.tokens, running, result.beam_indices):
-            self._stop_row(r)
-        done = self.is_done()
-        if not done:
-            self._matchers.fill_in_background()  # overlaps the caller's next forward pass
-        return StepResult(result.tokens, result.beam_indices, done, result.logprobs, result.top_token_ids,
-                          result.top_logprobs, result.raw_top_token_ids, result.raw_top_logprobs)
 
 
 class Generator(_ConstrainedGenerator):

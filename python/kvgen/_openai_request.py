@@ -3,10 +3,18 @@
 A body is a JSON object; every field is known, typed and in range, or the request is
 refused with an ``ApiError`` that names the field (status 400, OpenAI's error shape). The
 result says what to generate: the prompts (token ids) and one GenerationConfig.
+
+Structured output: OpenAI's ``response_format`` (``json_object``: any JSON object;
+``json_schema``: ``{"json_schema": {"name", "schema", "strict"}}``) and kvgen's own fields
+``regex``, ``grammar`` (Lark or GBNF) and ``choices`` (a list of strings), also accepted
+under vLLM's names ``guided_json``, ``guided_regex``, ``guided_grammar`` and
+``guided_choice``, become the config's constraint (at most one). The constraint itself is
+compiled when the engine takes the request (an invalid one is a 400 there).
 """
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
@@ -40,7 +48,7 @@ class GenerationRequest:
     stream: bool = False
     include_usage: bool = False   # stream_options.include_usage
     logprobs: bool = False        # the chosen token's log-probability with every token
-    top_logprobs: int = 0         # alternatives per token (hook: refused above 0 until the generator reports them)
+    top_logprobs: int = 0         # alternatives per token (config.top_logprobs)
     echo: bool = False
     stops: list[str] = field(default_factory=list)
 
@@ -116,12 +124,34 @@ def _stream_options(name: str, value: Any) -> bool:
     return _boolean(f"{name}.include_usage", value.get("include_usage", False))
 
 
-def _response_format(name: str, value: Any) -> dict:
+def _schema(name: str, value: Any) -> str:
+    """A JSON schema (an object) as the config's JSON text."""
+    if not isinstance(value, dict):
+        raise _fail(name, f"expected a JSON schema object, got {value!r}")
+    return json.dumps(value)
+
+
+def _response_format(name: str, value: Any) -> Optional[str]:
+    """The JSON schema that OpenAI's response_format asks for; None for plain text."""
     if not isinstance(value, dict) or not isinstance(value.get("type"), str):
         raise _fail(name, "expected an object with a 'type'")
-    if value["type"] != "text":  # hook: json_object / json_schema once structured output lands
-        raise ApiError(f"'{name}': type {value['type']!r} is not supported by this server yet (only 'text')",
-                       param=name, code="unsupported_value")
+    kind = value["type"]
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        return json.dumps({"type": "object"})
+    if kind != "json_schema":
+        raise _fail(name, f"type {kind!r} is not one of 'text', 'json_object', 'json_schema'")
+    spec = value.get("json_schema")
+    if not isinstance(spec, dict) or "schema" not in spec:
+        raise _fail(f"{name}.json_schema", "expected {\"name\": ..., \"schema\": {...}, \"strict\": ...}")
+    _string(f"{name}.json_schema.name", spec.get("name", ""))
+    return _schema(f"{name}.json_schema.schema", spec["schema"])
+
+
+def _choices(name: str, value: Any) -> list[str]:
+    if not isinstance(value, list) or not value or not all(isinstance(s, str) and s for s in value):
+        raise _fail(name, "expected a non-empty list of non-empty strings")
     return value
 
 
@@ -147,12 +177,26 @@ _SAMPLING_FIELDS: dict[str, Callable[[str, Any], Any]] = {
     "top_k": _integer(0),
     "min_p": _real(0.0, 1.0),
     "repetition_penalty": _real(0.0, 10.0, open_low=True),
+    # structured output: OpenAI's response_format, kvgen's fields and vLLM's names for them
+    "response_format": _response_format,
+    "regex": _string, "guided_regex": _string,
+    "grammar": _string, "guided_grammar": _string,
+    "choices": _choices, "guided_choice": _choices,
+    "guided_json": _schema,
 }
 
-_COMPLETION_FIELDS = {**_SAMPLING_FIELDS, "prompt": _anything, "logprobs": _integer(0, 5), "echo": _boolean,
-                      "suffix": _anything, "best_of": _integer(1, 128)}
-_CHAT_FIELDS = {**_SAMPLING_FIELDS, "messages": _anything, "logprobs": _boolean, "top_logprobs": _integer(0, 20),
-                "max_completion_tokens": _integer(1), "response_format": _response_format}
+# request field -> the GenerationConfig constraint field it sets
+_CONSTRAINT_FIELDS = {"response_format": "json_schema", "guided_json": "json_schema", "regex": "regex",
+                      "guided_regex": "regex", "grammar": "grammar", "guided_grammar": "grammar",
+                      "choices": "choices", "guided_choice": "choices"}
+
+#: The most top_logprobs alternatives per token (GenerationConfig's limit; OpenAI's completions allow 5).
+MAX_TOP_LOGPROBS = 20
+
+_COMPLETION_FIELDS = {**_SAMPLING_FIELDS, "prompt": _anything, "logprobs": _integer(0, MAX_TOP_LOGPROBS),
+                      "echo": _boolean, "suffix": _anything, "best_of": _integer(1, 128)}
+_CHAT_FIELDS = {**_SAMPLING_FIELDS, "messages": _anything, "logprobs": _boolean,
+                "top_logprobs": _integer(0, MAX_TOP_LOGPROBS), "max_completion_tokens": _integer(1)}
 
 
 def _checked_fields(body: Any, fields: dict, vocab: int, required: tuple[str, ...]) -> dict:
@@ -180,7 +224,19 @@ def _config(values: dict, max_tokens: int, n: int) -> GenerationConfig:
         stop_strings=values.get("stop", []), num_return_sequences=n if sampling else 1)
     if "min_p" in values:
         config.min_p = values["min_p"]
+    constraint = _constraint(values)
+    if constraint is not None:
+        setattr(config, *constraint)
     return config
+
+
+def _constraint(values: dict) -> Optional[tuple[str, Any]]:
+    """(config field, value) of the request's structured-output field; ApiError for two at once."""
+    given = [name for name in _CONSTRAINT_FIELDS if values.get(name) is not None]
+    if len(given) > 1:
+        raise ApiError(f"at most one of {', '.join(repr(n) for n in _CONSTRAINT_FIELDS)} per request, got "
+                       f"{', '.join(repr(n) for n in given)}", param=given[1], code="invalid_value")
+    return (_CONSTRAINT_FIELDS[given[0]], values[given[0]]) if given else None
 
 
 def _max_tokens(values: dict, prompts: list[list[int]], context: int, default: Optional[int]) -> int:
@@ -199,11 +255,9 @@ def _max_tokens(values: dict, prompts: list[list[int]], context: int, default: O
 
 def _request(values: dict, prompts: list[list[int]], context: int, default_max: Optional[int],
              logprobs: bool, top_logprobs: int) -> GenerationRequest:
-    if top_logprobs > 0:  # hook: the generator's top-n log-probabilities (structured-output issue) go here
-        raise ApiError("top_logprobs > 0 is not supported by this server yet", param="top_logprobs",
-                       code="unsupported_value")
     n = values.get("n", 1)
     config = _config(values, _max_tokens(values, prompts, context, default_max), n)
+    config.top_logprobs = top_logprobs
     return GenerationRequest(prompts=prompts, config=config, n=n, stream=values.get("stream", False),
                              include_usage=values.get("stream_options", False), logprobs=logprobs,
                              top_logprobs=top_logprobs, echo=values.get("echo", False), stops=values.get("stop", []))

@@ -6,6 +6,11 @@ with ``"stream": true``), GET /v1/models and /health. Bad requests get OpenAI's 
 ({"error": {"message", "type", "param", "code"}}) with status 400 (401 for a wrong API
 key, 404 / 405 for unknown routes); the server keeps serving. A client that disconnects
 mid-stream cancels its request, whose slots go to the next one at the following step.
+
+Log-probabilities (``logprobs``, ``top_logprobs``) come in OpenAI's shapes: chat's
+``logprobs.content[] = {token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}``,
+completions' ``{tokens, token_logprobs, top_logprobs: [{token: logprob}], text_offset}``.
+Structured output: see kvgen._openai_request.
 """
 
 from __future__ import annotations
@@ -41,10 +46,12 @@ class _Choice:
     stops: Optional[StopStringFilter]  # None without stop strings
     tokens: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
+    tops: list[list[tuple[int, float]]] = field(default_factory=list)  # per token: its top-n (id, logprob)
     emitted: str = ""
     finish_reason: Optional[str] = None
 
-    def add(self, token: Optional[int], logprob: Optional[float], reason: Optional[str]) -> str:
+    def add(self, token: Optional[int], logprob: Optional[float], top: Optional[list[tuple[int, float]]],
+            reason: Optional[str]) -> str:
         """Takes one step of this row; the text it releases."""
         if self.finish_reason is not None:
             return ""
@@ -52,6 +59,7 @@ class _Choice:
             self.tokens.append(token)
             if logprob is not None:
                 self.logprobs.append(logprob)
+                self.tops.append(top or [])
         if reason is not None:
             self.finish_reason = _FINISH[reason]
         return self._release(self.text.update(self.tokens, final=reason is not None))
@@ -78,7 +86,8 @@ class _Generation:
         self.updates: asyncio.Queue = asyncio.Queue()
         loop = asyncio.get_running_loop()
         model = server.model
-        self.config = ModelGenerator(model, req.config)._effective_config(req.config, [server.end_of_turn])
+        # the model's EOS ids and end of turn (a ModelGenerator without the config: it would compile the constraint)
+        self.config = ModelGenerator(model)._effective_config(req.config, [server.end_of_turn])
         self.choices: list[_Choice] = []
         self.requests = []
         # one engine request per prompt (its n rows); greedy n > 1 repeats the prompt instead
@@ -115,7 +124,8 @@ class _Generation:
             for choice in (c for c in self.choices if c.request == i):
                 k = choice.row
                 logprob = update.logprobs[k] if update.logprobs else None
-                piece = choice.add(update.tokens[k], logprob, update.finish_reasons[k])
+                top = update.top_logprobs[k] if update.top_logprobs else None
+                piece = choice.add(update.tokens[k], logprob, top, update.finish_reasons[k])
                 out.append((choice, piece))
             if all(c.finish_reason is not None for c in self.choices if c.request == i) and not update.done:
                 self.requests[i].cancel()  # every row stopped at a stop string the tokens did not end on
@@ -144,21 +154,30 @@ class _Server:
 
     # ---- /v1/completions ----
 
-    def completion_logprobs(self, choice: _Choice) -> Optional[dict]:
-        tokens = [self.token_text(t) for t in choice.tokens]
-        offsets, at = [], 0
+    def completion_logprobs(self, gen: _Generation, choice: _Choice, start: int = 0, text_start: int = 0) -> dict:
+        """OpenAI's completions logprobs of the choice's tokens from ``start`` on, whose text
+        begins at offset ``text_start``; top_logprobs (with ``logprobs`` > 0) holds the
+        alternatives and, as OpenAI's, the chosen token too."""
+        tokens = [self.token_text(t) for t in choice.tokens[start:]]
+        offsets, at = [], text_start
         for t in tokens:
             offsets.append(at)
             at += len(t)
-        # top_logprobs: hook for the generator's top-n alternatives
-        return {"tokens": tokens, "token_logprobs": choice.logprobs, "top_logprobs": None, "text_offset": offsets}
+        top = None
+        if gen.req.top_logprobs:
+            top = [{**{self.token_text(i): lp for i, lp in alternatives}, text: lp}
+                   for text, lp, alternatives in zip(tokens, choice.logprobs[start:], choice.tops[start:])]
+        return {"tokens": tokens, "token_logprobs": choice.logprobs[start:], "top_logprobs": top,
+                "text_offset": offsets}
 
     def completion_body(self, gen: _Generation, cid: str) -> dict:
         choices = []
         for c in gen.choices:
             text = (self._prompt_text(gen, c) if gen.req.echo else "") + c.emitted
-            choices.append({"index": c.index, "text": text,
-                            "logprobs": self.completion_logprobs(c) if gen.req.logprobs else None,
+            logprobs = None
+            if gen.req.logprobs:
+                logprobs = self.completion_logprobs(gen, c, text_start=len(text) - len(c.emitted))
+            choices.append({"index": c.index, "text": text, "logprobs": logprobs,
                             "finish_reason": c.finish_reason})
         return {"id": cid, "object": "text_completion", "created": int(time.time()), "model": self.name,
                 "choices": choices, "usage": gen.usage()}
@@ -168,17 +187,21 @@ class _Server:
 
     # ---- /v1/chat/completions ----
 
-    def chat_logprobs(self, tokens: list[int], logprobs: list[float]) -> dict:
+    def _token_logprob(self, token: int, logprob: float) -> dict:
+        text = self.token_text(token)
+        return {"token": text, "logprob": logprob, "bytes": list(text.encode())}
+
+    def chat_logprobs(self, choice: _Choice, start: int = 0) -> dict:
+        """OpenAI's chat logprobs of the choice's tokens from ``start`` on."""
         content = []
-        for t, lp in zip(tokens, logprobs):
-            text = self.token_text(t)
-            # top_logprobs: hook for the generator's top-n alternatives
-            content.append({"token": text, "logprob": lp, "bytes": list(text.encode()), "top_logprobs": []})
+        for t, lp, alternatives in zip(choice.tokens[start:], choice.logprobs[start:], choice.tops[start:]):
+            top = [self._token_logprob(i, alp) for i, alp in alternatives]
+            content.append({**self._token_logprob(t, lp), "top_logprobs": top})
         return {"content": content}
 
     def chat_body(self, gen: _Generation, cid: str) -> dict:
         choices = [{"index": c.index, "message": {"role": "assistant", "content": c.emitted},
-                    "logprobs": self.chat_logprobs(c.tokens, c.logprobs) if gen.req.logprobs else None,
+                    "logprobs": self.chat_logprobs(c) if gen.req.logprobs else None,
                     "finish_reason": c.finish_reason} for c in gen.choices]
         return {"id": cid, "object": "chat.completion", "created": int(time.time()), "model": self.name,
                 "choices": choices, "usage": gen.usage()}
@@ -201,19 +224,19 @@ class _Server:
                 yield chunk([{"index": c.index, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
                               "finish_reason": None} for c in gen.choices])
             sent_tokens = {c.index: 0 for c in gen.choices}
+            sent_text = {c.index: 0 for c in gen.choices}
             async for step in gen.steps():
                 out = []
                 for c, piece in step:
-                    new_tokens = c.tokens[sent_tokens[c.index]:]
-                    sent_tokens[c.index] = len(c.tokens)
+                    start = sent_tokens[c.index]
                     if not piece and c.finish_reason is None:
-                        continue
+                        continue  # the tokens' text is held back (a partial character or stop string)
+                    sent_tokens[c.index] = len(c.tokens)
                     logprobs = None
                     if gen.req.logprobs:
-                        lps = c.logprobs[len(c.logprobs) - len(new_tokens):]
-                        logprobs = (self.chat_logprobs(new_tokens, lps) if chat else
-                                    {"tokens": [self.token_text(t) for t in new_tokens], "token_logprobs": lps,
-                                     "top_logprobs": None, "text_offset": []})
+                        logprobs = (self.chat_logprobs(c, start) if chat else
+                                    self.completion_logprobs(gen, c, start, sent_text[c.index]))
+                    sent_text[c.index] += len(piece)
                     if chat:
                         delta = {"content": piece} if piece else {}
                         out.append({"index": c.index, "delta": delta, "logprobs": logprobs,
