@@ -90,6 +90,7 @@ class Request:
 
     @property
     def prefilling(self) -> bool:
+        """Whether prompt tokens are still to be fed (the prefill runs in chunks)."""
         return self.cached < self.prompt.size
 
     def cancel(self) -> None:
@@ -133,10 +134,12 @@ class Engine:
 
     @property
     def slots(self) -> int:
+        """Rows of the KV cache (the most rows that decode together)."""
         return self._slots.slots
 
     @property
     def context(self) -> int:
+        """Positions each slot holds (prompt + generated tokens)."""
         return self._slots.context
 
     @property

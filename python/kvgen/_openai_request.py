@@ -35,6 +35,7 @@ class ApiError(Exception):
         self.message, self.param, self.code, self.status, self.kind = message, param, code, status, kind
 
     def body(self) -> dict:
+        """OpenAI's error JSON for this error."""
         return {"error": {"message": self.message, "type": self.kind, "param": self.param, "code": self.code}}
 
 

@@ -112,6 +112,7 @@ class _Generation:
         self.prompt_tokens = sum(len(p) for p in req.prompts)
 
     def cancel(self) -> None:
+        """Cancels every engine request of this generation (their slots free at the next step)."""
         for r in self.requests:
             r.cancel()
 
@@ -134,6 +135,7 @@ class _Generation:
             yield out
 
     def usage(self) -> dict:
+        """OpenAI's usage: prompt, completion and total tokens."""
         completion = sum(len(c.tokens) for c in self.choices)
         return {"prompt_tokens": self.prompt_tokens, "completion_tokens": completion,
                 "total_tokens": self.prompt_tokens + completion}
@@ -150,6 +152,7 @@ class _Server:
         return self.model.decode(tokens, skip_special_tokens=True)
 
     def token_text(self, token: int) -> str:
+        """The text of one token, as log-probs report it."""
         return self.model.decode([token])
 
     # ---- /v1/completions ----
@@ -171,6 +174,7 @@ class _Server:
                 "text_offset": offsets}
 
     def completion_body(self, gen: _Generation, cid: str) -> dict:
+        """The /v1/completions response of a finished generation."""
         choices = []
         for c in gen.choices:
             text = (self._prompt_text(gen, c) if gen.req.echo else "") + c.emitted
@@ -200,6 +204,7 @@ class _Server:
         return {"content": content}
 
     def chat_body(self, gen: _Generation, cid: str) -> dict:
+        """The /v1/chat/completions response of a finished generation."""
         choices = [{"index": c.index, "message": {"role": "assistant", "content": c.emitted},
                     "logprobs": self.chat_logprobs(c) if gen.req.logprobs else None,
                     "finish_reason": c.finish_reason} for c in gen.choices]
@@ -209,6 +214,7 @@ class _Server:
     # ---- streaming ----
 
     async def stream(self, gen: _Generation, cid: str, chat: bool) -> AsyncIterator[str]:
+        """The server-sent events of a streamed generation, ending with [DONE]."""
         created = int(time.time())
         kind = "chat.completion.chunk" if chat else "text_completion"
 
@@ -309,19 +315,23 @@ def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None,
 
     @app.post("/v1/completions")
     async def completions(request: Request):
+        """OpenAI's text completions, streamed or not."""
         return await respond(request, chat=False)
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request):
+        """OpenAI's chat completions (the model's chat template), streamed or not."""
         return await respond(request, chat=True)
 
     @app.get("/v1/models")
     async def models():
+        """The one model this server holds."""
         return {"object": "list", "data": [{"id": name, "object": "model", "created": server.created,
                                             "owned_by": "kvgen"}]}
 
     @app.get("/health")
     async def health():
+        """Liveness: 200 while the server runs."""
         return {"status": "ok", "slots": engine.slots, "active_slots": engine.active_rows}
 
     return app
