@@ -200,6 +200,21 @@ class RowMatchers:
                 stopped.append(r)
         return stopped
 
+    @staticmethod
+    def running(generator: Any) -> list[bool]:
+        """The rows of ``generator`` (a core Generator or model decode loop) that take a token
+        in its next step: every beam row under beam search, else the unfinished rows."""
+        if generator.num_beams > 1:
+            return [True] * generator.rows
+        return [reason is None for reason in generator.finish_reasons]
+
+    def follow(self, generator: Any, tokens: np.ndarray, beam_indices: Optional[np.ndarray],
+               running: Sequence[bool]) -> None:
+        """After a step of ``generator``: feeds its tokens to the matchers (``advance``) and
+        finishes with 'stop' the rows whose grammar is complete."""
+        for r in self.advance(tokens, running, beam_indices):
+            generator._stop_row(r)
+
     def _reorder(self, parents: list[int]) -> None:
         """Row r takes row parents[r]'s matcher: the first child of a parent takes it, the
         others take copies."""
@@ -245,10 +260,9 @@ class _ConstrainedGenerator(_core._Generator):
             self._constraint.check_vocab(int(logits.shape[-1]))
             self._matchers = self._constraint.rows(self.rows)
             self._matchers.fill()
-        running = [True] * self.rows if self.num_beams > 1 else [r is None for r in self.finish_reasons]
+        running = RowMatchers.running(self)
         result = super().step(logits, allowed_tokens=self._matchers.wait())
-        for r in self._matchers.advance(result.tokens, running, result.beam_indices):
-            self._stop_row(r)
+        self._matchers.follow(self, result.tokens, result.beam_indices, running)
         done = self.is_done()
         if not done:
             self._matchers.fill_in_background()  # overlaps the caller's next forward pass

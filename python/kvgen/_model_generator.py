@@ -180,7 +180,7 @@ class ModelGenerator:
         self.last_stats.prefill_seconds = time.perf_counter() - start
         self.kv_cache_bytes = session.kv_cache_bytes
         if self._matchers is not None:
-            self._follow_constraint(session, [True] * session.rows)
+            self._matchers.follow(session, session.next_tokens, session.beam_indices, [True] * session.rows)
         return session
 
     def _advance(self, session: _core._ModelDecodeLoop) -> None:
@@ -188,20 +188,13 @@ class ModelGenerator:
         if self._matchers is None:
             session.advance()
         else:
-            running = [True] * session.rows if session.num_beams > 1 else [r is None for r in session.finish_reasons]
+            running = RowMatchers.running(session)
             self._matchers.fill_in_background()  # the next masks, while the forward pass runs (GIL released)
             session.forward()
             session.step(allowed_tokens=self._matchers.wait())
-            self._follow_constraint(session, running)
+            self._matchers.follow(session, session.next_tokens, session.beam_indices, running)
         self.last_stats.decode_seconds += time.perf_counter() - start
         self.last_stats.decode_steps += 1
-
-    def _follow_constraint(self, session: _core._ModelDecodeLoop, running: list[bool]) -> None:
-        """Feeds the step's tokens to the rows' matchers; rows whose grammar is complete
-        finish with the reason 'stop'."""
-        assert self._matchers is not None
-        for r in self._matchers.advance(session.next_tokens, running, session.beam_indices):
-            session._stop_row(r)
 
     def _text(self, tokens: npt.NDArray[np.int64], finish_reason: Optional[str], config: GenerationConfig,
               options: TextOptions) -> str:
