@@ -1,32 +1,22 @@
-"""The generation loop over external logits: kvgen.Generator, generate() and stream().
+"""kvgen.Generator, generate() and stream(): the public face of generation.
 
-A user who computes logits with their own model hands them to a Generator each step;
-kvgen processes them, picks tokens (greedy, sampling or beam search), applies the
-stopping rules, and tells the caller which tokens to feed next and, under beam search,
-how to reorder its KV cache (``beam_indices``).
+``Generator(config)`` is the step generator (kvgen.generation.step) over logits the caller
+computes; ``Generator(model, config)`` with a built-in ``kvgen.Model`` is a ModelGenerator
+(kvgen.generation.model_generator). generate() and stream() run the loop with a ``model_fn``.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Optional, Sequence, overload
+from typing import Any, Iterator, Optional, Sequence, overload
 
-import numpy as np
-
-from kvgen._constraints import _ConstrainedGenerator
 from kvgen._core import GenerationConfig, StepResult
 from kvgen._model import Model
-from kvgen._model_generator import ConfigLike, ModelGenerator
-from kvgen._results import GenerationResult, _result
-
-#: model_fn(input_ids, beam_indices) -> logits [rows, vocab] float32.
-#: input_ids[r] holds the new tokens of row r (its whole prompt at the first call, one
-#: token after); beam_indices (None at the first call and without beam search) gives,
-#: for each row, the row of the previous step it continues: reorder the KV cache with it
-#: before appending the new tokens.
-ModelFn = Callable[[list, Optional[np.ndarray]], np.ndarray]
+from kvgen.generation.model_generator import ConfigLike, ModelGenerator
+from kvgen.generation.results import GenerationResult
+from kvgen.generation.step import ModelFn, StepGenerator
 
 
-class Generator(_ConstrainedGenerator):
+class Generator(StepGenerator):
     """Generation over logits computed elsewhere, one step at a time; or with a built-in model.
 
     ``Generator(model, config)`` with a ``kvgen.Model`` returns a ModelGenerator (type
@@ -70,28 +60,6 @@ class Generator(_ConstrainedGenerator):
         if (args and isinstance(args[0], Model)) or isinstance(kwargs.get("model"), Model):
             return ModelGenerator(*args, **kwargs)
         return super().__new__(cls, *args, **kwargs)
-
-    def result(self, strip_prompt: bool = True) -> GenerationResult:
-        """The sequences so far (all finished once ``is_done()``), per input."""
-        return _result(self._hypotheses(), strip_prompt)
-
-    def stream(self, model_fn: ModelFn, prompts: Sequence[Sequence[int]],
-               sequence_ids: Optional[Sequence[int]] = None) -> Iterator[StepResult]:
-        """Appends ``prompts`` (with ``sequence_ids``, see the class) and steps with
-        ``model_fn``'s logits until done, yielding each step."""
-        self.append_tokens(prompts, sequence_ids=sequence_ids)
-        per_prompt = self.rows // self.batch_size
-        inputs = [np.asarray(p, dtype=np.int64) for p in prompts for _ in range(per_prompt)]
-        beam_indices = None
-        while not self.is_done():
-            step = self.step(model_fn(inputs, beam_indices))
-            yield step
-            inputs = [np.array([t], dtype=np.int64) for t in step.tokens]
-            beam_indices = step.beam_indices
-
-    def __repr__(self) -> str:
-        state = "done" if self.is_done() else f"step {self.step_count}"
-        return f"Generator(batch_size={self.batch_size}, rows={self.rows}, {state}, config={self.config!r})"
 
 
 def stream(

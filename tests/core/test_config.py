@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 import transformers
+from hf_reference import hf_generation_config
 
 import kvgen
-from hf_reference import hf_generation_config
 
 
 def test_defaults_are_hf_generate_defaults():
@@ -51,7 +51,7 @@ def test_schema_matches_the_runtime_fields():
 
 
 def test_readme_names_every_field():
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     section = re.search(r"^## GenerationConfig\n(.*?)^## ", readme, re.S | re.M).group(1)
     missing = [name for name in kvgen.GenerationConfig.fields() if f"`{name}`" not in section]
     assert not missing, f"README's GenerationConfig section does not name {missing}"

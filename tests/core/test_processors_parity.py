@@ -19,9 +19,9 @@ import zlib
 import numpy as np
 import pytest
 import torch
+from hf_reference import hf_process
 
 import kvgen
-from hf_reference import hf_process
 
 VOCABS = [7, 1000, 5003, 50257, 151936]
 BORDER_TOLERANCE = 1e-3

@@ -39,9 +39,9 @@ import numpy as np
 import pytest
 from gguf import GGMLQuantizationType
 from gguf.quants import dequantize, quantize
+from sandbox import Sandbox
 
 from kvgen import _core
-from sandbox import Sandbox
 
 BLOCK_TYPES = ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"]
 K_TYPES = ["Q4_K", "Q5_K", "Q6_K"]

@@ -1,7 +1,7 @@
 """The hand-written type stubs of kvgen._core name exactly what the module exports.
 
 The GenerationConfig fields and keyword ``__init__`` of the stub follow the schema
-(generation_config_fields.def): after a change, ``python tests/test_stubs.py --write`` rewrites
+(generation_config_fields.def): after a change, ``python tests/core/test_stubs.py --write`` rewrites
 them in _core.pyi (without ``--write`` it prints them).
 """
 
@@ -67,7 +67,8 @@ def test_stub_config_fields_follow_the_schema():
     """Every field in the schema, in order, with its type and default; nothing else."""
     stubbed = [ast.unparse(n) for n in stub_config_class().body if isinstance(n, ast.AnnAssign)]
     expected = [normalized(line) for line in config_stub_lines()]
-    assert stubbed == expected, "regenerate the GenerationConfig block of _core.pyi: python tests/test_stubs.py --write"
+    assert stubbed == expected, ("regenerate the GenerationConfig block of _core.pyi: "
+                                 "python tests/core/test_stubs.py --write")
 
 
 def test_stub_config_init_follows_the_schema():
@@ -75,7 +76,7 @@ def test_stub_config_init_follows_the_schema():
     init = next(n for n in stub_config_class().body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
     expected = normalized("class C:\n" + "\n".join(config_init_lines()))
     assert normalized("class C:\n    " + ast.unparse(init).replace("\n", "\n    ")) == expected, (
-        "regenerate the GenerationConfig block of _core.pyi: python tests/test_stubs.py --write")
+        "regenerate the GenerationConfig block of _core.pyi: python tests/core/test_stubs.py --write")
 
 
 def test_runtime_signature_follows_the_schema():

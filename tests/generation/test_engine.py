@@ -1,4 +1,4 @@
-"""Continuous batching (kvgen._engine) with the real SmolLM2 model: a row's logits do not
+"""Continuous batching (kvgen.generation.engine) with the real SmolLM2 model: a row's logits do not
 depend on the other rows of a forward pass, so the batch call gives each prompt exactly
 what its own ``generate`` call gives."""
 
@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import kvgen
-import kvgen._engine
+import kvgen.generation.engine
 from kvgen import _core
-from kvgen._engine import Engine
+from kvgen.generation.engine import Engine
 
 
 @pytest.fixture
@@ -53,7 +53,7 @@ def test_a_prompt_longer_than_a_prefill_chunk_gets_the_tokens_of_a_single_call(m
     """Both cut a prompt into chunks at the same offsets (one pass over the whole prompt would
     sum attention in another order), while the engine's other rows decode beside them."""
     long = model.encode(" ".join(f"word{i}" for i in range(140)))
-    assert len(long) > 2 * kvgen._engine.PREFILL_CHUNK
+    assert len(long) > 2 * kvgen.generation.engine.PREFILL_CHUNK
     prompts = [model.encode("Hi there"), long, model.encode("Count: 1, 2,"), long]
     config = kvgen.GenerationConfig(max_new_tokens=6, do_sample=True, seed=3)
     singles = [kvgen.Generator(model, config).generate([p]) for p in prompts]

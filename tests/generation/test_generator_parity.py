@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hf_models import HFStepper, hf_generate, random_gpt2
 
 import kvgen
-from hf_models import HFStepper, hf_generate, random_gpt2
 
 PAD = 2  # not 0: HF fills finished beams with eos[0] when pad_token_id == 0
 MODELS = [dict(vocab_size=97), dict(vocab_size=211, n_embd=48, n_head=6), dict(vocab_size=1000, n_layer=3, seed=1)]

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 import torch
 import transformers
+from hf_models import save_text_gpt2
 
 import kvgen
-from hf_models import save_text_gpt2
-from kvgen._detokenize import StopStringFilter
+from kvgen.generation.detokenize import StopStringFilter
 
 
 @pytest.fixture(scope="module")

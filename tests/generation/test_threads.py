@@ -9,9 +9,9 @@ import threading
 
 import numpy as np
 import pytest
+from hf_models import random_gpt2
 
 import kvgen
-from hf_models import random_gpt2
 
 VOCAB = 97
 STEPS = 40

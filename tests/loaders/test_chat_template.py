@@ -8,7 +8,7 @@ import pytest
 import tokenizers
 import transformers
 
-from kvgen._chat import render_chat
+from kvgen.loaders.chat_template import render_chat
 
 CHATS = {
     "single_user": [{"role": "user", "content": "What is the capital of France?"}],

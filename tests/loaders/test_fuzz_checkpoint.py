@@ -6,7 +6,7 @@ every size key of config.json set to hostile values (0, -1, 2**31, 2**62, 1e9, 1
 rope_scaling / rope_parameters variants, safetensors headers (length prefix; dtype,
 shape and data_offsets of a tensor), truncated or garbage weight files, shard index
 files, config.json / tokenizer.json / tokenizer_config.json of the wrong shape. Each case
-loads the directory in tests/sandbox.py's Sandbox (a worker under a memory limit and a
+loads the directory in tests/support/sandbox.py's Sandbox (a worker under a memory limit and a
 timeout) and, when it loads, runs a forward pass and a two-token generation. A case must
 end in ValueError or TypeError (FileNotFoundError only where the case removed a file or
 names one that does not exist), or load and run normally: never a crash, a hang, a
@@ -14,7 +14,7 @@ MemoryError or another exception.
 
 The fixed cases (every key x every value, ~300) always run, plus KVGEN_FUZZ_CASES random
 mutations (default 1000, seed 0; about 15 s in all). For a longer local run:
-``KVGEN_FUZZ_CASES=5000 python -m pytest -q tests/test_fuzz_checkpoint.py``; set
+``KVGEN_FUZZ_CASES=5000 python -m pytest -q tests/loaders/test_fuzz_checkpoint.py``; set
 KVGEN_FUZZ_SEED to vary the random cases.
 """
 
@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
-
 from hf_models import random_gpt2
 from llama_models import random_llama
 from sandbox import Sandbox, is_clean_refusal

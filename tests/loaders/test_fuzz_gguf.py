@@ -16,7 +16,7 @@ The run is deterministic (seeded ``random.Random``). By default it runs
 ``DEFAULT_CASES`` random cases (about 30 s); for a longer local run set the number and,
 optionally, another seed:
 
-    KVGEN_FUZZ_CASES=5000 KVGEN_FUZZ_SEED=7 python -m pytest -q tests/test_fuzz_gguf.py
+    KVGEN_FUZZ_CASES=5000 KVGEN_FUZZ_SEED=7 python -m pytest -q tests/loaders/test_fuzz_gguf.py
 """
 
 from __future__ import annotations
@@ -26,9 +26,8 @@ import random
 import struct
 from pathlib import Path
 
-import pytest
-
 import gguf_fuzz
+import pytest
 from gguf_models import add_gguf_tokenizer, train_byte_level_bpe, train_sentencepiece_bpe
 from sandbox import Sandbox, is_clean_refusal
 
@@ -118,7 +117,7 @@ def _refused(sandbox, path: Path, match: str) -> None:
 
 
 def test_string_value_type_changed_to_array(seeds, sandbox, tmp_path):
-    """Issue 9: one byte, STRING (8) -> ARRAY (9), sent gguf-py's reader past the end of the file,
+    """One byte, STRING (8) -> ARRAY (9), sent gguf-py's reader past the end of the file,
     looping and allocating gigabytes."""
     import gguf
 
@@ -135,7 +134,7 @@ def test_string_value_type_changed_to_array(seeds, sandbox, tmp_path):
 
 @pytest.mark.parametrize("value", [2**62, 10**8])
 def test_huge_context_length(seeds, sandbox, tmp_path, value):
-    """Issue 9: llama.context_length = 2^62 overflowed the rope table and crashed; 1e8 took
+    """llama.context_length = 2^62 overflowed the rope table and crashed; 1e8 took
     10 s and 3 GB for a 100 KB file."""
     path = gguf_fuzz.rewrite(seeds["llama"], tmp_path / "context.gguf", {"llama.context_length": ("UINT64", value)})
     outcome = sandbox.run(gguf_fuzz.load_and_run, str(path))

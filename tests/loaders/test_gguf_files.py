@@ -6,14 +6,14 @@ from __future__ import annotations
 import struct
 
 import gguf
+import gguf_fuzz
 import numpy as np
 import pytest
-
-import gguf_fuzz
-import kvgen
 from gguf_models import smollm2_path
-from kvgen._gguf_file import GGUFStrings, read_gguf_file
 from llama_models import random_llama, write_llama_gguf
+
+import kvgen
+from kvgen.loaders.gguf.file import GGUFStrings, read_gguf_file
 
 SHAPE = dict(vocab_size=50, hidden_size=32, num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=2,
              intermediate_size=48, max_position_embeddings=32)
@@ -95,7 +95,7 @@ def test_metadata_inconsistent_with_tensors(hf, tmp_path):
         kvgen.Model.load(write_llama_gguf(hf, tmp_path / "h3.gguf", heads=3))
 
 
-# --- the container checks of kvgen._gguf_file ------------------------------------------------------
+# --- the container checks of kvgen.loaders.gguf.file ------------------------------------------------------
 
 def _patched(good, tmp_path, edits, name="bad.gguf"):
     """``good`` with ``edits`` [(struct format, byte offset, value)] applied."""
@@ -136,7 +136,7 @@ def test_reader_agrees_with_gguf_py_on_valid_files(good):
 
 
 def test_f32_tensors_are_views_over_the_file(good):
-    from kvgen._gguf import read_gguf
+    from kvgen.loaders.gguf.model import read_gguf
 
     model = read_gguf(good)
     embed = model.arrays["model.embed_tokens.weight"]

@@ -10,15 +10,15 @@ import gguf
 import numpy as np
 import pytest
 import transformers
-
 from gguf_models import (
     add_gguf_tokenizer,
     train_byte_level_bpe,
     train_sentencepiece_bpe,
     write_tokenizer_gguf,
 )
-from kvgen._gguf_file import read_gguf_file
-from kvgen._gguf_tokenizer import GGUFTokenizerInfo, tokenizer_from_gguf
+
+from kvgen.loaders.gguf.file import read_gguf_file
+from kvgen.loaders.gguf.tokenizer import GGUFTokenizerInfo, tokenizer_from_gguf
 
 TEXTS = [
     "Hello, world! This is a test.",

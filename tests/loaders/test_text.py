@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 import transformers
+from hf_models import hf_generate, save_text_gpt2
 
 import kvgen
-from hf_models import hf_generate, save_text_gpt2
 
 
 @pytest.fixture(scope="module")

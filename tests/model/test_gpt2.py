@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import torch
 import transformers
+from hf_models import assert_cached_decode_matches_hf, assert_generate_equals_hf
 from safetensors.numpy import load_file, save_file
 
 import kvgen
-from hf_models import assert_cached_decode_matches_hf, assert_generate_equals_hf
 
 PAD = 2
 SHAPES = [

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import torch
 import transformers
+from hf_models import assert_cached_decode_matches_hf, assert_generate_equals_hf
+from llama_models import hf_from_gguf, random_llama, write_gpt2_gguf, write_llama_gguf
 
 import kvgen
-from hf_models import assert_cached_decode_matches_hf, assert_generate_equals_hf
-from kvgen._rope import inv_freq, rope_parameters
-from llama_models import hf_from_gguf, random_llama, write_gpt2_gguf, write_llama_gguf
+from kvgen.loaders.rope import inv_freq, rope_parameters
 
 PAD = 2
 SHAPES = {
@@ -213,9 +213,8 @@ def test_gpt2_gguf_matches_gpt2lmheadmodel(tmp_path):
 
 def test_directory_with_tokenizer_and_chat_template(tmp_path):
     # a Llama directory as transformers saves it: tokenizer.json + chat template
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
     from hf_models import TEXT_CORPUS
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)

@@ -6,7 +6,7 @@ runs one forward pass per mode:
 
 * default (``kvgen.Model.load(path)``, ``activations="int8x2"``): quantized weights,
   activations quantized per 32-block to int8 in two levels (the second quantizes the first's
-  rounding error). Held to issue 10's bounds: the argmax agrees at >= 99% of positions and
+  rounding error). Held to these bounds: the argmax agrees at >= 99% of positions and
   the perplexity is within 0.5% (measured: 100% and -0.001%; largest logit difference 7.5e-3).
 * ``exact=True`` (float activations): the same arithmetic as transformers up to the order of
   float32 sums. The same bounds hold (measured: 100%, -0.00001%) and, in addition, every
@@ -28,18 +28,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-import kvgen
 from teacher_forcing import TEXT, perplexity
 
+import kvgen
+
 N_TOKENS = 1100
-MIN_ARGMAX_AGREEMENT = 0.99  # issue 10's bound
+MIN_ARGMAX_AGREEMENT = 0.99  # the fidelity bound
 INT8_MIN_ARGMAX_AGREEMENT = 0.95  # one-level int8 activations; see the module docstring
 # mode -> keyword arguments of kvgen.Model.load
 MODES = {"default": {}, "exact": {"exact": True}, "int8": {"activations": "int8"}}
 MAX_PERPLEXITY_REL_DIFF = 0.005
 # exact=True: kvgen's and torch's float32 sums differ in order only. Measured on this text with
-# both engines on float32 weights dequantized at load (kvgen before issue 10): max |difference|
+# both engines on float32 weights dequantized at load (as kvgen once did): max |difference|
 # 9.5e-5 over all 1,100 x 49,152 logits (|logit| up to 39); with exact=True on the quantized
 # weights: 1.6e-4, median per-position max 4.6e-5.
 # Dequantizing a block inside the kernel reorders the sums once more, not more coarsely; 1e-3

@@ -16,10 +16,10 @@ import pytest
 import torch
 from gguf import GGMLQuantizationType
 from gguf.quants import dequantize, quantize
-
-import kvgen
 from hf_models import random_gpt2
 from llama_models import random_llama, write_gpt2_gguf
+
+import kvgen
 
 
 def quantized_copy(w: np.ndarray, qtype: str) -> np.ndarray:

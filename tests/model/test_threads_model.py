@@ -3,7 +3,7 @@
 Four threads start together (a barrier) and call the shared object with different
 inputs; every result is kept and compared, after all threads finish, with the result of
 the same call made alone. The GIL is released inside both calls, so the threads do
-overlap in C++ (issue 9, items 6 and 9: results overwritten by later calls, and a prompt
+overlap in C++ (results overwritten by later calls, and a prompt
 length that one thread's sequence fixed for another's).
 """
 
@@ -13,10 +13,10 @@ import threading
 
 import numpy as np
 import pytest
-
-import kvgen
 from hf_models import random_gpt2
 from llama_models import random_llama
+
+import kvgen
 
 THREADS = 4
 VOCAB = 211  # both random models' vocabulary

@@ -1,5 +1,5 @@
 """kvgen's public API type-checks as users write it: the README's Python blocks and a script
-over the API (tests/typecheck/public_api.py) pass mypy, and its deliberate mistakes are caught."""
+over the API (tests/package/typecheck/public_api.py) pass mypy, and its deliberate mistakes are caught."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README_BLOCKS = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
 # kvgen and what the API names are checked; torch and transformers (used by the README's
 # examples) are read as Any: analysing them would take minutes and check nothing of kvgen's.
@@ -32,7 +32,7 @@ def mypy(targets: list[str], tmp_path: Path, *flags: str) -> subprocess.Complete
 
 
 def test_readme_blocks_and_the_api_script_type_check(tmp_path):
-    files = [ROOT / "tests" / "typecheck" / "public_api.py"]
+    files = [ROOT / "tests" / "package" / "typecheck" / "public_api.py"]
     for index, block in enumerate(README_BLOCKS):
         files.append(tmp_path / f"readme_block_{index}.py")
         files[-1].write_text(block)
@@ -43,7 +43,7 @@ def test_readme_blocks_and_the_api_script_type_check(tmp_path):
 def test_the_generation_layer_is_fully_annotated(tmp_path):
     """Generator, ModelGenerator, the config's keyword face and the results: every function
     annotated, and mypy finds nothing wrong in them."""
-    modules = ["kvgen._generate", "kvgen._model_generator", "kvgen._config_fields", "kvgen._results"]
+    modules = ["kvgen._generator", "kvgen.generation.model_generator", "kvgen._config", "kvgen.generation.results"]
     out = mypy([arg for m in modules for arg in ("-m", m)], tmp_path, "--disallow-untyped-defs",
                "--disallow-incomplete-defs")
     assert out.returncode == 0, out.stdout + out.stderr

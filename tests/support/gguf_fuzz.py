@@ -1,4 +1,4 @@
-"""Mutations of small GGUF files for tests/test_fuzz_gguf.py, and the case the sandbox runs.
+"""Mutations of small GGUF files for tests/loaders/test_fuzz_gguf.py, and the case the sandbox runs.
 
 The layout of a valid seed file (where each key, value type, string length, array count and
 tensor-info field sits) comes from ``gguf.GGUFReader``, which is trustworthy on files

@@ -10,9 +10,9 @@ from typing import Optional, Sequence, Union
 
 import numpy as np
 import pytest
+from hf_models import TEXT_CORPUS
 
 import kvgen
-from hf_models import TEXT_CORPUS
 
 # llama.cpp's token types (gguf.TokenType)
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 # A public-domain text (tests/data/README.md): 2,262 tokens under SmolLM2's tokenizer.
-TEXT = Path(__file__).resolve().parent / "data" / "pride_and_prejudice_ch1-2.txt"
+TEXT = Path(__file__).resolve().parents[1] / "data" / "pride_and_prejudice_ch1-2.txt"
 
 
 def log_softmax64(logits: np.ndarray) -> np.ndarray:

@@ -9,7 +9,7 @@ it feeds each row's new token to its matcher, carries matchers along beam reorde
 which rows' grammars are complete, and computes the next masks in a worker thread (llguidance
 releases the GIL) while the caller runs the model's forward pass. ``_ConstrainedGenerator``
 is the core's step loop over external logits with those masks: kvgen.Generator and the
-serving engine (kvgen._engine) both build on it.
+serving engine (kvgen.generation.engine) both build on it.
 """
 
 from __future__ import annotations
@@ -24,8 +24,7 @@ import llguidance.numpy as llg_numpy
 import numpy as np
 from llguidance.gbnf_to_lark import GbnfToLarkError, any_to_lark
 
-from kvgen import _core
-from kvgen._core import GenerationConfig, StepResult
+from kvgen._core import GenerationConfig
 
 # JSON schemas compile to compact JSON (no free whitespace between tokens), as llama.cpp's
 # converter does: a small model otherwise spends its tokens on newlines and never closes
@@ -225,46 +224,3 @@ class RowMatchers:
             taken.add(p)
             dead.append(self.dead[p])
         self.matchers, self.dead = matchers, dead
-
-
-class _ConstrainedGenerator(_core._Generator):
-    """The core's step loop, with the rows' allowed tokens computed by llguidance when the
-    config has a constraint (see kvgen.Generator): each step fills the masks of the next one
-    in the mask worker, overlapping the caller's forward pass. A base class of its own so
-    that type checkers read Generator's constructor from the overloads of
-    ``Generator.__new__``, and so that the engine can use it without importing kvgen._generate."""
-
-    def __init__(self, config: GenerationConfig, batch_size: Optional[int] = None, *, tokenizer: Any = None,
-                 token_strings: Optional[Sequence[str | bytes]] = None, output_raw_logprobs: bool = False) -> None:
-        super().__init__(config, batch_size, token_strings=token_strings, output_raw_logprobs=output_raw_logprobs)
-        field = constraint_field(config)
-        if field is not None and tokenizer is None:
-            raise ValueError(f"GenerationConfig.{field} needs the vocabulary: pass tokenizer= (a tokenizers.Tokenizer, "
-                             "a transformers fast tokenizer or a kvgen.Model) to the Generator")
-        if field is not None and config.num_beams > 1 and config.eos_token_id is None:
-            raise ValueError(f"beam search under GenerationConfig.{field} needs eos_token_id: a beam ends where "
-                             "its grammar does by picking EOS")
-        self._constraint = Constraint(config, tokenizer) if field is not None else None
-        self._matchers: Optional[RowMatchers] = None
-
-    def step(self, logits: Any, *, allowed_tokens: Any = None) -> StepResult:
-        """Processes the next-token logits [rows, vocab] (float32, C-contiguous, read in
-        place) and picks a token per row; returns a StepResult. Under a constraint the
-        allowed tokens come from the tokenizer; ``allowed_tokens`` (a bitmask of your own)
-        belongs to the core class ``kvgen._core._Generator``."""
-        if self._constraint is None:
-            return super().step(logits, allowed_tokens=allowed_tokens)
-        if allowed_tokens is not None:
-            raise ValueError("this Generator computes the allowed tokens from its tokenizer: pass no allowed_tokens")
-        if self._matchers is None:
-            self._constraint.check_vocab(int(logits.shape[-1]))
-            self._matchers = self._constraint.rows(self.rows)
-            self._matchers.fill()
-        running = RowMatchers.running(self)
-        result = super().step(logits, allowed_tokens=self._matchers.wait())
-        self._matchers.follow(self, result.tokens, result.beam_indices, running)
-        done = self.is_done()
-        if not done:
-            self._matchers.fill_in_background()  # overlaps the caller's next forward pass
-        return StepResult(result.tokens, result.beam_indices, done, result.logprobs, result.top_token_ids,
-                          result.top_logprobs, result.raw_top_token_ids, result.raw_top_logprobs)

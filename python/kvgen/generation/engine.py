@@ -16,11 +16,11 @@ Prompts are cut into chunks at fixed offsets from their start (0, C, 2C, ...), a
 ``Generator(model, config).generate`` cuts them, and the model computes each row from its
 own tokens and cache only (the quantized kernels keep one accumulator per row), so greedy
 and seeded outputs do not depend on what else is in the batch and equal those of a
-single ``generate`` call: tests/test_engine.py checks the logits bit for bit.
+single ``generate`` call: tests/generation/test_engine.py checks the logits bit for bit.
 
 A request with a constraint (json_schema, regex, grammar or choices) is compiled against
 the model's tokenizer when it is submitted (ValueError naming the problem); its step fills
-the rows' next masks in the mask worker (kvgen._constraints), which overlaps the next
+the rows' next masks in the mask worker (kvgen.generation.constraints), which overlaps the next
 batched forward pass.
 """
 
@@ -34,9 +34,9 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from kvgen import _core
-from kvgen._constraints import _ConstrainedGenerator
 from kvgen._core import GenerationConfig, StepResult
-from kvgen._results import GenerationResult, _result
+from kvgen.generation.results import GenerationResult, _result
+from kvgen.generation.step import StepGenerator
 
 #: Prompt tokens per forward pass at most (one chunk of one prompt, or several short ones):
 #: the chunk size of ModelDecodeLoop's prefill, so that a prompt is cut the same way there.
@@ -66,7 +66,7 @@ class Request:
         if self.prompt.ndim != 1 or self.prompt.size == 0:
             raise ValueError("a prompt must hold at least one token id")
         # a constraint is compiled here (ValueError when invalid), in the caller's thread
-        self.generator = _ConstrainedGenerator(config, token_strings=token_strings, tokenizer=tokenizer)
+        self.generator = StepGenerator(config, token_strings=token_strings, tokenizer=tokenizer)
         self.generator.append_tokens([self.prompt])  # checks the config and the prompt, in the caller's thread
         # the last token generated is never fed back, so prompt + new tokens fit in the slot
         new = max(self.generator.max_new_tokens(self.prompt.size), 0)

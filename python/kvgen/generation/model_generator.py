@@ -13,14 +13,13 @@ import numpy as np
 import numpy.typing as npt
 
 from kvgen import _core
-from kvgen._config import from_hf
-from kvgen._config_fields import check_field_names, with_overrides
-from kvgen._constraints import Constraint, RowMatchers, constraint_field
+from kvgen._config import check_field_names, from_hf, with_overrides
 from kvgen._core import GenerationConfig
-from kvgen._detokenize import IncrementalText, StopStringFilter, cut_at_stop
-from kvgen._engine import run_batch
 from kvgen._model import Model
-from kvgen._results import GenerationResult, GenerationStats, TextPiece, _result
+from kvgen.generation.constraints import Constraint, RowMatchers, constraint_field
+from kvgen.generation.detokenize import IncrementalText, StopStringFilter, cut_at_stop
+from kvgen.generation.engine import run_batch
+from kvgen.generation.results import GenerationResult, GenerationStats, TextPiece, _result
 
 
 def _dry_needs_texts(config: GenerationConfig) -> bool:

@@ -1,4 +1,4 @@
-"""A script over kvgen's public API, type-checked (not run) by tests/test_typing.py: every call
+"""A script over kvgen's public API, type-checked (not run) by tests/package/test_typing.py: every call
 here must check with mypy as written, and the ``# type: ignore`` lines must be errors (mypy's
 ``warn_unused_ignores`` reports an ignore that is not needed)."""
 

@@ -1,4 +1,4 @@
-"""Typed reading of GGUF key-value metadata (``GGUFFile.fields`` of kvgen._gguf_file), with a
+"""Typed reading of GGUF key-value metadata (``GGUFFile.fields`` of kvgen.loaders.gguf.file), with a
 ValueError naming the key when a value has the wrong type or is not valid UTF-8.
 
 Each ``read_*`` returns ``None`` when the key is absent."""
@@ -10,7 +10,7 @@ from typing import Optional
 import numpy as np
 from gguf.constants import GGUFValueType as _T
 
-from kvgen._gguf_file import GGUFField, GGUFFile
+from kvgen.loaders.gguf.file import GGUFField, GGUFFile
 
 INTEGER_TYPES = {_T.UINT8, _T.INT8, _T.UINT16, _T.INT16, _T.UINT32, _T.INT32, _T.UINT64, _T.INT64}
 FLOAT_TYPES = {_T.FLOAT32, _T.FLOAT64}

@@ -1,8 +1,8 @@
 """Reading GGUF model files.
 
-The file is parsed and validated by kvgen._gguf_file (memory-mapped; every count, length
+The file is parsed and validated by kvgen.loaders.gguf.file (memory-mapped; every count, length
 and offset checked against the file before use). Quantized matrices stay quantized: the
-raw blocks of the types kvgen's core computes on (kvgen._quantize.PACKED_TYPES) go to the
+raw blocks of the types kvgen's core computes on (kvgen.loaders.quantize.PACKED_TYPES) go to the
 core as they are, and are repacked there; Q2_K to Q6_K types without a kernel are converted
 to Q8_0 at load. Float32 matrices are used in place (F16/BF16 ones are repacked in C++ like
 the quantized ones); vectors (norms, biases) are read as float32 copies, so that the file's map closes once the
@@ -28,9 +28,9 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from kvgen._gguf_file import GGUF_MAGIC, GGUFFile, GGUFTensor, read_gguf_file
-from kvgen._gguf_metadata import read_float, read_int, read_string
-from kvgen._quantize import PACKED_TYPES, QuantizedTensor, check_finite_scales, requantize
+from kvgen.loaders.gguf.file import GGUF_MAGIC, GGUFFile, GGUFTensor, read_gguf_file
+from kvgen.loaders.gguf.metadata import read_float, read_int, read_string
+from kvgen.loaders.quantize import PACKED_TYPES, QuantizedTensor, check_finite_scales, requantize
 
 SUPPORTED_TENSOR_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K",
                           "Q6_K")
@@ -44,7 +44,7 @@ class GGUFModel:
     config: dict                      # Hugging Face config names
     arrays: dict[str, Any]            # float32 arrays or QuantizedTensors by Hugging Face name
     rope_freqs: Optional[np.ndarray] = None   # per-frequency divisors (Llama 3 files)
-    tokenizer: Any = None             # kvgen._gguf_tokenizer.GGUFTokenizerInfo, or None
+    tokenizer: Any = None             # kvgen.loaders.gguf.tokenizer.GGUFTokenizerInfo, or None
     metadata: dict = field(default_factory=dict)  # name and tensor type counts, for repr and the CLI
 
 
@@ -67,7 +67,7 @@ def read_gguf(path: Path) -> GGUFModel:
                          f"{', '.join(sorted(_ARCHITECTURES))})")
     tensors = {t.name: t for t in reader.tensors}
     model = _ARCHITECTURES[arch](meta, tensors, path)
-    from kvgen._gguf_tokenizer import tokenizer_from_gguf
+    from kvgen.loaders.gguf.tokenizer import tokenizer_from_gguf
 
     try:
         model.tokenizer = tokenizer_from_gguf(reader) if "tokenizer.ggml.model" in reader.fields else None

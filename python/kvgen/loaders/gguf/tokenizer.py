@@ -36,8 +36,8 @@ from typing import Optional
 import numpy as np
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, processors
 
-from kvgen._gguf_file import GGUFFile
-from kvgen._gguf_metadata import (
+from kvgen.loaders.gguf.file import GGUFFile
+from kvgen.loaders.gguf.metadata import (
     FLOAT_TYPES,
     INTEGER_TYPES,
     read_bool,
@@ -178,7 +178,7 @@ def _check_id(key: str, value: Optional[int], count: int) -> Optional[int]:
 def tokenizer_from_gguf(reader: GGUFFile) -> GGUFTokenizerInfo:
     """Build the tokenizer described by a GGUF file's metadata.
 
-    ``reader`` is the file as ``kvgen._gguf_file.read_gguf_file`` parsed it. Supports
+    ``reader`` is the file as ``kvgen.loaders.gguf.file.read_gguf_file`` parsed it. Supports
     ``tokenizer.ggml.model`` ``"gpt2"`` (byte-level BPE) and ``"llama"`` (SentencePiece BPE
     with byte fallback); encoding and decoding match transformers' tokenizer for the same file
     (``AutoTokenizer.from_pretrained(directory, gguf_file=name)``), and ``encode`` adds BOS/EOS

@@ -1,5 +1,5 @@
-"""Regression tests for issue 9 (items 2 and 8): model config sizes, Hugging Face
-directories and token ids. Cases that crashed, hung or took gigabytes run in the Sandbox."""
+"""Loading Hugging Face checkpoint directories: model config sizes, the directory's files, and
+token ids. Cases that crashed, hung or took gigabytes run in the Sandbox."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from llama_models import random_llama
 from safetensors.numpy import load_file
+from sandbox import Sandbox
 
 import kvgen
-from llama_models import random_llama
-from sandbox import Sandbox
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +58,7 @@ def assert_refused(sandbox, directory, error: str, match: str) -> None:
     assert match in outcome.message, outcome.message
 
 
-# ---- item 2: sizes drive no allocation --------------------------------------------------
+# ---- sizes drive no allocation --------------------------------------------------
 
 def test_max_position_embeddings_beyond_the_limit_is_refused_by_name(sandbox, llama_dir, tmp_path):
     # was: 8 GB of RSS for the rope table of 1e9 positions
@@ -106,7 +106,7 @@ def test_heads_times_head_dim_is_checked_for_overflow(sandbox, llama_dir, tmp_pa
     assert_refused(sandbox, d, "ValueError", "num_attention_heads x head_dim = 4294967296 is above kvgen's limit")
 
 
-# ---- item 8: config values of the wrong type ------------------------------------------
+# ---- config values of the wrong type ------------------------------------------
 
 @pytest.mark.parametrize("key, value, error, match", [
     ("hidden_size", 8.0, "TypeError", "hidden_size must be an integer, got 8.0 (float)"),
@@ -161,7 +161,7 @@ def test_the_binding_takes_typed_structs_not_config_dicts():
         pytest.approx(1e-5), True, False)
 
 
-# ---- item 8: files of a directory -------------------------------------------------------
+# ---- files of a directory -------------------------------------------------------
 
 def test_shard_index_must_stay_inside_the_directory(llama_dir, tmp_path):
     d = variant(llama_dir, tmp_path)
@@ -230,7 +230,7 @@ def test_config_tokenizer_and_chat_template_of_the_wrong_shape(llama_dir, tmp_pa
     assert kvgen.Model.load(d).chat_template == "D"  # transformers' named templates: the default one
 
 
-# ---- item 8: decode ----------------------------------------------------------------------
+# ---- decode ------------------------------------------------------------------------------
 
 def test_decode_refuses_ids_outside_the_vocabulary(tmp_path):
     from hf_models import save_text_gpt2
