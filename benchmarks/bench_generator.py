@@ -99,10 +99,11 @@ from transformers.generation.utils import StopCheck
 import kvgen
 
 BENCHMARKS = Path(__file__).resolve().parent
-sys.path[:0] = [str(BENCHMARKS), str(BENCHMARKS.parent / "tests")]
+sys.path[:0] = [str(BENCHMARKS), str(BENCHMARKS.parent / "tests" / "support")]
+from hf_reference import hf_generation_setup, tiny_model  # noqa: E402
+
 import harness  # noqa: E402  (benchmarks/ and tests/ are not packages)
 from engines import hf_engine  # noqa: E402
-from hf_reference import hf_generation_setup, tiny_model  # noqa: E402
 
 SEED = 0
 VOCAB = 50257

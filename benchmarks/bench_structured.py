@@ -42,8 +42,8 @@ import time
 import harness
 import kvgen
 from engines import llama_cpp_engine
-from kvgen import _constraints
-from kvgen._constraints import Constraint
+from kvgen.generation import constraints as _constraints
+from kvgen.generation.constraints import Constraint
 
 SCHEMA = {
     "type": "object",

@@ -30,8 +30,8 @@ lines for the goals (decode >= 1.5x llama.cpp on Q4_1, >= 1.3x on Q8_0 and Q4_K_
 >= 1.5x on Q4_1, load <= 0.5 s, peak RSS <= 1.3x llama-cpp-python's). A greedy sanity check
 (64-token prompt, 32 new tokens) compares every engine's tokens with HF's (llama.cpp's where
 HF does not run); kvgen's default mode quantizes activations, so it only raises when kvgen's
-first token differs on a trained file (the fidelity bounds are tests of the quantized
-model's fidelity and bench_perplexity.py). ``--quick``: a 128-token prefill, 32 new
+first token differs on a trained file (the fidelity bounds are
+tests/model/test_quantized_fidelity.py and bench_perplexity.py). ``--quick``: a 128-token prefill, 32 new
 tokens, an 8-token sanity check. Writes ``benchmarks/results/bench_decode_smollm2.json``
 (``--out-smollm2``) and a PNG next to it (bars per file and thread count).
 """
@@ -97,7 +97,7 @@ def weight_bytes(engines: dict, path: Path) -> dict:
 def sanity(engines: dict, prompt: list[int], new_tokens: int, trained: bool) -> dict:
     """Greedy tokens of every engine against the reference engine's (HF's where it runs).
     kvgen's default mode quantizes activations, so its tokens may leave HF's after a few (as
-    llama.cpp's do); the teacher-forced bounds are tests of the quantized model's fidelity.
+    llama.cpp's do); the teacher-forced bounds are in tests/model/test_quantized_fidelity.py.
     This only guards the timings against a broken engine: on a trained file it raises if
     kvgen's first token differs from the reference's (on random weights the logits nearly tie)."""
     ref = reference_engine(engines)
