@@ -72,7 +72,7 @@ def version_in(python: str, module: str = "llama_cpp", engines: str = NAME) -> s
         extra = "[server]" if module.startswith("llama_cpp.server") else ""
         print(f"skipped: {engines} ({module} does not import in {python}: pip install llama-cpp-python{extra})")
         return None
-    return out.stdout.strip()
+    return out.stdout.split()[-1]  # the version: the last line
 
 
 # ---- in process ----------------------------------------------------------------------
