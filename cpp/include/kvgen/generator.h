@@ -52,8 +52,8 @@ struct StepScratch {
   std::vector<float> raw_top_logprobs; // (rows, top_logprobs) when kept
 };
 
-// The outcome of the last step, copied out of the generator (what Generator.step returns
-// to Python). Rows that did not step have log-prob -inf and top ids -1.
+// The outcome of the last step, copied out of the generator (what a caller reads after
+// step()). Rows that did not step have log-prob -inf and top ids -1.
 struct StepOutput {
   std::vector<int64_t> tokens;                      // (rows) tokens to feed next
   std::optional<std::vector<int64_t>> beam_indices; // (rows) under beam search: each row's parent
