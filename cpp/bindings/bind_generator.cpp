@@ -3,7 +3,6 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <limits>
 #include <mutex>
 #include <optional>
 #include <utility>
