@@ -131,6 +131,30 @@ void a_step_that_throws_changes_nothing() {
   CHECK_EQ(row_tokens(g, 0), (std::vector<int64_t>{0, 1, 2}));
 }
 
+void a_constraint_mask_limits_the_tokens() {
+  // A constraint (any of json_schema, regex, grammar, choices) makes the mask required:
+  // one uint32 word per row here (vocab 4), bit t set when token t is allowed.
+  GenerationConfig config = greedy_config(3);
+  config.regex = "[ab]+";
+  Generator g(config);
+  g.append_tokens({{0}, {0}});
+  const std::vector<float> logits = rows_of({{0, 0, 0, 5}, {0, 0, 0, 5}});
+  CHECK_THROWS(g.step(logits.data(), 2, kVocab), ValueError);  // no mask
+  const std::vector<uint32_t> empty{0b0100, 0b0000};
+  CHECK_THROWS(g.step(logits.data(), 2, kVocab, empty.data()), ValueError);  // row 1 allows nothing
+  CHECK_EQ(g.steps(), int64_t{0});
+  // row 0 allows token 2 only; row 1 tokens 1 and 3, of which 3 is the argmax
+  const std::vector<uint32_t> allowed{0b0100, 0b1010};
+  g.step(logits.data(), 2, kVocab, allowed.data());
+  CHECK_EQ(next_tokens(g), (std::vector<int64_t>{2, 3}));
+  CHECK_NEAR(g.last_step().logprobs[0], 0.0, 1e-6);  // the only allowed token has all the mass
+  CHECK_NEAR(g.last_step().logprobs[1], 5.0 - std::log(std::exp(5.0) + 1.0), 1e-6);
+
+  Generator free(greedy_config(3));  // and without a constraint a mask is refused
+  free.append_tokens({{0}, {0}});
+  CHECK_THROWS(free.step(logits.data(), 2, kVocab, allowed.data()), ValueError);
+}
+
 // ---- stopping rules --------------------------------------------------------------------
 
 void eos_finishes_a_row_and_pads_it() {
@@ -363,7 +387,9 @@ void beam_step(Generator& g, const std::vector<std::vector<double>>& probs) {
 }
 
 void beam_search_follows_parents_and_keeps_the_best_hypotheses() {
-  Generator g(beam_config(1.0, EarlyStopping::False));
+  GenerationConfig config = beam_config(1.0, EarlyStopping::False);
+  config.top_logprobs = 2;
+  Generator g(config);
   g.append_tokens({{0}});
   CHECK(g.is_beam_search());
   CHECK(g.beam_indices() == nullptr);  // before the first step
@@ -382,6 +408,12 @@ void beam_search_follows_parents_and_keeps_the_best_hypotheses() {
   CHECK_EQ(row_tokens(g, 0), (std::vector<int64_t>{0, 1, 0}));
   CHECK_EQ(row_tokens(g, 1), (std::vector<int64_t>{0, 0, 0}));
   CHECK(!g.done());
+  // each new row's alternatives are its parent row's: row 0 continues old row 1
+  // ({.9, .01, .01, .08}: tokens 0, EOS), row 1 old row 0 ({.4, .2, .1, .3}: 0, EOS)
+  CHECK_EQ(out.top_ids, (std::vector<int64_t>{0, 3, 0, 3}));
+  CHECK_NEAR(out.top_logprobs[0], std::log(.9), 1e-5);
+  CHECK_NEAR(out.top_logprobs[1], std::log(.08), 1e-5);
+  CHECK_NEAR(out.top_logprobs[3], std::log(.3), 1e-5);
 
   // Step 3 with length_penalty 1: A = log .5 = -0.693, C = log .06 / 3 = -0.938,
   // D = log .05625 / 3 = -0.959: the best two are A and C. The best running beam,
@@ -464,6 +496,7 @@ int main() {
   return kvgen::test::run_all({
       TEST_CASE(greedy_takes_the_argmax_and_reports_its_logprob),
       TEST_CASE(a_step_that_throws_changes_nothing),
+      TEST_CASE(a_constraint_mask_limits_the_tokens),
       TEST_CASE(eos_finishes_a_row_and_pads_it),
       TEST_CASE(max_new_tokens_and_max_length_bound_the_generation),
       TEST_CASE(min_new_tokens_holds_eos_back),
