@@ -9,7 +9,7 @@ from kvgen._core import GenerationConfig, StepResult, get_num_threads, sample, s
 from kvgen._default_model import default_model_path, load_default
 from kvgen._generator import Generator, generate, stream
 from kvgen._model import Model
-from kvgen._processor import LogitsProcessor
+from kvgen._processor import LogitsProcessor, transformers_generate_kwargs
 from kvgen.generation.model_generator import ModelGenerator
 from kvgen.generation.results import GenerationResult, GenerationStats, TextPiece
 
@@ -36,5 +36,6 @@ __all__ = [
     "sample",
     "set_num_threads",
     "stream",
+    "transformers_generate_kwargs",
     "__version__",
 ]

@@ -9,6 +9,7 @@ appears in the signature, the suggestions, the overrides and the conversions wit
 
 from __future__ import annotations
 
+import contextvars
 import difflib
 import inspect
 import json
@@ -74,12 +75,70 @@ def check_field_names(names: Iterable[str], known: Iterable[str] = _FIELDS) -> N
         raise TypeError(f"unknown GenerationConfig field(s): {hints}")
 
 
+# True while a config is rebuilt from one that was already checked (unpickling, overrides):
+# the sampling-field warning is given once per config, by the call that set the fields.
+_rebuilding: contextvars.ContextVar[bool] = contextvars.ContextVar("kvgen_config_rebuilding", default=False)
+
+
+def _quiet_config(fields: Mapping[str, Any]) -> GenerationConfig:
+    token = _rebuilding.set(True)
+    try:
+        return GenerationConfig(**fields)
+    finally:
+        _rebuilding.reset(token)
+
+
 def with_overrides(config: GenerationConfig, overrides: Mapping[str, Any]) -> GenerationConfig:
-    """A new, validated config: ``config`` with the fields of ``overrides`` set."""
+    """A new, validated config: ``config`` with the fields of ``overrides`` set. A sampling
+    field among ``overrides`` without ``do_sample=True`` warns, as in the constructor."""
     if not overrides:
         return config
     check_field_names(overrides)
-    return GenerationConfig(**{**config.to_dict(), **overrides})
+    merged = _quiet_config({**config.to_dict(), **overrides})
+    warn_sampling_without_do_sample(merged, overrides, stacklevel=3)
+    return merged
+
+
+# Fields that only act when sampling (do_sample=True), with the value that leaves each off.
+# transformers' GenerationConfig.validate warns for its seven (temperature ... eta_cutoff,
+# top_k at its default 50); kvgen adds its llama.cpp samplers that the chain skips as well.
+SAMPLING_ONLY_FIELDS: dict[str, Any] = {
+    "temperature": 1.0, "top_p": 1.0, "min_p": None, "typical_p": 1.0, "top_k": 50,
+    "epsilon_cutoff": 0.0, "eta_cutoff": 0.0,
+    "top_n_sigma": -1.0, "mirostat": 0, "xtc_probability": 0.0,
+}
+
+_GREEDY_WRONG_PARAMETER = (
+    "`do_sample` is not set to `True`. However, `{flag_name}` is set to `{flag_value}` -- this flag is "
+    "only used in sample-based generation modes. You should set `do_sample=True` or unset `{flag_name}`."
+)
+
+
+def sampling_without_do_sample(config: GenerationConfig, set_names: Iterable[str]) -> dict[str, str]:
+    """transformers' rule (``GenerationConfig.validate``): without ``do_sample=True``, each
+    sampling-only field among ``set_names`` whose value is not its "off" value, with transformers'
+    sentence for it. ``temperature=0`` is kvgen's (and OpenAI's) spelling of greedy, so it is not
+    reported: it asks for what it gets."""
+    if config.do_sample:
+        return {}
+    issues = {}
+    for name in set_names:
+        if name in SAMPLING_ONLY_FIELDS:
+            value = getattr(config, name)
+            if value is None or value == SAMPLING_ONLY_FIELDS[name] or (name == "temperature" and value == 0.0):
+                continue
+            issues[name] = _GREEDY_WRONG_PARAMETER.format(flag_name=name, flag_value=value)
+    return issues
+
+
+def warn_sampling_without_do_sample(config: GenerationConfig, set_names: Iterable[str], stacklevel: int) -> None:
+    """One ``UserWarning`` per config listing every sampling-only field that greedy decoding
+    ignores (transformers logs the same list when its config is built)."""
+    issues = sampling_without_do_sample(config, set_names)
+    if issues:
+        listing = "\n".join(f"- `{name}`: {issue}" for name, issue in issues.items())
+        warnings.warn(f"The following generation flags are not valid and may be ignored: {list(issues)}.\n{listing}",
+                      UserWarning, stacklevel=stacklevel + 1)
 
 
 def install() -> None:
@@ -94,6 +153,8 @@ def install() -> None:
     def __init__(self: GenerationConfig, **fields: Any) -> None:
         check_field_names(fields)
         core_init(self, **fields)
+        if not _rebuilding.get():
+            warn_sampling_without_do_sample(self, fields, stacklevel=2)
 
     signature = config_signature()
     __init__.__doc__ = ("Builds a config from keyword arguments (the fields, Hugging Face names) and validates it; "
@@ -102,6 +163,18 @@ def install() -> None:
     __init__.__signature__ = signature.replace(  # type: ignore[attr-defined]
         return_annotation=None, parameters=[self_parameter, *signature.parameters.values()])
     GenerationConfig.__init__ = __init__  # type: ignore[method-assign]
+
+    core_setstate = GenerationConfig.__setstate__
+
+    def __setstate__(self: GenerationConfig, state: dict) -> None:
+        token = _rebuilding.set(True)
+        try:
+            core_setstate(self, state)
+        finally:
+            _rebuilding.reset(token)
+
+    __setstate__.__doc__ = core_setstate.__doc__
+    GenerationConfig.__setstate__ = __setstate__  # type: ignore[method-assign]
     GenerationConfig.__signature__ = signature  # type: ignore[attr-defined]
 
 # Hugging Face keys that describe the file, not the generation.

@@ -20,3 +20,25 @@ class LogitsProcessor(_core.LogitsProcessor):
     def __call__(self, input_ids, scores: Scores) -> Scores:
         """Processes ``scores`` [rows, vocab] in place from the history ``input_ids``; returns ``scores``."""
         return _core.LogitsProcessor.__call__(self, input_ids, scores)
+
+
+# transformers' warpers, each at the value that leaves it out of generate()'s chain. Passed
+# explicitly, they also override a model's generation_config.json (top_k=50 is transformers'
+# default whenever do_sample=True).
+_TRANSFORMERS_WARPERS_OFF = {"temperature": 1.0, "top_k": 0, "top_p": 1.0, "min_p": None, "typical_p": 1.0,
+                             "epsilon_cutoff": 0.0, "eta_cutoff": 0.0, "top_h": None}
+
+
+def transformers_generate_kwargs(config: _core.GenerationConfig) -> dict:
+    """Keyword arguments for ``transformers``' ``model.generate(**inputs, **kwargs)`` that
+    make kvgen's chain for ``config`` the only one: ``logits_processor=[LogitsProcessor(config)]``,
+    ``do_sample`` as kvgen decides it, and, when sampling, transformers' own warpers switched off
+    (``top_k=0``, ``temperature=1.0``, ``top_p=1.0``, ...). Without them transformers applies its
+    default ``top_k=50`` (and any warper in the model's ``generation_config.json``) after
+    kvgen's processor. Add your own ``max_new_tokens``; kvgen's length and stopping fields are
+    not passed (transformers keeps its own)."""
+    sampling = bool(config.do_sample) and config.temperature != 0.0
+    kwargs: dict = {"logits_processor": [LogitsProcessor(config)], "do_sample": sampling}
+    if sampling:
+        kwargs.update(_TRANSFORMERS_WARPERS_OFF)
+    return kwargs

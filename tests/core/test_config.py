@@ -6,8 +6,10 @@ import copy
 import json
 import pickle
 import re
+import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 import transformers
 from hf_reference import hf_generation_config
@@ -60,7 +62,7 @@ def test_readme_names_every_field():
 def test_fields_round_trip_and_hf_shapes():
     config = kvgen.GenerationConfig(
         max_new_tokens=5, eos_token_id=[1, 2], bad_words_ids=[[3], [4, 5]], sequence_bias={(1, 2): -1.0},
-        logit_bias={7: 2.0}, early_stopping="never", seed=9, min_p=0.1, pad_token_id=0,
+        logit_bias={7: 2.0}, early_stopping="never", seed=9, do_sample=True, min_p=0.1, pad_token_id=0,
     )
     assert config.eos_token_id == [1, 2]
     assert kvgen.GenerationConfig(eos_token_id=4).eos_token_id == 4
@@ -74,7 +76,8 @@ def test_fields_round_trip_and_hf_shapes():
 
 def test_repr_shows_non_default_fields_only():
     assert repr(kvgen.GenerationConfig()) == "GenerationConfig()"
-    assert repr(kvgen.GenerationConfig(top_k=40, temperature=0.8)) == "GenerationConfig(temperature=0.8, top_k=40)"
+    assert (repr(kvgen.GenerationConfig(top_k=40, temperature=0.8, do_sample=True))
+            == "GenerationConfig(do_sample=True, temperature=0.8, top_k=40)")
 
 
 @pytest.mark.parametrize(
@@ -132,13 +135,86 @@ def test_from_hf_object_dict_and_file(tmp_path):
 
 
 def test_from_hf_reports_unsupported_fields(tmp_path):
-    values = {"top_k": 5, "diversity_penalty": 0.5, "num_beam_groups": 2, "use_cache": True, "output_scores": False}
+    values = {"do_sample": True, "top_k": 5, "diversity_penalty": 0.5, "num_beam_groups": 2, "use_cache": True, "output_scores": False}
     with pytest.warns(UserWarning, match="diversity_penalty=0.5.*num_beam_groups=2"):
         config = kvgen.GenerationConfig.from_hf(values)
     assert config.top_k == 5
     with pytest.raises(ValueError, match="diversity_penalty"):
         kvgen.GenerationConfig.from_hf(values, strict=True)
     path = tmp_path / "generation_config.json"
-    path.write_text(json.dumps({"temperature": 0.6, "guidance_scale": 3.0}))
+    path.write_text(json.dumps({"do_sample": True, "temperature": 0.6, "guidance_scale": 3.0}))
     with pytest.warns(UserWarning, match="guidance_scale"):
         assert kvgen.GenerationConfig.from_hf(path).temperature == 0.6
+
+
+# transformers' sampling-only fields, each at a value that is not "off".
+HF_SAMPLING_ONLY = {"temperature": 0.9, "top_p": 0.9, "min_p": 0.1, "typical_p": 0.9, "top_k": 3,
+                    "epsilon_cutoff": 3e-4, "eta_cutoff": 3e-4}
+
+
+def _hf_issues(**fields) -> str:
+    """transformers' own list of problems for these fields (validate(strict=True) raises it)."""
+    hf = transformers.GenerationConfig()
+    for name, value in fields.items():
+        setattr(hf, name, value)
+    try:
+        hf.validate(strict=True)
+    except ValueError as error:
+        return str(error)
+    return ""
+
+
+@pytest.mark.parametrize("name", sorted(HF_SAMPLING_ONLY))
+def test_a_sampling_field_without_do_sample_warns_as_transformers_does(name):
+    value = HF_SAMPLING_ONLY[name]
+    with pytest.warns(UserWarning) as caught:
+        kvgen.GenerationConfig(**{name: value})
+    assert len(caught) == 1
+    message = str(caught[0].message)
+    hf = _hf_issues(**{name: value})
+    assert f"- `{name}`: " in hf
+    line = next(line for line in hf.splitlines() if line.startswith(f"- `{name}`: "))
+    assert line in message.splitlines()
+    assert caught[0].filename == __file__  # points at the caller, not at kvgen
+
+
+def test_several_sampling_fields_give_one_warning_naming_each():
+    with pytest.warns(UserWarning) as caught:
+        config = kvgen.GenerationConfig(temperature=0.9, top_p=0.9, top_k=3)
+    assert len(caught) == 1
+    message = str(caught[0].message)
+    hf = _hf_issues(temperature=0.9, top_p=0.9, top_k=3)
+    for line in hf.splitlines():
+        if line.startswith("- `"):
+            assert line in message
+    assert "['temperature', 'top_p', 'top_k']" in message
+    # once per config: reading or copying it warns no more
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        copy.copy(config)
+        pickle.loads(pickle.dumps(config))
+        config.to_dict()
+
+
+@pytest.mark.parametrize("fields", [
+    {}, {"do_sample": True, "temperature": 0.9, "top_p": 0.9, "top_k": 3, "min_p": 0.1},
+    {"top_k": 50, "temperature": 1.0, "top_p": 1.0, "typical_p": 1.0},  # the "off" values
+    {"temperature": 0.0},  # kvgen's spelling of greedy
+    {"max_new_tokens": 3, "repetition_penalty": 1.2, "num_beams": 2},
+])
+def test_no_warning_when_every_sampling_field_is_used_or_off(fields):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        kvgen.GenerationConfig(**fields)
+
+
+@pytest.mark.parametrize("fields", [{"top_n_sigma": 1.0}, {"mirostat": 2}, {"xtc_probability": 0.5}])
+def test_kvgen_sampling_only_fields_warn_too(fields):
+    with pytest.warns(UserWarning, match=list(fields)[0]):
+        kvgen.GenerationConfig(**fields)
+    # and they change nothing under greedy decoding
+    logits = np.random.default_rng(0).normal(size=(1, 64)).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        picked = kvgen.sample(logits, kvgen.GenerationConfig(**fields))
+    assert picked[0] == int(np.argmax(logits))

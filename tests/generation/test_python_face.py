@@ -7,6 +7,7 @@ import _thread
 import threading
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -198,4 +199,27 @@ def test_result_repr_shows_shortened_text_and_stats_round(text_model):
 def test_generation_config_warns_nothing_on_the_happy_path():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        kvgen.GenerationConfig(max_new_tokens=3, top_k=4)
+        kvgen.GenerationConfig(max_new_tokens=3, do_sample=True, top_k=4)
+
+
+@pytest.mark.parametrize("num_beams", [1, 3])
+def test_model_fn_beam_indices_are_as_the_readme_says(num_beams):
+    """model_fn's beam_indices: None on every call without beam search; under beam search None
+    at the prompt pass, then the parent row of each row. The README says so."""
+    seen = []
+    rng = np.random.default_rng(0)
+
+    def model_fn(input_ids, beam_indices):
+        seen.append(None if beam_indices is None else np.asarray(beam_indices).copy())
+        return rng.normal(size=(len(input_ids), 32)).astype(np.float32)
+
+    config = kvgen.GenerationConfig(max_new_tokens=4, num_beams=num_beams, eos_token_id=31, pad_token_id=31)
+    kvgen.generate(model_fn, [[1, 2, 3]], config)
+    assert len(seen) >= 3
+    if num_beams == 1:
+        assert all(b is None for b in seen)
+    else:
+        assert seen[0] is None and all(b is not None and len(b) == num_beams for b in seen[1:])
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    sentence = " ".join(readme.split("`beam_indices` the rows to reorder the cache by", 1)[1].split()[:20])
+    assert "None` on every call without beam search" in sentence, sentence

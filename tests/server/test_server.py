@@ -66,8 +66,9 @@ def model(smollm2_model):
 
 
 def reference(model, prompt, **fields) -> kvgen.GenerationResult:
-    """kvgen's single-request generation: what the server's settings mean (top_k off, as OpenAI)."""
-    config = kvgen.GenerationConfig(top_k=0, **fields)
+    """kvgen's single-request generation: what the server's settings mean (top_k off when
+    sampling, as OpenAI)."""
+    config = kvgen.GenerationConfig(**({"top_k": 0} if fields.get("do_sample") else {}), **fields)
     return kvgen.Generator(model, config).generate([prompt])
 
 

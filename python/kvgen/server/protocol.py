@@ -217,14 +217,14 @@ def _config(values: dict, max_tokens: int, n: int) -> GenerationConfig:
     """OpenAI's settings as a GenerationConfig: temperature 0 is greedy; no top-k unless asked."""
     temperature = values.get("temperature", 1.0)
     sampling = temperature > 0
+    # the sampling fields only when sampling: greedy ignores them (and GenerationConfig says so)
+    truncation = {"temperature": temperature, "top_p": values.get("top_p", 1.0), "top_k": values.get("top_k", 0),
+                  **({"min_p": values["min_p"]} if "min_p" in values else {})} if sampling else {}
     config = GenerationConfig(
-        max_new_tokens=max_tokens, do_sample=sampling, temperature=temperature if sampling else 1.0,
-        top_p=values.get("top_p", 1.0), top_k=values.get("top_k", 0), seed=values.get("seed"),
+        max_new_tokens=max_tokens, do_sample=sampling, **truncation, seed=values.get("seed"),
         presence_penalty=values.get("presence_penalty", 0.0), frequency_penalty=values.get("frequency_penalty", 0.0),
         repetition_penalty=values.get("repetition_penalty", 1.0), logit_bias=values.get("logit_bias", {}),
         stop_strings=values.get("stop", []), num_return_sequences=n if sampling else 1)
-    if "min_p" in values:
-        config.min_p = values["min_p"]
     constraint = _constraint(values)
     if constraint is not None:
         setattr(config, *constraint)
