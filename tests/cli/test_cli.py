@@ -99,7 +99,8 @@ def _start_with_default_sigint(argv: list[str]) -> subprocess.Popen:
     """``argv`` in a child whose SIGINT is the default, whatever this process has (``nohup``,
     background jobs and some CI runners ignore it, and an ignored signal stays ignored across
     exec): a small launcher restores it, then execs the command."""
-    launcher = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])"
+    launcher = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                "os.execvp(sys.argv[1], sys.argv[1:])")
     return subprocess.Popen([sys.executable, "-c", launcher, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
 

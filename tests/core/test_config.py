@@ -135,7 +135,8 @@ def test_from_hf_object_dict_and_file(tmp_path):
 
 
 def test_from_hf_reports_unsupported_fields(tmp_path):
-    values = {"do_sample": True, "top_k": 5, "diversity_penalty": 0.5, "num_beam_groups": 2, "use_cache": True, "output_scores": False}
+    values = {"do_sample": True, "top_k": 5, "diversity_penalty": 0.5, "num_beam_groups": 2, "use_cache": True,
+              "output_scores": False}
     with pytest.warns(UserWarning, match="diversity_penalty=0.5.*num_beam_groups=2"):
         config = kvgen.GenerationConfig.from_hf(values)
     assert config.top_k == 5

@@ -11,6 +11,16 @@ from nbclient import NotebookClient
 NOTEBOOK = Path(__file__).resolve().parents[2] / "python" / "notebooks" / "quickstart.ipynb"
 
 
+def test_notebook_install_line_is_complete():
+    """The first cell's install line brings every package the notebook imports."""
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    assert '".[notebook]"' in notebook.cells[0].source
+    pyproject = (NOTEBOOK.parents[2] / "pyproject.toml").read_text()
+    extra = next(line for line in pyproject.splitlines() if line.startswith("notebook = ["))
+    for needed in ["ipykernel", "ipywidgets", "matplotlib", "torch", "transformers"]:
+        assert needed in extra, needed
+
+
 def test_notebook_is_committed_without_outputs():
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
@@ -25,6 +35,10 @@ def test_notebook_runs_without_errors(tmp_path):
     errors = [output for cell in notebook.cells if cell.cell_type == "code" for output in cell.outputs
               if output.output_type == "error"]
     assert not errors
+    # and no red boxes: nothing on stderr (deprecations, TqdmWarning: IProgress not found, ...)
+    stderr = [(index, output.text) for index, cell in enumerate(notebook.cells) if cell.cell_type == "code"
+              for output in cell.outputs if output.output_type == "stream" and output.name == "stderr"]
+    assert not stderr, stderr
     streamed = [output for cell in notebook.cells if "stream(" in cell.source for output in cell.outputs]
     assert len([o for o in streamed if o.output_type == "stream"]) >= 1
     assert any("image/png" in output.get("data", {}) for cell in notebook.cells for output in cell.get("outputs", []))
