@@ -247,7 +247,7 @@ class Model:
     ``path`` is a Hugging Face directory (config.json + safetensors, model_type gpt2 or
     llama) or a GGUF file (architecture gpt2 or llama). ``forward(input_ids)`` gives raw
     logits; ``kvgen.Generator(model, config)`` generates with it (KV-cached, prefill in
-    one batched pass); ``apply_chat_template(messages)`` formats a conversation.
+    32-token chunks); ``apply_chat_template(messages)`` formats a conversation.
     """
 
     def __init__(self, core: "_core._Model", config: dict, path: Optional[Path], tokenizer: Any = None, *,

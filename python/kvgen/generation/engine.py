@@ -222,8 +222,8 @@ class Engine:
 
     def generate(self, prompts: Sequence[Sequence[int]], setups: Sequence[Union[RequestSetup, GenerationConfig]],
                  on_done: Optional[Callable[[int], None]] = None) -> list[GenerationResult]:
-        """Runs every prompt with its set-up (see ``submit``) (all queued at once, ``slots`` rows at a time) and
-        returns the results in input order; ``on_done(i)`` as prompt i finishes (from the
+        """Runs every prompt with its set-up (see ``submit``), all queued at once, ``slots`` rows
+        at a time, and returns the results in input order; ``on_done(i)`` as prompt i finishes (from the
         scheduler thread). Ctrl-C cancels them all."""
         finished: queue.SimpleQueue = queue.SimpleQueue()
 

@@ -17,7 +17,7 @@ from kvgen._model import Model
 from kvgen.generation.constraints import Constraint
 from kvgen.generation.detokenize import IncrementalText, StopStringFilter, cut_at_stop
 from kvgen.generation.engine import Engine, Request, one_request, run_batch
-from kvgen.generation.request_setup import RequestSetup, TextOptions, compile_constraint, set_up_request
+from kvgen.generation.request_setup import RequestSetup, TextOptions, set_up_request
 from kvgen.generation.results import GenerationResult, GenerationStats, TextPiece, _result
 
 __all__ = ["ConfigLike", "Messages", "ModelGenerator", "TextOptions"]
@@ -84,7 +84,7 @@ class ModelGenerator:
         self.last_stats = GenerationStats()
         self.kv_cache_bytes = 0
         self._constraints: dict[tuple, Constraint] = {}  # the latest compiled constraint
-        compile_constraint(model, self._setup({}).config, self._constraints)  # an invalid constraint raises here
+        self._setup({})  # an invalid constraint raises here
 
     # --- settings ---------------------------------------------------------------------------
 
