@@ -214,7 +214,8 @@ class Engine:
         if self._thread is not None:
             raise RuntimeError("the engine's scheduler thread steps it: step() is for an engine that runs no thread")
         self._stepped = True
-        self._take_inbox(block=False)
+        if not self._inbox.empty():
+            self._take_inbox(block=False)
         self._drop_cancelled()
         self._admit()
         if self._active:
