@@ -112,8 +112,12 @@ class ModelGenerator:
         engine, request = one_request(self.model, ids, setup, sequence_ids=sequence_ids,
                                       output_raw_logprobs=self.output_raw_logprobs)
         self.kv_cache_bytes = engine.kv_cache_bytes
-        while request.next_tokens is None and not request.done():
-            engine.step()
+        try:
+            while request.next_tokens is None and not request.done():
+                engine.step()  # a prompt chunk per step: Ctrl-C stops between them
+        except KeyboardInterrupt:
+            self._finish(request, setup, interrupted=True)
+            raise
         self._raise_error(request)
         self.last_stats.prefill_seconds = time.perf_counter() - start
         return engine, request
