@@ -104,3 +104,11 @@ def test_chat_stream_joins_to_the_chat_reply_and_checks_messages_first(model):
     assert "".join(generator.chat_stream(messages)) == generator.chat(messages)
     with pytest.raises(ValueError, match=r"messages\[0\] has no 'content'"):
         generator.chat_stream([{"role": "user"}])  # raised at the call, not at the first piece
+
+
+def test_chat_with_a_str_says_to_pass_a_list_of_messages(model):
+    generator = kvgen.Generator(model, kvgen.GenerationConfig(max_new_tokens=4))
+    for call in (generator.chat, generator.chat_stream, model.apply_chat_template):
+        with pytest.raises(TypeError, match=r"messages must be a list of .* not a str: pass \[\{'role': 'user', "
+                                            r"'content': 'Hello'\}\]"):
+            call("Hello")
