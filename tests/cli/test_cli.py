@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -13,7 +14,10 @@ import pytest
 
 import kvgen
 
-SUMMARY = re.compile(r"^(\d+) prompt tokens, (\d+) new tokens; prefill [\d.]+ tok/s, decode [\d.]+ tok/s$")
+SUMMARY = re.compile(r"^(\d+) prompt tokens, (\d+) new tokens; prefill [\d.]+ tok/s, "
+                     r"(decode [\d.]+ tok/s over (\d+) steps?|"
+                     r"no decode step \(the first token comes from the prefill\))"
+                     r"( \(interrupted\))?$")
 
 
 def run(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
@@ -61,9 +65,9 @@ def test_beams_and_stop_strings():
 
 
 @pytest.mark.parametrize("args, message", [
-    (("generate", "hi", "--top-p", "2"), "top_p = 2 is out of range"),
+    (("generate", "hi", "--top-p", "2"), "--top-p = 2 is out of range"),
     (("generate", "hi", "--model", "/no/such/model.gguf"), "no such file or directory"),
-    (("generate", "hi", "--num-beams", "0"), "num_beams"),
+    (("generate", "hi", "--num-beams", "0"), "--num-beams"),
     (("generate", "hi", "--system", "x"), "--system needs --chat"),
     (("generate", "", "-n", "3"), "the prompt is empty"),
     (("generate", "hi", "--threads", "0"), "--threads must be at least 1"),
@@ -122,6 +126,72 @@ def test_ctrl_c_stops_a_long_generation():
             proc.kill()
         proc.communicate()  # always waited for and its pipes closed: no ResourceWarning later
     assert proc.returncode == 130 and err.strip().endswith("kvgen: interrupted") and "Traceback" not in err
+    # what was generated until then: the summary, marked as interrupted
+    lines = err.strip().splitlines()
+    summary = SUMMARY.match(lines[-2] if lines[-2] else lines[-3])
+    assert summary and summary.group(5) and int(summary.group(2)) > 0, err
+
+
+def test_version():
+    out = run("--version")
+    assert out.returncode == 0 and out.stdout.strip() == f"kvgen {kvgen.__version__}"
+
+
+def test_one_token_has_no_made_up_decode_rate():
+    out = run("generate", "Hi", "-n", "1", "--ignore-eos")
+    assert out.returncode == 0, out.stderr
+    summary = SUMMARY.match(out.stderr.strip().splitlines()[-1])
+    assert summary and "no decode step" in summary.group(3) and "0.0 tok/s" not in out.stderr
+    out = run("generate", "Hi", "-n", "3", "--ignore-eos")
+    summary = SUMMARY.match(out.stderr.strip().splitlines()[-1])
+    assert summary and summary.group(4) == "2"  # 3 tokens: the prefill's, then 2 decode steps
+
+
+def test_errors_name_the_flag_and_come_before_any_output():
+    out = run("generate", "Hello there", "-n", "100000")
+    assert out.returncode == 2 and out.stdout == "", out
+    assert out.stderr.count("\n") == 1 and "-n/--max-new-tokens" in out.stderr
+    assert "max_new_tokens" not in out.stderr.replace("-n/--max-new-tokens", "")
+    out = run("generate", "Hello", "--top-k", "-3")
+    assert out.returncode == 2 and out.stderr.startswith("kvgen: error: --top-k") and out.stderr.count("\n") == 1
+
+
+def test_constraint_errors_are_one_line():
+    out = run("generate", "Hi", "--regex", "[")
+    assert out.returncode == 2 and out.stdout == "", out
+    assert out.stderr.count("\n") == 1 and "--regex" in out.stderr and "unclosed character class" in out.stderr
+
+
+def test_no_stop_leaves_the_stop_text_out(model):
+    args = ("generate", "1, 2, 3,", "-n", "30", "--stop", "7", "--no-summary")
+    included, left_out = run(*args), run(*args, "--no-stop")
+    assert included.returncode == 0 and left_out.returncode == 0, (included, left_out)
+    assert included.stdout == run(*args, "--include-stop").stdout
+    assert included.stdout.rstrip("\n").endswith("7")
+    assert left_out.stdout.rstrip("\n") == included.stdout.rstrip("\n")[:-1]
+
+
+def test_models_lists_the_default_model_gguf_files_and_snapshots(tmp_path):
+    hub = tmp_path / "hf" / "hub" / "models--someone--tiny-llama" / "snapshots" / "abc123"
+    hub.mkdir(parents=True)
+    (hub / "config.json").write_text("{}")
+    (hub / "model.safetensors").write_bytes(b"x" * 2000)
+    gguf_dir = tmp_path / "mine"
+    gguf_dir.mkdir()
+    (gguf_dir / "small.Q4_0.gguf").write_bytes(b"GGUF" + b"\0" * 100)
+    (gguf_dir / "notes.txt").write_text("not a model")
+    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "KVGEN_MODELS": str(gguf_dir),
+           "LLAMA_CACHE": str(tmp_path / "none")}
+    env.pop("HF_HUB_CACHE", None)
+    out = subprocess.run(["kvgen", "models"], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].split() == ["NAME", "KIND", "SIZE", "PATH"]
+    rows = {line.split()[0]: line for line in lines[1:]}
+    assert str(kvgen.default_model_path()) in out.stdout
+    assert "someone/tiny-llama" in rows and str(hub) in rows["someone/tiny-llama"]
+    assert "small.Q4_0.gguf" in rows and "gguf" in rows["small.Q4_0.gguf"]
+    assert "notes.txt" not in out.stdout
 
 
 def test_structured_output_options(tmp_path):

@@ -312,7 +312,7 @@ def test_values_float32_cannot_hold_are_refused(field, value):
      dict(logit_bias={0: 3e38, 1: -3e38}), dict(sequence_bias={(0, 1): -3.4e38}), dict(length_penalty=-3e38)],
 )
 def test_extreme_but_representable_values_are_accepted(settings):
-    kvgen.GenerationConfig(**settings)
+    kvgen.GenerationConfig(do_sample=True, **settings)
 
 
 # ---- +inf logits ----------------------------------------------------------------
@@ -466,7 +466,8 @@ def test_integers_beyond_64_bits_are_value_errors(field):
 
 
 def test_numpy_integers_are_accepted():
-    config = kvgen.GenerationConfig(top_k=np.int64(7), pad_token_id=np.int32(3), eos_token_id=[np.int64(2)])
+    config = kvgen.GenerationConfig(do_sample=True, top_k=np.int64(7), pad_token_id=np.int32(3),
+                                    eos_token_id=[np.int64(2)])
     assert (config.top_k, config.pad_token_id, config.eos_token_id) == (7, 3, 2)
     assert config.logit_bias is None and kvgen.GenerationConfig(logit_bias={"5": 1}).logit_bias == {5: 1.0}
 

@@ -47,3 +47,19 @@ def test_readme_example_runs(index, model_dir):
         warnings.filterwarnings("error", message=".*(deprecated|will be removed).*", category=FutureWarning)
         warnings.filterwarnings("error", message=".*(deprecated|will be removed).*", category=DeprecationWarning)
         exec(compile(_checked(code), f"README.md python block {index}", "exec"), {"__readme_output": _readme_output})
+
+
+def test_readme_has_a_table_of_contents_naming_every_section():
+    text = README.read_text()
+    sections = [line[3:].strip() for line in text.splitlines() if line.startswith("## ") and line != "## Contents"]
+    contents = text.split("## Contents", 1)[1].split("\n## ", 1)[0]
+    for section in sections:
+        assert f"[{section}](#" in contents, section
+
+
+def test_readme_links_stay_inside_the_repository():
+    targets = re.findall(r"\]\(([^)#]+)\)", README.read_text())
+    for target in targets:
+        if "://" not in target:
+            assert not target.startswith(".."), target
+            assert (README.parent / target).exists(), target

@@ -140,5 +140,12 @@ class GenerationStats:
 
     def summary(self) -> str:
         """One line: prompt and new tokens, prefill and decode speed."""
-        return (f"{self.prompt_tokens} prompt tokens, {self.new_tokens} new tokens; prefill "
-                f"{self.prefill_tokens_per_second:.1f} tok/s, decode {self.decode_tokens_per_second:.1f} tok/s")
+        prefill = (f"prefill {self.prefill_tokens_per_second:.1f} tok/s" if self.prefill_seconds > 0
+                   else "no prefill")
+        # a rate needs a decode step to stand on: after one token (all of it the prefill's) there is none
+        if self.decode_steps == 0 or self.decode_seconds <= 0:
+            decode = "no decode step (the first token comes from the prefill)"
+        else:
+            steps = "step" if self.decode_steps == 1 else "steps"
+            decode = f"decode {self.decode_tokens_per_second:.1f} tok/s over {self.decode_steps} {steps}"
+        return f"{self.prompt_tokens} prompt tokens, {self.new_tokens} new tokens; {prefill}, {decode}"
