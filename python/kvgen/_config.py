@@ -164,7 +164,7 @@ def install() -> None:
         return_annotation=None, parameters=[self_parameter, *signature.parameters.values()])
     GenerationConfig.__init__ = __init__  # type: ignore[method-assign]
 
-    core_setstate = GenerationConfig.__setstate__
+    core_setstate = GenerationConfig.__setstate__  # type: ignore[attr-defined]  # pybind11 pickle support
 
     def __setstate__(self: GenerationConfig, state: dict) -> None:
         token = _rebuilding.set(True)
@@ -174,7 +174,7 @@ def install() -> None:
             _rebuilding.reset(token)
 
     __setstate__.__doc__ = core_setstate.__doc__
-    GenerationConfig.__setstate__ = __setstate__  # type: ignore[method-assign]
+    GenerationConfig.__setstate__ = __setstate__  # type: ignore[attr-defined]
     GenerationConfig.__signature__ = signature  # type: ignore[attr-defined]
 
 # Hugging Face keys that describe the file, not the generation.

@@ -209,6 +209,9 @@ def _summary(generator, args, interrupted: bool = False) -> None:
     stats = generator.last_stats
     if stats is None:
         return
+    if interrupted and not stats.new_tokens and generator.last_result is not None:
+        # the stats are completed at the end; an interrupted run counts what its result holds
+        stats.new_tokens = sum(len(best[0]) for best in generator.last_result.sequences if len(best))
     print(stats.summary() + (" (interrupted)" if interrupted else ""), file=sys.stderr, flush=True)
 
 

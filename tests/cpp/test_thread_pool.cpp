@@ -10,6 +10,11 @@
 #include "check.h"
 #include "kvgen/errors.h"
 #include "kvgen/model/thread_pool.h"
+#include "kvgen/platform.h"
+
+#if defined(__linux__)
+#include <sched.h>
+#endif
 
 using kvgen::ThreadPool;
 
@@ -73,6 +78,21 @@ void sizes_outside_the_limits_are_refused() {
   CHECK_EQ(kvgen::compute_pool()->size(), 1);
 }
 
+// The default size is the platform layer's CPU count: on Linux the affinity mask (what
+// taskset or a cgroup allows), elsewhere the processor count; never below 1.
+void the_default_size_is_the_cpus_this_process_may_use() {
+  const int cpus = kvgen::platform::available_cpus();
+  CHECK(cpus >= 1);
+  CHECK_EQ(kvgen::default_compute_threads(), cpus);
+#if defined(__linux__)
+  cpu_set_t set;
+  CHECK_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  CHECK_EQ(cpus, CPU_COUNT(&set));
+#else
+  CHECK_EQ(cpus, static_cast<int>(std::thread::hardware_concurrency()));
+#endif
+}
+
 }  // namespace
 
 int main() {
@@ -82,5 +102,6 @@ int main() {
       TEST_CASE(callers_on_several_threads_take_turns),
       TEST_CASE(an_idle_pool_wakes_up),
       TEST_CASE(sizes_outside_the_limits_are_refused),
+      TEST_CASE(the_default_size_is_the_cpus_this_process_may_use),
   });
 }

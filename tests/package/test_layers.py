@@ -22,7 +22,7 @@ LAYERS = [
     ("generation", ["kvgen.generation.*"]),
     ("package", ["kvgen", "kvgen._generator"]),
     ("server", ["kvgen.server.*"]),
-    ("CLI", ["kvgen.cli", "kvgen.__main__", "kvgen.demo"]),
+    ("CLI", ["kvgen.cli", "kvgen.__main__", "kvgen.demo", "kvgen._local_models"]),
 ]
 
 

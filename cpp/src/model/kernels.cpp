@@ -1,13 +1,12 @@
 // Transformer kernels: OpenBLAS for the matrix products, plain loops for the rest.
 #include "kvgen/model/kernels.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "kvgen/kernels/vector_math.h"
+#include "kvgen/model/blas.h"
 
 extern "C" {
 void openblas_set_num_threads(int num_threads);

@@ -5,11 +5,9 @@
 #include <memory>
 #include <sstream>
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include "kvgen/errors.h"
 #include "kvgen/limits.h"
+#include "kvgen/platform.h"
 #include "kvgen/quant/packed_matrix.h"
 
 namespace kvgen {
@@ -22,15 +20,6 @@ std::string shape_str(const Shape& s) {
   for (size_t i = 0; i < s.size(); ++i) out << (i ? ", " : "") << s[i];
   out << (s.size() == 1 ? ",)" : ")");
   return out.str();
-}
-
-// Drops the whole pages inside [data, data + bytes) of a read-only file mapping from this
-// process: the file's pages stay in the page cache, and a later read faults them back in.
-void release_mapped_pages(const void* data, int64_t bytes) {
-  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + page - 1) / page * page;
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + static_cast<uintptr_t>(bytes)) / page * page;
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);  // advice: failure is harmless
 }
 
 }  // namespace
@@ -74,7 +63,7 @@ LinearWeight TensorMap::linear(const std::string& name, int64_t out, int64_t in)
   } catch (const ValueError& e) {
     throw ValueError("tensor '" + name + "': " + e.what());
   }
-  if (v.mapped) release_mapped_pages(v.data, v.bytes);
+  if (v.mapped) platform::release_mapped_pages(v.data, v.bytes);
   return LinearWeight::packed(std::move(packed));
 }
 

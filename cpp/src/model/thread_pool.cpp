@@ -2,9 +2,6 @@
 // are waited on by spinning for a bounded time, then by atomic wait (a futex on Linux).
 #include "kvgen/model/thread_pool.h"
 
-#include <pthread.h>
-#include <sched.h>
-
 #include <chrono>
 #include <memory>
 #include <new>
@@ -19,6 +16,7 @@
 
 #include "kvgen/errors.h"
 #include "kvgen/model/kernels.h"
+#include "kvgen/platform.h"
 
 namespace kvgen {
 namespace {
@@ -58,7 +56,7 @@ void forget_pool_in_child() {
 }
 
 void forget_pool_in_children() {
-  static const int registered = pthread_atfork(nullptr, nullptr, forget_pool_in_child);
+  static const bool registered = (platform::at_fork_child(forget_pool_in_child), true);
   (void)registered;
 }
 
@@ -132,9 +130,7 @@ void ThreadPool::run(Section& s) {
 }
 
 int default_compute_threads() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
+  return platform::available_cpus();
 }
 
 std::shared_ptr<ThreadPool> compute_pool() {

@@ -14,10 +14,14 @@ namespace {
 constexpr CpuPath kAll[] = {CpuPath::Avx512, CpuPath::Avx2, CpuPath::Portable};
 
 std::vector<CpuPath> detect_cpu_paths() {
+#if KVGEN_X86_KERNELS
   __builtin_cpu_init();
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
   const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+#else  // aarch64, or a compiler without __builtin_cpu_supports (MSVC): the portable path
+  const bool avx2 = false, avx512 = false;
+#endif
   std::vector<CpuPath> paths;
   if (avx512) paths.push_back(CpuPath::Avx512);
   if (avx2) paths.push_back(CpuPath::Avx2);
@@ -77,6 +81,7 @@ const KernelTable& kernels_for(CpuPath path) {
   choose_cpu_path(cpu_path_name(path), supported_cpu_paths());  // throws if this CPU lacks it
   // Each table is built on first use, so no code of a path runs before its check.
   switch (path) {
+#if KVGEN_X86_KERNELS
     case CpuPath::Avx512: {
       static const KernelTable table = avx512_kernels();
       return table;
@@ -85,6 +90,10 @@ const KernelTable& kernels_for(CpuPath path) {
       static const KernelTable table = avx2_kernels();
       return table;
     }
+#else
+    case CpuPath::Avx512:
+    case CpuPath::Avx2:
+#endif
     case CpuPath::Portable: break;
   }
   static const KernelTable table = portable_kernels();

@@ -6,6 +6,8 @@
 // Compiled with -mavx2 -mfma -mf16c (CMakeLists.txt); file-local, run only after
 // dispatch.cpp has checked the CPU. The per-chunk helpers are always inlined: GCC would
 // otherwise call them out of line, passing vectors through memory (3x slower for Q5/Q6).
+#include "kvgen/quant/kernel_abi.h"
+#if KVGEN_X86_KERNELS
 #include <immintrin.h>
 
 #include <cstdint>
@@ -369,3 +371,4 @@ void float_dense_rows(const PackedView& w, const float* x, int64_t ldx, int64_t 
 KernelTable avx2_kernels() { return {matmul_int8, matmul_float}; }
 
 }  // namespace kvgen::quant
+#endif  // KVGEN_X86_KERNELS

@@ -5,6 +5,8 @@
 // Compiled with -mavx512f/bw/vl/vnni (CMakeLists.txt); everything here is file-local and
 // runs only after dispatch.cpp has checked the CPU. The per-chunk helpers are always
 // inlined: GCC would otherwise call them out of line, passing vectors through memory.
+#include "kvgen/quant/kernel_abi.h"
+#if KVGEN_X86_KERNELS
 #include <immintrin.h>
 
 #include <cstdint>
@@ -327,3 +329,4 @@ void float_dense_rows(const PackedView& w, const float* x, int64_t ldx, int64_t 
 KernelTable avx512_kernels() { return {matmul_int8, matmul_float}; }
 
 }  // namespace kvgen::quant
+#endif  // KVGEN_X86_KERNELS

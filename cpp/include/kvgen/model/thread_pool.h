@@ -77,7 +77,7 @@ std::shared_ptr<ThreadPool> compute_pool();
 void set_compute_threads(int n);
 int compute_threads();
 
-// The default size: the CPUs this process may run on (sched_getaffinity), at least 1.
+// The default size: the CPUs this process may run on (platform::available_cpus: the affinity mask on Linux), at least 1.
 int default_compute_threads();
 
 }  // namespace kvgen

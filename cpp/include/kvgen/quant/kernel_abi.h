@@ -164,6 +164,14 @@ struct KernelTable {
   MatmulFloatFn matmul_float;  // float activations, weights dequantized block by block
 };
 
+// The AVX2 / AVX-512 tables exist on x86 with GCC or Clang (cpuid through
+// __builtin_cpu_supports); elsewhere (aarch64, MSVC) only the portable one does.
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define KVGEN_X86_KERNELS 1
+#else
+#define KVGEN_X86_KERNELS 0
+#endif
+
 // One table per translation unit; call only what the CPU supports (dispatch.h decides).
 KernelTable portable_kernels();
 KernelTable avx2_kernels();
