@@ -44,7 +44,7 @@ class Family:
     gguf_no_rope_interval: Optional[int] = None
 
 
-_LLAMA_DIFFERS = "the reference: RMSNorm, rotary embeddings, grouped-query attention, SwiGLU"
+_LLAMA_DIFFERS = "Llama itself: RMSNorm, rotary embeddings, grouped-query attention, SwiGLU"
 
 FAMILIES: tuple[Family, ...] = (
     Family("gpt2", "gpt2", ("gpt2",), "gpt2", "GPT2LMHeadModel",
