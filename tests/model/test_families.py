@@ -104,3 +104,28 @@ def test_kvgen_info_shows_the_family_and_each_tensor_type(files, capsys):
     assert "BF16 x" in out and "kept 16-bit" in out and "F32 x" in out
     assert main(["info", str(paths["bf16"])]) == 0
     assert "BF16 x" in capsys.readouterr().out
+
+
+TEXT = ("Grüße aus Zürich! 你好，世界 — こんにちは Привет 😀🎉👩‍💻\n"
+        "def add(a, b):\n    return a + b  # 12345 3.14\n<|im_start|>user\nhi<|im_end|>")
+
+
+@pytest.mark.parametrize("family", ["qwen2", "phi3"])
+def test_tokenizer_and_template_travel_through_the_converter(files, family):
+    """The GGUF file's tokenizer (llama.cpp's converter wrote SmolLM2's, pre-tokenizer "smollm")
+    encodes and decodes as transformers' tokenizer of the directory it came from; BOS/EOS and
+    add_bos follow the file; the chat template renders as transformers renders it."""
+    from transformers import TokenizersBackend
+
+    _, paths = files[family]
+    hf_tok = TokenizersBackend.from_pretrained(paths["f32"])
+    model = kvgen.Model.load(paths["gguf-f32"])
+    ids = hf_tok.encode(TEXT)
+    assert model.encode(TEXT) == ids
+    assert model.decode(ids) == hf_tok.decode(ids)
+    assert model.decode(ids, skip_special_tokens=True) == hf_tok.decode(ids, skip_special_tokens=True)
+    assert model.eos_token == hf_tok.eos_token and model.bos_token == hf_tok.bos_token
+    chat = [{"role": "user", "content": "Hi 😀"}, {"role": "assistant", "content": "Hello"},
+            {"role": "user", "content": "2+2?"}]
+    assert model.apply_chat_template(chat) == hf_tok.apply_chat_template(chat, tokenize=False,
+                                                                         add_generation_prompt=True)
