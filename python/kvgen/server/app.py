@@ -85,8 +85,8 @@ class ServerLimits:
         request waiting in the queue holds about 0.5 MB (its generator's vocabulary-sized
         buffers) and its tokens a few hundred bytes each; an eighth of the memory is the budget."""
         budget = (memory or _physical_memory()) // 8
-        rows = max(64, 8 * max_batch)
-        request = RequestLimits(max_prompts=rows, max_rows=rows,
+        rows = max(128, 8 * max_batch)  # OpenAI's n goes up to 128
+        request = RequestLimits(max_prompts=rows // 2, max_rows=rows,
                                 max_tokens=max(rows * context, 1 << 16))
         limits = cls(request=request,
                      max_queued_tokens=int(min(max(budget // 1024, 8 * context), 1 << 26)),

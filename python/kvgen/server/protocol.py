@@ -45,7 +45,7 @@ class RequestLimits:
     """How much one request may ask for (``kvgen serve`` sizes them to the machine)."""
 
     max_prompts: int = 64             # prompts in one /v1/completions request
-    max_rows: int = 64                # prompts x n: the sequences one request generates
+    max_rows: int = 128               # prompts x n: the sequences one request generates
     max_tokens: int = 1 << 20         # prompt tokens plus max_tokens x n, over all prompts
 
     def check_prompts(self, count: int, n: int) -> None:
