@@ -125,8 +125,8 @@ def test_log_probs_of_removed_tokens_are_a_finite_floor(server, sampling):
     assert status == 200, body
     tops = [lp for d in body["choices"][0]["logprobs"]["top_logprobs"] for lp in d.values()]
     assert -9999.0 in tops and min(tops) == -9999.0
-    status, _, text = server.request("/v1/chat/completions", {**chat(max_tokens=3, temperature=1.0, seed=1, logprobs=True,
-                                                                      top_logprobs=5, **sampling), "stream": True})
+    streamed = chat(max_tokens=3, temperature=1.0, seed=1, logprobs=True, top_logprobs=5, stream=True, **sampling)
+    status, _, text = server.request("/v1/chat/completions", streamed)
     assert status == 200
     for event in events(text):
         for choice in event["choices"]:
