@@ -279,3 +279,13 @@ def test_the_queue_limit_timeout_warning_and_sigterm(tmp_path, smollm2_model):
             assert not t.is_alive()  # every client got an answer or a closed connection
     finally:
         proc.stop()
+
+
+def test_an_aborted_upload_logs_no_traceback(server):
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: 100000\r\n\r\n" + b'{"model": "m", "prompt": "' + b"a" * 1000)
+        time.sleep(0.3)
+    time.sleep(0.5)
+    assert_serving(server)
+    assert "Traceback" not in server.log.read_text()  # nor from any request of this module before
