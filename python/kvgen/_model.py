@@ -264,6 +264,8 @@ class Model:
         self.bos_token, self.eos_token = bos_token, eos_token
         self.description = description
         self._token_strings: Optional[list[str]] = None
+        if chat_template is not None:
+            self._probe_chat_template()
 
     @classmethod
     def load(cls, path: Union[str, os.PathLike], *, dtype: Optional[str] = None, exact: bool = False,
@@ -427,6 +429,21 @@ class Model:
 
         return render_chat(self._need_chat_template(), list(messages), add_generation_prompt=add_generation_prompt,
                            bos_token=self.bos_token, eos_token=self.eos_token, **extra)
+
+    def _probe_chat_template(self) -> None:
+        """Renders the chat template once (the end-of-turn probe's conversation): a template
+        past the rendering limits (time, size, recursion: kvgen.loaders.chat_template) is a
+        ValueError at load, not a hang at the first chat; other errors wait for a real chat."""
+        from kvgen.loaders.chat_template import ChatTemplateLimitError, render_chat
+
+        try:
+            render_chat(self.chat_template, [{"role": "user", "content": "hi"},
+                                             {"role": "assistant", "content": _SENTINEL}],
+                        add_generation_prompt=False, bos_token=self.bos_token, eos_token=self.eos_token)
+        except ChatTemplateLimitError as e:
+            raise ValueError(f"{self.path}: the chat template exceeds kvgen's rendering limits ({e})") from None
+        except (ValueError, TypeError):
+            pass
 
     @property
     def end_of_turn_token_id(self) -> Optional[int]:
