@@ -391,13 +391,13 @@ def chat_request(body: Any, model, limits: Optional[RequestLimits] = None) -> Ge
     limits = limits or RequestLimits()
     values = _checked_fields(body, _CHAT_FIELDS, model.vocab_size, ("model", "messages"))
     messages = _messages(values["messages"])
-    try:
-        text = model.apply_chat_template(messages, add_generation_prompt=True)
+    try:  # special-token text in a content is plain text: a user cannot forge a system turn
+        ids = model.encode_chat(messages, add_generation_prompt=True)
     except ValueError as e:
         raise _fail("messages", str(e)) from None
     top = values.get("top_logprobs", 0)
     if top and not values.get("logprobs"):
         raise ApiError("'top_logprobs' needs 'logprobs': true", param="top_logprobs")
     limits.check_prompts(1, values.get("n", 1))
-    prompts = [model.encode(text, add_special_tokens=False)]
+    prompts = [ids]
     return _request(values, prompts, model.context_length, None, values.get("logprobs", False), top, limits)
