@@ -145,6 +145,11 @@ class Engine:
         return self._slots.context
 
     @property
+    def closed(self) -> bool:
+        """Whether close() was called (submit then raises RuntimeError)."""
+        return self._closed
+
+    @property
     def active_rows(self) -> int:
         """Slots in use (read without a lock: a snapshot)."""
         return self.slots - sum(self._free)

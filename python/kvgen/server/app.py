@@ -248,12 +248,27 @@ def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, mode
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
+        if server.engine.closed:  # served again after a shutdown (an in-process test client): a fresh engine
+            server.engine = app.state.engine = Engine(model, slots=max_batch)
         yield
-        engine.close()
+        server.engine.close()  # cancels what still runs
 
     app = FastAPI(title="kvgen", version="1", docs_url=None, redoc_url=None, lifespan=lifespan)
     app.state.engine = engine
     app.state.limits = limits
+
+    def openapi() -> dict:
+        """FastAPI's schema with the request bodies (kvgen.server.openapi), built once."""
+        if app.openapi_schema is None:
+            from fastapi.openapi.utils import get_openapi
+
+            from kvgen.server.openapi import add_request_bodies
+
+            app.openapi_schema = add_request_bodies(get_openapi(title=app.title, version=app.version,
+                                                                routes=app.routes))
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
     app.add_middleware(_Guard, host=host, allowed_hosts=tuple(allowed_hosts), allowed_origins=tuple(allowed_origins),
                        api_key=api_key)
 
@@ -315,7 +330,7 @@ def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, mode
             if not released:
                 released = True
                 admission.give(tokens, engine_requests)
-                task = asyncio.get_running_loop().create_task(trimmer.maybe(engine, admission.requests))
+                task = asyncio.get_running_loop().create_task(trimmer.maybe(server.engine, admission.requests))
                 background.add(task)
                 task.add_done_callback(background.discard)
 
@@ -373,7 +388,7 @@ def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, mode
     @app.get("/health")
     async def health():
         """Liveness: 200 while the server runs."""
-        return {"status": "ok", "slots": engine.slots, "active_slots": engine.active_rows,
+        return {"status": "ok", "slots": server.engine.slots, "active_slots": server.engine.active_rows,
                 "queued_tokens": admission.tokens, "queued_requests": admission.requests}
 
     return app
