@@ -142,6 +142,7 @@ def main() -> int:
     parser.add_argument("--model", help="GGUF file or directory (default: the built-in default model)")
     parser.add_argument("--timeout", type=float, default=300, help="seconds a request may take")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--warmup", type=int, default=200, help="requests sent first, not counted (200)")
     parser.add_argument("--log", default="/tmp/kvgen-soak-serve.log")
     args = parser.parse_args()
 
@@ -156,90 +157,26 @@ def main() -> int:
                 status, text = server.post(path, body, None, args.timeout)
                 assert status == 200, (status, text[:300])
                 reference[(k, prompt)] = _answer(body, False, text)
-        time.sleep(1.0)
-        rss = {"start": server.rss_mb()}
-        rss["peak"] = rss["start"]
-        plan = []
-        for _ in range(args.requests):
-            roll = rng.random()
-            prompt = rng.choice(PROMPTS)
-            stream = rng.random() < 0.5
-            if roll < 0.15:  # bad input
-                path, fields = rng.choice(BAD)
-                plan.append(("bad", None, path, {**_body(path, fields, prompt)}, False, None))
-            else:
-                k = rng.randrange(len(GOOD))
-                path, fields = GOOD[k]
-                hang_up = rng.uniform(0.05, 1.0) if roll < 0.35 else None  # 20% hang up
-                body = _body(path, fields, prompt)
-                if hang_up is not None:
-                    body["max_tokens"] = 200
-                if stream:
-                    body["stream"] = True
-                plan.append(("good", (k, prompt), path, body, stream, hang_up))
-        counts = {"ok": 0, "bad_refused": 0, "hung_up": 0, "failures": 0, "mismatches": 0}
-        failures: list[str] = []
-        lock = threading.Lock()
-        todo = list(range(len(plan)))
-        stop = threading.Event()
+        rss: dict[str, float] = {}
 
-        def watch_rss():
-            while not stop.is_set():
-                value = server.rss_mb()
-                with lock:
-                    rss["peak"] = max(rss["peak"], value)
-                time.sleep(0.2)
+        def make_plan(count: int) -> list:
+            return [_request(rng) for _ in range(count)]
 
-        def client():
-            while True:
-                with lock:
-                    if not todo:
-                        return
-                    i = todo.pop()
-                kind, key, path, body, stream, hang_up = plan[i]
-                try:
-                    status, text = server.post(path, body, hang_up, args.timeout)
-                    if hang_up is not None:
-                        outcome = "hung_up"
-                    elif kind == "bad":
-                        if not 400 <= status < 500:
-                            raise ValueError(f"expected a 4xx, got {status}: {text[:200]}")
-                        error = _strict(text)["error"]
-                        assert set(error) == {"message", "type", "param", "code"}
-                        outcome = "bad_refused"
-                    else:
-                        if status != 200:
-                            raise ValueError(f"status {status}: {text[:200]}")
-                        if _answer(body, stream, text) != reference[key]:
-                            outcome = "mismatches"
-                            with lock:
-                                failures.append(f"mismatch: {path} {body}")
-                        else:
-                            outcome = "ok"
-                except Exception as e:  # noqa: BLE001 - every kind of failure is counted
-                    outcome = "failures"
-                    with lock:
-                        failures.append(f"{path} {json.dumps(body)[:200]}: {type(e).__name__}: {e}")
-                with lock:
-                    counts[outcome] += 1
-
-        watcher = threading.Thread(target=watch_rss, daemon=True)
-        watcher.start()
-        start = time.monotonic()
-        threads = [threading.Thread(target=client) for _ in range(args.clients)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        elapsed = time.monotonic() - start
+        # warm-up: a concurrent round first, so that every KV-cache slot has been used (the
+        # cache is allocated untouched; the positions used stay resident and are reused)
+        run(server, make_plan(args.warmup), reference, args, rss, quiet=True)
+        time.sleep(2.0)
+        rss["start"] = rss["peak"] = server.rss_mb()
+        plan = make_plan(args.requests)
+        counts, failures, elapsed = run(server, plan, reference, args, rss)
         deadline = time.monotonic() + 60
         while (server.health()["active_slots"] or server.health().get("queued_requests")) and \
                 time.monotonic() < deadline:
             time.sleep(0.2)
-        time.sleep(2.0)  # the idle trim
-        stop.set()
+        time.sleep(3.0)  # the idle trim
         rss["end"] = server.rss_mb()
-        print(f"{len(plan)} requests from {args.clients} clients in {elapsed:.0f} s: {counts}")
+        print(f"{len(plan)} requests from {args.clients} clients in {elapsed:.0f} s (after {args.warmup} to warm "
+              f"up): {counts}")
         print(f"RSS MB: start {rss['start']:.0f}, peak {rss['peak']:.0f}, end {rss['end']:.0f} "
               f"(end - start {rss['end'] - rss['start']:+.0f})")
         for f in failures[:20]:
@@ -248,6 +185,89 @@ def main() -> int:
     finally:
         server.proc.terminate()
         server.proc.wait(timeout=30)
+
+
+def _request(rng: random.Random) -> tuple:
+    """One planned request: (kind, reference key, path, body, stream, hang-up delay)."""
+    roll = rng.random()
+    prompt = rng.choice(PROMPTS)
+    stream = rng.random() < 0.5
+    if roll < 0.15:  # bad input
+        path, fields = rng.choice(BAD)
+        return ("bad", None, path, _body(path, fields, prompt), False, None)
+    k = rng.randrange(len(GOOD))
+    path, fields = GOOD[k]
+    hang_up = rng.uniform(0.05, 1.0) if roll < 0.35 else None  # 20% hang up
+    body = _body(path, fields, prompt)
+    if hang_up is not None:
+        body["max_tokens"] = 200
+    if stream:
+        body["stream"] = True
+    return ("good", (k, prompt), path, body, stream, hang_up)
+
+
+def run(server: "Server", plan: list, reference: dict, args, rss: dict, quiet: bool = False) -> tuple:
+    """Sends ``plan`` from args.clients threads; (counts, failures, seconds); tracks the peak RSS."""
+    counts = {"ok": 0, "bad_refused": 0, "hung_up": 0, "failures": 0, "mismatches": 0}
+    failures: list[str] = []
+    lock = threading.Lock()
+    todo = list(range(len(plan)))
+    stop = threading.Event()
+    rss.setdefault("peak", 0.0)
+
+    def watch_rss():
+        while not stop.is_set():
+            value = server.rss_mb()
+            with lock:
+                rss["peak"] = max(rss["peak"], value)
+            time.sleep(0.2)
+
+    def client():
+        while True:
+            with lock:
+                if not todo:
+                    return
+                i = todo.pop()
+            kind, key, path, body, stream, hang_up = plan[i]
+            try:
+                status, text = server.post(path, body, hang_up, args.timeout)
+                if hang_up is not None:
+                    outcome = "hung_up"
+                elif kind == "bad":
+                    if not 400 <= status < 500:
+                        raise ValueError(f"expected a 4xx, got {status}: {text[:200]}")
+                    error = _strict(text)["error"]
+                    assert set(error) == {"message", "type", "param", "code"}
+                    outcome = "bad_refused"
+                else:
+                    if status != 200:
+                        raise ValueError(f"status {status}: {text[:200]}")
+                    if _answer(body, stream, text) != reference[key]:
+                        outcome = "mismatches"
+                        with lock:
+                            failures.append(f"mismatch: {path} {body}")
+                    else:
+                        outcome = "ok"
+            except Exception as e:  # noqa: BLE001 - every kind of failure is counted
+                outcome = "failures"
+                with lock:
+                    failures.append(f"{path} {json.dumps(body)[:200]}: {type(e).__name__}: {e}")
+            with lock:
+                counts[outcome] += 1
+
+    watcher = threading.Thread(target=watch_rss, daemon=True)
+    watcher.start()
+    start = time.monotonic()
+    threads = [threading.Thread(target=client) for _ in range(args.clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    stop.set()
+    watcher.join()
+    if not quiet and (counts["failures"] or counts["mismatches"]):
+        print(f"{counts['failures']} failures, {counts['mismatches']} mismatches")
+    return counts, failures, time.monotonic() - start
 
 
 if __name__ == "__main__":

@@ -218,16 +218,26 @@ class _Trimmer:
                 pass
         self._last = 0.0
         self._pending = False
+        self._again = False
 
-    async def maybe(self, engine: Engine, in_flight: int) -> None:
-        if self._trim is None or in_flight or self._pending or time.monotonic() - self._last < 1.0:
+    async def maybe(self, engine: Engine, admission: "_Admission") -> None:
+        """Trims once nothing is in flight, at most once a second; a call while a trim is
+        pending makes that one check again."""
+        if self._trim is None:
+            return
+        if self._pending:
+            self._again = True
             return
         self._pending = True
         try:
-            await asyncio.sleep(0.2)  # a burst's last responses first
-            if not engine.active_rows:
-                await run_in_threadpool(self._trim, 0)
-                self._last = time.monotonic()
+            while True:
+                self._again = False
+                await asyncio.sleep(max(0.2, self._last + 1.0 - time.monotonic()))  # a burst's last answers first
+                if not admission.requests and not engine.active_rows:
+                    await run_in_threadpool(self._trim, 0)
+                    self._last = time.monotonic()
+                if not self._again:
+                    return
         finally:
             self._pending = False
 
@@ -330,7 +340,7 @@ def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, mode
             if not released:
                 released = True
                 admission.give(tokens, engine_requests)
-                task = asyncio.get_running_loop().create_task(trimmer.maybe(server.engine, admission.requests))
+                task = asyncio.get_running_loop().create_task(trimmer.maybe(server.engine, admission))
                 background.add(task)
                 task.add_done_callback(background.discard)
 
