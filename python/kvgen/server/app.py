@@ -209,11 +209,22 @@ class _Trimmer:
     """Gives freed heap memory back to the system once the engine is idle (glibc keeps what the
     engine's per-request buffers and the responses freed; RSS otherwise only grows)."""
 
+    # glibc's mallopt parameters
+    _M_MMAP_THRESHOLD, _M_ARENA_MAX = -3, -8
+
     def __init__(self):
         self._trim = None
         if sys.platform.startswith("linux"):
             try:
-                self._trim = ctypes.CDLL("libc.so.6").malloc_trim
+                libc = ctypes.CDLL("libc.so.6")
+                self._trim = libc.malloc_trim
+                # Each engine request's generator holds vocabulary-sized step buffers (about
+                # 0.4 MB with a 49k vocabulary), freed when it finishes. glibc's dynamic mmap
+                # threshold would move such blocks into the heap after the first free, where
+                # they stay; a fixed threshold keeps them mmapped (returned on free), and two
+                # arenas bound what the worker threads' allocations keep. Set before any thread.
+                libc.mallopt(self._M_MMAP_THRESHOLD, 256 << 10)
+                libc.mallopt(self._M_ARENA_MAX, 2)
             except (OSError, AttributeError):
                 pass
         self._last = 0.0
@@ -248,12 +259,12 @@ def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, mode
     """The FastAPI application serving ``model`` with an Engine of ``max_batch`` slots, within
     ``limits`` (default: ServerLimits.sized to the machine), for clients that reach it as
     ``host`` (its bound address), localhost or one of ``allowed_hosts``."""
+    trimmer = _Trimmer()  # first: it sets the allocator's limits before the engine's threads start
     engine = Engine(model, slots=max_batch)
     limits = limits or ServerLimits.sized(max_batch, model.context_length)
     name = model_name or (model.path.stem if getattr(model, "path", None) else "kvgen")
     server = Responder(model, engine, name)
     admission = _Admission(limits)
-    trimmer = _Trimmer()
     background: set = set()  # the trimmer's tasks (held until done)
 
     @contextlib.asynccontextmanager
