@@ -45,6 +45,7 @@ import os
 import sys
 import time
 import uuid
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Optional
 from urllib.parse import urlsplit
@@ -351,7 +352,10 @@ def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, mode
             if not released:
                 released = True
                 admission.give(tokens, engine_requests)
-                task = asyncio.get_running_loop().create_task(trimmer.maybe(server.engine, admission))
+                try:
+                    task = asyncio.get_running_loop().create_task(trimmer.maybe(server.engine, admission))
+                except RuntimeError:  # called by the finalizer below, outside the loop
+                    return
                 background.add(task)
                 task.add_done_callback(background.discard)
 
@@ -377,7 +381,11 @@ def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, mode
                     if timer is not None:
                         timer.cancel()
                     release()
-            return StreamingResponse(events(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+            stream = events()
+            # a client gone before the first event: the stream is never started, so its finally
+            # never runs; when it is dropped, its generation is cancelled and its share given back
+            weakref.finalize(stream, lambda: (gen.cancel(), release()))
+            return StreamingResponse(stream, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
         watcher = asyncio.ensure_future(watch_disconnect(request, gen))
         try:
             async for _ in gen.steps():
