@@ -49,10 +49,14 @@ class _Budget:
         if time.monotonic() > self.deadline:
             raise ChatTemplateLimitError(f"chat template: rendering took longer than {RENDER_SECONDS:g} s")
 
-    def size(self, value: Any) -> Any:
-        if isinstance(value, (str, list, tuple, dict)) and len(value) > self.chars:
-            raise ChatTemplateLimitError(f"chat template: a value of {len(value)} items or characters, beyond the "
+    def length(self, items: int) -> None:
+        if items > self.chars:
+            raise ChatTemplateLimitError(f"chat template: a value of {items} items or characters, beyond the "
                                          f"limit of {self.chars}")
+
+    def size(self, value: Any) -> Any:
+        if isinstance(value, (str, list, tuple, dict)):
+            self.length(len(value))
         return value
 
 
@@ -160,9 +164,9 @@ class _LimitedEnvironment(ImmutableSandboxedEnvironment):
         if budget is not None:
             budget.tick()
             if operator == "*" and isinstance(left, (str, list, tuple)) and isinstance(right, int):
-                budget.size(range(len(left) * max(right, 0)))
+                budget.length(len(left) * max(right, 0))
             if operator == "*" and isinstance(right, (str, list, tuple)) and isinstance(left, int):
-                budget.size(range(len(right) * max(left, 0)))
+                budget.length(len(right) * max(left, 0))
             if operator == "**" and isinstance(right, (int, float)) and abs(right) > 4096:
                 raise ChatTemplateLimitError("chat template: an exponent beyond 4096")
         result = super().call_binop(context, operator, left, right)
