@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import json
 
-import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
 
-schemathesis = pytest.importorskip("schemathesis")
-from hypothesis import HealthCheck, settings  # noqa: E402
-
-import kvgen  # noqa: E402
-from kvgen.server.app import ServerLimits, create_app  # noqa: E402
-from kvgen.server.protocol import RequestLimits  # noqa: E402
+import kvgen
+from kvgen.server.app import ServerLimits, create_app
+from kvgen.server.protocol import RequestLimits
 
 EXAMPLES = 40  # per route and generation mode
 
