@@ -148,6 +148,8 @@ def _missing_bytes(tokenizer: llguidance.LLTokenizer) -> bytes:
             seen[np.frombuffer(tokenizer.decode_bytes([t]), dtype=np.uint8)] = True
     missing = bytes(np.flatnonzero(~seen).tolist())
     _MISSING_BYTES[id(tokenizer)] = (tokenizer, missing)
+    while len(_MISSING_BYTES) > _TOKENIZER_CACHE_SIZE:  # as many as the tokenizer cache holds
+        del _MISSING_BYTES[next(iter(_MISSING_BYTES))]
     return missing
 
 
