@@ -21,7 +21,7 @@ class Generator(StepGenerator):
 
     ``Generator(model, config)`` with a ``kvgen.Model`` returns a ModelGenerator (type
     checkers see that through the overloads of ``__new__``): ``generate(prompts)``,
-    ``stream(prompt)`` and ``chat(messages)`` run the whole loop in C++ (see there).
+    ``stream(prompt)`` and ``chat(messages)`` run one request of the engine (see there).
 
     ``Generator(config, batch_size=None, *, tokenizer=None, token_strings=None, output_raw_logprobs=False)``.
     Call ``append_tokens(prompts)`` once, then ``step(logits)`` with the next-token logits

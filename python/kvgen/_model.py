@@ -247,7 +247,7 @@ class Model:
     ``path`` is a Hugging Face directory (config.json + safetensors, model_type gpt2 or
     llama) or a GGUF file (architecture gpt2 or llama). ``forward(input_ids)`` gives raw
     logits; ``kvgen.Generator(model, config)`` generates with it (KV-cached, prefill in
-    one batched pass); ``apply_chat_template(messages)`` formats a conversation.
+    32-token chunks); ``apply_chat_template(messages)`` formats a conversation.
     """
 
     def __init__(self, core: "_core._Model", config: dict, path: Optional[Path], tokenizer: Any = None, *,
@@ -427,7 +427,9 @@ class Model:
         with the model's chat template as transformers' ``apply_chat_template(tokenize=False)``."""
         from kvgen.loaders.chat_template import render_chat
 
-        return render_chat(self._need_chat_template(), list(messages), add_generation_prompt=add_generation_prompt,
+        # a str stays one (the check says to pass a list of messages), not a list of characters
+        given: Any = messages if isinstance(messages, str) else list(messages)
+        return render_chat(self._need_chat_template(), given, add_generation_prompt=add_generation_prompt,
                            bos_token=self.bos_token, eos_token=self.eos_token, **extra)
 
     def _probe_chat_template(self) -> None:

@@ -13,6 +13,7 @@ from hf_models import assert_cached_decode_matches_hf, assert_generate_equals_hf
 from llama_models import hf_from_gguf, random_llama, write_gpt2_gguf, write_llama_gguf
 
 import kvgen
+from kvgen.generation.request_setup import set_up_request
 from kvgen.loaders.rope import inv_freq, rope_parameters
 
 PAD = 2
@@ -238,7 +239,7 @@ def test_directory_with_tokenizer_and_chat_template(tmp_path):
     assert model.end_of_turn_token_id == tok.token_to_id("<|end|>") and model.eos_token_id == 0
     generator = kvgen.Generator(model, kvgen.GenerationConfig(max_new_tokens=8))
     generator.chat(messages)
-    eos = generator._effective_config(generator.config, [model.end_of_turn_token_id]).eos_token_id
+    eos = set_up_request(model, generator.config, end_of_turn=True).config.eos_token_id
     assert sorted(eos) == [0, tok.token_to_id("<|end|>")]
 
 

@@ -12,7 +12,7 @@ from typing import Any, AsyncIterator, Optional
 
 from kvgen.generation.detokenize import IncrementalText, StopStringFilter
 from kvgen.generation.engine import Engine, StepUpdate
-from kvgen.generation.model_generator import ModelGenerator
+from kvgen.generation.request_setup import set_up_request
 from kvgen.server.protocol import ApiError, GenerationRequest
 
 _FINISH = {"eos": "stop", "stop": "stop", "length": "length", "cancelled": "stop"}
@@ -96,8 +96,12 @@ class Completion:
         self.timed_out = False
         loop = loop or asyncio.get_running_loop()
         model = server.model
-        # the model's EOS ids and end of turn (a ModelGenerator without the config: it would compile the constraint)
-        self.config = ModelGenerator(model)._effective_config(req.config, [server.end_of_turn])
+        # the model's EOS ids and end of turn, the constraint compiled once for every engine request
+        try:
+            self.setup = set_up_request(model, req.config, end_of_turn=server.end_of_turn is not None)
+        except ValueError as e:
+            raise ApiError(str(e)) from None
+        self.config = self.setup.config
         self.choices: list[Choice] = []
         self.requests = []
         # one engine request per prompt (its n rows); greedy n > 1 repeats the prompt instead
@@ -114,7 +118,7 @@ class Completion:
                     loop.call_soon_threadsafe(self.updates.put_nowait, (i, update))
 
                 try:
-                    self.requests.append(server.engine.submit(prompt, self.config, logprobs=req.logprobs,
+                    self.requests.append(server.engine.submit(prompt, self.setup, logprobs=req.logprobs,
                                                               on_update=post))
                 except ValueError as e:
                     self.cancel()
