@@ -319,10 +319,7 @@ void def_generator_state(py::class_<W>& cls) {
             LogitsBuffer b = self.cast<W&>().read([](Generator& g) { return last_logits_buffer(g); });
             return logits_view_of(b, self);
           },
-          "The processed logits of the last step [rows, vocab] (log-probs under beam search) as a NumPy view over "
-          "the generator's own buffer: no copy, never freed while the generator lives, overwritten by the next step "
-          "(a step that raises may leave it partly written). None "
-          "before the first step.")
+          "The last step's processed logits [rows, vocab], a view over the generator's buffer (see kvgen.Generator).")
       .def_property_readonly(
           "mirostat_mu",
           [](W& w) {
@@ -378,9 +375,7 @@ void register_generator(py::module_& m) {
                     "float32 [rows]: the log-probability of each row's token under the processed distribution "
                     "(-inf for rows that had finished).")
       .def_readonly("top_token_ids", &StepResult::top_token_ids,
-                    "int64 [rows, top_logprobs]: the most likely tokens of each row's processed distribution, most "
-                    "likely first (equal ones by smaller id; under beam search, of the parent row); None when "
-                    "GenerationConfig.top_logprobs is 0.")
+                    "int64 [rows, top_logprobs]: each row's most likely tokens (see README, top logprobs).")
       .def_readonly("top_logprobs", &StepResult::top_logprobs,
                     "float32 [rows, top_logprobs]: their log-probabilities (on token_logprobs' scale); None when "
                     "top_logprobs is 0.")
@@ -399,13 +394,9 @@ void register_generator(py::module_& m) {
           py::arg("output_raw_logprobs") = false)
       .def("append_tokens", &PyGenerator::append_tokens, py::arg("prompts"), py::kw_only(),
            py::arg("sequence_ids") = py::none(),
-           "Sets the prompts: a list of token-id lists (lengths may differ) or a 2-D integer array. sequence_ids "
-           "(one int per prompt, default 0, 1, 2, ...) key the random draws: a prompt with the same seed and id "
-           "draws the same tokens in any batch.")
+           "Sets the prompts (token-id lists) and their sequence_ids (see kvgen.Generator).")
       .def("step", &PyGenerator::step, py::arg("logits"), py::kw_only(), py::arg("allowed_tokens") = py::none(),
-           "Processes the next-token logits [rows, vocab] (float32, C-contiguous, read in place) and picks a token "
-           "per row; returns a StepResult. allowed_tokens: under a constraint, each row's allowed-token bitmask "
-           "[rows, ceil(vocab / 32)] uint32 (llguidance's layout), read in place.")
+           "Picks a token per row from the next-token logits [rows, vocab]; a StepResult (see kvgen.Generator).")
       .def_property_readonly(
           "needs_token_texts", [](PyGenerator& w) { return w.read([](Generator& g) { return g.needs_token_texts(); }); },
           "True when the config needs token_strings (stop_strings, DRY's sequence breakers) and none were given.")

@@ -41,6 +41,10 @@ class Generator(StepGenerator):
     prompt with id i draws with key ``i * rows_per_prompt + k``, so the rows of one prompt
     differ; two prompts with the same id draw alike.
 
+    ``last_logits`` is the last step's processed logits [rows, vocab] (log-probs under beam
+    search): a NumPy view over the generator's own buffer, no copy, overwritten by the next step
+    (a step that raises may leave it partly written), None before the first step.
+
     The state readers (``sequences``, ``next_tokens``, ``last_logits``, ``result()``, ...)
     take the lock that ``step()`` holds, so other threads may read while one steps.
     """
