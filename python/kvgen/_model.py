@@ -331,7 +331,7 @@ class Model:
     bfloat16) or a GGUF file, of one of the families in ``kvgen.loaders.families`` (gpt2,
     llama, qwen2, qwen3, granite, smollm3, phi3). ``forward(input_ids)`` gives raw
     logits; ``kvgen.Generator(model, config)`` generates with it (KV-cached, prefill in
-    one batched pass); ``apply_chat_template(messages)`` formats a conversation.
+    32-token chunks); ``apply_chat_template(messages)`` formats a conversation.
     """
 
     def __init__(self, core: "_core._Model", config: dict, path: Optional[Path], tokenizer: Any = None, *,
@@ -351,6 +351,8 @@ class Model:
         self.bos_token, self.eos_token = bos_token, eos_token
         self.description = description
         self._token_strings: Optional[list[str]] = None
+        if chat_template is not None:
+            self._probe_chat_template()
 
     @classmethod
     def load(cls, path: Union[str, os.PathLike], *, dtype: Optional[str] = None, exact: bool = False,
@@ -521,8 +523,96 @@ class Model:
         with the model's chat template as transformers' ``apply_chat_template(tokenize=False)``."""
         from kvgen.loaders.chat_template import render_chat
 
-        return render_chat(self._need_chat_template(), list(messages), add_generation_prompt=add_generation_prompt,
+        # a str stays one (the check says to pass a list of messages), not a list of characters
+        given: Any = messages if isinstance(messages, str) else list(messages)
+        return render_chat(self._need_chat_template(), given, add_generation_prompt=add_generation_prompt,
                            bos_token=self.bos_token, eos_token=self.eos_token, **extra)
+
+    def _probe_chat_template(self) -> None:
+        """Renders the chat template once (the end-of-turn probe's conversation): a template
+        past the rendering limits (time, size, recursion: kvgen.loaders.chat_template) is a
+        ValueError at load, not a hang at the first chat; other errors wait for a real chat."""
+        from kvgen.loaders.chat_template import ChatTemplateLimitError, render_chat
+
+        try:
+            render_chat(self.chat_template, [{"role": "user", "content": "hi"},
+                                             {"role": "assistant", "content": _SENTINEL}],
+                        add_generation_prompt=False, bos_token=self.bos_token, eos_token=self.eos_token)
+        except ChatTemplateLimitError as e:
+            raise ValueError(f"{self.path}: the chat template exceeds kvgen's rendering limits ({e})") from None
+        except (ValueError, TypeError):
+            pass
+
+    def encode_chat(self, messages: Sequence[dict], add_generation_prompt: bool = True, *,
+                    special_tokens_in_content: bool = False, **extra) -> list[int]:
+        """The token ids of a conversation rendered with the chat template (no BOS added).
+
+        Text in a message's content that spells a special token (``<|im_end|>``) is encoded as
+        plain text, so that a user cannot forge a turn of another role; only the template's
+        own text becomes special tokens. ``special_tokens_in_content=True`` encodes the whole
+        rendered text as it is (transformers' ``apply_chat_template(tokenize=True)`` does)."""
+        text = self.apply_chat_template(messages, add_generation_prompt=add_generation_prompt, **extra)
+        tokenizer = self._need_tokenizer()
+        if special_tokens_in_content:
+            return self.encode(text, add_special_tokens=False)
+        spans = self._content_spans(messages, text, add_generation_prompt, extra)
+        plain = self._plain_text_tokenizer()
+        ids: list[int] = []
+        at = 0
+        for start, end in spans:
+            if start > at:
+                ids += tokenizer.encode(text[at:start], add_special_tokens=False).ids
+            if end > start:
+                ids += plain.encode(text[start:end], add_special_tokens=False).ids
+            at = end
+        if at < len(text):
+            ids += tokenizer.encode(text[at:], add_special_tokens=False).ids
+        return ids
+
+    def _plain_text_tokenizer(self) -> Any:
+        """A copy of the tokenizer that encodes special-token text as plain text."""
+        if getattr(self, "_plain_tokenizer", None) is None:
+            from tokenizers import Tokenizer
+
+            plain = Tokenizer.from_str(self._need_tokenizer().to_str())
+            plain.encode_special_tokens = True
+            self._plain_tokenizer = plain
+        return self._plain_tokenizer
+
+    def _content_spans(self, messages: Sequence[dict], text: str, add_generation_prompt: bool,
+                       extra: dict) -> list[tuple[int, int]]:
+        """Where each message's content lies in ``text`` (the rendered conversation): rendered
+        again with markers around every content; when the template changes the content (the
+        marked text, markers removed, differs), each content is searched in order instead."""
+        marks = ("\ue000", "\ue001")
+        contents = [m.get("content") if isinstance(m, dict) else None for m in messages]
+        if not any(marks[0] in c or marks[1] in c for c in contents if isinstance(c, str)):
+            marked = [dict(m, content=f"{marks[0]}{c}{marks[1]}") if isinstance(c, str) else m
+                      for m, c in zip(messages, contents)]
+            rendered = self.apply_chat_template(marked, add_generation_prompt=add_generation_prompt, **extra)
+            if rendered.replace(marks[0], "").replace(marks[1], "") == text:
+                spans, at, removed = [], 0, 0
+                while True:
+                    start = rendered.find(marks[0], at)
+                    if start < 0:
+                        return spans
+                    end = rendered.find(marks[1], start)
+                    if end < 0:
+                        break
+                    spans.append((start - removed, end - removed - 1))
+                    removed += 2
+                    at = end + 1
+        spans, at = [], 0
+        for c in contents:
+            if not isinstance(c, str) or not c.strip():
+                continue
+            for candidate in (c, c.strip()):
+                start = text.find(candidate, at)
+                if start >= 0:
+                    spans.append((start, start + len(candidate)))
+                    at = start + len(candidate)
+                    break
+        return spans
 
     @property
     def end_of_turn_token_id(self) -> Optional[int]:

@@ -93,10 +93,14 @@ def assert_cached_decode_matches_hf(kv_model, hf_model, context: int, pad: int) 
     """Every cached decode step of kvgen (two prompts of different lengths, no padding, up
     to the full context) gives the logits of a full transformers recomputation."""
     import kvgen
+    from kvgen.generation.engine import one_request
+    from kvgen.generation.request_setup import RequestSetup
 
     config = kvgen.GenerationConfig(max_new_tokens=context - 6, pad_token_id=pad)
-    session = kvgen._core._ModelDecodeLoop(kv_model._core, config)
-    session.start([[5, 9, 13, 4, 3, 6], [7, 8]])
+    engine, request = one_request(kv_model, [[5, 9, 13, 4, 3, 6], [7, 8]], RequestSetup(config))
+    while request.next_tokens is None:  # prefill and the first step
+        engine.step()
+    session = request.generator
     steps = 0
     while True:
         # greedy with no processors: the processed logits are the raw logits of the last step
@@ -104,9 +108,9 @@ def assert_cached_decode_matches_hf(kv_model, hf_model, context: int, pad: int) 
             with torch.inference_mode():
                 full = hf_model(torch.as_tensor(seq[None, :-1])).logits[0, -1].numpy()
             np.testing.assert_allclose(session.last_logits[r], full, atol=1e-4, rtol=1e-4)
-        if session.is_done():
+        if request.done():
             break
-        session.advance()
+        engine.step()
         steps += 1
     assert steps == context - 7  # the longest prompt reaches the full context
 

@@ -6,6 +6,7 @@ template (tokenizer_config.json or chat_template.jinja)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Optional
 
@@ -13,6 +14,29 @@ import numpy as np
 
 # Buffers some GPT-2 checkpoints carry that are not weights (the causal mask).
 _NOT_WEIGHTS = (".attn.bias", ".attn.masked_bias", ".rotary_emb.inv_freq")
+
+
+def model_file(directory: Path, name: str) -> Path:
+    """``directory / name``, refused (ValueError) when a symlink leads it out of the model
+    directory: a checkpoint is untrusted, and a link to /etc/passwd or ~/.ssh must not become a
+    chat template or a tokenizer. The one exception is the Hugging Face cache's layout,
+    ``models--org--name/snapshots/<rev>/`` whose files link to ``../../blobs/<hash>``: there the
+    link may lead anywhere inside that repository's cache folder ``models--org--name``."""
+    path = directory / name
+    if not path.exists() and not path.is_symlink():
+        return path  # the callers say what is missing
+    real = path.resolve()
+    root = directory.resolve()
+    if real != root and real.is_relative_to(root):
+        return path
+    snapshots = directory.absolute().parent
+    repo = snapshots.parent
+    if snapshots.name == "snapshots" and repo.name.startswith(("models--", "datasets--", "spaces--")):
+        repo_root = repo.resolve()
+        if real.is_relative_to(repo_root) and real != repo_root:
+            return path
+    raise ValueError(f"{path}: a link to {real}, outside the model directory {directory}; kvgen reads model files "
+                     "from inside it only (or from a Hugging Face cache repository's blobs)")
 
 
 def read_json(path: Path, what: str) -> dict:
@@ -32,18 +56,19 @@ def read_json(path: Path, what: str) -> dict:
 
 def read_config(directory: Path) -> dict:
     """config.json of a Hugging Face model directory."""
-    return read_json(directory / "config.json", "kvgen.Model.load expects a Hugging Face model directory")
+    return read_json(model_file(directory, "config.json"),
+                     "kvgen.Model.load expects a Hugging Face model directory")
 
 
 def read_weights(directory: Path) -> dict[str, Any]:
     """Every tensor of model.safetensors, or of the shards model.safetensors.index.json lists."""
-    index = directory / "model.safetensors.index.json"
+    index = model_file(directory, "model.safetensors.index.json")
     if index.is_file():
         arrays: dict[str, np.ndarray] = {}
         for shard in _shards(directory, index):
             arrays.update(_read_safetensors(shard))
         return arrays
-    return _read_safetensors(directory / "model.safetensors")
+    return _read_safetensors(model_file(directory, "model.safetensors"))
 
 
 def read_weight_types(directory: Path) -> dict[str, int]:
@@ -68,13 +93,16 @@ def _shards(directory: Path, index: Path) -> list[Path]:
     if not isinstance(weight_map, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in weight_map.items()):
         raise ValueError(f"{index}: 'weight_map' must be an object of tensor name -> shard file name")
-    root = directory.resolve()
     shards = []
     for name in sorted(set(weight_map.values())):
-        path = (directory / name).resolve()
-        if not name or path == root or not path.is_relative_to(root):
+        # the name itself may not climb out (../x); a symlink may, into a Hugging Face cache's blobs
+        lexical = Path(os.path.normpath(directory.absolute() / name)) if name else directory
+        if not name or lexical == directory.absolute() or not lexical.is_relative_to(directory.absolute()):
             raise ValueError(f"{index}: shard {name!r:.80} is not a file inside {directory}")
-        shards.append(path)
+        try:
+            shards.append(model_file(directory, name))
+        except ValueError:
+            raise ValueError(f"{index}: shard {name!r:.80} is not a file inside {directory}") from None
     return shards
 
 
@@ -147,7 +175,7 @@ def _half_tensors(path: Path, halves: dict[str, tuple[str, list[int]]]) -> dict[
 
 def read_tokenizer(directory: Path) -> Any:
     """The directory's tokenizer.json as a ``tokenizers.Tokenizer``, or None."""
-    path = directory / "tokenizer.json"
+    path = model_file(directory, "tokenizer.json")
     if not path.is_file():
         return None
     from tokenizers import Tokenizer
@@ -164,13 +192,13 @@ def read_chat_template(directory: Path) -> Optional[str]:
     """The chat template: chat_template.jinja, or tokenizer_config.json's "chat_template"
     (a string, or transformers' list of {"name", "template"} from which the one named
     "default" is taken). ValueError for a template of another shape."""
-    jinja = directory / "chat_template.jinja"
+    jinja = model_file(directory, "chat_template.jinja")
     if jinja.is_file():
         try:
             return jinja.read_text(encoding="utf-8")
         except UnicodeDecodeError as e:
             raise ValueError(f"{jinja}: not UTF-8 text ({e})") from None
-    config = directory / "tokenizer_config.json"
+    config = model_file(directory, "tokenizer_config.json")
     if not config.is_file():
         return None
     template = read_json(config, "tokenizer settings").get("chat_template")
