@@ -231,7 +231,7 @@ naming its position: "input_ids[0, 3] = 300 is outside the vocabulary [0, 211)".
           "kv_cache_bytes",
           [](PyModel& p, int64_t rows, int64_t positions) {
             const ModelConfig& c = p.core().config();
-            return KVCache::bytes_for(c.layers, rows, positions, c.kv_heads, c.head_dim);
+            return KVCache::bytes_for(c.layers, rows, positions, c.kv_heads, c.head_dim, c.layer_windows);
           },
           py::arg("rows"), py::arg("positions"), "Bytes a KV cache for rows x positions takes.");
 

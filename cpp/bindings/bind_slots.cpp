@@ -41,7 +41,7 @@ class PyModelSlots {
       throw ValueError("context must be in [1, " + std::to_string(c.context_length) + "] (the model's context), got " +
                        std::to_string(context));
     limits::checked_mul(slots, c.vocab_size, "logits (slots x vocab_size)");
-    KVCache::bytes_for(c.layers, slots, context, c.kv_heads, c.head_dim);  // overflow-checked before allocating
+    KVCache::bytes_for(c.layers, slots, context, c.kv_heads, c.head_dim, c.layer_windows);  // overflow-checked before allocating
     cache_.emplace(pm_.core().make_cache(slots, context));
     logits_ = xt::xtensor<float, 2>::from_shape({static_cast<size_t>(slots), static_cast<size_t>(c.vocab_size)});
     in_chunk_.assign(slots, 0);

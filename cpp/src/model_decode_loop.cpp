@@ -31,7 +31,7 @@ void ModelDecodeLoop::start(const std::vector<std::vector<int64_t>>& prompts, co
   gen_.append_tokens(prompts, sequence_ids);  // validates the prompts, the rows and the config
   const int64_t rows = gen_.rows(), per_input = gen_.rows_per_input();
   limits::checked_mul(rows, mc.vocab_size, "logits (rows x vocab_size)");
-  KVCache::bytes_for(mc.layers, rows, longest, mc.kv_heads, mc.head_dim);  // overflow-checked before allocating
+  KVCache::bytes_for(mc.layers, rows, longest, mc.kv_heads, mc.head_dim, mc.layer_windows);  // overflow-checked before allocating
   cache_.emplace(model_.make_cache(rows, longest));
   logits_ = xt::xtensor<float, 2>::from_shape({static_cast<size_t>(rows), static_cast<size_t>(mc.vocab_size)});
   fed_.assign(rows, 0);
