@@ -151,7 +151,7 @@ English paragraph (repeated to length) from the file's tokenizer, the same ids f
 engine. A greedy sanity check (64-token prompt, 32 new tokens) compares every engine's tokens
 with HF's (llama.cpp's where HF does not run); kvgen's default mode quantizes activations, so
 it only raises when kvgen's first token differs on a trained file (the fidelity bounds are
-tests/test_quantized_fidelity.py and bench_perplexity.py). ``--quick``: a 128-token prefill,
+tests/model/test_quantized_fidelity.py and bench_perplexity.py). ``--quick``: a 128-token prefill,
 32 new tokens, an 8-token sanity check. Writes ``benchmarks/results/bench_decode_smollm2.json``
 (``--out-smollm2``) and a PNG next to it (bars per file and thread count).
 
@@ -774,7 +774,7 @@ def reference_engine(engines: dict) -> str | None:
 def smol_sanity(engines: dict, prompt: list[int], new_tokens: int, trained: bool) -> dict:
     """Greedy tokens of every engine against the reference engine's (HF's where it runs).
     kvgen's default mode quantizes activations, so its tokens may leave HF's after a few (as
-    llama.cpp's do); the teacher-forced bounds are in tests/test_quantized_fidelity.py. This
+    llama.cpp's do); the teacher-forced bounds are in tests/model/test_quantized_fidelity.py. This
     only guards the timings against a broken engine: on a trained file it raises if kvgen's
     first token differs from the reference's (on random weights the logits nearly tie)."""
     ref = reference_engine(engines)

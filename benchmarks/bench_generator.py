@@ -99,9 +99,10 @@ from transformers.generation.utils import StopCheck
 import kvgen
 
 BENCHMARKS = Path(__file__).resolve().parent
-sys.path[:0] = [str(BENCHMARKS), str(BENCHMARKS.parent / "tests")]
-import harness  # noqa: E402  (benchmarks/ and tests/ are not packages)
+sys.path[:0] = [str(BENCHMARKS), str(BENCHMARKS.parent / "tests" / "support")]
 from hf_reference import hf_generation_setup, tiny_model  # noqa: E402
+
+import harness  # noqa: E402  (benchmarks/ and tests/ are not packages)
 
 SEED = 0
 VOCAB = 50257

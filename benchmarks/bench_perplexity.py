@@ -45,9 +45,10 @@ import numpy as np
 import kvgen
 
 BENCHMARKS = Path(__file__).resolve().parent
-sys.path[:0] = [str(BENCHMARKS), str(BENCHMARKS.parent / "tests")]
+sys.path[:0] = [str(BENCHMARKS), str(BENCHMARKS.parent / "tests" / "support")]
+from teacher_forcing import TEXT, perplexity  # noqa: E402  (tests/support/teacher_forcing.py)
+
 import harness  # noqa: E402  (benchmarks/ is not a package)
-from teacher_forcing import TEXT, perplexity  # noqa: E402  (tests/teacher_forcing.py)
 
 QUICK_TOKENS = 256
 THREADS = 2

@@ -14,7 +14,7 @@ for rows 1, 8, 32 and vocab 32,000, 50,257, 151,936. Engines:
 * ``kvgen``: ``kvgen.LogitsProcessor(cfg).sample(logits, input_ids, step=0)`` (copies the
   logits internally, runs the chain, draws). Single-threaded today.
 * ``HF``: the processor list ``generate()`` builds for the workload's settings
-  (``tests/hf_reference.py``, generate()'s own factory: ``[RepetitionPenalty, Temperature,
+  (``tests/support/hf_reference.py``, generate()'s own factory: ``[RepetitionPenalty, Temperature,
   TopK, TopP]``, the ones a workload disables left out) on a clone of the logits
   (``torch.from_numpy``), then ``torch.multinomial(torch.softmax(...), 1)``, under
   ``torch.inference_mode()``, ``torch.set_num_threads(--threads)`` (default 1).
@@ -67,9 +67,10 @@ import transformers
 import kvgen
 
 BENCHMARKS = Path(__file__).resolve().parent
-sys.path[:0] = [str(BENCHMARKS), str(BENCHMARKS.parent / "tests")]
-import harness  # noqa: E402  (benchmarks/ and tests/ are not packages)
+sys.path[:0] = [str(BENCHMARKS), str(BENCHMARKS.parent / "tests" / "support")]
 import hf_reference  # noqa: E402
+
+import harness  # noqa: E402  (benchmarks/ and tests/ are not packages)
 
 SEED = 0
 HISTORY = 64

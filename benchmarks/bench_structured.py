@@ -44,8 +44,8 @@ from pathlib import Path
 
 import harness
 import kvgen
-from kvgen import _constraints
-from kvgen._constraints import Constraint
+from kvgen.generation import constraints as _constraints
+from kvgen.generation.constraints import Constraint
 
 SCHEMA = {
     "type": "object",

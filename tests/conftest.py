@@ -33,8 +33,8 @@ def smollm2_model() -> kvgen.Model:
 @pytest.fixture(scope="session")
 def smollm2_tokenizer_info(smollm2_file):
     """kvgen's tokenizer read from the GGUF metadata (a ``GGUFTokenizerInfo``)."""
-    from kvgen._gguf_file import read_gguf_file
-    from kvgen._gguf_tokenizer import tokenizer_from_gguf
+    from kvgen.loaders.gguf.file import read_gguf_file
+    from kvgen.loaders.gguf.tokenizer import tokenizer_from_gguf
 
     return tokenizer_from_gguf(read_gguf_file(smollm2_file))
 

@@ -1,8 +1,11 @@
 // Binding of the built-in models: kvgen._core._Model, built from a _ModelConfig (sizes), the
 // architecture's options and a dict of float32 NumPy arrays. The facade (kvgen._model) reads
 // the Hugging Face config keys into those structs and loads the arrays (safetensors / gguf).
+#include <optional>
+
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include "arrays.h"
 #include "kvgen/errors.h"
@@ -175,17 +178,54 @@ void register_model_config(py::module_& m) {
       .def_readonly("exact_gelu", &GPT2Options::exact_gelu);
 
   const LlamaOptions llama;
-  py::class_<LlamaOptions>(m, "_LlamaOptions", "Llama's numerics options (kvgen/model/llama.h).")
-      .def(py::init([](py::array_t<float, py::array::c_style> inv_freq, float rms_norm_eps) {
-             if (inv_freq.ndim() != 1) throw ValueError("rope inverse frequencies must be a 1-D array");
+  py::class_<LlamaOptions>(m, "_LlamaOptions",
+                           "Numerics options of the Llama-like families (kvgen/model/llama.h).")
+      .def(py::init([](py::array_t<float, py::array::c_style> inv_freq, float rms_norm_eps, int64_t rotary_dim,
+                       std::optional<py::array_t<float, py::array::c_style>> inv_freq_long,
+                       int64_t original_context, float rope_attention_factor, std::vector<uint8_t> rope_layers,
+                       float embedding_multiplier, float residual_multiplier, float attention_scale,
+                       float logit_scale) {
+             const auto vector = [](const py::array_t<float, py::array::c_style>& a) {
+               if (a.ndim() != 1) throw ValueError("rope inverse frequencies must be a 1-D array");
+               return std::vector<float>(a.data(), a.data() + a.size());
+             };
              return LlamaOptions{.rms_norm_eps = rms_norm_eps,
-                                 .inv_freq = std::vector<float>(inv_freq.data(), inv_freq.data() + inv_freq.size())};
+                                 .inv_freq = vector(inv_freq),
+                                 .rotary_dim = rotary_dim,
+                                 .inv_freq_long = inv_freq_long ? vector(*inv_freq_long) : std::vector<float>(),
+                                 .original_context = original_context,
+                                 .rope_attention_factor = rope_attention_factor,
+                                 .rope_layers = std::move(rope_layers),
+                                 .embedding_multiplier = embedding_multiplier,
+                                 .residual_multiplier = residual_multiplier,
+                                 .attention_scale = attention_scale,
+                                 .logit_scale = logit_scale};
            }),
            py::kw_only(), py::arg("inv_freq"), py::arg("rms_norm_eps") = llama.rms_norm_eps,
-           "inv_freq: the head_dim / 2 rotary inverse frequencies, scaling applied (kvgen._rope).")
+           py::arg("rotary_dim") = llama.rotary_dim, py::arg("inv_freq_long") = py::none(),
+           py::arg("original_context") = llama.original_context,
+           py::arg("rope_attention_factor") = llama.rope_attention_factor,
+           py::arg("rope_layers") = llama.rope_layers, py::arg("embedding_multiplier") = llama.embedding_multiplier,
+           py::arg("residual_multiplier") = llama.residual_multiplier,
+           py::arg("attention_scale") = llama.attention_scale, py::arg("logit_scale") = llama.logit_scale,
+           "inv_freq: the rotary_dim / 2 rotary inverse frequencies, scaling applied (kvgen.loaders.rope); "
+           "rotary_dim 0 = head_dim; inv_freq_long: LongRoPE's frequencies for calls reaching beyond "
+           "original_context; rope_layers: per layer, nonzero where it applies the rotary embedding (empty: all); "
+           "attention_scale 0 = 1 / sqrt(head_dim).")
       .def_readonly("rms_norm_eps", &LlamaOptions::rms_norm_eps)
+      .def_readonly("rotary_dim", &LlamaOptions::rotary_dim)
+      .def_readonly("original_context", &LlamaOptions::original_context)
+      .def_readonly("rope_attention_factor", &LlamaOptions::rope_attention_factor)
+      .def_readonly("rope_layers", &LlamaOptions::rope_layers)
+      .def_readonly("embedding_multiplier", &LlamaOptions::embedding_multiplier)
+      .def_readonly("residual_multiplier", &LlamaOptions::residual_multiplier)
+      .def_readonly("attention_scale", &LlamaOptions::attention_scale)
+      .def_readonly("logit_scale", &LlamaOptions::logit_scale)
       .def_property_readonly("inv_freq", [](const LlamaOptions& o) {
         return py::array_t<float>(static_cast<py::ssize_t>(o.inv_freq.size()), o.inv_freq.data());
+      })
+      .def_property_readonly("inv_freq_long", [](const LlamaOptions& o) {
+        return py::array_t<float>(static_cast<py::ssize_t>(o.inv_freq_long.size()), o.inv_freq_long.data());
       });
 }
 

@@ -3,21 +3,21 @@
 A C++ core (sampling kernels, search, KV-cached transformers) behind a small Python API.
 """
 
-from kvgen import _config_fields
+from kvgen import _config
 from kvgen._config import from_dict, from_hf
 from kvgen._core import GenerationConfig, StepResult, get_num_threads, sample, set_num_threads
 from kvgen._default_model import default_model_path, load_default
-from kvgen._generate import Generator, generate, stream
+from kvgen._generator import Generator, generate, stream
 from kvgen._model import Model
-from kvgen._model_generator import ModelGenerator
 from kvgen._processor import LogitsProcessor
-from kvgen._results import GenerationResult, GenerationStats, TextPiece
+from kvgen.generation.model_generator import ModelGenerator
+from kvgen.generation.results import GenerationResult, GenerationStats, TextPiece
 
 __version__ = "0.1.0"
 
 GenerationConfig.from_dict = staticmethod(from_dict)
 GenerationConfig.from_hf = staticmethod(from_hf)
-_config_fields.install()
+_config.install()
 
 __all__ = [
     "GenerationConfig",

@@ -2,9 +2,9 @@
 directories or GGUF files, with their tokenizer and chat template.
 
 Weights end up as float32 NumPy arrays the C++ model reads in place (no second copy):
-safetensors tensors as read, GGUF tensors dequantized at load (see kvgen._gguf). The
+safetensors tensors as read, GGUF tensors dequantized at load (see kvgen.loaders.gguf.model). The
 tokenizer is a Hugging Face ``tokenizers.Tokenizer`` (tokenizer.json, or built from the
-GGUF metadata), the chat template is rendered with jinja2 (kvgen._chat).
+GGUF metadata), the chat template is rendered with jinja2 (kvgen.loaders.chat_template).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from kvgen import _core
-from kvgen._checkpoint import read_chat_template, read_config, read_tokenizer, read_weights
-from kvgen._rope import inv_freq, rope_parameters
+from kvgen.loaders.checkpoint import read_chat_template, read_config, read_tokenizer, read_weights
+from kvgen.loaders.rope import inv_freq, rope_parameters
 
 # GPT-2 config values kvgen computes as transformers does; anything else is refused.
 _GPT2_ACTIVATIONS = {"gelu_new", "gelu_pytorch_tanh", "gelu"}
@@ -170,8 +170,8 @@ def _llama_options(config: dict, head_dim: int, rope_freqs: Optional[np.ndarray]
 def _build_core(arch: str, config: dict, arrays: dict, rope_freqs: Optional[np.ndarray] = None, *,
                 activations: str = "int8x2") -> "_core._Model":
     """The C++ model for ``arch`` over ``arrays`` (Hugging Face names; float32 arrays or
-    kvgen._quantize.QuantizedTensor), from a Hugging Face config dict (a directory's
-    config.json or kvgen._gguf's translation)."""
+    kvgen.loaders.quantize.QuantizedTensor), from a Hugging Face config dict (a directory's
+    config.json or kvgen.loaders.gguf.model's translation)."""
     _check_config(arch, config)
     sizes = _model_config(arch, config)
     if arch == "gpt2":
@@ -186,7 +186,7 @@ ACTIVATIONS = ("int8x2", "int8", "float")
 def _conv1d_to_linear(arrays: dict) -> dict:
     """GPT-2's Conv1D matrices, stored (in, out), transposed to the (out, in) layout the core
     reads every matrix in (one copy at load; each thread then reads contiguous rows)."""
-    from kvgen._quantize import GPT2_CONV1D
+    from kvgen.loaders.quantize import GPT2_CONV1D
 
     return {name: np.ascontiguousarray(w.T) if w.ndim == 2 and name.endswith(GPT2_CONV1D) else w
             for name, w in arrays.items()}
@@ -281,7 +281,7 @@ class Model:
             return cls._load_directory(p, dtype, mode)
         if not p.exists():
             raise FileNotFoundError(_not_found_message(p))
-        from kvgen._gguf import is_gguf
+        from kvgen.loaders.gguf.model import is_gguf
 
         if not is_gguf(p):
             raise ValueError(f"{p}: not a GGUF file (no GGUF magic) and not a model directory")
@@ -301,7 +301,7 @@ class Model:
         if arch == "gpt2":
             arrays = _conv1d_to_linear(arrays)
         if dtype is not None:
-            from kvgen._quantize import quantize_checkpoint
+            from kvgen.loaders.quantize import quantize_checkpoint
 
             arrays = quantize_checkpoint(arch, arrays, dtype)
         core = _build_core(arch, config, arrays, activations=activations)
@@ -312,7 +312,7 @@ class Model:
 
     @classmethod
     def _load_gguf(cls, path: Path, activations: str) -> "Model":
-        from kvgen._gguf import read_gguf
+        from kvgen.loaders.gguf.model import read_gguf
 
         g = read_gguf(path)
         core = _build_core(g.architecture, g.config, g.arrays, rope_freqs=g.rope_freqs, activations=activations)
@@ -423,7 +423,7 @@ class Model:
     def apply_chat_template(self, messages: Sequence[dict], add_generation_prompt: bool = True, **extra) -> str:
         """The prompt text for a conversation (a list of {"role", "content"} dicts), rendered
         with the model's chat template as transformers' ``apply_chat_template(tokenize=False)``."""
-        from kvgen._chat import render_chat
+        from kvgen.loaders.chat_template import render_chat
 
         return render_chat(self._need_chat_template(), list(messages), add_generation_prompt=add_generation_prompt,
                            bos_token=self.bos_token, eos_token=self.eos_token, **extra)
@@ -435,7 +435,7 @@ class Model:
         turns with plain text; None without a chat template."""
         if self.chat_template is None or self.tokenizer is None:
             return None
-        from kvgen._chat import render_chat
+        from kvgen.loaders.chat_template import render_chat
 
         text = render_chat(self.chat_template, [{"role": "user", "content": "hi"},
                                                 {"role": "assistant", "content": _SENTINEL}],

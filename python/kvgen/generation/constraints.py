@@ -1,0 +1,226 @@
+"""Constrained decoding: GenerationConfig's json_schema, regex, grammar or choices become
+per-row allowed-token bitmasks, computed by llguidance (the grammar engine behind
+llama.cpp's, vLLM's and SGLang's structured output) and applied by the C++ chain.
+
+kvgen writes no grammar code: llguidance compiles the constraint against the tokenizer's
+vocabulary (``Constraint``), keeps one matcher per row, and fills each row's mask of 32-bit
+words (bit t % 32 of word t // 32: token t allowed). ``RowMatchers`` follows the rows:
+it feeds each row's new token to its matcher, carries matchers along beam reorders, says
+which rows' grammars are complete, and computes the next masks in a worker thread (llguidance
+releases the GIL) while the caller runs the model's forward pass. ``_ConstrainedGenerator``
+is the core's step loop over external logits with those masks: kvgen.Generator and the
+serving engine (kvgen.generation.engine) both build on it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Optional, Sequence
+
+import llguidance
+import llguidance.numpy as llg_numpy
+import numpy as np
+from llguidance.gbnf_to_lark import GbnfToLarkError, any_to_lark
+
+from kvgen._core import GenerationConfig
+
+# JSON schemas compile to compact JSON (no free whitespace between tokens), as llama.cpp's
+# converter does: a small model otherwise spends its tokens on newlines and never closes
+# the object. A schema may override this in its "x-guidance" object.
+_JSON_OPTIONS = {"whitespace_flexible": False}
+
+# Tokenizer conversions cost a fraction of a second (llguidance reads the whole vocabulary):
+# the latest ones are kept, keyed by the tokenizer object and the EOS ids.
+_TOKENIZER_CACHE: "OrderedDict[tuple, tuple[Any, llguidance.LLTokenizer]]" = OrderedDict()
+_TOKENIZER_CACHE_SIZE = 8
+
+# One worker computes masks in the background for every generation of the process.
+_MASK_WORKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvgen-mask")
+
+
+def constraint_field(config: GenerationConfig) -> Optional[str]:
+    """The name of the config's constraint field, or None when the output is free."""
+    for name in ("json_schema", "regex", "grammar", "choices"):
+        if getattr(config, name) is not None:
+            return name
+    return None
+
+
+def _grammar(config: GenerationConfig, field: str) -> str:
+    """llguidance's grammar text for the config's constraint; ValueError naming the field
+    when the text cannot even be read (invalid JSON, GBNF that does not convert)."""
+    if field == "json_schema":
+        try:
+            schema = json.loads(config.json_schema)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"GenerationConfig.json_schema is not valid JSON: {e}") from None
+        if not isinstance(schema, dict):
+            raise ValueError(f"GenerationConfig.json_schema must be a JSON object (a schema), got {config.json_schema}")
+        return llguidance.LLMatcher.grammar_from_json_schema(schema, defaults=_JSON_OPTIONS)
+    if field == "regex":
+        return llguidance.LLMatcher.grammar_from_regex(config.regex)
+    if field == "grammar":
+        try:
+            return llguidance.LLMatcher.grammar_from_lark(any_to_lark(config.grammar))
+        except GbnfToLarkError as e:
+            raise ValueError(f"GenerationConfig.grammar is neither Lark nor valid GBNF: {e}") from None
+    # choices: a Lark rule whose alternatives are the literal strings (JSON string literals
+    # are Lark string literals, escapes included)
+    alternatives = " | ".join(json.dumps(c, ensure_ascii=False) for c in config.choices)
+    return llguidance.LLMatcher.grammar_from_lark("start: " + alternatives)
+
+
+def _backend(tokenizer) -> tuple[str, Any]:
+    """('tokenizers', Tokenizer) or ('transformers', fast tokenizer) for what the caller passed."""
+    from kvgen._model import Model
+
+    if isinstance(tokenizer, Model):
+        if tokenizer.tokenizer is None:
+            raise ValueError(f"{tokenizer.path}: the model has no tokenizer, which constrained decoding needs")
+        tokenizer = tokenizer.tokenizer
+    if type(tokenizer).__module__.startswith("tokenizers") and hasattr(tokenizer, "to_str"):
+        return "tokenizers", tokenizer
+    if hasattr(tokenizer, "backend_tokenizer"):
+        return "transformers", tokenizer
+    raise TypeError("tokenizer must be a tokenizers.Tokenizer, a transformers fast tokenizer or a kvgen.Model, got "
+                    f"{type(tokenizer).__name__}")
+
+
+def _eos_ids(config: GenerationConfig) -> Optional[list[int]]:
+    eos = config.eos_token_id
+    if eos is None:
+        return None
+    return [eos] if isinstance(eos, int) else list(eos)
+
+
+def llg_tokenizer(tokenizer, eos_ids: Optional[Sequence[int]]) -> llguidance.LLTokenizer:
+    """llguidance's view of ``tokenizer`` (cached); EOS is ``eos_ids`` (the config's), else
+    the tokenizer's own. The grammar allows EOS exactly where it may end."""
+    kind, backend = _backend(tokenizer)
+    eos = list(eos_ids) if eos_ids else None
+    key = (id(backend), tuple(eos) if eos else None)
+    hit = _TOKENIZER_CACHE.get(key)
+    if hit is not None and hit[0] is backend:
+        _TOKENIZER_CACHE.move_to_end(key)
+        return hit[1]
+    if kind == "tokenizers":
+        converted = llguidance.LLTokenizer(backend.to_str(), eos_token=eos)
+    else:
+        from llguidance.hf import from_tokenizer  # imports transformers: only when one is given
+
+        converted = from_tokenizer(backend, eos_token=eos)
+    _TOKENIZER_CACHE[key] = (backend, converted)
+    while len(_TOKENIZER_CACHE) > _TOKENIZER_CACHE_SIZE:
+        _TOKENIZER_CACHE.popitem(last=False)
+    return converted
+
+
+class Constraint:
+    """A config's constraint compiled against a tokenizer: raises ValueError naming the
+    problem (invalid schema, regex or grammar) here, before any generation."""
+
+    def __init__(self, config: GenerationConfig, tokenizer):
+        field = constraint_field(config)
+        if field is None:
+            raise ValueError("the GenerationConfig has no constraint (json_schema, regex, grammar or choices)")
+        self.field = field
+        self.tokenizer = llg_tokenizer(tokenizer, _eos_ids(config))
+        self.vocab_size = self.tokenizer.vocab_size
+        self.matcher = llguidance.LLMatcher(self.tokenizer, _grammar(config, field), log_level=0)
+        if self.matcher.is_error():
+            raise ValueError(f"GenerationConfig.{field} is invalid: {self.matcher.get_error()}")
+
+    def check_vocab(self, vocab: int) -> None:
+        """ValueError unless the logits have the tokenizer's vocabulary size."""
+        if vocab != self.vocab_size:
+            raise ValueError(f"the tokenizer has {self.vocab_size} tokens but the logits have {vocab} columns: "
+                             f"GenerationConfig.{self.field} needs the tokenizer of the model that computes the logits")
+
+    def rows(self, count: int) -> "RowMatchers":
+        """Fresh matchers for ``count`` rows."""
+        return RowMatchers(self, count)
+
+
+class RowMatchers:
+    """One matcher per row and the rows' masks ``allowed`` (rows, ceil(vocab / 32)) int32,
+    the array the C++ step reads in place."""
+
+    def __init__(self, constraint: Constraint, rows: int):
+        self.constraint = constraint
+        self.matchers = [constraint.matcher.deep_copy() for _ in range(rows)]
+        self.dead = [False] * rows  # beam rows whose token the grammar refused (score -inf)
+        self.allowed = llg_numpy.allocate_token_bitmask(rows, constraint.vocab_size)
+        self._executor = llguidance.LLExecutor()
+        self._pending: Optional[Future] = None
+
+    def fill(self) -> None:
+        """Computes every live row's mask now; dead rows allow every token (their beams
+        carry score -inf and can never be returned, so their tokens do not matter)."""
+        live = [(m, r) for r, m in enumerate(self.matchers) if not self.dead[r]]
+        if live:
+            llg_numpy.fill_next_token_bitmask_par(self._executor, live, self.allowed)
+        for matcher, r in live:
+            if matcher.is_error():  # e.g. a parser limit reached: say so rather than an empty mask
+                raise ValueError(f"constrained decoding, row {r}: {matcher.get_error()}")
+        for r, is_dead in enumerate(self.dead):
+            if is_dead:
+                self.allowed[r] = -1
+
+    def fill_in_background(self) -> None:
+        """Starts fill() in the mask worker; ``wait()`` before reading ``allowed``."""
+        self._pending = _MASK_WORKER.submit(self.fill)
+
+    def wait(self) -> np.ndarray:
+        """The masks, once a background fill (if any) has finished."""
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            pending.result()
+        return self.allowed
+
+    def advance(self, tokens: np.ndarray, running: Sequence[bool], beam_indices: Optional[np.ndarray]) -> list[int]:
+        """Feeds each running row's new token to its matcher, after moving the matchers
+        along ``beam_indices`` (a row continues row beam_indices[r]). Returns the rows whose
+        grammar is now complete (their matcher is stopped); none under beam search, where
+        such a row's mask allows only EOS, which finishes its hypothesis at no cost."""
+        if beam_indices is not None:
+            self._reorder([int(p) for p in beam_indices])
+        stopped = []
+        for r, (matcher, token) in enumerate(zip(self.matchers, tokens)):
+            if not running[r] or self.dead[r]:
+                continue
+            if not matcher.consume_token(int(token)):
+                if beam_indices is None:
+                    raise RuntimeError(f"constrained decoding: row {r} picked token {int(token)}, which its grammar "
+                                       f"refuses ({matcher.get_error()})")
+                self.dead[r] = True  # a beam continued with a -inf candidate
+            elif beam_indices is None and matcher.is_stopped():
+                stopped.append(r)
+        return stopped
+
+    @staticmethod
+    def running(generator: Any) -> list[bool]:
+        """The rows of ``generator`` (a core Generator or model decode loop) that take a token
+        in its next step: every beam row under beam search, else the unfinished rows."""
+        if generator.num_beams > 1:
+            return [True] * generator.rows
+        return [reason is None for reason in generator.finish_reasons]
+
+    def follow(self, generator: Any, tokens: np.ndarray, beam_indices: Optional[np.ndarray],
+               running: Sequence[bool]) -> None:
+        """After a step of ``generator``: feeds its tokens to the matchers (``advance``) and
+        finishes with 'stop' the rows whose grammar is complete."""
+        for r in self.advance(tokens, running, beam_indices):
+            generator._stop_row(r)
+
+    def _reorder(self, parents: list[int]) -> None:
+        """Row r takes row parents[r]'s matcher: the first child of a parent takes it, the
+        others take copies."""
+        taken = set()
+        matchers, dead = [], []
+        for p in parents:
+            matchers.append(self.matchers[p] if p not in taken else self.matchers[p].deep_copy())
+            taken.add(p)
+            dead.append(self.dead[p])
+        self.matchers, self.dead = matchers, dead

@@ -1,0 +1,87 @@
+"""The step generator: the core's generation loop over logits computed elsewhere, one step at a
+time, with constrained decoding's masks (kvgen.generation.constraints). ``kvgen.Generator`` is its
+public face; the engine (kvgen.generation.engine) runs one per request over the built-in model's
+logits."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator, Optional, Sequence
+
+import numpy as np
+
+from kvgen import _core
+from kvgen._core import GenerationConfig, StepResult
+from kvgen.generation.constraints import Constraint, RowMatchers, constraint_field
+from kvgen.generation.results import GenerationResult, _result
+
+#: model_fn(input_ids, beam_indices) -> logits [rows, vocab] float32.
+#: input_ids[r] holds the new tokens of row r (its whole prompt at the first call, one
+#: token after); beam_indices (None at the first call and without beam search) gives,
+#: for each row, the row of the previous step it continues: reorder the KV cache with it
+#: before appending the new tokens.
+ModelFn = Callable[[list, Optional[np.ndarray]], np.ndarray]
+
+
+class StepGenerator(_core._Generator):
+    """The step generator: the core's step loop over logits computed elsewhere (kvgen.Generator is
+    its public face), with the rows' allowed tokens computed by llguidance when the config has a
+    constraint; each step fills the masks of the next one in the mask worker, overlapping the
+    caller's forward pass. The engine runs one per request."""
+
+    def __init__(self, config: GenerationConfig, batch_size: Optional[int] = None, *, tokenizer: Any = None,
+                 token_strings: Optional[Sequence[str | bytes]] = None, output_raw_logprobs: bool = False) -> None:
+        super().__init__(config, batch_size, token_strings=token_strings, output_raw_logprobs=output_raw_logprobs)
+        field = constraint_field(config)
+        if field is not None and tokenizer is None:
+            raise ValueError(f"GenerationConfig.{field} needs the vocabulary: pass tokenizer= (a tokenizers.Tokenizer, "
+                             "a transformers fast tokenizer or a kvgen.Model) to the Generator")
+        if field is not None and config.num_beams > 1 and config.eos_token_id is None:
+            raise ValueError(f"beam search under GenerationConfig.{field} needs eos_token_id: a beam ends where "
+                             "its grammar does by picking EOS")
+        self._constraint = Constraint(config, tokenizer) if field is not None else None
+        self._matchers: Optional[RowMatchers] = None
+
+    def step(self, logits: Any, *, allowed_tokens: Any = None) -> StepResult:
+        """Processes the next-token logits [rows, vocab] (float32, C-contiguous, read in
+        place) and picks a token per row; returns a StepResult. Under a constraint the
+        allowed tokens come from the tokenizer; ``allowed_tokens`` (a bitmask of your own)
+        belongs to the core class ``kvgen._core._Generator``."""
+        if self._constraint is None:
+            return super().step(logits, allowed_tokens=allowed_tokens)
+        if allowed_tokens is not None:
+            raise ValueError("this Generator computes the allowed tokens from its tokenizer: pass no allowed_tokens")
+        if self._matchers is None:
+            self._constraint.check_vocab(int(logits.shape[-1]))
+            self._matchers = self._constraint.rows(self.rows)
+            self._matchers.fill()
+        running = RowMatchers.running(self)
+        result = super().step(logits, allowed_tokens=self._matchers.wait())
+        self._matchers.follow(self, result.tokens, result.beam_indices, running)
+        done = self.is_done()
+        if not done:
+            self._matchers.fill_in_background()  # overlaps the caller's next forward pass
+        return StepResult(result.tokens, result.beam_indices, done, result.logprobs, result.top_token_ids,
+                          result.top_logprobs, result.raw_top_token_ids, result.raw_top_logprobs)
+
+    def result(self, strip_prompt: bool = True) -> GenerationResult:
+        """The sequences so far (all finished once ``is_done()``), per input."""
+        return _result(self._hypotheses(), strip_prompt)
+
+    def stream(self, model_fn: ModelFn, prompts: Sequence[Sequence[int]],
+               sequence_ids: Optional[Sequence[int]] = None) -> Iterator[StepResult]:
+        """Appends ``prompts`` (with ``sequence_ids``, see the class) and steps with
+        ``model_fn``'s logits until done, yielding each step."""
+        self.append_tokens(prompts, sequence_ids=sequence_ids)
+        per_prompt = self.rows // self.batch_size
+        inputs = [np.asarray(p, dtype=np.int64) for p in prompts for _ in range(per_prompt)]
+        beam_indices = None
+        while not self.is_done():
+            step = self.step(model_fn(inputs, beam_indices))
+            yield step
+            inputs = [np.array([t], dtype=np.int64) for t in step.tokens]
+            beam_indices = step.beam_indices
+
+    def __repr__(self) -> str:
+        state = "done" if self.is_done() else f"step {self.step_count}"
+        return f"{type(self).__name__}(batch_size={self.batch_size}, rows={self.rows}, {state}, config={self.config!r})"
+

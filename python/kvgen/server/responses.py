@@ -1,0 +1,244 @@
+"""The response shapes of ``kvgen serve``: one HTTP request's completion (its engine requests
+and choices, Completion), each returned sequence (Choice), and OpenAI's response bodies and
+server-sent events (Responder)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Optional
+
+from kvgen.generation.detokenize import IncrementalText, StopStringFilter
+from kvgen.generation.engine import Engine, StepUpdate
+from kvgen.generation.model_generator import ModelGenerator
+from kvgen.server.protocol import ApiError, GenerationRequest
+
+_FINISH = {"eos": "stop", "stop": "stop", "length": "length", "cancelled": "stop"}
+
+
+@dataclass
+class Choice:
+    """One returned sequence: row `row` of engine request `request`, and its text so far."""
+
+    index: int
+    request: int
+    row: int
+    text: IncrementalText
+    stops: Optional[StopStringFilter]  # None without stop strings
+    tokens: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    tops: list[list[tuple[int, float]]] = field(default_factory=list)  # per token: its top-n (id, logprob)
+    emitted: str = ""
+    finish_reason: Optional[str] = None
+
+    def add(self, token: Optional[int], logprob: Optional[float], top: Optional[list[tuple[int, float]]],
+            reason: Optional[str]) -> str:
+        """Takes one step of this row; the text it releases."""
+        if self.finish_reason is not None:
+            return ""
+        if token is not None:
+            self.tokens.append(token)
+            if logprob is not None:
+                self.logprobs.append(logprob)
+                self.tops.append(top or [])
+        if reason is not None:
+            self.finish_reason = _FINISH[reason]
+        return self._release(self.text.update(self.tokens, final=reason is not None))
+
+    def _release(self, piece: str) -> str:
+        """OpenAI leaves the stop string out: text that may begin one is held back, and the
+        text ends where one starts."""
+        out = piece
+        if self.stops is not None:
+            out = self.stops.feed(piece)
+            if self.stops.stopped:
+                self.finish_reason = "stop"
+            elif self.finish_reason is not None:
+                out += self.stops.flush()
+        self.emitted += out
+        return out
+
+
+class Completion:
+    """One HTTP request's completion: its engine requests, its choices, the steps they report."""
+
+    def __init__(self, server: "Responder", req: GenerationRequest):
+        self.server, self.req = server, req
+        self.updates: asyncio.Queue = asyncio.Queue()
+        loop = asyncio.get_running_loop()
+        model = server.model
+        # the model's EOS ids and end of turn (a ModelGenerator without the config: it would compile the constraint)
+        self.config = ModelGenerator(model)._effective_config(req.config, [server.end_of_turn])
+        self.choices: list[Choice] = []
+        self.requests = []
+        # one engine request per prompt (its n rows); greedy n > 1 repeats the prompt instead
+        per_request = req.n if req.config.do_sample else 1
+        for prompt in req.prompts:
+            for _ in range(req.n // per_request):
+                i = len(self.requests)
+                for k in range(per_request):
+                    text = IncrementalText(server.decode)
+                    stops = StopStringFilter(req.stops) if req.stops else None
+                    self.choices.append(Choice(len(self.choices), i, k, text, stops))
+
+                def post(update: StepUpdate, i: int = i) -> None:
+                    loop.call_soon_threadsafe(self.updates.put_nowait, (i, update))
+
+                try:
+                    self.requests.append(server.engine.submit(prompt, self.config, logprobs=req.logprobs,
+                                                              on_update=post))
+                except ValueError as e:
+                    self.cancel()
+                    raise ApiError(str(e)) from None
+        self.prompt_tokens = sum(len(p) for p in req.prompts)
+
+    def cancel(self) -> None:
+        """Cancels every engine request of this generation (their slots free at the next step)."""
+        for r in self.requests:
+            r.cancel()
+
+    async def steps(self) -> AsyncIterator[list[tuple[Choice, str]]]:
+        """Yields, per engine step of any of the requests, the (choice, new text) of its rows."""
+        running = len(self.requests)
+        while running:
+            i, update = await self.updates.get()
+            out = []
+            for choice in (c for c in self.choices if c.request == i):
+                k = choice.row
+                logprob = update.logprobs[k] if update.logprobs else None
+                top = update.top_logprobs[k] if update.top_logprobs else None
+                piece = choice.add(update.tokens[k], logprob, top, update.finish_reasons[k])
+                out.append((choice, piece))
+            if all(c.finish_reason is not None for c in self.choices if c.request == i) and not update.done:
+                self.requests[i].cancel()  # every row stopped at a stop string the tokens did not end on
+            if update.done:
+                running -= 1
+            yield out
+
+    def usage(self) -> dict:
+        """OpenAI's usage: prompt, completion and total tokens."""
+        completion = sum(len(c.tokens) for c in self.choices)
+        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": completion,
+                "total_tokens": self.prompt_tokens + completion}
+
+
+class Responder:
+    """Writes OpenAI's response bodies and server-sent events for the served model."""
+
+    def __init__(self, model, engine: Engine, name: str):
+        self.model, self.engine, self.name = model, engine, name
+        self.end_of_turn = model.end_of_turn_token_id if model.chat_template else None
+        self.created = int(time.time())
+
+    def decode(self, tokens) -> str:
+        """The text of generated tokens, special tokens (EOS, end of turn) left out."""
+        return self.model.decode(tokens, skip_special_tokens=True)
+
+    def token_text(self, token: int) -> str:
+        """The text of one token, as log-probs report it."""
+        return self.model.decode([token])
+
+    # ---- /v1/completions ----
+
+    def completion_logprobs(self, gen: Completion, choice: Choice, start: int = 0, text_start: int = 0) -> dict:
+        """OpenAI's completions logprobs of the choice's tokens from ``start`` on, whose text
+        begins at offset ``text_start``; top_logprobs (with ``logprobs`` > 0) holds the
+        alternatives and, as OpenAI's, the chosen token too."""
+        tokens = [self.token_text(t) for t in choice.tokens[start:]]
+        offsets, at = [], text_start
+        for t in tokens:
+            offsets.append(at)
+            at += len(t)
+        top = None
+        if gen.req.top_logprobs:
+            top = [{**{self.token_text(i): lp for i, lp in alternatives}, text: lp}
+                   for text, lp, alternatives in zip(tokens, choice.logprobs[start:], choice.tops[start:])]
+        return {"tokens": tokens, "token_logprobs": choice.logprobs[start:], "top_logprobs": top,
+                "text_offset": offsets}
+
+    def completion_body(self, gen: Completion, cid: str) -> dict:
+        """The /v1/completions response of a finished generation."""
+        choices = []
+        for c in gen.choices:
+            text = (self._prompt_text(gen, c) if gen.req.echo else "") + c.emitted
+            logprobs = None
+            if gen.req.logprobs:
+                logprobs = self.completion_logprobs(gen, c, text_start=len(text) - len(c.emitted))
+            choices.append({"index": c.index, "text": text, "logprobs": logprobs,
+                            "finish_reason": c.finish_reason})
+        return {"id": cid, "object": "text_completion", "created": int(time.time()), "model": self.name,
+                "choices": choices, "usage": gen.usage()}
+
+    def _prompt_text(self, gen: Completion, choice: Choice) -> str:
+        return self.model.decode(gen.req.prompts[choice.index // gen.req.n])
+
+    # ---- /v1/chat/completions ----
+
+    def _token_logprob(self, token: int, logprob: float) -> dict:
+        text = self.token_text(token)
+        return {"token": text, "logprob": logprob, "bytes": list(text.encode())}
+
+    def chat_logprobs(self, choice: Choice, start: int = 0) -> dict:
+        """OpenAI's chat logprobs of the choice's tokens from ``start`` on."""
+        content = []
+        for t, lp, alternatives in zip(choice.tokens[start:], choice.logprobs[start:], choice.tops[start:]):
+            top = [self._token_logprob(i, alp) for i, alp in alternatives]
+            content.append({**self._token_logprob(t, lp), "top_logprobs": top})
+        return {"content": content}
+
+    def chat_body(self, gen: Completion, cid: str) -> dict:
+        """The /v1/chat/completions response of a finished generation."""
+        choices = [{"index": c.index, "message": {"role": "assistant", "content": c.emitted},
+                    "logprobs": self.chat_logprobs(c) if gen.req.logprobs else None,
+                    "finish_reason": c.finish_reason} for c in gen.choices]
+        return {"id": cid, "object": "chat.completion", "created": int(time.time()), "model": self.name,
+                "choices": choices, "usage": gen.usage()}
+
+    # ---- streaming ----
+
+    async def stream(self, gen: Completion, cid: str, chat: bool) -> AsyncIterator[str]:
+        """The server-sent events of a streamed generation, ending with [DONE]."""
+        created = int(time.time())
+        kind = "chat.completion.chunk" if chat else "text_completion"
+
+        def chunk(choices: list, usage: Optional[dict] = None) -> str:
+            body: dict[str, Any] = {"id": cid, "object": kind, "created": created, "model": self.name,
+                                    "choices": choices}
+            if gen.req.include_usage:
+                body["usage"] = usage
+            return f"data: {json.dumps(body)}\n\n"
+
+        try:
+            if chat:
+                yield chunk([{"index": c.index, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
+                              "finish_reason": None} for c in gen.choices])
+            sent_tokens = {c.index: 0 for c in gen.choices}
+            sent_text = {c.index: 0 for c in gen.choices}
+            async for step in gen.steps():
+                out = []
+                for c, piece in step:
+                    start = sent_tokens[c.index]
+                    if not piece and c.finish_reason is None:
+                        continue  # the tokens' text is held back (a partial character or stop string)
+                    sent_tokens[c.index] = len(c.tokens)
+                    logprobs = None
+                    if gen.req.logprobs:
+                        logprobs = (self.chat_logprobs(c, start) if chat else
+                                    self.completion_logprobs(gen, c, start, sent_text[c.index]))
+                    sent_text[c.index] += len(piece)
+                    if chat:
+                        delta = {"content": piece} if piece else {}
+                        out.append({"index": c.index, "delta": delta, "logprobs": logprobs,
+                                    "finish_reason": c.finish_reason})
+                    else:
+                        out.append({"index": c.index, "text": piece, "logprobs": logprobs,
+                                    "finish_reason": c.finish_reason})
+                if out:
+                    yield chunk(out)
+            if gen.req.include_usage:
+                yield chunk([], gen.usage())
+            yield "data: [DONE]\n\n"
+        finally:  # also when the client went away: its rows are freed at the next step
+            gen.cancel()

@@ -1,0 +1,372 @@
+"""The quantized-weight kernels (kvgen/quant/*) against an independent float64 reference.
+
+Weights are made by gguf-py's quantizer from random floats where gguf-py quantizes the type
+(the 32-weight block types, F16, BF16); for the K-quants (Q4_K, Q5_K, Q6_K), which gguf-py
+only dequantizes, they are random valid blocks (random bytes, random finite fp16 scales).
+Either way gguf-py's dequantizer expands them, so the reference shares no code with kvgen.
+Every type x every CPU path this CPU runs x both arithmetic modes (int8 only where the type
+has it: not F16 / BF16) x ragged shapes (rows not a multiple of 16, several block counts,
+1..16 activation rows) is compared against the float64 product, within these bounds
+(u = 2**-24, the float32 unit roundoff):
+
+* exact mode (float activations): each weight is the file's value exactly (d * q is exact
+  in float32 and the kernels round d * q + m once, as gguf-py does; K-quants: (d sc) q and
+  dmin m are exact, one rounding; F16 / BF16 convert exactly), and each output is a chain
+  of K float32 FMAs (F16 / BF16: up to 4 chains of K/4, then 3 additions), so
+  |y - y64| <= (K + 2) u sum_k |w_k x_k|.
+* int8 mode, against the float64 product with the activations quantized as the kernel
+  quantizes them (x^ = d q, d = max|x_b| / 127, q = round(x / d), simulated below in
+  float32 exactly as the C++ does it): the integer dots are exact, and each of the
+  2 K/32 scaled terms (d_w d_x) dot_b and min_w s_b adds a few roundings, so
+  |y - y64(x^)| <= (2 K/32 + 4) u sum_k (|w_k| + 2 |min_k|) |x^_k|, where min_k is the
+  block's minimum (m, or -8 d / -16 d / -128 d for Q4_0 / Q5_0 / Q8_0; Q4_K / Q5_K: the
+  sub-block's dmin m_j) and |w - min| bounds the scaled quant. Q6_K keeps its -32 offset
+  inside the integer dots (two per 32-block, one per 16-weight scale, each bounded by
+  sum |w x^| over its 16 weights), so min_k = 0 there and the same count holds.
+  This is tight enough to catch any layout mistake.
+* int8 mode against the float64 product with x itself: add the activation quantization
+  error, at most d_x / 2 per element (round to nearest), i.e. sum_b (d_x,b / 2) sum_{k in b} |w_k|.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from gguf import GGMLQuantizationType
+from gguf.quants import dequantize, quantize
+from sandbox import Sandbox
+
+from kvgen import _core
+
+BLOCK_TYPES = ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"]
+K_TYPES = ["Q4_K", "Q5_K", "Q6_K"]
+DENSE_TYPES = ["F16", "BF16"]
+TYPES = BLOCK_TYPES + K_TYPES + DENSE_TYPES
+INT8_TYPES = BLOCK_TYPES + K_TYPES
+# (weights, bytes) of one GGUF block, as the GGUF spec gives them
+BLOCK = {"Q8_0": (32, 34), "Q4_0": (32, 18), "Q4_1": (32, 20), "Q5_0": (32, 22), "Q5_1": (32, 24),
+         "Q4_K": (256, 144), "Q5_K": (256, 176), "Q6_K": (256, 210), "F16": (1, 2), "BF16": (1, 2)}
+# Bytes of one packed 16-row K-quant tile: 16 file blocks plus the decoded sub-block scales
+# (kernel_abi.h: Q4_K 64 B of fp16 d / dmin + 256 B of 8-bit sc / m + 8 x 256 B of nibbles).
+K_TILE_BYTES = {"Q4_K": 2368, "Q5_K": 2880, "Q6_K": 3360}
+# The minimum of a block without one, as a multiple of d (w = d * q, q = u + offset).
+MIN_OFFSET = {"Q8_0": -128.0, "Q4_0": -8.0, "Q5_0": -16.0}
+PATHS = _core._quant_supported_paths()
+ROWS = [1, 15, 16, 17, 33, 100]
+COLS = {"block": [32, 64, 96, 576, 1536], "k": [256, 512, 768], "dense": [1, 7, 32, 100, 576]}
+MAX_M = 16
+U = 2.0**-24
+
+
+def cols_for(qtype: str) -> list[int]:
+    return COLS["k" if qtype in K_TYPES else "dense" if qtype in DENSE_TYPES else "block"]
+
+
+def random_k_blocks(qtype: str, rows: int, cols: int, rng: np.random.Generator) -> np.ndarray:
+    """Valid random K-quant blocks (rows, cols / 256 * bytes): every byte random but the fp16
+    scales, which get finite values of either sign and per-row magnitudes."""
+    blocks = cols // 256
+    raw = rng.integers(0, 256, (rows, blocks, BLOCK[qtype][1]), dtype=np.uint8)
+    magnitude = rng.uniform(0.0005, 0.02, (rows, 1, 1))
+    scales = (magnitude * rng.uniform(0.5, 1.5, (rows, blocks, 2)) * rng.choice([-1, 1], (rows, blocks, 2)))
+    scales = scales.astype(np.float16).view(np.uint8)  # (rows, blocks, 4)
+    if qtype == "Q6_K":
+        raw[:, :, 208:210] = scales[:, :, :2]  # d last
+    else:
+        raw[:, :, 0:4] = scales  # d, dmin first
+    return raw.reshape(rows, -1)
+
+
+def k_minimums(qtype: str, raw: np.ndarray, rows: int, cols: int) -> np.ndarray:
+    """|dmin m_j| per weight (rows, cols) of Q4_K / Q5_K (bytes 8-11 of the 12 packed scale
+    bytes hold m_4..7's low 4 bits, bytes 4-7 m_0..3 and m_4..7's top 2 bits); 0 for Q6_K."""
+    if qtype == "Q6_K":
+        return np.zeros((rows, cols))
+    blocks = raw.reshape(rows * cols // 256, BLOCK[qtype][1])
+    dmin = blocks[:, 2:4].copy().view(np.float16).astype(np.float64)  # (n, 1)
+    s = blocks[:, 4:16].astype(np.int64)
+    m = np.concatenate([s[:, 4:8] & 63, (s[:, 8:12] >> 4) | ((s[:, 4:8] >> 6) << 4)], axis=1)  # (n, 8)
+    return np.repeat(np.abs(dmin * m).reshape(rows, cols // 32), 32, axis=1)
+
+
+class Case:
+    """One weight matrix: raw file bytes, float64 weights, per-weight |minimum|, packed."""
+
+    def __init__(self, qtype: str, rows: int, cols: int, seed: int):
+        rng = np.random.default_rng(seed)
+        gtype = GGMLQuantizationType[qtype]
+        if qtype in K_TYPES:
+            self.raw = random_k_blocks(qtype, rows, cols, rng).reshape(-1)
+        else:
+            # rows of different scales and offsets, so d and m vary (m matters for Q4_1 / Q5_1)
+            scale, offset = rng.uniform(0.02, 2.0, (rows, 1)), rng.uniform(-0.5, 0.5, (rows, 1))
+            w = rng.standard_normal((rows, cols)) * scale + offset
+            self.raw = np.ascontiguousarray(quantize(w.astype(np.float32), gtype)).reshape(-1).view(np.uint8)
+        self.w64 = dequantize(self.raw.reshape(rows, -1), gtype).astype(np.float64)
+        self.abs_min = self.minimums(qtype, rows, cols)
+        self.packed = _core._quant_pack(self.raw, qtype, rows, cols)
+
+    def minimums(self, qtype: str, rows: int, cols: int) -> np.ndarray:
+        if qtype in K_TYPES:
+            return k_minimums(qtype, self.raw, rows, cols)
+        if qtype in DENSE_TYPES:
+            return np.zeros((rows, cols))
+        blocks = self.raw.reshape(rows * cols // 32, BLOCK[qtype][1])
+        d = blocks[:, 0:2].copy().view(np.float16).astype(np.float64).reshape(rows, cols // 32)
+        if qtype in MIN_OFFSET:
+            mins = MIN_OFFSET[qtype] * d
+        else:
+            mins = blocks[:, 2:4].copy().view(np.float16).astype(np.float64).reshape(rows, cols // 32)
+        return np.repeat(np.abs(mins), 32, axis=1)  # (rows, cols)
+
+
+@functools.lru_cache(maxsize=None)
+def case(qtype: str, rows: int, cols: int) -> Case:
+    return Case(qtype, rows, cols, seed=TYPES.index(qtype) * 1_000_003 + rows * 7919 + cols)
+
+
+def activations(cols: int, seed: int = 7) -> np.ndarray:
+    """(16, cols) float32 with blocks of very different magnitudes and some exact zeros."""
+    rng = np.random.default_rng(seed + cols)
+    blocks = -(-cols // 32)
+    scale = np.repeat(rng.uniform(0.01, 3.0, (MAX_M, blocks)), 32, axis=1)[:, :cols]
+    x = rng.standard_normal((MAX_M, cols)) * scale
+    x[0, :32] = 0.0  # an all-zero block: d = 0
+    return x.astype(np.float32)
+
+
+def quantize_like_kernel(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """x^ (float64) and d (per block, repeated per element), with the C++'s float32 steps."""
+    m, k = x.shape
+    xb = x.reshape(m, k // 32, 32)
+    d = (np.abs(xb).max(axis=2, keepdims=True) / np.float32(127)).astype(np.float32)
+    inv = np.where(d != 0, np.float32(1) / np.where(d != 0, d, 1), np.float32(0)).astype(np.float32)
+    v = (xb * inv).astype(np.float64)  # a float32 product, exactly representable
+    q = np.clip(np.sign(v) * np.floor(np.abs(v) + 0.5), -127, 127)  # round half away from zero
+    return (q * d).reshape(m, k), np.broadcast_to(d, xb.shape).reshape(m, k).astype(np.float64)
+
+
+def check(out: np.ndarray, ref: np.ndarray, bound: np.ndarray, what: str) -> None:
+    err = np.abs(out.astype(np.float64) - ref)
+    bad = ~(err <= bound)
+    assert not bad.any(), (
+        f"{what}: {bad.sum()} outputs off; worst error {err.max():.3g} "
+        f"(bound there {bound.flat[np.argmax(err - bound)]:.3g}) "
+        f"at {np.unravel_index(np.argmax(err - bound), err.shape)}"
+    )
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("qtype", TYPES)
+def test_exact_mode_matches_float64(qtype, path):
+    for cols in cols_for(qtype):
+        x = activations(cols)
+        x64 = x.astype(np.float64)
+        for rows in ROWS:
+            c = case(qtype, rows, cols)
+            ref = x64 @ c.w64.T
+            bound = (cols + 2) * U * (np.abs(x64) @ np.abs(c.w64).T) + 1e-30
+            for m in range(1, MAX_M + 1):
+                out = c.packed.matmul(x[:m], exact=True, path=path)
+                check(out, ref[:m], bound[:m], f"{qtype} {path} exact N={rows} K={cols} M={m}")
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("qtype", INT8_TYPES)
+def test_int8_mode_matches_float64(qtype, path):
+    for cols in cols_for(qtype):
+        x = activations(cols)
+        xq, dx = quantize_like_kernel(x)
+        # the simulated quantization is within d / 2 (plus the float32 rounding of x / d)
+        assert np.all(np.abs(xq - x) <= dx * (0.5 + 1e-5))
+        for rows in ROWS:
+            c = case(qtype, rows, cols)
+            ref_q = xq @ c.w64.T
+            arith = (2 * cols // 32 + 4) * U * (np.abs(xq) @ (np.abs(c.w64) + 2 * c.abs_min).T) + 1e-30
+            ref = x.astype(np.float64) @ c.w64.T
+            quant_err = (dx * (0.5 + 1e-5)) @ np.abs(c.w64).T
+            for m in range(1, MAX_M + 1):
+                out = c.packed.matmul(x[:m], exact=False, path=path)
+                what = f"{qtype} {path} int8 N={rows} K={cols} M={m}"
+                check(out, ref_q[:m], arith[:m], what + " vs quantized x")
+                check(out, ref[:m], arith[:m] + quant_err[:m], what + " vs x")
+
+
+@pytest.mark.parametrize("qtype", TYPES)
+def test_packed_size_is_about_the_files(qtype):
+    weights, block_bytes = BLOCK[qtype]
+    for rows in ROWS:
+        for cols in cols_for(qtype):
+            c = case(qtype, rows, cols)
+            row_bytes = cols // weights * block_bytes
+            assert c.raw.nbytes == rows * row_bytes
+            padded_rows = -(-rows // 16) * 16
+            if qtype in K_TYPES:  # the decoded scales: under 3% more than the file's blocks
+                assert c.packed.nbytes == padded_rows // 16 * cols // 256 * K_TILE_BYTES[qtype]
+                assert c.packed.nbytes <= 1.03 * padded_rows * row_bytes
+            else:  # the file's bytes plus the last group's padding
+                assert c.packed.nbytes == padded_rows * row_bytes
+                assert c.packed.nbytes - c.raw.nbytes < 16 * row_bytes
+
+
+@pytest.mark.parametrize("qtype", TYPES)
+def test_raw_size_is_checked_with_the_types_block_size(qtype):
+    """block_weights and block_bytes (quant_type.h), as the GGUF spec gives them."""
+    cols = cols_for(qtype)[-1]
+    c = case(qtype, 17, cols)
+    needed = 17 * cols // BLOCK[qtype][0] * BLOCK[qtype][1]
+    with pytest.raises(ValueError, match=f"{qtype} matrix \\[17, {cols}\\] needs {needed} bytes, got {needed - 1}"):
+        _core._quant_pack(c.raw[:-1], qtype, 17, cols)
+
+
+@pytest.mark.parametrize("qtype", TYPES)
+def test_dequantize_rows_is_the_files_values(qtype):
+    cols = cols_for(qtype)[1]
+    c = case(qtype, 33, cols)
+    ids = np.array([32, 0, 17, 5, 32])  # the last (padded) group, repeats, any order
+    out = c.packed.dequantize_rows(ids)
+    expected = dequantize(c.raw.reshape(33, -1)[ids], GGMLQuantizationType[qtype])  # float32, gguf-py's own
+    np.testing.assert_array_equal(out.view(np.uint32), expected.view(np.uint32))  # bit for bit
+    with pytest.raises(ValueError, match="out of range"):
+        c.packed.dequantize_rows(np.array([33]))
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("qtype, cols, exact", [("Q4_1", 64, True), ("Q4_1", 64, False), ("Q6_K", 256, True),
+                                                ("Q6_K", 256, False), ("BF16", 64, True)])  # dense: no int8 mode
+def test_group_range_writes_only_its_rows(qtype, cols, exact, path):
+    c = case(qtype, 33, cols)
+    x = activations(cols)[:3]
+    full = c.packed.matmul(x, exact=exact, path=path)
+    part = c.packed.matmul(x, exact=exact, path=path, groups=(1, 3))
+    np.testing.assert_array_equal(part[:, 16:], full[:, 16:])
+    assert np.isnan(part[:, :16]).all()
+    empty = c.packed.matmul(x, exact=exact, path=path, groups=(2, 2))
+    assert np.isnan(empty).all()
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_quantized_activations_are_shared_by_products(path):
+    x = activations(256)[:5]
+    acts = _core._QuantActivations(8, 256)
+    acts.quantize(x)
+    for qtype in ("Q8_0", "Q4_1", "Q4_K", "Q6_K"):  # several products on one quantized input
+        c = case(qtype, 17, 256)
+        np.testing.assert_array_equal(c.packed.matmul_quantized(acts, path=path), c.packed.matmul(x, path=path))
+    with pytest.raises(ValueError, match="max_rows"):
+        acts.quantize(activations(256)[:9])
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("qtype, exact", [(q, e) for q in ("Q5_1", "Q4_K", "Q6_K", "F16") for e in (True, False)
+                                          if e or q not in DENSE_TYPES])  # dense: no int8 mode
+def test_non_finite_activations_give_nan_rows(qtype, exact, path):
+    c = case(qtype, 17, 256)
+    x = activations(256)[:3].copy()
+    x[1, 40] = np.nan
+    x[2, 3] = np.inf
+    out = c.packed.matmul(x, exact=exact, path=path)
+    assert np.isfinite(out[0]).all()
+    assert np.isnan(out[1]).all()
+    assert not np.isfinite(out[2]).any()
+
+
+def test_zero_activation_rows():
+    c = case("Q8_0", 16, 32)
+    for exact in (True, False):
+        assert c.packed.matmul(np.zeros((0, 32), np.float32), exact=exact).shape == (0, 16)
+
+
+def test_bad_arguments_raise():
+    raw = case("Q4_0", 16, 64).raw
+    with pytest.raises(ValueError, match="multiple of 32"):
+        _core._quant_pack(raw, "Q4_0", 32, 32 + 16)
+    with pytest.raises(ValueError, match="needs 576 bytes, got 575"):
+        _core._quant_pack(raw[:-1], "Q4_0", 16, 64)
+    with pytest.raises(ValueError, match="is not one of Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, F16, BF16"):
+        _core._quant_pack(raw, "Q3_K", 16, 64)
+    with pytest.raises(ValueError, match="rows = 0"):
+        _core._quant_pack(raw, "Q4_0", 0, 64)
+    with pytest.raises(TypeError):
+        _core._quant_pack(raw.view(np.int8), "Q4_0", 16, 64)
+    w = _core._quant_pack(raw, "q4_0", 16, 64)
+    with pytest.raises(ValueError, match=r"shape \(M, 64\)"):
+        w.matmul(np.zeros((2, 32), np.float32))
+    with pytest.raises(TypeError, match="float32"):
+        w.matmul(np.zeros((2, 64)))
+    with pytest.raises(ValueError, match="not within"):
+        w.matmul(np.zeros((2, 64), np.float32), groups=(0, 2))
+    with pytest.raises(ValueError, match="is not one of avx512, avx2, portable"):
+        w.matmul(np.zeros((2, 64), np.float32), path="sse9")
+
+
+@pytest.mark.parametrize("qtype", K_TYPES)
+def test_k_quants_need_cols_a_multiple_of_256(qtype):
+    raw = case(qtype, 2, 512).raw
+    for cols in (128, 384, 576):  # a multiple of 32 is not enough
+        with pytest.raises(ValueError, match=f"{qtype} matrix: cols = {cols} must be a positive multiple of 256 "
+                                             r"\(the K-quant super-block size\)"):
+            _core._quant_pack(raw, qtype, 2, cols)
+    assert _core._quant_pack(raw, qtype.lower(), 2, 512).type == qtype
+
+
+@pytest.mark.parametrize("qtype", DENSE_TYPES)
+def test_dense_types_have_no_int8_mode(qtype):
+    c = case(qtype, 17, 7)  # any width: a dense "block" is one weight
+    with pytest.raises(ValueError, match=f"{qtype} weights have no int8-activation kernel; use matmul_float"):
+        c.packed.matmul(activations(7)[:2], exact=False)
+    acts = _core._QuantActivations(2, 32)
+    acts.quantize(activations(32)[:2])
+    with pytest.raises(ValueError, match="no int8-activation kernel"):
+        case(qtype, 17, 32).packed.matmul_quantized(acts)
+
+
+def pack_forged_size(qtype: str, rows: int, cols: int):
+    """A header-sized lie: rows x cols far beyond the bytes given."""
+    return _core._quant_pack(np.zeros(BLOCK[qtype][1], np.uint8), qtype, rows, cols)
+
+
+@pytest.mark.parametrize("qtype, rows, cols", [("Q4_0", 2**31, 32), ("Q4_0", 1, 2**21), ("Q4_0", 2**30, 2**20),
+                                               ("Q4_0", 1 << 62, 32), ("Q6_K", 2**30, 2**20), ("F16", 1 << 62, 1)])
+def test_forged_sizes_are_refused_before_allocating(qtype, rows, cols):
+    with Sandbox() as box:
+        outcome = box.run(pack_forged_size, qtype, rows, cols)
+    assert outcome.status == "raised" and outcome.error_type == "ValueError", outcome.describe()
+
+
+def test_choose_path_on_made_up_cpus():
+    assert _core._quant_choose_path(None, ["avx2", "portable"]) == "avx2"
+    assert _core._quant_choose_path("", ["portable"]) == "portable"
+    assert _core._quant_choose_path("portable", ["avx512", "avx2", "portable"]) == "portable"
+    with pytest.raises(ValueError, match="lacks"):
+        _core._quant_choose_path("avx512", ["avx2", "portable"])
+    with pytest.raises(ValueError, match="lacks"):
+        _core._quant_choose_path("avx2", ["portable"])
+    with pytest.raises(ValueError, match="not one of"):
+        _core._quant_choose_path("AVX2", ["avx2", "portable"])
+
+
+def test_default_path_is_the_best_this_cpu_runs():
+    assert PATHS[-1] == "portable"
+    if "KVGEN_CPU_PATH" not in os.environ:
+        assert _core._quant_cpu_path() == PATHS[0]
+
+
+def cpu_path_in_subprocess(value: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, KVGEN_CPU_PATH=value)
+    code = "from kvgen import _core; print(_core._quant_cpu_path())"
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_environment_variable_forces_a_path():
+    for path in PATHS:
+        run = cpu_path_in_subprocess(path)
+        assert run.returncode == 0 and run.stdout.strip() == path, run.stderr
+    run = cpu_path_in_subprocess("neon")
+    assert run.returncode != 0
+    assert "ValueError: KVGEN_CPU_PATH: CPU path 'neon' is not one of avx512, avx2, portable" in run.stderr
