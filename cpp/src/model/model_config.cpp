@@ -29,8 +29,8 @@ void check_size(const std::string& arch, Field f, int64_t value, int64_t limit) 
 
 void ModelConfig::validate() const {
   const std::string& a = architecture;
-  if (a != "gpt2" && a != "llama" && a != "gemma2" && a != "gemma3" && a != "qwen3moe")
-    throw ValueError("architecture '" + a + "' is not one of gpt2, llama, gemma2, gemma3, qwen3moe");
+  if (a != "gpt2" && a != "llama" && a != "gemma")
+    throw ValueError("architecture '" + a + "' is not one of gpt2, llama, gemma");
   check_size(a, kVocab, vocab_size, limits::kMaxVocab);
   check_size(a, kContext, context_length, limits::kMaxContext);
   check_size(a, kHidden, hidden, limits::kMaxWidth);
@@ -57,8 +57,6 @@ void ModelConfig::validate() const {
     if (w < 0) throw ValueError(prefix + "sliding_window = " + std::to_string(w) + " must not be negative");
     limits::check_at_most(prefix + "sliding_window", w, limits::kMaxContext);
   }
-  if (a == "qwen3moe" && experts < 1)
-    throw ValueError(prefix + "num_experts = " + std::to_string(experts) + " must be a positive integer");
   if (experts != 0) {
     if (experts < 0) throw ValueError(prefix + "num_experts = " + std::to_string(experts) + " must not be negative");
     limits::check_at_most(prefix + "num_experts", experts, limits::kMaxExperts);

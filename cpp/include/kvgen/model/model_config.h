@@ -12,7 +12,7 @@
 namespace kvgen {
 
 struct ModelConfig {
-  std::string architecture;   // "gpt2", "llama", "gemma2", "gemma3", "qwen3moe"
+  std::string architecture;   // "gpt2", "llama" (and the families like it), "gemma" (Gemma 2 and 3)
   int64_t vocab_size = 0;
   int64_t context_length = 0; // positions the model supports
   int64_t hidden = 0;         // C
@@ -39,7 +39,7 @@ struct ModelConfig {
   // limit in kvgen/limits.h, or disagrees with another: heads a multiple of kv_heads,
   // heads x head_dim within kMaxWidth, head_dim even for rotary embeddings (llama),
   // hidden = heads x head_dim (gpt2); one window per layer, each within the context
-  // limit; experts within kMaxExperts with 1 <= experts_per_token <= experts (qwen3moe).
+  // limit; experts within kMaxExperts with 1 <= experts_per_token <= experts.
   void validate() const;
 };
 
