@@ -19,7 +19,8 @@ import numpy as np
 
 from kvgen import _core
 from kvgen.loaders.checkpoint import read_chat_template, read_config, read_tokenizer, read_weights
-from kvgen.loaders.rope import inv_freq, rope_parameters
+from kvgen.loaders.families import FAMILIES, Family, family_of_config, split_fused
+from kvgen.loaders.rope import rotary
 
 # GPT-2 config values kvgen computes as transformers does; anything else is refused.
 _GPT2_ACTIVATIONS = {"gelu_new", "gelu_pytorch_tanh", "gelu"}
@@ -29,7 +30,8 @@ _REFUSED = {
     "gpt2": {"add_cross_attention": (False, "cross-attention (encoder-decoder GPT-2)")},
     "llama": {"pretraining_tp": (1, None)},  # numerics only: accepted either way
 }
-ARCHITECTURES = ("gpt2", "llama")
+ARCHITECTURES = ("gpt2", "llama")  # the core models
+FAMILY_NAMES = tuple(f.name for f in FAMILIES)
 _SENTINEL = "\u2063kvgen-end-of-turn\u2063"
 
 
@@ -159,24 +161,91 @@ def _gpt2_options(config: dict) -> "_core._GPT2Options":
         scale_attn_by_inverse_layer_idx=_bool(config, "scale_attn_by_inverse_layer_idx")))
 
 
-def _llama_options(config: dict, head_dim: int, rope_freqs: Optional[np.ndarray]) -> "_core._LlamaOptions":
-    """rope_freqs: a GGUF file's rope_freqs tensor, dividing the computed frequencies."""
-    freq = inv_freq(head_dim, rope_parameters(config))
+def _number(config: dict, key: str) -> Optional[float]:
+    """config[key] as a finite float32 value; None when absent."""
+    if not _present(config, key):
+        return None
+    value = config[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"model config: {key} = {value!r:.60} must be a finite number")
+    with np.errstate(over="ignore"):
+        single = float(np.float32(value))
+    if not math.isfinite(single):
+        raise ValueError(f"model config: {key} = {value!r:.60} does not fit in float32")
+    return single
+
+
+def _rope_layers(family: Family, config: dict, layers: int) -> Optional[list[int]]:
+    """Per layer, 1 where it applies the rotary embedding (SmolLM3's no_rope_layers, or
+    transformers' rule from no_rope_layer_interval); None: every layer."""
+    if not family.no_rope_layers:
+        return None
+    flags = config.get("no_rope_layers")
+    if flags is None:
+        interval = _positive(config, "no_rope_layer_interval") if _present(config, "no_rope_layer_interval") else 4
+        return [int((i + 1) % interval != 0) for i in range(layers)]
+    if not isinstance(flags, list) or len(flags) != layers or not all(f in (0, 1) and not isinstance(f, float)
+                                                                      for f in flags):
+        raise ValueError(f"model config: no_rope_layers must list 0 or 1 for each of the {layers} layers, got "
+                         f"{flags!r:.80}")
+    return [int(f) for f in flags]
+
+
+def _check_window(config: dict, context: int) -> None:
+    """Sliding-window attention that would bind within the context is refused (these
+    families run full attention); a window at least as long as the context changes nothing."""
+    window = config.get("sliding_window")
+    layer_types = config.get("layer_types")
+    sliding = window is not None and config.get("use_sliding_window", True) is not False
+    if isinstance(layer_types, list) and "sliding_attention" not in layer_types and "use_sliding_window" in config:
+        sliding = False
+    if sliding and (isinstance(window, bool) or not isinstance(window, int) or window < context):
+        raise ValueError(f"model config: sliding_window = {window!r:.40} is shorter than the context "
+                         f"({context} positions): sliding-window attention is not supported for this family")
+
+
+def _llama_options(family: Family, config: dict, sizes: "_core._ModelConfig",
+                   rope_freqs: Optional[np.ndarray]) -> "_core._LlamaOptions":
+    """The core options of a Llama-like family, from the config keys its transformers class
+    reads. rope_freqs: a GGUF file's rope_freqs tensor, dividing the computed frequencies."""
+    _check_window(config, sizes.context_length)
+    rope = rotary(config, sizes.head_dim, partial=family.name == "phi3")
+    freq = rope.inv_freq
     if rope_freqs is not None:
+        if rope_freqs.shape != freq.shape:
+            raise ValueError(f"rope_freqs has {rope_freqs.size} values for {freq.size} rotary frequencies")
         freq = np.ascontiguousarray(freq / rope_freqs.astype(np.float32), dtype=np.float32)
-    return _core._LlamaOptions(inv_freq=freq, **_given(rms_norm_eps=_epsilon(config, "rms_norm_eps")))
+    options: dict[str, Any] = dict(rms_norm_eps=_epsilon(config, "rms_norm_eps"), rope_layers=_rope_layers(
+        family, config, sizes.layers))
+    if rope.dim != sizes.head_dim:
+        options["rotary_dim"] = rope.dim
+    if rope.inv_freq_long is not None:
+        options.update(inv_freq_long=rope.inv_freq_long, original_context=rope.original_context,
+                       rope_attention_factor=rope.attention_factor)
+    if family.multipliers:  # transformers' GraniteConfig defaults: 1.0 each
+        divisor = _number(config, "logits_scaling")
+        if divisor == 0:
+            raise ValueError("model config: logits_scaling must not be 0")
+        options.update(embedding_multiplier=_number(config, "embedding_multiplier"),
+                       residual_multiplier=_number(config, "residual_multiplier"),
+                       attention_scale=_number(config, "attention_multiplier") or 1.0,
+                       logit_scale=None if divisor is None else 1.0 / divisor)
+    return _core._LlamaOptions(inv_freq=freq, **_given(**options))
 
 
-def _build_core(arch: str, config: dict, arrays: dict, rope_freqs: Optional[np.ndarray] = None, *,
+def _build_core(family: Family, config: dict, arrays: dict, rope_freqs: Optional[np.ndarray] = None, *,
                 activations: str = "int8x2") -> "_core._Model":
-    """The C++ model for ``arch`` over ``arrays`` (Hugging Face names; float32 arrays or
+    """The C++ model of ``family`` over ``arrays`` (Hugging Face names; float32 arrays or
     kvgen.loaders.quantize.QuantizedTensor), from a Hugging Face config dict (a directory's
     config.json or kvgen.loaders.gguf.model's translation)."""
+    arch = family.core
     _check_config(arch, config)
     sizes = _model_config(arch, config)
     if arch == "gpt2":
         return _core._Model.gpt2(sizes, _gpt2_options(config), arrays, activations=activations)
-    return _core._Model.llama(sizes, _llama_options(config, sizes.head_dim, rope_freqs), arrays,
+    arrays = split_fused(family, arrays, {"q": sizes.heads * sizes.head_dim, "kv": sizes.kv_heads * sizes.head_dim,
+                                          "i": sizes.intermediate})
+    return _core._Model.llama(sizes, _llama_options(family, config, sizes, rope_freqs), arrays,
                               activations=activations)
 
 
@@ -185,11 +254,21 @@ ACTIVATIONS = ("int8x2", "int8", "float")
 
 def _conv1d_to_linear(arrays: dict) -> dict:
     """GPT-2's Conv1D matrices, stored (in, out), transposed to the (out, in) layout the core
-    reads every matrix in (one copy at load; each thread then reads contiguous rows)."""
-    from kvgen.loaders.quantize import GPT2_CONV1D
+    reads every matrix in (one copy at load; each thread then reads contiguous rows); its
+    position embeddings as float32 (the core reads them so, from a 16-bit checkpoint too)."""
+    from kvgen.loaders.quantize import GPT2_CONV1D, QuantizedTensor, to_float32
 
-    return {name: np.ascontiguousarray(w.T) if w.ndim == 2 and name.endswith(GPT2_CONV1D) else w
-            for name, w in arrays.items()}
+    def linear(name: str, w: Any) -> Any:
+        if name.endswith("wpe.weight"):
+            return to_float32(w)
+        if len(w.shape) != 2 or not name.endswith(GPT2_CONV1D):
+            return w
+        if isinstance(w, QuantizedTensor):  # 16-bit: transpose the halves
+            halves = np.ascontiguousarray(w.data.view(np.uint16).reshape(w.shape).T)
+            return QuantizedTensor(w.type, halves.reshape(-1).view(np.uint8), tuple(reversed(w.shape)))
+        return np.ascontiguousarray(w.T)
+
+    return {name: linear(name, w) for name, w in arrays.items()}
 
 
 def _activations(exact: bool, activations: Optional[str]) -> str:
@@ -244,8 +323,9 @@ def _not_found_message(path: Path) -> str:
 class Model:
     """A built-in model with its tokenizer, loaded with ``Model.load(path)``.
 
-    ``path`` is a Hugging Face directory (config.json + safetensors, model_type gpt2 or
-    llama) or a GGUF file (architecture gpt2 or llama). ``forward(input_ids)`` gives raw
+    ``path`` is a Hugging Face directory (config.json + safetensors in float32, float16 or
+    bfloat16) or a GGUF file, of one of the families in ``kvgen.loaders.families`` (gpt2,
+    llama, qwen2, qwen3, granite, smollm3, phi3). ``forward(input_ids)`` gives raw
     logits; ``kvgen.Generator(model, config)`` generates with it (KV-cached, prefill in
     one batched pass); ``apply_chat_template(messages)`` formats a conversation.
     """
@@ -253,8 +333,9 @@ class Model:
     def __init__(self, core: "_core._Model", config: dict, path: Optional[Path], tokenizer: Any = None, *,
                  bos_token_id: Optional[int] = None, eos_token_id: Union[int, list, None] = None,
                  chat_template: Optional[str] = None, bos_token: Optional[str] = None,
-                 eos_token: Optional[str] = None, description: str = ""):
+                 eos_token: Optional[str] = None, description: str = "", family: Optional[str] = None):
         self._core = core
+        self.family = family or core.architecture  # the model family (kvgen.loaders.families)
         self.config = config
         self.path = path
         self.tokenizer = tokenizer
@@ -293,38 +374,45 @@ class Model:
     @classmethod
     def _load_directory(cls, directory: Path, dtype: Optional[str], activations: str) -> "Model":
         config = read_config(directory)
-        arch = config.get("model_type")
-        if arch not in ARCHITECTURES:
-            raise ValueError(f"{directory}: model_type={arch!r} is not supported (kvgen runs: "
-                             f"{', '.join(ARCHITECTURES)})")
-        arrays = read_weights(directory)
-        if arch == "gpt2":
-            arrays = _conv1d_to_linear(arrays)
-        if dtype is not None:
-            from kvgen.loaders.quantize import quantize_checkpoint
+        family = family_of_config(config, directory)
+        try:
+            arrays = read_weights(directory)
+            if family.core == "gpt2":
+                arrays = _conv1d_to_linear(arrays)
+            if dtype is not None:
+                from kvgen.loaders.quantize import quantize_checkpoint
 
-            arrays = quantize_checkpoint(arch, arrays, dtype)
-        core = _build_core(arch, config, arrays, activations=activations)
+                sizes = _model_config(family.core, config) if family.core == "llama" else None
+                if sizes is not None:  # fused matrices split before they are quantized
+                    arrays = split_fused(family, arrays, {"q": sizes.heads * sizes.head_dim,
+                                                          "kv": sizes.kv_heads * sizes.head_dim,
+                                                          "i": sizes.intermediate})
+                arrays = quantize_checkpoint(family.core, arrays, dtype)
+            core = _build_core(family, config, arrays, activations=activations)
+        except (ValueError, TypeError) as e:
+            if str(directory) in str(e):
+                raise
+            raise type(e)(f"{directory}: {e}") from None
         tokenizer = read_tokenizer(directory)
         bos, eos = _token_ids(config, "bos_token_id"), _token_ids(config, "eos_token_id")
         return cls(core, config, directory, tokenizer, bos_token_id=_first_id(bos), eos_token_id=eos,
-                   chat_template=read_chat_template(directory))
+                   chat_template=read_chat_template(directory), family=family.name)
 
     @classmethod
     def _load_gguf(cls, path: Path, activations: str) -> "Model":
         from kvgen.loaders.gguf.model import read_gguf
 
         g = read_gguf(path)
-        core = _build_core(g.architecture, g.config, g.arrays, rope_freqs=g.rope_freqs, activations=activations)
+        core = _build_core(g.family, g.config, g.arrays, rope_freqs=g.rope_freqs, activations=activations)
         g.arrays = {}  # the quantized blocks were repacked: let the file's map go
         t = g.tokenizer
         types = ", ".join(f"{n} x{k}" for n, k in g.metadata.get("tensor_types", {}).items())
         description = f"{g.metadata.get('name') or path.name} ({types})"
         if t is None:
-            return cls(core, g.config, path, description=description)
+            return cls(core, g.config, path, description=description, family=g.family.name)
         return cls(core, g.config, path, t.tokenizer, bos_token_id=t.bos_token_id, eos_token_id=t.eos_token_id,
                    chat_template=t.chat_template, bos_token=t.bos_token, eos_token=t.eos_token,
-                   description=description)
+                   description=description, family=g.family.name)
 
     def forward(self, input_ids) -> np.ndarray:
         """Logits [rows, length, vocab] for ``input_ids`` [rows, length] (or one 1-D row).
@@ -337,7 +425,8 @@ class Model:
 
     @property
     def architecture(self) -> str:
-        """The architecture: "gpt2" or "llama"."""
+        """The core model that computes it: "gpt2" or "llama" (every Llama-like family;
+        ``family`` names the family)."""
         return self._core.architecture
 
     @property
@@ -460,7 +549,7 @@ class Model:
 
     def __repr__(self) -> str:
         c = self._core
-        return (f"Model({c.architecture}, layers={c.num_layers}, hidden={c.hidden_size}, heads={c.num_heads}, "
+        return (f"Model({self.family}, layers={c.num_layers}, hidden={c.hidden_size}, heads={c.num_heads}, "
                 f"kv_heads={c.num_kv_heads}, vocab={c.vocab_size}, context={c.context_length}, "
                 f"tokenizer={self.tokenizer is not None}, chat_template={self.chat_template is not None}, "
                 f"path={str(self.path)!r})")
