@@ -18,7 +18,13 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from kvgen import _core
-from kvgen.loaders.checkpoint import read_chat_template, read_config, read_tokenizer, read_weights
+from kvgen.loaders.checkpoint import (
+    read_chat_template,
+    read_config,
+    read_tokenizer,
+    read_weight_types,
+    read_weights,
+)
 from kvgen.loaders.families import FAMILIES, Family, family_of_config, split_fused
 from kvgen.loaders.rope import rotary
 
@@ -413,9 +419,11 @@ class Model:
     def __init__(self, core: "_core._Model", config: dict, path: Optional[Path], tokenizer: Any = None, *,
                  bos_token_id: Optional[int] = None, eos_token_id: Union[int, list, None] = None,
                  chat_template: Optional[str] = None, bos_token: Optional[str] = None,
-                 eos_token: Optional[str] = None, description: str = "", family: Optional[str] = None):
+                 eos_token: Optional[str] = None, description: str = "", family: Optional[str] = None,
+                 tensor_types: Optional[dict[str, int]] = None):
         self._core = core
         self.family = family or core.architecture  # the model family (kvgen.loaders.families)
+        self.tensor_types = dict(tensor_types or {})  # the file's tensors by type: {"Q4_K": 120, "F32": 49}
         self.config = config
         self.path = path
         self.tokenizer = tokenizer
@@ -476,7 +484,8 @@ class Model:
         tokenizer = read_tokenizer(directory)
         bos, eos = _token_ids(config, "bos_token_id"), _token_ids(config, "eos_token_id")
         return cls(core, config, directory, tokenizer, bos_token_id=_first_id(bos), eos_token_id=eos,
-                   chat_template=read_chat_template(directory), family=family.name)
+                   chat_template=read_chat_template(directory), family=family.name,
+                   tensor_types=read_weight_types(directory))
 
     @classmethod
     def _load_gguf(cls, path: Path, activations: str) -> "Model":
@@ -489,11 +498,11 @@ class Model:
         t = g.tokenizer
         types = ", ".join(f"{n} x{k}" for n, k in g.metadata.get("tensor_types", {}).items())
         description = f"{g.metadata.get('name') or path.name} ({types})"
+        facts = dict(description=description, family=g.family.name, tensor_types=g.metadata.get("tensor_types"))
         if t is None:
-            return cls(core, g.config, path, description=description, family=g.family.name)
+            return cls(core, g.config, path, **facts)
         return cls(core, g.config, path, t.tokenizer, bos_token_id=t.bos_token_id, eos_token_id=t.eos_token_id,
-                   chat_template=t.chat_template, bos_token=t.bos_token, eos_token=t.eos_token,
-                   description=description, family=g.family.name)
+                   chat_template=t.chat_template, bos_token=t.bos_token, eos_token=t.eos_token, **facts)
 
     def forward(self, input_ids) -> np.ndarray:
         """Logits [rows, length, vocab] for ``input_ids`` [rows, length] (or one 1-D row).

@@ -35,7 +35,7 @@ def read_config(directory: Path) -> dict:
     return read_json(directory / "config.json", "kvgen.Model.load expects a Hugging Face model directory")
 
 
-def read_weights(directory: Path) -> dict[str, np.ndarray]:
+def read_weights(directory: Path) -> dict[str, Any]:
     """Every tensor of model.safetensors, or of the shards model.safetensors.index.json lists."""
     index = directory / "model.safetensors.index.json"
     if index.is_file():
@@ -44,6 +44,21 @@ def read_weights(directory: Path) -> dict[str, np.ndarray]:
             arrays.update(_read_safetensors(shard))
         return arrays
     return _read_safetensors(directory / "model.safetensors")
+
+
+def read_weight_types(directory: Path) -> dict[str, int]:
+    """How many tensors of each safetensors dtype ("F32", "BF16", ...) the directory holds (headers only)."""
+    from collections import Counter
+
+    from safetensors import safe_open
+
+    index = directory / "model.safetensors.index.json"
+    files = _shards(directory, index) if index.is_file() else [directory / "model.safetensors"]
+    counts: Counter = Counter()
+    for path in files:
+        with safe_open(str(path), framework="np") as f:
+            counts.update(f.get_slice(name).get_dtype() for name in f.keys() if not name.endswith(_NOT_WEIGHTS))
+    return dict(counts.most_common())
 
 
 def _shards(directory: Path, index: Path) -> list[Path]:

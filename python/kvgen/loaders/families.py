@@ -54,7 +54,7 @@ class Family:
     gguf_wide_query_layers: Optional[int] = None
 
 
-_LLAMA_DIFFERS = "the reference: RMSNorm, rotary embeddings, grouped-query attention, SwiGLU"
+_LLAMA_DIFFERS = "Llama itself: RMSNorm, rotary embeddings, grouped-query attention, SwiGLU"
 
 FAMILIES: tuple[Family, ...] = (
     Family("gpt2", "gpt2", ("gpt2",), "gpt2", "GPT2LMHeadModel",

@@ -43,6 +43,20 @@ class QuantizedTensor(NamedTuple):
     mapped: bool = False
 
 
+def tensor_handling(qtype: str) -> str:
+    """What kvgen does with the matrices of a file's tensor type (``kvgen info``); vectors
+    (norms, biases) of any type are read as float32."""
+    if qtype == "F32":
+        return "float32, matrices used in place"
+    if qtype in ("F16", "BF16"):
+        return "kept 16-bit, multiplied by its 16-bit kernels with float32 activations"
+    if qtype in PACKED_TYPES:
+        return "kept quantized, multiplied by its kernels (int8 or float activations, Model.activations)"
+    if qtype in _SCALE_OFFSETS:
+        return "converted to Q8_0 at load (no kernel of its own)"
+    return "not read by kvgen"
+
+
 def check_finite_scales(qtype: str, raw: np.ndarray) -> bool:
     """Whether every fp16 scale (and minimum) of the blocks in ``raw`` is finite."""
     if qtype in ("F16", "BF16"):
