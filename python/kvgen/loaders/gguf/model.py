@@ -277,18 +277,18 @@ def _llama(meta: _Metadata, tensors: dict, path: Path, family: Family) -> GGUFMo
     else:
         names.update({"attn_q": ("self_attn.q_proj", (q, C)), "attn_k": ("self_attn.k_proj", (kv, C)),
                       "attn_v": ("self_attn.v_proj", (kv, C))})
-    if "blk.0.ffn_gate.weight" in tensors:
+    if "blk.0.ffn_gate.weight" in tensors or family.moe:
         names.update({"ffn_gate": ("mlp.gate_proj", (I, C)), "ffn_up": ("mlp.up_proj", (I, C))})
     else:  # fused gate | up, stored as ffn_up (Phi-3)
         names.update({"ffn_up": ("mlp.gate_up_proj", (2 * I, C))})
-    if family.moe:  # every layer a mixture of experts (llama.cpp's qwen3moe)
-        for gg in ("ffn_gate", "ffn_up", "ffn_down"):
-            names.pop(gg, None)
     permute = {"attn_q": heads, "attn_k": kv_heads} if family.gguf_permuted_qk else {}
     for layer in range(L):
-        if family.moe:
+        sparse = family.moe and f"blk.{layer}.ffn_gate_inp.weight" in tensors  # a router: experts
+        if sparse:
             _experts(arrays, used, tensors, path, layer, config)
         for gg, (hf, shape) in names.items():
+            if sparse and gg in ("ffn_gate", "ffn_up", "ffn_down"):
+                continue
             for kind, kind_shape in (("weight", shape), ("bias", shape[:1])):
                 src = f"blk.{layer}.{gg}.{kind}"
                 if (kind == "bias" or gg in optional) and src not in tensors:
