@@ -3,7 +3,6 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <limits>
 #include <mutex>
 #include <optional>
 #include <utility>
@@ -210,43 +209,6 @@ struct StepResult {
   py::object raw_top_token_ids, raw_top_logprobs;
 };
 
-// This step's log-probs and top-n alternatives of every row, read from its history (rows
-// that did not step: -inf and id -1).
-struct StepOutputs {
-  std::vector<float> logprobs;
-  int64_t n = 0;
-  std::vector<int64_t> top_ids, raw_top_ids;
-  std::vector<float> top_lp, raw_top_lp;
-};
-
-StepOutputs step_outputs_of(const Generator& g) {
-  const Sequences& s = g.sequences();
-  StepOutputs o;
-  const int64_t rows = g.rows(), n = s.top_n();
-  const bool raw = n > 0 && s.raw_top_ids(0) != nullptr;
-  o.n = n;
-  o.logprobs.assign(rows, -std::numeric_limits<float>::infinity());
-  o.top_ids.assign(rows * n, -1);
-  o.top_lp.assign(rows * n, -std::numeric_limits<float>::infinity());
-  if (raw) {
-    o.raw_top_ids = o.top_ids;
-    o.raw_top_lp = o.top_lp;
-  }
-  for (int64_t r = 0; r < rows; ++r) {
-    if (!g.stepped(r)) continue;
-    const int64_t last = s.generated(r) - 1;
-    o.logprobs[r] = s.logprobs(r)[last];
-    if (n == 0) continue;
-    std::copy(s.top_ids(r) + last * n, s.top_ids(r) + (last + 1) * n, o.top_ids.begin() + r * n);
-    std::copy(s.top_logprobs(r) + last * n, s.top_logprobs(r) + (last + 1) * n, o.top_lp.begin() + r * n);
-    if (raw) {
-      std::copy(s.raw_top_ids(r) + last * n, s.raw_top_ids(r) + (last + 1) * n, o.raw_top_ids.begin() + r * n);
-      std::copy(s.raw_top_logprobs(r) + last * n, s.raw_top_logprobs(r) + (last + 1) * n, o.raw_top_lp.begin() + r * n);
-    }
-  }
-  return o;
-}
-
 // A (rows, n) array, or None when empty.
 template <class T>
 py::object matrix_or_none(const std::vector<T>& v, int64_t n) {
@@ -297,27 +259,20 @@ class PyGenerator {
   StepResult step(py::handle logits, py::handle allowed_tokens) {
     LogitsView lv = logits_view(logits, false);
     MaskView mask = mask_view(allowed_tokens, lv.rows, lv.vocab);
-    struct Out {
-      std::vector<int64_t> tokens;
-      std::optional<std::vector<int64_t>> parents;
-      bool done;
-      StepOutputs outputs;
-    };
     // the step and the copy of its outcome in one critical section: another thread's
     // step cannot slip in between
-    Out out = read([&](Generator& g) {
+    const StepOutput o = read([&](Generator& g) {
       g.step(lv.data, lv.rows, lv.vocab, mask.data);
-      return Out{next_tokens_of(g), beam_indices_of(g), g.done(), step_outputs_of(g)};
+      return g.last_step();
     });
-    const StepOutputs& o = out.outputs;
-    return {copy_array(out.tokens.data(), static_cast<int64_t>(out.tokens.size())),
-            int_array_or_none(out.parents),
-            out.done,
+    return {copy_array(o.tokens.data(), static_cast<int64_t>(o.tokens.size())),
+            int_array_or_none(o.beam_indices),
+            o.done,
             copy_array(o.logprobs.data(), static_cast<int64_t>(o.logprobs.size())),
-            matrix_or_none(o.top_ids, o.n),
-            matrix_or_none(o.top_lp, o.n),
-            matrix_or_none(o.raw_top_ids, o.n),
-            matrix_or_none(o.raw_top_lp, o.n)};
+            matrix_or_none(o.top_ids, o.top_n),
+            matrix_or_none(o.top_logprobs, o.top_n),
+            matrix_or_none(o.raw_top_ids, o.top_n),
+            matrix_or_none(o.raw_top_logprobs, o.top_n)};
   }
 
  private:
@@ -383,10 +338,10 @@ void def_generator_state(py::class_<W>& cls) {
       .def(
           "_last_step",
           [](W& w) {
-            StepOutputs o = w.read([](Generator& g) { return step_outputs_of(g); });
+            const StepOutput o = w.read([](Generator& g) { return g.last_step(); });
             return py::make_tuple(copy_array(o.logprobs.data(), static_cast<int64_t>(o.logprobs.size())),
-                                  matrix_or_none(o.top_ids, o.n), matrix_or_none(o.top_lp, o.n),
-                                  matrix_or_none(o.raw_top_ids, o.n), matrix_or_none(o.raw_top_lp, o.n));
+                                  matrix_or_none(o.top_ids, o.top_n), matrix_or_none(o.top_logprobs, o.top_n),
+                                  matrix_or_none(o.raw_top_ids, o.top_n), matrix_or_none(o.raw_top_logprobs, o.top_n));
           },
           "(logprobs, top_token_ids, top_logprobs, raw_top_token_ids, raw_top_logprobs) of the last step per row.")
       .def(

@@ -8,12 +8,11 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "arrays.h"
 #include "kvgen/errors.h"
+#include "kvgen/sampling/prompt_tracker.h"
 #include "kvgen/sampling/sampler.h"
 
 namespace py = pybind11;
@@ -38,52 +37,16 @@ py::object run_sample(Sampler& sampler, std::mutex& mutex, py::handle logits, py
   {
     py::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(mutex);
-    sampler.sample(lv.data, lv.rows, lv.vocab, history, keys, tokens.mutable_data(),
-                   return_logprobs ? logprobs.mutable_data() : nullptr);
+    sampler.sample(RowLogits{.data = lv.data, .rows = lv.rows, .vocab = lv.vocab}, history, keys,
+                   SampleOutputs{.tokens = tokens.mutable_data(),
+                                 .logprobs = return_logprobs ? logprobs.mutable_data() : nullptr});
   }
   if (return_logprobs) return py::make_tuple(tokens, logprobs);
   return tokens;
 }
 
-// The sequence a thread is processing: its prompt length and the history of its last
-// call, from which the next call is told to continue it or to start a new one.
-struct SequenceState {
-  int64_t prompt_length = 0;
-  int64_t rows = 0;
-  int64_t length = 0;
-  std::vector<int64_t> history;  // (rows, length): input_ids of the last call
-
-  // Whether input_ids continue this sequence: as many rows, no shorter than the prompt,
-  // at most one token longer than the last call, and each row's tokens before its newest
-  // one equal to those of some row of the last call (beam search reorders the rows;
-  // assisted decoding calls again from a shorter length).
-  bool continued_by(const HistoryView& h) const {
-    if (h.length == 0 || h.rows != rows || h.length < prompt_length || h.length > length + 1) return false;
-    const int64_t n = h.length - 1;
-    const auto same = [&](const int64_t* row, int64_t s) {
-      return std::equal(row, row + n, history.data() + s * length);
-    };
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t* row = h.data() + r * h.length;
-      if (same(row, r)) continue;
-      bool found = false;
-      for (int64_t s = 0; s < rows && !found; ++s) found = same(row, s);
-      if (!found) return false;
-    }
-    return true;
-  }
-
-  void record(const HistoryView& h) {
-    rows = h.rows;
-    length = h.length;
-    history.assign(h.data(), h.data() + h.rows * h.length);
-  }
-};
-
 // kvgen.LogitsProcessor: owns a Sampler. The prompt length is the one given at
-// construction, or else found per sequence: a call that does not continue the calling
-// thread's last sequence starts a new one whose prompt is all of its input_ids (as
-// Hugging Face's generate() builds its processors for each prompt).
+// construction, or else the PromptTracker's.
 class PyLogitsProcessor {
  public:
   PyLogitsProcessor(const GenerationConfig& config, std::optional<int64_t> prompt_length)
@@ -111,39 +74,24 @@ class PyLogitsProcessor {
     return run_sample(sampler_, mutex_, logits, input_ids, step, sequence_ids, return_logprobs, prompt);
   }
 
-  // Forgets the calling thread's sequence: its next call starts a new one.
-  void reset() {
-    std::lock_guard<std::mutex> lock(sequences_mutex_);
-    sequences_.erase(std::this_thread::get_id());
-  }
+  void reset() { tracker_.reset(); }
 
   const GenerationConfig& config() const { return sampler_.config(); }
   std::string repr() const { return "LogitsProcessor(" + sampler_.chain().describe() + ")"; }
 
-  std::optional<int64_t> prompt_length() {
-    if (prompt_length_) return prompt_length_;
-    std::lock_guard<std::mutex> lock(sequences_mutex_);
-    auto it = sequences_.find(std::this_thread::get_id());
-    if (it == sequences_.end()) return std::nullopt;
-    return it->second.prompt_length;
-  }
+  std::optional<int64_t> prompt_length() const { return prompt_length_ ? prompt_length_ : tracker_.current(); }
 
  private:
-  // The prompt length for this call's history, tracking the calling thread's sequence.
+  // The prompt length for this call's history: the fixed one, or the tracked one.
   int64_t prompt_of(const HistoryView& h) {
     if (prompt_length_) return std::min(*prompt_length_, h.length);
-    std::lock_guard<std::mutex> lock(sequences_mutex_);
-    SequenceState& seq = sequences_[std::this_thread::get_id()];
-    if (!seq.continued_by(h)) seq.prompt_length = h.length;
-    seq.record(h);
-    return seq.prompt_length;
+    return tracker_.prompt_length(h.data(), h.rows, h.length);
   }
 
   Sampler sampler_;
   std::optional<int64_t> prompt_length_;  // fixed by the caller, or found per sequence
   std::mutex mutex_;                      // one chain run at a time (the sampler has scratch state)
-  std::mutex sequences_mutex_;            // guards sequences_ (held briefly, with the GIL)
-  std::unordered_map<std::thread::id, SequenceState> sequences_;  // per calling thread
+  PromptTracker tracker_;                 // the calling threads' sequences (held briefly, with the GIL)
 };
 
 // The sampler behind kvgen.sample(), cached per thread while the config is unchanged.

@@ -79,13 +79,14 @@ void Generator::check_prompts(const std::vector<std::vector<int64_t>>& prompts,
 void Generator::set_draw_keys(int64_t batch, int64_t per_input, const std::vector<int64_t>& sequence_ids) {
   // Row k of input b draws with key id_b * per_input + k (unsigned, wrapping): distinct
   // within a prompt, equal to the row index for the default ids 0, 1, 2, ...
-  input_keys_.resize(batch);
-  row_keys_.resize(batch * per_input);
+  state_.input_keys.resize(batch);
+  state_.row_keys.resize(batch * per_input);
   for (int64_t b = 0; b < batch; ++b) {
-    input_keys_[b] = static_cast<uint64_t>(sequence_ids.empty() ? b : sequence_ids[b]);
+    const uint64_t key = static_cast<uint64_t>(sequence_ids.empty() ? b : sequence_ids[b]);
+    state_.input_keys[b] = key;
     for (int64_t k = 0; k < per_input; ++k)
-      row_keys_[b * per_input + k] =
-          static_cast<int64_t>(input_keys_[b] * static_cast<uint64_t>(per_input) + static_cast<uint64_t>(k));
+      state_.row_keys[b * per_input + k] =
+          static_cast<int64_t>(key * static_cast<uint64_t>(per_input) + static_cast<uint64_t>(k));
   }
 }
 
@@ -107,23 +108,27 @@ void Generator::append_tokens(const std::vector<std::vector<int64_t>>& prompts,
   rows.reserve(batch * per_input);
   for (const auto& p : prompts)
     for (int64_t k = 0; k < per_input; ++k) rows.push_back(p);
-  seqs_.reset(rows, max_new, keep_raw_, cfg.num_beams > 1, cfg.top_logprobs);
   const size_t n = rows.size();
-  stepped_.assign(n, 0);
-  mirostat_mu_.assign(n, static_cast<float>(2.0 * cfg.mirostat_tau));
-  top_ids_.assign(n * cfg.top_logprobs, -1);
-  top_lp_.assign(n * cfg.top_logprobs, 0.0f);
-  raw_top_ids_.assign(keep_raw_ ? n * cfg.top_logprobs : 0, -1);
-  raw_top_lp_.assign(keep_raw_ ? n * cfg.top_logprobs : 0, 0.0f);
-  reason_.assign(n, FinishReason::None);
-  active_.assign(n, 1);
-  next_tokens_.assign(n, pad_);
-  parents_.assign(n, 0);
-  drawn_.assign(n, pad_);
-  logprobs_.assign(n, 0.0f);
-  norms_.assign(n, RowNorm{});
-  hits_.assign(n, FinishReason::None);
-  raw_lse_.assign(n, 0.0f);
+  const size_t tops = n * cfg.top_logprobs, raw_tops = keep_raw_ ? tops : 0;
+  RowState& st = state_;
+  st.seqs.reset(rows, max_new, keep_raw_, cfg.num_beams > 1, cfg.top_logprobs);
+  st.reason.assign(n, FinishReason::None);
+  st.active.assign(n, 1);
+  st.stepped.assign(n, 0);
+  st.next_tokens.assign(n, pad_);
+  st.parents.assign(n, 0);
+  st.mirostat_mu.assign(n, static_cast<float>(2.0 * cfg.mirostat_tau));
+  StepScratch& sc = scratch_;
+  sc.drawn.assign(n, pad_);
+  sc.logprobs.assign(n, 0.0f);
+  sc.norms.assign(n, RowNorm{});
+  sc.hits.assign(n, FinishReason::None);
+  sc.raw_lse.assign(n, 0.0f);
+  sc.next_mu.assign(cfg.num_beams > 1 && cfg.uses_mirostat() ? n : 0, 0.0f);
+  sc.top_ids.assign(tops, -1);
+  sc.top_logprobs.assign(tops, 0.0f);
+  sc.raw_top_ids.assign(raw_tops, -1);
+  sc.raw_top_logprobs.assign(raw_tops, 0.0f);
   set_draw_keys(batch, per_input, sequence_ids);
   if (cfg.num_beams > 1) beam_.emplace(cfg, batch);
   per_input_ = per_input;
@@ -133,7 +138,7 @@ void Generator::append_tokens(const std::vector<std::vector<int64_t>>& prompts,
 bool Generator::done() const {
   if (!started()) return false;
   if (beam_) return beam_->done();
-  return std::none_of(active_.begin(), active_.end(), [](uint8_t a) { return a != 0; });
+  return std::none_of(state_.active.begin(), state_.active.end(), [](uint8_t a) { return a != 0; });
 }
 
 void Generator::check_allowed(const uint32_t* allowed) const {
@@ -155,10 +160,10 @@ void Generator::check_allowed(const uint32_t* allowed) const {
 void Generator::stop_row(int64_t r) {
   if (beam_) throw ValueError("stop_row() is for greedy / sampling rows; beam search finishes through EOS");
   if (r < 0 || r >= rows()) throw ValueError("stop_row: row " + std::to_string(r) + " is out of range");
-  if (!active_[r]) return;
-  active_[r] = 0;
-  reason_[r] = FinishReason::Stop;
-  next_tokens_[r] = pad_;
+  if (!state_.active[r]) return;
+  state_.active[r] = 0;
+  state_.reason[r] = FinishReason::Stop;
+  state_.next_tokens[r] = pad_;
 }
 
 void Generator::step(const float* logits, int64_t rows, int64_t vocab, const uint32_t* allowed) {
@@ -177,12 +182,12 @@ void Generator::step(const float* logits, int64_t rows, int64_t vocab, const uin
   const bool first = vocab_ == 0;
   if (first) {
     // allocated once: last_logits views it for the generator's lifetime
-    processed_ = xt::xtensor<float, 2>::from_shape({static_cast<size_t>(rows), static_cast<size_t>(vocab)});
+    scratch_.processed = xt::xtensor<float, 2>::from_shape({static_cast<size_t>(rows), static_cast<size_t>(vocab)});
     vocab_ = vocab;
   }
   try {
     check_allowed(allowed);
-    seqs_.reserve_next();
+    state_.seqs.reserve_next();
     if (beam_)
       step_beams(logits, allowed);
     else
@@ -196,63 +201,70 @@ void Generator::step(const float* logits, int64_t rows, int64_t vocab, const uin
 
 void Generator::raw_log_sum_exp(const float* logits) {
   // +inf for a row holding +inf, -inf for an all -inf row (never NaN): kernels::log_sum_exp
-  for (int64_t r = 0; r < rows(); ++r) raw_lse_[r] = kernels::log_sum_exp(logits + r * vocab_, vocab_);
+  for (int64_t r = 0; r < rows(); ++r) scratch_.raw_lse[r] = kernels::log_sum_exp(logits + r * vocab_, vocab_);
 }
 
 StepTops Generator::compute_tops(const float* logits, bool processed_are_logprobs, const uint8_t* only) {
   const int64_t n = config().top_logprobs;
   if (n == 0) return {};
+  StepScratch& sc = scratch_;
   for (int64_t r = 0; r < rows(); ++r) {
     if (only && !only[r]) continue;
-    const float* row = processed_.data() + r * vocab_;
-    int64_t* ids = top_ids_.data() + r * n;
-    float* lp = top_lp_.data() + r * n;
+    const float* row = sc.processed.data() + r * vocab_;
+    int64_t* ids = sc.top_ids.data() + r * n;
+    float* lp = sc.top_logprobs.data() + r * n;
     top_ids(row, vocab_, n, ids);
     // the token's own log-prob's normalizer (Sampler::pick's; beam search: the values as they are)
-    const float m = processed_are_logprobs ? 0.0f : norms_[r].max;
-    const double log_sum = processed_are_logprobs ? 0.0 : norms_[r].log_sum;
+    const float m = processed_are_logprobs ? 0.0f : sc.norms[r].max;
+    const double log_sum = processed_are_logprobs ? 0.0 : sc.norms[r].log_sum;
     for (int64_t j = 0; j < n; ++j)
       lp[j] = ids[j] < 0 ? kernels::kNegInf
                          : static_cast<float>(kernels::log_softmax_at(row[ids[j]], m, log_sum));
     if (!keep_raw_) continue;
     const float* raw = logits + r * vocab_;
-    int64_t* raw_ids = raw_top_ids_.data() + r * n;
+    int64_t* raw_ids = sc.raw_top_ids.data() + r * n;
+    float* raw_lp = sc.raw_top_logprobs.data() + r * n;
     top_ids(raw, vocab_, n, raw_ids);
     for (int64_t j = 0; j < n; ++j)
-      raw_top_lp_[r * n + j] =
-          raw_ids[j] < 0 ? kernels::kNegInf : kernels::log_softmax_entry(raw, vocab_, raw_ids[j], raw_lse_[r]);
+      raw_lp[j] = raw_ids[j] < 0 ? kernels::kNegInf : kernels::log_softmax_entry(raw, vocab_, raw_ids[j], sc.raw_lse[r]);
   }
-  return {n, top_ids_.data(), top_lp_.data(), keep_raw_ ? raw_top_ids_.data() : nullptr,
-          keep_raw_ ? raw_top_lp_.data() : nullptr};
+  return {n, sc.top_ids.data(), sc.top_logprobs.data(), keep_raw_ ? sc.raw_top_ids.data() : nullptr,
+          keep_raw_ ? sc.raw_top_logprobs.data() : nullptr};
 }
 
 void Generator::step_sampling(const float* logits, const uint32_t* allowed) {
   // Every row's outcome first (the sampler and the stop rules may throw), then the commit.
-  TokenHistory history = seqs_.history();
+  RowState& st = state_;
+  StepScratch& sc = scratch_;
+  TokenHistory history = st.seqs.history();
   history.allowed = allowed;
   history.allowed_stride = (vocab_ + 31) / 32;
-  sampler_.sample(logits, rows(), vocab_, history, DrawKeys{seed_, row_keys_.data(), steps_, mirostat_mu_.data()},
-                  drawn_.data(), logprobs_.data(), processed_.data(), active_.data(),
-                  config().top_logprobs ? norms_.data() : nullptr);
+  sampler_.sample(RowLogits{.data = logits, .rows = rows(), .vocab = vocab_, .active = st.active.data()}, history,
+                  DrawKeys{.seed = seed_, .sequence_ids = st.row_keys.data(), .step = steps_,
+                           .mirostat_mu = st.mirostat_mu.data()},
+                  SampleOutputs{.tokens = sc.drawn.data(), .logprobs = sc.logprobs.data(),
+                                .processed = sc.processed.data(),
+                                .norms = config().top_logprobs ? sc.norms.data() : nullptr});
   if (keep_raw_) raw_log_sum_exp(logits);
   for (int64_t r = 0; r < rows(); ++r)
-    if (active_[r]) hits_[r] = stops_.check(seqs_.tokens(r), seqs_.length(r), seqs_.prompt_length(r), drawn_[r]);
-  const StepTops tops = compute_tops(logits, false, active_.data());
+    if (st.active[r])
+      sc.hits[r] = stops_.check(st.seqs.tokens(r), st.seqs.length(r), st.seqs.prompt_length(r), sc.drawn[r]);
+  const StepTops tops = compute_tops(logits, false, st.active.data());
   const bool mirostat = config().uses_mirostat();
   for (int64_t r = 0; r < rows(); ++r) {
-    stepped_[r] = active_[r];
-    if (!active_[r]) {
-      next_tokens_[r] = pad_;
+    st.stepped[r] = st.active[r];
+    if (!st.active[r]) {
+      st.next_tokens[r] = pad_;
       continue;
     }
-    const int64_t t = drawn_[r];
-    next_tokens_[r] = t;
-    seqs_.append(r, t, logprobs_[r], keep_raw_ ? kernels::log_softmax_entry(logits + r * vocab_, vocab_, t, raw_lse_[r]) : 0.0f,
-                 tops, r);
-    if (mirostat) mirostat_mu_[r] = next_mirostat_mu(mirostat_mu_[r], logprobs_[r]);
-    if (hits_[r] != FinishReason::None) {
-      reason_[r] = hits_[r];
-      active_[r] = 0;
+    const int64_t t = sc.drawn[r];
+    st.next_tokens[r] = t;
+    const float raw = keep_raw_ ? kernels::log_softmax_entry(logits + r * vocab_, vocab_, t, sc.raw_lse[r]) : 0.0f;
+    st.seqs.append(r, t, sc.logprobs[r], raw, tops, r);
+    if (mirostat) st.mirostat_mu[r] = next_mirostat_mu(st.mirostat_mu[r], sc.logprobs[r]);
+    if (sc.hits[r] != FinishReason::None) {
+      st.reason[r] = sc.hits[r];
+      st.active[r] = 0;
     }
   }
 }
@@ -263,37 +275,73 @@ void Generator::step_beams(const float* logits, const uint32_t* allowed) {
   // Constrained: the disallowed tokens are masked before the log-softmax, so that a beam's
   // score is its log-probability among the allowed tokens (a beam forced through a token
   // the grammar requires loses nothing).
+  RowState& st = state_;
+  StepScratch& sc = scratch_;
   raw_log_sum_exp(logits);
-  float* lp = processed_.data();
-  TokenHistory history = seqs_.history();
+  float* lp = sc.processed.data();
+  TokenHistory history = st.seqs.history();
   history.allowed = allowed;
   history.allowed_stride = (vocab_ + 31) / 32;
   for (int64_t r = 0; r < rows(); ++r) {
     float* row = lp + r * vocab_;
     if (!allowed) {
-      kernels::log_softmax_into(row, logits + r * vocab_, vocab_, raw_lse_[r]);
+      kernels::log_softmax_into(row, logits + r * vocab_, vocab_, sc.raw_lse[r]);
       continue;
     }
     std::copy(logits + r * vocab_, logits + (r + 1) * vocab_, row);
     mask_disallowed_tokens(row, vocab_, history.row(r).allowed);
     kernels::log_softmax_into(row, row, vocab_, kernels::log_sum_exp(row, vocab_));
   }
-  const DrawKeys keys{seed_, row_keys_.data(), steps_, mirostat_mu_.data()};
+  const DrawKeys keys{.seed = seed_, .sequence_ids = st.row_keys.data(), .step = steps_,
+                      .mirostat_mu = st.mirostat_mu.data()};
   sampler_.process(lp, rows(), vocab_, history, &keys);
   const StepTops tops = compute_tops(logits, true, nullptr);
-  beam_->step(lp, keep_raw_ ? logits : nullptr, raw_lse_.data(), vocab_, seqs_, tops, stops_, seed_, input_keys_.data(),
-              steps_, parents_.data(), next_tokens_.data());
-  std::fill(stepped_.begin(), stepped_.end(), 1);
+  beam_->step(BeamStepInput{.logprobs = lp, .vocab = vocab_, .raw_logits = keep_raw_ ? logits : nullptr,
+                            .raw_lse = sc.raw_lse.data(), .tops = tops},
+              BeamDrawKeys{.seed = seed_, .input_keys = st.input_keys.data(), .step = steps_}, st.seqs, stops_,
+              BeamStepOutputs{.parents = st.parents.data(), .tokens = st.next_tokens.data()});
+  std::fill(st.stepped.begin(), st.stepped.end(), 1);
   if (config().uses_mirostat()) {
     // each row continues its parent's mu, updated by the surprise of its token under the
     // parent's truncated distribution (renormalized, as mirostat's draw sees it)
-    std::vector<float>& mu = logprobs_;  // (rows) scratch: the new mu of each row
     for (int64_t r = 0; r < rows(); ++r) {
-      const float* parent = lp + parents_[r] * vocab_;
-      mu[r] = next_mirostat_mu(mirostat_mu_[parents_[r]], parent[next_tokens_[r]] - kernels::log_sum_exp(parent, vocab_));
+      const float* parent = lp + st.parents[r] * vocab_;
+      sc.next_mu[r] = next_mirostat_mu(st.mirostat_mu[st.parents[r]],
+                                       parent[st.next_tokens[r]] - kernels::log_sum_exp(parent, vocab_));
     }
-    std::copy(mu.begin(), mu.end(), mirostat_mu_.begin());
+    std::copy(sc.next_mu.begin(), sc.next_mu.end(), st.mirostat_mu.begin());
   }
+}
+
+StepOutput Generator::last_step() const {
+  const Sequences& s = state_.seqs;
+  const int64_t n = s.top_n(), rows = this->rows();
+  const bool raw = n > 0 && rows > 0 && s.raw_top_ids(0) != nullptr;
+  StepOutput o;
+  o.tokens.assign(state_.next_tokens.begin(), state_.next_tokens.end());
+  if (const int64_t* p = beam_indices()) o.beam_indices.emplace(p, p + rows);
+  o.done = done();
+  o.top_n = n;
+  o.logprobs.assign(rows, kernels::kNegInf);
+  o.top_ids.assign(rows * n, -1);
+  o.top_logprobs.assign(rows * n, kernels::kNegInf);
+  if (raw) {
+    o.raw_top_ids = o.top_ids;
+    o.raw_top_logprobs = o.top_logprobs;
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    if (!stepped(r)) continue;
+    const int64_t last = s.generated(r) - 1;  // the token the last step appended
+    o.logprobs[r] = s.logprobs(r)[last];
+    if (n == 0) continue;
+    const int64_t from = last * n, to = from + n;
+    std::copy(s.top_ids(r) + from, s.top_ids(r) + to, o.top_ids.begin() + r * n);
+    std::copy(s.top_logprobs(r) + from, s.top_logprobs(r) + to, o.top_logprobs.begin() + r * n);
+    if (!raw) continue;
+    std::copy(s.raw_top_ids(r) + from, s.raw_top_ids(r) + to, o.raw_top_ids.begin() + r * n);
+    std::copy(s.raw_top_logprobs(r) + from, s.raw_top_logprobs(r) + to, o.raw_top_logprobs.begin() + r * n);
+  }
+  return o;
 }
 
 std::vector<std::vector<Hypothesis>> Generator::results() const {
@@ -303,9 +351,9 @@ std::vector<std::vector<Hypothesis>> Generator::results() const {
   for (int64_t b = 0; b < batch_; ++b)
     for (int64_t k = 0; k < per_input_; ++k) {
       const int64_t r = b * per_input_ + k;
-      const float* lp = seqs_.logprobs(r);
-      const double sum = std::accumulate(lp, lp + seqs_.generated(r), 0.0);
-      out[b].push_back(make_hypothesis(seqs_, r, reason_[r], sum));
+      const float* lp = state_.seqs.logprobs(r);
+      const double sum = std::accumulate(lp, lp + state_.seqs.generated(r), 0.0);
+      out[b].push_back(make_hypothesis(state_.seqs, r, state_.reason[r], sum));
     }
   return out;
 }

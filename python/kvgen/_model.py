@@ -25,7 +25,7 @@ from kvgen.loaders.checkpoint import (
     read_weight_types,
     read_weights,
 )
-from kvgen.loaders.families import FAMILIES, Family, family_of_config, split_fused
+from kvgen.loaders.families import Family, family_of_config, split_fused
 from kvgen.loaders.rope import rotary
 
 # GPT-2 config values kvgen computes as transformers does; anything else is refused.
@@ -38,8 +38,6 @@ _REFUSED = {
     "llama": {"pretraining_tp": (1, None)},  # numerics only: accepted either way
     "gemma": {"use_bidirectional_attention": (False, "bidirectional attention (an encoder)")},
 }
-ARCHITECTURES = ("gpt2", "llama", "gemma")  # the core models
-FAMILY_NAMES = tuple(f.name for f in FAMILIES)
 _SENTINEL = "\u2063kvgen-end-of-turn\u2063"
 
 

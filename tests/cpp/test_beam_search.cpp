@@ -35,8 +35,9 @@ struct Search {
     std::vector<int64_t> parents(2), tokens(2);
     const uint64_t input_key = 0;
     seqs.reserve_next();
-    beams.step(logprobs.data(), nullptr, nullptr, kVocab, seqs, StepTops{}, stops, /*seed=*/0, &input_key, step_index++,
-               parents.data(), tokens.data());
+    beams.step(BeamStepInput{.logprobs = logprobs.data(), .vocab = kVocab, .raw_logits = nullptr, .raw_lse = nullptr, .tops = {}},
+               BeamDrawKeys{.seed = 0, .input_keys = &input_key, .step = step_index++}, seqs, stops,
+               BeamStepOutputs{.parents = parents.data(), .tokens = tokens.data()});
     return {parents, tokens};
   }
 

@@ -14,6 +14,8 @@ from llama_cpp_convert import convert, converter, save_smollm2_tokenizer
 import kvgen
 
 PAD = 0
+# llama.cpp's q8_0 conversion of a permuted family (Granite), a fused one (Phi-3) and q/k norms (Qwen3)
+QUANTIZED = ("granite", "phi3", "qwen3")
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +33,9 @@ def files(request, tmp_path_factory, smollm2_file):
                  "bf16": save_family_model(hf, base / "bf16", tokenizer, torch.bfloat16)}
         paths["gguf-f32"], paths["gguf-bf16"] = base / "f32.gguf", base / "bf16.gguf"
         jobs += [(paths["f32"], paths["gguf-f32"], "f32"), (paths["bf16"], paths["gguf-bf16"], "bf16")]
+        if family in QUANTIZED:
+            paths["gguf-q8_0"] = base / "q8_0.gguf"
+            jobs.append((paths["f32"], paths["gguf-q8_0"], "q8_0"))
         out[family] = (hf, paths)
     convert(root, jobs)
     return out
@@ -69,6 +74,24 @@ def test_generate_equals_transformers(files, family, settings):
     assert_generate_equals_hf(models, hf, prompts, PAD, max_new_tokens=8, eos_token_id=[29, 45], **settings)
 
 
+@pytest.mark.parametrize("family", QUANTIZED)
+def test_q8_0_file_of_llama_cpp_equals_quantizing_the_directory_at_load(files, family):
+    """llama.cpp's Q8_0 file (its permutations, fused matrices and quantizer) and kvgen's
+    dtype="q8_0" on the directory hold the same blocks: the same logits, in float and in
+    int8 activations; and both follow transformers' float32 logits (correlation, as Q8_0's error
+    grows through these random layers)."""
+    hf, paths = files[family]
+    ids = np.random.default_rng(2).integers(0, hf.config.vocab_size, (2, 11))
+    ref = hf_logits(hf, ids)
+    for activations in ("float", "int8x2"):
+        from_file = kvgen.Model.load(paths["gguf-q8_0"], activations=activations)
+        at_load = kvgen.Model.load(paths["f32"], dtype="q8_0", activations=activations)
+        assert from_file.tensor_types.get("Q8_0", 0) > 0 and from_file.weight_bytes == at_load.weight_bytes
+        got = from_file.forward(ids)
+        np.testing.assert_allclose(got, at_load.forward(ids), atol=1e-4, rtol=1e-4)
+        assert np.corrcoef(got.ravel(), ref.ravel())[0, 1] > 0.99
+
+
 def test_bf16_checkpoint_stays_16_bit_or_is_quantized_at_load(files):
     hf, paths = files["qwen3"]
     f32 = kvgen.Model.load(paths["f32"])
@@ -104,3 +127,64 @@ def test_kvgen_info_shows_the_family_and_each_tensor_type(files, capsys):
     assert "BF16 x" in out and "kept 16-bit" in out and "F32 x" in out
     assert main(["info", str(paths["bf16"])]) == 0
     assert "BF16 x" in capsys.readouterr().out
+
+
+TEXT = ("Grüße aus Zürich! 你好，世界 — こんにちは Привет 😀🎉👩‍💻\n"
+        "def add(a, b):\n    return a + b  # 12345 3.14\n<|im_start|>user\nhi<|im_end|>")
+
+
+@pytest.mark.parametrize("family", ["qwen2", "phi3"])
+def test_tokenizer_and_template_travel_through_the_converter(files, family):
+    """The GGUF file's tokenizer (llama.cpp's converter wrote SmolLM2's, pre-tokenizer "smollm")
+    encodes and decodes as transformers' tokenizer of the directory it came from; BOS/EOS and
+    add_bos follow the file; the chat template renders as transformers renders it."""
+    from transformers import TokenizersBackend
+
+    _, paths = files[family]
+    hf_tok = TokenizersBackend.from_pretrained(paths["f32"])
+    model = kvgen.Model.load(paths["gguf-f32"])
+    ids = hf_tok.encode(TEXT)
+    assert model.encode(TEXT) == ids
+    assert model.decode(ids) == hf_tok.decode(ids)
+    assert model.decode(ids, skip_special_tokens=True) == hf_tok.decode(ids, skip_special_tokens=True)
+    assert model.eos_token == hf_tok.eos_token and model.bos_token == hf_tok.bos_token
+    chat = [{"role": "user", "content": "Hi 😀"}, {"role": "assistant", "content": "Hello"},
+            {"role": "user", "content": "2+2?"}]
+    assert model.apply_chat_template(chat) == hf_tok.apply_chat_template(chat, tokenize=False,
+                                                                         add_generation_prompt=True)
+
+
+@pytest.mark.parametrize("family,key,value", [
+    ("granite", "embedding_multiplier", "12"),
+    ("granite", "logits_scaling", 0),
+    ("granite", "residual_multiplier", float("inf")),
+    ("granite", "attention_multiplier", 1e300),
+    ("smollm3", "no_rope_layers", [1, 0]),
+    ("smollm3", "no_rope_layers", [1, 1, 2, 1]),
+    ("smollm3", "no_rope_layer_interval", 0),
+    ("phi3", "partial_rotary_factor", 1.5),
+    ("phi3", "rope_scaling", {"rope_type": "longrope", "short_factor": [1.0], "long_factor": [1.0]}),
+    ("phi3", "rope_scaling", {"rope_type": "longrope", "short_factor": [1.0] * 6, "long_factor": [0.0] * 6,
+                              "original_max_position_embeddings": 16}),
+    ("phi3", "sliding_window", 8),
+    ("qwen2", "use_sliding_window", True),
+])
+def test_hostile_family_settings_are_errors_naming_them(files, tmp_path, family, key, value):
+    import json
+    import shutil
+
+    d = tmp_path / "m"
+    shutil.copytree(files[family][1]["f32"], d)
+    config = json.loads((d / "config.json").read_text())
+    if key == "rope_scaling":
+        config.pop("rope_parameters")
+    if key == "no_rope_layer_interval":  # used only without the list
+        config.pop("no_rope_layers")
+    if key == "partial_rotary_factor":  # rope_parameters' own wins, as in transformers
+        config["rope_parameters"][key] = value
+    config[key] = value
+    if key == "use_sliding_window":
+        config.update(sliding_window=8, layer_types=["sliding_attention"] * config["num_hidden_layers"])
+    (d / "config.json").write_text(json.dumps(config))
+    with pytest.raises((ValueError, TypeError), match=f"{d}: .*({key.split('_')[0]}|sliding_window|factor)"):
+        kvgen.Model.load(d)

@@ -20,6 +20,52 @@
 
 namespace kvgen {
 
+// What persists per row from one step to the next. Rows are batch x rows_per_input,
+// input-major (row b * rows_per_input + k is the k-th row of prompt b).
+struct RowState {
+  Sequences seqs;                    // (rows, prompt + generated) tokens, their log-probs and top-n
+  std::vector<FinishReason> reason;  // (rows) why the row stopped; None while it runs and for beam rows
+  std::vector<uint8_t> active;       // (rows) 1 while the row runs (greedy / sampling)
+  std::vector<uint8_t> stepped;      // (rows) 1 when the row got a token at the last step
+  std::vector<int64_t> next_tokens;  // (rows) tokens to feed next (pad for finished rows)
+  std::vector<int64_t> parents;      // (rows) beam search: the row each row continues
+  std::vector<float> mirostat_mu;    // (rows) mirostat's mu
+  std::vector<int64_t> row_keys;     // (rows) draw key of each row (sampling)
+  std::vector<uint64_t> input_keys;  // (batch) draw key of each input (beam sampling)
+};
+
+// Buffers a step computes into before it commits to the RowState (so that a step that
+// throws changes nothing), sized once by append_tokens / the first step and reused by
+// every step: the per-token loop allocates nothing.
+struct StepScratch {
+  std::vector<int64_t> drawn;          // (rows) the token each row picked
+  std::vector<float> logprobs;         // (rows) its processed log-probability
+  std::vector<RowNorm> norms;          // (rows) softmax normalizer of each processed row
+  std::vector<FinishReason> hits;      // (rows) the stopping rule each picked token hits
+  std::vector<float> raw_lse;          // (rows) log-sum-exp of each raw logits row
+  std::vector<float> next_mu;          // (rows) beam search: mirostat's mu of each new row
+  xt::xtensor<float, 2> processed;     // (rows, vocab) processed logits (log-probs under beam search);
+                                       // also the last step's, read through processed_logits()
+  std::vector<int64_t> top_ids;        // (rows, top_logprobs) of the processed rows
+  std::vector<float> top_logprobs;     // (rows, top_logprobs)
+  std::vector<int64_t> raw_top_ids;    // (rows, top_logprobs) of the raw rows, when kept
+  std::vector<float> raw_top_logprobs; // (rows, top_logprobs) when kept
+};
+
+// The outcome of the last step, copied out of the generator (what a caller reads after
+// step()). Rows that did not step have log-prob -inf and top ids -1.
+struct StepOutput {
+  std::vector<int64_t> tokens;                      // (rows) tokens to feed next
+  std::optional<std::vector<int64_t>> beam_indices; // (rows) under beam search: each row's parent
+  bool done = false;                                // every row has finished
+  std::vector<float> logprobs;                      // (rows) processed log-prob of each row's token
+  int64_t top_n = 0;                                // GenerationConfig.top_logprobs
+  std::vector<int64_t> top_ids;                     // (rows, top_n), empty when top_n = 0
+  std::vector<float> top_logprobs;                  // (rows, top_n)
+  std::vector<int64_t> raw_top_ids;                 // (rows, top_n) when the raw log-probs are kept, else empty
+  std::vector<float> raw_top_logprobs;              // (rows, top_n) likewise
+};
+
 class Generator {
  public:
   explicit Generator(GenerationConfig config);
@@ -62,30 +108,33 @@ class Generator {
   int64_t vocab() const { return vocab_; }
   bool is_beam_search() const { return beam_.has_value(); }
 
-  const Sequences& sequences() const { return seqs_; }
+  const Sequences& sequences() const { return state_.seqs; }
   // Whether row r still needs logits (every beam row does while the search runs).
-  bool row_running(int64_t r) const { return beam_ ? !beam_->done() : active_[r] != 0; }
+  bool row_running(int64_t r) const { return beam_ ? !beam_->done() : state_.active[r] != 0; }
   // Why row r stopped (greedy / sampling); None while it runs and for beam rows.
-  FinishReason finish_reason(int64_t r) const { return reason_[r]; }
+  FinishReason finish_reason(int64_t r) const { return state_.reason[r]; }
   // Tokens to feed next, one per row (pad_token_id for finished rows).
-  const int64_t* next_tokens() const { return next_tokens_.data(); }
+  const int64_t* next_tokens() const { return state_.next_tokens.data(); }
   // Under beam search, after a step: the row each row continues; else nullptr.
-  const int64_t* beam_indices() const { return beam_ && steps_ > 0 ? parents_.data() : nullptr; }
+  const int64_t* beam_indices() const { return beam_ && steps_ > 0 ? state_.parents.data() : nullptr; }
   // Processed logits of the last step (rows, vocab); log-probs under beam search. One
   // buffer, allocated at the first step and kept until the generator is destroyed, so a
   // pointer taken here never dangles; each step overwrites it (a step that throws may
   // leave it partly written: it is the one state a failed step does not restore).
-  float* processed_logits() { return processed_.data(); }
+  float* processed_logits() { return scratch_.processed.data(); }
   int64_t pad_token() const { return pad_; }
   // New tokens a prompt of this length may generate.
   int64_t max_new_tokens(int64_t prompt_len) const { return stops_.max_new_tokens(prompt_len); }
 
   // Whether row r got a token at the last step (rows that finished before it did not).
-  bool stepped(int64_t r) const { return steps_ > 0 && stepped_[r] != 0; }
+  bool stepped(int64_t r) const { return steps_ > 0 && state_.stepped[r] != 0; }
   // Mirostat's mu of each row (rows): 2 * mirostat_tau at the start, then after each step
   // mu -= mirostat_eta * (surprise of the row's token in bits - mirostat_tau); under beam
   // search a row continues its parent's mu.
-  const float* mirostat_mu() const { return mirostat_mu_.data(); }
+  const float* mirostat_mu() const { return state_.mirostat_mu.data(); }
+
+  // The outcome of the last step (tokens, beam parents, log-probs, top-n), copied out.
+  StepOutput last_step() const;
 
   // Per input, num_return_sequences hypotheses (best first under beam search).
   std::vector<std::vector<Hypothesis>> results() const;
@@ -106,28 +155,12 @@ class Generator {
   Sampler sampler_;
   StopRules stops_;
   std::optional<BeamSearch> beam_;
-  Sequences seqs_;
   uint64_t seed_;
   int64_t pad_;
   bool keep_raw_ = false;
   int64_t batch_ = 0, per_input_ = 1, steps_ = 0, vocab_ = 0;
-  std::vector<FinishReason> reason_;   // (rows)
-  std::vector<uint8_t> active_;        // (rows) 1 while the row runs (greedy / sampling)
-  std::vector<int64_t> next_tokens_;   // (rows)
-  std::vector<int64_t> parents_;       // (rows) beam search
-  std::vector<int64_t> row_keys_;      // (rows) draw key of each row (sampling)
-  std::vector<uint64_t> input_keys_;   // (batch) draw key of each input (beam sampling)
-  // A step computes into these, then commits (so a failing step changes nothing):
-  std::vector<int64_t> drawn_;         // (rows) tokens picked this step
-  std::vector<float> logprobs_;        // (rows) of this step's tokens
-  std::vector<RowNorm> norms_;         // (rows) softmax normalizers of this step's processed rows
-  std::vector<FinishReason> hits_;     // (rows) stopping rule each picked token hits
-  std::vector<float> raw_lse_;         // (rows) log-sum-exp of the raw logits
-  xt::xtensor<float, 2> processed_;    // (rows, vocab) the processed logits
-  std::vector<uint8_t> stepped_;       // (rows) 1 when the row got a token at the last step
-  std::vector<float> mirostat_mu_;     // (rows) mirostat's mu
-  std::vector<int64_t> top_ids_, raw_top_ids_;  // (rows, top_logprobs) of this step
-  std::vector<float> top_lp_, raw_top_lp_;      // (rows, top_logprobs) of this step
+  RowState state_;
+  StepScratch scratch_;
 };
 
 }  // namespace kvgen

@@ -71,22 +71,23 @@ void Sampler::process(float* logits, int64_t rows, int64_t vocab, const TokenHis
   }
 }
 
-void Sampler::sample(const float* logits, int64_t rows, int64_t vocab, const TokenHistory& history,
-                     const DrawKeys& keys, int64_t* tokens, float* logprobs, float* processed,
-                     const uint8_t* active, RowNorm* norms) {
-  check_inputs(logits, rows, vocab, history);
-  if (!processed && static_cast<int64_t>(row_.size()) < vocab)
+void Sampler::sample(const RowLogits& logits, const TokenHistory& history, const DrawKeys& keys,
+                     const SampleOutputs& out) {
+  const int64_t vocab = logits.vocab;
+  check_inputs(logits.data, logits.rows, vocab, history);
+  if (!out.processed && static_cast<int64_t>(row_.size()) < vocab)
     row_ = xt::xtensor<float, 1>::from_shape({static_cast<size_t>(vocab)});
-  for (int64_t r = 0; r < rows; ++r) {
-    if (active && !active[r]) continue;
-    float* dst = processed ? processed + r * vocab : row_.data();
-    std::memcpy(dst, logits + r * vocab, sizeof(float) * vocab);
+  for (int64_t r = 0; r < logits.rows; ++r) {
+    if (logits.active && !logits.active[r]) continue;
+    float* dst = out.processed ? out.processed + r * vocab : row_.data();
+    std::memcpy(dst, logits.row(r), sizeof(float) * vocab);
     Candidates c(dst, vocab, ws_);
     const RowContext ctx = row_context(history, keys, r);
     chain_.apply(c, ctx, ws_);
     const double u = config_.is_greedy() ? 0.0 : Philox4x32::uniform(keys.seed, ctx.sequence, ctx.step);
-    tokens[r] = pick(c, u, logprobs ? logprobs + r : nullptr, logprobs && norms ? norms + r : nullptr, r);
-    if (processed) c.materialize();
+    float* logprob = out.logprobs ? out.logprobs + r : nullptr;
+    out.tokens[r] = pick(c, u, logprob, logprob && out.norms ? out.norms + r : nullptr, r);
+    if (out.processed) c.materialize();
   }
 }
 

@@ -63,8 +63,12 @@ BeamSearch::BeamSearch(const GenerationConfig& config, int64_t batch)
   for (int64_t b = 0; b < batch; ++b) running_score_[b * beams_] = 0.0f;  // only beam 0 is live at first
 }
 
-void BeamSearch::select_top(const float* logprobs, const float* raw_logits, const float* raw_lse, int64_t vocab,
-                            int64_t b) {
+float BeamSearch::raw_logprob(const BeamStepInput& in, int64_t r, int64_t t) {
+  return in.raw_logits ? kernels::log_softmax_entry(in.raw_logits + r * in.vocab, in.vocab, t, in.raw_lse[r]) : 0.0f;
+}
+
+void BeamSearch::select_top(const BeamStepInput& in, int64_t b) {
+  const int64_t vocab = in.vocab;
   // Adding a beam's running score keeps the order within its row, so the best K of all
   // beams are among the best K of each beam. The pool keeps the best K so far plus one
   // beam's, so it stays O(K) however many beams there are.
@@ -79,12 +83,11 @@ void BeamSearch::select_top(const float* logprobs, const float* raw_logits, cons
   pool_.clear();
   for (int64_t j = 0; j < beams_; ++j) {
     const int64_t r = b * beams_ + j;
-    const float* row = logprobs + r * vocab;
+    const float* row = in.logprobs + r * vocab;
     const int64_t count = selection::top_k(row, vocab, k, positions_.data(), ws_);
     for (int64_t i = 0; i < std::min(count, k); ++i) {
       const int64_t t = positions_[i];
-      const float raw = raw_logits ? kernels::log_softmax_entry(raw_logits + r * vocab, vocab, t, raw_lse[r]) : 0.0f;
-      pool_.push_back({row[t] + running_score_[r], r, t, row[t], raw, FinishReason::None});
+      pool_.push_back({row[t] + running_score_[r], r, t, row[t], raw_logprob(in, r, t), FinishReason::None});
     }
     // `better` is a strict total order, so trimming to the best K loses none of the final
     // K; trimming only at 2K keeps the selections O(1) per candidate
@@ -98,14 +101,14 @@ void BeamSearch::select_top(const float* logprobs, const float* raw_logits, cons
   cands_.assign(pool_.begin(), pool_.begin() + take);
 }
 
-void BeamSearch::select_sampled(const float* logprobs, const float* raw_logits, const float* raw_lse, int64_t vocab,
-                                int64_t b, uint64_t seed, uint64_t input_key, int64_t step_index) {
+void BeamSearch::select_sampled(const BeamStepInput& in, int64_t b, const BeamDrawKeys& keys) {
+  const int64_t vocab = in.vocab;
   // K draws without replacement from softmax(accumulated log-probs) over beams * vocab
   // (HF: torch.multinomial(..., num_samples=K)), keyed by (seed, input key, step, draw).
   const int64_t n = beams_ * vocab;
   draw_weights_.resize(n);
   float* w = draw_weights_.data();
-  const float* rows = logprobs + b * beams_ * vocab;
+  const float* rows = in.logprobs + b * beams_ * vocab;
   float m = kernels::kNegInf;
   for (int64_t j = 0; j < beams_; ++j)
     m = std::max(m, kernels::max_of(rows + j * vocab, vocab) + running_score_[b * beams_ + j]);
@@ -114,16 +117,15 @@ void BeamSearch::select_sampled(const float* logprobs, const float* raw_logits, 
     total += kernels::exp_into(w + j * vocab, rows + j * vocab, vocab, m - running_score_[b * beams_ + j]);
   cands_.clear();
   for (int64_t k = 0; k < keep_ && total > 0.0; ++k) {
-    const double u = Philox4x32::uniform(seed, input_key, static_cast<uint64_t>(step_index),
+    const double u = Philox4x32::uniform(keys.seed, keys.input_keys[b], static_cast<uint64_t>(keys.step),
                                          static_cast<uint32_t>(k + 1));
     const int64_t idx = kernels::find_cumulative(w, n, u * total);
     if (idx < 0) break;
     total -= w[idx];
     w[idx] = 0.0f;
     const int64_t r = b * beams_ + idx / vocab, t = idx % vocab;
-    const float lp = logprobs[r * vocab + t];
-    const float raw = raw_logits ? kernels::log_softmax_entry(raw_logits + r * vocab, vocab, t, raw_lse[r]) : 0.0f;
-    cands_.push_back({lp + running_score_[r], r, t, lp, raw, FinishReason::None});
+    const float lp = in.logprobs[r * vocab + t];
+    cands_.push_back({lp + running_score_[r], r, t, lp, raw_logprob(in, r, t), FinishReason::None});
   }
 }
 
@@ -155,9 +157,10 @@ void BeamSearch::finish(int64_t b, const Sequences& seqs, const StepTops& tops) 
   }
 }
 
-void BeamSearch::step(const float* logprobs, const float* raw_logits, const float* raw_lse, int64_t vocab,
-                      Sequences& seqs, const StepTops& tops, const StopRules& stops, uint64_t seed, const uint64_t* input_keys,
-                      int64_t step_index, int64_t* parents, int64_t* tokens) {
+void BeamSearch::step(const BeamStepInput& in, const BeamDrawKeys& keys, Sequences& seqs, const StopRules& stops,
+                      const BeamStepOutputs& out) {
+  int64_t* parents = out.parents;
+  int64_t* tokens = out.tokens;
   const int64_t rows = batch_ * beams_;
   std::vector<float>& next_score = next_score_;
   next_score.resize(rows);
@@ -166,14 +169,14 @@ void BeamSearch::step(const float* logprobs, const float* raw_logits, const floa
   bool every_candidate_hits = true;
   for (int64_t b = 0; b < batch_; ++b) {
     if (sample_)
-      select_sampled(logprobs, raw_logits, raw_lse, vocab, b, seed, input_keys[b], step_index);
+      select_sampled(in, b, keys);
     else
-      select_top(logprobs, raw_logits, raw_lse, vocab, b);
+      select_top(in, b);
     for (Candidate& c : cands_) {
       c.hit = stops.check(seqs.tokens(c.parent), seqs.length(c.parent), seqs.prompt_length(c.parent), c.token);
       every_candidate_hits = every_candidate_hits && c.hit != FinishReason::None;
     }
-    finish(b, seqs, tops);
+    finish(b, seqs, in.tops);
     // The best num_beams candidates that did not stop go on (stopped ones sink to ~-1e9,
     // so they only go on when too few others remain, as in HF).
     std::vector<int64_t>& order = order_;
@@ -202,7 +205,7 @@ void BeamSearch::step(const float* logprobs, const float* raw_logits, const floa
     }
   }
   seqs.reorder(parents);
-  for (int64_t r = 0; r < rows; ++r) seqs.append(r, tokens[r], next_lp_[r], next_raw_[r], tops, parents[r]);
+  for (int64_t r = 0; r < rows; ++r) seqs.append(r, tokens[r], next_lp_[r], next_raw_[r], in.tops, parents[r]);
   std::swap(running_score_, next_score_);
 
   // HF _check_early_stop_heuristic and _beam_search_has_unfinished_sequences.

@@ -26,7 +26,12 @@ StopRules::StopRules(const GenerationConfig& config)
   for (const auto& s : stop_strings_) longest_stop_string_ = std::max(longest_stop_string_, s.size());
 }
 
-void StopRules::set_token_texts(std::vector<std::string> texts) { texts_ = std::move(texts); }
+void StopRules::set_token_texts(std::vector<std::string> texts) {
+  texts_ = std::move(texts);
+  size_t longest_text = 0;
+  for (const auto& t : texts_) longest_text = std::max(longest_text, t.size());
+  if (!stop_strings_.empty()) tail_.reserve(longest_stop_string_ + 2 * longest_text);
+}
 
 void StopRules::check_token_texts(int64_t vocab) const {
   if (stop_strings_.empty() || static_cast<int64_t>(texts_.size()) >= vocab) return;
@@ -56,7 +61,8 @@ bool StopRules::ends_with_stop_string(const int64_t* history, int64_t len, int64
     return texts_[id];
   };
   const std::string& last = text_of(token);
-  std::string tail = last;
+  std::string& tail = tail_;  // reserved by set_token_texts: no allocation
+  tail.assign(last);
   for (int64_t i = len - 1; i >= 0 && tail.size() < longest_stop_string_ + last.size(); --i)
     tail.insert(0, text_of(history[i]));
   const size_t last_start = tail.size() - last.size();

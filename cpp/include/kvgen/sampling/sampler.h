@@ -51,6 +51,25 @@ struct RowNorm {
   double log_sum = 0.0;
 };
 
+// The logits sample() reads, in place and never written: data (rows, vocab) row-major.
+// active (rows, optional): rows with 0 are skipped (their outputs left as they are).
+struct RowLogits {
+  const float* data = nullptr;
+  int64_t rows = 0;
+  int64_t vocab = 0;
+  const uint8_t* active = nullptr;
+
+  const float* row(int64_t r) const { return data + r * vocab; }
+};
+
+// Where sample() writes, one entry per row; every pointer but tokens is optional.
+struct SampleOutputs {
+  int64_t* tokens = nullptr;   // (rows) the token picked
+  float* logprobs = nullptr;   // (rows) its log-probability under the processed distribution
+  float* processed = nullptr;  // (rows, vocab) the processed logits
+  RowNorm* norms = nullptr;    // (rows) each processed row's softmax normalizer (with logprobs)
+};
+
 class Sampler {
  public:
   explicit Sampler(GenerationConfig config);
@@ -68,14 +87,9 @@ class Sampler {
   // mirostat's mu (default: seed 0 or the config's, row index, step 0, mu = 2 * tau).
   void process(float* logits, int64_t rows, int64_t vocab, const TokenHistory& history, const DrawKeys* keys = nullptr);
 
-  // Picks a token per row of logits (rows, vocab), which are only read. tokens: (rows).
-  // logprobs (rows, optional): log-probability of each token under the processed
-  // distribution. processed (rows, vocab, optional): receives the processed logits.
-  // active (rows, optional): rows with 0 are skipped (their outputs left as they are).
-  // norms (rows, optional, with logprobs): each processed row's softmax normalizer.
-  void sample(const float* logits, int64_t rows, int64_t vocab, const TokenHistory& history,
-              const DrawKeys& keys, int64_t* tokens, float* logprobs = nullptr, float* processed = nullptr,
-              const uint8_t* active = nullptr, RowNorm* norms = nullptr);
+  // Picks a token per row of logits (the active ones), which are only read, and writes
+  // what `out` asks for.
+  void sample(const RowLogits& logits, const TokenHistory& history, const DrawKeys& keys, const SampleOutputs& out);
 
  private:
   void check_inputs(const float* logits, int64_t rows, int64_t vocab, const TokenHistory& history);

@@ -33,6 +33,29 @@ struct Hypothesis {
 // Copies row r of `seqs` into a hypothesis (optionally followed by one more token).
 Hypothesis make_hypothesis(const Sequences& seqs, int64_t r, FinishReason reason, double score);
 
+// What a beam step reads: the processed log-probs of every row, and, when the raw
+// log-probabilities are kept, the raw logits they came from.
+struct BeamStepInput {
+  const float* logprobs = nullptr;    // (batch * num_beams, vocab) processed log-probs
+  int64_t vocab = 0;
+  const float* raw_logits = nullptr;  // (batch * num_beams, vocab) or null: raw log-probs not kept
+  const float* raw_lse = nullptr;     // (batch * num_beams) log-sum-exp of each raw row, with raw_logits
+  StepTops tops;                      // the top-n alternatives of every row (appended with its token)
+};
+
+// The keys of beam sampling's draws: input b draws keyed by (seed, input_keys[b], step).
+struct BeamDrawKeys {
+  uint64_t seed = 0;
+  const uint64_t* input_keys = nullptr;  // (batch)
+  int64_t step = 0;
+};
+
+// Where a beam step writes, for every new row.
+struct BeamStepOutputs {
+  int64_t* parents = nullptr;  // (batch * num_beams) the row each new row continues
+  int64_t* tokens = nullptr;   // (batch * num_beams) the token it appends
+};
+
 class BeamSearch {
  public:
   BeamSearch(const GenerationConfig& config, int64_t batch);
@@ -40,15 +63,12 @@ class BeamSearch {
   int64_t num_beams() const { return beams_; }
   int64_t beams_to_keep() const { return keep_; }
 
-  // One step over processed log-probs (batch * num_beams, vocab). raw_logits and
-  // raw_lse (log-sum-exp per row) give the raw log-probabilities when not null.
-  // Beam sampling draws input b's candidates keyed by (seed, input_keys[b], step_index).
-  // Reorders `seqs` (reserve_next() done) to the new running beams and appends their
-  // tokens (with the top-n alternatives of their parent rows in `tops`); writes each new
-  // row's parent row and token.
-  void step(const float* logprobs, const float* raw_logits, const float* raw_lse, int64_t vocab, Sequences& seqs,
-            const StepTops& tops, const StopRules& stops, uint64_t seed, const uint64_t* input_keys, int64_t step_index, int64_t* parents,
-            int64_t* tokens);
+  // One step: picks each input's candidates (the best K, or K draws when sampling),
+  // finishes those that hit a stopping rule, reorders `seqs` (reserve_next() done) to the
+  // new running beams and appends their tokens (with the top-n alternatives of their
+  // parent rows); writes each new row's parent row and token.
+  void step(const BeamStepInput& in, const BeamDrawKeys& keys, Sequences& seqs, const StopRules& stops,
+            const BeamStepOutputs& out);
 
   bool done() const { return done_; }
 
@@ -75,9 +95,10 @@ class BeamSearch {
     Hypothesis hyp;
   };
 
-  void select_top(const float* logprobs, const float* raw_logits, const float* raw_lse, int64_t vocab, int64_t b);
-  void select_sampled(const float* logprobs, const float* raw_logits, const float* raw_lse, int64_t vocab,
-                      int64_t b, uint64_t seed, uint64_t input_key, int64_t step_index);
+  void select_top(const BeamStepInput& in, int64_t b);
+  void select_sampled(const BeamStepInput& in, int64_t b, const BeamDrawKeys& keys);
+  // The raw log-probability of token t in row r (0 when the raw logits are not kept).
+  static float raw_logprob(const BeamStepInput& in, int64_t r, int64_t t);
   void finish(int64_t b, const Sequences& seqs, const StepTops& tops);
 
   int64_t batch_, beams_, keep_;
