@@ -82,9 +82,8 @@ def test_prefill_through_the_ring_equals_transformers(windowed, name):
     np.testing.assert_allclose(kv.forward(ids), hf_logits(hf, ids), atol=1e-4, rtol=1e-4)
 
 
-@pytest.mark.parametrize("name", ["gemma2", "gemma3"])
-def test_cached_decode_through_the_ring_equals_transformers(windowed, name):
-    hf, kv = windowed[name]
+def test_cached_decode_through_the_ring_equals_transformers(windowed):
+    hf, kv = windowed["gemma2"]
     assert_cached_decode_matches_hf(kv, hf, CONTEXT, PAD)
 
 
