@@ -170,3 +170,15 @@ def test_stacked_experts_stay_quantized_and_equal_transformers_on_their_values(w
     # the experts held at (at most) 16 bits a weight, never expanded to float32
     float_experts = 3 * E * 256 * 256 * 4
     assert core.weight_bytes <= hf.num_parameters() * 4 - float_experts // 2
+
+
+def test_the_batching_engine_runs_sliding_layers_through_their_rings(windowed):
+    """generate_batch (slots of the engine's cache, prompts cut into chunks, rows decoding beside
+    each other) gives each prompt the tokens of a single generate call, past the ring's length."""
+    hf, kv = windowed["gemma2"]
+    rng = np.random.default_rng(7)
+    prompts = [rng.integers(3, 150, n).tolist() for n in (20, 3, 27, 9)]
+    config = kvgen.GenerationConfig(max_new_tokens=18, do_sample=False)
+    singles = [kvgen.Generator(kv, config).generate([p]).sequences[0][0].tolist() for p in prompts]
+    batched = kvgen.Generator(kv, config).generate_batch(prompts, max_batch=3)
+    assert [b.sequences[0][0].tolist() for b in batched] == singles
