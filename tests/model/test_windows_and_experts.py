@@ -118,6 +118,8 @@ def test_moe_routing_options_from_the_directory(tmp_path, settings):
     ids = np.random.default_rng(4).integers(0, 150, (2, 30))
     np.testing.assert_allclose(kv.forward(ids), hf_logits(hf, ids), atol=1e-4, rtol=1e-4)
     assert_generate_equals_hf(kv, hf, [[5, 9, 13, 4, 3], [7, 8]], PAD, max_new_tokens=8, num_beams=2)
+    # one row: each decode step runs all its experts' gate and up products in one section
+    assert_generate_equals_hf(kv, hf, [[5, 9, 13, 4, 3]], PAD, max_new_tokens=12)
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ SparseMoe::SparseMoe(const ModelConfig& c, bool norm_topk_prob)
   if (E_ < 1 || k_ < 1 || k_ > E_ || Ie_ < 1)
     throw ValueError("a mixture of experts needs 1 <= experts_per_token <= experts and an expert width");
   starts_.resize(E_ + 1);
+  products_.reserve(2 * k_);
   ranked_.resize(E_);
 }
 
@@ -45,8 +46,10 @@ void SparseMoe::reserve(int64_t n) {
   };
   grow(scratch_.router, E_);
   grow(scratch_.rows, C_);
-  grow(scratch_.gate, Ie_);
-  grow(scratch_.up, Ie_);
+  if (static_cast<int64_t>(scratch_.gate.shape(0)) < std::max(n, k_)) {  // for one token: a row per expert
+    scratch_.gate = xt::xtensor<float, 2>::from_shape({static_cast<size_t>(std::max(n, k_)), static_cast<size_t>(Ie_)});
+    scratch_.up = xt::xtensor<float, 2>::from_shape({static_cast<size_t>(std::max(n, k_)), static_cast<size_t>(Ie_)});
+  }
   grow(scratch_.expert, C_);
   if (static_cast<int64_t>(chosen_.size()) < n * k_) {
     chosen_.resize(n * k_);
@@ -79,6 +82,24 @@ void SparseMoe::forward(float* out, const float* h, int64_t n, const Layer& w, P
       weights_[t * k_ + j] = norm_topk_prob_ ? p[ranked_[j]] / sum : p[ranked_[j]];
       ++starts_[ranked_[j] + 1];
     }
+  }
+  if (n == 1) {  // one token: every expert's gate and up of the same input in one section
+    products_.clear();
+    for (int64_t j = 0; j < k_; ++j) {
+      const int64_t e = chosen_[j];
+      products_.push_back({&w.gate[e], nullptr, gate + j * Ie_, Ie_});
+      products_.push_back({&w.up[e], nullptr, up + j * Ie_, Ie_});
+    }
+    projector.project(h, 1, C_, products_);
+    kernels::silu_mul(gate, up, k_ * Ie_);
+    std::fill(out, out + C_, 0.0f);
+    for (int64_t e = 0; e < E_; ++e)  // ascending expert order, as transformers adds them
+      for (int64_t j = 0; j < k_; ++j) {
+        if (chosen_[j] != e) continue;
+        projector.project(gate + j * Ie_, 1, Ie_, {{&w.down[e], nullptr, expert, C_}});
+        for (int64_t c = 0; c < C_; ++c) out[c] += expert[c] * weights_[j];
+      }
+    return;
   }
   // ---- the tokens of each expert, in token order (a counting sort) ----
   for (int64_t e = 0; e < E_; ++e) starts_[e + 1] += starts_[e];

@@ -50,7 +50,9 @@ class SparseMoe {
   struct Scratch {
     xt::xtensor<float, 2> router;    // (n, E) router logits, then probabilities
     xt::xtensor<float, 2> rows;      // (n, C) the rows of the tokens that chose the expert at hand
-    xt::xtensor<float, 2> gate, up;  // (n, Ie) its gate projection (then silu(gate) * up) and up projection
+    // (max(n, k), Ie) its gate projection (then silu(gate) * up) and up projection; for one
+    // token, row j holds its j-th expert's
+    xt::xtensor<float, 2> gate, up;
     xt::xtensor<float, 2> expert;    // (n, C) its output
   };
   int64_t E_, k_, C_, Ie_;
@@ -62,6 +64,7 @@ class SparseMoe {
   std::vector<float> order_w_;    // (n * k) the routing weight of each entry of order_
   std::vector<int64_t> starts_;   // (E + 1) where each expert's tokens start in order_
   std::vector<int64_t> ranked_;   // (E) expert indices, for the top-k selection
+  std::vector<Product> products_; // (2 k) one token's gate and up products of all its experts (decode)
 };
 
 }  // namespace kvgen
