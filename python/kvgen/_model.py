@@ -31,10 +31,12 @@ from kvgen.loaders.rope import rotary
 # GPT-2 config values kvgen computes as transformers does; anything else is refused.
 _GPT2_ACTIVATIONS = {"gelu_new", "gelu_pytorch_tanh", "gelu"}
 _LLAMA_ACTIVATIONS = {"silu"}
+_GEMMA_ACTIVATIONS = {"gelu_pytorch_tanh", "gelu_new"}  # the tanh GELU, under both names
 # config key -> (value kvgen implements, what a different value means)
 _REFUSED = {
     "gpt2": {"add_cross_attention": (False, "cross-attention (encoder-decoder GPT-2)")},
     "llama": {"pretraining_tp": (1, None)},  # numerics only: accepted either way
+    "gemma": {"use_bidirectional_attention": (False, "bidirectional attention (an encoder)")},
 }
 _SENTINEL = "\u2063kvgen-end-of-turn\u2063"
 
@@ -42,6 +44,8 @@ _SENTINEL = "\u2063kvgen-end-of-turn\u2063"
 def _check_config(arch: str, config: dict) -> None:
     if arch == "gpt2":
         key, default, allowed = "activation_function", "gelu_new", _GPT2_ACTIVATIONS
+    elif arch == "gemma":
+        key, default, allowed = "hidden_activation", "gelu_pytorch_tanh", _GEMMA_ACTIVATIONS
     else:
         key, default, allowed = "hidden_act", "silu", _LLAMA_ACTIVATIONS
     act = config.get(key)
@@ -50,7 +54,7 @@ def _check_config(arch: str, config: dict) -> None:
         raise ValueError(f"{arch} config: {key}={act!r:.60} is not supported (supported: "
                          f"{', '.join(sorted(allowed))})")
     for k, (value, what) in _REFUSED[arch].items():
-        if what and config.get(k, value) != value:
+        if what and config.get(k) not in (None, value):
             raise ValueError(f"{arch} config: {k}={config[k]!r:.60} ({what}) is not supported")
 
 
@@ -137,22 +141,54 @@ def _gpt2_config(config: dict) -> "_core._ModelConfig":
                               intermediate=intermediate)
 
 
-def _llama_config(config: dict) -> "_core._ModelConfig":
+def _llama_config(config: dict, arch: str = "llama", family: Optional[Family] = None) -> "_core._ModelConfig":
     vocab_size, context_length = _positive(config, "vocab_size"), _positive(config, "max_position_embeddings")
     hidden, layers = _positive(config, "hidden_size"), _positive(config, "num_hidden_layers")
     heads = _positive(config, "num_attention_heads")
     kv_heads = _int_or(config, "num_key_value_heads", heads)
     head_dim = _int_or(config, "head_dim", hidden // heads)
     intermediate = _positive(config, "intermediate_size")
-    return _core._ModelConfig(architecture="llama", vocab_size=vocab_size, context_length=context_length,
+    extra: dict[str, Any] = {}
+    if arch == "gemma":
+        extra["layer_windows"] = _gemma_windows(config, layers, family)
+    if family is not None and family.moe:
+        # transformers 5 writes num_local_experts (num_experts is its alias)
+        experts_key = "num_local_experts" if _present(config, "num_local_experts") else "num_experts"
+        extra.update(experts=_positive(config, experts_key),
+                     experts_per_token=_positive(config, "num_experts_per_tok"),
+                     expert_intermediate=_positive(config, "moe_intermediate_size"))
+    return _core._ModelConfig(architecture=arch, vocab_size=vocab_size, context_length=context_length,
                               hidden=hidden, layers=layers, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
-                              intermediate=intermediate)
+                              intermediate=intermediate, **extra)
 
 
-def _model_config(arch: str, config: dict) -> "_core._ModelConfig":
+def _gemma_windows(config: dict, layers: int, family: Optional[Family]) -> list[int]:
+    """Per layer, Gemma's sliding window (0 for a full-attention layer), from the config's
+    ``layer_types`` or, in configs written before it, transformers' default pattern (a
+    full-attention layer every ``sliding_window_pattern``-th: 2 for Gemma 2, 6 for Gemma 3)."""
+    window = config.get("sliding_window")
+    if window is None:
+        return [0] * layers
+    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+        raise ValueError(f"model config: sliding_window = {window!r:.40} must be a positive integer")
+    types = config.get("layer_types")
+    if types is None:
+        default = family.gguf_swa_pattern if family is not None and family.gguf_swa_pattern else 2
+        pattern = config.get("sliding_window_pattern", default)
+        if isinstance(pattern, bool) or not isinstance(pattern, int) or pattern < 1:
+            raise ValueError(f"model config: sliding_window_pattern = {pattern!r:.40} must be a positive integer")
+        types = ["sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(layers)]
+    if not isinstance(types, list) or len(types) != layers or not set(types) <= {"sliding_attention",
+                                                                                "full_attention"}:
+        raise ValueError(f"model config: layer_types must name 'sliding_attention' or 'full_attention' for each of "
+                         f"the {layers} layers, got {types!r:.80}")
+    return [window if t == "sliding_attention" else 0 for t in types]
+
+
+def _model_config(arch: str, config: dict, family: Optional[Family] = None) -> "_core._ModelConfig":
     """The sizes of a Hugging Face config dict, validated (ValueError naming the key)
     before anything they size is computed (the rotary frequencies, from head_dim)."""
-    sizes = _gpt2_config(config) if arch == "gpt2" else _llama_config(config)
+    sizes = _gpt2_config(config) if arch == "gpt2" else _llama_config(config, arch, family)
     sizes.validate()
     return sizes
 
@@ -234,19 +270,62 @@ def _llama_options(family: Family, config: dict, sizes: "_core._ModelConfig",
                        residual_multiplier=_number(config, "residual_multiplier"),
                        attention_scale=_number(config, "attention_multiplier") or 1.0,
                        logit_scale=None if divisor is None else 1.0 / divisor)
+    if family.moe:
+        options["norm_topk_prob"] = _bool(config, "norm_topk_prob")
     return _core._LlamaOptions(inv_freq=freq, **_given(**options))
 
 
+def _gemma_rope(config: dict, head_dim: int) -> tuple[np.ndarray, Optional[np.ndarray]]:
+    """Gemma's rotary frequencies: of the full-attention layers and of the sliding-window ones
+    (None: the same). transformers 5 writes them per layer type in ``rope_parameters``; older
+    Gemma 3 configs give the local base as ``rope_local_base_freq``."""
+    params = config.get("rope_parameters")
+    if isinstance(params, dict) and ("full_attention" in params or "sliding_attention" in params):
+        full = rotary({"rope_parameters": params.get("full_attention") or {}}, head_dim)
+        local = params.get("sliding_attention")
+        return full.inv_freq, None if local is None else rotary({"rope_parameters": local}, head_dim).inv_freq
+    full = rotary(config, head_dim)
+    local_base = _number(config, "rope_local_base_freq")
+    if local_base is None:
+        return full.inv_freq, None
+    return full.inv_freq, rotary({"rope_parameters": {"rope_type": "default", "rope_theta": local_base}},
+                                 head_dim).inv_freq
+
+
+def _gemma_options(config: dict, sizes: "_core._ModelConfig", norms_plus_one: bool) -> "_core._GemmaOptions":
+    """Gemma's core options from the config keys Gemma2/Gemma3's transformers classes read.
+    norms_plus_one: the file stores the norm weights as 1 + w (llama.cpp's converter)."""
+    inv_freq, local = _gemma_rope(config, sizes.head_dim)
+    scalar = _number(config, "query_pre_attn_scalar")
+    if scalar is not None and scalar <= 0:
+        raise ValueError(f"model config: query_pre_attn_scalar = {scalar!r} must be positive")
+    caps = {}
+    for key, option in (("attn_logit_softcapping", "attn_softcap"), ("final_logit_softcapping", "final_softcap")):
+        cap = _number(config, key)
+        if cap is not None and cap <= 0:
+            raise ValueError(f"model config: {key} = {cap!r} must be positive (or null)")
+        caps[option] = cap
+    # transformers scales the embeddings by the float32 value of sqrt(hidden) (as llama.cpp)
+    return _core._GemmaOptions(inv_freq=inv_freq, inv_freq_local=local, norm_offset=0.0 if norms_plus_one else 1.0,
+                               embed_scale=float(np.float32(math.sqrt(sizes.hidden))), **_given(
+        rms_norm_eps=_epsilon(config, "rms_norm_eps"),
+        attention_scale=None if scalar is None else float(np.float32(scalar ** -0.5)), **caps))
+
+
 def _build_core(family: Family, config: dict, arrays: dict, rope_freqs: Optional[np.ndarray] = None, *,
-                activations: str = "int8x2") -> "_core._Model":
+                activations: str = "int8x2", norms_plus_one: bool = False) -> "_core._Model":
     """The C++ model of ``family`` over ``arrays`` (Hugging Face names; float32 arrays or
     kvgen.loaders.quantize.QuantizedTensor), from a Hugging Face config dict (a directory's
-    config.json or kvgen.loaders.gguf.model's translation)."""
+    config.json or kvgen.loaders.gguf.model's translation). norms_plus_one: a GGUF file's
+    Gemma norm weights, stored as 1 + w."""
     arch = family.core
     _check_config(arch, config)
-    sizes = _model_config(arch, config)
+    sizes = _model_config(arch, config, family)
     if arch == "gpt2":
         return _core._Model.gpt2(sizes, _gpt2_options(config), arrays, activations=activations)
+    if arch == "gemma":
+        return _core._Model.gemma(sizes, _gemma_options(config, sizes, norms_plus_one), arrays,
+                                  activations=activations)
     arrays = split_fused(family, arrays, {"q": sizes.heads * sizes.head_dim, "kv": sizes.kv_heads * sizes.head_dim,
                                           "i": sizes.intermediate})
     return _core._Model.llama(sizes, _llama_options(family, config, sizes, rope_freqs), arrays,
@@ -329,9 +408,10 @@ class Model:
 
     ``path`` is a Hugging Face directory (config.json + safetensors in float32, float16 or
     bfloat16) or a GGUF file, of one of the families in ``kvgen.loaders.families`` (gpt2,
-    llama, qwen2, qwen3, granite, smollm3, phi3). ``forward(input_ids)`` gives raw
-    logits; ``kvgen.Generator(model, config)`` generates with it (KV-cached, prefill in
-    32-token chunks); ``apply_chat_template(messages)`` formats a conversation.
+    llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, granite, smollm3, phi3).
+    ``forward(input_ids)`` gives raw logits; ``kvgen.Generator(model, config)`` generates
+    with it (KV-cached, prefill in 32-token chunks); ``apply_chat_template(messages)``
+    formats a conversation.
     """
 
     def __init__(self, core: "_core._Model", config: dict, path: Optional[Path], tokenizer: Any = None, *,
@@ -390,7 +470,7 @@ class Model:
             if dtype is not None:
                 from kvgen.loaders.quantize import quantize_checkpoint
 
-                sizes = _model_config(family.core, config) if family.core == "llama" else None
+                sizes = _model_config(family.core, config, family) if family.core == "llama" else None
                 if sizes is not None:  # fused matrices split before they are quantized
                     arrays = split_fused(family, arrays, {"q": sizes.heads * sizes.head_dim,
                                                           "kv": sizes.kv_heads * sizes.head_dim,
@@ -412,7 +492,8 @@ class Model:
         from kvgen.loaders.gguf.model import read_gguf
 
         g = read_gguf(path)
-        core = _build_core(g.family, g.config, g.arrays, rope_freqs=g.rope_freqs, activations=activations)
+        core = _build_core(g.family, g.config, g.arrays, rope_freqs=g.rope_freqs, activations=activations,
+                           norms_plus_one=g.norms_plus_one)
         g.arrays = {}  # the quantized blocks were repacked: let the file's map go
         t = g.tokenizer
         types = ", ".join(f"{n} x{k}" for n, k in g.metadata.get("tensor_types", {}).items())
@@ -434,8 +515,8 @@ class Model:
 
     @property
     def architecture(self) -> str:
-        """The core model that computes it: "gpt2" or "llama" (every Llama-like family;
-        ``family`` names the family)."""
+        """The core model that computes it: "gpt2", "llama" (every Llama-like family,
+        Qwen3-MoE included) or "gemma" (Gemma 2 and 3); ``family`` names the family."""
         return self._core.architecture
 
     @property

@@ -14,8 +14,9 @@ from llama_cpp_convert import convert, converter, save_smollm2_tokenizer
 import kvgen
 
 PAD = 0
-# llama.cpp's q8_0 conversion of a permuted family (Granite), a fused one (Phi-3) and q/k norms (Qwen3)
-QUANTIZED = ("granite", "phi3", "qwen3")
+# llama.cpp's q8_0 conversion of a permuted family (Granite), a fused one (Phi-3), q/k norms (Qwen3),
+# 3-D expert tensors (Qwen3-MoE) and norms stored as 1 + w (Gemma 2)
+QUANTIZED = ("granite", "phi3", "qwen3", "qwen3moe", "gemma2")
 
 
 @pytest.fixture(scope="module")
@@ -168,6 +169,12 @@ def test_tokenizer_and_template_travel_through_the_converter(files, family):
                               "original_max_position_embeddings": 16}),
     ("phi3", "sliding_window", 8),
     ("qwen2", "use_sliding_window", True),
+    ("gemma2", "sliding_window", -3),
+    ("gemma2", "attn_logit_softcapping", -1.0),
+    ("gemma2", "query_pre_attn_scalar", 0),
+    ("gemma3", "layer_types", ["sliding_attention"]),
+    ("gemma3", "use_bidirectional_attention", True),
+    ("qwen3moe", "num_experts_per_tok", 99),
 ])
 def test_hostile_family_settings_are_errors_naming_them(files, tmp_path, family, key, value):
     import json

@@ -34,6 +34,23 @@ FAMILIES = {
     # layer 3 without rotary embedding (transformers' default interval 4)
     "smollm3": (transformers.SmolLM3Config, transformers.SmolLM3ForCausalLM,
                 dict(num_hidden_layers=4, rope_theta=2000000.0, tie_word_embeddings=True)),
+    # softmax top-3 router over 8 experts in every layer, q/k norms (llama.cpp always
+    # renormalises the chosen experts' weights: norm_topk_prob)
+    "qwen3moe": (transformers.Qwen3MoeConfig, transformers.Qwen3MoeForCausalLM,
+                 dict(head_dim=16, moe_intermediate_size=32, num_experts=8, num_experts_per_tok=3,
+                      norm_topk_prob=True, rope_theta=1000000.0, tie_word_embeddings=False)),
+    # sliding window of 7 on alternate layers, both soft-caps binding, head_dim 24 apart from
+    # hidden / heads (llama.cpp's files take the query scale from head_dim: query_pre_attn_scalar 24)
+    "gemma2": (transformers.Gemma2Config, transformers.Gemma2ForCausalLM,
+               dict(num_hidden_layers=3, head_dim=24, query_pre_attn_scalar=24, sliding_window=7,
+                    attn_logit_softcapping=3.0, final_logit_softcapping=4.0, tie_word_embeddings=True)),
+    # 5 sliding layers to 1 global (7 layers), q/k norms, linear scaling on the global layers'
+    # rotary embedding and a local base of its own
+    "gemma3": (transformers.Gemma3TextConfig, transformers.Gemma3ForCausalLM,
+               dict(num_hidden_layers=7, head_dim=16, query_pre_attn_scalar=16, sliding_window=7,
+                    tie_word_embeddings=True,
+                    rope_parameters={"full_attention": dict(rope_type="linear", factor=2.0, rope_theta=1000000.0),
+                                     "sliding_attention": dict(rope_type="default", rope_theta=10000.0)})),
     # fused qkv and gate/up, Phi-4-mini's partial rotary 0.75, LongRoPE past 16 positions
     "phi3": (transformers.Phi3Config, transformers.Phi3ForCausalLM,
              dict(partial_rotary_factor=0.75, original_max_position_embeddings=16, tie_word_embeddings=False,

@@ -12,7 +12,9 @@ The converter needs a tokenizer it recognises: SmolLM2's, written beside each ra
 whose equality with transformers' is tested in tests/loaders). transformers 5 picks the
 tokenizer class from config.json's model_type (Qwen2Tokenizer for qwen2 / qwen3, which rebuilds
 the pre-tokenizer for Qwen's regex), so the converter's process loads the directory's
-tokenizer.json as it is stored (TokenizersBackend), which hashes to llama.cpp's "smollm".
+tokenizer.json as it is stored (TokenizersBackend), which hashes to llama.cpp's "smollm". Gemma
+2's converter reads only SentencePiece vocabularies; it takes Gemma 3's vocabulary step, which
+reads tokenizer.json when there is no tokenizer.model.
 """
 
 from __future__ import annotations
@@ -43,6 +45,20 @@ def stored_tokenizer(path, *args, **kwargs):  # tokenizer.json as stored, whatev
 
 transformers.AutoTokenizer.from_pretrained = stored_tokenizer
 import convert_hf_to_gguf
+from conversion.base import TextModel
+from conversion.gemma import Gemma2Model, Gemma3Model
+
+_sentencepiece_vocab = TextModel._set_vocab_sentencepiece
+
+def sentencepiece_vocab(self, *args, **kwargs):  # no tokenizer.model: the FileNotFoundError that
+    if not (self.dir_model / "tokenizer.model").is_file():  # set_vocab falls back on, before
+        raise FileNotFoundError(self.dir_model / "tokenizer.model")  # sentencepiece is imported
+    return _sentencepiece_vocab(self, *args, **kwargs)
+
+TextModel._set_vocab_sentencepiece = sentencepiece_vocab
+# Gemma 2's set_vocab reads only a SentencePiece tokenizer.model; Gemma 3's falls back to the
+# tokenizer.json the random models carry (the tensors and keys are written as before)
+Gemma2Model.set_vocab = Gemma3Model.set_vocab
 jobs = sys.argv[2:]
 for model, out, outtype in zip(jobs[0::3], jobs[1::3], jobs[2::3]):
     sys.argv = ["convert_hf_to_gguf.py", model, "--outfile", out, "--outtype", outtype]

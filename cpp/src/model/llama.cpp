@@ -66,18 +66,28 @@ Llama::Llama(ModelConfig config, LlamaOptions options, const TensorMap& t)
   embed_ = matrix("model.embed_tokens.weight", V, C);
   norm_ = vector("model.norm.weight", C);
   lm_head_ = t.has("lm_head.weight") ? matrix("lm_head.weight", V, C) : embed_;
+  if (config_.experts > 0) moe_ = std::make_unique<SparseMoe>(config_, options_.norm_topk_prob);
   for (int64_t l = 0; l < config_.layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
+    const bool sparse = moe_ && SparseMoe::has_layer(t, p);  // a mixture of experts instead of the MLP
     layers_.push_back({vector(p + "input_layernorm.weight", C),
                        linear(p + "self_attn.q_proj", H * hd, C),
                        linear(p + "self_attn.k_proj", KV * hd, C),
                        linear(p + "self_attn.v_proj", KV * hd, C),
                        linear(p + "self_attn.o_proj", C, H * hd),
                        vector(p + "post_attention_layernorm.weight", C),
-                       linear(p + "mlp.gate_proj", I, C),
-                       linear(p + "mlp.up_proj", I, C),
-                       linear(p + "mlp.down_proj", C, I)});
+                       sparse ? Linear{} : linear(p + "mlp.gate_proj", I, C),
+                       sparse ? Linear{} : linear(p + "mlp.up_proj", I, C),
+                       sparse ? Linear{} : linear(p + "mlp.down_proj", C, I)});
     Layer& layer = layers_.back();
+    if (sparse) {
+      layer.moe = static_cast<int64_t>(moe_layers_.size());
+      moe_layers_.push_back(moe_->read(t, p));
+      const SparseMoe::Layer& m = moe_layers_.back();
+      count_weight(m.router);
+      for (const auto* experts : {&m.gate, &m.up, &m.down})
+        for (const LinearWeight& e : *experts) count_weight(e);
+    }
     layer.q_norm = optional_vector(p + "self_attn.q_norm.weight", hd);
     layer.k_norm = optional_vector(p + "self_attn.k_norm.weight", hd);
     if ((layer.q_norm == nullptr) != (layer.k_norm == nullptr))
@@ -121,6 +131,10 @@ void Llama::reserve(const Batch& b) {
   grow_rows(scratch_.att, n, H * hd);
   grow_rows(scratch_.gate, n, I);
   grow_rows(scratch_.up, n, I);
+  if (moe_) {
+    moe_->reserve(n);
+    grow_rows(scratch_.moe_out, n, C);
+  }
 }
 
 void Llama::embed(float* x, const Batch& b) {
@@ -157,8 +171,14 @@ void Llama::block(int64_t l, float* x, const Batch& b, KVCache& cache) {
   attend(att, q, H * hd, k, KV * hd, v, KV * hd, l, b, cache, attention_scale_);
   projector_.project(att, n, H * hd, {{&w.o.w, w.o.bias, h, C}});
   add_branch(x, h, n * C);
-  // SwiGLU MLP: down(silu(gate(h)) * up(h))
   kernels::rmsnorm(h, x, w.mlp_norm, n, C, options_.rms_norm_eps);
+  if (w.moe >= 0) {  // a sparse mixture of experts instead of the MLP
+    float* moe_out = scratch_.moe_out.data();
+    moe_->forward(moe_out, h, n, moe_layers_[w.moe], projector_);
+    add_branch(x, moe_out, n * C);
+    return;
+  }
+  // SwiGLU MLP: down(silu(gate(h)) * up(h))
   projector_.project(h, n, C, {{&w.gate.w, w.gate.bias, gate, I}, {&w.up.w, w.up.bias, up, I}});
   kernels::silu_mul(gate, up, n * I);
   projector_.project(gate, n, I, {{&w.down.w, w.down.bias, h, C}});

@@ -24,7 +24,7 @@ class Family:
     """One model family kvgen runs."""
 
     name: str                 # as kvgen names it (Model.family, kvgen info)
-    core: str                 # the C++ model that computes it: "llama" or "gpt2"
+    core: str                 # the C++ model that computes it: "llama", "gemma" or "gpt2"
     model_types: tuple[str, ...]  # config.json model_type values
     gguf_architecture: str    # GGUF general.architecture
     transformers_class: str   # the reference class kvgen equals
@@ -42,6 +42,16 @@ class Family:
     # llama.cpp's fixed rule for a fact its GGUF files do not store: SmolLM3 files rotate no
     # layer whose index + 1 is a multiple of this (transformers' no_rope_layer_interval default).
     gguf_no_rope_interval: Optional[int] = None
+    # Mixture of experts (Qwen3-MoE): the layers with a router run their experts; llama.cpp
+    # always renormalises the chosen experts' weights (its files do not store norm_topk_prob).
+    moe: bool = False
+    # Gemma: llama.cpp's converter stores the RMSNorm weights as 1 + w (transformers' Gemma
+    # norms compute x * (1 + w)); its files do not store Gemma 3's local rotary base when it is
+    # 10000, nor the sliding-window pattern when it is the family's (a sliding layer, then every
+    # gguf_swa_pattern-th a global one), nor the query scale (llama.cpp: 1 / sqrt(hidden / heads)
+    # for the 27B shapes, of gguf_wide_query_layers layers, else 1 / sqrt(head_dim)).
+    gguf_swa_pattern: Optional[int] = None
+    gguf_wide_query_layers: Optional[int] = None
 
 
 _LLAMA_DIFFERS = "Llama itself: RMSNorm, rotary embeddings, grouped-query attention, SwiGLU"
@@ -60,6 +70,16 @@ FAMILIES: tuple[Family, ...] = (
     Family("smollm3", "llama", ("smollm3",), "smollm3", "SmolLM3ForCausalLM",
            "no rotary embedding on every 4th layer", gguf_permuted_qk=True, no_rope_layers=True,
            gguf_no_rope_interval=4),
+    Family("qwen3moe", "llama", ("qwen3_moe",), "qwen3moe", "Qwen3MoeForCausalLM",
+           "as Qwen3, with a softmax top-k router over experts instead of the MLP (3-D expert tensors in GGUF)",
+           moe=True),
+    Family("gemma2", "gemma", ("gemma2",), "gemma2", "Gemma2ForCausalLM",
+           "embeddings scaled by sqrt(hidden); GeGLU; norms after attention and MLP; attention and final-logit "
+           "soft-capping; sliding-window attention on alternate layers; query scale from the config",
+           gguf_swa_pattern=2, gguf_wide_query_layers=46),
+    Family("gemma3", "gemma", ("gemma3_text",), "gemma3", "Gemma3ForCausalLM",
+           "as Gemma 2 without soft-capping, plus q/k norms; 5 sliding-window layers to 1 global one, the "
+           "sliding ones with their own rotary base", gguf_swa_pattern=6, gguf_wide_query_layers=62),
     Family("phi3", "llama", ("phi3",), "phi3", "Phi3ForCausalLM",
            "fused qkv and gate/up matrices; partial rotary; LongRoPE short/long factors",
            fused={"self_attn.qkv_proj": (("self_attn.q_proj", "q"), ("self_attn.k_proj", "kv"),

@@ -122,7 +122,7 @@ _GPT2_MATRICES = ("wte.weight", "lm_head.weight")
 
 def quantize_checkpoint(arch: str, arrays: dict, dtype: str) -> dict:
     """``arrays`` with its matrices quantized to ``dtype`` ("q8_0" or "q4_0"); ``arch`` is the
-    core model ("llama" or "gpt2"). 16-bit matrices are converted one at a time."""
+    core model ("llama", "gemma" or "gpt2"). 16-bit matrices are converted one at a time."""
     if dtype not in LOAD_DTYPES:
         raise ValueError(f"dtype={dtype!r} is not supported (choose one of: {', '.join(LOAD_DTYPES)}, or None "
                          "to keep the checkpoint's float32 weights)")
@@ -134,7 +134,7 @@ def quantize_checkpoint(arch: str, arrays: dict, dtype: str) -> dict:
             if cols % 32:
                 raise ValueError(f"dtype={dtype!r}: {name} has rows of {cols} weights, not a multiple of the "
                                  "32-weight quantization block")
-        if arch == "llama" and name.endswith(_LLAMA_MATRICES):
+        if arch in ("llama", "gemma") and name.endswith(_LLAMA_MATRICES):
             out[name] = quantize(to_float32(w), qtype)
         elif arch == "gpt2" and name.endswith(GPT2_CONV1D + _GPT2_MATRICES):
             out[name] = quantize(to_float32(w), qtype)

@@ -13,15 +13,19 @@
 // - partial rotary embeddings (rotary_dim < head_dim), LongRoPE's short / long
 //   frequencies and its cos/sin attention factor (Phi-3);
 // - layers without rotary embeddings (SmolLM3's rope_layers);
-// - embedding, residual, attention and logit multipliers (Granite).
+// - embedding, residual, attention and logit multipliers (Granite);
+// - a sparse mixture of experts instead of the MLP in the layers that have a router
+//   (Qwen3-MoE, moe.h).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include <xtensor/xtensor.hpp>
 
 #include "kvgen/model/decoder.h"
+#include "kvgen/model/moe.h"
 #include "kvgen/model/tensors.h"
 
 namespace kvgen {
@@ -46,6 +50,9 @@ struct LlamaOptions {
   float residual_multiplier = 1.0f;   // scales each block's branch before it is added
   float attention_scale = 0.0f;       // query-key scale; 0: 1 / sqrt(head_dim)
   float logit_scale = 1.0f;           // scales the logits (1 / Granite's logits_scaling)
+  // Mixture of experts (ModelConfig::experts > 0): renormalise each token's top-k routing
+  // probabilities to sum to 1 (Qwen3-MoE's norm_topk_prob).
+  bool norm_topk_prob = false;
 };
 
 class Llama : public DecoderModel {
@@ -73,6 +80,7 @@ class Llama : public DecoderModel {
     const float* q_norm = nullptr;  // (hd) per-head RMSNorm of the queries, or null
     const float* k_norm = nullptr;  // (hd) per-head RMSNorm of the keys, or null
     bool rope = true;               // whether the layer rotates q and k
+    int64_t moe = -1;               // >= 0: its mixture of experts (moe_layers_) replaces gate, up, down
   };
   // Scratch of one block, reused by every layer; n = the batch's tokens (see reserve).
   struct Scratch {
@@ -83,6 +91,7 @@ class Llama : public DecoderModel {
     xt::xtensor<float, 2> att;     // (n, H hd) attention output, heads side by side
     xt::xtensor<float, 2> gate;    // (n, I) gate projection, then silu(gate) * up
     xt::xtensor<float, 2> up;      // (n, I) up projection
+    xt::xtensor<float, 2> moe_out; // (n, C) a mixture of experts' output
   };
   struct RotaryTable {
     // (positions, rotary_dim / 2): cos/sin of the positions used so far, times the
@@ -102,6 +111,8 @@ class Llama : public DecoderModel {
   RotaryTable short_, long_;  // long_: LongRoPE only
   const RotaryTable* rotary_ = &short_;  // the table of the current forward call (reserve)
   Scratch scratch_;
+  std::unique_ptr<SparseMoe> moe_;             // routing and scratch of the sparse layers, when experts > 0
+  std::vector<SparseMoe::Layer> moe_layers_;  // the sparse layers' routers and experts
 };
 
 }  // namespace kvgen
