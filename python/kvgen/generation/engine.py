@@ -56,6 +56,8 @@ class StepUpdate:
     # with config.top_logprobs = n and logprobs asked for: per row, its n most likely
     # (token id, log-probability) pairs, most likely first; None for rows done before the step
     top_logprobs: Optional[list[Optional[list[tuple[int, float]]]]] = None
+    # the error the request failed with (its last update: done, no tokens); None otherwise
+    error: Optional[BaseException] = None
 
 
 class Request:
@@ -163,6 +165,11 @@ class Engine:
     def context(self) -> int:
         """Positions each slot holds (prompt + generated tokens)."""
         return self._slots.context
+
+    @property
+    def closed(self) -> bool:
+        """Whether close() was called (submit then raises RuntimeError)."""
+        return self._closed
 
     @property
     def kv_cache_bytes(self) -> int:
@@ -286,8 +293,7 @@ class Engine:
         self._free = [True] * self.slots
         for r in held:
             if not r.done():
-                r.error = error
-                r._done.set()
+                self._finish(r, error=error)
 
     def _take_inbox(self, block: bool) -> None:
         try:
@@ -421,11 +427,17 @@ class Engine:
 
     def _finish(self, r: Request, *, cancelled: bool = False, error: Optional[BaseException] = None) -> None:
         if error is None:
-            r.result = _result(r.generator._hypotheses(), strip_prompt=True)
+            try:
+                r.result = _result(r.generator._hypotheses(), strip_prompt=True)
+            except Exception as e:  # noqa: BLE001 - the request fails, its listener is told
+                error = e
+        if error is None:
             if cancelled:
                 r.result.finish_reasons = [[f or "cancelled" for f in per] for per in r.result.finish_reasons]
         r.error = error
-        if cancelled and r.on_update is not None and error is None:
+        if error is not None:  # every request gets its answer: the listener learns of the failure
+            self._notify(r, StepUpdate([None] * r.rows, None, [None] * r.rows, True, error=error))
+        elif cancelled and r.on_update is not None:
             self._notify(r, StepUpdate([None] * r.rows, None, ["cancelled"] * r.rows, True))
         r._done.set()
 

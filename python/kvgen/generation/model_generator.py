@@ -277,14 +277,17 @@ class ModelGenerator:
     # --- chat -------------------------------------------------------------------------------
 
     def _chat_prompt(self, messages: Messages, overrides: Mapping[str, Any]) -> tuple[list[list[int]], RequestSetup]:
-        text = self.model.apply_chat_template(messages, add_generation_prompt=True)
-        ids = [self.model.encode(text, add_special_tokens=False)]
+        special = bool(overrides.get("special_tokens_in_content", False))  # see Model.encode_chat
+        overrides = {k: v for k, v in overrides.items() if k != "special_tokens_in_content"}
+        ids = [self.model.encode_chat(messages, add_generation_prompt=True, special_tokens_in_content=special)]
         return ids, self._setup(overrides, end_of_turn=True)
 
     def chat(self, messages: Messages, **overrides: Any) -> str:
         """The model's reply to a conversation (a list of {"role", "content"} dicts, ending
         with the user's turn), special tokens left out; ``last_result`` has the details.
-        ``overrides``: config fields and text options for this call."""
+        ``overrides``: config fields and text options for this call. Special-token text in a
+        message's content is encoded as plain text (no forged turns) unless
+        ``special_tokens_in_content=True`` (see Model.encode_chat)."""
         ids, setup = self._chat_prompt(messages, overrides)
         return cast(str, self._generate(ids, True, True, setup))  # text: chat needs the tokenizer
 
