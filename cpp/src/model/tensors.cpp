@@ -88,7 +88,7 @@ std::vector<LinearWeight> TensorMap::stacked_linear(const std::string& name, int
   } catch (const ValueError& e) {
     throw ValueError("tensor '" + name + "': " + e.what());
   }
-  if (v.mapped) release_mapped_pages(v.data, v.bytes);
+  if (v.mapped) platform::release_mapped_pages(v.data, v.bytes);
   return weights;
 }
 
