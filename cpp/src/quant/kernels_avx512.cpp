@@ -19,6 +19,10 @@ namespace {
 // Activation rows per pass over the weights: a tile's 8 unpacked quant vectors and one
 // accumulator per row stay in the 32 registers (8 beams or batch rows in two levels).
 constexpr int64_t kMaxTile = 16;
+// Up to this many rows, a tile is read chunk by chunk, each chunk used for every row (the
+// rows' int32 dots and accumulators fill the registers); more rows unpack the whole tile
+// into registers once and finish one row at a time.
+constexpr int kChunkedRows = 8;
 
 __m512 load_halves(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
 
@@ -89,6 +93,28 @@ template <int V0, int V1>
   return _mm512_add_epi32(a, b);
 }
 
+// dot[m] (lane r) = sum_k u[r][k] * xq[m][k] over one tile, chunk by chunk (for up to 8
+// rows: the rows' dots and accumulators fit the registers).
+template <class L, int MT>
+[[gnu::always_inline]] inline void tile_dots(const uint8_t* tile, const int8_t* const* xq, __m512i* dot) {
+  for (int m = 0; m < MT; ++m) dot[m] = _mm512_setzero_si512();
+  if constexpr (L::kBits == 8) {
+    for (int c = 0; c < 8; ++c) {
+      const __m512i u = load_chunk(tile + L::kQuantsAt + 64 * c);
+      for (int m = 0; m < MT; ++m) dot[m] = _mm512_dpbusd_epi32(dot[m], u, _mm512_set1_epi32(load_i32(xq[m] + 4 * c)));
+    }
+  } else {
+    for (int c = 0; c < 4; ++c) {
+      __m512i low, high;
+      nibble_chunks<L>(tile, c, low, high);
+      for (int m = 0; m < MT; ++m) {
+        dot[m] = _mm512_dpbusd_epi32(dot[m], low, _mm512_set1_epi32(load_i32(xq[m] + 4 * c)));
+        dot[m] = _mm512_dpbusd_epi32(dot[m], high, _mm512_set1_epi32(load_i32(xq[m] + 16 + 4 * c)));
+      }
+    }
+  }
+}
+
 // Writes the valid rows of one group for MT activation rows.
 template <int MT>
 void store_group(const __m512* acc, int64_t rows_here, float* out, int64_t ldo) {
@@ -111,15 +137,24 @@ void int8_tile_rows(const PackedView& w, const Int8View& x, int64_t m0, float* o
     __m512 acc[MT];
     for (int m = 0; m < MT; ++m) acc[m] = _mm512_setzero_ps();
     for (int64_t b = 0; b < blocks; ++b, tile += L::kTileBytes) {
-      __m512i u[8];
-      unpack_tile<L>(tile, u);
       const __m512 d = load_halves(tile + L::kScalesAt);
       const __m512 mins = load_mins<L>(tile, d);
-      for (int m = 0; m < MT; ++m) {
+      const auto fold = [&](int m, __m512i dot) {
         const int64_t xb = (m0 + m) * blocks + b;
-        const __m512i dot = row_dot<0, 8>(u, x.q + (m0 + m) * x.cols + b * kBlockSize, _mm512_setzero_si512());
         acc[m] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(x.d[xb])), _mm512_cvtepi32_ps(dot), acc[m]);
         acc[m] = _mm512_fmadd_ps(mins, _mm512_set1_ps(x.s[xb]), acc[m]);
+      };
+      if constexpr (MT <= kChunkedRows) {
+        const int8_t* xq[MT];
+        for (int m = 0; m < MT; ++m) xq[m] = x.q + (m0 + m) * x.cols + b * kBlockSize;
+        __m512i dot[MT];
+        tile_dots<L, MT>(tile, xq, dot);
+        for (int m = 0; m < MT; ++m) fold(m, dot[m]);
+      } else {
+        __m512i u[8];
+        unpack_tile<L>(tile, u);
+        for (int m = 0; m < MT; ++m)
+          fold(m, row_dot<0, 8>(u, x.q + (m0 + m) * x.cols + b * kBlockSize, _mm512_setzero_si512()));
       }
     }
     store_group<MT>(acc, rows_in_group(w, g), out + m0 * ldo + g * kGroupRows, ldo);
@@ -178,6 +213,26 @@ template <bool Signed>
   return _mm512_mul_ps(d, _mm512_cvtepi32_ps(ints));
 }
 
+// Q6_K: dot_a[m], dot_b[m] (lane r) = sum_k (u[r][k] - 32) * xq[m][k] over the sub-tile's
+// first and second 16 weights (each has its own scale). The -32 offset starts each sum
+// as -32 * (sum of xq over the half), from the activations' half sums.
+template <class S, int MT>
+[[gnu::always_inline]] inline void split_dots(const uint8_t* sub, const int8_t* const* xq,
+                                              const int32_t* const* half_sums, __m512i* dot_a, __m512i* dot_b) {
+  for (int m = 0; m < MT; ++m) {
+    dot_a[m] = _mm512_set1_epi32(-32 * half_sums[m][0]);
+    dot_b[m] = _mm512_set1_epi32(-32 * half_sums[m][1]);
+  }
+  for (int c = 0; c < 4; ++c) {
+    __m512i low, high;
+    nibble_chunks<S>(sub, c, low, high);
+    for (int m = 0; m < MT; ++m) {
+      dot_a[m] = _mm512_dpbusd_epi32(dot_a[m], low, _mm512_set1_epi32(load_i32(xq[m] + 4 * c)));
+      dot_b[m] = _mm512_dpbusd_epi32(dot_b[m], high, _mm512_set1_epi32(load_i32(xq[m] + 16 + 4 * c)));
+    }
+  }
+}
+
 // Sub-block j of a K-quant tile (d = its rows' super-block scales) against the
 // activations' block b of rows [m0, m0 + MT):
 //   Q4_K/Q5_K: acc += (d sc_j d_x) dot - (dmin m_j) s_x
@@ -187,18 +242,46 @@ template <class L, int MT>
                                                  const Int8View& x, int64_t m0, int64_t b, __m512* acc) {
   using S = typename L::Sub;
   const int64_t xblocks = x.cols / kBlockSize;
-  __m512i u[8];
-  unpack_tile<S>(tile + L::kSubTilesAt + j * S::kTileBytes, u);
+  const uint8_t* sub = tile + L::kSubTilesAt + j * S::kTileBytes;
   if constexpr (L::kHasMin) {
     const __m512 scale = scaled_bytes<false>(tile + L::kScalesAt + kGroupRows * j, d);
     const __m512 min = scaled_bytes<false>(tile + L::kMinsAt + kGroupRows * j, dmin);
-    for (int m = 0; m < MT; ++m) {
+    const auto fold = [&](int m, __m512i dot) {
       const int64_t xb = (m0 + m) * xblocks + b;
-      const __m512i dot = row_dot<0, 8>(u, x.q + (m0 + m) * x.cols + b * kBlockSize, _mm512_setzero_si512());
       acc[m] = _mm512_fmadd_ps(_mm512_mul_ps(scale, _mm512_set1_ps(x.d[xb])), _mm512_cvtepi32_ps(dot), acc[m]);
       acc[m] = _mm512_fnmadd_ps(min, _mm512_set1_ps(x.s[xb]), acc[m]);
+    };
+    if constexpr (MT <= kChunkedRows) {
+      const int8_t* xq[MT];
+      for (int m = 0; m < MT; ++m) xq[m] = x.q + (m0 + m) * x.cols + b * kBlockSize;
+      __m512i dot[MT];
+      tile_dots<S, MT>(sub, xq, dot);
+      for (int m = 0; m < MT; ++m) fold(m, dot[m]);
+    } else {
+      __m512i u[8];
+      unpack_tile<S>(sub, u);
+      for (int m = 0; m < MT; ++m)
+        fold(m, row_dot<0, 8>(u, x.q + (m0 + m) * x.cols + b * kBlockSize, _mm512_setzero_si512()));
+    }
+  } else if constexpr (MT <= kChunkedRows) {
+    const __m512 scale_a = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j), d);
+    const __m512 scale_b = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j + 1), d);
+    const int8_t* xq[MT];
+    const int32_t* half_sums[MT];
+    for (int m = 0; m < MT; ++m) {
+      xq[m] = x.q + (m0 + m) * x.cols + b * kBlockSize;
+      half_sums[m] = x.half_sums + 2 * ((m0 + m) * xblocks + b);
+    }
+    __m512i dot_a[MT], dot_b[MT];
+    split_dots<S, MT>(sub, xq, half_sums, dot_a, dot_b);
+    for (int m = 0; m < MT; ++m) {
+      const __m512 sum = _mm512_fmadd_ps(scale_b, _mm512_cvtepi32_ps(dot_b[m]),
+                                         _mm512_mul_ps(scale_a, _mm512_cvtepi32_ps(dot_a[m])));
+      acc[m] = _mm512_fmadd_ps(_mm512_set1_ps(x.d[(m0 + m) * xblocks + b]), sum, acc[m]);
     }
   } else {
+    __m512i u[8];
+    unpack_tile<S>(sub, u);
     // Q6_K: dot_a, dot_b = sum (u - 32) xq over the sub-block's first and second 16 weights
     // (each has its own scale); the -32 offset starts each as -32 * (the half's sum of xq).
     const __m512 scale_a = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j), d);
