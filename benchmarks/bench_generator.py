@@ -14,7 +14,7 @@ engines get the same logits from outside. Vocab 50,257 (GPT-2), three modes:
 * ``beam``: 4 beams, length penalty 1.0, early_stopping False (HF's default), EOS set and
   chosen often enough that beams finish and the finished-hypothesis bookkeeping runs;
   batch 1 and 2 (rows 4 and 8); a 32-token prompt (the "beam search" figure of
-  BENCHMARKS.md). No logits processor (none is configured; HF's list is empty but called).
+  PROTOCOL.md). No logits processor (none is configured; HF's list is empty but called).
 
 Engines, with the same logits arrays, the same prompts, the same thread count:
 
@@ -65,7 +65,7 @@ likely token in a quarter of the rows of every array, so EOS candidates enter th
 over the vocabulary without EOS, 4 of each row's likely tokens in it. At vocab 8: plain
 ``standard_normal * 2.5``, EOS = 7 (-20 for greedy / sampling).
 
-Protocol (BENCHMARKS.md): an untimed sanity check first (greedy and beam search over 6 steps
+Protocol (PROTOCOL.md): an untimed sanity check first (greedy and beam search over 6 steps
 of the same logits at 8 rows, vocab 50,257 and 8: the same tokens, the same running beams
 and parents after every step, the same finished sequences and scores at the end; sampling:
 every kvgen draw lies inside the set HF's processors keep for kvgen's own history); then
@@ -103,6 +103,7 @@ sys.path[:0] = [str(BENCHMARKS), str(BENCHMARKS.parent / "tests" / "support")]
 from hf_reference import hf_generation_setup, tiny_model  # noqa: E402
 
 import harness  # noqa: E402  (benchmarks/ and tests/ are not packages)
+from engines import hf_engine  # noqa: E402
 
 SEED = 0
 VOCAB = 50257
@@ -637,7 +638,7 @@ def main() -> None:
     # hf_reference's tiny model keeps GPT-2's special-token ids (outside its 64-token vocab:
     # only its GenerationMixin methods run); transformers warns about that on every set-up.
     transformers.logging.set_verbosity_error()
-    env = harness.begin({"torch": torch.__version__, "transformers": transformers.__version__},
+    env = harness.begin(hf_engine.versions(),
                         {"kvgen": KVGEN_THREADS, "torch": args.threads}, {"kvgen": "single-threaded Generator"})
     sanity = sanity_check(args.quick)
 

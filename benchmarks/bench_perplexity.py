@@ -15,10 +15,12 @@ all positions per engine, the same token ids for every engine:
   every position (``Llama.scores``); skipped with a note when llama-cpp-python is missing
   (``pip install -r benchmarks/requirements-peers.txt``).
 
+The engines are the adapters of ``engines/``; the protocol is ``PROTOCOL.md``.
+
 Perplexity = exp(mean negative log-likelihood of tokens 1..N-1), each from the log-softmax
 (float64) of the logits at the position before it. Also per engine, against HF: the
 fraction of positions whose argmax agrees, the largest absolute logit difference, and the
-perplexity ratio (issue 10's bounds: argmax >= 99%, perplexity within 0.5%). The seconds of
+perplexity ratio (the goals: argmax >= 99%, perplexity within 0.5%). The seconds of
 the one forward pass are printed for information (one call, not a speed benchmark: see
 bench_decode.py). The ids are kvgen's tokenizer's; transformers' and llama.cpp's tokenizers
 are checked to give the same ids (printed).
@@ -49,6 +51,10 @@ sys.path[:0] = [str(BENCHMARKS), str(BENCHMARKS.parent / "tests" / "support")]
 from teacher_forcing import TEXT, perplexity  # noqa: E402  (tests/support/teacher_forcing.py)
 
 import harness  # noqa: E402  (benchmarks/ is not a package)
+from engines import hf_engine, kvgen_engine, llama_cpp_engine  # noqa: E402
+from engines.hf_engine import HFEngine  # noqa: E402
+from engines.kvgen_engine import KvgenEngine  # noqa: E402
+from engines.llama_cpp_engine import LlamaCppEngine  # noqa: E402
 
 QUICK_TOKENS = 256
 THREADS = 2
@@ -68,89 +74,48 @@ def against_reference(logits: np.ndarray, ref: np.ndarray, ids: np.ndarray) -> d
             "max_abs_logit_diff": float(np.abs(logits - ref).max())}
 
 
-# ---- engines: logits(ids) -> [length, vocab] float32 ---------------------------------
+# ---- engines: logits(ids) -> [length, vocab] float32 (the adapters' ``logits``) -----
 
 
-def kvgen_mode_logits(name: str, path: Path, **mode):
-    """kvgen's forward pass in a mode (Model.load keywords), or None (with a note) when this kvgen lacks it."""
+def kvgen_mode(name: str, path: Path, **mode) -> KvgenEngine | None:
+    """kvgen in a mode (Model.load keywords), or None (with a note) when this kvgen lacks it."""
     try:
-        model = kvgen.Model.load(path, **mode)
+        return KvgenEngine(path, **mode)
     except TypeError:
         print(f"skipped: {name} (this kvgen's Model.load has no {', '.join(mode)}=)")
         return None
-    return lambda ids: model.forward(ids[None])[0]
-
-
-def hf_model(path: Path):
-    import torch
-    import transformers
-
-    transformers.utils.logging.disable_progress_bar()
-    return transformers.AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
-                                                             dtype=torch.float32).eval()
-
-
-def hf_logits(model):
-    import torch
-
-    def run(ids: np.ndarray) -> np.ndarray:
-        with torch.inference_mode():
-            return model(torch.from_numpy(ids)[None], use_cache=False).logits[0].float().numpy()
-
-    return run
-
-
-def llama_cpp_model(path: Path, n_tokens: int, threads: int):
-    import llama_cpp
-
-    return llama_cpp.Llama(model_path=str(path), n_ctx=n_tokens, n_batch=512, n_threads=threads,
-                           n_threads_batch=threads, logits_all=True, verbose=False)
-
-
-def llama_cpp_logits(llm):
-    def run(ids: np.ndarray) -> np.ndarray:
-        llm.reset()
-        llm.eval(ids.tolist())
-        return np.array(llm.scores[:len(ids)], dtype=np.float32)
-
-    return run
 
 
 # ---- one file ------------------------------------------------------------------------
 
 
-def tokenizer_check(path: Path, text: str, ids: list[int], llm) -> dict:
+def tokenizer_check(path: Path, text: str, ids: list[int], llm: LlamaCppEngine | None) -> dict:
     """Whether transformers' and llama.cpp's tokenizers give kvgen's ids for the whole text."""
-    import transformers
-
-    tok = transformers.AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-    same = {"HF": tok(text)["input_ids"] == ids}
+    same = {"HF": hf_engine.gguf_tokenizer(path)(text)["input_ids"] == ids}
     if llm is not None:
-        same["llama.cpp"] = llm.tokenize(text.encode("utf-8"), add_bos=False, special=False) == ids
+        same["llama.cpp"] = llm.tokenize(text) == ids
     return same
 
 
 def measure_file(path: Path, args: argparse.Namespace, llama_cpp) -> dict:
     text = TEXT.read_text(encoding="utf-8")
-    kv_model = kvgen.Model.load(path)
-    all_ids = kv_model.encode(text)
+    kv = KvgenEngine(path)
+    all_ids = kv.model.encode(text)
     n = min(args.tokens or (QUICK_TOKENS if args.quick else len(all_ids)), len(all_ids))
     ids = np.asarray(all_ids[:n], dtype=np.int64)
-    hf = hf_model(path)
-    llm = llama_cpp_model(path, n, args.threads) if llama_cpp else None
+    hf = HFEngine.gguf(path)
+    llm = LlamaCppEngine(path, args.threads, n_ctx=n, logits_all=True) if llama_cpp else None
     same_ids = tokenizer_check(path, text, all_ids, llm)
     print(f"\n{path.name}: {n} of {len(all_ids)} tokens of {TEXT.name}; tokenizers giving kvgen's ids: " +
           ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in same_ids.items()))
-    engines = {"kvgen": lambda x: kv_model.forward(x[None])[0],
-               "kvgen-int8": kvgen_mode_logits("kvgen-int8", path, activations="int8"),
-               "kvgen-exact": kvgen_mode_logits("kvgen-exact", path, exact=True),
-               "HF": hf_logits(hf), "llama.cpp": llama_cpp_logits(llm) if llm else None}
+    engines = {"kvgen": kv, "kvgen-int8": kvgen_mode("kvgen-int8", path, activations="int8"),
+               "kvgen-exact": kvgen_mode("kvgen-exact", path, exact=True), "HF": hf, "llama.cpp": llm}
     logits, seconds = {}, {}
-    for name, run in engines.items():
-        if run is None:
+    for name, engine in engines.items():
+        if engine is None:
             continue
         start = time.perf_counter()
-        logits[name] = run(ids)
+        logits[name] = engine.logits(ids)
         seconds[name] = time.perf_counter() - start
     rows = {name: {**against_reference(x, logits["HF"], ids), "forward_seconds": seconds[name]}
             for name, x in logits.items()}
@@ -199,17 +164,13 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
-    llama_cpp = harness.optional_peer("llama_cpp", "llama.cpp", "pip install llama-cpp-python")
-    import torch
-    import transformers
-
-    kvgen.set_num_threads(args.threads)
-    torch.set_num_threads(args.threads)
-    versions = {"torch": torch.__version__, "transformers": transformers.__version__,
-                "gguf": importlib.metadata.version("gguf")}
-    threads = {"kvgen": kvgen.get_num_threads(), "torch": torch.get_num_threads()}
+    llama_cpp = llama_cpp_engine.import_peer()
+    kvgen_engine.set_threads(args.threads)
+    hf_engine.set_threads(args.threads)
+    versions = {**hf_engine.versions(), "gguf": importlib.metadata.version("gguf")}
+    threads = {"kvgen": kvgen_engine.threads(), "torch": hf_engine.threads()}
     if llama_cpp:
-        versions["llama_cpp_python"] = llama_cpp.__version__
+        versions.update(llama_cpp_engine.versions(llama_cpp))
         threads["llama.cpp"] = args.threads
     env = harness.begin(versions, threads)
     print("teacher-forced perplexity (float64 log-softmax) over one forward pass; x HF, argmax=HF and max |dlogit| "

@@ -3,7 +3,7 @@
 What is measured
 ----------------
 One call = process a batch of logits ``[rows, vocab]`` with a sampling chain and draw one
-token per row. Two workloads (the "sampler time per call" figure of BENCHMARKS.md):
+token per row. Two workloads (the "sampler time per call" figure of PROTOCOL.md):
 
 * ``chain``: repetition penalty 1.1 over a 64-token history, temperature 0.8, top-k 40,
   top-p 0.95, draw.
@@ -37,7 +37,7 @@ the worst case for top-p alone (the nucleus holds most of the vocabulary). The h
 it, so the penalty touches the head of the distribution; every engine gets the same
 arrays.
 
-Protocol (BENCHMARKS.md): an untimed sanity check first (kvgen's in-place processor and
+Protocol (PROTOCOL.md): an untimed sanity check first (kvgen's in-place processor and
 the NumPy filter keep exactly the tokens HF keeps, at 8 x 50,257; for top-p alone a token
 within 1e-5 of the nucleus boundary in float64 mass may differ, which is float rounding of
 the softmax sum: printed, not fatal); then per configuration every engine is
@@ -289,7 +289,7 @@ def find(results: list[dict], workload: str, rows: int, vocab: int) -> dict | No
 
 
 def check_targets(results: list[dict]) -> list[dict]:
-    """The issue's two targets, as PASS/MISS (not assertions)."""
+    """The two goals, as PASS/MISS (not assertions)."""
     checks = []
     workload, rows, vocab, min_ratio = TARGET_SPEEDUP
     r = find(results, workload, rows, vocab)

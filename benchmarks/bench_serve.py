@@ -8,8 +8,9 @@ Q4_1 by default) with the same thread count, pinned to the same cores when --pin
 * ``kvgen``: ``kvgen serve --model FILE --threads T --max-batch 16`` (continuous batching:
   the concurrent requests decode together, one forward pass per step).
 * ``llama.cpp``: ``python -m llama_cpp.server --model FILE --n_threads T --n_threads_batch T
-  --n_ctx 2048 --interrupt_requests False`` from the ``--llama-python`` interpreter
-  (llama-cpp-python's ``[server]`` extra; one request at a time, the others queue).
+  --n_ctx 2048 --interrupt_requests False`` from the ``--llama-python`` interpreter (default
+  this one; llama-cpp-python's ``[server]`` extra; one request at a time, the others queue).
+  Without it, kvgen runs alone.
 
 For N in 1, 4, 8, 16, N clients in this process (a thread each, http.client) start
 together; each sends its own 64-token prompt (the round and its index first, so no server
@@ -24,7 +25,7 @@ interleaved (A B, then B A, ...) for --rounds rounds. Per engine and N:
   every round;
 * inter-token latency (gaps between consecutive text chunks of a stream), p50 and p99.
 
-Targets (issue 12), at 8 clients: kvgen total tokens/s >= 3x llama-cpp-python's server and
+Targets, at 8 clients: kvgen total tokens/s >= 3x llama-cpp-python's server and
 >= 3x kvgen's own at 1 client; kvgen's p99 inter-token latency <= 2x its 1-client figure.
 ``--quick``: 1 and 4 clients, 32 new tokens, 5 rounds.
 """
@@ -46,6 +47,7 @@ import numpy as np
 
 import harness
 import kvgen
+from engines import kvgen_engine, llama_cpp_engine
 
 OUT = harness.RESULTS / "bench_serve.json"
 PROMPT_TOKENS = 64
@@ -160,23 +162,12 @@ def plot(results: dict, counts: list[int]):
     return draw
 
 
-def peer_version(python: str) -> str:
-    """llama-cpp-python's version under the interpreter ``python``, or "missing" (no such
-    interpreter, or no llama_cpp in it): the benchmark then runs kvgen alone."""
-    try:
-        out = subprocess.run([python, "-c", "import llama_cpp; print(llama_cpp.__version__)"],
-                             capture_output=True, text=True)
-    except OSError:
-        return "missing"
-    return out.stdout.strip() or "missing"
-
-
 def main() -> int:
     parser = harness.cli(__doc__, OUT, threads=2, threads_help="threads of both servers",
                          quick_help="1 and 4 clients, 32 new tokens")
     parser.add_argument("--model", default=None, help="GGUF file (default: kvgen's default model)")
-    parser.add_argument("--llama-python", default="/work/venvs/bench/bin/python",
-                        help="interpreter with llama-cpp-python[server] (default /work/venvs/bench/bin/python)")
+    parser.add_argument("--llama-python", default=sys.executable,
+                        help="interpreter with llama-cpp-python[server] (default: this one)")
     parser.add_argument("--pin", default=None, help="taskset core list for both servers, e.g. 0,1")
     parser.add_argument("--activations", choices=("int8x2", "int8", "float"), default="int8x2",
                         help="kvgen serve --activations (default int8x2, kvgen's default)")
@@ -192,8 +183,9 @@ def main() -> int:
     model = kvgen.Model.load(path)
     eos = model.eos_token_id
 
-    llama_version = peer_version(args.llama_python)
-    env = harness.environment({"llama-cpp-python": llama_version}, {"kvgen": args.threads, "llama.cpp": args.threads})
+    llama_version = llama_cpp_engine.version_in(args.llama_python, module="llama_cpp.server.app")
+    env = harness.environment({"llama_cpp_python": llama_version or "missing"},
+                              {"kvgen": args.threads, "llama.cpp": args.threads})
     harness.print_environment(env)
     print(f"model: {path} (kvgen activations {args.activations}); {PROMPT_TOKENS}-token prompts, "
           f"{new_tokens} new tokens per stream, greedy, EOS banned; "
@@ -201,15 +193,12 @@ def main() -> int:
 
     ports = {"kvgen": free_port(), "llama.cpp": free_port()}
     commands = {
-        "kvgen": [sys.executable, "-m", "kvgen", "serve", "--model", path, "--threads", str(args.threads),
-                  "--max-batch", str(max(counts)), "--activations", args.activations, "--port", str(ports["kvgen"])],
-        "llama.cpp": [args.llama_python, "-m", "llama_cpp.server", "--model", path, "--n_threads", str(args.threads),
-                      "--n_threads_batch", str(args.threads), "--n_ctx", "2048", "--interrupt_requests", "False",
-                      "--host", "127.0.0.1", "--port", str(ports["llama.cpp"])],
+        "kvgen": kvgen_engine.serve_command(path, args.threads, max(counts), args.activations, ports["kvgen"]),
+        "llama.cpp": llama_cpp_engine.server_command(args.llama_python, path, args.threads, ports["llama.cpp"]),
     }
-    engines = list(commands) if llama_version != "missing" else ["kvgen"]
+    engines = list(commands) if llama_version else ["kvgen"]
     if "llama.cpp" not in engines:
-        print(f"note: llama-cpp-python not found in {args.llama_python}; kvgen alone")
+        print("note: kvgen alone")
     procs = {name: start(commands[name], ports[name], args.pin) for name in engines}
     results: dict = {name: {} for name in engines}
     table = harness.Table([harness.Column("clients", 7, lambda r: str(r[1])),

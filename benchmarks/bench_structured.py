@@ -14,36 +14,34 @@ every barrier, collapses to a few tokens/s whenever another process takes a core
 * ``kvgen``: the same model without a constraint, forced (min_new_tokens) to generate as
   many tokens as the constrained output has, so both decode the same number of steps.
 * ``llama.cpp+schema``: llama-cpp-python's low-level loop (``eval`` / ``sample``, as
-  bench_decode.py) with a C sampler chain: the grammar of ``LlamaGrammar.from_json_schema(SCHEMA)``
-  (``llama_sampler_init_grammar``), then greedy; until EOS.
+  bench_decode.py; ``engines/llama_cpp_engine.py``) with a C sampler chain: the grammar of
+  ``LlamaGrammar.from_json_schema(SCHEMA)`` (``llama_sampler_init_grammar``), then greedy; until EOS.
 * ``llama.cpp``: the same chain without the grammar, EOS banned by a logit bias, as many tokens.
 
 Decode tokens/s = decode steps / decode seconds: kvgen from ``last_stats`` (the steps after
 the first token: forward, mask, sampling), llama.cpp from the wall time of the loop after its
 first token (eval + sample per step). llama-cpp-python runs in its own interpreter (``--llama-python``,
-default /work/venvs/bench/bin/python, where it is installed) as a worker process driven over
-a pipe, so that the engines still interleave (A B C D A B C D ...).
+default this one) as a worker process driven over a pipe, so that the engines still
+interleave (A B C D A B C D ...).
 
 Also: the per-token mask time (llguidance filling one row's mask, replayed along the
 constrained output; consuming the token is timed apart), and the schema compile time
 (JSON schema -> llguidance grammar -> matcher against the vocabulary; the tokenizer's
 conversion, once per tokenizer, is printed apart) against llama.cpp's GBNF conversion.
 
-Targets (issue 11): constrained decode >= 0.9x unconstrained kvgen; >= 2x llama-cpp-python's
+Targets: constrained decode >= 0.9x unconstrained kvgen; >= 2x llama-cpp-python's
 constrained decode; a schema compiled in < 50 ms.
 """
 
 from __future__ import annotations
 
-import json
 import statistics
-import subprocess
 import sys
 import time
-from pathlib import Path
 
 import harness
 import kvgen
+from engines import llama_cpp_engine
 from kvgen.generation import constraints as _constraints
 from kvgen.generation.constraints import Constraint
 
@@ -62,86 +60,6 @@ SCHEMA = {
 }
 QUESTION = "Invent a person and describe them as JSON with name, age, address, hobbies and height_m."
 MAX_NEW_TOKENS = 160
-LLAMA_PYTHON = "/work/venvs/bench/bin/python"
-
-# The llama-cpp-python worker: reads its set-up, then one JSON request per line
-# ({"constrained": bool, "tokens": n}) and answers {"tokens": [...], "decode_s", "steps"}.
-LLAMA_WORKER = r"""
-import json, sys, time
-import llama_cpp
-from llama_cpp import LlamaGrammar
-from llama_cpp._internals import LlamaSampler
-
-setup = json.loads(sys.stdin.readline())
-llm = llama_cpp.Llama(model_path=setup["path"], n_ctx=1024, n_threads=setup["threads"],
-                      n_threads_batch=setup["threads"], verbose=False)
-eos = llm.token_eos()
-
-def sampler(constrained):
-    s = LlamaSampler()
-    if constrained:
-        s.add_grammar(llm._model, LlamaGrammar.from_json_schema(json.dumps(setup["schema"]), verbose=False))
-    else:
-        s.add_logit_bias(llm.n_vocab(), {eos: float("-inf")})
-    s.add_greedy()
-    return s
-
-compile_s = []
-for _ in range(setup["compile_rounds"]):
-    start = time.perf_counter()
-    sampler(True)
-    compile_s.append(time.perf_counter() - start)
-print(json.dumps({"version": llama_cpp.__version__, "compile_s": compile_s}), flush=True)
-for line in sys.stdin:
-    req = json.loads(line)
-    s = sampler(req["constrained"])
-    llm.reset()
-    llm.eval(setup["prompt"])
-    tokens = [s.sample(llm._ctx, -1)]
-    first = time.perf_counter()
-    while tokens[-1] != eos and len(tokens) < req["tokens"]:
-        llm.eval(tokens[-1:])
-        tokens.append(s.sample(llm._ctx, -1))
-    decode_s = time.perf_counter() - first
-    print(json.dumps({"tokens": [t for t in tokens if t != eos], "decode_s": decode_s, "steps": len(tokens) - 1}),
-          flush=True)
-"""
-
-
-class LlamaWorker:
-    """llama-cpp-python in its own interpreter, driven one generation at a time."""
-
-    def __init__(self, python: str, path: Path, prompt: list[int], threads: int, compile_rounds: int):
-        self.proc = subprocess.Popen([python, "-c", LLAMA_WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     text=True)
-        self.ready = self._ask({"path": str(path), "prompt": prompt, "threads": threads, "schema": SCHEMA,
-                                "compile_rounds": compile_rounds})
-
-    def _ask(self, message: dict) -> dict:
-        self.proc.stdin.write(json.dumps(message) + "\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"the llama-cpp-python worker exited ({self.proc.wait()})")
-        return json.loads(line)
-
-    def generate(self, constrained: bool, tokens: int) -> dict:
-        return self._ask({"constrained": constrained, "tokens": tokens})
-
-    def close(self) -> None:
-        self.proc.stdin.close()
-        self.proc.wait()
-
-
-def llama_available(python: str) -> bool:
-    if not Path(python).exists():
-        print(f"skipped: llama.cpp ({python} does not exist; pass --llama-python)")
-        return False
-    probe = subprocess.run([python, "-c", "import llama_cpp"], capture_output=True)
-    if probe.returncode != 0:
-        print(f"skipped: llama.cpp (llama_cpp does not import in {python}: pip install llama-cpp-python)")
-        return False
-    return True
 
 
 def kvgen_job(generator, prompt: list[int]):
@@ -188,8 +106,8 @@ def decode_rates(calls: list) -> dict:
 def main() -> None:
     parser = harness.cli(__doc__, harness.RESULTS / "structured.json", threads=1,
                          threads_help="threads of every engine", quick_help="5 rounds, fewer compile rounds")
-    parser.add_argument("--llama-python", default=LLAMA_PYTHON,
-                        help=f"interpreter with llama-cpp-python installed (default {LLAMA_PYTHON})")
+    parser.add_argument("--llama-python", default=sys.executable,
+                        help="interpreter with llama-cpp-python installed (default: this one)")
     parser.add_argument("--pause-s", type=float, default=0.2, help="pause before each timed call (0.2)")
     args = harness.parse_args(parser)
     compile_rounds = 10 if args.quick else 50
@@ -206,8 +124,8 @@ def main() -> None:
 
     versions = {"llguidance": __import__("llguidance").__version__}
     worker = None
-    if llama_available(args.llama_python):
-        worker = LlamaWorker(args.llama_python, model.path, prompt, args.threads, compile_rounds)
+    if llama_cpp_engine.version_in(args.llama_python):
+        worker = llama_cpp_engine.Worker(args.llama_python, model.path, prompt, args.threads, SCHEMA, compile_rounds)
         versions["llama_cpp_python"] = worker.ready["version"]
         jobs["llama.cpp+schema"] = lambda: worker.generate(True, MAX_NEW_TOKENS)
         jobs["llama.cpp"] = lambda: worker.generate(False, n)

@@ -1,8 +1,9 @@
 """The benchmark harness: running kvgen side by side with its peers and reporting the comparison.
 
-Every benchmark follows ``../shared/BENCHMARKS.md``; this module is that protocol, so a
-benchmark script states only its workloads, its peers (thin adapters) and its figures,
-as CTranslate2's ``tools/benchmark`` and llama-bench do:
+Every benchmark follows the protocol of ``PROTOCOL.md`` (beside this file); this module is
+that protocol in code, so a benchmark script states only its workloads, its engines (the
+adapters of ``engines/``) and its figures, as CTranslate2's ``tools/benchmark`` and
+llama-bench do:
 
 * ``cli`` / ``parse_args``: the common flags (--quick, --rounds, --round-s, --threads, --out),
   their defaults chosen by --quick;
@@ -43,7 +44,7 @@ import numpy as np
 import kvgen
 
 RESULTS = Path(__file__).resolve().parent / "results"
-MIN_ROUNDS = 5  # BENCHMARKS.md: at least 5 interleaved rounds
+MIN_ROUNDS = 5  # PROTOCOL.md: at least 5 interleaved rounds
 CPU_FLAGS = ("avx2", "fma", "avx512f", "avx512_vnni")
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 PINNED_CORES = 2  # the protocol pins to `taskset -c 0,1`
@@ -85,7 +86,7 @@ def parse_args(parser: argparse.ArgumentParser) -> argparse.Namespace:
     if args.rounds is None:
         args.rounds = quick if args.quick else full
     if args.rounds < MIN_ROUNDS:
-        parser.error(f"--rounds must be at least {MIN_ROUNDS} (BENCHMARKS.md)")
+        parser.error(f"--rounds must be at least {MIN_ROUNDS} (PROTOCOL.md)")
     if round_s is not None and args.round_s is None:
         args.round_s = round_s[1] if args.quick else round_s[0]
     if round_s is not None and args.round_s <= 0:
@@ -375,7 +376,7 @@ def rate(s: dict) -> str:
 
 
 def target(name: str, value: float, passed: bool, shown: str) -> dict:
-    """A goal of the issue as a PASS/MISS line (never an assertion: timings are noisy)."""
+    """A goal as a PASS/MISS line (never an assertion: timings are noisy)."""
     print(f"{'PASS' if passed else 'MISS'}: {name} (measured {shown})")
     return {"target": name, "value": value, "pass": passed}
 

@@ -8,8 +8,9 @@ kvgen.default_model_path(), loaded by llama.cpp with vocab_only), so DRY's strin
 breakers meet real token texts. Prints one row per case: what each engine keeps or how far
 the penalized logits are apart. Not run in CI (llama-cpp-python takes minutes to build).
 
-Run it with kvgen's interpreter and llama_cpp importable, e.g.
-    PYTHONPATH=/path/to/site-packages/with/llama_cpp python benchmarks/validate_llama_samplers.py [--quick]
+Run it where llama-cpp-python is installed (benchmarks/requirements-peers.txt); llama.cpp is
+reached through engines/llama_cpp_engine.py:
+    python benchmarks/validate_llama_samplers.py [--quick]
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import sys
 import numpy as np
 
 import kvgen
+from engines import llama_cpp_engine
+from engines.llama_cpp_engine import Vocab, apply_sampler
 from kvgen import GenerationConfig, Generator
 
 REPETITIVE = [
@@ -28,48 +31,6 @@ REPETITIVE = [
     'Q: "what is it?" A: a cat.\nQ: "what is it?" A: a cat.\nQ: "what is it?" A:',
     "one two three four one two three four one two three four one two",
 ]
-
-
-class LlamaVocab:
-    """SmolLM2's vocabulary as llama.cpp loads it: token texts and the tokenizer."""
-
-    def __init__(self, llama_cpp, path: str):
-        self.lib = llama_cpp
-        params = llama_cpp.llama_model_default_params()
-        params.vocab_only = True
-        self.model = llama_cpp.llama_model_load_from_file(path.encode(), params)
-        if not self.model:
-            raise RuntimeError(f"llama.cpp could not load {path}")
-        self.vocab = llama_cpp.llama_model_get_vocab(self.model)
-        self.size = llama_cpp.llama_vocab_n_tokens(self.vocab)
-        self.texts = [self.piece(i) for i in range(self.size)]
-
-    def piece(self, token: int) -> bytes:
-        buf = ctypes.create_string_buffer(256)
-        n = self.lib.llama_token_to_piece(self.vocab, token, buf, len(buf), 0, True)
-        return buf.raw[:max(n, 0)]
-
-    def tokenize(self, text: str) -> list[int]:
-        data = text.encode()
-        out = (self.lib.llama_token * (len(data) + 8))()
-        n = self.lib.llama_tokenize(self.vocab, data, len(data), out, len(out), False, False)
-        return list(out[:n])
-
-
-def llama_apply(llama_cpp, sampler, logits: np.ndarray, history: list[int]) -> dict[int, float]:
-    """The candidates llama.cpp's sampler leaves (id -> logit) after accepting `history`."""
-    for t in history:
-        llama_cpp.llama_sampler_accept(sampler, t)
-    n = len(logits)
-    data = (llama_cpp.llama_token_data * n)()
-    view = np.ctypeslib.as_array(data)
-    view["id"] = np.arange(n)
-    view["logit"] = logits
-    cur = llama_cpp.llama_token_data_array(data=data, size=n, selected=-1, sorted=False)
-    llama_cpp.llama_sampler_apply(sampler, ctypes.byref(cur))
-    kept = {cur.data[i].id: cur.data[i].logit for i in range(cur.size)}
-    llama_cpp.llama_sampler_free(sampler)
-    return {t: v for t, v in kept.items() if v != -np.inf}
 
 
 def kvgen_apply(config: GenerationConfig, logits: np.ndarray, history: list[int], texts) -> dict[int, float]:
@@ -95,7 +56,7 @@ def compare(name: str, params: str, ours: dict, theirs: dict, values: bool, logi
     return agree
 
 
-def dry_cases(quick: bool, vocab: LlamaVocab, rng):
+def dry_cases(quick: bool, vocab: Vocab, rng):
     texts = REPETITIVE[:2] if quick else REPETITIVE
     for text in texts:
         history = vocab.tokenize(text)
@@ -115,13 +76,11 @@ def dry_cases(quick: bool, vocab: LlamaVocab, rng):
 
 
 def run(quick: bool) -> int:
-    try:
-        import llama_cpp
-    except ImportError:
-        print("llama_cpp is not importable: install llama-cpp-python (see benchmarks/requirements-peers.txt)")
+    llama_cpp = llama_cpp_engine.import_peer("the comparison with llama.cpp's samplers")
+    if llama_cpp is None:
         return 2
     llama_cpp.llama_backend_init()
-    vocab = LlamaVocab(llama_cpp, str(kvgen.default_model_path()))
+    vocab = Vocab(llama_cpp, str(kvgen.default_model_path()))
     rng = np.random.default_rng(0)
     breakers = ["\n", ":", '"', "*"]
     c_breakers = (ctypes.c_char_p * len(breakers))(*[b.encode() for b in breakers])
@@ -133,14 +92,14 @@ def run(quick: bool) -> int:
         sampler = llama_cpp.llama_sampler_init_dry(vocab.vocab, fields["dry_multiplier"], fields["dry_base"],
                                                    fields["dry_allowed_length"], fields["dry_penalty_last_n"],
                                                    c_breakers, len(breakers))
-        theirs = llama_apply(llama_cpp, sampler, logits, history)
+        theirs = apply_sampler(llama_cpp, sampler, logits, history)
         ours = kvgen_apply(GenerationConfig(max_new_tokens=1, **fields), logits, history, vocab.texts)
         results.append(compare("dry", params, ours, theirs, values=True, logits=logits))
 
     sampling = dict(do_sample=True, top_k=0, max_new_tokens=1, seed=0)
     for n in ([1.0] if quick else [0.5, 1.0, 2.0, 3.0]):
         logits = (rng.normal(size=vocab.size) * 2).astype(np.float32)
-        theirs = llama_apply(llama_cpp, llama_cpp.llama_sampler_init_top_n_sigma(n), logits, [])
+        theirs = apply_sampler(llama_cpp, llama_cpp.llama_sampler_init_top_n_sigma(n), logits, [])
         ours = kvgen_apply(GenerationConfig(top_n_sigma=n, **sampling), logits, [0], None)
         results.append(compare("top-n-sigma", f"n={n}", ours, theirs, values=True, logits=logits))
 
@@ -148,7 +107,7 @@ def run(quick: bool) -> int:
         # a peaked distribution, so that several tokens pass the threshold
         logits = (rng.normal(size=vocab.size) * 1.5).astype(np.float32)
         logits[rng.choice(vocab.size, 6, replace=False)] = 14.0 + rng.normal(size=6).astype(np.float32) * 0.3
-        theirs = llama_apply(llama_cpp, llama_cpp.llama_sampler_init_xtc(1.0, threshold, 1, 0), logits, [])
+        theirs = apply_sampler(llama_cpp, llama_cpp.llama_sampler_init_xtc(1.0, threshold, 1, 0), logits, [])
         ours = kvgen_apply(GenerationConfig(xtc_probability=1.0, xtc_threshold=threshold, **sampling), logits, [0],
                            None)
         results.append(compare("xtc", f"p=1 threshold={threshold}", ours, theirs, values=True, logits=logits))
@@ -160,7 +119,7 @@ def run(quick: bool) -> int:
                 sampler = llama_cpp.llama_sampler_init_mirostat(vocab.size, 0, tau, 0.1, 100)
             else:
                 sampler = llama_cpp.llama_sampler_init_mirostat_v2(0, tau, 0.1)
-            theirs = llama_apply(llama_cpp, sampler, logits, [])
+            theirs = apply_sampler(llama_cpp, sampler, logits, [])
             config = GenerationConfig(mirostat=version, mirostat_tau=tau, mirostat_eta=0.1, **sampling)
             ours = kvgen_apply(config, logits, [0], None)
             # llama.cpp's mirostat leaves softmax-sorted candidates: compare the kept sets
@@ -168,7 +127,7 @@ def run(quick: bool) -> int:
                                    values=False, logits=logits))
 
     print(f"{sum(results)}/{len(results)} cases agree")
-    llama_cpp.llama_model_free(vocab.model)
+    vocab.free()
     return 0 if all(results) else 1
 
 
