@@ -6,8 +6,8 @@ only dequantizes, they are random valid blocks (random bytes, random finite fp16
 Either way gguf-py's dequantizer expands them, so the reference shares no code with kvgen.
 Every type x every CPU path this CPU runs x both arithmetic modes (int8 only where the type
 has it: not F16 / BF16) x ragged shapes (rows not a multiple of 16, several block counts,
-1..19 activation rows: a whole 16-row AVX-512 tile and a remainder) is compared against the float64 product, within these bounds
-(u = 2**-24, the float32 unit roundoff):
+1..19 activation rows: a whole 16-row AVX-512 tile and a remainder) is compared against the
+float64 product, within these bounds (u = 2**-24, the float32 unit roundoff):
 
 * exact mode (float activations): each weight is the file's value exactly (d * q is exact
   in float32 and the kernels round d * q + m once, as gguf-py does; K-quants: (d sc) q and
