@@ -6,9 +6,9 @@ Whole ``generate`` calls at batch 1 on the same GPT-2-small-shaped model with ra
 weights (``decode/models.py``), the same prompt token ids and the same thread count for
 every engine:
 
-* ``kvgen``: ``kvgen.Generator(kvgen.Model.load(dir), config).generate([prompt])`` (prefill,
-  then one forward + one Generator step per token, in C++; the KV cache is allocated per
-  call). ``kvgen.set_num_threads(--threads)``.
+* ``kvgen``: ``kvgen.Generator(kvgen.Model.load(dir), config).generate([prompt])`` (prefill
+  in 32-token chunks, then one forward + one step generator step per token: one request of the
+  engine, stepped in the calling thread; the KV cache is allocated per call). ``kvgen.set_num_threads(--threads)``.
 * ``kvgen-q8``: the same with ``kvgen.Model.load(dir, dtype="q8_0")`` (weights quantized to
   Q8_0 at load), against ``ct2-int8`` (both int8 weights): a ``kvgen-q8 / ct2-int8`` line per
   workload and a PASS/MISS line for ">= 1.2x CTranslate2 int8 decode". Skipped with a note

@@ -8,10 +8,8 @@
 #include <utility>
 
 #include "arrays.h"
-#include "py_model.h"
 #include "kvgen/errors.h"
 #include "kvgen/generator.h"
-#include "kvgen/model_decode_loop.h"
 
 namespace py = pybind11;
 
@@ -321,10 +319,7 @@ void def_generator_state(py::class_<W>& cls) {
             LogitsBuffer b = self.cast<W&>().read([](Generator& g) { return last_logits_buffer(g); });
             return logits_view_of(b, self);
           },
-          "The processed logits of the last step [rows, vocab] (log-probs under beam search) as a NumPy view over "
-          "the generator's own buffer: no copy, never freed while the generator lives, overwritten by the next step "
-          "(a step that raises may leave it partly written). None "
-          "before the first step.")
+          "The last step's processed logits [rows, vocab], a view over the generator's buffer (see kvgen.Generator).")
       .def_property_readonly(
           "mirostat_mu",
           [](W& w) {
@@ -356,77 +351,6 @@ void def_generator_state(py::class_<W>& cls) {
           "Finishes row r with finish reason 'stop' (its constraint is complete). Greedy / sampling only.");
 }
 
-// kvgen._ModelDecodeLoop: keeps the Python model (and so its weights) alive. Its state
-// is guarded by the model's mutex, which start / advance (and the model's forward) hold.
-class PyModelDecodeLoop {
- public:
-  PyModelDecodeLoop(py::object model, const GenerationConfig& config, py::object token_strings, bool raw)
-      : model_(model), pm_(model_of(model)), run_(pm_.core(), config) {
-    if (!token_strings.is_none()) run_.generator().set_token_texts(token_texts(token_strings));
-    run_.generator().set_keep_raw_logprobs(raw);
-  }
-
-  void start(py::handle prompts, py::handle sequence_ids, py::handle allowed_tokens) {
-    auto lists = prompt_lists(prompts);
-    auto ids = sequence_id_list(sequence_ids);
-    const int64_t per_input = run_.generator().config().num_beams > 1 ? run_.generator().config().num_beams
-                                                                       : run_.generator().config().num_return_sequences;
-    MaskView mask = mask_view(allowed_tokens, static_cast<int64_t>(lists.size()) * per_input, vocab());
-    under_lock(pm_.mutex, run_, [&](ModelDecodeLoop& run) {
-      run.start(lists, ids, mask.data);
-      return 0;
-    });
-  }
-
-  void advance(py::handle allowed_tokens) {
-    MaskView mask = mask_view(allowed_tokens, rows(), vocab());
-    under_lock(pm_.mutex, run_, [&](ModelDecodeLoop& run) {
-      run.advance(mask.data);
-      return 0;
-    });
-  }
-
-  void forward() {
-    under_lock(pm_.mutex, run_, [](ModelDecodeLoop& run) {
-      run.forward();
-      return 0;
-    });
-  }
-
-  void step(py::handle allowed_tokens) {
-    MaskView mask = mask_view(allowed_tokens, rows(), vocab());
-    under_lock(pm_.mutex, run_, [&](ModelDecodeLoop& run) {
-      run.step(mask.data);
-      return 0;
-    });
-  }
-
-  int64_t kv_cache_bytes() {
-    return under_lock(pm_.mutex, run_, [](ModelDecodeLoop& run) {
-      return run.generator().started() ? run.cache().bytes() : int64_t{0};
-    });
-  }
-
-  // f(Generator&) under the model's mutex (see under_lock).
-  template <class F>
-  auto read(F&& f) {
-    return under_lock(pm_.mutex, run_, [&](ModelDecodeLoop& run) { return f(run.generator()); });
-  }
-
- private:
-  int64_t rows() { return read([](Generator& g) { return g.rows(); }); }
-  int64_t vocab() { return pm_.core().config().vocab_size; }
-
-  static PyModel& model_of(py::handle obj) {
-    if (!py::isinstance<PyModel>(obj)) throw TypeError("model must be a kvgen.Model");
-    return obj.cast<PyModel&>();
-  }
-
-  py::object model_;
-  PyModel& pm_;  // model_'s C++ object, alive as long as model_
-  ModelDecodeLoop run_;
-};
-
 }  // namespace
 
 void register_generator(py::module_& m) {
@@ -451,9 +375,7 @@ void register_generator(py::module_& m) {
                     "float32 [rows]: the log-probability of each row's token under the processed distribution "
                     "(-inf for rows that had finished).")
       .def_readonly("top_token_ids", &StepResult::top_token_ids,
-                    "int64 [rows, top_logprobs]: the most likely tokens of each row's processed distribution, most "
-                    "likely first (equal ones by smaller id; under beam search, of the parent row); None when "
-                    "GenerationConfig.top_logprobs is 0.")
+                    "int64 [rows, top_logprobs]: each row's most likely tokens (see README, top logprobs).")
       .def_readonly("top_logprobs", &StepResult::top_logprobs,
                     "float32 [rows, top_logprobs]: their log-probabilities (on token_logprobs' scale); None when "
                     "top_logprobs is 0.")
@@ -472,31 +394,24 @@ void register_generator(py::module_& m) {
           py::arg("output_raw_logprobs") = false)
       .def("append_tokens", &PyGenerator::append_tokens, py::arg("prompts"), py::kw_only(),
            py::arg("sequence_ids") = py::none(),
-           "Sets the prompts: a list of token-id lists (lengths may differ) or a 2-D integer array. sequence_ids "
-           "(one int per prompt, default 0, 1, 2, ...) key the random draws: a prompt with the same seed and id "
-           "draws the same tokens in any batch.")
+           "Sets the prompts (token-id lists) and their sequence_ids (see kvgen.Generator).")
       .def("step", &PyGenerator::step, py::arg("logits"), py::kw_only(), py::arg("allowed_tokens") = py::none(),
-           "Processes the next-token logits [rows, vocab] (float32, C-contiguous, read in place) and picks a token "
-           "per row; returns a StepResult. allowed_tokens: under a constraint, each row's allowed-token bitmask "
-           "[rows, ceil(vocab / 32)] uint32 (llguidance's layout), read in place.");
+           "Picks a token per row from the next-token logits [rows, vocab]; a StepResult (see kvgen.Generator).")
+      .def_property_readonly(
+          "needs_token_texts", [](PyGenerator& w) { return w.read([](Generator& g) { return g.needs_token_texts(); }); },
+          "True when the config needs token_strings (stop_strings, DRY's sequence breakers) and none were given.")
+      .def(
+          "set_token_strings",
+          [](PyGenerator& w, py::handle texts) {
+            auto t = token_texts(texts);
+            w.read([&](Generator& g) {
+              g.set_token_texts(std::move(t));
+              return 0;
+            });
+          },
+          py::arg("token_strings"), "Sets the text (str or bytes) of every token id, before append_tokens.");
   def_generator_state(gen);
 
-  py::class_<PyModelDecodeLoop> mg(m, "_ModelDecodeLoop", "A Generator driven by a built-in model (see kvgen.Generator).");
-  mg.def(py::init<py::object, const GenerationConfig&, py::object, bool>(), py::arg("model"), py::arg("config"),
-         py::kw_only(), py::arg("token_strings") = py::none(), py::arg("output_raw_logprobs") = false)
-      .def("start", &PyModelDecodeLoop::start, py::arg("prompts"), py::kw_only(), py::arg("sequence_ids") = py::none(),
-           py::arg("allowed_tokens") = py::none(),
-           "Checks the context, prefills the prompts in one batched pass and takes the first step (allowed_tokens: "
-           "its allowed-token bitmask under a constraint, as _Generator.step).")
-      .def("advance", &PyModelDecodeLoop::advance, py::kw_only(), py::arg("allowed_tokens") = py::none(),
-           "One decode step: forward the last tokens, then pick the next.")
-      .def("forward", &PyModelDecodeLoop::forward,
-           "The first half of advance(): the forward pass of the last tokens (GIL released).")
-      .def("step", &PyModelDecodeLoop::step, py::kw_only(), py::arg("allowed_tokens") = py::none(),
-           "The second half of advance(): pick the next tokens from the logits forward() computed.")
-      .def_property_readonly("kv_cache_bytes", &PyModelDecodeLoop::kv_cache_bytes,
-                             "Bytes of the KV cache (rows x layers x 2 x positions x kv_dim x 4).");
-  def_generator_state(mg);
 }
 
 }  // namespace kvgen::bindings

@@ -31,6 +31,7 @@ Generator::Generator(GenerationConfig config)
     : sampler_(config), stops_(config), seed_(config.resolved_seed()), pad_(pad_of(config)) {}
 
 void Generator::set_token_texts(std::vector<std::string> texts) {
+  if (started()) throw ValueError("set the token texts before append_tokens()");
   sampler_.set_token_texts(texts);
   stops_.set_token_texts(std::move(texts));
 }
@@ -94,7 +95,7 @@ void Generator::append_tokens(const std::vector<std::vector<int64_t>>& prompts,
                               const std::vector<int64_t>& sequence_ids) {
   const GenerationConfig& cfg = config();
   if (started()) throw ValueError("append_tokens() was already called: a Generator runs one batch of prompts");
-  if (stops_.needs_token_texts())
+  if (stops_.needs_token_texts())  // needs_token_texts(): the same two rules
     throw ValueError("GenerationConfig.stop_strings needs the text of every token: pass token_strings= (or a tokenizer)");
   if (sampler_.needs_token_texts())
     throw ValueError("GenerationConfig.dry_sequence_breakers needs the text of every token: pass token_strings= (or "

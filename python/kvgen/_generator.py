@@ -21,7 +21,7 @@ class Generator(StepGenerator):
 
     ``Generator(model, config)`` with a ``kvgen.Model`` returns a ModelGenerator (type
     checkers see that through the overloads of ``__new__``): ``generate(prompts)``,
-    ``stream(prompt)`` and ``chat(messages)`` run the whole loop in C++ (see there).
+    ``stream(prompt)`` and ``chat(messages)`` run one request of the engine (see there).
 
     ``Generator(config, batch_size=None, *, tokenizer=None, token_strings=None, output_raw_logprobs=False)``.
     Call ``append_tokens(prompts)`` once, then ``step(logits)`` with the next-token logits
@@ -40,6 +40,10 @@ class Generator(StepGenerator):
     and a prompt with the same seed and id draws the same tokens in any batch. Row k of a
     prompt with id i draws with key ``i * rows_per_prompt + k``, so the rows of one prompt
     differ; two prompts with the same id draw alike.
+
+    ``last_logits`` is the last step's processed logits [rows, vocab] (log-probs under beam
+    search): a NumPy view over the generator's own buffer, no copy, overwritten by the next step
+    (a step that raises may leave it partly written), None before the first step.
 
     The state readers (``sequences``, ``next_tokens``, ``last_logits``, ``result()``, ...)
     take the lock that ``step()`` holds, so other threads may read while one steps.

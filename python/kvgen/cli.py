@@ -67,8 +67,27 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--api-key", help="require 'Authorization: Bearer KEY' on every request")
     serve.add_argument("--activations", choices=("int8x2", "int8", "float"),
                        help="what quantized weights multiply (default int8x2; see kvgen.Model.activations)")
+    guard = serve.add_argument_group("cross-site protection")
+    guard.add_argument("--allowed-hosts", action="append", default=[], metavar="NAME",
+                       help="also accept requests whose Host header is NAME (repeatable; '*': any), beyond the bound "
+                            "address and localhost")
+    guard.add_argument("--allowed-origins", action="append", default=[], metavar="ORIGIN",
+                       help="accept browser requests from the web page ORIGIN, e.g. https://app.example "
+                            "(repeatable; '*': any; default: loopback pages only)")
+    limits = serve.add_argument_group("limits (defaults sized to the machine's memory)")
+    limits.add_argument("--max-body-mb", type=float, default=8.0, help="largest request body in MB (8)")
+    limits.add_argument("--request-timeout", type=float, help="seconds a request may run (default: no limit)")
+    limits.add_argument("--max-prompts", type=int, help="prompts per request")
+    limits.add_argument("--max-sequences", type=int, help="sequences per request (prompts x n)")
+    limits.add_argument("--max-request-tokens", type=int, help="prompt plus new tokens (x n) per request")
+    limits.add_argument("--max-queued-tokens", type=int,
+                        help="tokens held by all requests in flight; past it a 429 with Retry-After")
+    limits.add_argument("--max-queued-requests", type=int, help="generations in flight; past it a 429")
 
-    info = commands.add_parser("info", help="describe a model", description="Prints what a model file holds.")
+    info = commands.add_parser("info", help="describe a model",
+                                description="Prints what a model file holds: its family, sizes, and what kvgen "
+                                            "does with each of its tensor types.")
+    info.add_argument("file", nargs="?", help="GGUF file or Hugging Face directory (or -m)")
     _model_argument(info)
     return parser
 
@@ -183,15 +202,37 @@ def _serve(args) -> int:
     model = _load(args.model, activations=args.activations)
     print(f"kvgen serve: {model.path.name} on http://{args.host}:{args.port}/v1 (max batch {args.max_batch})",
           file=sys.stderr, flush=True)
-    serve(model, host=args.host, port=args.port, max_batch=args.max_batch, api_key=args.api_key)
+    from kvgen.server.app import ServerLimits
+
+    for flag in ("max_body_mb", "request_timeout", "max_prompts", "max_sequences", "max_request_tokens",
+                 "max_queued_tokens", "max_queued_requests"):
+        value = getattr(args, flag)
+        if value is not None and value <= 0:
+            raise ValueError(f"--{flag.replace('_', '-')} must be positive, got {value}")
+    limits = ServerLimits.sized(args.max_batch, model.context_length, max_prompts=args.max_prompts,
+                                max_rows=args.max_sequences, max_tokens=args.max_request_tokens,
+                                max_queued_tokens=args.max_queued_tokens, max_queued_requests=args.max_queued_requests,
+                                max_body_bytes=int(args.max_body_mb * (1 << 20)), request_timeout=args.request_timeout)
+    serve(model, host=args.host, port=args.port, max_batch=args.max_batch, api_key=args.api_key, limits=limits,
+          allowed_hosts=tuple(args.allowed_hosts), allowed_origins=tuple(args.allowed_origins))
     return 0
 
 
 def _info(args) -> int:
-    model = _load(args.model)
+    from kvgen.loaders.families import FAMILIES
+    from kvgen.loaders.quantize import tensor_handling
+
+    if args.file and args.model:
+        raise ValueError("give the model as FILE or as -m, not both")
+    model = _load(args.file or args.model)
     print(repr(model))
     if model.description:
         print(model.description)
+    family = next(f for f in FAMILIES if f.name == model.family)
+    print(f"family: {family.name} (as transformers' {family.transformers_class}: {family.differs}); computed by "
+          f"kvgen's {family.core} model")
+    for qtype, count in model.tensor_types.items():
+        print(f"  {qtype} x{count}: {tensor_handling(qtype)}")
     print(f"weights: {model.weight_bytes / 1e6:.1f} MB (quantized matrices at their packed size); activations: "
           f"{model.activations}; KV cache per position: "
           f"{model.kv_cache_bytes(1, 1)} bytes")

@@ -124,12 +124,16 @@ void early_stopping_ends_when_the_hypotheses_are_full() {
 
 void a_finished_candidate_beyond_the_best_num_beams_does_not_finish() {
   // EOS (-0.5) is only third best, after 0 (-0.1) and 1 (-0.2), so it neither finishes
-  // nor continues: the slots stay empty.
+  // nor continues: the slots hold no EOS hypothesis, only (as in transformers) the running
+  // candidates 0 and 1 at -1e9 below their scores, which any finished hypothesis outranks.
   Search s;
   s.step({-0.1f, -0.2f, -3, -0.5f, -1, -1, -1, -1});
   const std::vector<std::vector<Hypothesis>> results = s.beams.results(2);
-  CHECK(results[0][0].tokens.empty());
-  CHECK(results[0][0].reason == FinishReason::None);
+  for (const Hypothesis& h : results[0]) {
+    CHECK(h.reason != FinishReason::Eos);
+    CHECK(h.tokens.back() != 3);
+    CHECK_NEAR(h.score, -1.0e9, 64.0);
+  }
   CHECK_EQ(s.row_tokens(0), (std::vector<int64_t>{0, 0}));
   CHECK_EQ(s.row_tokens(1), (std::vector<int64_t>{0, 1}));
 }

@@ -171,3 +171,61 @@ def test_a_constrained_and_a_free_request_decode_together_as_each_does_alone(mod
     with Engine(model, slots=2, context=64) as engine:
         with pytest.raises(ValueError, match="json_schema"):
             engine.submit(prompts[0], kvgen.GenerationConfig(max_new_tokens=4, json_schema={"type": "nonsense"}))
+
+
+def _same_result(a: kvgen.GenerationResult, b: kvgen.GenerationResult) -> bool:
+    """Tokens, log-probs and top log-probs equal bit for bit."""
+    def arrays(r):
+        return [*r.sequences[0], *r.token_logprobs[0], *(r.top_token_ids[0] if r.top_token_ids else []),
+                *(r.top_logprobs[0] if r.top_logprobs else [])]
+    return len(arrays(a)) == len(arrays(b)) and all(np.array_equal(x, y) for x, y in zip(arrays(a), arrays(b)))
+
+
+def test_generate_stream_and_generate_batch_are_one_driver(model):
+    """The same prompt gives bit-identical tokens and log-probs through generate, stream (token
+    ids and text pieces) and generate_batch beside other prompts: greedy with top log-probs,
+    a seeded sampling chain with DRY, over a prompt shorter and one longer than a prefill chunk."""
+    long = model.encode(" ".join(f"item{i}" for i in range(30)))
+    assert len(long) > kvgen.generation.engine.PREFILL_CHUNK
+    others = [model.encode("Count: 1, 2,"), model.encode("Once upon a time")]
+    configs = [kvgen.GenerationConfig(max_new_tokens=10, top_logprobs=3),
+               kvgen.GenerationConfig(max_new_tokens=10, do_sample=True, seed=5, temperature=0.8, top_p=0.9,
+                                      repetition_penalty=1.2, dry_multiplier=0.8)]
+    for config in configs:
+        generator = kvgen.Generator(model, config)
+        for prompt in (model.encode("The capital of France is"), long):
+            alone = generator.generate([prompt])
+            steps = [s.copy() for s in generator.stream([prompt])]
+            streamed = generator.last_result
+            assert _same_result(alone, streamed)
+            assert np.array_equal(np.concatenate(steps), alone.sequences[0][0])
+            pieces = list(generator.stream(model.decode(prompt)))  # text: encoded again, the same ids
+            assert np.array_equal(np.array([lp for p in pieces for lp in p.logprobs], dtype=np.float32),
+                                  alone.token_logprobs[0][0])
+            batched = generator.generate_batch([others[0], prompt, others[1]], configs=[config] * 3, max_batch=2)
+            assert _same_result(alone, batched[1])
+
+
+def test_generate_batch_with_dry_gives_generate_s_tokens(model):
+    """DRY's sequence breakers need the token texts in every entry point (the core says when)."""
+    generator = kvgen.Generator(model)
+    config = kvgen.GenerationConfig(max_new_tokens=8, dry_multiplier=0.8)
+    batched = generator.generate_batch(["Hello there", "Hi"], configs=[config] * 2)
+    assert batched == [generator.generate(p, max_new_tokens=8, dry_multiplier=0.8) for p in ["Hello there", "Hi"]]
+    ids = [model.encode("Hello there"), model.encode("Hi")]
+    results = generator.generate_batch(ids, configs=[config] * 2)
+    for prompt, result in zip(ids, results):
+        assert np.array_equal(result.sequences[0][0], generator.generate([prompt], **config.to_dict()).sequences[0][0])
+
+
+def test_a_request_of_several_prompts_is_chunked_like_one_prompt_requests(model):
+    """generate([a, b]) is one request whose prompts are prefilled together (a chunk of each per
+    pass): each gets the tokens of its own call (greedy; with beams, the same hypotheses)."""
+    prompts = [model.encode(" ".join(f"w{i}" for i in range(25))), model.encode("Hi")]
+    for config in (kvgen.GenerationConfig(max_new_tokens=6), kvgen.GenerationConfig(max_new_tokens=6, num_beams=3)):
+        generator = kvgen.Generator(model, config)
+        together = generator.generate(prompts)
+        for i, p in enumerate(prompts):
+            alone = generator.generate([p])
+            assert all(np.array_equal(x, y) for x, y in zip(together.sequences[i], alone.sequences[0]))
+            assert together.scores[i] == alone.scores[0]

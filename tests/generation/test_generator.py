@@ -417,3 +417,19 @@ def test_model_path_same_prompt_seed_and_id_sample_the_same_tokens_in_any_batch(
     alone = generator.generate([prompt], sequence_ids=[7]).sequences[0][0]
     batch = generator.generate([[1, 2], [3], [9, 10, 11], prompt], sequence_ids=[1, 2, 3, 7])
     np.testing.assert_array_equal(batch.sequences[3][0], alone)
+
+
+def test_the_core_says_when_token_texts_are_needed():
+    """needs_token_texts: stop strings or DRY's sequence breakers, until the texts are set; the
+    request set-up reads it instead of a rule of its own."""
+    texts = [f"t{i}" for i in range(8)]
+    for fields, needed in [({}, False), ({"stop_strings": ["t1"]}, True), ({"dry_multiplier": 0.8}, True),
+                           ({"dry_multiplier": 0.8, "dry_sequence_breakers": None}, False),
+                           ({"dry_multiplier": 0.8, "dry_penalty_last_n": 0}, False)]:
+        generator = kvgen.Generator(kvgen.GenerationConfig(max_new_tokens=2, **fields))
+        assert generator.needs_token_texts is needed, fields
+        generator.set_token_strings(texts)
+        assert not generator.needs_token_texts
+        generator.append_tokens([[1, 2]])
+        with pytest.raises(ValueError, match="before append_tokens"):
+            generator.set_token_strings(texts)

@@ -125,6 +125,22 @@ def test_interrupted_generate_keeps_the_partial_result(smollm2_model):
     assert result.texts[0][0] == smollm2_model.decode(result.sequences[0][0], skip_special_tokens=True)
 
 
+def test_ctrl_c_during_a_long_prefill_stops_between_chunks(smollm2_model):
+    """The prompt is fed in chunks, one engine step each: Ctrl-C lands between two, and
+    last_result says the generation was interrupted before its first token."""
+    generator = kvgen.Generator(smollm2_model, kvgen.GenerationConfig(max_new_tokens=1))
+    prompt = [int(t) for t in np.random.default_rng(0).integers(100, 1000, 1500)]
+    previous = generator.generate([[1, 2, 3]])
+    timer = threading.Timer(0.2, _thread.interrupt_main)
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        generator.generate([prompt])
+    timer.join()
+    result = generator.last_result
+    assert result is not previous and result.finish_reasons == [["interrupted"]]
+    assert result.sequences[0][0].size == 0
+
+
 # --- errors that teach ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("name, hint", [

@@ -345,3 +345,63 @@ def test_a_tokenizer_whose_vocabulary_disagrees_with_the_logits(smollm2_model):
     generator.append_tokens([[1]])
     with pytest.raises(ValueError, match="tokenizer has 49152 tokens but the logits have 32000 columns"):
         generator.step(np.zeros((1, 32000), dtype=np.float32))
+
+
+@pytest.mark.parametrize("grammar, match", [
+    ("", "grammar is invalid"),
+    ("item: \"a\"", "grammar is"),  # Lark without start
+    ("item ::= \"a\"", "grammar is"),  # GBNF without root
+    ("root ::= " + "(" * 3000 + "\"a\"" + ")" * 3000, "grammar is"),  # nested deeper than any parser allows
+])
+def test_grammars_llguidance_refuses_with_a_bare_exception_are_value_errors(smollm2_model, grammar, match):
+    with pytest.raises(ValueError, match=match):
+        kvgen.Generator(smollm2_model, kvgen.GenerationConfig(max_new_tokens=4, grammar=grammar))
+
+
+def test_large_constraints_compile_or_are_refused_without_hanging(smollm2_model):
+    labels = [f"label{i}" for i in range(2000)]
+    for text, _ in constrained_texts(smollm2_model, "Pick one:", max_new_tokens=8, choices=labels):
+        assert text in labels
+    try:
+        out = constrained_texts(smollm2_model, "a", max_new_tokens=4, regex="(a{1000}){1000}")
+    except ValueError as e:
+        assert "regex" in str(e)
+    else:
+        assert all(set(text) <= {"a"} for text, _ in out)
+
+
+def _vocabulary_bytes(model) -> set[int]:
+    """The bytes the model's byte-level BPE vocabulary holds, read from its token strings
+    through GPT-2's byte-to-character map (transformers' own), not from llguidance."""
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    char_to_byte = {c: b for b, c in bytes_to_unicode().items()}
+    held = set()
+    for token in model.tokenizer.get_vocab():
+        if all(c in char_to_byte for c in token):
+            held.update(char_to_byte[c] for c in token)
+    return held
+
+
+# One character of every Unicode plane (its code point 0x41 past the plane start, and one
+# far inside), through a regex constraint: the text is that character, or the vocabulary
+# lacks one of its UTF-8 bytes and the Generator raises ValueError saying so.
+PLANE_CHARACTERS = [chr(plane * 0x10000 + offset) for plane in range(17) for offset in (0x41, 0x8F21)
+                    if not 0xD800 <= plane * 0x10000 + offset < 0xE000]
+
+
+def test_every_unicode_plane_through_a_regex_constraint(smollm2_model):
+    held = _vocabulary_bytes(smollm2_model)
+    for ch in PLANE_CHARACTERS:
+        producible = set(ch.encode()) <= held
+        config = kvgen.GenerationConfig(max_new_tokens=8, regex=re.escape(ch))
+        generator = kvgen.Generator(smollm2_model, config)
+        if producible:
+            generator.generate(["Write the character:"])
+            result = generator.last_result
+            assert smollm2_model.decode(result.sequences[0][0], skip_special_tokens=True) == ch, hex(ord(ch))
+            assert result.finish_reasons[0][0] in ("stop", "eos")
+        else:
+            with pytest.raises(ValueError, match="no token has"):
+                generator.generate(["Write the character:"])
+    assert any(not set(ch.encode()) <= held for ch in PLANE_CHARACTERS)  # SmolLM2 lacks 0xF1, 0xF2

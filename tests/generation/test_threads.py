@@ -12,6 +12,8 @@ import pytest
 from hf_models import random_gpt2
 
 import kvgen
+from kvgen.generation.engine import one_request
+from kvgen.generation.request_setup import RequestSetup
 
 VOCAB = 97
 STEPS = 40
@@ -99,16 +101,18 @@ def test_model_generation_read_while_it_advances(model):
     prompts = [[5, 9, 13], [7, 8]]
 
     def session():
-        s = kvgen._core._ModelDecodeLoop(model._core, config)
-        s.start(prompts)  # prefill and the first step
-        return s
+        engine, request = one_request(model, prompts, RequestSetup(config))
+        while request.next_tokens is None:  # prefill and the first step
+            engine.step()
+        return engine, request
 
-    sequential = session()
-    while not sequential.is_done():
-        sequential.advance()
-    expected = sequential._hypotheses()
+    engine, request = session()
+    while not request.done():
+        engine.step()
+    expected = request.generator._hypotheses()
 
-    running = session()
+    engine, request = session()
+    running = request.generator
     stop, errors, reads = threading.Event(), [], []
 
     def read():
@@ -116,7 +120,7 @@ def test_model_generation_read_while_it_advances(model):
             while not stop.is_set():
                 lengths = {len(s) - len(prompts[i // 3]) for i, s in enumerate(running.sequences)}
                 assert len(lengths) == 1, lengths  # every row has the same number of new tokens
-                running.next_tokens, running.last_logits, running._hypotheses(), running.kv_cache_bytes
+                running.next_tokens, running.last_logits, running._hypotheses(), engine.kv_cache_bytes
                 reads.append(1)
         except BaseException as e:  # noqa: BLE001
             errors.append(e)
@@ -125,8 +129,8 @@ def test_model_generation_read_while_it_advances(model):
     for t in readers:
         t.start()
     try:
-        while not running.is_done():
-            running.advance()
+        while not request.done():
+            engine.step()
     finally:
         stop.set()
         for t in readers:

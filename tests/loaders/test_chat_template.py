@@ -3,6 +3,8 @@ SmolLM2's template from its GGUF file, and hand-written templates exercising the
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import jinja2
 import pytest
 import tokenizers
@@ -161,3 +163,79 @@ def test_caller_messages_are_not_modified():
     messages = [{"role": "assistant", "content": "x", "reasoning": "r"}]
     render_chat("{% for m in messages %}{{ m.thinking }}{% endfor %}", messages)
     assert messages == [{"role": "assistant", "content": "x", "reasoning": "r"}]
+
+
+# Templates that hung or exhausted the process: each stops at a rendering limit (time, size,
+# recursion) with a ValueError, quickly.
+BOMBS = {
+    "nested loops": "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+    "string product": "{{ 'a' * 1000000000 }}",
+    "list product": "{% set x = [1] * 100000000 %}{{ x|length }}",
+    "doubling in a namespace (~)": "{% set ns = namespace(s='ab') %}{% for i in range(60) %}"
+                                   "{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s|length }}",
+    "doubling in a namespace (+)": "{% set ns = namespace(s='ab') %}{% for i in range(60) %}"
+                                   "{% set ns.s = ns.s + ns.s %}{% endfor %}{{ ns.s|length }}",
+    "endless recursion": "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}",
+    "huge output": "{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BOMBS))
+def test_template_bombs_stop_at_the_rendering_limits(name):
+    import time
+
+    from kvgen.loaders.chat_template import RENDER_SECONDS, ChatTemplateLimitError
+
+    start = time.monotonic()
+    with pytest.raises(ChatTemplateLimitError, match="chat template"):
+        render_chat(BOMBS[name], [{"role": "user", "content": "hi"}])
+    assert time.monotonic() - start < RENDER_SECONDS + 2
+    assert issubclass(ChatTemplateLimitError, ValueError)
+
+
+def test_a_template_bomb_is_a_value_error_at_load(tmp_path):
+    import shutil
+
+    from llama_models import random_llama
+
+    import kvgen
+
+    d = tmp_path / "model"
+    random_llama(vocab_size=16, hidden_size=8, intermediate_size=12, num_hidden_layers=1, num_attention_heads=2,
+                 num_key_value_heads=1, max_position_embeddings=16).save_pretrained(d)
+    (d / "chat_template.jinja").write_text(BOMBS["nested loops"])
+    with pytest.raises(ValueError, match="exceeds kvgen's rendering limits"):
+        kvgen.Model.load(d)
+    (d / "chat_template.jinja").write_text("{{ raise_exception('needs a system turn') }}")
+    assert kvgen.Model.load(d).chat_template  # other errors wait for a chat
+    shutil.rmtree(d)
+
+
+QWEN3_STYLE = (Path(__file__).parents[1] / "data" / "qwen3_style_chat_template.jinja").read_text()
+TOOLS = [{"type": "function", "function": {
+    "name": "get_weather", "description": "Weather of a city — «today»",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+TOOL_CHAT = [
+    {"role": "system", "content": "You are a helpful assistant."},
+    {"role": "user", "content": "Weather in Zürich? 🌦"},
+    {"role": "assistant", "content": "", "reasoning_content": "I should call the tool.",
+     "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Zürich"}}}]},
+    {"role": "tool", "content": '{"temp": 21, "sky": "☀"}'},
+    {"role": "tool", "content": '{"wind": "4 km/h"}'},
+    {"role": "assistant", "content": "<think>\nsummarise\n</think>\n\nIt is 21 °C and sunny."},
+    {"role": "user", "content": "And tomorrow?"},
+]
+
+
+@pytest.mark.parametrize("thinking", [None, True, False])
+@pytest.mark.parametrize("tools", [None, TOOLS], ids=["no_tools", "tools"])
+@pytest.mark.parametrize("add_generation_prompt", [True, False])
+def test_qwen_style_template_with_tools_and_thinking_matches_transformers(hf_plain, thinking, tools,
+                                                                          add_generation_prompt):
+    extra = {} if thinking is None else {"enable_thinking": thinking}
+    for chat in (TOOL_CHAT, TOOL_CHAT[1:2]):
+        expected = hf_plain.apply_chat_template(chat, chat_template=QWEN3_STYLE, tools=tools, tokenize=False,
+                                                add_generation_prompt=add_generation_prompt, **extra)
+        got = render_chat(QWEN3_STYLE, chat, add_generation_prompt=add_generation_prompt, tools=tools, **extra)
+        assert got == expected
+    assert ("<think>\n\n</think>" in got) == (thinking is False and add_generation_prompt)

@@ -186,9 +186,9 @@ def test_weights_of_another_dtype_are_a_type_error_naming_the_tensor(llama_dir, 
 
     d = variant(llama_dir, tmp_path)
     tensors = load_torch(str(d / "model.safetensors"))
-    tensors["model.norm.weight"] = tensors["model.norm.weight"].to(torch.bfloat16)
+    tensors["model.norm.weight"] = tensors["model.norm.weight"].to(torch.float64)
     save_torch(tensors, str(d / "model.safetensors"))
-    with pytest.raises(TypeError, match="tensor 'model.norm.weight' has dtype bfloat16"):
+    with pytest.raises(TypeError, match="tensor 'model.norm.weight' has dtype float64 in .*model.safetensors"):
         kvgen.Model.load(d)
 
 
@@ -243,3 +243,59 @@ def test_decode_refuses_ids_outside_the_vocabulary(tmp_path):
             model.decode([bad])
     with pytest.raises(TypeError, match="token id 1.5 is not an integer"):
         model.decode([1.5])
+
+
+def test_no_file_is_read_through_a_symlink_out_of_the_directory(llama_dir, tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    d = variant(llama_dir, tmp_path)
+    (d / "chat_template.jinja").symlink_to(secret)
+    with pytest.raises(ValueError, match="chat_template.jinja: a link to .*secret.txt, outside the model directory"):
+        kvgen.Model.load(d)
+    (d / "chat_template.jinja").unlink()
+    (d / "tokenizer.json").symlink_to(secret)
+    with pytest.raises(ValueError, match="tokenizer.json: a link to .*outside the model directory"):
+        kvgen.Model.load(d)
+    (d / "tokenizer.json").unlink()
+    weights = d / "model.safetensors"
+    shutil.move(weights, tmp_path / "elsewhere.safetensors")
+    weights.symlink_to(tmp_path / "elsewhere.safetensors")
+    with pytest.raises(ValueError, match="model.safetensors: a link to .*outside the model directory"):
+        kvgen.Model.load(d)
+    weights.unlink()
+    shutil.copy(tmp_path / "elsewhere.safetensors", weights)
+    (d / "inside.jinja").write_text("{{ messages[0]['content'] }}")
+    (d / "chat_template.jinja").symlink_to("inside.jinja")  # a link inside the directory is fine
+    assert kvgen.Model.load(d).chat_template == "{{ messages[0]['content'] }}"
+
+
+def _hf_cache(llama_dir: Path, cache: Path, repo: str = "models--org--tiny") -> Path:
+    """llama_dir as ``huggingface-cli download`` (without --local-dir) lays it out: a sharded
+    checkpoint whose snapshot files are links to ../../blobs/<hash>."""
+    blobs, snapshot = cache / repo / "blobs", cache / repo / "snapshots" / "0123abcd"
+    blobs.mkdir(parents=True)
+    snapshot.mkdir(parents=True)
+    names = list(load_file(str(llama_dir / "model.safetensors")))
+    files = {"config.json": (llama_dir / "config.json").read_bytes(),
+             "model-00001-of-00001.safetensors": (llama_dir / "model.safetensors").read_bytes(),
+             "model.safetensors.index.json": json.dumps(
+                 {"weight_map": {n: "model-00001-of-00001.safetensors" for n in names}}).encode()}
+    for i, (name, data) in enumerate(files.items()):
+        (blobs / f"blob{i}").write_bytes(data)
+        (snapshot / name).symlink_to(Path("../../blobs") / f"blob{i}")
+    return snapshot
+
+
+def test_a_hugging_face_cache_snapshot_loads_and_its_links_stay_in_its_repository(llama_dir, tmp_path):
+    snapshot = _hf_cache(llama_dir, tmp_path / "hub")
+    plain = kvgen.Model.load(llama_dir)
+    cached = kvgen.Model.load(snapshot)
+    prompt = [1, 2, 3]
+    config = kvgen.GenerationConfig(max_new_tokens=4)
+    np.testing.assert_array_equal(kvgen.Generator(cached, config).generate([prompt]).sequences[0][0],
+                                  kvgen.Generator(plain, config).generate([prompt]).sequences[0][0])
+    other = _hf_cache(llama_dir, tmp_path / "hub", repo="models--org--other")
+    (snapshot / "config.json").unlink()
+    (snapshot / "config.json").symlink_to(other.parent.parent / "blobs" / "blob0")  # another repository's blob
+    with pytest.raises(ValueError, match="config.json: a link to .*outside the model directory"):
+        kvgen.Model.load(snapshot)

@@ -13,6 +13,7 @@ from hf_models import assert_cached_decode_matches_hf, assert_generate_equals_hf
 from llama_models import hf_from_gguf, random_llama, write_gpt2_gguf, write_llama_gguf
 
 import kvgen
+from kvgen.generation.request_setup import set_up_request
 from kvgen.loaders.rope import inv_freq, rope_parameters
 
 PAD = 2
@@ -238,5 +239,35 @@ def test_directory_with_tokenizer_and_chat_template(tmp_path):
     assert model.end_of_turn_token_id == tok.token_to_id("<|end|>") and model.eos_token_id == 0
     generator = kvgen.Generator(model, kvgen.GenerationConfig(max_new_tokens=8))
     generator.chat(messages)
-    eos = generator._effective_config(generator.config, [model.end_of_turn_token_id]).eos_token_id
+    eos = set_up_request(model, generator.config, end_of_turn=True).config.eos_token_id
     assert sorted(eos) == [0, tok.token_to_id("<|end|>")]
+
+
+@pytest.mark.parametrize("length_penalty", [-10.0, -20.0, -50.0])
+def test_beam_search_with_a_very_negative_length_penalty_is_hf_beam_search(length_penalty, tmp_path):
+    """Finished scores len ** -lp times the log-probs fall below HF's -1e9 floor of running
+    entries: HF then returns running candidates of the first step at score -1e9. Those tie,
+    and torch.topk's order among ties is its own, so the tokens are compared as a set: each
+    returned token is one of HF's first-step candidates."""
+    hf = random_llama(vocab_size=32, hidden_size=16, intermediate_size=24, num_hidden_layers=1, num_attention_heads=2,
+                      num_key_value_heads=1, max_position_embeddings=64)
+    hf.save_pretrained(tmp_path)
+    model = kvgen.Model.load(tmp_path)
+    for prompt, beams, returned in (([1, 5, 7], 3, 2), ([2, 9], 4, 4), ([2, 9], 2, 1)):
+        settings = dict(num_beams=beams, num_return_sequences=returned, max_new_tokens=6, length_penalty=length_penalty,
+                        eos_token_id=3, pad_token_id=0, early_stopping=False)
+        with torch.inference_mode():
+            out = hf.generate(torch.tensor([prompt]), do_sample=False, output_scores=True,
+                              return_dict_in_generate=True, **settings)
+            first = torch.log_softmax(hf(torch.tensor([prompt])).logits[0, -1], dim=-1)
+        candidates = set(torch.topk(first, 2 * beams).indices.tolist())
+        result = kvgen.Generator(model, kvgen.GenerationConfig(**settings)).generate([prompt])
+        hf_lengths = [int((s[len(prompt):] != 0).sum()) for s in out.sequences]
+        assert [len(s) for s in result.sequences[0]] == hf_lengths
+        np.testing.assert_allclose(result.scores[0], out.sequences_scores.numpy(), rtol=1e-5)
+        if hf_lengths == [1] * returned and out.sequences_scores.max() == -1e9:  # the first-step entries
+            assert all(int(s[0]) in candidates for s in result.sequences[0])
+            assert len({int(s[0]) for s in result.sequences[0]}) == returned
+        else:
+            assert [list(s) for s in result.sequences[0]] == [s[len(prompt):].tolist() for s in out.sequences]
+        assert all(reason is not None for reason in result.finish_reasons[0])

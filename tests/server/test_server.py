@@ -376,3 +376,16 @@ def test_a_disconnected_stream_frees_its_slot_for_a_later_request(server, client
     while health(server)["active_slots"] and time.monotonic() < deadline:
         time.sleep(0.2)
     assert health(server)["active_slots"] == 0
+
+
+def test_the_server_gives_generate_s_tokens_and_log_probs_bit_for_bit(client, model):
+    """One driver: a served completion is the engine request that generate, stream and
+    generate_batch run (tests/generation/test_engine.py), log-probs equal to the last bit."""
+    long = " ".join(f"item{i}" for i in range(30))  # longer than a prefill chunk
+    for prompt, settings in ((PROMPT, dict(temperature=0)), (long, dict(temperature=0.8, top_p=0.9, seed=4))):
+        out = client.completions.create(model="kvgen", prompt=prompt, max_tokens=8, logprobs=0, **settings)
+        fields = dict(do_sample=True, temperature=0.8, top_p=0.9, seed=4) if settings["temperature"] else {}
+        ref = reference(model, model.encode(prompt), max_new_tokens=8, **fields)
+        lp = out.choices[0].logprobs
+        assert lp.tokens == [model.decode([t]) for t in ref.sequences[0][0]]
+        assert lp.token_logprobs == ref.token_logprobs[0][0].tolist()  # float32 -> JSON -> float: exact

@@ -71,30 +71,36 @@ def hf_generate(model, prompts: list[list[int]], pad: int, **settings):
 
 
 def assert_generate_equals_hf(kv_model, hf_model, prompts: list[list[int]], pad: int, **settings) -> None:
-    """kvgen's generate() on a built-in model gives transformers' sequences (and beam
-    scores within 1e-4) for the same prompts and settings."""
+    """kvgen's generate() on a built-in model (or on each of a list of them: transformers
+    generates once) gives transformers' sequences (and beam scores within 1e-4) for the same
+    prompts and settings."""
     import kvgen
 
     hf_gen, hf_out = hf_generate(hf_model, prompts, pad, **settings)
-    result = kvgen.Generator(kv_model, kvgen.GenerationConfig(pad_token_id=pad, **settings)).generate(prompts)
     per = settings.get("num_return_sequences", 1)
-    for i, seqs in enumerate(result.sequences):
-        for k, seq in enumerate(seqs):
-            hf_seq = hf_gen[i * per + k].tolist()
-            assert hf_seq[: len(seq)] == seq.tolist()
-            assert all(t == pad for t in hf_seq[len(seq):])
-    if settings.get("num_beams", 1) > 1:
-        np.testing.assert_allclose(np.array(result.scores).ravel(), hf_out.sequences_scores.numpy(), atol=1e-4)
+    for model in kv_model if isinstance(kv_model, (list, tuple)) else [kv_model]:
+        result = kvgen.Generator(model, kvgen.GenerationConfig(pad_token_id=pad, **settings)).generate(prompts)
+        for i, seqs in enumerate(result.sequences):
+            for k, seq in enumerate(seqs):
+                hf_seq = hf_gen[i * per + k].tolist()
+                assert hf_seq[: len(seq)] == seq.tolist()
+                assert all(t == pad for t in hf_seq[len(seq):])
+        if settings.get("num_beams", 1) > 1:
+            np.testing.assert_allclose(np.array(result.scores).ravel(), hf_out.sequences_scores.numpy(), atol=1e-4)
 
 
 def assert_cached_decode_matches_hf(kv_model, hf_model, context: int, pad: int) -> None:
     """Every cached decode step of kvgen (two prompts of different lengths, no padding, up
     to the full context) gives the logits of a full transformers recomputation."""
     import kvgen
+    from kvgen.generation.engine import one_request
+    from kvgen.generation.request_setup import RequestSetup
 
     config = kvgen.GenerationConfig(max_new_tokens=context - 6, pad_token_id=pad)
-    session = kvgen._core._ModelDecodeLoop(kv_model._core, config)
-    session.start([[5, 9, 13, 4, 3, 6], [7, 8]])
+    engine, request = one_request(kv_model, [[5, 9, 13, 4, 3, 6], [7, 8]], RequestSetup(config))
+    while request.next_tokens is None:  # prefill and the first step
+        engine.step()
+    session = request.generator
     steps = 0
     while True:
         # greedy with no processors: the processed logits are the raw logits of the last step
@@ -102,9 +108,9 @@ def assert_cached_decode_matches_hf(kv_model, hf_model, context: int, pad: int) 
             with torch.inference_mode():
                 full = hf_model(torch.as_tensor(seq[None, :-1])).logits[0, -1].numpy()
             np.testing.assert_allclose(session.last_logits[r], full, atol=1e-4, rtol=1e-4)
-        if session.is_done():
+        if request.done():
             break
-        session.advance()
+        engine.step()
         steps += 1
     assert steps == context - 7  # the longest prompt reaches the full context
 

@@ -75,6 +75,9 @@ class Generator {
   // Texts of every token id (bytes), for stop_strings and DRY's sequence breakers. Before
   // append_tokens.
   void set_token_texts(std::vector<std::string> texts);
+  // Whether the config needs the token texts and none were given: stop_strings, or DRY's
+  // sequence breakers (append_tokens refuses to start without them).
+  bool needs_token_texts() const { return stops_.needs_token_texts() || sampler_.needs_token_texts(); }
   // Also record the log-probabilities of the raw logits. Before append_tokens.
   void set_keep_raw_logprobs(bool keep) { keep_raw_ = keep; }
 

@@ -137,21 +137,29 @@ void BeamSearch::finish(int64_t b, const Sequences& seqs, const StepTops& tops) 
   const int64_t eligible = std::min<int64_t>(beams_, static_cast<int64_t>(cands_.size()));
   for (int64_t k = 0; k < eligible; ++k) {
     const Candidate& c = cands_[k];
-    if (c.hit == FinishReason::None) continue;
+    const bool hit = c.hit != FinishReason::None;
     const int64_t len = seqs.generated(c.parent) + 1;
-    const float score = c.score / length_divisor(len, length_penalty_);
-    // the worst slot (slots are kept best first) gives way if this one is better
-    if (!(score > slots.back().score)) continue;
+    // HF merges every candidate into the finished pool, a running one at kNotRunning below
+    // its score: it can only fill a slot that nothing better took. With a very negative
+    // length_penalty (finished scores far below -1e9) such entries are what HF returns.
+    const float score = c.score / length_divisor(len, length_penalty_) + (hit ? 0.0f : kNotRunning);
+    // the worst slot (slots are kept best first) gives way if this one is better; an empty
+    // slot also on a tie (HF's top-k prefers the new entry there)
+    const auto gives_way = [score](const Slot& s) {
+      return score > s.score || (score == s.score && !s.finished && s.hyp.tokens.empty());
+    };
+    if (!gives_way(slots.back())) continue;
     Slot slot;
     slot.score = score;
-    slot.finished = true;
-    slot.hyp = make_hypothesis(seqs, c.parent, c.hit, score);
+    slot.finished = hit;
+    // a running entry ends where the search ends: "length", as when max_new_tokens cut it
+    slot.hyp = make_hypothesis(seqs, c.parent, hit ? c.hit : FinishReason::Length, score);
     slot.hyp.tokens.push_back(c.token);
     slot.hyp.logprobs.push_back(c.logprob);
     if (seqs.raw_logprobs(c.parent)) slot.hyp.raw_logprobs.push_back(c.raw_logprob);
     append_tops(slot.hyp, tops, c.parent);
     // insert after the slots with a score >= this one (existing ones win ties)
-    auto at = std::find_if(slots.begin(), slots.end(), [score](const Slot& s) { return score > s.score; });
+    auto at = std::find_if(slots.begin(), slots.end(), gives_way);
     slots.insert(at, std::move(slot));
     slots.pop_back();
   }

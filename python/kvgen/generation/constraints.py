@@ -7,9 +7,8 @@ vocabulary (``Constraint``), keeps one matcher per row, and fills each row's mas
 words (bit t % 32 of word t // 32: token t allowed). ``RowMatchers`` follows the rows:
 it feeds each row's new token to its matcher, carries matchers along beam reorders, says
 which rows' grammars are complete, and computes the next masks in a worker thread (llguidance
-releases the GIL) while the caller runs the model's forward pass. ``_ConstrainedGenerator``
-is the core's step loop over external logits with those masks: kvgen.Generator and the
-serving engine (kvgen.generation.engine) both build on it.
+releases the GIL) while the caller runs the model's forward pass. The step generator
+(kvgen.generation.step) applies them: kvgen.Generator and the engine's requests build on it.
 """
 
 from __future__ import annotations
@@ -66,10 +65,15 @@ def _grammar(config: GenerationConfig, field: str) -> str:
             return llguidance.LLMatcher.grammar_from_lark(any_to_lark(config.grammar))
         except GbnfToLarkError as e:
             raise ValueError(f"GenerationConfig.grammar is neither Lark nor valid GBNF: {e}") from None
-    # choices: a Lark rule whose alternatives are the literal strings (JSON string literals
-    # are Lark string literals, escapes included)
-    alternatives = " | ".join(json.dumps(c, ensure_ascii=False) for c in config.choices)
-    return llguidance.LLMatcher.grammar_from_lark("start: " + alternatives)
+    # choices: one regex of the literal strings (a lexer DFA: a Lark rule of thousands of
+    # alternatives would exceed the parser's items per row), every character but letters and
+    # digits written as \x{...}
+    return llguidance.LLMatcher.grammar_from_regex("|".join(_literal(c) for c in config.choices))
+
+
+def _literal(text: str) -> str:
+    """``text`` as a regex matching exactly it."""
+    return "".join(c if c.isalnum() else f"\\x{{{ord(c):x}}}" for c in text)
 
 
 def _backend(tokenizer) -> tuple[str, Any]:
@@ -117,6 +121,44 @@ def llg_tokenizer(tokenizer, eos_ids: Optional[Sequence[int]]) -> llguidance.LLT
     return converted
 
 
+def _short(error: Any, limit: int = 500) -> str:
+    """The first ``limit`` characters of an error (llguidance's carry the whole grammar)."""
+    text = str(error).strip() or type(error).__name__
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+_MISSING_BYTES: "dict[int, tuple[Any, bytes]]" = {}
+
+
+def _missing_bytes(tokenizer: llguidance.LLTokenizer) -> bytes:
+    """The byte values that no token of ``tokenizer`` holds (cached per tokenizer).
+
+    A byte-level BPE vocabulary may lack some bytes (SmolLM2's has no token with 0xF1 or
+    0xF2, the UTF-8 lead bytes of U+40000..U+BFFFF). No text holding them can be generated,
+    but llguidance's tokenizer of forced bytes drops such a byte silently, so a grammar that
+    forces one gets a mask allowing the tokens of the bytes after it, which the matcher then
+    refuses. RowMatchers.fill checks the few tokens of such a forced mask."""
+    hit = _MISSING_BYTES.get(id(tokenizer))
+    if hit is not None and hit[0] is tokenizer:
+        return hit[1]
+    seen = np.zeros(256, dtype=bool)
+    for t in range(tokenizer.vocab_size):
+        if not tokenizer.is_special_token(t):
+            seen[np.frombuffer(tokenizer.decode_bytes([t]), dtype=np.uint8)] = True
+    missing = bytes(np.flatnonzero(~seen).tolist())
+    _MISSING_BYTES[id(tokenizer)] = (tokenizer, missing)
+    while len(_MISSING_BYTES) > _TOKENIZER_CACHE_SIZE:  # as many as the tokenizer cache holds
+        del _MISSING_BYTES[next(iter(_MISSING_BYTES))]
+    return missing
+
+
+#: llguidance's messages for a limit reached while matching (a grammar too large or complex).
+_LIMIT_ERRORS = ("too many", "too complex", "TooComplex", "max is", "limit")
+
+#: A mask allowing at most this many tokens is checked token by token when the vocabulary lacks bytes.
+_FORCED_MASK_CHECK = 8
+
+
 class Constraint:
     """A config's constraint compiled against a tokenizer: raises ValueError naming the
     problem (invalid schema, regex or grammar) here, before any generation."""
@@ -128,9 +170,15 @@ class Constraint:
         self.field = field
         self.tokenizer = llg_tokenizer(tokenizer, _eos_ids(config))
         self.vocab_size = self.tokenizer.vocab_size
-        self.matcher = llguidance.LLMatcher(self.tokenizer, _grammar(config, field), log_level=0)
+        self.missing_bytes = _missing_bytes(self.tokenizer)
+        try:
+            self.matcher = llguidance.LLMatcher(self.tokenizer, _grammar(config, field), log_level=0)
+        except ValueError:
+            raise
+        except (Exception, RecursionError) as e:  # llguidance raises a bare Exception for e.g. a grammar without start
+            raise ValueError(f"GenerationConfig.{field} is invalid: {_short(e)}") from None
         if self.matcher.is_error():
-            raise ValueError(f"GenerationConfig.{field} is invalid: {self.matcher.get_error()}")
+            raise ValueError(f"GenerationConfig.{field} is invalid: {_short(self.matcher.get_error())}")
 
     def check_vocab(self, vocab: int) -> None:
         """ValueError unless the logits have the tokenizer's vocabulary size."""
@@ -163,10 +211,29 @@ class RowMatchers:
             llg_numpy.fill_next_token_bitmask_par(self._executor, live, self.allowed)
         for matcher, r in live:
             if matcher.is_error():  # e.g. a parser limit reached: say so rather than an empty mask
-                raise ValueError(f"constrained decoding, row {r}: {matcher.get_error()}")
+                raise ValueError(f"constrained decoding, row {r}: {_short(matcher.get_error())}")
+            if self.constraint.missing_bytes:
+                self._check_forced(matcher, r)
         for r, is_dead in enumerate(self.dead):
             if is_dead:
                 self.allowed[r] = -1
+
+    def _check_forced(self, matcher: Any, r: int) -> None:
+        """Clears from row r's mask the tokens its matcher refuses, when the mask allows only a
+        few (the forced tokens of the grammar's next bytes, see _missing_bytes); ValueError when
+        none is left: the grammar needs a byte that no token holds."""
+        words = self.allowed[r]
+        if matcher.is_accepting() or int(np.unpackbits(words.view(np.uint8)).sum()) > _FORCED_MASK_CHECK:
+            return  # (a complete grammar's mask allows EOS)
+        bits = np.unpackbits(words.view(np.uint8), bitorder="little")
+        unsigned = words.view(np.uint32)
+        for t in np.flatnonzero(bits).tolist():
+            if t < self.constraint.vocab_size and matcher.validate_tokens([t]) == 0:
+                unsigned[t // 32] &= np.uint32(~(1 << (t % 32)) & 0xFFFFFFFF)
+        if not words.any():
+            missing = ", ".join(f"0x{b:02X}" for b in self.constraint.missing_bytes)
+            raise ValueError(f"GenerationConfig.{self.constraint.field} cannot be satisfied with this vocabulary: "
+                             f"the text it requires holds a byte that no token has (missing bytes: {missing})")
 
     def fill_in_background(self) -> None:
         """Starts fill() in the mask worker; ``wait()`` before reading ``allowed``."""
@@ -192,6 +259,10 @@ class RowMatchers:
                 continue
             if not matcher.consume_token(int(token)):
                 if beam_indices is None:
+                    error = matcher.get_error()
+                    if any(limit in error for limit in _LIMIT_ERRORS):
+                        raise ValueError(f"GenerationConfig.{self.constraint.field} is too complex: llguidance's "
+                                         f"limits were reached at row {r} ({_short(error, 300)})")
                     raise RuntimeError(f"constrained decoding: row {r} picked token {int(token)}, which its grammar "
                                        f"refuses ({matcher.get_error()})")
                 self.dead[r] = True  # a beam continued with a -inf candidate
@@ -201,7 +272,7 @@ class RowMatchers:
 
     @staticmethod
     def running(generator: Any) -> list[bool]:
-        """The rows of ``generator`` (a core Generator or model decode loop) that take a token
+        """The rows of ``generator`` (a step generator) that take a token
         in its next step: every beam row under beam search, else the unfinished rows."""
         if generator.num_beams > 1:
             return [True] * generator.rows

@@ -1,9 +1,11 @@
-"""Continuous batching: many generation requests through one built-in model.
+"""The engine: every generation with a built-in model runs here, continuously batched.
 
-One scheduler thread owns the model and a pool of KV-cache slots (``_core._ModelSlots``).
-Each request has its own generator (its own config: temperature, penalties, seed, stop
-rules, constraint) whose rows are a contiguous range of slots, so its step reads
-``logits[first:first + rows]`` in place. Every iteration of the loop:
+The engine owns a pool of KV-cache slots (``_core._ModelSlots``). ``kvgen serve`` and
+``generate_batch`` submit requests to its scheduler thread; ``generate``, ``stream`` and
+``chat`` add one request and call ``step()`` in their own thread (no hand-off per token),
+so the same loop drives them all. Each request has its own step generator (its own config:
+temperature, penalties, seed, stop rules, constraint) whose rows are a contiguous range of
+slots, so its step reads ``logits[first:first + rows]`` in place. Every iteration of the loop:
 
 1. takes new and cancelled requests; a finished or cancelled request gives its slots back;
 2. admits waiting requests, first come first served, while their rows fit in free slots;
@@ -12,11 +14,10 @@ rules, constraint) whose rows are a contiguous range of slots, so its step reads
    prompt delays the others by at most one chunk);
 4. steps each request whose logits are ready and reports the new tokens.
 
-Prompts are cut into chunks at fixed offsets from their start (0, C, 2C, ...), as
-``Generator(model, config).generate`` cuts them, and the model computes each row from its
-own tokens and cache only (the quantized kernels keep one accumulator per row), so greedy
-and seeded outputs do not depend on what else is in the batch and equal those of a
-single ``generate`` call: tests/generation/test_engine.py checks the logits bit for bit.
+Prompts are cut into chunks at fixed offsets from their start (0, C, 2C, ...), here only,
+and the model computes each row from its own tokens and cache only (the quantized kernels
+keep one accumulator per row), so greedy and seeded outputs do not depend on what else is
+in the batch: tests/generation/test_engine.py checks the logits bit for bit.
 
 A request with a constraint (json_schema, regex, grammar or choices) is compiled against
 the model's tokenizer when it is submitted (ValueError naming the problem); its step fills
@@ -29,17 +30,18 @@ from __future__ import annotations
 import queue
 import threading
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
+from typing import Callable, Optional, Sequence, Union
 
 import numpy as np
 
 from kvgen import _core
 from kvgen._core import GenerationConfig, StepResult
+from kvgen.generation.request_setup import RequestSetup
 from kvgen.generation.results import GenerationResult, _result
 from kvgen.generation.step import StepGenerator
 
-#: Prompt tokens per forward pass at most (one chunk of one prompt, or several short ones):
-#: the chunk size of ModelDecodeLoop's prefill, so that a prompt is cut the same way there.
+#: Prompt tokens per forward pass at most (one chunk of one prompt, or several short ones;
+#: a request of several prompts feeds one chunk of each together).
 PREFILL_CHUNK = _core._PREFILL_CHUNK
 
 
@@ -54,32 +56,37 @@ class StepUpdate:
     # with config.top_logprobs = n and logprobs asked for: per row, its n most likely
     # (token id, log-probability) pairs, most likely first; None for rows done before the step
     top_logprobs: Optional[list[Optional[list[tuple[int, float]]]]] = None
+    # the error the request failed with (its last update: done, no tokens); None otherwise
+    error: Optional[BaseException] = None
 
 
 class Request:
-    """A generation submitted to an Engine: ``wait()`` for its GenerationResult, ``cancel()``
-    to stop it (its slots are freed at the next step)."""
+    """A generation run by an Engine: one or more prompts (token ids) with one step generator
+    (``setup.step_generator``: a fresh one per request). ``wait()`` for its GenerationResult,
+    ``cancel()`` to stop it (its slots are freed at the next step). ``sequence_ids`` key the
+    prompts' random draws (see kvgen.Generator)."""
 
-    def __init__(self, prompt: Sequence[int], config: GenerationConfig, context: int, *, token_strings=None,
-                 tokenizer=None, logprobs: bool = False, on_update: Optional[Callable[[StepUpdate], None]] = None):
-        self.prompt = np.asarray(prompt, dtype=np.int64)
-        if self.prompt.ndim != 1 or self.prompt.size == 0:
+    def __init__(self, prompts: Sequence[Sequence[int]], generator: StepGenerator, context: int, *,
+                 sequence_ids: Optional[Sequence[int]] = None, logprobs: bool = False,
+                 on_update: Optional[Callable[[StepUpdate], None]] = None):
+        lengths = [len(p) for p in prompts]
+        if not lengths or min(lengths) == 0:
             raise ValueError("a prompt must hold at least one token id")
-        # a constraint is compiled here (ValueError when invalid), in the caller's thread
-        self.generator = StepGenerator(config, token_strings=token_strings, tokenizer=tokenizer)
-        self.generator.append_tokens([self.prompt])  # checks the config and the prompt, in the caller's thread
-        # the last token generated is never fed back, so prompt + new tokens fit in the slot
-        new = max(self.generator.max_new_tokens(self.prompt.size), 0)
-        if self.prompt.size > context or new > context - self.prompt.size:
-            raise ValueError(f"context overflow: the prompt has {self.prompt.size} tokens and may generate {new} "
-                             f"more, beyond the {context} positions available; shorten the prompt or lower "
-                             "max_new_tokens")
+        self.generator = generator
+        self._check_context(lengths, context)  # before the generator's own limits, which name no context
+        # checks the config and the prompts, in the caller's thread
+        self.generator.append_tokens(prompts, sequence_ids=sequence_ids)
+        self.prompts = [np.asarray(p, dtype=np.int64) for p in prompts]
         self.rows = self.generator.rows
+        self.rows_per_prompt = self.rows // len(self.prompts)
         self.beams = self.generator.num_beams > 1
+        # the last token generated is never fed back, so prompt + new tokens fit in the slot
+        self.positions = max(p.size + max(self.generator.max_new_tokens(p.size), 0) for p in self.prompts)
         self.logprobs = logprobs
         self.on_update = on_update
         self.first_slot: Optional[int] = None
-        self.cached = 0                           # prompt tokens in the first row's cache
+        self.fed = 0                              # prompt positions fed (the same offset for every prompt)
+        self.longest = max(p.size for p in self.prompts)
         self.next_tokens: Optional[np.ndarray] = None
         self.running = [True] * self.rows
         self.result: Optional[GenerationResult] = None
@@ -88,10 +95,22 @@ class Request:
         self._done = threading.Event()
         self._wake: Callable[[], None] = lambda: None
 
+    def check_context(self, context: int) -> None:
+        """ValueError when a prompt plus its new tokens does not fit ``context`` positions."""
+        self._check_context([p.size for p in self.prompts], context)
+
+    def _check_context(self, lengths: Sequence[int], context: int) -> None:
+        for length in lengths:
+            new = max(self.generator.max_new_tokens(length), 0)
+            if length > context or new > context - length:
+                raise ValueError(f"context overflow: the prompt has {length} tokens and may generate {new} more, "
+                                 f"beyond the {context} positions available; shorten the prompt or lower "
+                                 "max_new_tokens")
+
     @property
     def prefilling(self) -> bool:
         """Whether prompt tokens are still to be fed (the prefill runs in chunks)."""
-        return self.cached < self.prompt.size
+        return self.fed < self.longest
 
     def cancel(self) -> None:
         """Stops the request; its slots are freed before the next step. Safe from any thread."""
@@ -116,8 +135,12 @@ class Engine:
     """Runs requests through ``model`` with continuous batching (see the module docstring).
 
     ``slots``: rows decoded together at most (a request takes ``num_return_sequences`` or
-    ``num_beams`` of them). ``context``: positions per slot (default: the model's); the
-    cache is allocated untouched, so only the positions used take memory.
+    ``num_beams`` of them per prompt). ``context``: positions per slot (default: the model's);
+    the cache is allocated untouched, so only the positions used take memory.
+
+    Two ways to drive it, never both: ``submit`` starts the scheduler thread, which steps
+    while requests run; ``add`` queues a request and ``step()`` runs one iteration of the same
+    loop in the caller's thread.
     """
 
     def __init__(self, model, slots: int = 8, context: Optional[int] = None):
@@ -130,6 +153,7 @@ class Engine:
         self._active: list[Request] = []
         self._closed = False
         self._thread: Optional[threading.Thread] = None
+        self._stepped = False  # stepped by its caller (step()): no thread may start
         self._lock = threading.Lock()
 
     @property
@@ -143,43 +167,78 @@ class Engine:
         return self._slots.context
 
     @property
+    def closed(self) -> bool:
+        """Whether close() was called (submit then raises RuntimeError)."""
+        return self._closed
+
+    @property
+    def kv_cache_bytes(self) -> int:
+        """Bytes the KV cache spans."""
+        return self._slots.kv_cache_bytes
+
+    @property
     def active_rows(self) -> int:
         """Slots in use (read without a lock: a snapshot)."""
         return self.slots - sum(self._free)
 
-    def submit(self, prompt: Sequence[int], config: GenerationConfig, *, logprobs: bool = False,
+    def submit(self, prompt: Sequence[int], setup: Union[RequestSetup, GenerationConfig], *, logprobs: bool = False,
                on_update: Optional[Callable[[StepUpdate], None]] = None) -> Request:
-        """Queues a generation of ``prompt`` (token ids) with ``config`` (its EOS ids already
-        set: the engine adds nothing). ``on_update(StepUpdate)`` is called from the
-        scheduler thread after each step; it must be quick and must not raise. Bad settings,
-        an invalid constraint and a prompt over the context raise ValueError here."""
-        strings = self.model.token_strings() if config.stop_strings else None
-        request = Request(prompt, config, self.context, token_strings=strings, tokenizer=self.model,
-                          logprobs=logprobs, on_update=on_update)
-        if request.rows > self.slots:
-            raise ValueError(f"the request needs {request.rows} rows (num_return_sequences / num_beams), more than "
-                             f"the engine's {self.slots} slots")
+        """Queues a generation of ``prompt`` (token ids) with ``setup`` (kvgen.generation.request_setup;
+        a bare GenerationConfig is taken as it is: its EOS ids already set, the engine adds
+        nothing) and runs it in the scheduler thread. ``on_update(StepUpdate)`` is called from
+        the scheduler thread after each step; it must be quick and must not raise. Bad
+        settings, an invalid constraint and a prompt over the context raise ValueError here."""
+        if not isinstance(setup, RequestSetup):
+            setup = RequestSetup(setup)
+        request = Request([prompt], setup.step_generator(self.model), self.context, logprobs=logprobs,
+                          on_update=on_update)
         request._wake = lambda: self._inbox.put(None)
         with self._lock:
             if self._closed:
                 raise RuntimeError("the engine is closed")
+            if self._stepped:
+                raise RuntimeError("this engine is stepped by its caller (add / step): it runs no thread")
+            self.add(request)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name="kvgen-engine", daemon=True)
                 self._thread.start()
-            self._inbox.put(request)
         return request
 
-    def generate(self, prompts: Sequence[Sequence[int]], configs: Sequence[GenerationConfig],
+    def add(self, request: Request) -> Request:
+        """Queues ``request`` for the next step (ValueError when it does not fit the slots or
+        their context); with no scheduler thread, the caller runs ``step()``."""
+        request.check_context(self.context)
+        if request.rows > self.slots:
+            raise ValueError(f"the request needs {request.rows} rows (num_return_sequences / num_beams per prompt), "
+                             f"more than the engine's {self.slots} slots")
+        self._inbox.put(request)
+        return request
+
+    def step(self) -> None:
+        """One iteration of the scheduler loop in the caller's thread: takes queued and
+        cancelled requests, admits what fits, runs one forward pass and steps the requests
+        whose logits are ready. For an engine without a scheduler thread (see ``add``)."""
+        if self._thread is not None:
+            raise RuntimeError("the engine's scheduler thread steps it: step() is for an engine that runs no thread")
+        self._stepped = True
+        if not self._inbox.empty():
+            self._take_inbox(block=False)
+        self._drop_cancelled()
+        self._admit()
+        if self._active:
+            self._step()
+
+    def generate(self, prompts: Sequence[Sequence[int]], setups: Sequence[Union[RequestSetup, GenerationConfig]],
                  on_done: Optional[Callable[[int], None]] = None) -> list[GenerationResult]:
-        """Runs every prompt with its config (all queued at once, ``slots`` rows at a time) and
-        returns the results in input order; ``on_done(i)`` as prompt i finishes (from the
+        """Runs every prompt with its set-up (see ``submit``), all queued at once, ``slots`` rows
+        at a time, and returns the results in input order; ``on_done(i)`` as prompt i finishes (from the
         scheduler thread). Ctrl-C cancels them all."""
         finished: queue.SimpleQueue = queue.SimpleQueue()
 
         def listener(i: int) -> Callable[[StepUpdate], None]:
             return lambda update: finished.put(i) if update.done else None
 
-        requests = [self.submit(p, c, on_update=listener(i)) for i, (p, c) in enumerate(zip(prompts, configs))]
+        requests = [self.submit(p, c, on_update=listener(i)) for i, (p, c) in enumerate(zip(prompts, setups))]
         try:
             for _ in requests:
                 while True:  # a timeout, so that Ctrl-C reaches this thread
@@ -234,8 +293,7 @@ class Engine:
         self._free = [True] * self.slots
         for r in held:
             if not r.done():
-                r.error = error
-                r._done.set()
+                self._finish(r, error=error)
 
     def _take_inbox(self, block: bool) -> None:
         try:
@@ -281,12 +339,15 @@ class Engine:
             first = r.first_slot
             assert first is not None
             if r.prefilling:
-                piece = r.prompt[r.cached:r.cached + PREFILL_CHUNK]  # offsets fixed by the prompt alone
-                if piece.size > budget:
-                    continue
-                budget -= piece.size
-                chunks.append((first, piece))
-                r.cached += piece.size
+                # the next chunk of every prompt of the request, at offsets fixed by the prompts alone
+                pieces = [(first + i * r.rows_per_prompt, p[r.fed:r.fed + PREFILL_CHUNK])
+                          for i, p in enumerate(r.prompts) if p.size > r.fed]
+                size = sum(piece.size for _, piece in pieces)
+                if size > budget and budget < PREFILL_CHUNK:
+                    continue  # the pass already carries other prompt tokens
+                budget -= size
+                chunks += pieces
+                r.fed += PREFILL_CHUNK
                 if not r.prefilling:
                     ready.append(r)
                 continue
@@ -307,9 +368,10 @@ class Engine:
     def _advance(self, r: Request) -> None:
         first = r.first_slot
         assert first is not None
-        if r.next_tokens is None:  # prefill done: the other rows start from the first row's cache
-            for k in range(1, r.rows):
-                self._slots.copy_row(first, first + k)
+        if r.next_tokens is None:  # prefill done: the other rows of a prompt start from its first row's cache
+            for b in range(len(r.prompts)):
+                for k in range(1, r.rows_per_prompt):
+                    self._slots.copy_row(first + b * r.rows_per_prompt, first + b * r.rows_per_prompt + k)
         was_running = r.running
         try:
             step = r.generator.step(self._logits[first:first + r.rows])
@@ -319,11 +381,16 @@ class Engine:
             self._retire(r, error=e)
             return
         r.next_tokens = step.tokens
-        reasons = r.generator.finish_reasons
-        r.running = [not step.done] * r.rows if r.beams else [reason is None for reason in reasons]
-        tokens = [int(t) if was else None for t, was in zip(step.tokens, was_running)]
-        logprobs, top = self._step_logprobs(r, step, tokens)
-        self._notify(r, StepUpdate(tokens, logprobs, reasons, step.done, top))
+        if r.beams:
+            r.running = [not step.done] * r.rows
+            reasons = [None] * r.rows if not step.done else r.generator.finish_reasons
+        else:
+            reasons = r.generator.finish_reasons
+            r.running = [reason is None for reason in reasons]
+        if r.on_update is not None:
+            tokens = [int(t) if was else None for t, was in zip(step.tokens, was_running)]
+            logprobs, top = self._step_logprobs(r, step, tokens)
+            self._notify(r, StepUpdate(tokens, logprobs, reasons, step.done, top))
         if step.done:
             self._retire(r)
 
@@ -360,24 +427,30 @@ class Engine:
 
     def _finish(self, r: Request, *, cancelled: bool = False, error: Optional[BaseException] = None) -> None:
         if error is None:
-            r.result = _result(r.generator._hypotheses(), strip_prompt=True)
+            try:
+                r.result = _result(r.generator._hypotheses(), strip_prompt=True)
+            except Exception as e:  # noqa: BLE001 - the request fails, its listener is told
+                error = e
+        if error is None:
             if cancelled:
                 r.result.finish_reasons = [[f or "cancelled" for f in per] for per in r.result.finish_reasons]
         r.error = error
-        if cancelled and r.on_update is not None and error is None:
+        if error is not None:  # every request gets its answer: the listener learns of the failure
+            self._notify(r, StepUpdate([None] * r.rows, None, [None] * r.rows, True, error=error))
+        elif cancelled and r.on_update is not None:
             self._notify(r, StepUpdate([None] * r.rows, None, ["cancelled"] * r.rows, True))
         r._done.set()
 
 
-def run_batch(model, prompts: Sequence[Sequence[int]], configs: Sequence[GenerationConfig], *, max_batch: int = 8,
+def run_batch(model, prompts: Sequence[Sequence[int]], setups: Sequence[RequestSetup], *, max_batch: int = 8,
               progress: bool = False) -> list[GenerationResult]:
-    """Generates for every prompt with its config through an Engine of ``max_batch`` slots,
+    """Generates for every prompt with its set-up through an Engine of ``max_batch`` slots,
     sized to the longest prompt plus its new tokens; results in input order."""
     if max_batch < 1:
         raise ValueError(f"max_batch must be >= 1, got {max_batch}")
     if not prompts:
         return []
-    need = max(len(p) + max(_core._Generator(c).max_new_tokens(len(p)), 0) for p, c in zip(prompts, configs))
+    need = max(len(p) + max(_core._Generator(s.config).max_new_tokens(len(p)), 0) for p, s in zip(prompts, setups))
     context = max(1, min(need, model.context_length))  # longer requests fail in submit, naming the overflow
     bar = None
     if progress:
@@ -388,7 +461,20 @@ def run_batch(model, prompts: Sequence[Sequence[int]], configs: Sequence[Generat
         bar = tqdm(total=len(prompts), unit="prompt")
     try:
         with Engine(model, slots=max_batch, context=context) as engine:
-            return engine.generate(prompts, configs, on_done=(lambda _: bar.update(1)) if bar else None)
+            return engine.generate(prompts, setups, on_done=(lambda _: bar.update(1)) if bar else None)
     finally:
         if bar is not None:
             bar.close()
+
+
+def one_request(model, prompts: Sequence[Sequence[int]], setup: RequestSetup, *,
+                sequence_ids: Optional[Sequence[int]] = None,
+                output_raw_logprobs: bool = False) -> tuple[Engine, Request]:
+    """An engine sized for one request of ``prompts`` (all its rows in slots, the cache as long
+    as its longest prompt plus new tokens), with the request added: the caller runs
+    ``engine.step()`` until ``request.done()``. Bad settings and a context overflow raise here."""
+    request = Request(prompts, setup.step_generator(model, output_raw_logprobs), model.context_length,
+                      sequence_ids=sequence_ids)
+    engine = Engine(model, slots=request.rows, context=max(1, request.positions))
+    engine.add(request)
+    return engine, request

@@ -29,16 +29,22 @@ class StepGenerator(_core._Generator):
     caller's forward pass. The engine runs one per request."""
 
     def __init__(self, config: GenerationConfig, batch_size: Optional[int] = None, *, tokenizer: Any = None,
-                 token_strings: Optional[Sequence[str | bytes]] = None, output_raw_logprobs: bool = False) -> None:
+                 token_strings: Optional[Sequence[str | bytes]] = None, output_raw_logprobs: bool = False,
+                 constraint: Optional[Constraint] = None) -> None:
         super().__init__(config, batch_size, token_strings=token_strings, output_raw_logprobs=output_raw_logprobs)
         field = constraint_field(config)
-        if field is not None and tokenizer is None:
+        if field is not None and tokenizer is None and constraint is None:
             raise ValueError(f"GenerationConfig.{field} needs the vocabulary: pass tokenizer= (a tokenizers.Tokenizer, "
                              "a transformers fast tokenizer or a kvgen.Model) to the Generator")
         if field is not None and config.num_beams > 1 and config.eos_token_id is None:
             raise ValueError(f"beam search under GenerationConfig.{field} needs eos_token_id: a beam ends where "
                              "its grammar does by picking EOS")
-        self._constraint = Constraint(config, tokenizer) if field is not None else None
+        # a constraint compiled by the caller (the request set-up) for this config's field
+        if field is None:
+            constraint = None
+        elif constraint is None or constraint.field != field:
+            constraint = Constraint(config, tokenizer)
+        self._constraint = constraint
         self._matchers: Optional[RowMatchers] = None
 
     def step(self, logits: Any, *, allowed_tokens: Any = None) -> StepResult:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import threading
+import time
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Optional
@@ -23,7 +25,46 @@ import jinja2.ext
 import jinja2.nodes
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-__all__ = ["render_chat"]
+__all__ = ["render_chat", "ChatTemplateLimitError", "RENDER_SECONDS", "RENDER_CHARS"]
+
+#: A template renders within this many seconds, or ChatTemplateLimitError.
+RENDER_SECONDS = 2.0
+#: A rendering (and any string it builds) holds at most this many characters beyond its input's.
+RENDER_CHARS = 4 << 20
+
+
+class ChatTemplateLimitError(ValueError):
+    """A chat template that exceeded the rendering limits (time, output size, recursion)."""
+
+
+class _Budget:
+    """The limits of one rendering: a deadline and a size budget, checked by the sandbox's hooks
+    (attribute and item access, calls, ``range``, the ``+ * **`` operators) and the output."""
+
+    def __init__(self, input_chars: int):
+        self.deadline = time.monotonic() + RENDER_SECONDS
+        self.chars = RENDER_CHARS + 4 * input_chars
+
+    def tick(self) -> None:
+        if time.monotonic() > self.deadline:
+            raise ChatTemplateLimitError(f"chat template: rendering took longer than {RENDER_SECONDS:g} s")
+
+    def length(self, items: int) -> None:
+        if items > self.chars:
+            raise ChatTemplateLimitError(f"chat template: a value of {items} items or characters, beyond the "
+                                         f"limit of {self.chars}")
+
+    def size(self, value: Any) -> Any:
+        if isinstance(value, (str, list, tuple, dict)):
+            self.length(len(value))
+        return value
+
+
+_BUDGET = threading.local()
+
+
+def _budget() -> Optional[_Budget]:
+    return getattr(_BUDGET, "current", None)
 
 # Names a message's reasoning is passed under; the first is the one chat templates read.
 _REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")
@@ -79,6 +120,10 @@ class _TemplateNamespace(jinja2.utils.Namespace):
 
     def __setitem__(self, name: str, value: Any) -> None:
         _TemplateNamespace._check_name(name)
+        budget = _budget()
+        if budget is not None:  # a namespace is where a template can grow a value across loop iterations
+            budget.tick()
+            budget.size(value)
         jinja2.utils.Namespace.__setitem__(self, name, value)
 
     @staticmethod
@@ -88,10 +133,67 @@ class _TemplateNamespace(jinja2.utils.Namespace):
                 f"chat templates cannot store underscore-prefixed attributes on a namespace, got {name!r}")
 
 
+class _LimitedEnvironment(ImmutableSandboxedEnvironment):
+    """The sandbox with the rendering budget checked at every attribute or item access, call
+    and arithmetic operator (a loop that does nothing else runs over ``range``, which checks it
+    per item)."""
+
+    intercepted_binops = frozenset(["+", "*", "**"])
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        budget = _budget()
+        if budget is not None:
+            budget.tick()
+        return super().getattr(obj, attribute)
+
+    def getitem(self, obj: Any, argument: Any) -> Any:
+        budget = _budget()
+        if budget is not None:
+            budget.tick()
+        return super().getitem(obj, argument)
+
+    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805 - Jinja's names
+        budget = _budget()
+        if budget is not None:
+            budget.tick()
+        result = super().call(__context, __obj, *args, **kwargs)
+        return budget.size(result) if budget is not None else result
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        budget = _budget()
+        if budget is not None:
+            budget.tick()
+            if operator == "*" and isinstance(left, (str, list, tuple)) and isinstance(right, int):
+                budget.length(len(left) * max(right, 0))
+            if operator == "*" and isinstance(right, (str, list, tuple)) and isinstance(left, int):
+                budget.length(len(right) * max(left, 0))
+            if operator == "**" and isinstance(right, (int, float)) and abs(right) > 4096:
+                raise ChatTemplateLimitError("chat template: an exponent beyond 4096")
+        result = super().call_binop(context, operator, left, right)
+        return budget.size(result) if budget is not None else result
+
+
+def _range(*args: int) -> Any:
+    """The sandbox's ``range`` (at most 100,000 items), checking the rendering's deadline per item."""
+    from jinja2.sandbox import safe_range
+
+    items = safe_range(*args)
+    budget = _budget()
+    if budget is None:
+        return items
+
+    def ticking():
+        for i in items:
+            budget.tick()
+            yield i
+    return ticking()
+
+
 @functools.lru_cache(maxsize=32)
 def _compile(template: str) -> jinja2.Template:
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
-                                        extensions=[_GenerationTag, jinja2.ext.loopcontrols])
+    env = _LimitedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                              extensions=[_GenerationTag, jinja2.ext.loopcontrols])
+    env.globals["range"] = _range
     env.filters["tojson"] = _tojson
     env.globals["raise_exception"] = _raise_exception
     env.globals["strftime_now"] = _strftime_now
@@ -181,10 +283,30 @@ def render_chat(template: str, messages: list[dict], *, add_generation_prompt: b
         compiled = _compile(template)
     except jinja2.TemplateError as error:
         raise ValueError(f"chat template: {error}") from error
+    budget = _Budget(sum(len(m.get("content") or "") for m in chat if isinstance(m.get("content"), str)))
+    outer, _BUDGET.current = _budget(), budget
     try:
-        return compiled.render(messages=chat, tools=tools, documents=documents,
-                               add_generation_prompt=add_generation_prompt, **variables)
+        out, size = [], 0
+        for piece in compiled.generate(messages=chat, tools=tools, documents=documents,
+                                       add_generation_prompt=add_generation_prompt, **variables):
+            size += len(piece)
+            if size > budget.chars:
+                raise ChatTemplateLimitError(f"chat template: the rendered text is longer than {budget.chars} "
+                                             "characters")
+            budget.tick()
+            out.append(piece)
+        return "".join(out)
+    except ChatTemplateLimitError:
+        raise
+    except RecursionError:
+        raise ChatTemplateLimitError("chat template: recursion too deep (a macro calling itself?)") from None
+    except MemoryError:
+        raise ChatTemplateLimitError("chat template: rendering ran out of memory") from None
+    except OverflowError as error:
+        raise ChatTemplateLimitError(f"chat template: {error}") from None
     except jinja2.TemplateError as error:
         raise ValueError(f"chat template: {error}") from error
     except (TypeError, KeyError, IndexError, AttributeError, ValueError, ZeroDivisionError) as error:
         raise ValueError(f"chat template: {type(error).__name__}: {error}") from error
+    finally:
+        _BUDGET.current = outer

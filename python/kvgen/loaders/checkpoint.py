@@ -6,6 +6,7 @@ template (tokenizer_config.json or chat_template.jinja)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Optional
 
@@ -13,6 +14,29 @@ import numpy as np
 
 # Buffers some GPT-2 checkpoints carry that are not weights (the causal mask).
 _NOT_WEIGHTS = (".attn.bias", ".attn.masked_bias", ".rotary_emb.inv_freq")
+
+
+def model_file(directory: Path, name: str) -> Path:
+    """``directory / name``, refused (ValueError) when a symlink leads it out of the model
+    directory: a checkpoint is untrusted, and a link to /etc/passwd or ~/.ssh must not become a
+    chat template or a tokenizer. The one exception is the Hugging Face cache's layout,
+    ``models--org--name/snapshots/<rev>/`` whose files link to ``../../blobs/<hash>``: there the
+    link may lead anywhere inside that repository's cache folder ``models--org--name``."""
+    path = directory / name
+    if not path.exists() and not path.is_symlink():
+        return path  # the callers say what is missing
+    real = path.resolve()
+    root = directory.resolve()
+    if real != root and real.is_relative_to(root):
+        return path
+    snapshots = directory.absolute().parent
+    repo = snapshots.parent
+    if snapshots.name == "snapshots" and repo.name.startswith(("models--", "datasets--", "spaces--")):
+        repo_root = repo.resolve()
+        if real.is_relative_to(repo_root) and real != repo_root:
+            return path
+    raise ValueError(f"{path}: a link to {real}, outside the model directory {directory}; kvgen reads model files "
+                     "from inside it only (or from a Hugging Face cache repository's blobs)")
 
 
 def read_json(path: Path, what: str) -> dict:
@@ -32,18 +56,34 @@ def read_json(path: Path, what: str) -> dict:
 
 def read_config(directory: Path) -> dict:
     """config.json of a Hugging Face model directory."""
-    return read_json(directory / "config.json", "kvgen.Model.load expects a Hugging Face model directory")
+    return read_json(model_file(directory, "config.json"),
+                     "kvgen.Model.load expects a Hugging Face model directory")
 
 
-def read_weights(directory: Path) -> dict[str, np.ndarray]:
+def read_weights(directory: Path) -> dict[str, Any]:
     """Every tensor of model.safetensors, or of the shards model.safetensors.index.json lists."""
-    index = directory / "model.safetensors.index.json"
+    index = model_file(directory, "model.safetensors.index.json")
     if index.is_file():
         arrays: dict[str, np.ndarray] = {}
         for shard in _shards(directory, index):
             arrays.update(_read_safetensors(shard))
         return arrays
-    return _read_safetensors(directory / "model.safetensors")
+    return _read_safetensors(model_file(directory, "model.safetensors"))
+
+
+def read_weight_types(directory: Path) -> dict[str, int]:
+    """How many tensors of each safetensors dtype ("F32", "BF16", ...) the directory holds (headers only)."""
+    from collections import Counter
+
+    from safetensors import safe_open
+
+    index = directory / "model.safetensors.index.json"
+    files = _shards(directory, index) if index.is_file() else [directory / "model.safetensors"]
+    counts: Counter = Counter()
+    for path in files:
+        with safe_open(str(path), framework="np") as f:
+            counts.update(f.get_slice(name).get_dtype() for name in f.keys() if not name.endswith(_NOT_WEIGHTS))
+    return dict(counts.most_common())
 
 
 def _shards(directory: Path, index: Path) -> list[Path]:
@@ -53,13 +93,16 @@ def _shards(directory: Path, index: Path) -> list[Path]:
     if not isinstance(weight_map, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in weight_map.items()):
         raise ValueError(f"{index}: 'weight_map' must be an object of tensor name -> shard file name")
-    root = directory.resolve()
     shards = []
     for name in sorted(set(weight_map.values())):
-        path = (directory / name).resolve()
-        if not name or path == root or not path.is_relative_to(root):
+        # the name itself may not climb out (../x); a symlink may, into a Hugging Face cache's blobs
+        lexical = Path(os.path.normpath(directory.absolute() / name)) if name else directory
+        if not name or lexical == directory.absolute() or not lexical.is_relative_to(directory.absolute()):
             raise ValueError(f"{index}: shard {name!r:.80} is not a file inside {directory}")
-        shards.append(path)
+        try:
+            shards.append(model_file(directory, name))
+        except ValueError:
+            raise ValueError(f"{index}: shard {name!r:.80} is not a file inside {directory}") from None
     return shards
 
 
@@ -67,24 +110,33 @@ def _shards(directory: Path, index: Path) -> list[Path]:
 _DTYPE_NAMES = {"F16": "float16", "BF16": "bfloat16", "F64": "float64", "F8_E4M3": "float8_e4m3",
                 "F8_E5M2": "float8_e5m2", "I8": "int8", "U8": "uint8", "I16": "int16", "U16": "uint16",
                 "I32": "int32", "U32": "uint32", "I64": "int64", "U64": "uint64", "BOOL": "bool"}
+_HALF_TYPES = ("F16", "BF16")
 
 
-def _read_safetensors(path: Path) -> dict[str, np.ndarray]:
-    """The float32 tensors of one safetensors file. ValueError for a file the safetensors
-    library cannot read; TypeError naming the first tensor of another dtype (checked from
-    the header, before it is read)."""
+def _read_safetensors(path: Path) -> dict[str, Any]:
+    """The tensors of one safetensors file: float32 ones as NumPy arrays; float16 and bfloat16
+    matrices as F16 / BF16 ``QuantizedTensor``s over the file's pages (memory-mapped, computed
+    on by the core's 16-bit kernels or quantized at load, never expanded to float32 as a
+    whole); 16-bit vectors (norms, biases) as float32 copies. ValueError for a file the
+    safetensors library cannot read; TypeError naming the first tensor of another dtype
+    (checked from the header, before it is read)."""
     from safetensors import safe_open
 
     if not path.is_file():
         raise FileNotFoundError(f"{path.parent}: no {path.name} (kvgen reads safetensors weights)")
-    arrays: dict[str, np.ndarray] = {}
+    arrays: dict[str, Any] = {}
+    halves: dict[str, tuple[str, list[int]]] = {}
     other: Optional[tuple[str, str]] = None
     try:
         with safe_open(str(path), framework="np") as f:
             for name in f.keys():
                 if name.endswith(_NOT_WEIGHTS):
                     continue
-                dtype = f.get_slice(name).get_dtype()
+                tensor = f.get_slice(name)
+                dtype = tensor.get_dtype()
+                if dtype in _HALF_TYPES:
+                    halves[name] = (dtype, list(tensor.get_shape()))
+                    continue
                 if dtype != "F32":
                     other = (name, _DTYPE_NAMES.get(dtype, dtype))
                     break
@@ -94,14 +146,36 @@ def _read_safetensors(path: Path) -> dict[str, np.ndarray]:
             raise
         raise ValueError(f"{path}: cannot read the safetensors file ({e}); is it truncated or corrupt?") from None
     if other is not None:
-        raise TypeError(f"tensor '{other[0]}' has dtype {other[1]} in {path.name}; kvgen's models read float32 "
-                        "weights (save the checkpoint in float32, e.g. model.float().save_pretrained(...))")
+        raise TypeError(f"tensor '{other[0]}' has dtype {other[1]} in {path}; kvgen reads float32, float16 and "
+                        "bfloat16 weights")
+    if halves:
+        arrays.update(_half_tensors(path, halves))
     return arrays
+
+
+def _half_tensors(path: Path, halves: dict[str, tuple[str, list[int]]]) -> dict[str, Any]:
+    """The 16-bit tensors of a safetensors file (see _read_safetensors), at the byte offsets
+    its header gives (the safetensors library has checked the header and the offsets)."""
+    from kvgen.loaders.quantize import QuantizedTensor, check_finite_scales, to_float32
+
+    with open(path, "rb") as f:
+        header_size = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(header_size))
+    pages = np.memmap(path, dtype=np.uint8, mode="r")
+    out: dict[str, Any] = {}
+    for name, (dtype, shape) in halves.items():
+        begin, end = (8 + header_size + int(o) for o in header[name]["data_offsets"])
+        raw = pages[begin:end]
+        if not check_finite_scales(dtype, raw):
+            raise ValueError(f"{path}: tensor {name!r} holds values that are not finite (nan or inf)")
+        t = QuantizedTensor(dtype, raw, tuple(shape), mapped=True)
+        out[name] = t if len(shape) == 2 and min(shape) > 0 else np.ascontiguousarray(to_float32(t))
+    return out
 
 
 def read_tokenizer(directory: Path) -> Any:
     """The directory's tokenizer.json as a ``tokenizers.Tokenizer``, or None."""
-    path = directory / "tokenizer.json"
+    path = model_file(directory, "tokenizer.json")
     if not path.is_file():
         return None
     from tokenizers import Tokenizer
@@ -118,13 +192,13 @@ def read_chat_template(directory: Path) -> Optional[str]:
     """The chat template: chat_template.jinja, or tokenizer_config.json's "chat_template"
     (a string, or transformers' list of {"name", "template"} from which the one named
     "default" is taken). ValueError for a template of another shape."""
-    jinja = directory / "chat_template.jinja"
+    jinja = model_file(directory, "chat_template.jinja")
     if jinja.is_file():
         try:
             return jinja.read_text(encoding="utf-8")
         except UnicodeDecodeError as e:
             raise ValueError(f"{jinja}: not UTF-8 text ({e})") from None
-    config = directory / "tokenizer_config.json"
+    config = model_file(directory, "tokenizer_config.json")
     if not config.is_file():
         return None
     template = read_json(config, "tokenizer settings").get("chat_template")

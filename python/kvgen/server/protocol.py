@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -37,6 +38,30 @@ class ApiError(Exception):
     def body(self) -> dict:
         """OpenAI's error JSON for this error."""
         return {"error": {"message": self.message, "type": self.kind, "param": self.param, "code": self.code}}
+
+
+@dataclass
+class RequestLimits:
+    """How much one request may ask for (``kvgen serve`` sizes them to the machine)."""
+
+    max_prompts: int = 64             # prompts in one /v1/completions request
+    max_rows: int = 128               # prompts x n: the sequences one request generates
+    max_tokens: int = 1 << 20         # prompt tokens plus max_tokens x n, over all prompts
+
+    def check_prompts(self, count: int, n: int) -> None:
+        """ApiError when ``count`` prompts of ``n`` choices each are more than allowed."""
+        if count > self.max_prompts:
+            raise _fail("prompt", f"at most {self.max_prompts} prompts per request, got {count}")
+        if count * n > self.max_rows:
+            raise _fail("n", f"at most {self.max_rows} sequences per request (prompts x n), got {count} x {n}")
+
+    def check_tokens(self, prompts: list[list[int]], n: int, max_tokens: int) -> None:
+        """ApiError when the prompts and the tokens they may generate are more than allowed."""
+        total = sum(len(p) for p in prompts) + len(prompts) * n * max_tokens
+        if total > self.max_tokens:
+            raise ApiError(f"the request may take {total} tokens (prompts plus max_tokens x n), more than the "
+                           f"{self.max_tokens} this server allows per request", param="max_tokens",
+                           code="request_too_large")
 
 
 @dataclass
@@ -170,12 +195,12 @@ _SAMPLING_FIELDS: dict[str, Callable[[str, Any], Any]] = {
     "stream": _boolean,
     "stream_options": _stream_options,
     "stop": _stop,
-    "seed": _integer(-(2**63), 2**64 - 1),
+    "seed": _integer(0, 2**64 - 1),
     "presence_penalty": _real(-2.0, 2.0),
     "frequency_penalty": _real(-2.0, 2.0),
     "user": _string,
     # kvgen's own sampling settings, beyond OpenAI's
-    "top_k": _integer(0),
+    "top_k": _integer(0, 2**31 - 1),
     "min_p": _real(0.0, 1.0),
     "repetition_penalty": _real(0.0, 10.0, open_low=True),
     # structured output: OpenAI's response_format, kvgen's fields and vLLM's names for them
@@ -200,9 +225,30 @@ _CHAT_FIELDS = {**_SAMPLING_FIELDS, "messages": _anything, "logprobs": _boolean,
                 "top_logprobs": _integer(0, MAX_TOP_LOGPROBS), "max_completion_tokens": _integer(1)}
 
 
+def _check_text(body: dict) -> None:
+    """ApiError naming the field when a string of the body is not valid Unicode (a lone
+    surrogate such as "\\ud800", which JSON allows and no tokenizer takes)."""
+    stack = [(name, value) for name, value in body.items()]
+    while stack:
+        name, value = stack.pop()
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise _fail(name, "the text holds a lone surrogate (an unpaired \\ud800-\\udfff escape); "
+                                  "text must be valid Unicode") from None
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                stack.append((name, key))
+                stack.append((name, item))
+        elif isinstance(value, list):
+            stack.extend((name, item) for item in value)
+
+
 def _checked_fields(body: Any, fields: dict, vocab: int, required: tuple[str, ...]) -> dict:
     if not isinstance(body, dict):
         raise ApiError("the request body must be a JSON object")
+    _check_text(body)
     fields = {**fields, "logit_bias": _logit_bias(vocab)}
     unknown = sorted(set(body) - set(fields))
     if unknown:
@@ -213,7 +259,23 @@ def _checked_fields(body: Any, fields: dict, vocab: int, required: tuple[str, ..
     return {name: fields[name](name, value) for name, value in body.items() if value is not None}
 
 
+# GenerationConfig field -> the request field that sets it (for errors the config raises)
+_CONFIG_TO_REQUEST = {"max_new_tokens": "max_tokens", "stop_strings": "stop", "num_return_sequences": "n",
+                      "json_schema": "response_format"}
+
+
 def _config(values: dict, max_tokens: int, n: int) -> GenerationConfig:
+    """``_settings`` with GenerationConfig's own checks (e.g. a temperature that float32 rounds
+    to 0) as an ApiError naming the request's field."""
+    try:
+        return _settings(values, max_tokens, n)
+    except (ValueError, TypeError, OverflowError) as e:
+        found = re.search(r"GenerationConfig\.(\w+)", str(e))
+        name = _CONFIG_TO_REQUEST.get(found.group(1), found.group(1)) if found else None
+        raise ApiError(str(e) if found else f"invalid settings: {e}", param=name, code="invalid_value") from None
+
+
+def _settings(values: dict, max_tokens: int, n: int) -> GenerationConfig:
     """OpenAI's settings as a GenerationConfig: temperature 0 is greedy; no top-k unless asked."""
     temperature = values.get("temperature", 1.0)
     sampling = temperature > 0
@@ -255,16 +317,18 @@ def _max_tokens(values: dict, prompts: list[list[int]], context: int, default: O
 
 
 def _request(values: dict, prompts: list[list[int]], context: int, default_max: Optional[int],
-             logprobs: bool, top_logprobs: int) -> GenerationRequest:
+             logprobs: bool, top_logprobs: int, limits: RequestLimits) -> GenerationRequest:
     n = values.get("n", 1)
-    config = _config(values, _max_tokens(values, prompts, context, default_max), n)
+    max_tokens = _max_tokens(values, prompts, context, default_max)
+    limits.check_tokens(prompts, n, max_tokens)
+    config = _config(values, max_tokens, n)
     config.top_logprobs = top_logprobs
     return GenerationRequest(prompts=prompts, config=config, n=n, stream=values.get("stream", False),
                              include_usage=values.get("stream_options", False), logprobs=logprobs,
                              top_logprobs=top_logprobs, echo=values.get("echo", False), stops=values.get("stop", []))
 
 
-def _prompt_ids(prompt: Any, model) -> list[list[int]]:
+def _prompt_ids(prompt: Any, model, limits: RequestLimits, n: int) -> list[list[int]]:
     """/v1/completions' prompt: a string, a list of strings, a token-id list, or a list of those."""
     def ids(p: Any) -> list[int]:
         if isinstance(p, str):
@@ -276,6 +340,7 @@ def _prompt_ids(prompt: Any, model) -> list[list[int]]:
         raise _fail("prompt", "expected a string, a list of strings, or token-id lists")
 
     if isinstance(prompt, list) and prompt and all(isinstance(p, (str, list)) for p in prompt):
+        limits.check_prompts(len(prompt), n)  # before any is encoded
         out = [ids(p) for p in prompt]
     else:
         out = [ids(prompt)]
@@ -284,8 +349,9 @@ def _prompt_ids(prompt: Any, model) -> list[list[int]]:
     return out
 
 
-def completion_request(body: Any, model) -> GenerationRequest:
-    """The checked body of POST /v1/completions."""
+def completion_request(body: Any, model, limits: Optional[RequestLimits] = None) -> GenerationRequest:
+    """The checked body of POST /v1/completions (within ``limits``, default RequestLimits())."""
+    limits = limits or RequestLimits()
     values = _checked_fields(body, _COMPLETION_FIELDS, model.vocab_size, ("model", "prompt"))
     if values.get("suffix"):
         raise ApiError("'suffix' is not supported", param="suffix", code="unsupported_value")
@@ -294,8 +360,10 @@ def completion_request(body: Any, model) -> GenerationRequest:
     if values.get("echo") and values.get("stream"):
         raise ApiError("'echo' is not supported with 'stream'", param="echo", code="unsupported_value")
     logprobs = values.get("logprobs")
-    return _request(values, _prompt_ids(values["prompt"], model), model.context_length,
-                    COMPLETIONS_DEFAULT_MAX_TOKENS, logprobs is not None, logprobs or 0)
+    n = values.get("n", 1)
+    limits.check_prompts(1, n)
+    return _request(values, _prompt_ids(values["prompt"], model, limits, n), model.context_length,
+                    COMPLETIONS_DEFAULT_MAX_TOKENS, logprobs is not None, logprobs or 0, limits)
 
 
 def _messages(value: Any) -> list[dict]:
@@ -317,17 +385,19 @@ def _messages(value: Any) -> list[dict]:
     return out
 
 
-def chat_request(body: Any, model) -> GenerationRequest:
+def chat_request(body: Any, model, limits: Optional[RequestLimits] = None) -> GenerationRequest:
     """The checked body of POST /v1/chat/completions; the prompt is the model's chat template
     applied to the messages."""
+    limits = limits or RequestLimits()
     values = _checked_fields(body, _CHAT_FIELDS, model.vocab_size, ("model", "messages"))
     messages = _messages(values["messages"])
-    try:
-        text = model.apply_chat_template(messages, add_generation_prompt=True)
+    try:  # special-token text in a content is plain text: a user cannot forge a system turn
+        ids = model.encode_chat(messages, add_generation_prompt=True)
     except ValueError as e:
         raise _fail("messages", str(e)) from None
     top = values.get("top_logprobs", 0)
     if top and not values.get("logprobs"):
         raise ApiError("'top_logprobs' needs 'logprobs': true", param="top_logprobs")
-    prompts = [model.encode(text, add_special_tokens=False)]
-    return _request(values, prompts, model.context_length, None, values.get("logprobs", False), top)
+    limits.check_prompts(1, values.get("n", 1))
+    prompts = [ids]
+    return _request(values, prompts, model.context_length, None, values.get("logprobs", False), top, limits)

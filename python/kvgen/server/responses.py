@@ -12,10 +12,33 @@ from typing import Any, AsyncIterator, Optional
 
 from kvgen.generation.detokenize import IncrementalText, StopStringFilter
 from kvgen.generation.engine import Engine, StepUpdate
-from kvgen.generation.model_generator import ModelGenerator
+from kvgen.generation.request_setup import set_up_request
 from kvgen.server.protocol import ApiError, GenerationRequest
 
 _FINISH = {"eos": "stop", "stop": "stop", "length": "length", "cancelled": "stop"}
+
+#: Log-probabilities are sent no lower than this (vLLM's floor): a token that top-k, top-p or
+#: min-p removed has log-probability -inf, which JSON cannot hold.
+LOGPROB_FLOOR = -9999.0
+
+
+def _floor(logprob: float) -> float:
+    return logprob if logprob >= LOGPROB_FLOOR else LOGPROB_FLOOR  # also NaN
+
+
+def error_of(error: BaseException) -> ApiError:
+    """The ApiError that answers a request whose generation failed with ``error``: a 400 for
+    what the request asked (ValueError: an invalid or unsatisfiable constraint), else a 500
+    with a short message (the traceback goes to the server's log)."""
+    if isinstance(error, ApiError):
+        return error
+    if isinstance(error, ValueError):
+        return ApiError(str(error)[:2000], code="invalid_value")
+    import traceback
+
+    traceback.print_exception(type(error), error, error.__traceback__)
+    return ApiError(f"the generation failed: {type(error).__name__}", status=500, kind="server_error",
+                    code="internal_error")
 
 
 @dataclass
@@ -41,8 +64,8 @@ class Choice:
         if token is not None:
             self.tokens.append(token)
             if logprob is not None:
-                self.logprobs.append(logprob)
-                self.tops.append(top or [])
+                self.logprobs.append(_floor(logprob))
+                self.tops.append([(t, _floor(lp)) for t, lp in top] if top else [])
         if reason is not None:
             self.finish_reason = _FINISH[reason]
         return self._release(self.text.update(self.tokens, final=reason is not None))
@@ -64,13 +87,21 @@ class Choice:
 class Completion:
     """One HTTP request's completion: its engine requests, its choices, the steps they report."""
 
-    def __init__(self, server: "Responder", req: GenerationRequest):
+    def __init__(self, server: "Responder", req: GenerationRequest,
+                 loop: Optional[asyncio.AbstractEventLoop] = None):
+        """``loop``: the event loop that reads the steps (default: the running one), so that a
+        worker thread can build the Completion (it compiles the constraint)."""
         self.server, self.req = server, req
         self.updates: asyncio.Queue = asyncio.Queue()
-        loop = asyncio.get_running_loop()
+        self.timed_out = False
+        loop = loop or asyncio.get_running_loop()
         model = server.model
-        # the model's EOS ids and end of turn (a ModelGenerator without the config: it would compile the constraint)
-        self.config = ModelGenerator(model)._effective_config(req.config, [server.end_of_turn])
+        # the model's EOS ids and end of turn, the constraint compiled once for every engine request
+        try:
+            self.setup = set_up_request(model, req.config, end_of_turn=server.end_of_turn is not None)
+        except ValueError as e:
+            raise ApiError(str(e)) from None
+        self.config = self.setup.config
         self.choices: list[Choice] = []
         self.requests = []
         # one engine request per prompt (its n rows); greedy n > 1 repeats the prompt instead
@@ -87,11 +118,14 @@ class Completion:
                     loop.call_soon_threadsafe(self.updates.put_nowait, (i, update))
 
                 try:
-                    self.requests.append(server.engine.submit(prompt, self.config, logprobs=req.logprobs,
+                    self.requests.append(server.engine.submit(prompt, self.setup, logprobs=req.logprobs,
                                                               on_update=post))
                 except ValueError as e:
                     self.cancel()
                     raise ApiError(str(e)) from None
+                except RuntimeError as e:  # the engine is closed: the server is shutting down
+                    self.cancel()
+                    raise ApiError(str(e), status=503, kind="server_error", code="shutting_down") from None
         self.prompt_tokens = sum(len(p) for p in req.prompts)
 
     def cancel(self) -> None:
@@ -104,6 +138,9 @@ class Completion:
         running = len(self.requests)
         while running:
             i, update = await self.updates.get()
+            if update.error is not None:
+                self.cancel()
+                raise error_of(update.error)
             out = []
             for choice in (c for c in self.choices if c.request == i):
                 k = choice.row
@@ -116,6 +153,9 @@ class Completion:
             if update.done:
                 running -= 1
             yield out
+        if self.timed_out:
+            raise ApiError("the request ran past the server's --request-timeout", status=504, kind="server_error",
+                           code="timeout")
 
     def usage(self) -> dict:
         """OpenAI's usage: prompt, completion and total tokens."""
@@ -239,6 +279,9 @@ class Responder:
                     yield chunk(out)
             if gen.req.include_usage:
                 yield chunk([], gen.usage())
+            yield "data: [DONE]\n\n"
+        except ApiError as e:  # the headers are sent: the error is an event (vLLM's and OpenAI's shape)
+            yield f"data: {json.dumps(e.body())}\n\n"
             yield "data: [DONE]\n\n"
         finally:  # also when the client went away: its rows are freed at the next step
             gen.cancel()

@@ -1,0 +1,100 @@
+// SlotCache's checks and row operations on a small cache (no model): range checks,
+// duplicate slots, reorder within a range, row copies of cache and logits.
+#include <cstdint>
+#include <vector>
+
+#include "check.h"
+#include "kvgen/errors.h"
+#include "kvgen/model/slot_cache.h"
+
+using kvgen::RowTokens;
+using kvgen::SlotCache;
+using kvgen::ValueError;
+
+namespace {
+
+constexpr int64_t kLayers = 1, kSlots = 4, kContext = 3, kHeads = 1, kHeadDim = 2, kVocab = 5;
+
+SlotCache small_cache() { return SlotCache(kLayers, kSlots, kContext, kHeads, kHeadDim, kVocab); }
+
+// Row `slot` holds `length` positions whose keys are slot + 0.5 and its logits row slot.
+void mark(SlotCache& c, int64_t slot, int64_t length) {
+  for (int64_t p = 0; p < length * kHeadDim; ++p) c.cache().keys(0, slot, 0)[p] = static_cast<float>(slot) + 0.5f;
+  for (int64_t v = 0; v < kVocab; ++v) c.logits()[slot * kVocab + v] = static_cast<float>(slot);
+  c.cache().set_length(slot, length);
+}
+
+void sizes_are_checked() {
+  CHECK_THROWS(SlotCache(kLayers, 0, kContext, kHeads, kHeadDim, kVocab), ValueError);
+  CHECK_THROWS(SlotCache(kLayers, kSlots, 0, kHeads, kHeadDim, kVocab), ValueError);
+  CHECK_THROWS(SlotCache(kLayers, int64_t{1} << 17, kContext, kHeads, kHeadDim, kVocab), ValueError);  // kMaxRows
+  CHECK_THROWS(SlotCache(int64_t{1} << 40, kSlots, int64_t{1} << 40, kHeads, kHeadDim, kVocab), ValueError);
+  SlotCache c = small_cache();
+  CHECK_EQ(c.slots(), kSlots);
+  CHECK_EQ(c.context(), kContext);
+  CHECK_EQ(c.vocab(), kVocab);
+  CHECK_EQ(c.bytes(), kLayers * kSlots * 2 * kContext * kHeads * kHeadDim * 4);
+}
+
+void chunks_name_each_slot_once_in_range() {
+  SlotCache c = small_cache();
+  const int64_t tokens[2] = {1, 2};
+  c.check_chunks({{0, tokens, 2}, {3, tokens, 1}});  // fine
+  CHECK_THROWS(c.check_chunks({{0, tokens, 1}, {0, tokens, 1}}), ValueError);
+  CHECK_THROWS(c.check_chunks({{4, tokens, 1}}), ValueError);
+  CHECK_THROWS(c.check_chunks({{-1, tokens, 1}}), ValueError);
+  CHECK_THROWS(c.check_chunks({{1, tokens, 0}}), ValueError);
+  // a refused list leaves no mark behind: the same slots pass afterwards
+  CHECK_THROWS(c.check_chunks({{1, tokens, 1}, {2, tokens, 1}, {1, tokens, 1}}), ValueError);
+  c.check_chunks({{1, tokens, 1}, {2, tokens, 1}});
+}
+
+void reset_and_length_check_the_slot() {
+  SlotCache c = small_cache();
+  mark(c, 2, 3);
+  CHECK_EQ(c.length(2), 3);
+  c.reset(2);
+  CHECK_EQ(c.length(2), 0);
+  CHECK_THROWS(c.reset(kSlots), ValueError);
+  CHECK_THROWS(c.length(-1), ValueError);
+}
+
+void copy_row_copies_positions_and_logits() {
+  SlotCache c = small_cache();
+  mark(c, 1, 2);
+  mark(c, 3, 1);
+  c.copy_row(1, 3);
+  CHECK_EQ(c.length(3), 2);
+  CHECK_EQ(c.cache().keys(0, 3, 0)[3], 1.5f);
+  CHECK_EQ(c.logits()[3 * kVocab + 4], 1.0f);
+  CHECK_THROWS(c.copy_row(0, kSlots), ValueError);
+  CHECK_THROWS(c.copy_row(-1, 0), ValueError);
+}
+
+void reorder_stays_within_its_range() {
+  SlotCache c = small_cache();
+  for (int64_t s = 0; s < kSlots; ++s) mark(c, s, s % 3 + 1);
+  c.reorder(1, {1, 1, 0});  // slots 1..3 take 2, 2, 1; slot 0 is untouched
+  CHECK_EQ(c.cache().keys(0, 0, 0)[0], 0.5f);
+  CHECK_EQ(c.cache().keys(0, 1, 0)[0], 2.5f);
+  CHECK_EQ(c.cache().keys(0, 2, 0)[0], 2.5f);
+  CHECK_EQ(c.cache().keys(0, 3, 0)[0], 1.5f);
+  CHECK_EQ(c.length(1), 3);
+  CHECK_EQ(c.length(3), 2);
+  CHECK_THROWS(c.reorder(2, {0, 1, 2}), ValueError);   // past the last slot
+  CHECK_THROWS(c.reorder(-1, {0}), ValueError);
+  CHECK_THROWS(c.reorder(0, {}), ValueError);
+  CHECK_THROWS(c.reorder(0, {0, 2}), ValueError);      // a parent outside the range
+}
+
+}  // namespace
+
+int main() {
+  return kvgen::test::run_all({
+      TEST_CASE(sizes_are_checked),
+      TEST_CASE(chunks_name_each_slot_once_in_range),
+      TEST_CASE(reset_and_length_check_the_slot),
+      TEST_CASE(copy_row_copies_positions_and_logits),
+      TEST_CASE(reorder_stays_within_its_range),
+  });
+}
