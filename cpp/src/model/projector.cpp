@@ -16,7 +16,7 @@ namespace {
 constexpr int64_t kMaxChunkUnits = 4;
 constexpr int64_t kItemsPerThread = 4;
 
-int64_t chunk_units(std::initializer_list<Product> products, int threads) {
+int64_t chunk_units(std::span<const Product> products, int threads) {
   int64_t units = 0;
   for (const Product& p : products) units += p.w->units();
   return std::clamp<int64_t>(units / (int64_t{threads} * kItemsPerThread), 1, kMaxChunkUnits);
