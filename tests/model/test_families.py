@@ -23,7 +23,7 @@ QUANTIZED = ("granite", "phi3", "qwen3", "qwen3moe", "gemma2")
 def files(request, tmp_path_factory, smollm2_file):
     """family -> (transformers model, {variant: path}): the float32 and bfloat16 directories and
     llama.cpp's GGUF conversions of them (f32, and bf16 from the bfloat16 directory: lossless)."""
-    root = converter(request.config.cache.mkdir("llama-cpp-converter"))
+    root = converter()
     tokenizer = tmp_path_factory.mktemp("tokenizer")
     save_smollm2_tokenizer(tokenizer, smollm2_file)
     out, jobs = {}, []

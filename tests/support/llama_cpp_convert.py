@@ -3,7 +3,7 @@ permutations and metadata as llama.cpp writes them, not as a writer of kvgen's w
 
 ``convert_hf_to_gguf.py``, its ``conversion/`` package and the ``gguf-py`` it imports ship in
 the llama-cpp-python source distribution (``vendor/llama.cpp/``). ``converter(cache)`` fetches
-that sdist once with pip (PyPI only) and keeps the three under ``cache`` (the pytest cache, so a
+that sdist once with pip (PyPI only) and keeps the three under ``cache`` (the checkout's build/, so a
 CI run fetches it once and a local checkout keeps it); ``convert(...)`` runs the converter on
 Hugging Face directories, several in one subprocess (it imports torch and transformers once).
 
@@ -66,7 +66,12 @@ for model, out, outtype in zip(jobs[0::3], jobs[1::3], jobs[2::3]):
 """
 
 
-def converter(cache: Path) -> Path:
+#: Where the converter is kept between runs: the checkout's build/ (ignored by git), so that the two
+#: pytest runs of CI (the plain and the sanitizer stage, which runs without pytest's cache) fetch it once.
+DEFAULT_CACHE = Path(__file__).resolve().parents[2] / "build" / "test-cache" / "llama-cpp-converter"
+
+
+def converter(cache: Path = DEFAULT_CACHE) -> Path:
     """The directory holding llama.cpp's convert_hf_to_gguf.py (fetched into ``cache`` once)."""
     root = cache / "llama.cpp-0.3.36"
     if (root / "convert_hf_to_gguf.py").is_file():
