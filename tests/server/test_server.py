@@ -287,7 +287,7 @@ BAD_REQUESTS = {
     "max_tokens not an integer": {"model": "m", "prompt": "Hi", "max_tokens": "ten"},
     "penalty out of range": {"model": "m", "prompt": "Hi", "presence_penalty": 3},
     "logit_bias outside the vocabulary": {"model": "m", "prompt": "Hi", "logit_bias": {"99999999": 1}},
-    "too many stop strings": {"model": "m", "prompt": "Hi", "stop": ["a", "b", "c", "d", "e"]},
+    "too many stop strings": {"model": "m", "prompt": "Hi", "stop": [str(i) for i in range(33)]},
     "prompt over the context": {"model": "m", "prompt": [1] * 9000},
     "completion over the context": {"model": "m", "prompt": "Hi", "max_tokens": 8192},
     "missing prompt": {"model": "m"},

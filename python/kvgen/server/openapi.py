@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from kvgen.server.protocol import MAX_STOP_STRINGS, MAX_TOP_LOGPROBS
+from kvgen.server.protocol import IGNORED_FIELDS, MAX_STOP_STRINGS, MAX_TOP_LOGPROBS
 
 
 class _Strict(BaseModel):
@@ -22,17 +22,22 @@ class _Strict(BaseModel):
 
 class StreamOptions(_Strict):
     include_usage: bool = False
+    include_obfuscation: Optional[bool] = None
 
 
 class JsonSchemaFormat(_Strict):
     name: str = ""
+    description: Optional[str] = None
     schema_: dict[str, Any] = Field(alias="schema")
     strict: Optional[bool] = None
 
 
-class ResponseFormat(BaseModel):
+class ResponseFormat(_Strict):
+    """``text``; ``json_object`` (with llama.cpp's optional ``schema``); ``json_schema``."""
+
     type: Literal["text", "json_object", "json_schema"]
     json_schema: Optional[JsonSchemaFormat] = None
+    schema_: Optional[dict[str, Any]] = Field(None, alias="schema")
 
 
 class TextPart(BaseModel):
@@ -45,8 +50,8 @@ class Message(BaseModel):
     content: Union[str, list[TextPart]]
 
 
-class _Sampling(_Strict):
-    model: str
+class _SamplingFields(_Strict):
+    model: Optional[str] = None  # the served model when left out
     max_tokens: Optional[int] = Field(None, ge=1)
     temperature: Optional[float] = Field(None, ge=0.0, le=2.0)
     top_p: Optional[float] = Field(None, gt=0.0, le=1.0)
@@ -70,6 +75,12 @@ class _Sampling(_Strict):
     choices: Optional[list[str]] = Field(None, min_length=1)
     guided_choice: Optional[list[str]] = Field(None, min_length=1)
     guided_json: Optional[dict[str, Any]] = None
+
+
+# with OpenAI's optional fields that kvgen accepts and ignores (kvgen.server.protocol.IGNORED_FIELDS)
+_Sampling = create_model("_Sampling", __base__=_SamplingFields, **{
+    name: (Optional[Any], Field(None, description="accepted and ignored (an option of OpenAI's service)"))
+    for name in IGNORED_FIELDS})
 
 
 class CompletionRequest(_Sampling):

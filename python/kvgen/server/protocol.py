@@ -24,7 +24,14 @@ from kvgen._core import GenerationConfig
 
 #: OpenAI's default for /v1/completions (chat has none: up to the context).
 COMPLETIONS_DEFAULT_MAX_TOKENS = 16
-MAX_STOP_STRINGS = 4
+#: Stop strings per request at most (lm-eval's tasks pass several ``until`` strings).
+MAX_STOP_STRINGS = 32
+
+#: OpenAI's optional request fields that kvgen accepts and ignores (they steer OpenAI's own
+#: service: storage, billing, routing, reasoning models), so that clients that send them work.
+IGNORED_FIELDS = ("metadata", "store", "parallel_tool_calls", "service_tier", "reasoning_effort",
+                  "prompt_cache_key", "safety_identifier", "verbosity", "modalities", "prediction",
+                  "audio", "web_search_options", "prompt_cache_retention")
 
 
 class ApiError(Exception):
@@ -144,16 +151,38 @@ def _logit_bias(vocab: int) -> Callable[[str, Any], dict[int, float]]:
     return check
 
 
+def _known_keys(name: str, value: dict, known: tuple[str, ...]) -> None:
+    """ApiError naming the first key of ``value`` that is not one of ``known``."""
+    unknown = sorted(set(value) - set(known))
+    if unknown:
+        raise ApiError(f"'{name}': unknown field(s): {', '.join(unknown)}", param=f"{name}.{unknown[0]}",
+                       code="unknown_field")
+
+
 def _stream_options(name: str, value: Any) -> bool:
-    if not isinstance(value, dict) or set(value) - {"include_usage"}:
+    if not isinstance(value, dict):
         raise _fail(name, "expected {\"include_usage\": bool}")
+    _known_keys(name, value, ("include_usage", "include_obfuscation"))
+    if value.get("include_obfuscation") is not None:
+        _boolean(f"{name}.include_obfuscation", value["include_obfuscation"])
     return _boolean(f"{name}.include_usage", value.get("include_usage", False))
 
 
 def _schema(name: str, value: Any) -> str:
-    """A JSON schema (an object) as the config's JSON text."""
+    """A JSON schema (an object, valid under the JSON Schema meta-schema) as the config's JSON text."""
     if not isinstance(value, dict):
         raise _fail(name, f"expected a JSON schema object, got {value!r}")
+    try:
+        import jsonschema
+    except ImportError:  # llguidance still refuses what it cannot compile
+        pass
+    else:
+        try:
+            jsonschema.validators.validator_for(value, default=jsonschema.Draft202012Validator).check_schema(value)
+        except jsonschema.SchemaError as e:
+            raise _fail(name, f"not a valid JSON schema: {e.message}") from None
+        except (RecursionError, ValueError, TypeError) as e:
+            raise _fail(name, f"not a valid JSON schema: {type(e).__name__}") from None
     return json.dumps(value)
 
 
@@ -163,15 +192,25 @@ def _response_format(name: str, value: Any) -> Optional[str]:
         raise _fail(name, "expected an object with a 'type'")
     kind = value["type"]
     if kind == "text":
+        _known_keys(name, value, ("type",))
         return None
-    if kind == "json_object":
+    if kind == "json_object":  # llama.cpp's and vLLM's "schema" narrows it
+        _known_keys(name, value, ("type", "schema"))
+        if value.get("schema") is not None:
+            return _schema(f"{name}.schema", value["schema"])
         return json.dumps({"type": "object"})
     if kind != "json_schema":
         raise _fail(name, f"type {kind!r} is not one of 'text', 'json_object', 'json_schema'")
+    _known_keys(name, value, ("type", "json_schema"))
     spec = value.get("json_schema")
     if not isinstance(spec, dict) or "schema" not in spec:
         raise _fail(f"{name}.json_schema", "expected {\"name\": ..., \"schema\": {...}, \"strict\": ...}")
+    _known_keys(f"{name}.json_schema", spec, ("name", "schema", "strict", "description"))
     _string(f"{name}.json_schema.name", spec.get("name", ""))
+    if spec.get("description") is not None:
+        _string(f"{name}.json_schema.description", spec["description"])
+    if spec.get("strict") is not None:
+        _boolean(f"{name}.json_schema.strict", spec["strict"])
     return _schema(f"{name}.json_schema.schema", spec["schema"])
 
 
@@ -209,6 +248,7 @@ _SAMPLING_FIELDS: dict[str, Callable[[str, Any], Any]] = {
     "grammar": _string, "guided_grammar": _string,
     "choices": _choices, "guided_choice": _choices,
     "guided_json": _schema,
+    **{name: _anything for name in IGNORED_FIELDS},
 }
 
 # request field -> the GenerationConfig constraint field it sets
@@ -256,7 +296,8 @@ def _checked_fields(body: Any, fields: dict, vocab: int, required: tuple[str, ..
     for name in required:
         if body.get(name) is None:
             raise ApiError(f"'{name}' is required", param=name, code="missing_required_parameter")
-    return {name: fields[name](name, value) for name, value in body.items() if value is not None}
+    return {name: fields[name](name, value) for name, value in body.items()
+            if value is not None and name not in IGNORED_FIELDS}
 
 
 # GenerationConfig field -> the request field that sets it (for errors the config raises)
@@ -352,7 +393,7 @@ def _prompt_ids(prompt: Any, model, limits: RequestLimits, n: int) -> list[list[
 def completion_request(body: Any, model, limits: Optional[RequestLimits] = None) -> GenerationRequest:
     """The checked body of POST /v1/completions (within ``limits``, default RequestLimits())."""
     limits = limits or RequestLimits()
-    values = _checked_fields(body, _COMPLETION_FIELDS, model.vocab_size, ("model", "prompt"))
+    values = _checked_fields(body, _COMPLETION_FIELDS, model.vocab_size, ("prompt",))
     if values.get("suffix"):
         raise ApiError("'suffix' is not supported", param="suffix", code="unsupported_value")
     if values.get("best_of", values.get("n", 1)) != values.get("n", 1):
@@ -389,7 +430,7 @@ def chat_request(body: Any, model, limits: Optional[RequestLimits] = None) -> Ge
     """The checked body of POST /v1/chat/completions; the prompt is the model's chat template
     applied to the messages."""
     limits = limits or RequestLimits()
-    values = _checked_fields(body, _CHAT_FIELDS, model.vocab_size, ("model", "messages"))
+    values = _checked_fields(body, _CHAT_FIELDS, model.vocab_size, ("messages",))
     messages = _messages(values["messages"])
     try:  # special-token text in a content is plain text: a user cannot forge a system turn
         ids = model.encode_chat(messages, add_generation_prompt=True)

@@ -242,6 +242,7 @@ class Responder:
         """The server-sent events of a streamed generation, ending with [DONE]."""
         created = int(time.time())
         kind = "chat.completion.chunk" if chat else "text_completion"
+        finished: set[int] = set()  # the choices whose finish_reason is sent
 
         def chunk(choices: list, usage: Optional[dict] = None) -> str:
             body: dict[str, Any] = {"id": cid, "object": kind, "created": created, "model": self.name,
@@ -251,32 +252,31 @@ class Responder:
             return f"data: {json.dumps(body)}\n\n"
 
         try:
+            # OpenAI's shape: one choice per chunk; a choice's text pieces, then a chunk with an
+            # empty delta (text "") that carries its finish_reason
             if chat:
-                yield chunk([{"index": c.index, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
-                              "finish_reason": None} for c in gen.choices])
+                for c in gen.choices:
+                    yield chunk([{"index": c.index, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
+                                  "finish_reason": None}])
             sent_tokens = {c.index: 0 for c in gen.choices}
             sent_text = {c.index: 0 for c in gen.choices}
             async for step in gen.steps():
-                out = []
                 for c, piece in step:
                     start = sent_tokens[c.index]
-                    if not piece and c.finish_reason is None:
-                        continue  # the tokens' text is held back (a partial character or stop string)
-                    sent_tokens[c.index] = len(c.tokens)
-                    logprobs = None
-                    if gen.req.logprobs:
-                        logprobs = (self.chat_logprobs(c, start) if chat else
-                                    self.completion_logprobs(gen, c, start, sent_text[c.index]))
-                    sent_text[c.index] += len(piece)
-                    if chat:
-                        delta = {"content": piece} if piece else {}
-                        out.append({"index": c.index, "delta": delta, "logprobs": logprobs,
-                                    "finish_reason": c.finish_reason})
-                    else:
-                        out.append({"index": c.index, "text": piece, "logprobs": logprobs,
-                                    "finish_reason": c.finish_reason})
-                if out:
-                    yield chunk(out)
+                    if piece or (c.finish_reason is not None and len(c.tokens) > start):
+                        sent_tokens[c.index] = len(c.tokens)
+                        logprobs = None
+                        if gen.req.logprobs:
+                            logprobs = (self.chat_logprobs(c, start) if chat else
+                                        self.completion_logprobs(gen, c, start, sent_text[c.index]))
+                        sent_text[c.index] += len(piece)
+                        if piece or logprobs is not None:
+                            text = {"delta": {"content": piece}} if chat else {"text": piece}
+                            yield chunk([{"index": c.index, **text, "logprobs": logprobs, "finish_reason": None}])
+                    if c.finish_reason is not None and c.index not in finished:
+                        finished.add(c.index)
+                        end = {"delta": {}} if chat else {"text": ""}
+                        yield chunk([{"index": c.index, **end, "logprobs": None, "finish_reason": c.finish_reason}])
             if gen.req.include_usage:
                 yield chunk([], gen.usage())
             yield "data: [DONE]\n\n"
