@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 
+import numpy as np
 import openai
 import pytest
 from tests.support.serve_process import ServeProcess
@@ -173,3 +174,64 @@ def test_start_up_errors_are_one_line_and_exit_2(tmp_path):
         lines = run.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("kvgen: error: "), (case, run.stderr)
     assert "in use" in cases["in use"].stderr and "80000" in cases["out of range"].stderr
+
+
+# ---- prompt log-probs (evaluation: lm-eval's loglikelihood reads an echo's token_logprobs) ----
+
+def reference_logprobs(model, ids: list[int]) -> np.ndarray:
+    """log-softmax of Model.forward's logits ([length - 1, vocab]: row i scores token i + 1)."""
+    logits = model.forward(np.asarray(ids, dtype=np.int64)[None])[0, :-1].astype(np.float64)
+    return logits - np.logaddexp.reduce(logits, axis=-1, keepdims=True)
+
+
+SCORED = "The capital of France is Paris, and the capital of Italy is Rome."
+
+
+def test_echo_with_logprobs_scores_the_prompt(client, smollm2_model):
+    ids = smollm2_model.encode(SCORED)
+    ref = reference_logprobs(smollm2_model, ids)
+    expected = [float(ref[i, ids[i + 1]]) for i in range(len(ids) - 1)]
+    out = client.completions.create(model="m", prompt=SCORED, max_tokens=0, echo=True, logprobs=2)
+    choice = out.choices[0]
+    assert choice.text == smollm2_model.decode(ids) and out.usage.completion_tokens == 0
+    lp = choice.logprobs
+    assert len(lp.tokens) == len(ids) and lp.token_logprobs[0] is None and lp.top_logprobs[0] is None
+    np.testing.assert_allclose(lp.token_logprobs[1:], expected, atol=2e-3)
+    for i in range(1, len(ids)):  # the two most likely tokens at each position, and the token itself
+        best = np.argsort(-ref[i - 1])[:2]
+        assert {smollm2_model.decode([int(t)]) for t in best} | {lp.tokens[i]} == set(lp.top_logprobs[i])
+
+    # with generated tokens: the prompt's scores, then the generation's own (as without echo)
+    plain = client.completions.create(model="m", prompt=SCORED, max_tokens=3, temperature=0, logprobs=0)
+    both = client.completions.create(model="m", prompt=SCORED, max_tokens=3, temperature=0, logprobs=0, echo=True)
+    lp = both.choices[0].logprobs
+    assert lp.tokens == [smollm2_model.decode([t]) for t in ids] + plain.choices[0].logprobs.tokens
+    np.testing.assert_allclose(lp.token_logprobs[1:len(ids)], expected, atol=2e-3)
+    assert lp.token_logprobs[len(ids):] == plain.choices[0].logprobs.token_logprobs
+    assert both.choices[0].text == smollm2_model.decode(ids) + plain.choices[0].text
+
+    with pytest.raises(openai.BadRequestError):
+        client.completions.create(model="m", prompt=SCORED, max_tokens=0)
+
+
+def test_vllm_prompt_logprobs_on_both_endpoints(served, smollm2_model):
+    ids = smollm2_model.encode(SCORED)
+    status, _, body = served.request("/v1/completions", {"prompt": SCORED, "max_tokens": 1, "temperature": 0,
+                                                         "prompt_logprobs": 1})
+    assert status == 200, body
+    messages = [{"role": "user", "content": SCORED}]
+    chat_ids = smollm2_model.encode_chat(messages, add_generation_prompt=True)
+    status, _, chat = served.request("/v1/chat/completions", {"messages": messages, "max_tokens": 1,
+                                                              "prompt_logprobs": 0})
+    assert status == 200, chat
+    for got, prompt in ((body["choices"][0]["prompt_logprobs"], ids), (chat["prompt_logprobs"], chat_ids)):
+        ref = reference_logprobs(smollm2_model, prompt)
+        assert len(got) == len(prompt) and got[0] is None
+        for i in range(1, len(prompt)):
+            entry = got[i][str(prompt[i])]
+            assert entry["logprob"] == pytest.approx(ref[i - 1, prompt[i]], abs=2e-3)
+            rank = 1 + int((ref[i - 1] > ref[i - 1, prompt[i]]).sum())
+            assert abs(entry["rank"] - rank) <= 1  # a near-tie may order otherwise within float noise
+            assert entry["decoded_token"] == smollm2_model.decode([prompt[i]])
+    assert all(len(e) <= 2 for e in body["choices"][0]["prompt_logprobs"][1:])
+    assert all(len(e) == 1 for e in chat["prompt_logprobs"][1:])

@@ -2,7 +2,7 @@
 model, with continuous batching (kvgen.generation.engine): concurrent requests decode together.
 
 Endpoints: POST /v1/completions and /v1/chat/completions (streamed as server-sent events
-with ``"stream": true``), GET /v1/models and /health. Bad requests get OpenAI's error JSON
+with ``"stream": true``), GET /v1/models, /v1/models/{id}, /health, /openapi.json and /docs. Bad requests get OpenAI's error JSON
 ({"error": {"message", "type", "param", "code"}}) with status 400 (401 for a wrong API
 key, 404 / 405 for unknown routes); the server keeps serving. A client that disconnects
 mid-stream cancels its request, whose slots go to the next one at the following step; so does
@@ -390,6 +390,9 @@ def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, mode
             return StreamingResponse(stream, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
         watcher = asyncio.ensure_future(watch_disconnect(request, gen))
         try:
+            if req.prompt_logprobs is not None or (req.echo and req.logprobs):
+                top = max(req.prompt_logprobs or 0, req.top_logprobs if req.echo else 0)
+                await run_in_threadpool(gen.score_prompts, top)  # the prompts' forward pass, beside the engine
             async for _ in gen.steps():
                 pass
         finally:

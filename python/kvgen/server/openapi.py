@@ -52,7 +52,8 @@ class Message(BaseModel):
 
 class _SamplingFields(_Strict):
     model: Optional[str] = None  # the served model when left out
-    max_tokens: Optional[int] = Field(None, ge=1)
+    max_tokens: Optional[int] = Field(None, ge=0)  # 0: completions with echo only
+    prompt_logprobs: Optional[int] = Field(None, ge=0, le=20)
     temperature: Optional[float] = Field(None, ge=0.0, le=2.0)
     top_p: Optional[float] = Field(None, gt=0.0, le=1.0)
     n: Optional[int] = Field(None, ge=1, le=128)

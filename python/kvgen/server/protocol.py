@@ -84,6 +84,8 @@ class GenerationRequest:
     top_logprobs: int = 0         # alternatives per token (config.top_logprobs)
     echo: bool = False
     stops: list[str] = field(default_factory=list)
+    generate: bool = True         # False: max_tokens 0 (echo: scoring the prompt only)
+    prompt_logprobs: Optional[int] = None  # vLLM's: the prompt tokens' log-probs, with this many alternatives
 
 
 # ---- field checkers: value -> checked value, or ApiError naming the field ----
@@ -227,7 +229,8 @@ def _anything(name: str, value: Any) -> Any:
 # Fields both endpoints share: name -> checker (the vocabulary-dependent ones are added per request).
 _SAMPLING_FIELDS: dict[str, Callable[[str, Any], Any]] = {
     "model": _string,
-    "max_tokens": _integer(1),
+    "max_tokens": _integer(0),  # 0: completions with echo only (scoring a prompt)
+    "prompt_logprobs": _integer(0, 20),
     "temperature": _real(0.0, 2.0),
     "top_p": _real(0.0, 1.0, open_low=True),
     "n": _integer(1, 128),
@@ -362,11 +365,15 @@ def _request(values: dict, prompts: list[list[int]], context: int, default_max: 
     n = values.get("n", 1)
     max_tokens = _max_tokens(values, prompts, context, default_max)
     limits.check_tokens(prompts, n, max_tokens)
-    config = _config(values, max_tokens, n)
+    config = _config(values, max(max_tokens, 1), n)
     config.top_logprobs = top_logprobs
+    if values.get("prompt_logprobs") is not None and values.get("stream"):
+        raise ApiError("'prompt_logprobs' is not supported with 'stream'", param="prompt_logprobs",
+                       code="unsupported_value")
     return GenerationRequest(prompts=prompts, config=config, n=n, stream=values.get("stream", False),
                              include_usage=values.get("stream_options", False), logprobs=logprobs,
-                             top_logprobs=top_logprobs, echo=values.get("echo", False), stops=values.get("stop", []))
+                             top_logprobs=top_logprobs, echo=values.get("echo", False), stops=values.get("stop", []),
+                             generate=max_tokens > 0, prompt_logprobs=values.get("prompt_logprobs"))
 
 
 def _prompt_ids(prompt: Any, model, limits: RequestLimits, n: int) -> list[list[int]]:
@@ -400,6 +407,8 @@ def completion_request(body: Any, model, limits: Optional[RequestLimits] = None)
         raise ApiError("'best_of' must equal 'n' (kvgen returns every sequence it generates)", param="best_of")
     if values.get("echo") and values.get("stream"):
         raise ApiError("'echo' is not supported with 'stream'", param="echo", code="unsupported_value")
+    if values.get("max_tokens") == 0 and not values.get("echo"):
+        raise _fail("max_tokens", "0 needs 'echo': true (scoring the prompt); otherwise at least 1")
     logprobs = values.get("logprobs")
     n = values.get("n", 1)
     limits.check_prompts(1, n)
@@ -431,6 +440,8 @@ def chat_request(body: Any, model, limits: Optional[RequestLimits] = None) -> Ge
     applied to the messages."""
     limits = limits or RequestLimits()
     values = _checked_fields(body, _CHAT_FIELDS, model.vocab_size, ("messages",))
+    if values.get("max_tokens") == 0:
+        raise _fail("max_tokens", "0 is out of range [1, inf]")
     messages = _messages(values["messages"])
     try:  # special-token text in a content is plain text: a user cannot forge a system turn
         ids = model.encode_chat(messages, add_generation_prompt=True)
