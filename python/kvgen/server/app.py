@@ -2,7 +2,8 @@
 model, with continuous batching (kvgen.generation.engine): concurrent requests decode together.
 
 Endpoints: POST /v1/completions and /v1/chat/completions (streamed as server-sent events
-with ``"stream": true``), GET /v1/models, /v1/models/{id}, /health, /openapi.json and /docs. Bad requests get OpenAI's error JSON
+with ``"stream": true``), GET /v1/models, /v1/models/{id}, /health, /openapi.json and
+/docs. Bad requests get OpenAI's error JSON
 ({"error": {"message", "type", "param", "code"}}) with status 400 (401 for a wrong API
 key, 404 / 405 for unknown routes); the server keeps serving. A client that disconnects
 mid-stream cancels its request, whose slots go to the next one at the following step; so does
