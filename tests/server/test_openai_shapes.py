@@ -88,11 +88,11 @@ def test_model_is_optional_and_the_model_card_is_served(client, served, smollm2_
 
 
 def test_openai_service_options_are_accepted_and_unknown_fields_are_refused(client, served):
-    options = {"metadata": {"k": "v"}, "store": False, "parallel_tool_calls": True, "service_tier": "auto",
+    options = {"metadata": {"k": "v"}, "store": False, "service_tier": "auto",
                "reasoning_effort": "low", "prompt_cache_key": "a", "safety_identifier": "u1"}
     assert set(options) <= set(IGNORED_FIELDS)
     out = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "Hi"}], max_tokens=2,
-                                         temperature=0, **options)
+                                         temperature=0, parallel_tool_calls=True, **options)
     assert out.choices[0].message.content
     status, _, body = served.request("/v1/completions", {"prompt": "Hi", "max_tokens": 2, "bogus_field": 1})
     assert status == 400 and "bogus_field" in body["error"]["message"] and body["error"]["param"] == "bogus_field"

@@ -47,7 +47,31 @@ class TextPart(BaseModel):
 
 class Message(BaseModel):
     role: str
-    content: Union[str, list[TextPart]]
+    content: Union[str, list[TextPart], None] = None  # null in an assistant message with tool_calls
+    tool_calls: Optional[list[dict[str, Any]]] = None
+    tool_call_id: Optional[str] = None
+    name: Optional[str] = None
+
+
+class FunctionSpec(_Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    description: Optional[str] = None
+    parameters: Optional[dict[str, Any]] = None
+    strict: Optional[bool] = None
+
+
+class Tool(_Strict):
+    type: Literal["function"]
+    function: FunctionSpec
+
+
+class FunctionName(_Strict):
+    name: str
+
+
+class NamedToolChoice(_Strict):
+    type: Literal["function"]
+    function: FunctionName
 
 
 class _SamplingFields(_Strict):
@@ -98,6 +122,9 @@ class ChatRequest(_Sampling):
     """POST /v1/chat/completions."""
 
     messages: list[Message] = Field(min_length=1)
+    tools: Optional[list[Tool]] = None
+    tool_choice: Union[Literal["none", "auto", "required"], NamedToolChoice, None] = None
+    parallel_tool_calls: Optional[bool] = None
     logprobs: Optional[bool] = None
     top_logprobs: Optional[int] = Field(None, ge=0, le=MAX_TOP_LOGPROBS)
     max_completion_tokens: Optional[int] = Field(None, ge=1)

@@ -29,7 +29,7 @@ MAX_STOP_STRINGS = 32
 
 #: OpenAI's optional request fields that kvgen accepts and ignores (they steer OpenAI's own
 #: service: storage, billing, routing, reasoning models), so that clients that send them work.
-IGNORED_FIELDS = ("metadata", "store", "parallel_tool_calls", "service_tier", "reasoning_effort",
+IGNORED_FIELDS = ("metadata", "store", "service_tier", "reasoning_effort",
                   "prompt_cache_key", "safety_identifier", "verbosity", "modalities", "prediction",
                   "audio", "web_search_options", "prompt_cache_retention")
 
@@ -86,6 +86,7 @@ class GenerationRequest:
     stops: list[str] = field(default_factory=list)
     generate: bool = True         # False: max_tokens 0 (echo: scoring the prompt only)
     prompt_logprobs: Optional[int] = None  # vLLM's: the prompt tokens' log-probs, with this many alternatives
+    tools: list[dict] = field(default_factory=list)  # chat's tools whose calls are parsed out of the reply
 
 
 # ---- field checkers: value -> checked value, or ApiError naming the field ----
@@ -416,6 +417,79 @@ def completion_request(body: Any, model, limits: Optional[RequestLimits] = None)
                     COMPLETIONS_DEFAULT_MAX_TOKENS, logprobs is not None, logprobs or 0, limits)
 
 
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def _tools(name: str, value: Any) -> list[dict]:
+    """OpenAI's ``tools``: function tools with unique names and JSON-schema parameters."""
+    if not isinstance(value, list):
+        raise _fail(name, "expected a list of {\"type\": \"function\", \"function\": {...}} objects")
+    out, names = [], set()
+    for i, tool in enumerate(value):
+        where = f"{name}[{i}]"
+        if not isinstance(tool, dict) or tool.get("type") != "function" or not isinstance(tool.get("function"), dict):
+            raise _fail(where, "expected {\"type\": \"function\", \"function\": {\"name\", \"parameters\", ...}}")
+        _known_keys(where, tool, ("type", "function"))
+        function = tool["function"]
+        _known_keys(f"{where}.function", function, ("name", "description", "parameters", "strict"))
+        fname = function.get("name")
+        if not isinstance(fname, str) or not _TOOL_NAME.fullmatch(fname):
+            raise _fail(f"{where}.function.name", "expected 1 to 64 letters, digits, '_' or '-'")
+        if fname in names:
+            raise _fail(f"{where}.function.name", f"{fname!r} is given twice")
+        names.add(fname)
+        if function.get("description") is not None:
+            _string(f"{where}.function.description", function["description"])
+        if function.get("strict") is not None:
+            _boolean(f"{where}.function.strict", function["strict"])
+        checked = {"name": fname}
+        if function.get("description") is not None:
+            checked["description"] = function["description"]
+        if function.get("parameters") is not None:
+            _schema(f"{where}.function.parameters", function["parameters"])
+            checked["parameters"] = function["parameters"]
+        out.append({"type": "function", "function": checked})
+    return out
+
+
+def _tool_choice(name: str, value: Any) -> Any:
+    if value in ("none", "auto", "required"):
+        return value
+    if isinstance(value, dict) and value.get("type") == "function" and isinstance(value.get("function"), dict):
+        _known_keys(name, value, ("type", "function"))
+        _known_keys(f"{name}.function", value["function"], ("name",))
+        return {"type": "function", "function": {"name": _string(f"{name}.function.name",
+                                                                   value["function"].get("name"))}}
+    raise _fail(name, "expected \"none\", \"auto\", \"required\" or {\"type\": \"function\", "
+                      "\"function\": {\"name\": ...}}")
+
+
+def _tool_calls(where: str, value: Any) -> list[dict]:
+    """An assistant message's ``tool_calls``, their arguments as objects (transformers' convention)."""
+    if not isinstance(value, list):
+        raise _fail(where, "expected a list of tool calls")
+    out = []
+    for k, call in enumerate(value):
+        if not isinstance(call, dict) or not isinstance(call.get("function"), dict) \
+                or not isinstance(call["function"].get("name"), str):
+            raise _fail(f"{where}[{k}]", "expected {\"id\", \"type\": \"function\", \"function\": {\"name\", "
+                                         "\"arguments\"}}")
+        arguments = call["function"].get("arguments", "{}")
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except ValueError:
+                raise _fail(f"{where}[{k}].function.arguments", "not valid JSON") from None
+        entry = {"type": "function", "function": {"name": call["function"]["name"], "arguments": arguments}}
+        if isinstance(call.get("id"), str):
+            entry["id"] = call["id"]
+        out.append(entry)
+    return out
+
+
+_CHAT_FIELDS.update(tools=_tools, tool_choice=_tool_choice, parallel_tool_calls=_boolean)
+
+
 def _messages(value: Any) -> list[dict]:
     if not isinstance(value, list) or not value:
         raise _fail("messages", "expected a non-empty list of {\"role\", \"content\"} objects")
@@ -429,9 +503,54 @@ def _messages(value: Any) -> list[dict]:
                        for p in content):
                 raise _fail(f"messages[{i}].content", "only text content parts are supported")
             content = "".join(p["text"] for p in content)
+        message: dict[str, Any] = {"role": m["role"]}
+        if m.get("tool_calls") is not None and m["role"] == "assistant":
+            message["tool_calls"] = _tool_calls(f"messages[{i}].tool_calls", m["tool_calls"])
+            if content is None:
+                content = ""
         if not isinstance(content, str):
             raise _fail(f"messages[{i}].content", "expected a string")
-        out.append({"role": m["role"], "content": content})
+        message["content"] = content
+        for key in ("tool_call_id", "name"):
+            if isinstance(m.get(key), str):
+                message[key] = m[key]
+        out.append(message)
+    return out
+
+
+def _supports_tools(template: Optional[str]) -> bool:
+    return bool(template) and "tools" in template
+
+
+def _tools_prompt(tools: list[dict]) -> str:
+    """The Hermes system text that offers ``tools`` to a model whose template does not render them."""
+    listing = "\n".join(json.dumps(t, ensure_ascii=False) for t in tools)
+    return ("You may call one or more functions to assist with the user query. The functions are listed in "
+            f"<tools></tools> XML tags:\n<tools>\n{listing}\n</tools>\nFor each function call, return a JSON object "
+            "with the function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n"
+            '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>')
+
+
+def _without_tool_syntax(messages: list[dict], tools: list[dict]) -> list[dict]:
+    """``messages`` for a template that renders no tools: the tools offered in the system
+    message, an assistant's calls as Hermes ``<tool_call>`` blocks in its content."""
+    out = []
+    for m in messages:
+        m = dict(m)
+        calls = m.pop("tool_calls", None)
+        if calls:
+            blocks = "\n".join("<tool_call>\n" + json.dumps({"name": c["function"]["name"],
+                                                             "arguments": c["function"]["arguments"]}) +
+                               "\n</tool_call>" for c in calls)
+            m["content"] = f"{m['content']}\n{blocks}".strip()
+        m.pop("tool_call_id", None)
+        m.pop("name", None)
+        out.append(m)
+    if tools:
+        if out[0]["role"] == "system":
+            out[0] = {**out[0], "content": f"{out[0]['content']}\n\n{_tools_prompt(tools)}"}
+        else:
+            out.insert(0, {"role": "system", "content": _tools_prompt(tools)})
     return out
 
 
@@ -443,13 +562,37 @@ def chat_request(body: Any, model, limits: Optional[RequestLimits] = None) -> Ge
     if values.get("max_tokens") == 0:
         raise _fail("max_tokens", "0 is out of range [1, inf]")
     messages = _messages(values["messages"])
+    tools, choice = values.get("tools", []), values.get("tool_choice", "auto" if values.get("tools") else "none")
+    if choice != "none" and not tools:
+        raise ApiError("'tool_choice' needs 'tools'", param="tool_choice")
+    if isinstance(choice, dict):
+        wanted = choice["function"]["name"]
+        if wanted not in {t["function"]["name"] for t in tools}:
+            raise _fail("tool_choice", f"{wanted!r} is not one of the tools")
+    offered = tools if choice != "none" else []
+    extra = {}
+    if _supports_tools(model.chat_template):
+        if offered:
+            extra["tools"] = offered
+    else:
+        messages = _without_tool_syntax(messages, offered)
     try:  # special-token text in a content is plain text: a user cannot forge a system turn
-        ids = model.encode_chat(messages, add_generation_prompt=True)
+        ids = model.encode_chat(messages, add_generation_prompt=True, **extra)
     except ValueError as e:
         raise _fail("messages", str(e)) from None
+    if choice == "required" or isinstance(choice, dict):
+        if _constraint(values) is not None:
+            raise ApiError("a constraint ('response_format', 'regex', ...) cannot be combined with tool_choice "
+                           f"{choice!r}", param="tool_choice")
+        from kvgen.server.tools import tool_grammar
+
+        chosen = tools if choice == "required" else [t for t in tools if t["function"]["name"] == wanted]
+        values = {**values, "grammar": tool_grammar(chosen, parallel=values.get("parallel_tool_calls", True))}
     top = values.get("top_logprobs", 0)
     if top and not values.get("logprobs"):
         raise ApiError("'top_logprobs' needs 'logprobs': true", param="top_logprobs")
     limits.check_prompts(1, values.get("n", 1))
     prompts = [ids]
-    return _request(values, prompts, model.context_length, None, values.get("logprobs", False), top, limits)
+    req = _request(values, prompts, model.context_length, None, values.get("logprobs", False), top, limits)
+    req.tools = offered
+    return req

@@ -298,11 +298,24 @@ class Responder:
             content.append({**self._token_logprob(t, lp), "top_logprobs": top})
         return {"content": content}
 
+    def chat_message(self, gen: Completion, choice: Choice) -> tuple[dict, Optional[str]]:
+        """The assistant message of a finished choice and its finish_reason: with tools, the
+        calls in its text become ``tool_calls`` (finish_reason "tool_calls")."""
+        if gen.req.tools:
+            from kvgen.server.tools import parse_tool_calls
+
+            content, calls = parse_tool_calls(choice.emitted, {t["function"]["name"] for t in gen.req.tools})
+            if calls:
+                return {"role": "assistant", "content": content, "tool_calls": calls}, "tool_calls"
+        return {"role": "assistant", "content": choice.emitted}, choice.finish_reason
+
     def chat_body(self, gen: Completion, cid: str) -> dict:
         """The /v1/chat/completions response of a finished generation."""
-        choices = [{"index": c.index, "message": {"role": "assistant", "content": c.emitted},
-                    "logprobs": self.chat_logprobs(c) if gen.req.logprobs else None,
-                    "finish_reason": c.finish_reason} for c in gen.choices]
+        choices = []
+        for c in gen.choices:
+            message, reason = self.chat_message(gen, c)
+            choices.append({"index": c.index, "message": message,
+                            "logprobs": self.chat_logprobs(c) if gen.req.logprobs else None, "finish_reason": reason})
         body = {"id": cid, "object": "chat.completion", "created": int(time.time()), "model": self.name,
                 "choices": choices, "usage": gen.usage()}
         if gen.req.prompt_logprobs is not None:
@@ -331,6 +344,23 @@ class Responder:
                 for c in gen.choices:
                     yield chunk([{"index": c.index, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
                                   "finish_reason": None}])
+            if chat and gen.req.tools:  # the calls are known at the end: the reply is sent whole
+                async for _ in gen.steps():
+                    pass
+                for c in gen.choices:
+                    message, reason = self.chat_message(gen, c)
+                    logprobs = self.chat_logprobs(c) if gen.req.logprobs else None
+                    if message["content"]:
+                        yield chunk([{"index": c.index, "delta": {"content": message["content"]},
+                                      "logprobs": logprobs, "finish_reason": None}])
+                    for k, call in enumerate(message.get("tool_calls", [])):
+                        yield chunk([{"index": c.index, "delta": {"tool_calls": [{"index": k, **call}]},
+                                      "logprobs": None, "finish_reason": None}])
+                    yield chunk([{"index": c.index, "delta": {}, "logprobs": None, "finish_reason": reason}])
+                if gen.req.include_usage:
+                    yield chunk([], gen.usage())
+                yield "data: [DONE]\n\n"
+                return
             sent_tokens = {c.index: 0 for c in gen.choices}
             sent_text = {c.index: 0 for c in gen.choices}
             async for step in gen.steps():
