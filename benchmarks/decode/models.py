@@ -24,7 +24,16 @@ GGUF files (``--files``)
       gguf-py (``GGUFWriter``, llama.cpp's tensor names; random weights are written directly
       in the GGUF q/k layout) and quantized to Q4_K_M by llama.cpp's quantizer (the F16 file
       is deleted). Its logits nearly tie, so its tokens differ between engines soon.
-    Making ``q8_0`` and ``q4_k_m`` needs llama-cpp-python; without it they are skipped with a note.
+    * ``qwen2_q4_k_m``: a random-weight Qwen2.5-0.5B-shaped model (hidden 896, intermediate
+      4864, 14 heads / 2 KV heads, 24 layers, q/k/v biases, rope theta 1e6, tied embedding)
+      with SmolLM2's tokenizer (vocab 49,152, not Qwen's 151,936), made by transformers
+      (``Qwen2ForCausalLM``, bfloat16), converted by llama.cpp's own ``convert_hf_to_gguf.py``
+      (tests/support/llama_cpp_convert.py: the llama-cpp-python sdist, fetched once) to F16
+      and quantized to Q4_K_M by llama.cpp's quantizer: 896 is no multiple of 256, so about
+      half of its matrices fall back to Q5_0 / Q8_0 there, as in the published Qwen2.5-0.5B
+      Q4_K_M files.
+    Making ``q8_0``, ``q4_k_m`` and ``qwen2_q4_k_m`` needs llama-cpp-python; without it they
+    are skipped with a note.
     Prompts: the ids of a fixed English paragraph (repeated to length) from the file's
     tokenizer, the same ids for every engine.
 
@@ -117,10 +126,16 @@ def make_prompts(longest: int) -> list[int]:
 
 # ---- GGUF files: SmolLM2 Q4_1, its Q8_0 copy, a random-weight Llama in Q4_K_M -----------
 
-FILE_KINDS = ("q4_1", "q8_0", "q4_k_m")
-FILE_LABELS = {"q4_1": "SmolLM2 Q4_1", "q8_0": "SmolLM2 Q8_0", "q4_k_m": "random Llama Q4_K_M"}
+FILE_KINDS = ("q4_1", "q8_0", "q4_k_m", "qwen2_q4_k_m")
+FILE_LABELS = {"q4_1": "SmolLM2 Q4_1", "q8_0": "SmolLM2 Q8_0", "q4_k_m": "random Llama Q4_K_M",
+               "qwen2_q4_k_m": "random Qwen2.5-0.5B-shaped Q4_K_M"}
+RANDOM_KINDS = ("q4_k_m", "qwen2_q4_k_m")  # random weights: their logits nearly tie
 # A Llama whose widths are multiples of 256 (K-quant blocks), ~320M parameters with SmolLM2's vocabulary.
 LLAMA_SHAPE = {"hidden": 1024, "intermediate": 2816, "heads": 16, "kv_heads": 4, "layers": 24, "context": 2048}
+QWEN2_SHAPE = {"hidden_size": 896, "intermediate_size": 4864, "num_attention_heads": 14, "num_key_value_heads": 2,
+               "num_hidden_layers": 24, "max_position_embeddings": 2048, "rope_theta": 1000000.0}
+QWEN2_RECIPE = {"shape": QWEN2_SHAPE, "seed": SEED, "std": 0.02, "tokenizer": "SmolLM2-135M-Instruct's",
+                "type": "Q4_K_M from llama.cpp's converter's F16", "version": 1}
 LLAMA_RECIPE = {"shape": LLAMA_SHAPE, "seed": SEED, "std": 0.02, "tokenizer": "SmolLM2-135M-Instruct's",
                 "type": "Q4_K_M from F16", "version": 1}
 
@@ -192,6 +207,25 @@ def write_random_llama(path: Path, tokenizer_file: Path) -> None:
     w.close()
 
 
+def write_random_qwen2(path: Path, tokenizer_file: Path) -> None:
+    """An F16 GGUF of a Qwen2 of QWEN2_SHAPE (seeded normal(0, std) weights, bfloat16) written by
+    llama.cpp's own converter from a transformers directory with tokenizer_file's tokenizer."""
+    import sys
+    import tempfile
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "support"))
+    from llama_cpp_convert import convert, converter, save_smollm2_tokenizer
+
+    torch.manual_seed(SEED)
+    config = transformers.Qwen2Config(vocab_size=49152, tie_word_embeddings=True, initializer_range=QWEN2_RECIPE["std"],
+                                      **QWEN2_SHAPE)
+    model = transformers.Qwen2ForCausalLM(config).to(torch.bfloat16)
+    with tempfile.TemporaryDirectory(dir=CACHE_DIR) as tmp:
+        model.save_pretrained(tmp)
+        save_smollm2_tokenizer(Path(tmp), tokenizer_file)
+        convert(converter(CACHE_DIR / "llama-cpp-converter"), [(Path(tmp), path, "f16")])
+
+
 def prepare_file(kind: str, q4_1: Path, threads: int, llama_cpp) -> Path | None:
     """The GGUF file of a kind, made once under CACHE_DIR (None, with a note, when making it
     needs llama-cpp-python and it is missing)."""
@@ -206,6 +240,15 @@ def prepare_file(kind: str, q4_1: Path, threads: int, llama_cpp) -> Path | None:
         if not file_ok(out, recipe):
             print(f"quantizing {q4_1.name} to Q8_0 ({out}) ...", flush=True)
             llama_cpp_engine.quantize(q4_1, out, "Q8_0", threads)
+    elif kind == "qwen2_q4_k_m":
+        out, recipe = CACHE_DIR / "random-qwen2-896x24.Q4_K_M.gguf", QWEN2_RECIPE
+        if not file_ok(out, recipe):
+            f16 = out.with_name("random-qwen2-896x24.F16.gguf")
+            print(f"making the random Qwen2 (llama.cpp's converter, {f16}) and quantizing it to Q4_K_M ({out}) ...",
+                  flush=True)
+            write_random_qwen2(f16, q4_1)
+            llama_cpp_engine.quantize(f16, out, "Q4_K_M", threads)
+            f16.unlink()
     else:
         out, recipe = CACHE_DIR / "random-llama-1024x24.Q4_K_M.gguf", LLAMA_RECIPE
         if not file_ok(out, recipe):

@@ -1,12 +1,16 @@
 // Binding of the built-in models: kvgen._core._Model, built from a _ModelConfig (sizes), the
 // architecture's options and a dict of float32 NumPy arrays. The facade (kvgen._model) reads
 // the Hugging Face config keys into those structs and loads the arrays (safetensors / gguf).
+#include <optional>
+
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include "arrays.h"
 #include "kvgen/errors.h"
 #include "kvgen/limits.h"
+#include "kvgen/model/gemma.h"
 #include "kvgen/model/gpt2.h"
 #include "kvgen/model/llama.h"
 #include "kvgen/model/thread_pool.h"
@@ -97,6 +101,11 @@ std::unique_ptr<PyModel> make_gpt2(const ModelConfig& config, const GPT2Options&
   return make_model<GPT2>("gpt2", config, options, arrays, activations);
 }
 
+std::unique_ptr<PyModel> make_gemma(const ModelConfig& config, const GemmaOptions& options, const py::dict& arrays,
+                                    const std::string& activations) {
+  return make_model<Gemma>("gemma", config, options, arrays, activations);
+}
+
 std::unique_ptr<PyModel> make_llama(const ModelConfig& config, const LlamaOptions& options, const py::dict& arrays,
                                     const std::string& activations) {
   return make_model<Llama>("llama", config, options, arrays, activations);
@@ -133,15 +142,23 @@ py::array_t<float> forward(PyModel& pm, py::handle input_ids) {
 void register_model_config(py::module_& m) {
   py::class_<ModelConfig>(m, "_ModelConfig", "The sizes of a built-in model (kvgen/model/model_config.h).")
       .def(py::init([](std::string architecture, int64_t vocab_size, int64_t context_length, int64_t hidden,
-                       int64_t layers, int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t intermediate) {
+                       int64_t layers, int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t intermediate,
+                       std::vector<int64_t> layer_windows, int64_t experts, int64_t experts_per_token,
+                       int64_t expert_intermediate) {
              return ModelConfig{.architecture = std::move(architecture), .vocab_size = vocab_size,
                                 .context_length = context_length, .hidden = hidden, .layers = layers,
                                 .heads = heads, .kv_heads = kv_heads, .head_dim = head_dim,
-                                .intermediate = intermediate};
+                                .intermediate = intermediate, .layer_windows = std::move(layer_windows),
+                                .experts = experts, .experts_per_token = experts_per_token,
+                                .expert_intermediate = expert_intermediate};
            }),
            py::kw_only(), py::arg("architecture"), py::arg("vocab_size"), py::arg("context_length"),
            py::arg("hidden"), py::arg("layers"), py::arg("heads"), py::arg("kv_heads"), py::arg("head_dim"),
-           py::arg("intermediate"))
+           py::arg("intermediate"), py::arg("layer_windows") = std::vector<int64_t>(), py::arg("experts") = 0,
+           py::arg("experts_per_token") = 0, py::arg("expert_intermediate") = 0,
+           "layer_windows: per layer, the sliding window (0 = full attention; empty = every layer full); "
+           "experts > 0: a mixture of experts of that many experts, experts_per_token chosen per token, each "
+           "expert_intermediate wide.")
       .def_readonly("architecture", &ModelConfig::architecture)
       .def_readonly("vocab_size", &ModelConfig::vocab_size)
       .def_readonly("context_length", &ModelConfig::context_length)
@@ -151,6 +168,10 @@ void register_model_config(py::module_& m) {
       .def_readonly("kv_heads", &ModelConfig::kv_heads)
       .def_readonly("head_dim", &ModelConfig::head_dim)
       .def_readonly("intermediate", &ModelConfig::intermediate)
+      .def_readonly("layer_windows", &ModelConfig::layer_windows)
+      .def_readonly("experts", &ModelConfig::experts)
+      .def_readonly("experts_per_token", &ModelConfig::experts_per_token)
+      .def_readonly("expert_intermediate", &ModelConfig::expert_intermediate)
       .def("validate", &ModelConfig::validate,
            "ValueError naming the config key when a size is not positive, above its limit or inconsistent "
            "(the models' constructors run it too).");
@@ -175,22 +196,99 @@ void register_model_config(py::module_& m) {
       .def_readonly("exact_gelu", &GPT2Options::exact_gelu);
 
   const LlamaOptions llama;
-  py::class_<LlamaOptions>(m, "_LlamaOptions", "Llama's numerics options (kvgen/model/llama.h).")
-      .def(py::init([](py::array_t<float, py::array::c_style> inv_freq, float rms_norm_eps) {
-             if (inv_freq.ndim() != 1) throw ValueError("rope inverse frequencies must be a 1-D array");
+  py::class_<LlamaOptions>(m, "_LlamaOptions",
+                           "Numerics options of the Llama-like families (kvgen/model/llama.h).")
+      .def(py::init([](py::array_t<float, py::array::c_style> inv_freq, float rms_norm_eps, int64_t rotary_dim,
+                       std::optional<py::array_t<float, py::array::c_style>> inv_freq_long,
+                       int64_t original_context, float rope_attention_factor, std::vector<uint8_t> rope_layers,
+                       float embedding_multiplier, float residual_multiplier, float attention_scale,
+                       float logit_scale, bool norm_topk_prob) {
+             const auto vector = [](const py::array_t<float, py::array::c_style>& a) {
+               if (a.ndim() != 1) throw ValueError("rope inverse frequencies must be a 1-D array");
+               return std::vector<float>(a.data(), a.data() + a.size());
+             };
              return LlamaOptions{.rms_norm_eps = rms_norm_eps,
-                                 .inv_freq = std::vector<float>(inv_freq.data(), inv_freq.data() + inv_freq.size())};
+                                 .inv_freq = vector(inv_freq),
+                                 .rotary_dim = rotary_dim,
+                                 .inv_freq_long = inv_freq_long ? vector(*inv_freq_long) : std::vector<float>(),
+                                 .original_context = original_context,
+                                 .rope_attention_factor = rope_attention_factor,
+                                 .rope_layers = std::move(rope_layers),
+                                 .embedding_multiplier = embedding_multiplier,
+                                 .residual_multiplier = residual_multiplier,
+                                 .attention_scale = attention_scale,
+                                 .logit_scale = logit_scale,
+                                 .norm_topk_prob = norm_topk_prob};
            }),
            py::kw_only(), py::arg("inv_freq"), py::arg("rms_norm_eps") = llama.rms_norm_eps,
-           "inv_freq: the head_dim / 2 rotary inverse frequencies, scaling applied (kvgen._rope).")
+           py::arg("rotary_dim") = llama.rotary_dim, py::arg("inv_freq_long") = py::none(),
+           py::arg("original_context") = llama.original_context,
+           py::arg("rope_attention_factor") = llama.rope_attention_factor,
+           py::arg("rope_layers") = llama.rope_layers, py::arg("embedding_multiplier") = llama.embedding_multiplier,
+           py::arg("residual_multiplier") = llama.residual_multiplier,
+           py::arg("attention_scale") = llama.attention_scale, py::arg("logit_scale") = llama.logit_scale,
+           py::arg("norm_topk_prob") = llama.norm_topk_prob,
+           "inv_freq: the rotary_dim / 2 rotary inverse frequencies, scaling applied (kvgen.loaders.rope); "
+           "rotary_dim 0 = head_dim; inv_freq_long: LongRoPE's frequencies for calls reaching beyond "
+           "original_context; rope_layers: per layer, nonzero where it applies the rotary embedding (empty: all); "
+           "attention_scale 0 = 1 / sqrt(head_dim); norm_topk_prob: a mixture of experts renormalises each "
+           "token's top-k routing probabilities.")
       .def_readonly("rms_norm_eps", &LlamaOptions::rms_norm_eps)
+      .def_readonly("rotary_dim", &LlamaOptions::rotary_dim)
+      .def_readonly("original_context", &LlamaOptions::original_context)
+      .def_readonly("rope_attention_factor", &LlamaOptions::rope_attention_factor)
+      .def_readonly("rope_layers", &LlamaOptions::rope_layers)
+      .def_readonly("embedding_multiplier", &LlamaOptions::embedding_multiplier)
+      .def_readonly("residual_multiplier", &LlamaOptions::residual_multiplier)
+      .def_readonly("attention_scale", &LlamaOptions::attention_scale)
+      .def_readonly("logit_scale", &LlamaOptions::logit_scale)
+      .def_readonly("norm_topk_prob", &LlamaOptions::norm_topk_prob)
       .def_property_readonly("inv_freq", [](const LlamaOptions& o) {
         return py::array_t<float>(static_cast<py::ssize_t>(o.inv_freq.size()), o.inv_freq.data());
+      })
+      .def_property_readonly("inv_freq_long", [](const LlamaOptions& o) {
+        return py::array_t<float>(static_cast<py::ssize_t>(o.inv_freq_long.size()), o.inv_freq_long.data());
       });
+}
+
+void register_gemma_options(py::module_& m) {
+  const GemmaOptions gemma;
+  py::class_<GemmaOptions>(m, "_GemmaOptions", "Numerics options of Gemma 2 and 3 (kvgen/model/gemma.h).")
+      .def(py::init([](py::array_t<float, py::array::c_style> inv_freq,
+                       std::optional<py::array_t<float, py::array::c_style>> inv_freq_local, float rms_norm_eps,
+                       float norm_offset, float embed_scale, float attention_scale, float attn_softcap,
+                       float final_softcap) {
+             const auto vector = [](const py::array_t<float, py::array::c_style>& a) {
+               if (a.ndim() != 1) throw ValueError("rope inverse frequencies must be a 1-D array");
+               return std::vector<float>(a.data(), a.data() + a.size());
+             };
+             return GemmaOptions{.rms_norm_eps = rms_norm_eps,
+                                 .norm_offset = norm_offset,
+                                 .embed_scale = embed_scale,
+                                 .attention_scale = attention_scale,
+                                 .attn_softcap = attn_softcap,
+                                 .final_softcap = final_softcap,
+                                 .inv_freq = vector(inv_freq),
+                                 .inv_freq_local = inv_freq_local ? vector(*inv_freq_local) : std::vector<float>()};
+           }),
+           py::kw_only(), py::arg("inv_freq"), py::arg("inv_freq_local") = py::none(),
+           py::arg("rms_norm_eps") = gemma.rms_norm_eps, py::arg("norm_offset") = gemma.norm_offset,
+           py::arg("embed_scale") = gemma.embed_scale, py::arg("attention_scale") = gemma.attention_scale,
+           py::arg("attn_softcap") = gemma.attn_softcap, py::arg("final_softcap") = gemma.final_softcap,
+           "inv_freq / inv_freq_local: rotary inverse frequencies of the full-attention and sliding-window layers "
+           "(None: inv_freq); norm_offset: added to every RMSNorm weight (1 for Hugging Face checkpoints, 0 for "
+           "GGUF files, which store 1 + w); softcaps 0 = none; attention_scale 0 = 1 / sqrt(head_dim).")
+      .def_readonly("rms_norm_eps", &GemmaOptions::rms_norm_eps)
+      .def_readonly("norm_offset", &GemmaOptions::norm_offset)
+      .def_readonly("embed_scale", &GemmaOptions::embed_scale)
+      .def_readonly("attention_scale", &GemmaOptions::attention_scale)
+      .def_readonly("attn_softcap", &GemmaOptions::attn_softcap)
+      .def_readonly("final_softcap", &GemmaOptions::final_softcap);
 }
 
 void register_model(py::module_& m) {
   register_model_config(m);
+  register_gemma_options(m);
   py::class_<PyModel>(m, "_Model", "A built-in model over weights held in NumPy arrays (see kvgen.Model).")
       .def_static("gpt2", &make_gpt2, py::arg("config"), py::arg("options"), py::arg("arrays"),
                   py::kw_only(), py::arg("activations") = "int8x2",
@@ -199,6 +297,10 @@ void register_model(py::module_& m) {
       .def_static("llama", &make_llama, py::arg("config"), py::arg("options"), py::arg("arrays"),
                   py::kw_only(), py::arg("activations") = "int8x2",
                   "A Llama-family model of these sizes and options over its tensors by Hugging Face name "
+                  "(float32 arrays, or (type, uint8 blocks, shape, mapped) tuples of quantized matrices).")
+      .def_static("gemma", &make_gemma, py::arg("config"), py::arg("options"), py::arg("arrays"),
+                  py::kw_only(), py::arg("activations") = "int8x2",
+                  "A Gemma 2 or Gemma 3 model of these sizes and options over its tensors by Hugging Face name "
                   "(float32 arrays, or (type, uint8 blocks, shape, mapped) tuples of quantized matrices).")
       .def("forward", &forward, py::arg("input_ids"), R"doc(
 Logits [rows, length, vocab] for input_ids [rows, length] (all positions, no cache kept).
@@ -231,7 +333,7 @@ naming its position: "input_ids[0, 3] = 300 is outside the vocabulary [0, 211)".
           "kv_cache_bytes",
           [](PyModel& p, int64_t rows, int64_t positions) {
             const ModelConfig& c = p.core().config();
-            return KVCache::bytes_for(c.layers, rows, positions, c.kv_heads, c.head_dim);
+            return KVCache::bytes_for(c.layers, rows, positions, c.kv_heads, c.head_dim, c.layer_windows);
           },
           py::arg("rows"), py::arg("positions"), "Bytes a KV cache for rows x positions takes.");
 

@@ -84,7 +84,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="tokens held by all requests in flight; past it a 429 with Retry-After")
     limits.add_argument("--max-queued-requests", type=int, help="generations in flight; past it a 429")
 
-    info = commands.add_parser("info", help="describe a model", description="Prints what a model file holds.")
+    info = commands.add_parser("info", help="describe a model",
+                                description="Prints what a model file holds: its family, sizes, and what kvgen "
+                                            "does with each of its tensor types.")
+    info.add_argument("file", nargs="?", help="GGUF file or Hugging Face directory (or -m)")
     _model_argument(info)
     return parser
 
@@ -219,10 +222,20 @@ def _serve(args) -> int:
 
 
 def _info(args) -> int:
-    model = _load(args.model)
+    from kvgen.loaders.families import FAMILIES
+    from kvgen.loaders.quantize import tensor_handling
+
+    if args.file and args.model:
+        raise ValueError("give the model as FILE or as -m, not both")
+    model = _load(args.file or args.model)
     print(repr(model))
     if model.description:
         print(model.description)
+    family = next(f for f in FAMILIES if f.name == model.family)
+    print(f"family: {family.name} (as transformers' {family.transformers_class}: {family.differs}); computed by "
+          f"kvgen's {family.core} model")
+    for qtype, count in model.tensor_types.items():
+        print(f"  {qtype} x{count}: {tensor_handling(qtype)}")
     print(f"weights: {model.weight_bytes / 1e6:.1f} MB (quantized matrices at their packed size); activations: "
           f"{model.activations}; KV cache per position: "
           f"{model.kv_cache_bytes(1, 1)} bytes")

@@ -133,6 +133,43 @@ void bytes_counts_keys_and_values() {
   CHECK_EQ(cache.bytes(), int64_t{2 * kLayers * kRows * kContext * kHeads * kHeadDim * 4});
 }
 
+// A sliding-window layer keeps window + kRingSlack slots, position p at slot p % capacity;
+// a row's whole ring moves with it (every slot is valid once the row is longer than it).
+void ring_layers_keep_their_window_and_move_whole() {
+  const std::vector<int64_t> windows{0, 2};
+  constexpr int64_t context = 40, rows = 2;
+  KVCache cache(2, rows, context, 1, 1, windows);
+  const int64_t ring = 2 + KVCache::kRingSlack;
+  CHECK_EQ(cache.capacity(0), context);
+  CHECK_EQ(cache.capacity(1), ring);
+  CHECK_EQ(cache.bytes(), int64_t{2 * 4 * rows * (context + ring)});
+  CHECK_EQ(KVCache::bytes_for(2, rows, context, 1, 1, windows), cache.bytes());
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t l = 0; l < 2; ++l)
+      for (int64_t p = 0; p < context; ++p) {  // later positions overwrite earlier ones in the ring
+        cache.keys(l, r, 0)[p % cache.capacity(l)] = static_cast<float>(1000 * r + 100 * l + p);
+        cache.values(l, r, 0)[p % cache.capacity(l)] = -static_cast<float>(1000 * r + 100 * l + p);
+      }
+    cache.set_length(r, context);
+  }
+  // slot s of a layer holds the last position p < context with p % capacity == s
+  const auto holds = [&](int64_t r, int64_t source) {
+    for (int64_t l = 0; l < 2; ++l)
+      for (int64_t s = 0; s < cache.capacity(l); ++s) {
+        const int64_t p = s + (context - 1 - s) / cache.capacity(l) * cache.capacity(l);
+        const float expected = static_cast<float>(1000 * source + 100 * l + p);
+        if (cache.keys(l, r, 0)[s] != expected || cache.values(l, r, 0)[s] != -expected) return false;
+      }
+    return cache.length(r) == context;
+  };
+  CHECK(holds(0, 0) && holds(1, 1));
+  const int64_t swap[rows] = {1, 0};
+  cache.reorder(swap);  // a cycle: through the scratch row
+  CHECK(holds(0, 1) && holds(1, 0));
+  cache.copy_row(0, 1);
+  CHECK(holds(1, 1));
+}
+
 }  // namespace
 
 int main() {
@@ -144,5 +181,6 @@ int main() {
       TEST_CASE(reorder_twice_reuses_the_scratch),
       TEST_CASE(copy_row_copies_entries_and_length),
       TEST_CASE(bytes_counts_keys_and_values),
+      TEST_CASE(ring_layers_keep_their_window_and_move_whole),
   });
 }

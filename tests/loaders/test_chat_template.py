@@ -3,6 +3,8 @@ SmolLM2's template from its GGUF file, and hand-written templates exercising the
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import jinja2
 import pytest
 import tokenizers
@@ -207,3 +209,33 @@ def test_a_template_bomb_is_a_value_error_at_load(tmp_path):
     (d / "chat_template.jinja").write_text("{{ raise_exception('needs a system turn') }}")
     assert kvgen.Model.load(d).chat_template  # other errors wait for a chat
     shutil.rmtree(d)
+
+
+QWEN3_STYLE = (Path(__file__).parents[1] / "data" / "qwen3_style_chat_template.jinja").read_text()
+TOOLS = [{"type": "function", "function": {
+    "name": "get_weather", "description": "Weather of a city — «today»",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+TOOL_CHAT = [
+    {"role": "system", "content": "You are a helpful assistant."},
+    {"role": "user", "content": "Weather in Zürich? 🌦"},
+    {"role": "assistant", "content": "", "reasoning_content": "I should call the tool.",
+     "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Zürich"}}}]},
+    {"role": "tool", "content": '{"temp": 21, "sky": "☀"}'},
+    {"role": "tool", "content": '{"wind": "4 km/h"}'},
+    {"role": "assistant", "content": "<think>\nsummarise\n</think>\n\nIt is 21 °C and sunny."},
+    {"role": "user", "content": "And tomorrow?"},
+]
+
+
+@pytest.mark.parametrize("thinking", [None, True, False])
+@pytest.mark.parametrize("tools", [None, TOOLS], ids=["no_tools", "tools"])
+@pytest.mark.parametrize("add_generation_prompt", [True, False])
+def test_qwen_style_template_with_tools_and_thinking_matches_transformers(hf_plain, thinking, tools,
+                                                                          add_generation_prompt):
+    extra = {} if thinking is None else {"enable_thinking": thinking}
+    for chat in (TOOL_CHAT, TOOL_CHAT[1:2]):
+        expected = hf_plain.apply_chat_template(chat, chat_template=QWEN3_STYLE, tools=tools, tokenize=False,
+                                                add_generation_prompt=add_generation_prompt, **extra)
+        got = render_chat(QWEN3_STYLE, chat, add_generation_prompt=add_generation_prompt, tools=tools, **extra)
+        assert got == expected
+    assert ("<think>\n\n</think>" in got) == (thinking is False and add_generation_prompt)

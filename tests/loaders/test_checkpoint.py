@@ -186,9 +186,9 @@ def test_weights_of_another_dtype_are_a_type_error_naming_the_tensor(llama_dir, 
 
     d = variant(llama_dir, tmp_path)
     tensors = load_torch(str(d / "model.safetensors"))
-    tensors["model.norm.weight"] = tensors["model.norm.weight"].to(torch.bfloat16)
+    tensors["model.norm.weight"] = tensors["model.norm.weight"].to(torch.float64)
     save_torch(tensors, str(d / "model.safetensors"))
-    with pytest.raises(TypeError, match="tensor 'model.norm.weight' has dtype bfloat16"):
+    with pytest.raises(TypeError, match="tensor 'model.norm.weight' has dtype float64 in .*model.safetensors"):
         kvgen.Model.load(d)
 
 

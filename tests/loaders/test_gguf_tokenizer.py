@@ -126,6 +126,8 @@ BYTE_LEVEL_CASES = {
     "bos_eos_llama3_split": dict(pre="llama-bpe", bos="<|im_start|>", eos="<|im_end|>", add_bos_token=True,
                                  add_eos_token=True),
     "qwen2_split_no_specials": dict(pre="qwen2"),
+    "smollm_chatml": dict(pre="smollm", bos="<|im_start|>", eos="<|im_end|>", add_bos_token=False),
+    "tekken_split": dict(pre="tekken", bos="<|endoftext|>", eos="<|im_end|>"),
 }
 
 SENTENCEPIECE_CASES = {

@@ -152,8 +152,8 @@ def test_bad_tensors(tmp_path, good_dir):
     with pytest.raises(ValueError, match="no tensor 'h.1.mlp.c_fc.bias'"):
         kvgen.Model.load(d)
     d = copy_of(good_dir, tmp_path / "b")
-    edit_tensors(d, lambda t: t.update({"transformer.ln_f.weight": t["transformer.ln_f.weight"].astype(np.float16)}))
-    with pytest.raises(TypeError, match="'transformer.ln_f.weight' has dtype float16"):
+    edit_tensors(d, lambda t: t.update({"transformer.ln_f.weight": t["transformer.ln_f.weight"].astype(np.float64)}))
+    with pytest.raises(TypeError, match="'transformer.ln_f.weight' has dtype float64"):
         kvgen.Model.load(d)
 
 

@@ -71,20 +71,22 @@ def hf_generate(model, prompts: list[list[int]], pad: int, **settings):
 
 
 def assert_generate_equals_hf(kv_model, hf_model, prompts: list[list[int]], pad: int, **settings) -> None:
-    """kvgen's generate() on a built-in model gives transformers' sequences (and beam
-    scores within 1e-4) for the same prompts and settings."""
+    """kvgen's generate() on a built-in model (or on each of a list of them: transformers
+    generates once) gives transformers' sequences (and beam scores within 1e-4) for the same
+    prompts and settings."""
     import kvgen
 
     hf_gen, hf_out = hf_generate(hf_model, prompts, pad, **settings)
-    result = kvgen.Generator(kv_model, kvgen.GenerationConfig(pad_token_id=pad, **settings)).generate(prompts)
     per = settings.get("num_return_sequences", 1)
-    for i, seqs in enumerate(result.sequences):
-        for k, seq in enumerate(seqs):
-            hf_seq = hf_gen[i * per + k].tolist()
-            assert hf_seq[: len(seq)] == seq.tolist()
-            assert all(t == pad for t in hf_seq[len(seq):])
-    if settings.get("num_beams", 1) > 1:
-        np.testing.assert_allclose(np.array(result.scores).ravel(), hf_out.sequences_scores.numpy(), atol=1e-4)
+    for model in kv_model if isinstance(kv_model, (list, tuple)) else [kv_model]:
+        result = kvgen.Generator(model, kvgen.GenerationConfig(pad_token_id=pad, **settings)).generate(prompts)
+        for i, seqs in enumerate(result.sequences):
+            for k, seq in enumerate(seqs):
+                hf_seq = hf_gen[i * per + k].tolist()
+                assert hf_seq[: len(seq)] == seq.tolist()
+                assert all(t == pad for t in hf_seq[len(seq):])
+        if settings.get("num_beams", 1) > 1:
+            np.testing.assert_allclose(np.array(result.scores).ravel(), hf_out.sequences_scores.numpy(), atol=1e-4)
 
 
 def assert_cached_decode_matches_hf(kv_model, hf_model, context: int, pad: int) -> None:

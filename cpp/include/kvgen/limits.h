@@ -27,6 +27,8 @@ inline constexpr int64_t kMaxTopLogprobs = 20;
 // Layers and attention heads.
 inline constexpr int64_t kMaxLayers = 4096;
 inline constexpr int64_t kMaxHeads = 4096;
+// Experts of a mixture-of-experts layer (Qwen3-MoE has 128).
+inline constexpr int64_t kMaxExperts = 4096;
 
 // Throws ValueError "<what> = <value> is above kvgen's limit of <limit> (<why>)".
 inline void check_at_most(const std::string& what, int64_t value, int64_t limit, const char* why = nullptr) {

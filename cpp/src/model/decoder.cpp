@@ -3,6 +3,7 @@
 #include "kvgen/model/decoder.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -19,27 +20,47 @@ void DecoderModel::grow_rows(xt::xtensor<float, 2>& buf, int64_t rows, int64_t w
 }
 
 void DecoderModel::attend(float* out, const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v,
-                          int64_t ldv, int64_t layer, const Batch& batch, KVCache& cache, float scale) {
+                          int64_t ldv, int64_t layer, const Batch& batch, KVCache& cache, float scale, float softcap) {
   const int64_t H = config_.heads, KV = config_.kv_heads, hd = config_.head_dim;
   const std::vector<RowTokens>& chunks = *batch.chunks;
+  const AttentionOptions options{.scale = scale, .softcap = softcap, .window = config_.window(layer)};
+  const int64_t slots = cache.capacity(layer);
+  // Tokens of each chunk written and attended at once: all of them, unless the layer
+  // keeps a ring shorter than the context; then as many as the ring holds beyond the
+  // window, so that writing a block overwrites only positions that no token of it sees.
+  const int64_t block = slots >= cache.max_context() ? batch.max_count : slots - options.window + 1;
   float* scores = scratch_.scores.data();  // (threads, batch.max_scores), reserved by forward
-  for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci) {
-    const RowTokens& c = chunks[ci];
-    for (int64_t i = 0; i < c.count; ++i) {  // keys and values into the cache, by position
-      const int64_t pos = batch.starts[ci] + i;
-      for (int64_t head = 0; head < KV; ++head) {
-        std::memcpy(cache.keys(layer, c.row, head) + pos * hd, k + (o + i) * ldk + head * hd, sizeof(float) * hd);
-        std::memcpy(cache.values(layer, c.row, head) + pos * hd, v + (o + i) * ldv + head * hd, sizeof(float) * hd);
+  for (int64_t b0 = 0; b0 < batch.max_count; b0 += block) {
+    for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci) {
+      const RowTokens& c = chunks[ci];
+      for (int64_t i = b0; i < std::min(c.count, b0 + block); ++i) {  // keys and values into the cache, by position
+        const int64_t slot = (batch.starts[ci] + i) % slots;
+        for (int64_t head = 0; head < KV; ++head) {
+          std::memcpy(cache.keys(layer, c.row, head) + slot * hd, k + (o + i) * ldk + head * hd, sizeof(float) * hd);
+          std::memcpy(cache.values(layer, c.row, head) + slot * hd, v + (o + i) * ldv + head * hd,
+                      sizeof(float) * hd);
+        }
       }
     }
+    // every chunk's attention for this block, a query head per item of work (each thread its own scores)
+    projector_.pool().for_each(H, [&](int64_t head, int t) {
+      float* scores_here = scores + t * batch.max_scores;
+      for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci) {
+        const int64_t count = std::min(chunks[ci].count - b0, block);
+        if (count <= 0) continue;
+        causal_attention(out + (o + b0) * H * hd, H * hd, q + (o + b0) * ldq, ldq, cache, layer, chunks[ci].row,
+                         batch.starts[ci] + b0, count, H, KV, hd, options, head, scores_here);
+      }
+    });
   }
-  // every chunk's attention, a query head per item of work (each thread its own scores)
-  projector_.pool().for_each(H, [&](int64_t head, int t) {
-    float* scores_here = scores + t * batch.max_scores;
-    for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci)
-      causal_attention(out + o * H * hd, H * hd, q + o * ldq, ldq, cache, layer, chunks[ci].row, batch.starts[ci],
-                       chunks[ci].count, H, KV, hd, scale, head, scores_here);
-  });
+}
+
+void DecoderModel::softcap_logits(float* logits, int64_t rows, int64_t ld) const {
+  const float cap = final_logit_softcap_, inv = 1.0f / cap;
+  if (cap <= 0.0f) return;
+  const int64_t V = config_.vocab_size;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < V; ++i) logits[r * ld + i] = cap * std::tanh(logits[r * ld + i] * inv);
 }
 
 void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache, float* logits, bool all_positions) {
@@ -50,6 +71,7 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
   b.n = 0;
   b.max_scores = 0;
   b.end = 0;
+  b.max_count = 0;
   b.starts.resize(chunks.size());
   for (size_t ci = 0; ci < chunks.size(); ++ci) {
     const RowTokens& c = chunks[ci];
@@ -69,6 +91,7 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
     b.n += c.count;
     b.max_scores = std::max(b.max_scores, c.count * (start + c.count));
     b.end = std::max(b.end, start + c.count);
+    b.max_count = std::max(b.max_count, c.count);
   }
   b.positions.resize(b.n);
   b.tokens.resize(b.n);
@@ -97,6 +120,7 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
   if (all_positions) {
     final_norm(h, x, n);
     projector_.project(h, n, C, {{&lm_head_, nullptr, logits, V}});
+    softcap_logits(logits, n, V);
     return;
   }
   const int64_t m = static_cast<int64_t>(chunks.size());
@@ -108,11 +132,13 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
   for (int64_t ci = 0; ci < m; ++ci) rows_in_order = rows_in_order && chunks[ci].row == chunks[0].row + ci;
   if (rows_in_order) {
     projector_.project(h, m, C, {{&lm_head_, nullptr, logits + chunks[0].row * V, V}});
+    softcap_logits(logits + chunks[0].row * V, m, V);
     return;
   }
   grow_rows(scratch_.logits, m, V);
   float* tmp = scratch_.logits.data();
   projector_.project(h, m, C, {{&lm_head_, nullptr, tmp, V}});
+  softcap_logits(tmp, m, V);
   for (int64_t ci = 0; ci < m; ++ci) std::memcpy(logits + chunks[ci].row * V, tmp + ci * V, sizeof(float) * V);
 }
 

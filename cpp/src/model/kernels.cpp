@@ -69,9 +69,9 @@ void silu_mul(float* gate, const float* up, int64_t n) {
   for (int64_t i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + fast_exp(-gate[i])) * up[i];
 }
 
-void rope(float* x, int64_t ld, int64_t n, int64_t heads, int64_t head_dim, const int64_t* positions,
-          const float* cos, const float* sin) {
-  const int64_t half = head_dim / 2;
+void rope(float* x, int64_t ld, int64_t n, int64_t heads, int64_t head_dim, int64_t rotary_dim,
+          const int64_t* positions, const float* cos, const float* sin) {
+  const int64_t half = rotary_dim / 2;
   for (int64_t t = 0; t < n; ++t) {
     const float* c = cos + positions[t] * half;
     const float* s = sin + positions[t] * half;
@@ -108,6 +108,16 @@ void gelu_erf(float* x, int64_t n) {
 void add_inplace(float* x, const float* y, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+void add_scaled_inplace(float* x, const float* y, float scale, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) x[i] += y[i] * scale;
+}
+
+void scale_inplace(float* x, float scale, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) x[i] *= scale;
 }
 
 void softmax_rows(float* x, int64_t M, int64_t N, const int64_t* valid) {

@@ -1,41 +1,61 @@
-// KVCache: preallocated per-layer keys/values; in-place reorder for beam search.
+// KVCache: preallocated per-layer keys/values (sliding-window layers in rings); in-place
+// reorder for beam search.
 #include "kvgen/model/kv_cache.h"
 
 #include <algorithm>
 #include <cstring>
 
+#include "kvgen/errors.h"
 #include "kvgen/limits.h"
 
 namespace kvgen {
 
-KVCache::KVCache(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_heads, int64_t head_dim) {
-  // The element count must fit before from_shape multiplies it in size_t.
-  [[maybe_unused]] int64_t floats = 1;
-  for (int64_t n : {layers, rows, kv_heads, max_context, head_dim}) floats = limits::checked_mul(floats, n, "KV cache");
-  length_.assign(rows, 0);
-  const std::array<size_t, 5> shape{static_cast<size_t>(layers), static_cast<size_t>(rows),
-                                    static_cast<size_t>(kv_heads), static_cast<size_t>(max_context),
-                                    static_cast<size_t>(head_dim)};
-  k_ = xt::xtensor<float, 5>::from_shape(shape);
-  v_ = xt::xtensor<float, 5>::from_shape(shape);
+int64_t KVCache::capacity_for(int64_t window, int64_t max_context) {
+  return window > 0 && window < max_context - kRingSlack ? window + kRingSlack : max_context;
 }
 
-int64_t KVCache::bytes_for(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_heads, int64_t head_dim) {
-  int64_t bytes = 2 * static_cast<int64_t>(sizeof(float));  // keys and values
-  for (int64_t n : {layers, rows, max_context, kv_heads, head_dim})
-    bytes = limits::checked_mul(bytes, n, "KV cache bytes");
+KVCache::KVCache(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_heads, int64_t head_dim,
+                 const std::vector<int64_t>& windows)
+    : max_context_(max_context), kv_heads_(kv_heads), head_dim_(head_dim) {
+  // The element count must fit before anything is allocated (bytes_for checks it).
+  bytes_for(layers, rows, max_context, kv_heads, head_dim, windows);
+  int64_t floats = 0, scratch_floats = 0;
+  for (int64_t l = 0; l < layers; ++l) {
+    capacity_.push_back(capacity_for(windows.empty() ? 0 : windows[l], max_context));
+    layer_offset_.push_back(floats);
+    scratch_layer_offset_.push_back(scratch_floats);
+    floats += rows * kv_heads * capacity_.back() * head_dim;
+    scratch_floats += kv_heads * capacity_.back() * head_dim;
+  }
+  length_.assign(rows, 0);
+  k_ = xt::xtensor<float, 1>::from_shape({static_cast<size_t>(floats)});
+  v_ = xt::xtensor<float, 1>::from_shape({static_cast<size_t>(floats)});
+}
+
+int64_t KVCache::bytes_for(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_heads, int64_t head_dim,
+                           const std::vector<int64_t>& windows) {
+  int64_t per_position = 2 * static_cast<int64_t>(sizeof(float));  // keys and values
+  for (int64_t n : {rows, kv_heads, head_dim}) per_position = limits::checked_mul(per_position, n, "KV cache bytes");
+  int64_t bytes = 0;
+  for (int64_t l = 0; l < layers; ++l) {
+    const int64_t slots = capacity_for(windows.empty() ? 0 : windows[l], max_context);
+    const int64_t layer = limits::checked_mul(per_position, slots, "KV cache bytes");
+    if (__builtin_add_overflow(bytes, layer, &bytes))
+      throw ValueError("KV cache bytes: the size of " + std::to_string(layers) + " layers overflows");
+  }
   return bytes;
 }
 
 void KVCache::copy_row_to(const float* k_src, const float* v_src, int64_t src_row, int64_t dst, int64_t len,
                           bool src_is_scratch) {
-  const int64_t floats = len * head_dim();
-  for (int64_t l = 0; l < layers(); ++l)
-    for (int64_t h = 0; h < kv_heads(); ++h) {
+  for (int64_t l = 0; l < layers(); ++l) {
+    const int64_t floats = valid_slots(l, len) * head_dim_;
+    for (int64_t h = 0; h < kv_heads_; ++h) {
       const int64_t from = src_is_scratch ? scratch_offset(l, h) : offset(l, src_row, h);
       std::memcpy(k_.data() + offset(l, dst, h), k_src + from, sizeof(float) * floats);
       std::memcpy(v_.data() + offset(l, dst, h), v_src + from, sizeof(float) * floats);
     }
+  }
 }
 
 void KVCache::copy_row(int64_t src, int64_t dst) {
@@ -80,19 +100,20 @@ void KVCache::reorder(const int64_t* parents) {
     }
     if (!progressed) {  // every pending row is read by another: a cycle
       if (scratch_k_.size() == 0) {
-        const std::array<size_t, 4> shape{k_.shape(0), k_.shape(2), k_.shape(3), k_.shape(4)};
-        scratch_k_ = xt::xtensor<float, 4>::from_shape(shape);
-        scratch_v_ = xt::xtensor<float, 4>::from_shape(shape);
+        const int64_t floats = layers() ? scratch_layer_offset_.back() + kv_heads_ * capacity_.back() * head_dim_ : 0;
+        scratch_k_ = xt::xtensor<float, 1>::from_shape({static_cast<size_t>(floats)});
+        scratch_v_ = xt::xtensor<float, 1>::from_shape({static_cast<size_t>(floats)});
       }
       const int64_t r = pending_.front();
       scratch_len = length_[r];
-      const int64_t floats = scratch_len * head_dim();
-      for (int64_t l = 0; l < layers(); ++l)
-        for (int64_t h = 0; h < kv_heads(); ++h) {
+      for (int64_t l = 0; l < layers(); ++l) {
+        const int64_t floats = valid_slots(l, scratch_len) * head_dim_;
+        for (int64_t h = 0; h < kv_heads_; ++h) {
           const int64_t to = scratch_offset(l, h);
           std::memcpy(scratch_k_.data() + to, k_.data() + offset(l, r, h), sizeof(float) * floats);
           std::memcpy(scratch_v_.data() + to, v_.data() + offset(l, r, h), sizeof(float) * floats);
         }
+      }
       in_scratch = r;
       refs_[r] = 0;  // its readers now read the scratch copy
     }

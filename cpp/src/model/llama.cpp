@@ -10,16 +10,43 @@
 
 namespace kvgen {
 
+namespace {
+
+void check_finite(float value, const char* what) {
+  if (!std::isfinite(value)) throw ValueError(std::string("Llama: ") + what + " is " + std::to_string(value));
+}
+
+}  // namespace
+
 Llama::Llama(ModelConfig config, LlamaOptions options, const TensorMap& t)
     : DecoderModel(std::move(config)), options_(std::move(options)) {
   const int64_t C = config_.hidden, V = config_.vocab_size, I = config_.intermediate;
-  const int64_t H = config_.heads, KV = config_.kv_heads, hd = config_.head_dim;
-  if (static_cast<int64_t>(options_.inv_freq.size()) != hd / 2)
-    throw ValueError("Llama: " + std::to_string(options_.inv_freq.size()) + " rotary frequencies for head_dim " +
-                     std::to_string(hd) + " (need head_dim / 2)");
-  for (float f : options_.inv_freq)
-    if (!std::isfinite(f)) throw ValueError("Llama: a rotary inverse frequency is " + std::to_string(f) +
-                                            " (check rope_theta and the rope scaling parameters)");
+  const int64_t H = config_.heads, KV = config_.kv_heads, hd = config_.head_dim, L = config_.layers;
+  rotary_dim_ = options_.rotary_dim == 0 ? hd : options_.rotary_dim;
+  if (rotary_dim_ < 2 || rotary_dim_ > hd || rotary_dim_ % 2)
+    throw ValueError("Llama: rotary_dim = " + std::to_string(rotary_dim_) + " must be even and within head_dim " +
+                     std::to_string(hd));
+  for (const auto* freqs : {&options_.inv_freq, &options_.inv_freq_long}) {
+    if (freqs == &options_.inv_freq_long && freqs->empty()) continue;
+    if (static_cast<int64_t>(freqs->size()) != rotary_dim_ / 2)
+      throw ValueError("Llama: " + std::to_string(freqs->size()) + " rotary frequencies for rotary_dim " +
+                       std::to_string(rotary_dim_) + " (need rotary_dim / 2)");
+    for (float f : *freqs)
+      if (!std::isfinite(f)) throw ValueError("Llama: a rotary inverse frequency is " + std::to_string(f) +
+                                              " (check rope_theta and the rope scaling parameters)");
+  }
+  if (!options_.inv_freq_long.empty() && options_.original_context < 1)
+    throw ValueError("Llama: long rotary frequencies need original_context >= 1");
+  if (!options_.rope_layers.empty() && static_cast<int64_t>(options_.rope_layers.size()) != L)
+    throw ValueError("Llama: rope_layers has " + std::to_string(options_.rope_layers.size()) + " entries for " +
+                     std::to_string(L) + " layers");
+  check_finite(options_.rope_attention_factor, "the rotary attention factor");
+  check_finite(options_.embedding_multiplier, "embedding_multiplier");
+  check_finite(options_.residual_multiplier, "residual_multiplier");
+  check_finite(options_.attention_scale, "the attention scale");
+  check_finite(options_.logit_scale, "the logit scale");
+  attention_scale_ =
+      options_.attention_scale != 0.0f ? options_.attention_scale : 1.0f / std::sqrt(static_cast<float>(hd));
   const auto vector = [&](const std::string& name, int64_t size) {
     count_weight(size);
     return t.get(name, {size});
@@ -33,37 +60,64 @@ Llama::Llama(ModelConfig config, LlamaOptions options, const TensorMap& t)
     const std::string bias = name + ".bias";
     return Linear{matrix(name + ".weight", out, in), t.has(bias) ? vector(bias, out) : nullptr};
   };
+  const auto optional_vector = [&](const std::string& name, int64_t size) {
+    return t.has(name) ? vector(name, size) : nullptr;
+  };
   embed_ = matrix("model.embed_tokens.weight", V, C);
   norm_ = vector("model.norm.weight", C);
   lm_head_ = t.has("lm_head.weight") ? matrix("lm_head.weight", V, C) : embed_;
+  if (config_.experts > 0) moe_ = std::make_unique<SparseMoe>(config_, options_.norm_topk_prob);
   for (int64_t l = 0; l < config_.layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
+    const bool sparse = moe_ && SparseMoe::has_layer(t, p);  // a mixture of experts instead of the MLP
     layers_.push_back({vector(p + "input_layernorm.weight", C),
                        linear(p + "self_attn.q_proj", H * hd, C),
                        linear(p + "self_attn.k_proj", KV * hd, C),
                        linear(p + "self_attn.v_proj", KV * hd, C),
                        linear(p + "self_attn.o_proj", C, H * hd),
                        vector(p + "post_attention_layernorm.weight", C),
-                       linear(p + "mlp.gate_proj", I, C),
-                       linear(p + "mlp.up_proj", I, C),
-                       linear(p + "mlp.down_proj", C, I)});
+                       sparse ? Linear{} : linear(p + "mlp.gate_proj", I, C),
+                       sparse ? Linear{} : linear(p + "mlp.up_proj", I, C),
+                       sparse ? Linear{} : linear(p + "mlp.down_proj", C, I)});
+    Layer& layer = layers_.back();
+    if (sparse) {
+      layer.moe = static_cast<int64_t>(moe_layers_.size());
+      moe_layers_.push_back(moe_->read(t, p));
+      const SparseMoe::Layer& m = moe_layers_.back();
+      count_weight(m.router);
+      for (const auto* experts : {&m.gate, &m.up, &m.down})
+        for (const LinearWeight& e : *experts) count_weight(e);
+    }
+    layer.q_norm = optional_vector(p + "self_attn.q_norm.weight", hd);
+    layer.k_norm = optional_vector(p + "self_attn.k_norm.weight", hd);
+    if ((layer.q_norm == nullptr) != (layer.k_norm == nullptr))
+      throw ValueError("layer " + std::to_string(l) + " has a norm of the queries or of the keys, not both");
+    layer.rope = options_.rope_layers.empty() || options_.rope_layers[l] != 0;
   }
 }
 
-void Llama::reserve_positions(int64_t end) {
+void Llama::extend(RotaryTable& table, const std::vector<float>& inv_freq, float factor, int64_t end) {
   // cos/sin as transformers computes them: the angle is the float32 product position *
-  // inv_freq, its cos/sin taken in double. Positions already computed are kept.
-  const int64_t half = config_.head_dim / 2;
-  const int64_t have = static_cast<int64_t>(cos_.size()) / half;
+  // inv_freq, its cos/sin taken in double, then times the attention factor in float32.
+  // Positions already computed are kept.
+  const int64_t half = static_cast<int64_t>(inv_freq.size());
+  const int64_t have = static_cast<int64_t>(table.cos.size()) / half;
   if (end <= have) return;
-  cos_.resize(end * half);
-  sin_.resize(end * half);
+  table.cos.resize(end * half);
+  table.sin.resize(end * half);
   for (int64_t p = have; p < end; ++p)
     for (int64_t i = 0; i < half; ++i) {
-      const float angle = static_cast<float>(p) * options_.inv_freq[i];
-      cos_[p * half + i] = static_cast<float>(std::cos(static_cast<double>(angle)));
-      sin_[p * half + i] = static_cast<float>(std::sin(static_cast<double>(angle)));
+      const float angle = static_cast<float>(p) * inv_freq[i];
+      table.cos[p * half + i] = static_cast<float>(std::cos(static_cast<double>(angle))) * factor;
+      table.sin[p * half + i] = static_cast<float>(std::sin(static_cast<double>(angle))) * factor;
     }
+}
+
+void Llama::reserve_positions(int64_t end) {
+  const bool use_long = !options_.inv_freq_long.empty() && end > options_.original_context;
+  rotary_ = use_long ? &long_ : &short_;
+  extend(use_long ? long_ : short_, use_long ? options_.inv_freq_long : options_.inv_freq,
+         options_.rope_attention_factor, end);
 }
 
 void Llama::reserve(const Batch& b) {
@@ -77,11 +131,16 @@ void Llama::reserve(const Batch& b) {
   grow_rows(scratch_.att, n, H * hd);
   grow_rows(scratch_.gate, n, I);
   grow_rows(scratch_.up, n, I);
+  if (moe_) {
+    moe_->reserve(n);
+    grow_rows(scratch_.moe_out, n, C);
+  }
 }
 
 void Llama::embed(float* x, const Batch& b) {
   const int64_t C = config_.hidden;
   for (int64_t i = 0; i < b.n; ++i) embed_.row(b.tokens[i], x + i * C);
+  if (options_.embedding_multiplier != 1.0f) kernels::scale_inplace(x, options_.embedding_multiplier, b.n * C);
 }
 
 void Llama::block(int64_t l, float* x, const Batch& b, KVCache& cache) {
@@ -99,21 +158,44 @@ void Llama::block(int64_t l, float* x, const Batch& b, KVCache& cache) {
   kernels::rmsnorm(h, x, w.attn_norm, n, C, options_.rms_norm_eps);
   projector_.project(h, n, C, {{&w.q.w, w.q.bias, q, H * hd}, {&w.k.w, w.k.bias, k, KV * hd},
                                {&w.v.w, w.v.bias, v, KV * hd}});
-  kernels::rope(q, H * hd, n, H, hd, b.positions.data(), cos_.data(), sin_.data());
-  kernels::rope(k, KV * hd, n, KV, hd, b.positions.data(), cos_.data(), sin_.data());
-  attend(att, q, H * hd, k, KV * hd, v, KV * hd, l, b, cache, 1.0f / std::sqrt(static_cast<float>(hd)));
+  if (w.q_norm != nullptr) {  // each head's q and k normed over its head_dim values
+    kernels::rmsnorm(q, q, w.q_norm, n * H, hd, options_.rms_norm_eps);
+    kernels::rmsnorm(k, k, w.k_norm, n * KV, hd, options_.rms_norm_eps);
+  }
+  if (w.rope) {
+    const float* cos = rotary_->cos.data();
+    const float* sin = rotary_->sin.data();
+    kernels::rope(q, H * hd, n, H, hd, rotary_dim_, b.positions.data(), cos, sin);
+    kernels::rope(k, KV * hd, n, KV, hd, rotary_dim_, b.positions.data(), cos, sin);
+  }
+  attend(att, q, H * hd, k, KV * hd, v, KV * hd, l, b, cache, attention_scale_);
   projector_.project(att, n, H * hd, {{&w.o.w, w.o.bias, h, C}});
-  kernels::add_inplace(x, h, n * C);
-  // SwiGLU MLP: down(silu(gate(h)) * up(h))
+  add_branch(x, h, n * C);
   kernels::rmsnorm(h, x, w.mlp_norm, n, C, options_.rms_norm_eps);
+  if (w.moe >= 0) {  // a sparse mixture of experts instead of the MLP
+    float* moe_out = scratch_.moe_out.data();
+    moe_->forward(moe_out, h, n, moe_layers_[w.moe], projector_);
+    add_branch(x, moe_out, n * C);
+    return;
+  }
+  // SwiGLU MLP: down(silu(gate(h)) * up(h))
   projector_.project(h, n, C, {{&w.gate.w, w.gate.bias, gate, I}, {&w.up.w, w.up.bias, up, I}});
   kernels::silu_mul(gate, up, n * I);
   projector_.project(gate, n, I, {{&w.down.w, w.down.bias, h, C}});
-  kernels::add_inplace(x, h, n * C);
+  add_branch(x, h, n * C);
+}
+
+void Llama::add_branch(float* x, const float* h, int64_t size) const {
+  if (options_.residual_multiplier == 1.0f)
+    kernels::add_inplace(x, h, size);
+  else
+    kernels::add_scaled_inplace(x, h, options_.residual_multiplier, size);
 }
 
 void Llama::final_norm(float* out, const float* x, int64_t m) {
   kernels::rmsnorm(out, x, norm_, m, config_.hidden, options_.rms_norm_eps);
+  // the LM head is linear: scaling its input scales the logits
+  if (options_.logit_scale != 1.0f) kernels::scale_inplace(out, options_.logit_scale, m * config_.hidden);
 }
 
 }  // namespace kvgen

@@ -16,7 +16,7 @@ const char* key(const std::string& arch, Field f) {
                                "n_inner"};
   static const char* llama[] = {"vocab_size",          "max_position_embeddings", "hidden_size", "num_hidden_layers",
                                 "num_attention_heads", "num_key_value_heads",     "head_dim",    "intermediate_size"};
-  return (arch == "gpt2" ? gpt2 : llama)[f];
+  return (arch == "gpt2" ? gpt2 : llama)[f];  // the other families use Llama's key names
 }
 
 void check_size(const std::string& arch, Field f, int64_t value, int64_t limit) {
@@ -29,7 +29,8 @@ void check_size(const std::string& arch, Field f, int64_t value, int64_t limit) 
 
 void ModelConfig::validate() const {
   const std::string& a = architecture;
-  if (a != "gpt2" && a != "llama") throw ValueError("architecture '" + a + "' is not one of gpt2, llama");
+  if (a != "gpt2" && a != "llama" && a != "gemma")
+    throw ValueError("architecture '" + a + "' is not one of gpt2, llama, gemma");
   check_size(a, kVocab, vocab_size, limits::kMaxVocab);
   check_size(a, kContext, context_length, limits::kMaxContext);
   check_size(a, kHidden, hidden, limits::kMaxWidth);
@@ -44,11 +45,29 @@ void ModelConfig::validate() const {
                      key(a, kKvHeads) + " = " + std::to_string(kv_heads));
   const int64_t width = limits::checked_mul(heads, head_dim, prefix + key(a, kHeads) + " x " + key(a, kHeadDim));
   limits::check_at_most(prefix + key(a, kHeads) + " x " + key(a, kHeadDim), width, limits::kMaxWidth);
-  if (a == "llama" && head_dim % 2 != 0)
+  if (a != "gpt2" && head_dim % 2 != 0)
     throw ValueError(prefix + "head_dim = " + std::to_string(head_dim) + " must be even (rotary embeddings rotate pairs)");
   if (a == "gpt2" && width != hidden)
     throw ValueError(prefix + "n_embd = " + std::to_string(hidden) + " is not a multiple of n_head = " +
                      std::to_string(heads));
+  if (!layer_windows.empty() && static_cast<int64_t>(layer_windows.size()) != layers)
+    throw ValueError(prefix + std::to_string(layer_windows.size()) + " sliding windows for " + std::to_string(layers) +
+                     " layers");
+  for (int64_t w : layer_windows) {
+    if (w < 0) throw ValueError(prefix + "sliding_window = " + std::to_string(w) + " must not be negative");
+    limits::check_at_most(prefix + "sliding_window", w, limits::kMaxContext);
+  }
+  if (experts != 0) {
+    if (experts < 0) throw ValueError(prefix + "num_experts = " + std::to_string(experts) + " must not be negative");
+    limits::check_at_most(prefix + "num_experts", experts, limits::kMaxExperts);
+    if (experts_per_token < 1 || experts_per_token > experts)
+      throw ValueError(prefix + "num_experts_per_tok = " + std::to_string(experts_per_token) + " is not in [1, " +
+                       "num_experts = " + std::to_string(experts) + "]");
+    if (expert_intermediate < 1)
+      throw ValueError(prefix + "moe_intermediate_size = " + std::to_string(expert_intermediate) +
+                       " must be a positive integer");
+    limits::check_at_most(prefix + "moe_intermediate_size", expert_intermediate, limits::kMaxWidth);
+  }
 }
 
 }  // namespace kvgen

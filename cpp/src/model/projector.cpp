@@ -17,7 +17,7 @@ int64_t chunks_of(const Product& p) { return (p.w->units() + kChunkUnits - 1) / 
 
 }  // namespace
 
-void Projector::project(const float* x, int64_t rows, int64_t ldx, std::initializer_list<Product> products) {
+void Projector::project(const float* x, int64_t rows, int64_t ldx, std::span<const Product> products) {
   if (rows == 0 || products.size() == 0) return;
   const int64_t K = products.begin()->w->in();
   const quant::QuantizedActivations* xq = nullptr;

@@ -13,20 +13,20 @@ namespace kvgen {
 namespace {
 
 KVCache checked_cache(int64_t layers, int64_t slots, int64_t context, int64_t kv_heads, int64_t head_dim,
-                      int64_t vocab) {
+                      int64_t vocab, const std::vector<int64_t>& windows) {
   if (slots < 1) throw ValueError("slots must be >= 1, got " + std::to_string(slots));
   limits::check_at_most("slots", slots, limits::kMaxRows);
   if (context < 1) throw ValueError("context must be >= 1, got " + std::to_string(context));
   limits::checked_mul(slots, vocab, "logits (slots x vocab_size)");
-  KVCache::bytes_for(layers, slots, context, kv_heads, head_dim);  // overflow-checked before allocating
-  return KVCache(layers, slots, context, kv_heads, head_dim);
+  KVCache::bytes_for(layers, slots, context, kv_heads, head_dim, windows);  // overflow-checked before allocating
+  return KVCache(layers, slots, context, kv_heads, head_dim, windows);
 }
 
 }  // namespace
 
 SlotCache::SlotCache(int64_t layers, int64_t slots, int64_t context, int64_t kv_heads, int64_t head_dim,
-                     int64_t vocab)
-    : cache_(checked_cache(layers, slots, context, kv_heads, head_dim, vocab)),
+                     int64_t vocab, const std::vector<int64_t>& windows)
+    : cache_(checked_cache(layers, slots, context, kv_heads, head_dim, vocab, windows)),
       logits_(xt::xtensor<float, 2>::from_shape({static_cast<size_t>(slots), static_cast<size_t>(vocab)})),
       in_chunk_(slots, 0),
       parents_(slots, 0) {}
@@ -36,7 +36,7 @@ SlotCache SlotCache::for_model(const Model& model, int64_t slots, int64_t contex
   if (context < 1 || context > c.context_length)
     throw ValueError("context must be in [1, " + std::to_string(c.context_length) + "] (the model's context), got " +
                      std::to_string(context));
-  return SlotCache(c.layers, slots, context, c.kv_heads, c.head_dim, c.vocab_size);
+  return SlotCache(c.layers, slots, context, c.kv_heads, c.head_dim, c.vocab_size, c.layer_windows);
 }
 
 int64_t SlotCache::checked(int64_t slot, const char* name) const {

@@ -78,6 +78,31 @@ LinearWeight TensorMap::linear(const std::string& name, int64_t out, int64_t in)
   return LinearWeight::packed(std::move(packed));
 }
 
+std::vector<LinearWeight> TensorMap::stacked_linear(const std::string& name, int64_t count, int64_t out,
+                                                    int64_t in) const {
+  const TensorView& v = find(name, {count, out, in});
+  std::vector<LinearWeight> weights;
+  if (v.type == "F32") {
+    const float* w = static_cast<const float*>(v.data);  // (count, out, in), its size checked by add()
+    for (int64_t e = 0; e < count; ++e) weights.push_back(LinearWeight::dense(w + e * out * in, out, in));
+    return weights;
+  }
+  if (count < 1 || v.bytes % count != 0)
+    throw ValueError("tensor '" + name + "' holds " + std::to_string(v.bytes) + " bytes, which do not split into " +
+                     std::to_string(count) + " matrices");
+  const int64_t each = v.bytes / count;
+  try {
+    const quant::QuantType type = quant::parse_quant_type(v.type);
+    for (int64_t e = 0; e < count; ++e)
+      weights.push_back(LinearWeight::packed(std::make_shared<const quant::PackedMatrix>(
+          type, static_cast<const uint8_t*>(v.data) + e * each, each, out, in)));
+  } catch (const ValueError& e) {
+    throw ValueError("tensor '" + name + "': " + e.what());
+  }
+  if (v.mapped) release_mapped_pages(v.data, v.bytes);
+  return weights;
+}
+
 std::vector<std::string> TensorMap::names() const {
   std::vector<std::string> out;
   for (const auto& [name, view] : tensors_) out.push_back(name);

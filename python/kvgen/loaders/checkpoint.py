@@ -60,7 +60,7 @@ def read_config(directory: Path) -> dict:
                      "kvgen.Model.load expects a Hugging Face model directory")
 
 
-def read_weights(directory: Path) -> dict[str, np.ndarray]:
+def read_weights(directory: Path) -> dict[str, Any]:
     """Every tensor of model.safetensors, or of the shards model.safetensors.index.json lists."""
     index = model_file(directory, "model.safetensors.index.json")
     if index.is_file():
@@ -69,6 +69,21 @@ def read_weights(directory: Path) -> dict[str, np.ndarray]:
             arrays.update(_read_safetensors(shard))
         return arrays
     return _read_safetensors(model_file(directory, "model.safetensors"))
+
+
+def read_weight_types(directory: Path) -> dict[str, int]:
+    """How many tensors of each safetensors dtype ("F32", "BF16", ...) the directory holds (headers only)."""
+    from collections import Counter
+
+    from safetensors import safe_open
+
+    index = directory / "model.safetensors.index.json"
+    files = _shards(directory, index) if index.is_file() else [directory / "model.safetensors"]
+    counts: Counter = Counter()
+    for path in files:
+        with safe_open(str(path), framework="np") as f:
+            counts.update(f.get_slice(name).get_dtype() for name in f.keys() if not name.endswith(_NOT_WEIGHTS))
+    return dict(counts.most_common())
 
 
 def _shards(directory: Path, index: Path) -> list[Path]:
@@ -95,24 +110,33 @@ def _shards(directory: Path, index: Path) -> list[Path]:
 _DTYPE_NAMES = {"F16": "float16", "BF16": "bfloat16", "F64": "float64", "F8_E4M3": "float8_e4m3",
                 "F8_E5M2": "float8_e5m2", "I8": "int8", "U8": "uint8", "I16": "int16", "U16": "uint16",
                 "I32": "int32", "U32": "uint32", "I64": "int64", "U64": "uint64", "BOOL": "bool"}
+_HALF_TYPES = ("F16", "BF16")
 
 
-def _read_safetensors(path: Path) -> dict[str, np.ndarray]:
-    """The float32 tensors of one safetensors file. ValueError for a file the safetensors
-    library cannot read; TypeError naming the first tensor of another dtype (checked from
-    the header, before it is read)."""
+def _read_safetensors(path: Path) -> dict[str, Any]:
+    """The tensors of one safetensors file: float32 ones as NumPy arrays; float16 and bfloat16
+    matrices as F16 / BF16 ``QuantizedTensor``s over the file's pages (memory-mapped, computed
+    on by the core's 16-bit kernels or quantized at load, never expanded to float32 as a
+    whole); 16-bit vectors (norms, biases) as float32 copies. ValueError for a file the
+    safetensors library cannot read; TypeError naming the first tensor of another dtype
+    (checked from the header, before it is read)."""
     from safetensors import safe_open
 
     if not path.is_file():
         raise FileNotFoundError(f"{path.parent}: no {path.name} (kvgen reads safetensors weights)")
-    arrays: dict[str, np.ndarray] = {}
+    arrays: dict[str, Any] = {}
+    halves: dict[str, tuple[str, list[int]]] = {}
     other: Optional[tuple[str, str]] = None
     try:
         with safe_open(str(path), framework="np") as f:
             for name in f.keys():
                 if name.endswith(_NOT_WEIGHTS):
                     continue
-                dtype = f.get_slice(name).get_dtype()
+                tensor = f.get_slice(name)
+                dtype = tensor.get_dtype()
+                if dtype in _HALF_TYPES:
+                    halves[name] = (dtype, list(tensor.get_shape()))
+                    continue
                 if dtype != "F32":
                     other = (name, _DTYPE_NAMES.get(dtype, dtype))
                     break
@@ -122,9 +146,31 @@ def _read_safetensors(path: Path) -> dict[str, np.ndarray]:
             raise
         raise ValueError(f"{path}: cannot read the safetensors file ({e}); is it truncated or corrupt?") from None
     if other is not None:
-        raise TypeError(f"tensor '{other[0]}' has dtype {other[1]} in {path.name}; kvgen's models read float32 "
-                        "weights (save the checkpoint in float32, e.g. model.float().save_pretrained(...))")
+        raise TypeError(f"tensor '{other[0]}' has dtype {other[1]} in {path}; kvgen reads float32, float16 and "
+                        "bfloat16 weights")
+    if halves:
+        arrays.update(_half_tensors(path, halves))
     return arrays
+
+
+def _half_tensors(path: Path, halves: dict[str, tuple[str, list[int]]]) -> dict[str, Any]:
+    """The 16-bit tensors of a safetensors file (see _read_safetensors), at the byte offsets
+    its header gives (the safetensors library has checked the header and the offsets)."""
+    from kvgen.loaders.quantize import QuantizedTensor, check_finite_scales, to_float32
+
+    with open(path, "rb") as f:
+        header_size = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(header_size))
+    pages = np.memmap(path, dtype=np.uint8, mode="r")
+    out: dict[str, Any] = {}
+    for name, (dtype, shape) in halves.items():
+        begin, end = (8 + header_size + int(o) for o in header[name]["data_offsets"])
+        raw = pages[begin:end]
+        if not check_finite_scales(dtype, raw):
+            raise ValueError(f"{path}: tensor {name!r} holds values that are not finite (nan or inf)")
+        t = QuantizedTensor(dtype, raw, tuple(shape), mapped=True)
+        out[name] = t if len(shape) == 2 and min(shape) > 0 else np.ascontiguousarray(to_float32(t))
+    return out
 
 
 def read_tokenizer(directory: Path) -> Any:

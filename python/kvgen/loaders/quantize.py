@@ -12,6 +12,9 @@ directly; they are never expanded to float32 as a whole.
   float checkpoint's matrices with gguf-py's quantizers (llama.cpp's arithmetic).
 - ``check_finite_scales``: a hostile file's NaN or inf block scale is refused by name,
   as a float tensor's NaN is, without dequantizing the tensor.
+- 16-bit checkpoints (float16 / bfloat16 safetensors) travel as ``QuantizedTensor``s of type
+  F16 / BF16 over the file's bytes: the core computes on them with the kernels GGUF's F16 /
+  BF16 tensors use, or ``quantize_checkpoint`` quantizes them one matrix at a time.
 """
 
 from __future__ import annotations
@@ -40,6 +43,20 @@ class QuantizedTensor(NamedTuple):
     mapped: bool = False
 
 
+def tensor_handling(qtype: str) -> str:
+    """What kvgen does with the matrices of a file's tensor type (``kvgen info``); vectors
+    (norms, biases) of any type are read as float32."""
+    if qtype == "F32":
+        return "float32, matrices used in place"
+    if qtype in ("F16", "BF16"):
+        return "kept 16-bit, multiplied by its 16-bit kernels with float32 activations"
+    if qtype in PACKED_TYPES:
+        return "kept quantized, multiplied by its kernels (int8 or float activations, Model.activations)"
+    if qtype in _SCALE_OFFSETS:
+        return "converted to Q8_0 at load (no kernel of its own)"
+    return "not read by kvgen"
+
+
 def check_finite_scales(qtype: str, raw: np.ndarray) -> bool:
     """Whether every fp16 scale (and minimum) of the blocks in ``raw`` is finite."""
     if qtype in ("F16", "BF16"):
@@ -59,6 +76,34 @@ def requantize(qtype: str, raw: np.ndarray, shape: tuple) -> QuantizedTensor:
     return quantize(w, "Q8_0")
 
 
+def to_float32(w) -> np.ndarray:
+    """A float32 array of ``w``: a float array, or an F16 / BF16 QuantizedTensor (one matrix)."""
+    if not isinstance(w, QuantizedTensor):
+        return np.asarray(w, dtype=np.float32)
+    if w.type == "F16":
+        return w.data.view(np.float16).astype(np.float32).reshape(w.shape)
+    if w.type == "BF16":
+        return (w.data.view(np.uint16).astype(np.uint32) << 16).view(np.float32).reshape(w.shape)
+    import gguf
+
+    return gguf.quants.dequantize(w.data, gguf.GGMLQuantizationType[w.type]).reshape(w.shape)
+
+
+def split_rows(w, rows: list[int], name: str) -> list:
+    """``w`` (a float array or a QuantizedTensor, out = sum(rows) first) split by rows into
+    views of the same memory; ValueError naming the tensor when the rows do not add up."""
+    shape = tuple(w.shape)
+    if not shape or shape[0] != sum(rows):
+        raise ValueError(f"tensor {name!r} has shape {shape}; its parts need {sum(rows)} rows "
+                         f"({' + '.join(map(str, rows))})")
+    starts = np.cumsum([0, *rows])
+    if not isinstance(w, QuantizedTensor):
+        return [w[a:b] for a, b in zip(starts[:-1], starts[1:])]
+    blocks = w.data.reshape(shape[0], -1)  # one row of blocks per output
+    return [QuantizedTensor(w.type, blocks[a:b].reshape(-1), (int(b - a), *shape[1:]), w.mapped)
+            for a, b in zip(starts[:-1], starts[1:])]
+
+
 def quantize(w: np.ndarray, qtype: str) -> QuantizedTensor:
     """The float matrix ``w`` (out, in) quantized to ``qtype`` by gguf-py."""
     import gguf
@@ -76,22 +121,23 @@ _GPT2_MATRICES = ("wte.weight", "lm_head.weight")
 
 
 def quantize_checkpoint(arch: str, arrays: dict, dtype: str) -> dict:
-    """``arrays`` with its matrices quantized to ``dtype`` ("q8_0" or "q4_0")."""
+    """``arrays`` with its matrices quantized to ``dtype`` ("q8_0" or "q4_0"); ``arch`` is the
+    core model ("llama", "gemma" or "gpt2"). 16-bit matrices are converted one at a time."""
     if dtype not in LOAD_DTYPES:
         raise ValueError(f"dtype={dtype!r} is not supported (choose one of: {', '.join(LOAD_DTYPES)}, or None "
                          "to keep the checkpoint's float32 weights)")
     qtype = dtype.upper()
     out = {}
     for name, w in arrays.items():
-        if w.ndim == 2 and name.endswith(_LLAMA_MATRICES + GPT2_CONV1D + _GPT2_MATRICES):
+        if len(w.shape) == 2 and name.endswith(_LLAMA_MATRICES + GPT2_CONV1D + _GPT2_MATRICES):
             cols = w.shape[1]
             if cols % 32:
                 raise ValueError(f"dtype={dtype!r}: {name} has rows of {cols} weights, not a multiple of the "
                                  "32-weight quantization block")
-        if arch == "llama" and name.endswith(_LLAMA_MATRICES):
-            out[name] = quantize(w, qtype)
+        if arch in ("llama", "gemma") and name.endswith(_LLAMA_MATRICES):
+            out[name] = quantize(to_float32(w), qtype)
         elif arch == "gpt2" and name.endswith(GPT2_CONV1D + _GPT2_MATRICES):
-            out[name] = quantize(w, qtype)
+            out[name] = quantize(to_float32(w), qtype)
         else:
             out[name] = w
     return out

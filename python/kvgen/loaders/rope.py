@@ -1,19 +1,20 @@
 """Rotary inverse frequencies as transformers' rope init functions compute them.
 
-kvgen's C++ Llama takes the ``head_dim / 2`` inverse frequencies with any scaling
+kvgen's C++ Llama takes the ``rotary_dim / 2`` inverse frequencies with any scaling
 already applied, so every scaling type lives here, in NumPy float32 as transformers
-computes it in torch float32. Supported: ``default``, ``linear`` and ``llama3``; other
-types (``dynamic``, ``yarn``, ``longrope``, ...) are refused by name.
+computes it in torch float32. Supported: ``default``, ``linear``, ``llama3`` and ``longrope``
+(Phi-3: a short and a long set of frequencies and a cos/sin factor, see ``rotary``); other
+types (``dynamic``, ``yarn``, ...) are refused by name.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
-SUPPORTED_ROPE_TYPES = ("default", "linear", "llama3")
+SUPPORTED_ROPE_TYPES = ("default", "linear", "llama3", "longrope")
 
 
 def rope_parameters(config: dict) -> dict:
@@ -42,6 +43,8 @@ def _dict_or_empty(config: dict, key: str) -> dict:
 def inv_freq(head_dim: int, params: dict, max_position_embeddings: Optional[int] = None) -> np.ndarray:
     """(head_dim / 2) float32 inverse frequencies for ``params`` (see rope_parameters)."""
     rope_type = params.get("rope_type", "default")
+    if rope_type == "longrope":
+        return _longrope(head_dim, params, "short_factor")
     if not isinstance(rope_type, str) or rope_type not in SUPPORTED_ROPE_TYPES:
         raise ValueError(f"rope scaling type {rope_type!r:.60} is not supported (supported: "
                          f"{', '.join(SUPPORTED_ROPE_TYPES)})")
@@ -95,3 +98,63 @@ def _llama3(freq: np.ndarray, params: dict) -> np.ndarray:
     smoothed = ((1 - smooth) * scaled / np.float32(factor) + smooth * scaled).astype(np.float32)
     medium = ~(wavelen < high_wavelen) & ~(wavelen > low_wavelen)
     return np.where(medium, smoothed, scaled).astype(np.float32)
+
+
+class Rotary(NamedTuple):
+    """The rotary embedding of a model, as the core takes it (kvgen/model/llama.h)."""
+
+    dim: int                         # leading dimensions of a head that rotate
+    inv_freq: np.ndarray             # (dim / 2) float32, scaling applied
+    inv_freq_long: Optional[np.ndarray] = None  # LongRoPE: used by calls beyond original_context
+    original_context: int = 0
+    attention_factor: float = 1.0    # multiplies cos and sin
+
+
+def rotary(config: dict, head_dim: int, partial: bool = False) -> Rotary:
+    """The rotary embedding of a Hugging Face config dict with this head_dim. ``partial``:
+    the family reads ``partial_rotary_factor`` (Phi-3; in ``rope_parameters`` or at the top
+    level), rotating ``int(head_dim * factor)`` dimensions as transformers does."""
+    params = rope_parameters(config)
+    dim = head_dim
+    if partial:
+        factor = params.get("partial_rotary_factor", config.get("partial_rotary_factor", 1.0))
+        factor = 1.0 if factor is None else factor
+        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1:
+            raise ValueError(f"model config: partial_rotary_factor = {factor!r:.60} must be in (0, 1]")
+        dim = int(head_dim * factor)
+    if params.get("rope_type") != "longrope":
+        return Rotary(dim, inv_freq(dim, params))
+    params.setdefault("original_max_position_embeddings", config.get("original_max_position_embeddings"))
+    original = params.get("original_max_position_embeddings")
+    if isinstance(original, bool) or not isinstance(original, int) or original < 1:
+        raise ValueError(f"rope scaling 'longrope': original_max_position_embeddings = {original!r:.60} must be a "
+                         "positive integer")
+    factor = params.get("factor")
+    if factor is None:  # transformers: the context's growth over the original one
+        context = config.get("max_position_embeddings")
+        factor = context / original if isinstance(context, int) and not isinstance(context, bool) else 1.0
+    factor = _positive({"factor": factor, "rope_type": "longrope"}, "factor")
+    attention = params.get("attention_factor")
+    if attention is None:
+        attention = 1.0 if factor <= 1.0 else math.sqrt(1 + math.log(factor) / math.log(original))
+    attention = _positive({"attention_factor": attention, "rope_type": "longrope"}, "attention_factor")
+    return Rotary(dim, _longrope(dim, params, "short_factor"), _longrope(dim, params, "long_factor"), original,
+                  attention)
+
+
+def _longrope(dim: int, params: dict, key: str) -> np.ndarray:
+    """LongRoPE's frequencies with the ``key`` set of factors: 1 / (factor_i * theta^(2i/dim))
+    (transformers' _compute_longrope_parameters)."""
+    if dim < 2 or dim % 2:
+        raise ValueError(f"rotary dimension = {dim} must be even for rotary embeddings")
+    factors = params.get(key)
+    if not isinstance(factors, (list, tuple)) or len(factors) != dim // 2 or not all(
+            isinstance(f, (int, float)) and not isinstance(f, bool) and math.isfinite(f) and f > 0 for f in factors):
+        raise ValueError(f"rope scaling 'longrope': {key} must be {dim // 2} positive numbers, got {factors!r:.80}")
+    base = np.float32(_positive(params, "rope_theta", "rope_theta"))
+    exponents = np.arange(0, dim, 2, dtype=np.int64).astype(np.float32) / np.float32(dim)
+    with np.errstate(all="ignore"):
+        freq = np.float32(1.0) / (np.asarray(factors, dtype=np.float32) * (base ** exponents))
+    if not np.all(np.isfinite(freq)):
+        raise ValueError(f"rope scaling 'longrope': {key} gives inverse frequencies that are not finite")
+    return np.ascontiguousarray(freq, dtype=np.float32)

@@ -39,6 +39,7 @@ class DecoderModel : public Model {
     int64_t n = 0;
     int64_t end = 0;                 // one past the largest position (<= context_length)
     int64_t max_scores = 0;          // attention scratch: max over chunks of count * (start + count)
+    int64_t max_count = 0;           // the longest chunk
   };
 
   // Called once per forward, after the request checks and before embed: grows the
@@ -56,9 +57,12 @@ class DecoderModel : public Model {
 
   // Writes k, v (n, kv_heads * head_dim; row strides ldk, ldv) into the cache at the
   // tokens' positions, then out (n, heads * head_dim) = causal attention of q (n, heads *
-  // head_dim; row stride ldq) over each chunk's row.
+  // head_dim; row stride ldq) over each chunk's row, scores scaled by `scale` and, when
+  // softcap > 0, soft-capped (attention.h). A layer with a sliding window (ModelConfig::
+  // window) sees only its window, and its ring of slots is written and read a block of
+  // tokens at a time, so that no key is overwritten before the tokens that see it have.
   void attend(float* out, const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v, int64_t ldv,
-              int64_t layer, const Batch& batch, KVCache& cache, float scale);
+              int64_t layer, const Batch& batch, KVCache& cache, float scale, float softcap = 0.0f);
 
   // Makes buf (rows, width) hold at least `rows` rows: reallocates (contents lost) only
   // when it has fewer, so a scratch buffer keeps the largest batch's size and the decode
@@ -71,9 +75,13 @@ class DecoderModel : public Model {
 
   ModelConfig config_;
   LinearWeight lm_head_;  // (vocab, C), set by the architecture
+  float final_logit_softcap_ = 0.0f;  // > 0: logits = cap * tanh(logits / cap) (Gemma 2), set by the architecture
   Projector projector_;   // runs every product (the pool is held for each forward)
 
  private:
+  // The final-logit soft-cap over rows of logits (rows, vocab; row stride ld).
+  void softcap_logits(float* logits, int64_t rows, int64_t ld) const;
+
   // Scratch of the shared loop, n = the batch's tokens (reserved in forward).
   struct Scratch {
     xt::xtensor<float, 2> x;       // (n, C) the residual stream

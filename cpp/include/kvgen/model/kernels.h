@@ -24,10 +24,11 @@ void rmsnorm(float* out, const float* x, const float* gamma, int64_t M, int64_t 
 void silu_mul(float* gate, const float* up, int64_t n);
 
 // Rotary position embedding in place, in Hugging Face's rotate_half layout: for each of the
-// n tokens (row stride ld) and each head, the pairs (x[i], x[i + head_dim/2]) turn by the
-// angle of position positions[t] and frequency i. cos/sin: (positions, head_dim / 2) tables.
-void rope(float* x, int64_t ld, int64_t n, int64_t heads, int64_t head_dim, const int64_t* positions,
-          const float* cos, const float* sin);
+// n tokens (row stride ld) and each head of head_dim values, the pairs (x[i], x[i + r/2])
+// of its first r = rotary_dim values turn by the angle of position positions[t] and
+// frequency i; the others pass through. cos/sin: (positions, rotary_dim / 2) tables.
+void rope(float* x, int64_t ld, int64_t n, int64_t heads, int64_t head_dim, int64_t rotary_dim,
+          const int64_t* positions, const float* cos, const float* sin);
 
 // x = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) in place (HF "gelu_new").
 void gelu_tanh(float* x, int64_t n);
@@ -37,6 +38,12 @@ void gelu_erf(float* x, int64_t n);
 
 // x += y over n floats.
 void add_inplace(float* x, const float* y, int64_t n);
+
+// x += y * scale over n floats (y * scale rounded first, as torch computes x + y * scale).
+void add_scaled_inplace(float* x, const float* y, float scale, int64_t n);
+
+// x *= scale over n floats.
+void scale_inplace(float* x, float scale, int64_t n);
 
 // Softmax of each of the M rows of x (M, N) in place, over its first valid[i] entries
 // (the rest set to 0); valid = null: all N.

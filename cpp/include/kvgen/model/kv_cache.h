@@ -1,9 +1,14 @@
-// KVCache: keys and values of every layer for `rows` sequences, preallocated once for
-// max_context positions and written by position, never grown.
-// Layout (layer, row, kv_head, position, head_dim): the keys one head attends over are
-// contiguous, so attention is a matrix product over a plain block.
+// KVCache: keys and values of every layer for `rows` sequences, preallocated once and
+// written by position, never grown. A full-attention layer holds max_context positions;
+// a sliding-window layer of window w holds a ring of min(max_context, w + kRingSlack)
+// positions, position p at slot p % capacity, so its memory does not grow with the
+// context (the slack lets a prefill write and attend kRingSlack + 1 tokens at a time,
+// decoder.cpp).
+// Layout per layer (row, kv_head, slot, head_dim): the keys one head attends over are
+// contiguous, so attention is a matrix product over a plain block (two, where a ring wraps).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -13,19 +18,28 @@ namespace kvgen {
 
 class KVCache {
  public:
-  KVCache(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_heads, int64_t head_dim);
+  // Slots a sliding-window layer keeps beyond its window.
+  static constexpr int64_t kRingSlack = 31;
 
-  int64_t rows() const { return dim(k_, 1); }
-  int64_t max_context() const { return dim(k_, 3); }
+  // windows: per layer, 0 = full attention, w > 0 = a sliding window of w positions
+  // (empty = every layer full).
+  KVCache(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_heads, int64_t head_dim,
+          const std::vector<int64_t>& windows = {});
+
+  int64_t rows() const { return static_cast<int64_t>(length_.size()); }
+  int64_t max_context() const { return max_context_; }
   int64_t length(int64_t row) const { return length_[row]; }
   void set_length(int64_t row, int64_t n) { length_[row] = n; }
+  // Positions layer `layer` keeps: max_context, or a sliding window's ring (position p at
+  // slot p % capacity; a slot holds the last position written to it).
+  int64_t capacity(int64_t layer) const { return capacity_[layer]; }
 
-  // (max_context, head_dim) block of one layer, row and head.
+  // (capacity(layer), head_dim) block of one layer, row and head.
   float* keys(int64_t layer, int64_t row, int64_t head) { return k_.data() + offset(layer, row, head); }
   float* values(int64_t layer, int64_t row, int64_t head) { return v_.data() + offset(layer, row, head); }
 
   // Row r takes the contents of row parents[r] (before the call), for every r. Copies
-  // only rows whose parent is another row, and only their valid positions: at most
+  // only rows whose parent is another row, and only their valid slots: at most
   // rows x layers x 2 x length x kv_dim floats; a permutation cycle goes through one
   // row of scratch.
   void reorder(const int64_t* parents);
@@ -34,33 +48,36 @@ class KVCache {
   void copy_row(int64_t src, int64_t dst);
 
   // Bytes held by keys and values.
-  int64_t bytes() const { return bytes_for(layers(), rows(), max_context(), kv_heads(), head_dim()); }
+  int64_t bytes() const { return 2 * static_cast<int64_t>(sizeof(float)) * static_cast<int64_t>(k_.size()); }
 
   // Bytes the keys and values of a cache of these sizes take (ValueError when the
   // product does not fit in int64): the one formula, for a cache that exists or not.
-  static int64_t bytes_for(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_heads, int64_t head_dim);
+  static int64_t bytes_for(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_heads, int64_t head_dim,
+                           const std::vector<int64_t>& windows = {});
+  // The slots a layer of window `window` (0 = full) keeps in a cache of max_context positions.
+  static int64_t capacity_for(int64_t window, int64_t max_context);
 
  private:
-  // Sizes and offsets are read from the tensors' shapes and strides (in floats).
-  static int64_t dim(const auto& t, size_t axis) { return static_cast<int64_t>(t.shape(axis)); }
-  int64_t layers() const { return dim(k_, 0); }
-  int64_t kv_heads() const { return dim(k_, 2); }
-  int64_t head_dim() const { return dim(k_, 4); }
-  // Offset of the (position, head_dim) block of (layer, row, head) in k_ / v_.
+  int64_t layers() const { return static_cast<int64_t>(capacity_.size()); }
+  // Offset of the (capacity, head_dim) block of (layer, row, head) in k_ / v_.
   int64_t offset(int64_t layer, int64_t row, int64_t head) const {
-    const auto& s = k_.strides();
-    return layer * s[0] + row * s[1] + head * s[2];
+    return layer_offset_[layer] + (row * kv_heads_ + head) * capacity_[layer] * head_dim_;
   }
-  // Offset of the (position, head_dim) block of (layer, head) in scratch_k_ / scratch_v_.
+  // Offset of the (capacity, head_dim) block of (layer, head) in scratch_k_ / scratch_v_.
   int64_t scratch_offset(int64_t layer, int64_t head) const {
-    const auto& s = scratch_k_.strides();
-    return layer * s[0] + head * s[1];
+    return scratch_layer_offset_[layer] + head * capacity_[layer] * head_dim_;
   }
+  // Slots of a row of cached length len that layer `layer` holds.
+  int64_t valid_slots(int64_t layer, int64_t len) const { return std::min(len, capacity_[layer]); }
   void copy_row_to(const float* k_src_base, const float* v_src_base, int64_t src_row, int64_t dst, int64_t len,
                    bool src_is_scratch);
 
-  xt::xtensor<float, 5> k_, v_;             // (layer, row, kv_head, position, head_dim)
-  xt::xtensor<float, 4> scratch_k_, scratch_v_;  // (layer, kv_head, position, head_dim): one row
+  int64_t max_context_ = 0, kv_heads_ = 0, head_dim_ = 0;
+  std::vector<int64_t> capacity_;              // (layer) slots per row and head
+  std::vector<int64_t> layer_offset_;          // (layer) where each layer starts in k_ / v_
+  std::vector<int64_t> scratch_layer_offset_;  // (layer) where each layer starts in scratch_k_ / scratch_v_
+  xt::xtensor<float, 1> k_, v_;                // per layer (row, kv_head, slot, head_dim), layer after layer
+  xt::xtensor<float, 1> scratch_k_, scratch_v_;  // per layer (kv_head, slot, head_dim): one row
   std::vector<int64_t> length_;
   std::vector<int64_t> refs_, pending_, new_length_;  // reorder bookkeeping
 };

@@ -41,7 +41,7 @@ class Model {
 
   KVCache make_cache(int64_t rows, int64_t max_context) const {
     const ModelConfig& c = config();
-    return KVCache(c.layers, rows, max_context, c.kv_heads, c.head_dim);
+    return KVCache(c.layers, rows, max_context, c.kv_heads, c.head_dim, c.layer_windows);
   }
 };
 

@@ -7,11 +7,12 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace kvgen {
 
 struct ModelConfig {
-  std::string architecture;   // "gpt2", "llama"
+  std::string architecture;   // "gpt2", "llama" (and the families like it), "gemma" (Gemma 2 and 3)
   int64_t vocab_size = 0;
   int64_t context_length = 0; // positions the model supports
   int64_t hidden = 0;         // C
@@ -20,12 +21,25 @@ struct ModelConfig {
   int64_t kv_heads = 0;       // < heads under grouped-query attention
   int64_t head_dim = 0;
   int64_t intermediate = 0;   // MLP width
+  // Sliding-window attention: layer_windows[l] > 0 = layer l attends to its last
+  // layer_windows[l] positions (the token itself included) and its cache keeps only a
+  // ring of them (kv_cache.h); 0 = every position. Empty = every layer attends to all.
+  std::vector<int64_t> layer_windows;
+  // Mixture of experts (0 = none): experts of each MoE layer, how many each token uses,
+  // and one expert's MLP width.
+  int64_t experts = 0;
+  int64_t experts_per_token = 0;
+  int64_t expert_intermediate = 0;
 
-  // ValueError for an architecture other than gpt2 / llama, or one naming the config key
+  // The attention window of `layer` (0 = all positions).
+  int64_t window(int64_t layer) const { return layer_windows.empty() ? 0 : layer_windows[layer]; }
+
+  // ValueError for an architecture kvgen does not run, or one naming the config key
   // (Hugging Face name of the architecture) when a size is not positive, is above its
   // limit in kvgen/limits.h, or disagrees with another: heads a multiple of kv_heads,
   // heads x head_dim within kMaxWidth, head_dim even for rotary embeddings (llama),
-  // hidden = heads x head_dim (gpt2).
+  // hidden = heads x head_dim (gpt2); one window per layer, each within the context
+  // limit; experts within kMaxExperts with 1 <= experts_per_token <= experts.
   void validate() const;
 };
 

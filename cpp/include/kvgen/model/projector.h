@@ -14,6 +14,7 @@
 #include <initializer_list>
 #include <map>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "kvgen/model/linear_weight.h"
@@ -43,7 +44,10 @@ class Projector {
 
   // Every product of x (rows, K; row stride ldx), all of whose weights have in() == K.
   // Allocates only when a batch has more rows than any before it.
-  void project(const float* x, int64_t rows, int64_t ldx, std::initializer_list<Product> products);
+  void project(const float* x, int64_t rows, int64_t ldx, std::span<const Product> products);
+  void project(const float* x, int64_t rows, int64_t ldx, std::initializer_list<Product> products) {
+    project(x, rows, ldx, std::span<const Product>(products.begin(), products.size()));
+  }
 
  private:
   Activations activations_ = Activations::Int8TwoLevel;

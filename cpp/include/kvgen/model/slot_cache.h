@@ -29,7 +29,9 @@ class SlotCache {
  public:
   // A cache of `slots` rows of `context` positions each for a model of these sizes;
   // ValueError when a size is out of range or the cache's size overflows.
-  SlotCache(int64_t layers, int64_t slots, int64_t context, int64_t kv_heads, int64_t head_dim, int64_t vocab);
+  // windows: per layer, 0 (full attention) or the sliding window its ring keeps (KVCache).
+  SlotCache(int64_t layers, int64_t slots, int64_t context, int64_t kv_heads, int64_t head_dim, int64_t vocab,
+            const std::vector<int64_t>& windows = {});
   // The same for `model`; context is at most the model's.
   static SlotCache for_model(const Model& model, int64_t slots, int64_t context);
 

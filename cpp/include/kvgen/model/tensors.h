@@ -38,6 +38,10 @@ class TensorMap {
   // row of blocks per output): float32 used in place, anything else repacked here
   // (ValueError from kvgen::quant when its bytes or sizes are wrong).
   LinearWeight linear(const std::string& name, int64_t out, int64_t in) const;
+  // The 3-D tensor `name` (count, out, in) as `count` projection weights (a mixture of
+  // experts' stacked matrices): float32 sliced in place, anything else cut into equal
+  // byte ranges, each repacked as linear() does.
+  std::vector<LinearWeight> stacked_linear(const std::string& name, int64_t count, int64_t out, int64_t in) const;
   std::vector<std::string> names() const;
 
  private:

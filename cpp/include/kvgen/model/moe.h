@@ -1,0 +1,70 @@
+// Sparse mixture-of-experts MLP, as transformers' Qwen3MoeSparseMoeBlock computes it: a
+// router (experts, C) gives each token softmax probabilities over the experts, the top
+// experts_per_token are kept (renormalised to sum to 1 when norm_topk_prob), and the
+// token's output is the sum over its chosen experts, in ascending expert order, of
+// weight x the expert's SwiGLU MLP. Each expert runs once per forward over the rows of
+// the tokens that chose it, so only the chosen experts' weights are read. Expert
+// matrices are float32 or quantized like any projection (linear_weight.h): GGUF's 3-D
+// expert tensors are cut into one packed matrix per expert, never expanded to float.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <xtensor/xtensor.hpp>
+
+#include "kvgen/model/linear_weight.h"
+#include "kvgen/model/model_config.h"
+#include "kvgen/model/projector.h"
+#include "kvgen/model/tensors.h"
+
+namespace kvgen {
+
+class SparseMoe {
+ public:
+  // The router and experts of one layer (E = experts, Ie = expert_intermediate).
+  struct Layer {
+    LinearWeight router;                   // (E, C)
+    std::vector<LinearWeight> gate, up;    // E x (Ie, C)
+    std::vector<LinearWeight> down;        // E x (C, Ie)
+  };
+
+  SparseMoe(const ModelConfig& config, bool norm_topk_prob);
+
+  // The layer whose tensors start with `prefix` ("model.layers.3."): the router
+  // prefix + "mlp.gate.weight", and each expert's gate/up/down either as 3-D tensors
+  // prefix + "mlp.experts.gate_proj.weight" (E, out, in), as GGUF stores them, or as one
+  // matrix per expert, prefix + "mlp.experts.<e>.gate_proj.weight", as Hugging Face
+  // checkpoints do. ValueError naming a missing or misshapen tensor.
+  Layer read(const TensorMap& t, const std::string& prefix) const;
+  // Whether the layer under `prefix` is sparse (has a router).
+  static bool has_layer(const TensorMap& t, const std::string& prefix);
+
+  // Grows the scratch to n tokens (the decoder's reserve; nothing is allocated later).
+  void reserve(int64_t n);
+  // out (n, C) = the MoE MLP of h (n, C).
+  void forward(float* out, const float* h, int64_t n, const Layer& w, Projector& projector);
+
+ private:
+  struct Scratch {
+    xt::xtensor<float, 2> router;    // (n, E) router logits, then probabilities
+    xt::xtensor<float, 2> rows;      // (n, C) the rows of the tokens that chose the expert at hand
+    // (max(n, k), Ie) its gate projection (then silu(gate) * up) and up projection; for one
+    // token, row j holds its j-th expert's
+    xt::xtensor<float, 2> gate, up;
+    xt::xtensor<float, 2> expert;    // (n, C) its output
+  };
+  int64_t E_, k_, C_, Ie_;
+  bool norm_topk_prob_;
+  Scratch scratch_;
+  std::vector<int64_t> chosen_;   // (n, k) experts each token chose, by falling probability
+  std::vector<float> weights_;    // (n, k) their routing weights
+  std::vector<int64_t> order_;    // (n * k) token indices grouped by expert, in token order
+  std::vector<float> order_w_;    // (n * k) the routing weight of each entry of order_
+  std::vector<int64_t> starts_;   // (E + 1) where each expert's tokens start in order_
+  std::vector<int64_t> ranked_;   // (E) expert indices, for the top-k selection
+  std::vector<Product> products_; // (2 k) one token's gate and up products of all its experts (decode)
+};
+
+}  // namespace kvgen

@@ -1,0 +1,133 @@
+// Sparse MoE MLP: routing (softmax, top-k), tokens grouped by expert, one pass per chosen
+// expert, following transformers' Qwen3MoeTopKRouter and Qwen3MoeExperts.
+#include "kvgen/model/moe.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kvgen/errors.h"
+#include "kvgen/model/kernels.h"
+
+namespace kvgen {
+
+SparseMoe::SparseMoe(const ModelConfig& c, bool norm_topk_prob)
+    : E_(c.experts), k_(c.experts_per_token), C_(c.hidden), Ie_(c.expert_intermediate),
+      norm_topk_prob_(norm_topk_prob) {
+  if (E_ < 1 || k_ < 1 || k_ > E_ || Ie_ < 1)
+    throw ValueError("a mixture of experts needs 1 <= experts_per_token <= experts and an expert width");
+  starts_.resize(E_ + 1);
+  products_.reserve(2 * k_);
+  ranked_.resize(E_);
+}
+
+bool SparseMoe::has_layer(const TensorMap& t, const std::string& prefix) { return t.has(prefix + "mlp.gate.weight"); }
+
+SparseMoe::Layer SparseMoe::read(const TensorMap& t, const std::string& prefix) const {
+  Layer w;
+  w.router = t.linear(prefix + "mlp.gate.weight", E_, C_);
+  const auto experts = [&](const std::string& proj, int64_t out, int64_t in) {
+    const std::string stacked = prefix + "mlp.experts." + proj + ".weight";
+    if (t.has(stacked)) return t.stacked_linear(stacked, E_, out, in);
+    std::vector<LinearWeight> each;
+    for (int64_t e = 0; e < E_; ++e)
+      each.push_back(t.linear(prefix + "mlp.experts." + std::to_string(e) + "." + proj + ".weight", out, in));
+    return each;
+  };
+  w.gate = experts("gate_proj", Ie_, C_);
+  w.up = experts("up_proj", Ie_, C_);
+  w.down = experts("down_proj", C_, Ie_);
+  return w;
+}
+
+void SparseMoe::reserve(int64_t n) {
+  const auto grow = [n](xt::xtensor<float, 2>& buf, int64_t width) {
+    if (static_cast<int64_t>(buf.shape(0)) >= n) return;
+    buf = xt::xtensor<float, 2>::from_shape({static_cast<size_t>(n), static_cast<size_t>(width)});
+  };
+  grow(scratch_.router, E_);
+  grow(scratch_.rows, C_);
+  if (static_cast<int64_t>(scratch_.gate.shape(0)) < std::max(n, k_)) {  // for one token: a row per expert
+    scratch_.gate = xt::xtensor<float, 2>::from_shape({static_cast<size_t>(std::max(n, k_)), static_cast<size_t>(Ie_)});
+    scratch_.up = xt::xtensor<float, 2>::from_shape({static_cast<size_t>(std::max(n, k_)), static_cast<size_t>(Ie_)});
+  }
+  grow(scratch_.expert, C_);
+  if (static_cast<int64_t>(chosen_.size()) < n * k_) {
+    chosen_.resize(n * k_);
+    weights_.resize(n * k_);
+    order_.resize(n * k_);
+    order_w_.resize(n * k_);
+  }
+}
+
+void SparseMoe::forward(float* out, const float* h, int64_t n, const Layer& w, Projector& projector) {
+  float* probs = scratch_.router.data();  // raw pointers from here on: the hot path
+  float* rows = scratch_.rows.data();
+  float* gate = scratch_.gate.data();
+  float* up = scratch_.up.data();
+  float* expert = scratch_.expert.data();
+  // ---- routing: probabilities (n, E), each token's top k by falling probability ----
+  projector.project(h, n, C_, {{&w.router, nullptr, probs, E_}});
+  kernels::softmax_rows(probs, n, E_, nullptr);
+  std::fill(starts_.begin(), starts_.end(), 0);
+  for (int64_t t = 0; t < n; ++t) {
+    const float* p = probs + t * E_;
+    for (int64_t e = 0; e < E_; ++e) ranked_[e] = e;
+    // the k largest, ties to the lower index
+    std::partial_sort(ranked_.begin(), ranked_.begin() + k_, ranked_.end(),
+                      [p](int64_t a, int64_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
+    float sum = 0.0f;
+    for (int64_t j = 0; j < k_; ++j) sum += p[ranked_[j]];
+    for (int64_t j = 0; j < k_; ++j) {
+      chosen_[t * k_ + j] = ranked_[j];
+      weights_[t * k_ + j] = norm_topk_prob_ ? p[ranked_[j]] / sum : p[ranked_[j]];
+      ++starts_[ranked_[j] + 1];
+    }
+  }
+  if (n == 1) {  // one token: every expert's gate and up of the same input in one section
+    products_.clear();
+    for (int64_t j = 0; j < k_; ++j) {
+      const int64_t e = chosen_[j];
+      products_.push_back({&w.gate[e], nullptr, gate + j * Ie_, Ie_});
+      products_.push_back({&w.up[e], nullptr, up + j * Ie_, Ie_});
+    }
+    projector.project(h, 1, C_, products_);
+    kernels::silu_mul(gate, up, k_ * Ie_);
+    std::fill(out, out + C_, 0.0f);
+    for (int64_t e = 0; e < E_; ++e)  // ascending expert order, as transformers adds them
+      for (int64_t j = 0; j < k_; ++j) {
+        if (chosen_[j] != e) continue;
+        projector.project(gate + j * Ie_, 1, Ie_, {{&w.down[e], nullptr, expert, C_}});
+        for (int64_t c = 0; c < C_; ++c) out[c] += expert[c] * weights_[j];
+      }
+    return;
+  }
+  // ---- the tokens of each expert, in token order (a counting sort) ----
+  for (int64_t e = 0; e < E_; ++e) starts_[e + 1] += starts_[e];
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t j = 0; j < k_; ++j) {
+      const int64_t e = chosen_[t * k_ + j];
+      const int64_t at = starts_[e]++;
+      order_[at] = t;
+      order_w_[at] = weights_[t * k_ + j];
+    }
+  for (int64_t e = E_; e > 0; --e) starts_[e] = starts_[e - 1];  // undo the advance of the fill
+  starts_[0] = 0;
+  // ---- each chosen expert over its tokens' rows; out (n, C) adds weight x its output ----
+  std::fill(out, out + n * C_, 0.0f);
+  for (int64_t e = 0; e < E_; ++e) {
+    const int64_t first = starts_[e], m = starts_[e + 1] - first;
+    if (m == 0) continue;  // not chosen: its weights are not read
+    for (int64_t j = 0; j < m; ++j) std::memcpy(rows + j * C_, h + order_[first + j] * C_, sizeof(float) * C_);
+    projector.project(rows, m, C_, {{&w.gate[e], nullptr, gate, Ie_}, {&w.up[e], nullptr, up, Ie_}});
+    kernels::silu_mul(gate, up, m * Ie_);
+    projector.project(gate, m, Ie_, {{&w.down[e], nullptr, expert, C_}});
+    for (int64_t j = 0; j < m; ++j) {
+      float* o = out + order_[first + j] * C_;
+      const float* y = expert + j * C_;
+      const float weight = order_w_[first + j];
+      for (int64_t c = 0; c < C_; ++c) o[c] += y[c] * weight;
+    }
+  }
+}
+
+}  // namespace kvgen

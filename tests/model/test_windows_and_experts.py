@@ -1,0 +1,186 @@
+"""Sliding-window layers (Gemma 2 / Gemma 3) and mixtures of experts (Qwen3-MoE) against
+transformers' own classes, on what the family tests (test_families.py) do not reach: generations
+and cached decoding long enough that a sliding-window layer's ring of cache slots wraps (beam
+search reordering it), the memory such a layer keeps, config options that llama.cpp's files do
+not carry (Gemma's query_pre_attn_scalar, Qwen3-MoE's norm_topk_prob = False and dense layers
+among the sparse ones), and expert matrices kept quantized in every type the core computes on."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import transformers
+from hf_models import assert_cached_decode_matches_hf, assert_generate_equals_hf
+from llama_models import K_QUANT_BLOCKS, random_k_quant
+
+import kvgen
+from kvgen._model import _build_core
+from kvgen.loaders.families import family_of_config
+from kvgen.loaders.quantize import QuantizedTensor, quantize
+
+PAD = 0
+WINDOW = 5  # with kvgen's 31 slots of slack, a ring of 36 slots: shorter than CONTEXT
+CONTEXT = 48
+_SMALL = dict(vocab_size=150, hidden_size=64, intermediate_size=96, num_attention_heads=4, num_key_value_heads=2,
+              max_position_embeddings=CONTEXT, rms_norm_eps=1e-5, pad_token_id=None, bos_token_id=1, eos_token_id=2)
+
+
+def _randomized(model: transformers.PreTrainedModel, seed: int) -> transformers.PreTrainedModel:
+    """Every weight random, norms included (transformers starts Gemma's at 0, others at 1)."""
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            p.copy_((0.3 if name.endswith("norm.weight") else 0.2) * torch.randn_like(p))
+    return model.eval()
+
+
+def gemma2(**settings) -> transformers.Gemma2ForCausalLM:
+    config = transformers.Gemma2Config(**{**_SMALL, "num_hidden_layers": 3, "head_dim": 16,
+                                          "sliding_window": WINDOW, "attn_logit_softcapping": 3.0,
+                                          "final_logit_softcapping": 4.0, **settings})
+    return _randomized(transformers.Gemma2ForCausalLM(config), 0)
+
+
+def gemma3() -> transformers.Gemma3ForCausalLM:
+    config = transformers.Gemma3TextConfig(**{**_SMALL, "num_hidden_layers": 7, "head_dim": 16,
+                                              "sliding_window": WINDOW, "query_pre_attn_scalar": 40,
+                                              "rope_theta": 100000.0, "rope_local_base_freq": 5000.0})
+    return _randomized(transformers.Gemma3ForCausalLM(config), 1)
+
+
+def qwen3_moe(**settings) -> transformers.Qwen3MoeForCausalLM:
+    config = transformers.Qwen3MoeConfig(**{**_SMALL, "num_hidden_layers": 3, "head_dim": 16,
+                                            "moe_intermediate_size": 32, "num_experts": 8, "num_experts_per_tok": 3,
+                                            **settings})
+    return _randomized(transformers.Qwen3MoeForCausalLM(config), 2)
+
+
+def hf_logits(model, ids):
+    with torch.inference_mode():
+        return model(torch.as_tensor(ids)).logits.numpy()
+
+
+@pytest.fixture(scope="module")
+def windowed(tmp_path_factory):
+    """(transformers model, kvgen from its directory) for Gemma 2 (soft-caps, query scale 40,
+    neither head_dim nor hidden / heads) and Gemma 3 (its local rotary base from the older
+    rope_local_base_freq key)."""
+    out = {}
+    for name, hf in (("gemma2", gemma2(query_pre_attn_scalar=40)), ("gemma3", gemma3())):
+        directory = tmp_path_factory.mktemp(name)
+        hf.save_pretrained(directory)
+        out[name] = hf, kvgen.Model.load(directory, exact=True)
+    return out
+
+
+@pytest.mark.parametrize("name", ["gemma2", "gemma3"])
+def test_prefill_through_the_ring_equals_transformers(windowed, name):
+    """A 48-token prefill writes and attends the sliding layers' 36-slot ring a block at a time."""
+    hf, kv = windowed[name]
+    ids = np.random.default_rng(3).integers(0, 150, (2, CONTEXT))
+    np.testing.assert_allclose(kv.forward(ids), hf_logits(hf, ids), atol=1e-4, rtol=1e-4)
+
+
+def test_cached_decode_through_the_ring_equals_transformers(windowed):
+    hf, kv = windowed["gemma2"]
+    assert_cached_decode_matches_hf(kv, hf, CONTEXT, PAD)
+
+
+@pytest.mark.parametrize("settings", [dict(do_sample=False), dict(num_beams=3, num_return_sequences=2)],
+                         ids=["greedy", "beam3"])
+def test_long_generation_equals_transformers(windowed, settings):
+    """45 positions: the ring wraps while beam search reorders the rows."""
+    hf, kv = windowed["gemma2"]
+    assert_generate_equals_hf(kv, hf, [[5, 9, 13, 4, 3], [7, 8]], PAD, max_new_tokens=40, eos_token_id=[29, 45],
+                              **settings)
+
+
+def test_sliding_layers_keep_only_their_window(windowed):
+    """The cache grows with the context by the full-attention layers alone (Gemma 3: 1 of 7)."""
+    hf, kv = windowed["gemma3"]
+    c = hf.config
+    full_layers = c.layer_types.count("full_attention")
+    per_position = 2 * c.num_key_value_heads * c.head_dim * 4  # keys and values, float32
+    grown = kv.kv_cache_bytes(1, 4000) - kv.kv_cache_bytes(1, 2000)
+    assert grown == full_layers * per_position * 2000
+    ring = kv.kv_cache_bytes(1, 4000) - full_layers * per_position * 4000
+    assert ring == (c.num_hidden_layers - full_layers) * per_position * (WINDOW + 31)
+
+
+@pytest.mark.parametrize("settings", [dict(norm_topk_prob=False, mlp_only_layers=[1]), dict(norm_topk_prob=True)],
+                         ids=["unnormalised-dense-layer", "normalised"])
+def test_moe_routing_options_from_the_directory(tmp_path, settings):
+    hf = qwen3_moe(**settings)
+    hf.save_pretrained(tmp_path)
+    kv = kvgen.Model.load(tmp_path, exact=True)
+    assert kv.family == "qwen3moe"
+    ids = np.random.default_rng(4).integers(0, 150, (2, 30))
+    np.testing.assert_allclose(kv.forward(ids), hf_logits(hf, ids), atol=1e-4, rtol=1e-4)
+    assert_generate_equals_hf(kv, hf, [[5, 9, 13, 4, 3], [7, 8]], PAD, max_new_tokens=8, num_beams=2)
+    # one row: each decode step runs all its experts' gate and up products in one section
+    assert_generate_equals_hf(kv, hf, [[5, 9, 13, 4, 3]], PAD, max_new_tokens=12)
+
+
+@pytest.fixture(scope="module")
+def wide_moe(tmp_path_factory):
+    """A Qwen3-MoE whose expert matrices are 256 wide (K-quants' block) and its directory."""
+    config = transformers.Qwen3MoeConfig(**{**_SMALL, "hidden_size": 256, "num_hidden_layers": 1, "head_dim": 64,
+                                            "moe_intermediate_size": 256, "num_experts": 4,
+                                            "num_experts_per_tok": 2, "norm_topk_prob": True})
+    hf = _randomized(transformers.Qwen3MoeForCausalLM(config), 5)
+    directory = tmp_path_factory.mktemp("wide-moe")
+    hf.save_pretrained(directory)
+    return hf, directory
+
+
+@pytest.mark.parametrize("qtype", ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16"])
+def test_stacked_experts_stay_quantized_and_equal_transformers_on_their_values(wide_moe, qtype):
+    """Each layer's experts as one 3-D (experts, out, in) tensor of ``qtype`` blocks (as GGUF
+    stores them; quantized by gguf-py, llama.cpp's arithmetic, or random K-quant blocks, which
+    gguf-py cannot make), cut into packed matrices by the core: exact mode equals transformers
+    holding the dequantized values."""
+    import gguf
+    from safetensors.numpy import load_file
+
+    hf, directory = wide_moe
+    config = hf.config
+    arrays = dict(load_file(directory / "model.safetensors"))
+    reference = _randomized(transformers.Qwen3MoeForCausalLM(config), 5)
+    E = config.num_experts
+    for proj in ("gate_proj", "up_proj", "down_proj"):
+        stacked = np.stack([arrays.pop(f"model.layers.0.mlp.experts.{e}.{proj}.weight") for e in range(E)])
+        rows = stacked.reshape(-1, stacked.shape[-1])
+        if qtype in K_QUANT_BLOCKS:  # gguf-py cannot quantize to K-quants: random blocks
+            data = random_k_quant(rows.shape, qtype, seed=len(proj)).reshape(-1)
+        else:
+            data = quantize(rows, qtype).data
+        arrays[f"model.layers.0.mlp.experts.{proj}.weight"] = QuantizedTensor(qtype, data, stacked.shape)
+        values = gguf.quants.dequantize(data, gguf.GGMLQuantizationType[qtype]).reshape(stacked.shape)
+        with torch.no_grad():
+            experts = reference.model.layers[0].mlp.experts
+            if proj == "down_proj":
+                experts.down_proj.copy_(torch.from_numpy(values))
+            else:  # transformers keeps gate and up fused: (E, 2 I, C)
+                half = config.moe_intermediate_size
+                rows = slice(0, half) if proj == "gate_proj" else slice(half, 2 * half)
+                experts.gate_up_proj[:, rows].copy_(torch.from_numpy(values))
+    family = family_of_config(config.to_dict(), "test")
+    core = _build_core(family, config.to_dict(), arrays, activations="float")
+    ids = np.random.default_rng(6).integers(0, 150, (2, 20))
+    np.testing.assert_allclose(core.forward(ids), hf_logits(reference, ids), atol=1e-4, rtol=1e-4)
+    # the experts held at (at most) 16 bits a weight, never expanded to float32
+    float_experts = 3 * E * 256 * 256 * 4
+    assert core.weight_bytes <= hf.num_parameters() * 4 - float_experts // 2
+
+
+def test_the_batching_engine_runs_sliding_layers_through_their_rings(windowed):
+    """generate_batch (slots of the engine's cache, prompts cut into chunks, rows decoding beside
+    each other) gives each prompt the tokens of a single generate call, past the ring's length."""
+    hf, kv = windowed["gemma2"]
+    rng = np.random.default_rng(7)
+    prompts = [rng.integers(3, 150, n).tolist() for n in (20, 3, 27, 9)]
+    config = kvgen.GenerationConfig(max_new_tokens=18, do_sample=False)
+    singles = [kvgen.Generator(kv, config).generate([p]).sequences[0][0].tolist() for p in prompts]
+    batched = kvgen.Generator(kv, config).generate_batch(prompts, max_batch=3)
+    assert [b.sequences[0][0].tolist() for b in batched] == singles

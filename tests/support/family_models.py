@@ -1,0 +1,89 @@
+"""Random-weight models of the families kvgen runs, from transformers' own config classes, small
+enough for CI and shaped to exercise what each family changes: grouped-query attention, biases,
+q/k norms, a head_dim apart from hidden / heads, multipliers, rotary-free layers, fused matrices,
+partial rotary and LongRoPE. The vocabulary is SmolLM2's size, so that llama.cpp's converter
+can write SmolLM2's tokenizer beside the weights (tests/support/llama_cpp_convert.py)."""
+
+from __future__ import annotations
+
+import copy
+import shutil
+from pathlib import Path
+
+import torch
+import transformers
+
+VOCAB = 49152  # SmolLM2's tokenizer
+_BASE = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+             num_key_value_heads=2, max_position_embeddings=64, initializer_range=0.3, rms_norm_eps=1e-5,
+             pad_token_id=None, bos_token_id=1, eos_token_id=2)
+
+# family -> (config class, model class, settings over _BASE)
+FAMILIES = {
+    # q/k/v biases, tied head, large theta
+    "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM,
+              dict(rope_theta=1000000.0, tie_word_embeddings=True)),
+    # q/k norms, head_dim 24 (not 64 / 4), separate head
+    "qwen3": (transformers.Qwen3Config, transformers.Qwen3ForCausalLM,
+              dict(head_dim=24, rope_theta=1000000.0, tie_word_embeddings=False)),
+    # Granite 3.x's multipliers, linear rope scaling
+    "granite": (transformers.GraniteConfig, transformers.GraniteForCausalLM,
+                dict(embedding_multiplier=12.0, residual_multiplier=0.22, attention_multiplier=0.0078125,
+                     logits_scaling=8.0, rope_scaling=dict(rope_type="linear", factor=2.0),
+                     tie_word_embeddings=True)),
+    # layer 3 without rotary embedding (transformers' default interval 4)
+    "smollm3": (transformers.SmolLM3Config, transformers.SmolLM3ForCausalLM,
+                dict(num_hidden_layers=4, rope_theta=2000000.0, tie_word_embeddings=True)),
+    # softmax top-3 router over 8 experts in every layer, q/k norms (llama.cpp always
+    # renormalises the chosen experts' weights: norm_topk_prob)
+    "qwen3moe": (transformers.Qwen3MoeConfig, transformers.Qwen3MoeForCausalLM,
+                 dict(head_dim=16, moe_intermediate_size=32, num_experts=8, num_experts_per_tok=3,
+                      norm_topk_prob=True, rope_theta=1000000.0, tie_word_embeddings=False)),
+    # sliding window of 7 on alternate layers, both soft-caps binding, head_dim 24 apart from
+    # hidden / heads (llama.cpp's files take the query scale from head_dim: query_pre_attn_scalar 24)
+    "gemma2": (transformers.Gemma2Config, transformers.Gemma2ForCausalLM,
+               dict(num_hidden_layers=3, head_dim=24, query_pre_attn_scalar=24, sliding_window=7,
+                    attn_logit_softcapping=3.0, final_logit_softcapping=4.0, tie_word_embeddings=True)),
+    # 5 sliding layers to 1 global (7 layers), q/k norms, linear scaling on the global layers'
+    # rotary embedding and a local base of its own
+    "gemma3": (transformers.Gemma3TextConfig, transformers.Gemma3ForCausalLM,
+               dict(num_hidden_layers=7, head_dim=16, query_pre_attn_scalar=16, sliding_window=7,
+                    tie_word_embeddings=True,
+                    rope_parameters={"full_attention": dict(rope_type="linear", factor=2.0, rope_theta=1000000.0),
+                                     "sliding_attention": dict(rope_type="default", rope_theta=10000.0)})),
+    # fused qkv and gate/up, Phi-4-mini's partial rotary 0.75, LongRoPE past 16 positions
+    "phi3": (transformers.Phi3Config, transformers.Phi3ForCausalLM,
+             dict(partial_rotary_factor=0.75, original_max_position_embeddings=16, tie_word_embeddings=False,
+                  rope_scaling=dict(rope_type="longrope", short_factor=[1.0, 1.2, 1.5, 2.0, 1.1, 3.0],
+                                    long_factor=[2.0, 3.0, 1.0, 4.0, 6.0, 8.0]))),
+}
+
+
+def random_family_model(family: str, seed: int = 0) -> transformers.PreTrainedModel:
+    """A model of ``family`` with random weights: norms and biases random too (transformers
+    starts them at 1 and 0), so that every one of them shows in the logits."""
+    config_class, model_class, settings = FAMILIES[family]
+    torch.manual_seed(seed)
+    model = model_class(config_class(**{**_BASE, **settings})).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.copy_(1 + 0.3 * torch.randn_like(p))
+            elif name.endswith("bias"):
+                p.copy_(0.3 * torch.randn_like(p))
+    return model
+
+
+def save_family_model(model: transformers.PreTrainedModel, directory: Path, tokenizer: Path,
+                      dtype: torch.dtype = torch.float32) -> Path:
+    """``model`` saved in ``dtype`` with the tokenizer files of the ``tokenizer`` directory."""
+    copy.deepcopy(model).to(dtype).save_pretrained(directory)
+    for f in tokenizer.iterdir():
+        shutil.copy(f, directory / f.name)
+    return directory
+
+
+def reference(model_class: type, directory: Path) -> transformers.PreTrainedModel:
+    """transformers' reading of a saved directory, computed in float32 (a 16-bit checkpoint's
+    weights upcast; the rotary tables computed afresh, not rounded to 16 bits)."""
+    return model_class.from_pretrained(directory, dtype=torch.float32).eval()
