@@ -43,8 +43,8 @@ def server(tmp_path_factory):
     deadline = time.monotonic() + 120
     while True:
         try:
-            urllib.request.urlopen(f"{url}/health", timeout=2)
-            break
+            with urllib.request.urlopen(f"{url}/health", timeout=2):
+                break
         except (urllib.error.URLError, ConnectionError):
             if proc.poll() is not None or time.monotonic() > deadline:
                 proc.kill()
@@ -76,7 +76,8 @@ def text(model, tokens) -> str:
 
 
 def health(server) -> dict:
-    return json.load(urllib.request.urlopen(f"{server}/health", timeout=10))
+    with urllib.request.urlopen(f"{server}/health", timeout=10) as r:
+        return json.load(r)
 
 
 PROMPT = "The three primary colors are"
