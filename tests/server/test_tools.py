@@ -171,3 +171,33 @@ def test_bad_tools_are_a_400(served, tools, choice):
     status, _, body = served.request("/v1/chat/completions", {"messages": QUESTION, "tools": tools,
                                                               "tool_choice": choice, "max_tokens": 2})
     assert status == 400, body
+
+
+def test_a_template_that_renders_tools_gets_them_and_the_history_as_transformers_does(smollm2_model):
+    """The request's tools and OpenAI-shaped history (arguments as a JSON string, null content)
+    reach a tool-rendering template (Qwen3's style) as transformers' apply_chat_template(tools=...)
+    renders them (arguments as an object)."""
+    import copy
+    from pathlib import Path
+
+    import transformers
+
+    from kvgen.server.protocol import chat_request
+
+    template = (Path(__file__).parents[1] / "data" / "qwen3_style_chat_template.jinja").read_text()
+    model = copy.copy(smollm2_model)
+    model.chat_template = template
+    history = QUESTION + [
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function", "function": {
+            "name": "get_weather", "arguments": json.dumps({"city": "Paris", "unit": "C"})}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "21 degrees"}]
+    req = chat_request({"messages": history, "tools": [WEATHER], "max_tokens": 4}, model)
+    hf_history = QUESTION + [
+        {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {
+            "name": "get_weather", "arguments": {"city": "Paris", "unit": "C"}}}]},
+        {"role": "tool", "content": "21 degrees"}]
+    hf = transformers.PreTrainedTokenizerFast(tokenizer_object=model._need_tokenizer())
+    text = hf.apply_chat_template(hf_history, chat_template=template, tools=[WEATHER], tokenize=False,
+                                  add_generation_prompt=True)
+    assert "get_weather" in text and "21 degrees" in text
+    assert req.prompts[0] == model.encode(text, add_special_tokens=False)
