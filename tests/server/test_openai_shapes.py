@@ -212,6 +212,8 @@ def test_echo_with_logprobs_scores_the_prompt(client, smollm2_model):
 
     with pytest.raises(openai.BadRequestError):
         client.completions.create(model="m", prompt=SCORED, max_tokens=0)
+    one = client.completions.create(model="m", prompt=ids[:1], max_tokens=0, echo=True, logprobs=1)
+    assert one.choices[0].logprobs.token_logprobs == [None]
 
 
 def test_vllm_prompt_logprobs_on_both_endpoints(served, smollm2_model):

@@ -40,8 +40,10 @@ def prompt_scores(model, prompt: list[int], top: int) -> list[tuple]:
     if len(prompt) > MAX_SCORED_PROMPT:
         raise ApiError(f"prompt log-probs are computed for prompts of at most {MAX_SCORED_PROMPT} tokens, got "
                        f"{len(prompt)}", param="prompt", code="invalid_value")
-    logits = model.forward(np.asarray(prompt, dtype=np.int64)[None, :-1])[0]  # [length - 1, vocab]
     out: list[tuple] = [(prompt[0], None, [], None)]
+    if len(prompt) < 2:
+        return out
+    logits = model.forward(np.asarray(prompt, dtype=np.int64)[None, :-1])[0]  # [length - 1, vocab]
     for i, row in enumerate(logits):
         row = row.astype(np.float64)
         peak = row.max()
