@@ -3,8 +3,9 @@
 One product = ``out (M, N) = x (M, K) @ W^T`` on one thread, for SmolLM2-135M's matrix
 shapes (q/o 576x576, k/v 192x576, gate/up 1536x576, down 576x1536, the LM head
 49152x576) and two with K a multiple of 256 for the K-quants (1024x1024, 2816x1024; a
-K-quant runs only on shapes whose K is a multiple of 256), M = 1 (decode) and M = 4
-(4-beam search), each GGUF type, each CPU path this CPU runs, int8 and exact (float)
+K-quant runs only on shapes whose K is a multiple of 256), M = 1, 2 (batch-1 decode in one
+and two activation levels), 8 (4 beams in two levels) and 16 (8 batch rows in two levels:
+one pass over the weights on AVX-512), each GGUF type, each CPU path this CPU runs, int8 and exact (float)
 activations (F16 / BF16 have exact mode only). The reference is NumPy's float32 matmul on
 the dequantized weights (OpenBLAS, 4 bytes per weight read). GB/s = the packed bytes of W
 over the median time of one product (int8 mode includes quantizing x, as a model pays it
@@ -45,7 +46,7 @@ TYPES = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "F16", 
 QUICK_TYPES = ("Q4_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16")
 K_QUANTS = {"Q4_K": 144, "Q5_K": 176, "Q6_K": 210}  # block bytes
 DENSE = ("F16", "BF16")  # no int8 mode
-ROWS = (1, 4)  # M: decode, 4-beam search
+ROWS = (1, 2, 8, 16)  # M: decode in one and two levels, 4 beams and 8 batch rows in two levels
 ROUND_S, QUICK_ROUND_S = 0.1, 0.03
 DEFAULT_OUT = harness.RESULTS / "bench_quant_kernels.json"
 

@@ -6,8 +6,8 @@ only dequantizes, they are random valid blocks (random bytes, random finite fp16
 Either way gguf-py's dequantizer expands them, so the reference shares no code with kvgen.
 Every type x every CPU path this CPU runs x both arithmetic modes (int8 only where the type
 has it: not F16 / BF16) x ragged shapes (rows not a multiple of 16, several block counts,
-1..16 activation rows) is compared against the float64 product, within these bounds
-(u = 2**-24, the float32 unit roundoff):
+1..19 activation rows: a whole 16-row AVX-512 tile and a remainder) is compared against the
+float64 product, within these bounds (u = 2**-24, the float32 unit roundoff):
 
 * exact mode (float activations): each weight is the file's value exactly (d * q is exact
   in float32 and the kernels round d * q + m once, as gguf-py does; K-quants: (d sc) q and
@@ -59,7 +59,7 @@ MIN_OFFSET = {"Q8_0": -128.0, "Q4_0": -8.0, "Q5_0": -16.0}
 PATHS = _core._quant_supported_paths()
 ROWS = [1, 15, 16, 17, 33, 100]
 COLS = {"block": [32, 64, 96, 576, 1536], "k": [256, 512, 768], "dense": [1, 7, 32, 100, 576]}
-MAX_M = 16
+MAX_M = 19  # AVX-512 tiles take up to 16 activation rows, AVX2's 4
 U = 2.0**-24
 
 
@@ -131,7 +131,7 @@ def case(qtype: str, rows: int, cols: int) -> Case:
 
 
 def activations(cols: int, seed: int = 7) -> np.ndarray:
-    """(16, cols) float32 with blocks of very different magnitudes and some exact zeros."""
+    """(MAX_M, cols) float32 with blocks of very different magnitudes and some exact zeros."""
     rng = np.random.default_rng(seed + cols)
     blocks = -(-cols // 32)
     scale = np.repeat(rng.uniform(0.01, 3.0, (MAX_M, blocks)), 32, axis=1)[:, :cols]
@@ -234,6 +234,17 @@ def test_dequantize_rows_is_the_files_values(qtype):
     np.testing.assert_array_equal(out.view(np.uint32), expected.view(np.uint32))  # bit for bit
     with pytest.raises(ValueError, match="out of range"):
         c.packed.dequantize_rows(np.array([33]))
+
+
+@pytest.mark.parametrize("qtype", ["Q4_1", "Q4_K", "Q6_K"])
+def test_a_matrix_repacked_on_several_threads_is_the_files(qtype):
+    """A matrix of several MB is repacked by several threads (one per MB, up to the cores),
+    each a range of 16-row groups: every row reads back as gguf-py's values."""
+    rows, cols = 4099, 1024  # a ragged last group
+    c = case(qtype, rows, cols)
+    ids = np.arange(rows)
+    expected = dequantize(c.raw.reshape(rows, -1), GGMLQuantizationType[qtype])
+    np.testing.assert_array_equal(c.packed.dequantize_rows(ids).view(np.uint32), expected.view(np.uint32))
 
 
 @pytest.mark.parametrize("path", PATHS)

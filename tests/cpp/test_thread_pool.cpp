@@ -64,6 +64,20 @@ void an_idle_pool_wakes_up() {
   CHECK_EQ(count.load(), 3 * 64);
 }
 
+// Workers that wake after the caller has handed out every item must leave that section
+// alone (it lives on the caller's stack and is gone soon after): many short sections, each
+// with its own counters, some after a pause long enough for the workers to fall asleep.
+void late_workers_leave_a_finished_section_alone() {
+  ThreadPool pool(4);
+  for (int s = 0; s < 3000; ++s) {
+    if (s % 500 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    const int64_t n = 2 + s % 3;
+    std::vector<std::atomic<int>> seen(static_cast<size_t>(n));
+    pool.for_each(n, [&](int64_t i, int) { seen[static_cast<size_t>(i)].fetch_add(1); });
+    for (int64_t i = 0; i < n; ++i) CHECK_EQ(seen[static_cast<size_t>(i)].load(), 1);
+  }
+}
+
 void sizes_outside_the_limits_are_refused() {
   CHECK_THROWS(ThreadPool(0), kvgen::ValueError);
   CHECK_THROWS(kvgen::set_compute_threads(2000), kvgen::ValueError);
@@ -81,6 +95,7 @@ int main() {
       TEST_CASE(an_exception_reaches_the_caller_and_the_pool_goes_on),
       TEST_CASE(callers_on_several_threads_take_turns),
       TEST_CASE(an_idle_pool_wakes_up),
+      TEST_CASE(late_workers_leave_a_finished_section_alone),
       TEST_CASE(sizes_outside_the_limits_are_refused),
   });
 }

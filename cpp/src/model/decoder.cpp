@@ -142,4 +142,38 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
   for (int64_t ci = 0; ci < m; ++ci) std::memcpy(logits + chunks[ci].row * V, tmp + ci * V, sizeof(float) * V);
 }
 
+const float* DecoderModel::read_vector(const TensorMap& t, const std::string& name, int64_t size) {
+  count_weight(size);
+  return t.get(name, {size});
+}
+
+LinearWeight DecoderModel::read_matrix(const TensorMap& t, const std::string& name, int64_t out, int64_t in) {
+  LinearWeight w = t.linear(name, out, in);
+  count_weight(w);
+  return w;
+}
+
+DecoderModel::Linear DecoderModel::read_linear(const TensorMap& t, const std::string& name, int64_t out, int64_t in) {
+  const std::string bias = name + ".bias";
+  return Linear{read_matrix(t, name + ".weight", out, in), t.has(bias) ? read_vector(t, bias, out) : nullptr};
+}
+
+void DecoderModel::check_finite(const char* model, float value, const char* what) {
+  if (!std::isfinite(value)) throw ValueError(std::string(model) + ": " + what + " is " + std::to_string(value));
+}
+
+void DecoderModel::extend_rotary(RotaryTable& table, const std::vector<float>& inv_freq, float factor, int64_t end) {
+  const int64_t half = static_cast<int64_t>(inv_freq.size());
+  const int64_t have = static_cast<int64_t>(table.cos.size()) / half;
+  if (end <= have) return;
+  table.cos.resize(end * half);
+  table.sin.resize(end * half);
+  for (int64_t p = have; p < end; ++p)
+    for (int64_t i = 0; i < half; ++i) {
+      const float angle = static_cast<float>(p) * inv_freq[i];
+      table.cos[p * half + i] = static_cast<float>(std::cos(static_cast<double>(angle))) * factor;
+      table.sin[p * half + i] = static_cast<float>(std::sin(static_cast<double>(angle))) * factor;
+    }
+}
+
 }  // namespace kvgen

@@ -9,14 +9,6 @@
 #include "kvgen/model/kernels.h"
 
 namespace kvgen {
-namespace {
-
-void check_finite(float value, const char* what) {
-  if (!std::isfinite(value)) throw ValueError(std::string("Gemma: ") + what + " is " + std::to_string(value));
-}
-
-}  // namespace
-
 Gemma::Gemma(ModelConfig config, GemmaOptions options, const TensorMap& t)
     : DecoderModel(std::move(config)), options_(std::move(options)) {
   const int64_t C = config_.hidden, V = config_.vocab_size, I = config_.intermediate;
@@ -29,11 +21,11 @@ Gemma::Gemma(ModelConfig config, GemmaOptions options, const TensorMap& t)
     for (float f : *freqs)
       if (!std::isfinite(f)) throw ValueError("Gemma: a rotary inverse frequency is " + std::to_string(f));
   }
-  check_finite(options_.norm_offset, "the norm offset");
-  check_finite(options_.embed_scale, "the embedding scale");
-  check_finite(options_.attention_scale, "the attention scale");
-  check_finite(options_.attn_softcap, "attn_logit_softcapping");
-  check_finite(options_.final_softcap, "final_logit_softcapping");
+  check_finite("Gemma", options_.norm_offset, "the norm offset");
+  check_finite("Gemma", options_.embed_scale, "the embedding scale");
+  check_finite("Gemma", options_.attention_scale, "the attention scale");
+  check_finite("Gemma", options_.attn_softcap, "attn_logit_softcapping");
+  check_finite("Gemma", options_.final_softcap, "final_logit_softcapping");
   attention_scale_ =
       options_.attention_scale != 0.0f ? options_.attention_scale : 1.0f / std::sqrt(static_cast<float>(hd));
   final_logit_softcap_ = options_.final_softcap;
@@ -41,38 +33,25 @@ Gemma::Gemma(ModelConfig config, GemmaOptions options, const TensorMap& t)
   local_.inv_freq = options_.inv_freq_local.empty() ? options_.inv_freq : options_.inv_freq_local;
   if (options_.norm_offset != 0.0f) norms_.reserve(L * (4 * C + 2 * hd) + C);  // every norm, at most
 
-  const auto vector = [&](const std::string& name, int64_t size) {
-    count_weight(size);
-    return t.get(name, {size});
-  };
-  const auto matrix = [&](const std::string& name, int64_t out, int64_t in) {
-    LinearWeight w = t.linear(name, out, in);
-    count_weight(w);
-    return w;
-  };
-  const auto linear = [&](const std::string& name, int64_t out, int64_t in) {
-    const std::string bias = name + ".bias";
-    return Linear{matrix(name + ".weight", out, in), t.has(bias) ? vector(bias, out) : nullptr};
-  };
-  embed_ = matrix("model.embed_tokens.weight", V, C);
+  embed_ = read_matrix(t, "model.embed_tokens.weight", V, C);
   norm_ = norm_weight(t, "model.norm.weight", C);
-  lm_head_ = t.has("lm_head.weight") ? matrix("lm_head.weight", V, C) : embed_;
+  lm_head_ = t.has("lm_head.weight") ? read_matrix(t, "lm_head.weight", V, C) : embed_;
   for (int64_t l = 0; l < L; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     const bool qk_norm = t.has(p + "self_attn.q_norm.weight") || t.has(p + "self_attn.k_norm.weight");
     layers_.push_back({norm_weight(t, p + "input_layernorm.weight", C),
                        norm_weight(t, p + "post_attention_layernorm.weight", C),
-                       linear(p + "self_attn.q_proj", H * hd, C),
-                       linear(p + "self_attn.k_proj", KV * hd, C),
-                       linear(p + "self_attn.v_proj", KV * hd, C),
-                       linear(p + "self_attn.o_proj", C, H * hd),
+                       read_linear(t, p + "self_attn.q_proj", H * hd, C),
+                       read_linear(t, p + "self_attn.k_proj", KV * hd, C),
+                       read_linear(t, p + "self_attn.v_proj", KV * hd, C),
+                       read_linear(t, p + "self_attn.o_proj", C, H * hd),
                        qk_norm ? norm_weight(t, p + "self_attn.q_norm.weight", hd) : nullptr,
                        qk_norm ? norm_weight(t, p + "self_attn.k_norm.weight", hd) : nullptr,
                        norm_weight(t, p + "pre_feedforward_layernorm.weight", C),
                        norm_weight(t, p + "post_feedforward_layernorm.weight", C),
-                       linear(p + "mlp.gate_proj", I, C),
-                       linear(p + "mlp.up_proj", I, C),
-                       linear(p + "mlp.down_proj", C, I),
+                       read_linear(t, p + "mlp.gate_proj", I, C),
+                       read_linear(t, p + "mlp.up_proj", I, C),
+                       read_linear(t, p + "mlp.down_proj", C, I),
                        config_.window(l) > 0 && !options_.inv_freq_local.empty()});
   }
 }
@@ -86,26 +65,11 @@ const float* Gemma::norm_weight(const TensorMap& t, const std::string& name, int
   return norms_.data() + at;
 }
 
-void Gemma::extend(RotaryTable& table, int64_t end) {
-  // as Llama: the angle is the float32 product position * inv_freq, its cos/sin in double
-  const int64_t half = static_cast<int64_t>(table.inv_freq.size());
-  const int64_t have = static_cast<int64_t>(table.cos.size()) / half;
-  if (end <= have) return;
-  table.cos.resize(end * half);
-  table.sin.resize(end * half);
-  for (int64_t p = have; p < end; ++p)
-    for (int64_t i = 0; i < half; ++i) {
-      const float angle = static_cast<float>(p) * table.inv_freq[i];
-      table.cos[p * half + i] = static_cast<float>(std::cos(static_cast<double>(angle)));
-      table.sin[p * half + i] = static_cast<float>(std::sin(static_cast<double>(angle)));
-    }
-}
-
 void Gemma::reserve(const Batch& b) {
   const int64_t n = b.n, C = config_.hidden, I = config_.intermediate;
   const int64_t H = config_.heads, KV = config_.kv_heads, hd = config_.head_dim;
-  extend(global_, b.end);
-  if (!options_.inv_freq_local.empty()) extend(local_, b.end);
+  extend_rotary(global_.table, global_.inv_freq, 1.0f, b.end);
+  if (!options_.inv_freq_local.empty()) extend_rotary(local_.table, local_.inv_freq, 1.0f, b.end);
   grow_rows(scratch_.branch, n, C);
   grow_rows(scratch_.q, n, H * hd);
   grow_rows(scratch_.k, n, KV * hd);
@@ -141,7 +105,7 @@ void Gemma::block(int64_t l, float* x, const Batch& b, KVCache& cache) {
     kernels::rmsnorm(q, q, w.q_norm, n * H, hd, eps);
     kernels::rmsnorm(k, k, w.k_norm, n * KV, hd, eps);
   }
-  const RotaryTable& rope = w.local_rope ? local_ : global_;
+  const RotaryTable& rope = (w.local_rope ? local_ : global_).table;
   kernels::rope(q, H * hd, n, H, hd, hd, b.positions.data(), rope.cos.data(), rope.sin.data());
   kernels::rope(k, KV * hd, n, KV, hd, hd, b.positions.data(), rope.cos.data(), rope.sin.data());
   attend(att, q, H * hd, k, KV * hd, v, KV * hd, l, b, cache, attention_scale_, options_.attn_softcap);

@@ -10,14 +10,6 @@
 
 namespace kvgen {
 
-namespace {
-
-void check_finite(float value, const char* what) {
-  if (!std::isfinite(value)) throw ValueError(std::string("Llama: ") + what + " is " + std::to_string(value));
-}
-
-}  // namespace
-
 Llama::Llama(ModelConfig config, LlamaOptions options, const TensorMap& t)
     : DecoderModel(std::move(config)), options_(std::move(options)) {
   const int64_t C = config_.hidden, V = config_.vocab_size, I = config_.intermediate;
@@ -40,45 +32,32 @@ Llama::Llama(ModelConfig config, LlamaOptions options, const TensorMap& t)
   if (!options_.rope_layers.empty() && static_cast<int64_t>(options_.rope_layers.size()) != L)
     throw ValueError("Llama: rope_layers has " + std::to_string(options_.rope_layers.size()) + " entries for " +
                      std::to_string(L) + " layers");
-  check_finite(options_.rope_attention_factor, "the rotary attention factor");
-  check_finite(options_.embedding_multiplier, "embedding_multiplier");
-  check_finite(options_.residual_multiplier, "residual_multiplier");
-  check_finite(options_.attention_scale, "the attention scale");
-  check_finite(options_.logit_scale, "the logit scale");
+  check_finite("Llama", options_.rope_attention_factor, "the rotary attention factor");
+  check_finite("Llama", options_.embedding_multiplier, "embedding_multiplier");
+  check_finite("Llama", options_.residual_multiplier, "residual_multiplier");
+  check_finite("Llama", options_.attention_scale, "the attention scale");
+  check_finite("Llama", options_.logit_scale, "the logit scale");
   attention_scale_ =
       options_.attention_scale != 0.0f ? options_.attention_scale : 1.0f / std::sqrt(static_cast<float>(hd));
-  const auto vector = [&](const std::string& name, int64_t size) {
-    count_weight(size);
-    return t.get(name, {size});
-  };
-  const auto matrix = [&](const std::string& name, int64_t out, int64_t in) {
-    LinearWeight w = t.linear(name, out, in);
-    count_weight(w);
-    return w;
-  };
-  const auto linear = [&](const std::string& name, int64_t out, int64_t in) {
-    const std::string bias = name + ".bias";
-    return Linear{matrix(name + ".weight", out, in), t.has(bias) ? vector(bias, out) : nullptr};
-  };
   const auto optional_vector = [&](const std::string& name, int64_t size) {
-    return t.has(name) ? vector(name, size) : nullptr;
+    return t.has(name) ? read_vector(t, name, size) : nullptr;
   };
-  embed_ = matrix("model.embed_tokens.weight", V, C);
-  norm_ = vector("model.norm.weight", C);
-  lm_head_ = t.has("lm_head.weight") ? matrix("lm_head.weight", V, C) : embed_;
+  embed_ = read_matrix(t, "model.embed_tokens.weight", V, C);
+  norm_ = read_vector(t, "model.norm.weight", C);
+  lm_head_ = t.has("lm_head.weight") ? read_matrix(t, "lm_head.weight", V, C) : embed_;
   if (config_.experts > 0) moe_ = std::make_unique<SparseMoe>(config_, options_.norm_topk_prob);
   for (int64_t l = 0; l < config_.layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     const bool sparse = moe_ && SparseMoe::has_layer(t, p);  // a mixture of experts instead of the MLP
-    layers_.push_back({vector(p + "input_layernorm.weight", C),
-                       linear(p + "self_attn.q_proj", H * hd, C),
-                       linear(p + "self_attn.k_proj", KV * hd, C),
-                       linear(p + "self_attn.v_proj", KV * hd, C),
-                       linear(p + "self_attn.o_proj", C, H * hd),
-                       vector(p + "post_attention_layernorm.weight", C),
-                       sparse ? Linear{} : linear(p + "mlp.gate_proj", I, C),
-                       sparse ? Linear{} : linear(p + "mlp.up_proj", I, C),
-                       sparse ? Linear{} : linear(p + "mlp.down_proj", C, I)});
+    layers_.push_back({read_vector(t, p + "input_layernorm.weight", C),
+                       read_linear(t, p + "self_attn.q_proj", H * hd, C),
+                       read_linear(t, p + "self_attn.k_proj", KV * hd, C),
+                       read_linear(t, p + "self_attn.v_proj", KV * hd, C),
+                       read_linear(t, p + "self_attn.o_proj", C, H * hd),
+                       read_vector(t, p + "post_attention_layernorm.weight", C),
+                       sparse ? Linear{} : read_linear(t, p + "mlp.gate_proj", I, C),
+                       sparse ? Linear{} : read_linear(t, p + "mlp.up_proj", I, C),
+                       sparse ? Linear{} : read_linear(t, p + "mlp.down_proj", C, I)});
     Layer& layer = layers_.back();
     if (sparse) {
       layer.moe = static_cast<int64_t>(moe_layers_.size());
@@ -96,27 +75,10 @@ Llama::Llama(ModelConfig config, LlamaOptions options, const TensorMap& t)
   }
 }
 
-void Llama::extend(RotaryTable& table, const std::vector<float>& inv_freq, float factor, int64_t end) {
-  // cos/sin as transformers computes them: the angle is the float32 product position *
-  // inv_freq, its cos/sin taken in double, then times the attention factor in float32.
-  // Positions already computed are kept.
-  const int64_t half = static_cast<int64_t>(inv_freq.size());
-  const int64_t have = static_cast<int64_t>(table.cos.size()) / half;
-  if (end <= have) return;
-  table.cos.resize(end * half);
-  table.sin.resize(end * half);
-  for (int64_t p = have; p < end; ++p)
-    for (int64_t i = 0; i < half; ++i) {
-      const float angle = static_cast<float>(p) * inv_freq[i];
-      table.cos[p * half + i] = static_cast<float>(std::cos(static_cast<double>(angle))) * factor;
-      table.sin[p * half + i] = static_cast<float>(std::sin(static_cast<double>(angle))) * factor;
-    }
-}
-
 void Llama::reserve_positions(int64_t end) {
   const bool use_long = !options_.inv_freq_long.empty() && end > options_.original_context;
   rotary_ = use_long ? &long_ : &short_;
-  extend(use_long ? long_ : short_, use_long ? options_.inv_freq_long : options_.inv_freq,
+  extend_rotary(use_long ? long_ : short_, use_long ? options_.inv_freq_long : options_.inv_freq,
          options_.rope_attention_factor, end);
 }
 

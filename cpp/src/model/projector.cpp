@@ -9,11 +9,20 @@
 namespace kvgen {
 namespace {
 
-// 16-row groups per item of work: 64 output rows, small enough that threads share even
-// the k/v products (12 groups on SmolLM2) and large enough to amortize the hand-out.
-constexpr int64_t kChunkUnits = 4;
+// At most this many 16-row groups per item of work (64 output rows: large enough to
+// amortize the hand-out), and at least kItemsPerThread items per thread where the
+// products have that many groups, so that the work splits evenly whatever the thread
+// count (a thread that takes its last item late idles the others at most one small item).
+constexpr int64_t kMaxChunkUnits = 4;
+constexpr int64_t kItemsPerThread = 4;
 
-int64_t chunks_of(const Product& p) { return (p.w->units() + kChunkUnits - 1) / kChunkUnits; }
+int64_t chunk_units(std::span<const Product> products, int threads) {
+  int64_t units = 0;
+  for (const Product& p : products) units += p.w->units();
+  return std::clamp<int64_t>(units / (int64_t{threads} * kItemsPerThread), 1, kMaxChunkUnits);
+}
+
+int64_t chunks_of(const Product& p, int64_t chunk) { return (p.w->units() + chunk - 1) / chunk; }
 
 }  // namespace
 
@@ -40,19 +49,20 @@ void Projector::project(const float* x, int64_t rows, int64_t ldx, std::span<con
     xq = &it->second;
   }
   if (static_cast<int64_t>(halves_.size()) < halves_floats) halves_.resize(halves_floats);
-  // Items of work: runs of kChunkUnits 16-row groups of one product, product after product.
+  // Items of work: runs of `chunk` 16-row groups of one product, product after product.
+  const int64_t chunk = chunk_units(products, threads());
   int64_t items = 0;
-  for (const Product& p : products) items += chunks_of(p);
+  for (const Product& p : products) items += chunks_of(p, chunk);
   const auto run_item = [&](int64_t item, int) {
     float* halves = halves_.data();  // this product's (2 rows, out) outputs
     for (const Product& p : products) {
       const bool in_halves = two_level && p.w->reads_int8(activations);
-      if (item >= chunks_of(p)) {
-        item -= chunks_of(p);
+      if (item >= chunks_of(p, chunk)) {
+        item -= chunks_of(p, chunk);
         if (in_halves) halves += 2 * rows * p.w->out();
         continue;
       }
-      const int64_t u0 = item * kChunkUnits, u1 = std::min(p.w->units(), u0 + kChunkUnits);
+      const int64_t u0 = item * chunk, u1 = std::min(p.w->units(), u0 + chunk);
       const int64_t n0 = 16 * u0, n1 = std::min(p.w->out(), 16 * u1);
       if (in_halves) {  // y = the product of the first level + the product of the residual
         const int64_t N = p.w->out();

@@ -1,5 +1,7 @@
-// Fork-join pool: a generation counter starts a section, a pending counter ends it; both
-// are waited on by spinning for a bounded time, then by atomic wait (a futex on Linux).
+// Fork-join pool: a generation counter starts a section, workers join it through one
+// atomic word that the caller closes when it runs out of items, and a counter of the
+// joined workers that finished ends it; waits spin for a bounded time, then use atomic
+// wait (a futex on Linux).
 #include "kvgen/model/thread_pool.h"
 
 #include <pthread.h>
@@ -28,11 +30,6 @@ namespace {
 // last item of a section, short enough that an idle or descheduled pool gives its core
 // back quickly.
 constexpr auto kSpin = std::chrono::microseconds(50);
-
-// After a section whose workers were late (not started after a spin), the caller runs
-// this many sections alone (about a decode step of a small model) before it tries
-// the workers again.
-constexpr int kSoloSections = 200;
 
 // Spins until `done()` or kSpin has passed; true if done.
 template <class Done>
@@ -89,6 +86,16 @@ void ThreadPool::take_items(Section& s, int t) {
   }
 }
 
+// Set in joins_ when the current section takes no more workers.
+constexpr uint64_t kClosed = uint64_t{1} << 31;
+
+bool ThreadPool::join(uint32_t generation) {
+  uint64_t j = joins_.load(std::memory_order_acquire);
+  while ((j >> 32) == generation && (j & kClosed) == 0)
+    if (joins_.compare_exchange_weak(j, j + 1, std::memory_order_acq_rel, std::memory_order_acquire)) return true;
+  return false;  // that section is closed (maybe gone): wait for the next one
+}
+
 void ThreadPool::worker(int t) {
   uint32_t seen = 0;
   for (;;) {
@@ -98,35 +105,36 @@ void ThreadPool::worker(int t) {
     if (now == seen) continue;  // spurious wake-up
     seen = now;
     if (stopping_.load()) return;
-    section_->arrived.fetch_add(1, std::memory_order_relaxed);
+    if (!join(now)) continue;
     take_items(*section_, t);
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
+    finished_.fetch_add(1, std::memory_order_acq_rel);
+    finished_.notify_one();
   }
 }
 
 void ThreadPool::run(Section& s) {
   std::lock_guard<std::mutex> lock(section_mutex_);
   error_ = nullptr;
-  if (threads_ == 1 || s.items <= 1 || solo_sections_ > 0) {
-    if (solo_sections_ > 0) --solo_sections_;
+  if (threads_ == 1 || s.items <= 1) {
     take_items(s, 0);
   } else {
     section_ = &s;
-    pending_.store(threads_ - 1, std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_release);
+    finished_.store(0, std::memory_order_relaxed);
+    const uint32_t generation = generation_.load(std::memory_order_relaxed) + 1;  // only run() moves it
+    joins_.store(uint64_t{generation} << 32, std::memory_order_release);
+    generation_.store(generation, std::memory_order_release);
     generation_.notify_all();
     take_items(s, 0);
-    // Wait for the workers: they finish the items they took (the rest were ours). Workers
-    // still busy with an item are waited for; workers that have not even started after a
-    // spin are late: the OS is not running them (another process holds their core).
-    bool late = false;
-    while (!spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; })) {
-      late = late || s.arrived.load(std::memory_order_relaxed) < threads_ - 1;
-      const int32_t left = pending_.load(std::memory_order_acquire);
-      if (left != 0) pending_.wait(left, std::memory_order_acquire);
+    // Every item is handed out: close the section to workers that have not joined yet (they
+    // are asleep or their core is taken: waiting for them would cost the section their
+    // wake-up), and wait for those that did to finish the items they took.
+    const int32_t joined = static_cast<int32_t>(joins_.fetch_or(kClosed, std::memory_order_acq_rel) & (kClosed - 1));
+    const auto all_done = [&] { return finished_.load(std::memory_order_acquire) == joined; };
+    while (!spin_until(all_done)) {
+      const int32_t done = finished_.load(std::memory_order_acquire);
+      if (done != joined) finished_.wait(done, std::memory_order_acquire);
     }
     section_ = nullptr;
-    if (late) solo_sections_ = kSoloSections;
   }
   if (error_) std::rethrow_exception(error_);
 }

@@ -18,6 +18,8 @@ namespace kvgen::quant {
 namespace {
 
 constexpr int64_t kMaxTile = 4;  // activation rows per pass over the weights (registers)
+template <class L>
+constexpr int kTileRows = kMaxTile;  // every layout alike
 constexpr int64_t kHalfRows = 8;
 
 __m256 load_halves(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }

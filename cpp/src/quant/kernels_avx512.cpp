@@ -16,7 +16,18 @@ namespace kvgen::quant {
 
 namespace {
 
-constexpr int64_t kMaxTile = 8;  // activation rows per pass over the weights (registers)
+// Activation rows per pass over the weights: a tile's 8 unpacked quant vectors and one
+// accumulator per row stay in the 32 registers (8 beams or batch rows in two levels).
+constexpr int64_t kMaxTile = 16;
+// Per layout: K-quant super-blocks take 16 rows in one pass (measured faster than two
+// passes of 8, most where the weights come from memory); the 32-weight block types keep
+// two passes of 8 (16 rows in one were measured 2-16% slower on SmolLM2's Q4_1 and Q8_0).
+template <class L>
+constexpr int kTileRows = L::kFamily == Family::Super ? 16 : 8;
+// Up to this many rows, a tile is read chunk by chunk, each chunk used for every row (the
+// rows' int32 dots and accumulators fill the registers); more rows unpack the whole tile
+// into registers once and finish one row at a time.
+constexpr int kChunkedRows = 8;
 
 __m512 load_halves(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
 
@@ -63,7 +74,32 @@ template <class L>
   }
 }
 
-// dot[m] (lane r) = sum_k u[r][k] * xq[m][k] over one tile.
+// The 8 quant vectors of a tile (or K-quant sub-tile) as unsigned bytes: byte 4r+j of u[v]
+// is weight 4v+j of row r, so u[v] meets the activations at 4v. Unpacked once per tile
+// and then used for every activation row.
+template <class L>
+[[gnu::always_inline]] inline void unpack_tile(const uint8_t* tile, __m512i* u) {
+  if constexpr (L::kBits == 8) {
+    for (int v = 0; v < 8; ++v) u[v] = load_chunk(tile + L::kQuantsAt + 64 * v);
+  } else {
+    for (int c = 0; c < 4; ++c) nibble_chunks<L>(tile, c, u[c], u[c + 4]);
+  }
+}
+
+// Lane r = sum over the vectors v in [v0, v1) of u[r][4v..4v+3] * xq[4v..4v+3], on top of
+// `start`: two interleaved chains, so that one row's dot does not wait on the VNNI latency.
+template <int V0, int V1>
+[[gnu::always_inline]] inline __m512i row_dot(const __m512i* u, const int8_t* xq, __m512i start) {
+  __m512i a = start, b = _mm512_setzero_si512();
+  for (int v = V0; v < V1; v += 2) {
+    a = _mm512_dpbusd_epi32(a, u[v], _mm512_set1_epi32(load_i32(xq + 4 * v)));
+    if (v + 1 < V1) b = _mm512_dpbusd_epi32(b, u[v + 1], _mm512_set1_epi32(load_i32(xq + 4 * (v + 1))));
+  }
+  return _mm512_add_epi32(a, b);
+}
+
+// dot[m] (lane r) = sum_k u[r][k] * xq[m][k] over one tile, chunk by chunk (for up to 8
+// rows: the rows' dots and accumulators fit the registers).
 template <class L, int MT>
 [[gnu::always_inline]] inline void tile_dots(const uint8_t* tile, const int8_t* const* xq, __m512i* dot) {
   for (int m = 0; m < MT; ++m) dot[m] = _mm512_setzero_si512();
@@ -106,16 +142,24 @@ void int8_tile_rows(const PackedView& w, const Int8View& x, int64_t m0, float* o
     __m512 acc[MT];
     for (int m = 0; m < MT; ++m) acc[m] = _mm512_setzero_ps();
     for (int64_t b = 0; b < blocks; ++b, tile += L::kTileBytes) {
-      const int8_t* xq[MT];
-      for (int m = 0; m < MT; ++m) xq[m] = x.q + (m0 + m) * x.cols + b * kBlockSize;
-      __m512i dot[MT];
-      tile_dots<L, MT>(tile, xq, dot);
       const __m512 d = load_halves(tile + L::kScalesAt);
       const __m512 mins = load_mins<L>(tile, d);
-      for (int m = 0; m < MT; ++m) {
+      const auto fold = [&](int m, __m512i dot) {
         const int64_t xb = (m0 + m) * blocks + b;
-        acc[m] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(x.d[xb])), _mm512_cvtepi32_ps(dot[m]), acc[m]);
+        acc[m] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(x.d[xb])), _mm512_cvtepi32_ps(dot), acc[m]);
         acc[m] = _mm512_fmadd_ps(mins, _mm512_set1_ps(x.s[xb]), acc[m]);
+      };
+      if constexpr (MT <= kChunkedRows) {
+        const int8_t* xq[MT];
+        for (int m = 0; m < MT; ++m) xq[m] = x.q + (m0 + m) * x.cols + b * kBlockSize;
+        __m512i dot[MT];
+        tile_dots<L, MT>(tile, xq, dot);
+        for (int m = 0; m < MT; ++m) fold(m, dot[m]);
+      } else {
+        __m512i u[8];
+        unpack_tile<L>(tile, u);
+        for (int m = 0; m < MT; ++m)
+          fold(m, row_dot<0, 8>(u, x.q + (m0 + m) * x.cols + b * kBlockSize, _mm512_setzero_si512()));
       }
     }
     store_group<MT>(acc, rows_in_group(w, g), out + m0 * ldo + g * kGroupRows, ldo);
@@ -199,34 +243,63 @@ template <class S, int MT>
 //   Q4_K/Q5_K: acc += (d sc_j d_x) dot - (dmin m_j) s_x
 //   Q6_K:      acc += d_x ((d sc_2j) dot_a + (d sc_2j+1) dot_b)
 template <class L, int MT>
-[[gnu::always_inline]] inline void add_sub_block(const uint8_t* tile, int j, __m512 d, const Int8View& x, int64_t m0,
-                                                 int64_t b, __m512* acc) {
+[[gnu::always_inline]] inline void add_sub_block(const uint8_t* tile, int j, __m512 d, __m512 dmin,
+                                                 const Int8View& x, int64_t m0, int64_t b, __m512* acc) {
   using S = typename L::Sub;
   const int64_t xblocks = x.cols / kBlockSize;
   const uint8_t* sub = tile + L::kSubTilesAt + j * S::kTileBytes;
-  const int8_t* xq[MT];
-  for (int m = 0; m < MT; ++m) xq[m] = x.q + (m0 + m) * x.cols + b * kBlockSize;
   if constexpr (L::kHasMin) {
     const __m512 scale = scaled_bytes<false>(tile + L::kScalesAt + kGroupRows * j, d);
-    const __m512 min = scaled_bytes<false>(tile + L::kMinsAt + kGroupRows * j, load_halves(tile + L::kDminAt));
-    __m512i dot[MT];
-    tile_dots<S, MT>(sub, xq, dot);
-    for (int m = 0; m < MT; ++m) {
+    const __m512 min = scaled_bytes<false>(tile + L::kMinsAt + kGroupRows * j, dmin);
+    const auto fold = [&](int m, __m512i dot) {
       const int64_t xb = (m0 + m) * xblocks + b;
-      acc[m] = _mm512_fmadd_ps(_mm512_mul_ps(scale, _mm512_set1_ps(x.d[xb])), _mm512_cvtepi32_ps(dot[m]), acc[m]);
+      acc[m] = _mm512_fmadd_ps(_mm512_mul_ps(scale, _mm512_set1_ps(x.d[xb])), _mm512_cvtepi32_ps(dot), acc[m]);
       acc[m] = _mm512_fnmadd_ps(min, _mm512_set1_ps(x.s[xb]), acc[m]);
+    };
+    if constexpr (MT <= kChunkedRows) {
+      const int8_t* xq[MT];
+      for (int m = 0; m < MT; ++m) xq[m] = x.q + (m0 + m) * x.cols + b * kBlockSize;
+      __m512i dot[MT];
+      tile_dots<S, MT>(sub, xq, dot);
+      for (int m = 0; m < MT; ++m) fold(m, dot[m]);
+    } else {
+      __m512i u[8];
+      unpack_tile<S>(sub, u);
+      for (int m = 0; m < MT; ++m)
+        fold(m, row_dot<0, 8>(u, x.q + (m0 + m) * x.cols + b * kBlockSize, _mm512_setzero_si512()));
     }
-  } else {
+  } else if constexpr (MT <= kChunkedRows) {
     const __m512 scale_a = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j), d);
     const __m512 scale_b = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j + 1), d);
+    const int8_t* xq[MT];
     const int32_t* half_sums[MT];
-    for (int m = 0; m < MT; ++m) half_sums[m] = x.half_sums + 2 * ((m0 + m) * xblocks + b);
+    for (int m = 0; m < MT; ++m) {
+      xq[m] = x.q + (m0 + m) * x.cols + b * kBlockSize;
+      half_sums[m] = x.half_sums + 2 * ((m0 + m) * xblocks + b);
+    }
     __m512i dot_a[MT], dot_b[MT];
     split_dots<S, MT>(sub, xq, half_sums, dot_a, dot_b);
     for (int m = 0; m < MT; ++m) {
       const __m512 sum = _mm512_fmadd_ps(scale_b, _mm512_cvtepi32_ps(dot_b[m]),
                                          _mm512_mul_ps(scale_a, _mm512_cvtepi32_ps(dot_a[m])));
       acc[m] = _mm512_fmadd_ps(_mm512_set1_ps(x.d[(m0 + m) * xblocks + b]), sum, acc[m]);
+    }
+  } else {
+    __m512i u[8];
+    unpack_tile<S>(sub, u);
+    // Q6_K: dot_a, dot_b = sum (u - 32) xq over the sub-block's first and second 16 weights
+    // (each has its own scale); the -32 offset starts each as -32 * (the half's sum of xq).
+    const __m512 scale_a = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j), d);
+    const __m512 scale_b = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j + 1), d);
+    for (int m = 0; m < MT; ++m) {
+      const int64_t xb = (m0 + m) * xblocks + b;
+      const int8_t* xq = x.q + (m0 + m) * x.cols + b * kBlockSize;
+      const int32_t* half_sums = x.half_sums + 2 * xb;
+      const __m512i dot_a = row_dot<0, 4>(u, xq, _mm512_set1_epi32(-32 * half_sums[0]));
+      const __m512i dot_b = row_dot<4, 8>(u, xq, _mm512_set1_epi32(-32 * half_sums[1]));
+      const __m512 sum = _mm512_fmadd_ps(scale_b, _mm512_cvtepi32_ps(dot_b),
+                                         _mm512_mul_ps(scale_a, _mm512_cvtepi32_ps(dot_a)));
+      acc[m] = _mm512_fmadd_ps(_mm512_set1_ps(x.d[xb]), sum, acc[m]);
     }
   }
 }
@@ -241,7 +314,9 @@ void int8_super_rows(const PackedView& w, const Int8View& x, int64_t m0, float* 
     for (int m = 0; m < MT; ++m) acc[m] = _mm512_setzero_ps();
     for (int64_t sb = 0; sb < w.blocks; ++sb, tile += L::kTileBytes) {
       const __m512 d = load_halves(tile + L::kDAt);
-      for (int j = 0; j < L::kSubBlocks; ++j) add_sub_block<L, MT>(tile, j, d, x, m0, sb * L::kSubBlocks + j, acc);
+      const __m512 dmin = L::kHasMin ? load_halves(tile + L::kDminAt) : d;
+      for (int j = 0; j < L::kSubBlocks; ++j)
+        add_sub_block<L, MT>(tile, j, d, dmin, x, m0, sb * L::kSubBlocks + j, acc);
     }
     store_group<MT>(acc, rows_in_group(w, g), out + m0 * ldo + g * kGroupRows, ldo);
   }

@@ -1,9 +1,14 @@
 // Repacking GGUF blocks into 16-row tiles, and reading rows back as float.
 #include "kvgen/quant/packed_matrix.h"
 
+#include <sched.h>
+
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "kvgen/errors.h"
 #include "kvgen/limits.h"
@@ -48,6 +53,27 @@ void set_quant(uint8_t* tile, int r, int k, uint32_t u) {
     int shift;
     const int64_t at = high_bits_byte<L>(r, k, shift);
     tile[at] |= static_cast<uint8_t>(((u >> 4) & ((1u << L::kExtraBits) - 1)) << shift);
+  }
+}
+
+// Stores the 32 quants u[k] of row r at once (each byte written whole, no read-modify-write
+// per weight): the same places as set_quant.
+template <class L>
+void set_row_quants(uint8_t* tile, int r, const uint8_t* u) {
+  for (int c = 0; c < 4; ++c)
+    for (int j = 0; j < 4; ++j)
+      tile[L::kQuantsAt + 64 * c + 4 * r + j] =
+          static_cast<uint8_t>((u[4 * c + j] & 0xFu) | ((u[4 * c + 16 + j] & 0xFu) << 4));
+  if constexpr (L::kExtraBits > 0) {
+    constexpr int per_byte = 8 / L::kExtraBits;  // vectors sharing a plane byte
+    constexpr uint32_t mask = (1u << L::kExtraBits) - 1;
+    for (int p = 0; p < L::kExtraBits; ++p)
+      for (int j = 0; j < 4; ++j) {
+        uint32_t byte = 0;
+        for (int i = 0; i < per_byte; ++i)
+          byte |= ((static_cast<uint32_t>(u[4 * (p * per_byte + i) + j]) >> 4) & mask) << (L::kExtraBits * i);
+        tile[L::kHighBitsAt + 64 * p + 4 * r + j] = static_cast<uint8_t>(byte);
+      }
   }
 }
 
@@ -152,8 +178,11 @@ void pack_super_block(const uint8_t* block, int r, uint8_t* tile) {
     std::memcpy(tile + L::kDAt + 2 * r, block + 208, 2);
     for (int j = 0; j < 16; ++j) tile[L::kScalesAt + kGroupRows * j + r] = block[192 + j];
   }
-  for (int w = 0; w < 256; ++w)
-    set_quant<S>(tile + L::kSubTilesAt + (w / 32) * S::kTileBytes, r, w % 32, k_file_quant<L::kBits>(block, w));
+  for (int j = 0; j < 8; ++j) {
+    uint8_t u[32];
+    for (int l = 0; l < 32; ++l) u[l] = static_cast<uint8_t>(k_file_quant<L::kBits>(block, 32 * j + l));
+    set_row_quants<S>(tile + L::kSubTilesAt + j * S::kTileBytes, r, u);
+  }
 }
 
 template <class L>
@@ -207,14 +236,51 @@ void dequantize_tile_row(const uint8_t* tile, int r, float* out) {
     *out = dense_value<L>(tile + 2 * r);
 }
 
+// Groups [g0, g1): each group's tiles are written from its own 16 rows of the file only.
 template <class L>
-void pack_tiles(const uint8_t* raw, const PackedView& v, int64_t file_block_bytes, uint8_t* tiles) {
-  for (int64_t g = 0; g < v.groups; ++g)
+void pack_tiles(const uint8_t* raw, const PackedView& v, int64_t file_block_bytes, uint8_t* tiles, int64_t g0,
+                int64_t g1) {
+  for (int64_t g = g0; g < g1; ++g)
     for (int64_t b = 0; b < v.blocks; ++b) {
       uint8_t* tile = tiles + (g * v.blocks + b) * L::kTileBytes;
       for (int r = 0; r < kGroupRows && g * kGroupRows + r < v.rows; ++r)
         pack_file_block<L>(raw + ((g * kGroupRows + r) * v.blocks + b) * file_block_bytes, r, tile);
     }
+}
+
+// Bytes of tiles one repacking thread takes at least: below that, starting a thread costs
+// more than it saves.
+constexpr int64_t kBytesPerPackThread = int64_t{1} << 20;
+
+// The threads a repack of `bytes` uses: one per kBytesPerPackThread, at most one per core
+// this process may run on.
+int pack_threads(int64_t bytes) {
+  int cores = 1;
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) cores = std::max(1, CPU_COUNT(&set));
+  return static_cast<int>(std::clamp<int64_t>(bytes / kBytesPerPackThread, 1, cores));
+}
+
+// Repacks every group, the groups split evenly over pack_threads() threads (groups are
+// independent: no two threads write one tile).
+template <class L>
+void pack_all(const uint8_t* raw, const PackedView& v, int64_t file_block_bytes, uint8_t* tiles) {
+  const int threads = static_cast<int>(std::min<int64_t>(pack_threads(v.groups * v.blocks * L::kTileBytes), v.groups));
+  if (threads <= 1) return pack_tiles<L>(raw, v, file_block_bytes, tiles, 0, v.groups);
+  std::vector<std::thread> workers;
+  workers.reserve(threads - 1);
+  const auto first = [&](int t) { return v.groups * t / threads; };
+  try {
+    for (int t = 1; t < threads; ++t)
+      workers.emplace_back([&, t] { pack_tiles<L>(raw, v, file_block_bytes, tiles, first(t), first(t + 1)); });
+  } catch (...) {  // no thread to be had: the groups not handed out are packed here
+    for (std::thread& w : workers) w.join();
+    pack_tiles<L>(raw, v, file_block_bytes, tiles, 0, first(1));
+    pack_tiles<L>(raw, v, file_block_bytes, tiles, first(static_cast<int>(workers.size()) + 1), v.groups);
+    return;
+  }
+  pack_tiles<L>(raw, v, file_block_bytes, tiles, 0, first(1));
+  for (std::thread& w : workers) w.join();
 }
 
 int64_t tile_bytes(QuantType type) {
@@ -250,7 +316,7 @@ PackedMatrix::PackedMatrix(QuantType type, const uint8_t* raw, int64_t raw_bytes
   // About the file's size: the padding of the last group, and K-quants' decoded scales.
   tiles_.assign(static_cast<size_t>(limits::checked_mul(groups * blocks, tile_bytes(type), name + " matrix bytes")), 0);
   view_ = PackedView{tiles_.data(), type, rows, cols, blocks, groups};
-  with_layout(type, [&]<class L>() { pack_tiles<L>(raw, view_, block_bytes(type), tiles_.data()); });
+  with_layout(type, [&]<class L>() { pack_all<L>(raw, view_, block_bytes(type), tiles_.data()); });
 }
 
 void PackedMatrix::dequantize_row(int64_t n, float* out) const {

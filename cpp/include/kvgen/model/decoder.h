@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <xtensor/xtensor.hpp>
@@ -14,6 +15,7 @@
 #include "kvgen/model/linear_weight.h"
 #include "kvgen/model/model.h"
 #include "kvgen/model/projector.h"
+#include "kvgen/model/tensors.h"
 
 namespace kvgen {
 
@@ -72,6 +74,29 @@ class DecoderModel : public Model {
   // Counts a weight toward weight_bytes() (architectures call it for every tensor they read).
   void count_weight(const LinearWeight& w) { weight_bytes_ += w.bytes(); }
   void count_weight(int64_t floats) { weight_bytes_ += 4 * floats; }
+
+  // A projection: its weights and an optional bias.
+  struct Linear {
+    LinearWeight w;     // (out, in)
+    const float* bias;  // (out) or null
+  };
+  // Tensors of t, shape-checked (TensorMap) and counted toward weight_bytes(): a float32
+  // vector (size), a matrix (out, in), and a projection (name.weight and, where present,
+  // name.bias).
+  const float* read_vector(const TensorMap& t, const std::string& name, int64_t size);
+  LinearWeight read_matrix(const TensorMap& t, const std::string& name, int64_t out, int64_t in);
+  Linear read_linear(const TensorMap& t, const std::string& name, int64_t out, int64_t in);
+  // ValueError "<model>: <what> is <value>" unless value is finite.
+  static void check_finite(const char* model, float value, const char* what);
+
+  // Rotary cos/sin of the positions used so far, (positions, inv_freq.size()) each.
+  struct RotaryTable {
+    std::vector<float> cos, sin;
+  };
+  // Extends table to positions [0, end) as transformers computes them: the angle is the
+  // float32 product position * inv_freq, its cos/sin taken in double, then times factor in
+  // float32 (LongRoPE's attention factor, else 1). Positions already computed are kept.
+  static void extend_rotary(RotaryTable& table, const std::vector<float>& inv_freq, float factor, int64_t end);
 
   ModelConfig config_;
   LinearWeight lm_head_;  // (vocab, C), set by the architecture

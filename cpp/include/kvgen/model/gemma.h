@@ -46,10 +46,6 @@ class Gemma : public DecoderModel {
   void final_norm(float* out, const float* x, int64_t m) override;
 
  private:
-  struct Linear {
-    LinearWeight w;     // (out, in)
-    const float* bias;  // (out) or null
-  };
   struct Layer {
     const float *attn_norm, *post_attn_norm;  // (C) each, the offset added
     Linear q, k, v, o;                        // q (H hd, C), k and v (KV hd, C), o (C, H hd)
@@ -67,14 +63,13 @@ class Gemma : public DecoderModel {
     xt::xtensor<float, 2> gate;    // (n, I) gate projection, then gelu(gate) * up
     xt::xtensor<float, 2> up;      // (n, I) up projection
   };
-  struct RotaryTable {
+  struct Rotary {
     std::vector<float> inv_freq;  // (head_dim / 2)
-    std::vector<float> cos, sin;  // (positions, head_dim / 2), extended by reserve
+    RotaryTable table;            // (positions, head_dim / 2) each, extended by reserve
   };
   // A norm weight (size) with the offset added: the tensor in place when the offset is 0,
   // else a copy in norms_ (reserved to its final size first, so pointers stay valid).
   const float* norm_weight(const TensorMap& t, const std::string& name, int64_t size);
-  static void extend(RotaryTable& table, int64_t end);
 
   GemmaOptions options_;
   float attention_scale_;
@@ -82,7 +77,7 @@ class Gemma : public DecoderModel {
   const float* norm_;   // (C) final norm, the offset added
   std::vector<Layer> layers_;
   std::vector<float> norms_;  // every norm weight plus the offset, when the offset is not 0
-  RotaryTable global_, local_;
+  Rotary global_, local_;
   Scratch scratch_;
 };
 

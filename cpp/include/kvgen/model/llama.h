@@ -68,10 +68,6 @@ class Llama : public DecoderModel {
   void final_norm(float* out, const float* x, int64_t m) override;
 
  private:
-  struct Linear {
-    LinearWeight w;     // (out, in)
-    const float* bias;  // (out) or null
-  };
   struct Layer {
     const float* attn_norm;  // (C)
     Linear q, k, v, o;       // q (H hd, C), k and v (KV hd, C), o (C, H hd)
@@ -93,14 +89,8 @@ class Llama : public DecoderModel {
     xt::xtensor<float, 2> up;      // (n, I) up projection
     xt::xtensor<float, 2> moe_out; // (n, C) a mixture of experts' output
   };
-  struct RotaryTable {
-    // (positions, rotary_dim / 2): cos/sin of the positions used so far, times the
-    // attention factor, extended by reserve_positions; never longer than context_length.
-    std::vector<float> cos, sin;
-  };
   void reserve_positions(int64_t end);
   void add_branch(float* x, const float* h, int64_t size) const;  // x += h, times residual_multiplier
-  static void extend(RotaryTable& table, const std::vector<float>& inv_freq, float factor, int64_t end);
 
   LlamaOptions options_;
   int64_t rotary_dim_;     // options_.rotary_dim, or head_dim
@@ -108,7 +98,9 @@ class Llama : public DecoderModel {
   LinearWeight embed_;     // (vocab, C), read a row per token
   const float* norm_;      // (C)
   std::vector<Layer> layers_;
-  RotaryTable short_, long_;  // long_: LongRoPE only
+  // (positions, rotary_dim / 2) each, times the attention factor, extended by reserve_positions;
+  // never longer than context_length. long_: LongRoPE only.
+  RotaryTable short_, long_;
   const RotaryTable* rotary_ = &short_;  // the table of the current forward call (reserve)
   Scratch scratch_;
   std::unique_ptr<SparseMoe> moe_;             // routing and scratch of the sparse layers, when experts > 0

@@ -2,10 +2,12 @@
 // time (fork-join), sized by kvgen.set_num_threads. A section is a list of items that
 // the threads take one at a time, so a thread the OS has descheduled holds up at most
 // the item it took. Workers spin briefly between sections (a decode step runs about a
-// hundred of them, microseconds apart), then sleep on a futex. When the machine is
-// oversubscribed (another process holds a core, and the workers keep arriving late), the
-// calling thread runs the next sections alone for a while instead of waiting for them:
-// a pool that insists on every thread collapses to a fraction of one thread's speed.
+// hundred of them, microseconds apart), then sleep on a futex. The caller never waits for
+// a worker to arrive: a worker joins a section only while it still has items to hand out,
+// so a worker that wakes late (a futex wake-up, a core another process holds) costs the
+// section nothing, and the caller waits only for the workers that joined, each finishing
+// the item it took: on an oversubscribed machine the pool degrades towards one thread's
+// speed instead of collapsing (a pool that waits for every thread at every section does).
 #pragma once
 
 #include <atomic>
@@ -49,20 +51,22 @@ class ThreadPool {
     void* context = nullptr;
     void (*call)(void* context, int64_t item, int t) = nullptr;
     std::atomic<int64_t> next{0};  // the next item to hand out
-    std::atomic<int> arrived{0};   // workers that have started on the section
   };
   void run(Section& section);
   void take_items(Section& section, int t);
   void worker(int t);
+  bool join(uint32_t generation);
 
   int threads_;
   std::vector<std::thread> workers_;
   std::mutex section_mutex_;             // one section at a time
   Section* section_ = nullptr;           // the current section (set before generation_ moves)
   std::atomic<uint32_t> generation_{0};  // bumped to start a section (workers wait on it)
-  std::atomic<int32_t> pending_{0};      // workers that have not finished the current section
+  // Who may join the current section: (its generation << 32) | workers joined, kClosed set
+  // once the caller has handed out every item (a worker that comes later leaves it alone).
+  std::atomic<uint64_t> joins_{0};
+  std::atomic<int32_t> finished_{0};     // joined workers done with the current section
   std::atomic<bool> stopping_{false};
-  int solo_sections_ = 0;                // sections the caller runs alone (oversubscription)
   std::mutex error_mutex_;
   std::exception_ptr error_;
 };

@@ -1,6 +1,6 @@
 // out (M, N) = x (M, K) @ W^T for a packed quantized W (N, K), over a range of 16-row
 // groups so that threads can split a product; each weight tile is read once for up to
-// 8 (AVX-512) or 4 (AVX2) activation rows. No allocation.
+// 16 (AVX-512) or 4 (AVX2) activation rows. No allocation.
 #pragma once
 
 #include <cstdint>
