@@ -1,10 +1,13 @@
-"""kvgen.Model: built-in models (GPT-2, Llama family) from Hugging Face checkpoint
-directories or GGUF files, with their tokenizer and chat template.
+"""kvgen.Model: built-in models (GPT-2 and the families of kvgen.loaders.families: Llama, Qwen,
+Gemma, Phi-3, Granite, SmolLM3, Qwen3-MoE) from Hugging Face checkpoint directories or GGUF
+files, with their tokenizer and chat template.
 
-Weights end up as float32 NumPy arrays the C++ model reads in place (no second copy):
-safetensors tensors as read, GGUF tensors dequantized at load (see kvgen.loaders.gguf.model). The
-tokenizer is a Hugging Face ``tokenizers.Tokenizer`` (tokenizer.json, or built from the
-GGUF metadata), the chat template is rendered with jinja2 (kvgen.loaders.chat_template).
+Weights are NumPy arrays the C++ model reads in place or repacks: float32 matrices are used as
+read; quantized GGUF matrices stay quantized (repacked into the kernels' tiles,
+kvgen.loaders.quantize), as do float16 / bfloat16 ones (the F16 / BF16 kernels) unless ``dtype=``
+quantizes them at load; norms and biases are float32. The tokenizer is a Hugging Face
+``tokenizers.Tokenizer`` (tokenizer.json, or built from the GGUF metadata), the chat template is
+rendered with jinja2 (kvgen.loaders.chat_template).
 """
 
 from __future__ import annotations
