@@ -251,6 +251,9 @@ def _serve(args) -> int:
     if args.max_batch < 1:
         raise ValueError(f"--max-batch must be at least 1, got {args.max_batch}")
     _set_threads(args.threads)
+    from kvgen.server.app import listening_socket
+
+    sock = listening_socket(args.host, args.port)  # a port in use or out of range: one line, before the model loads
     model = _load(args.model, activations=args.activations)
     print(f"kvgen serve: {model.path.name} on http://{args.host}:{args.port}/v1 (max batch {args.max_batch})",
           file=sys.stderr, flush=True)
@@ -266,7 +269,7 @@ def _serve(args) -> int:
                                 max_queued_tokens=args.max_queued_tokens, max_queued_requests=args.max_queued_requests,
                                 max_body_bytes=int(args.max_body_mb * (1 << 20)), request_timeout=args.request_timeout)
     serve(model, host=args.host, port=args.port, max_batch=args.max_batch, api_key=args.api_key, limits=limits,
-          allowed_hosts=tuple(args.allowed_hosts), allowed_origins=tuple(args.allowed_origins))
+          allowed_hosts=tuple(args.allowed_hosts), allowed_origins=tuple(args.allowed_origins), sock=sock)
     return 0
 
 

@@ -43,8 +43,8 @@ def server(tmp_path_factory):
     deadline = time.monotonic() + 120
     while True:
         try:
-            urllib.request.urlopen(f"{url}/health", timeout=2)
-            break
+            with urllib.request.urlopen(f"{url}/health", timeout=2):
+                break
         except (urllib.error.URLError, ConnectionError):
             if proc.poll() is not None or time.monotonic() > deadline:
                 proc.kill()
@@ -77,7 +77,8 @@ def text(model, tokens) -> str:
 
 
 def health(server) -> dict:
-    return json.load(urllib.request.urlopen(f"{server}/health", timeout=10))
+    with urllib.request.urlopen(f"{server}/health", timeout=10) as r:
+        return json.load(r)
 
 
 PROMPT = "The three primary colors are"
@@ -288,7 +289,7 @@ BAD_REQUESTS = {
     "max_tokens not an integer": {"model": "m", "prompt": "Hi", "max_tokens": "ten"},
     "penalty out of range": {"model": "m", "prompt": "Hi", "presence_penalty": 3},
     "logit_bias outside the vocabulary": {"model": "m", "prompt": "Hi", "logit_bias": {"99999999": 1}},
-    "too many stop strings": {"model": "m", "prompt": "Hi", "stop": ["a", "b", "c", "d", "e"]},
+    "too many stop strings": {"model": "m", "prompt": "Hi", "stop": [str(i) for i in range(33)]},
     "prompt over the context": {"model": "m", "prompt": [1] * 9000},
     "completion over the context": {"model": "m", "prompt": "Hi", "max_tokens": 8192},
     "missing prompt": {"model": "m"},

@@ -34,8 +34,8 @@ class ServeProcess:
         deadline = time.monotonic() + 120
         while True:
             try:
-                urllib.request.urlopen(f"{self.url}/health", timeout=2)
-                return
+                with urllib.request.urlopen(f"{self.url}/health", timeout=2):
+                    return
             except (urllib.error.URLError, ConnectionError):
                 if self.proc.poll() is not None or time.monotonic() > deadline:
                     self.proc.kill()
@@ -43,7 +43,8 @@ class ServeProcess:
                 time.sleep(0.3)
 
     def health(self) -> dict:
-        return json.load(urllib.request.urlopen(f"{self.url}/health", timeout=10))
+        with urllib.request.urlopen(f"{self.url}/health", timeout=10) as r:
+            return json.load(r)
 
     def wait_idle(self, timeout: float = 60) -> dict:
         """/health once no slot is active and nothing is queued (or after ``timeout``)."""

@@ -2,7 +2,8 @@
 model, with continuous batching (kvgen.generation.engine): concurrent requests decode together.
 
 Endpoints: POST /v1/completions and /v1/chat/completions (streamed as server-sent events
-with ``"stream": true``), GET /v1/models and /health. Bad requests get OpenAI's error JSON
+with ``"stream": true``), GET /v1/models, /v1/models/{id}, /health, /openapi.json and
+/docs. Bad requests get OpenAI's error JSON
 ({"error": {"message", "type", "param", "code"}}) with status 400 (401 for a wrong API
 key, 404 / 405 for unknown routes); the server keeps serving. A client that disconnects
 mid-stream cancels its request, whose slots go to the next one at the following step; so does
@@ -38,10 +39,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import errno
 import hmac
 import ipaddress
 import json
 import os
+import socket
 import sys
 import time
 import uuid
@@ -275,7 +278,7 @@ def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, mode
         yield
         server.engine.close()  # cancels what still runs
 
-    app = FastAPI(title="kvgen", version="1", docs_url=None, redoc_url=None, lifespan=lifespan)
+    app = FastAPI(title="kvgen", version="1", docs_url="/docs", redoc_url=None, lifespan=lifespan)
     app.state.engine = engine
     app.state.limits = limits
 
@@ -388,6 +391,9 @@ def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, mode
             return StreamingResponse(stream, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
         watcher = asyncio.ensure_future(watch_disconnect(request, gen))
         try:
+            if req.prompt_logprobs is not None or (req.echo and req.logprobs):
+                top = max(req.prompt_logprobs or 0, req.top_logprobs if req.echo else 0)
+                await run_in_threadpool(gen.score_prompts, top)  # the prompts' forward pass, beside the engine
             async for _ in gen.steps():
                 pass
         finally:
@@ -408,11 +414,21 @@ def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, mode
         """OpenAI's chat completions (the model's chat template), streamed or not."""
         return await respond(request, chat=True)
 
+    def model_card() -> dict:
+        return {"id": name, "object": "model", "created": server.created, "owned_by": "kvgen"}
+
     @app.get("/v1/models")
     async def models():
         """The one model this server holds."""
-        return {"object": "list", "data": [{"id": name, "object": "model", "created": server.created,
-                                            "owned_by": "kvgen"}]}
+        return {"object": "list", "data": [model_card()]}
+
+    @app.get("/v1/models/{model_id:path}")
+    async def model_info(model_id: str):
+        """The served model's card; a 404 for any other id."""
+        if model_id != name:
+            raise ApiError(f"The model '{model_id}' does not exist (this server holds '{name}')", param="model",
+                           code="model_not_found", status=404)
+        return model_card()
 
     @app.get("/health")
     async def health():
@@ -425,14 +441,44 @@ def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, mode
 
 def serve(model, *, host: str = "127.0.0.1", port: int = 8000, max_batch: int = 8, api_key: Optional[str] = None,
           limits: Optional[ServerLimits] = None, allowed_hosts: tuple[str, ...] = (),
-          allowed_origins: tuple[str, ...] = (), shutdown_timeout: float = 3.0) -> None:
+          allowed_origins: tuple[str, ...] = (), shutdown_timeout: float = 3.0,
+          sock: Optional[socket.socket] = None) -> None:
     """Runs the server until interrupted; on SIGTERM or Ctrl-C, requests still running after
-    ``shutdown_timeout`` seconds are cancelled and the server exits."""
+    ``shutdown_timeout`` seconds are cancelled and the server exits. ``sock``: a socket
+    listening on ``host``:``port`` (default: bound here, see listening_socket)."""
     import uvicorn
 
+    sock = sock if sock is not None else listening_socket(host, port)
     if api_key is None and not _is_loopback(host):
         print(f"kvgen serve: warning: listening on {host} without --api-key: anyone who can reach this address can "
               "use the model", file=sys.stderr, flush=True)
     app = create_app(model, max_batch=max_batch, api_key=api_key, limits=limits, host=host,
                      allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
-    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=shutdown_timeout)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=shutdown_timeout)
+    with sock:
+        uvicorn.Server(config).run(sockets=[sock])
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host``:``port`` (as uvicorn binds it); OSError with one line saying
+    why not (a port out of range, in use, an address this machine does not have)."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise OSError(f"--port must be in [0, 65535], got {port}")
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as e:
+        raise OSError(f"cannot listen on {host}:{port}: the address does not resolve ({e.strerror})") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        sock.bind(address)
+        sock.listen(2048)
+        sock.set_inheritable(True)
+    except OSError as e:
+        sock.close()
+        why = "the port is in use" if e.errno == errno.EADDRINUSE else (e.strerror or str(e))
+        raise OSError(f"cannot listen on {host}:{port}: {why}") from None
+    return sock

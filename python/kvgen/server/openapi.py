@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from kvgen.server.protocol import MAX_STOP_STRINGS, MAX_TOP_LOGPROBS
+from kvgen.server.protocol import IGNORED_FIELDS, MAX_STOP_STRINGS, MAX_TOP_LOGPROBS
 
 
 class _Strict(BaseModel):
@@ -22,17 +22,22 @@ class _Strict(BaseModel):
 
 class StreamOptions(_Strict):
     include_usage: bool = False
+    include_obfuscation: Optional[bool] = None
 
 
 class JsonSchemaFormat(_Strict):
     name: str = ""
+    description: Optional[str] = None
     schema_: dict[str, Any] = Field(alias="schema")
     strict: Optional[bool] = None
 
 
-class ResponseFormat(BaseModel):
+class ResponseFormat(_Strict):
+    """``text``; ``json_object`` (with llama.cpp's optional ``schema``); ``json_schema``."""
+
     type: Literal["text", "json_object", "json_schema"]
     json_schema: Optional[JsonSchemaFormat] = None
+    schema_: Optional[dict[str, Any]] = Field(None, alias="schema")
 
 
 class TextPart(BaseModel):
@@ -42,12 +47,37 @@ class TextPart(BaseModel):
 
 class Message(BaseModel):
     role: str
-    content: Union[str, list[TextPart]]
+    content: Union[str, list[TextPart], None] = None  # null in an assistant message with tool_calls
+    tool_calls: Optional[list[dict[str, Any]]] = None
+    tool_call_id: Optional[str] = None
+    name: Optional[str] = None
 
 
-class _Sampling(_Strict):
-    model: str
-    max_tokens: Optional[int] = Field(None, ge=1)
+class FunctionSpec(_Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    description: Optional[str] = None
+    parameters: Optional[dict[str, Any]] = None
+    strict: Optional[bool] = None
+
+
+class Tool(_Strict):
+    type: Literal["function"]
+    function: FunctionSpec
+
+
+class FunctionName(_Strict):
+    name: str
+
+
+class NamedToolChoice(_Strict):
+    type: Literal["function"]
+    function: FunctionName
+
+
+class _SamplingFields(_Strict):
+    model: Optional[str] = None  # the served model when left out
+    max_tokens: Optional[int] = Field(None, ge=0)  # 0: completions with echo only
+    prompt_logprobs: Optional[int] = Field(None, ge=0, le=20)
     temperature: Optional[float] = Field(None, ge=0.0, le=2.0)
     top_p: Optional[float] = Field(None, gt=0.0, le=1.0)
     n: Optional[int] = Field(None, ge=1, le=128)
@@ -72,6 +102,12 @@ class _Sampling(_Strict):
     guided_json: Optional[dict[str, Any]] = None
 
 
+# with OpenAI's optional fields that kvgen accepts and ignores (kvgen.server.protocol.IGNORED_FIELDS)
+_Sampling = create_model("_Sampling", __base__=_SamplingFields, **{
+    name: (Optional[Any], Field(None, description="accepted and ignored (an option of OpenAI's service)"))
+    for name in IGNORED_FIELDS})
+
+
 class CompletionRequest(_Sampling):
     """POST /v1/completions."""
 
@@ -86,6 +122,9 @@ class ChatRequest(_Sampling):
     """POST /v1/chat/completions."""
 
     messages: list[Message] = Field(min_length=1)
+    tools: Optional[list[Tool]] = None
+    tool_choice: Union[Literal["none", "auto", "required"], NamedToolChoice, None] = None
+    parallel_tool_calls: Optional[bool] = None
     logprobs: Optional[bool] = None
     top_logprobs: Optional[int] = Field(None, ge=0, le=MAX_TOP_LOGPROBS)
     max_completion_tokens: Optional[int] = Field(None, ge=1)

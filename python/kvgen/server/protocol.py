@@ -24,7 +24,14 @@ from kvgen._core import GenerationConfig
 
 #: OpenAI's default for /v1/completions (chat has none: up to the context).
 COMPLETIONS_DEFAULT_MAX_TOKENS = 16
-MAX_STOP_STRINGS = 4
+#: Stop strings per request at most (lm-eval's tasks pass several ``until`` strings).
+MAX_STOP_STRINGS = 32
+
+#: OpenAI's optional request fields that kvgen accepts and ignores (they steer OpenAI's own
+#: service: storage, billing, routing, reasoning models), so that clients that send them work.
+IGNORED_FIELDS = ("metadata", "store", "service_tier", "reasoning_effort",
+                  "prompt_cache_key", "safety_identifier", "verbosity", "modalities", "prediction",
+                  "audio", "web_search_options", "prompt_cache_retention")
 
 
 class ApiError(Exception):
@@ -77,6 +84,9 @@ class GenerationRequest:
     top_logprobs: int = 0         # alternatives per token (config.top_logprobs)
     echo: bool = False
     stops: list[str] = field(default_factory=list)
+    generate: bool = True         # False: max_tokens 0 (echo: scoring the prompt only)
+    prompt_logprobs: Optional[int] = None  # vLLM's: the prompt tokens' log-probs, with this many alternatives
+    tools: list[dict] = field(default_factory=list)  # chat's tools whose calls are parsed out of the reply
 
 
 # ---- field checkers: value -> checked value, or ApiError naming the field ----
@@ -144,16 +154,38 @@ def _logit_bias(vocab: int) -> Callable[[str, Any], dict[int, float]]:
     return check
 
 
+def _known_keys(name: str, value: dict, known: tuple[str, ...]) -> None:
+    """ApiError naming the first key of ``value`` that is not one of ``known``."""
+    unknown = sorted(set(value) - set(known))
+    if unknown:
+        raise ApiError(f"'{name}': unknown field(s): {', '.join(unknown)}", param=f"{name}.{unknown[0]}",
+                       code="unknown_field")
+
+
 def _stream_options(name: str, value: Any) -> bool:
-    if not isinstance(value, dict) or set(value) - {"include_usage"}:
+    if not isinstance(value, dict):
         raise _fail(name, "expected {\"include_usage\": bool}")
+    _known_keys(name, value, ("include_usage", "include_obfuscation"))
+    if value.get("include_obfuscation") is not None:
+        _boolean(f"{name}.include_obfuscation", value["include_obfuscation"])
     return _boolean(f"{name}.include_usage", value.get("include_usage", False))
 
 
 def _schema(name: str, value: Any) -> str:
-    """A JSON schema (an object) as the config's JSON text."""
+    """A JSON schema (an object, valid under the JSON Schema meta-schema) as the config's JSON text."""
     if not isinstance(value, dict):
         raise _fail(name, f"expected a JSON schema object, got {value!r}")
+    try:
+        import jsonschema
+    except ImportError:  # llguidance still refuses what it cannot compile
+        pass
+    else:
+        try:
+            jsonschema.validators.validator_for(value, default=jsonschema.Draft202012Validator).check_schema(value)
+        except jsonschema.SchemaError as e:
+            raise _fail(name, f"not a valid JSON schema: {e.message}") from None
+        except (RecursionError, ValueError, TypeError) as e:
+            raise _fail(name, f"not a valid JSON schema: {type(e).__name__}") from None
     return json.dumps(value)
 
 
@@ -163,15 +195,25 @@ def _response_format(name: str, value: Any) -> Optional[str]:
         raise _fail(name, "expected an object with a 'type'")
     kind = value["type"]
     if kind == "text":
+        _known_keys(name, value, ("type",))
         return None
-    if kind == "json_object":
+    if kind == "json_object":  # llama.cpp's and vLLM's "schema" narrows it
+        _known_keys(name, value, ("type", "schema"))
+        if value.get("schema") is not None:
+            return _schema(f"{name}.schema", value["schema"])
         return json.dumps({"type": "object"})
     if kind != "json_schema":
         raise _fail(name, f"type {kind!r} is not one of 'text', 'json_object', 'json_schema'")
+    _known_keys(name, value, ("type", "json_schema"))
     spec = value.get("json_schema")
     if not isinstance(spec, dict) or "schema" not in spec:
         raise _fail(f"{name}.json_schema", "expected {\"name\": ..., \"schema\": {...}, \"strict\": ...}")
+    _known_keys(f"{name}.json_schema", spec, ("name", "schema", "strict", "description"))
     _string(f"{name}.json_schema.name", spec.get("name", ""))
+    if spec.get("description") is not None:
+        _string(f"{name}.json_schema.description", spec["description"])
+    if spec.get("strict") is not None:
+        _boolean(f"{name}.json_schema.strict", spec["strict"])
     return _schema(f"{name}.json_schema.schema", spec["schema"])
 
 
@@ -188,7 +230,8 @@ def _anything(name: str, value: Any) -> Any:
 # Fields both endpoints share: name -> checker (the vocabulary-dependent ones are added per request).
 _SAMPLING_FIELDS: dict[str, Callable[[str, Any], Any]] = {
     "model": _string,
-    "max_tokens": _integer(1),
+    "max_tokens": _integer(0),  # 0: completions with echo only (scoring a prompt)
+    "prompt_logprobs": _integer(0, 20),
     "temperature": _real(0.0, 2.0),
     "top_p": _real(0.0, 1.0, open_low=True),
     "n": _integer(1, 128),
@@ -209,6 +252,7 @@ _SAMPLING_FIELDS: dict[str, Callable[[str, Any], Any]] = {
     "grammar": _string, "guided_grammar": _string,
     "choices": _choices, "guided_choice": _choices,
     "guided_json": _schema,
+    **{name: _anything for name in IGNORED_FIELDS},
 }
 
 # request field -> the GenerationConfig constraint field it sets
@@ -256,7 +300,8 @@ def _checked_fields(body: Any, fields: dict, vocab: int, required: tuple[str, ..
     for name in required:
         if body.get(name) is None:
             raise ApiError(f"'{name}' is required", param=name, code="missing_required_parameter")
-    return {name: fields[name](name, value) for name, value in body.items() if value is not None}
+    return {name: fields[name](name, value) for name, value in body.items()
+            if value is not None and name not in IGNORED_FIELDS}
 
 
 # GenerationConfig field -> the request field that sets it (for errors the config raises)
@@ -321,11 +366,15 @@ def _request(values: dict, prompts: list[list[int]], context: int, default_max: 
     n = values.get("n", 1)
     max_tokens = _max_tokens(values, prompts, context, default_max)
     limits.check_tokens(prompts, n, max_tokens)
-    config = _config(values, max_tokens, n)
+    config = _config(values, max(max_tokens, 1), n)
     config.top_logprobs = top_logprobs
+    if values.get("prompt_logprobs") is not None and values.get("stream"):
+        raise ApiError("'prompt_logprobs' is not supported with 'stream'", param="prompt_logprobs",
+                       code="unsupported_value")
     return GenerationRequest(prompts=prompts, config=config, n=n, stream=values.get("stream", False),
                              include_usage=values.get("stream_options", False), logprobs=logprobs,
-                             top_logprobs=top_logprobs, echo=values.get("echo", False), stops=values.get("stop", []))
+                             top_logprobs=top_logprobs, echo=values.get("echo", False), stops=values.get("stop", []),
+                             generate=max_tokens > 0, prompt_logprobs=values.get("prompt_logprobs"))
 
 
 def _prompt_ids(prompt: Any, model, limits: RequestLimits, n: int) -> list[list[int]]:
@@ -352,18 +401,93 @@ def _prompt_ids(prompt: Any, model, limits: RequestLimits, n: int) -> list[list[
 def completion_request(body: Any, model, limits: Optional[RequestLimits] = None) -> GenerationRequest:
     """The checked body of POST /v1/completions (within ``limits``, default RequestLimits())."""
     limits = limits or RequestLimits()
-    values = _checked_fields(body, _COMPLETION_FIELDS, model.vocab_size, ("model", "prompt"))
+    values = _checked_fields(body, _COMPLETION_FIELDS, model.vocab_size, ("prompt",))
     if values.get("suffix"):
         raise ApiError("'suffix' is not supported", param="suffix", code="unsupported_value")
     if values.get("best_of", values.get("n", 1)) != values.get("n", 1):
         raise ApiError("'best_of' must equal 'n' (kvgen returns every sequence it generates)", param="best_of")
     if values.get("echo") and values.get("stream"):
         raise ApiError("'echo' is not supported with 'stream'", param="echo", code="unsupported_value")
+    if values.get("max_tokens") == 0 and not values.get("echo"):
+        raise _fail("max_tokens", "0 needs 'echo': true (scoring the prompt); otherwise at least 1")
     logprobs = values.get("logprobs")
     n = values.get("n", 1)
     limits.check_prompts(1, n)
     return _request(values, _prompt_ids(values["prompt"], model, limits, n), model.context_length,
                     COMPLETIONS_DEFAULT_MAX_TOKENS, logprobs is not None, logprobs or 0, limits)
+
+
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def _tools(name: str, value: Any) -> list[dict]:
+    """OpenAI's ``tools``: function tools with unique names and JSON-schema parameters."""
+    if not isinstance(value, list):
+        raise _fail(name, "expected a list of {\"type\": \"function\", \"function\": {...}} objects")
+    out, names = [], set()
+    for i, tool in enumerate(value):
+        where = f"{name}[{i}]"
+        if not isinstance(tool, dict) or tool.get("type") != "function" or not isinstance(tool.get("function"), dict):
+            raise _fail(where, "expected {\"type\": \"function\", \"function\": {\"name\", \"parameters\", ...}}")
+        _known_keys(where, tool, ("type", "function"))
+        function = tool["function"]
+        _known_keys(f"{where}.function", function, ("name", "description", "parameters", "strict"))
+        fname = function.get("name")
+        if not isinstance(fname, str) or not _TOOL_NAME.fullmatch(fname):
+            raise _fail(f"{where}.function.name", "expected 1 to 64 letters, digits, '_' or '-'")
+        if fname in names:
+            raise _fail(f"{where}.function.name", f"{fname!r} is given twice")
+        names.add(fname)
+        if function.get("description") is not None:
+            _string(f"{where}.function.description", function["description"])
+        if function.get("strict") is not None:
+            _boolean(f"{where}.function.strict", function["strict"])
+        checked = {"name": fname}
+        if function.get("description") is not None:
+            checked["description"] = function["description"]
+        if function.get("parameters") is not None:
+            _schema(f"{where}.function.parameters", function["parameters"])
+            checked["parameters"] = function["parameters"]
+        out.append({"type": "function", "function": checked})
+    return out
+
+
+def _tool_choice(name: str, value: Any) -> Any:
+    if value in ("none", "auto", "required"):
+        return value
+    if isinstance(value, dict) and value.get("type") == "function" and isinstance(value.get("function"), dict):
+        _known_keys(name, value, ("type", "function"))
+        _known_keys(f"{name}.function", value["function"], ("name",))
+        return {"type": "function", "function": {"name": _string(f"{name}.function.name",
+                                                                   value["function"].get("name"))}}
+    raise _fail(name, "expected \"none\", \"auto\", \"required\" or {\"type\": \"function\", "
+                      "\"function\": {\"name\": ...}}")
+
+
+def _tool_calls(where: str, value: Any) -> list[dict]:
+    """An assistant message's ``tool_calls``, their arguments as objects (transformers' convention)."""
+    if not isinstance(value, list):
+        raise _fail(where, "expected a list of tool calls")
+    out = []
+    for k, call in enumerate(value):
+        if not isinstance(call, dict) or not isinstance(call.get("function"), dict) \
+                or not isinstance(call["function"].get("name"), str):
+            raise _fail(f"{where}[{k}]", "expected {\"id\", \"type\": \"function\", \"function\": {\"name\", "
+                                         "\"arguments\"}}")
+        arguments = call["function"].get("arguments", "{}")
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except ValueError:
+                raise _fail(f"{where}[{k}].function.arguments", "not valid JSON") from None
+        entry = {"type": "function", "function": {"name": call["function"]["name"], "arguments": arguments}}
+        if isinstance(call.get("id"), str):
+            entry["id"] = call["id"]
+        out.append(entry)
+    return out
+
+
+_CHAT_FIELDS.update(tools=_tools, tool_choice=_tool_choice, parallel_tool_calls=_boolean)
 
 
 def _messages(value: Any) -> list[dict]:
@@ -379,9 +503,54 @@ def _messages(value: Any) -> list[dict]:
                        for p in content):
                 raise _fail(f"messages[{i}].content", "only text content parts are supported")
             content = "".join(p["text"] for p in content)
+        message: dict[str, Any] = {"role": m["role"]}
+        if m.get("tool_calls") is not None and m["role"] == "assistant":
+            message["tool_calls"] = _tool_calls(f"messages[{i}].tool_calls", m["tool_calls"])
+            if content is None:
+                content = ""
         if not isinstance(content, str):
             raise _fail(f"messages[{i}].content", "expected a string")
-        out.append({"role": m["role"], "content": content})
+        message["content"] = content
+        for key in ("tool_call_id", "name"):
+            if isinstance(m.get(key), str):
+                message[key] = m[key]
+        out.append(message)
+    return out
+
+
+def _supports_tools(template: Optional[str]) -> bool:
+    return bool(template) and "tools" in template
+
+
+def _tools_prompt(tools: list[dict]) -> str:
+    """The Hermes system text that offers ``tools`` to a model whose template does not render them."""
+    listing = "\n".join(json.dumps(t, ensure_ascii=False) for t in tools)
+    return ("You may call one or more functions to assist with the user query. The functions are listed in "
+            f"<tools></tools> XML tags:\n<tools>\n{listing}\n</tools>\nFor each function call, return a JSON object "
+            "with the function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n"
+            '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>')
+
+
+def _without_tool_syntax(messages: list[dict], tools: list[dict]) -> list[dict]:
+    """``messages`` for a template that renders no tools: the tools offered in the system
+    message, an assistant's calls as Hermes ``<tool_call>`` blocks in its content."""
+    out = []
+    for m in messages:
+        m = dict(m)
+        calls = m.pop("tool_calls", None)
+        if calls:
+            blocks = "\n".join("<tool_call>\n" + json.dumps({"name": c["function"]["name"],
+                                                             "arguments": c["function"]["arguments"]}) +
+                               "\n</tool_call>" for c in calls)
+            m["content"] = f"{m['content']}\n{blocks}".strip()
+        m.pop("tool_call_id", None)
+        m.pop("name", None)
+        out.append(m)
+    if tools:
+        if out[0]["role"] == "system":
+            out[0] = {**out[0], "content": f"{out[0]['content']}\n\n{_tools_prompt(tools)}"}
+        else:
+            out.insert(0, {"role": "system", "content": _tools_prompt(tools)})
     return out
 
 
@@ -389,15 +558,41 @@ def chat_request(body: Any, model, limits: Optional[RequestLimits] = None) -> Ge
     """The checked body of POST /v1/chat/completions; the prompt is the model's chat template
     applied to the messages."""
     limits = limits or RequestLimits()
-    values = _checked_fields(body, _CHAT_FIELDS, model.vocab_size, ("model", "messages"))
+    values = _checked_fields(body, _CHAT_FIELDS, model.vocab_size, ("messages",))
+    if values.get("max_tokens") == 0:
+        raise _fail("max_tokens", "0 is out of range [1, inf]")
     messages = _messages(values["messages"])
+    tools, choice = values.get("tools", []), values.get("tool_choice", "auto" if values.get("tools") else "none")
+    if choice != "none" and not tools:
+        raise ApiError("'tool_choice' needs 'tools'", param="tool_choice")
+    if isinstance(choice, dict):
+        wanted = choice["function"]["name"]
+        if wanted not in {t["function"]["name"] for t in tools}:
+            raise _fail("tool_choice", f"{wanted!r} is not one of the tools")
+    offered = tools if choice != "none" else []
+    extra = {}
+    if _supports_tools(model.chat_template):
+        if offered:
+            extra["tools"] = offered
+    else:
+        messages = _without_tool_syntax(messages, offered)
     try:  # special-token text in a content is plain text: a user cannot forge a system turn
-        ids = model.encode_chat(messages, add_generation_prompt=True)
+        ids = model.encode_chat(messages, add_generation_prompt=True, **extra)
     except ValueError as e:
         raise _fail("messages", str(e)) from None
+    if choice == "required" or isinstance(choice, dict):
+        if _constraint(values) is not None:
+            raise ApiError("a constraint ('response_format', 'regex', ...) cannot be combined with tool_choice "
+                           f"{choice!r}", param="tool_choice")
+        from kvgen.server.tools import tool_grammar
+
+        chosen = tools if choice == "required" else [t for t in tools if t["function"]["name"] == wanted]
+        values = {**values, "grammar": tool_grammar(chosen, parallel=values.get("parallel_tool_calls", True))}
     top = values.get("top_logprobs", 0)
     if top and not values.get("logprobs"):
         raise ApiError("'top_logprobs' needs 'logprobs': true", param="top_logprobs")
     limits.check_prompts(1, values.get("n", 1))
     prompts = [ids]
-    return _request(values, prompts, model.context_length, None, values.get("logprobs", False), top, limits)
+    req = _request(values, prompts, model.context_length, None, values.get("logprobs", False), top, limits)
+    req.tools = offered
+    return req

@@ -10,6 +10,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Optional
 
+import numpy as np
+
 from kvgen.generation.detokenize import IncrementalText, StopStringFilter
 from kvgen.generation.engine import Engine, StepUpdate
 from kvgen.generation.request_setup import set_up_request
@@ -24,6 +26,33 @@ LOGPROB_FLOOR = -9999.0
 
 def _floor(logprob: float) -> float:
     return logprob if logprob >= LOGPROB_FLOOR else LOGPROB_FLOOR  # also NaN
+
+
+#: The longest prompt whose log-probs a request may ask for (its logits are held at once:
+#: length x vocabulary float32, 200 MB for SmolLM2's 49,152 tokens).
+MAX_SCORED_PROMPT = 1024
+
+
+def prompt_scores(model, prompt: list[int], top: int) -> list[tuple]:
+    """Per prompt token: (token, its log-probability given the tokens before it, the ``top``
+    most likely (token, log-probability) there, its rank there (1: the most likely)); the
+    first token has none (None, [], None). Model.forward's logits, log-softmax in float64."""
+    if len(prompt) > MAX_SCORED_PROMPT:
+        raise ApiError(f"prompt log-probs are computed for prompts of at most {MAX_SCORED_PROMPT} tokens, got "
+                       f"{len(prompt)}", param="prompt", code="invalid_value")
+    out: list[tuple] = [(prompt[0], None, [], None)]
+    if len(prompt) < 2:
+        return out
+    logits = model.forward(np.asarray(prompt, dtype=np.int64)[None, :-1])[0]  # [length - 1, vocab]
+    for i, row in enumerate(logits):
+        row = row.astype(np.float64)
+        peak = row.max()
+        logp = row - peak - np.log(np.exp(row - peak).sum())  # log-softmax
+        best = np.argsort(-logp, kind="stable")[:top] if top else []
+        chosen = float(logp[prompt[i + 1]])
+        out.append((prompt[i + 1], _floor(chosen), [(int(t), _floor(float(logp[t]))) for t in best],
+                    1 + int((logp > chosen).sum())))
+    return out
 
 
 def error_of(error: BaseException) -> ApiError:
@@ -114,6 +143,11 @@ class Completion:
                     stops = StopStringFilter(req.stops) if req.stops else None
                     self.choices.append(Choice(len(self.choices), i, k, text, stops))
 
+                if not req.generate:  # max_tokens 0: the prompt alone (scored by prompt_scores)
+                    for c in self.choices[-per_request:]:
+                        c.finish_reason = "length"
+                    continue
+
                 def post(update: StepUpdate, i: int = i) -> None:
                     loop.call_soon_threadsafe(self.updates.put_nowait, (i, update))
 
@@ -127,6 +161,11 @@ class Completion:
                     self.cancel()
                     raise ApiError(str(e), status=503, kind="server_error", code="shutting_down") from None
         self.prompt_tokens = sum(len(p) for p in req.prompts)
+        self.prompt_scores: list[list[tuple]] = []
+
+    def score_prompts(self, top: int) -> None:
+        """The prompts' token log-probs (prompt_scores, per prompt), for echo and prompt_logprobs."""
+        self.prompt_scores = [prompt_scores(self.server.model, p, top) for p in self.req.prompts]
 
     def cancel(self) -> None:
         """Cancels every engine request of this generation (their slots free at the next step)."""
@@ -206,10 +245,43 @@ class Responder:
             logprobs = None
             if gen.req.logprobs:
                 logprobs = self.completion_logprobs(gen, c, text_start=len(text) - len(c.emitted))
-            choices.append({"index": c.index, "text": text, "logprobs": logprobs,
-                            "finish_reason": c.finish_reason})
+                if gen.req.echo:
+                    logprobs = self._echo_logprobs(gen, c, logprobs)
+            choice = {"index": c.index, "text": text, "logprobs": logprobs, "finish_reason": c.finish_reason}
+            if gen.req.prompt_logprobs is not None:
+                choice["prompt_logprobs"] = self.vllm_prompt_logprobs(gen.prompt_scores[c.index // gen.req.n])
+            choices.append(choice)
         return {"id": cid, "object": "text_completion", "created": int(time.time()), "model": self.name,
                 "choices": choices, "usage": gen.usage()}
+
+    def _echo_logprobs(self, gen: Completion, choice: Choice, generated: dict) -> dict:
+        """OpenAI's echo logprobs: the prompt's tokens (the first one's log-prob null) before the
+        generated ones'; text offsets from the start of the echoed text."""
+        scores = gen.prompt_scores[choice.index // gen.req.n]
+        tokens = [self.token_text(t) for t, *_ in scores]
+        offsets, at = [], 0
+        for t in tokens:
+            offsets.append(at)
+            at += len(t)
+        top = None
+        if gen.req.top_logprobs:
+            top = [None] + [{**{self.token_text(i): lp for i, lp in alternatives}, text: lp}
+                            for text, (_, lp, alternatives, _) in zip(tokens[1:], scores[1:])]
+            top += generated["top_logprobs"]
+        return {"tokens": tokens + generated["tokens"],
+                "token_logprobs": [lp for _, lp, *_ in scores] + generated["token_logprobs"],
+                "top_logprobs": top, "text_offset": offsets + generated["text_offset"]}
+
+    def vllm_prompt_logprobs(self, scores: list[tuple]) -> list[Optional[dict]]:
+        """vLLM's prompt_logprobs: per prompt token, null for the first, else {token id:
+        {logprob, rank, decoded_token}} for the token and the top alternatives."""
+        out: list[Optional[dict]] = [None]
+        for token, lp, alternatives, rank in scores[1:]:
+            entry = {str(t): {"logprob": alp, "rank": k + 1, "decoded_token": self.token_text(t)}
+                     for k, (t, alp) in enumerate(alternatives)}
+            entry[str(token)] = {"logprob": lp, "rank": rank, "decoded_token": self.token_text(token)}
+            out.append(entry)
+        return out
 
     def _prompt_text(self, gen: Completion, choice: Choice) -> str:
         return self.model.decode(gen.req.prompts[choice.index // gen.req.n])
@@ -228,13 +300,29 @@ class Responder:
             content.append({**self._token_logprob(t, lp), "top_logprobs": top})
         return {"content": content}
 
+    def chat_message(self, gen: Completion, choice: Choice) -> tuple[dict, Optional[str]]:
+        """The assistant message of a finished choice and its finish_reason: with tools, the
+        calls in its text become ``tool_calls`` (finish_reason "tool_calls")."""
+        if gen.req.tools:
+            from kvgen.server.tools import parse_tool_calls
+
+            content, calls = parse_tool_calls(choice.emitted, {t["function"]["name"] for t in gen.req.tools})
+            if calls:
+                return {"role": "assistant", "content": content, "tool_calls": calls}, "tool_calls"
+        return {"role": "assistant", "content": choice.emitted}, choice.finish_reason
+
     def chat_body(self, gen: Completion, cid: str) -> dict:
         """The /v1/chat/completions response of a finished generation."""
-        choices = [{"index": c.index, "message": {"role": "assistant", "content": c.emitted},
-                    "logprobs": self.chat_logprobs(c) if gen.req.logprobs else None,
-                    "finish_reason": c.finish_reason} for c in gen.choices]
-        return {"id": cid, "object": "chat.completion", "created": int(time.time()), "model": self.name,
+        choices = []
+        for c in gen.choices:
+            message, reason = self.chat_message(gen, c)
+            choices.append({"index": c.index, "message": message,
+                            "logprobs": self.chat_logprobs(c) if gen.req.logprobs else None, "finish_reason": reason})
+        body = {"id": cid, "object": "chat.completion", "created": int(time.time()), "model": self.name,
                 "choices": choices, "usage": gen.usage()}
+        if gen.req.prompt_logprobs is not None:
+            body["prompt_logprobs"] = self.vllm_prompt_logprobs(gen.prompt_scores[0])
+        return body
 
     # ---- streaming ----
 
@@ -242,6 +330,7 @@ class Responder:
         """The server-sent events of a streamed generation, ending with [DONE]."""
         created = int(time.time())
         kind = "chat.completion.chunk" if chat else "text_completion"
+        finished: set[int] = set()  # the choices whose finish_reason is sent
 
         def chunk(choices: list, usage: Optional[dict] = None) -> str:
             body: dict[str, Any] = {"id": cid, "object": kind, "created": created, "model": self.name,
@@ -251,32 +340,48 @@ class Responder:
             return f"data: {json.dumps(body)}\n\n"
 
         try:
+            # OpenAI's shape: one choice per chunk; a choice's text pieces, then a chunk with an
+            # empty delta (text "") that carries its finish_reason
             if chat:
-                yield chunk([{"index": c.index, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
-                              "finish_reason": None} for c in gen.choices])
+                for c in gen.choices:
+                    yield chunk([{"index": c.index, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
+                                  "finish_reason": None}])
+            if chat and gen.req.tools:  # the calls are known at the end: the reply is sent whole
+                async for _ in gen.steps():
+                    pass
+                for c in gen.choices:
+                    message, reason = self.chat_message(gen, c)
+                    logprobs = self.chat_logprobs(c) if gen.req.logprobs else None
+                    if message["content"]:
+                        yield chunk([{"index": c.index, "delta": {"content": message["content"]},
+                                      "logprobs": logprobs, "finish_reason": None}])
+                    for k, call in enumerate(message.get("tool_calls", [])):
+                        yield chunk([{"index": c.index, "delta": {"tool_calls": [{"index": k, **call}]},
+                                      "logprobs": None, "finish_reason": None}])
+                    yield chunk([{"index": c.index, "delta": {}, "logprobs": None, "finish_reason": reason}])
+                if gen.req.include_usage:
+                    yield chunk([], gen.usage())
+                yield "data: [DONE]\n\n"
+                return
             sent_tokens = {c.index: 0 for c in gen.choices}
             sent_text = {c.index: 0 for c in gen.choices}
             async for step in gen.steps():
-                out = []
                 for c, piece in step:
                     start = sent_tokens[c.index]
-                    if not piece and c.finish_reason is None:
-                        continue  # the tokens' text is held back (a partial character or stop string)
-                    sent_tokens[c.index] = len(c.tokens)
-                    logprobs = None
-                    if gen.req.logprobs:
-                        logprobs = (self.chat_logprobs(c, start) if chat else
-                                    self.completion_logprobs(gen, c, start, sent_text[c.index]))
-                    sent_text[c.index] += len(piece)
-                    if chat:
-                        delta = {"content": piece} if piece else {}
-                        out.append({"index": c.index, "delta": delta, "logprobs": logprobs,
-                                    "finish_reason": c.finish_reason})
-                    else:
-                        out.append({"index": c.index, "text": piece, "logprobs": logprobs,
-                                    "finish_reason": c.finish_reason})
-                if out:
-                    yield chunk(out)
+                    if piece or (c.finish_reason is not None and len(c.tokens) > start):
+                        sent_tokens[c.index] = len(c.tokens)
+                        logprobs = None
+                        if gen.req.logprobs:
+                            logprobs = (self.chat_logprobs(c, start) if chat else
+                                        self.completion_logprobs(gen, c, start, sent_text[c.index]))
+                        sent_text[c.index] += len(piece)
+                        if piece or logprobs is not None:
+                            text = {"delta": {"content": piece}} if chat else {"text": piece}
+                            yield chunk([{"index": c.index, **text, "logprobs": logprobs, "finish_reason": None}])
+                    if c.finish_reason is not None and c.index not in finished:
+                        finished.add(c.index)
+                        end = {"delta": {}} if chat else {"text": ""}
+                        yield chunk([{"index": c.index, **end, "logprobs": None, "finish_reason": c.finish_reason}])
             if gen.req.include_usage:
                 yield chunk([], gen.usage())
             yield "data: [DONE]\n\n"

@@ -1,0 +1,203 @@
+"""Tool calls: parsed out of the model's text (Hermes / Qwen ``<tool_call>`` blocks, Llama
+3.1's JSON) into OpenAI's ``tool_calls``, and the llguidance grammar that makes the real
+SmolLM2's calls parse and validate against the tools' JSON schemas."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+
+import kvgen
+from kvgen.server.tools import parse_tool_calls, tool_grammar
+
+WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "The weather in a city",
+                                            "parameters": {"type": "object", "properties": {
+                                                "city": {"type": "string"},
+                                                "unit": {"type": "string", "enum": ["C", "F"]}},
+                                                "required": ["city", "unit"], "additionalProperties": False}}}
+ADD = {"type": "function", "function": {"name": "add", "parameters": {
+    "type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}}}
+NAMES = {"get_weather", "add"}
+
+
+def _calls(calls):
+    return [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in calls]
+
+
+def test_hermes_blocks_become_openai_tool_calls():
+    text = ('Let me check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "unit": "C"}}\n'
+            '</tool_call>\n<tool_call>{"name": "add", "arguments": "{\\"a\\": 1, \\"b\\": 2}"}</tool_call>')
+    content, calls = parse_tool_calls(text, NAMES)
+    assert content == "Let me check."
+    assert _calls(calls) == [("get_weather", {"city": "Paris", "unit": "C"}), ("add", {"a": 1, "b": 2})]
+    assert all(c["type"] == "function" and c["id"].startswith("call_") for c in calls)
+    assert len({c["id"] for c in calls}) == 2
+    # the closing tag may be cut off at the end of the text
+    assert _calls(parse_tool_calls('<tool_call>{"name": "add", "arguments": {"a": 1, "b": 2}}', NAMES)[1]) == \
+        [("add", {"a": 1, "b": 2})]
+
+
+def test_llama_json_calls():
+    content, calls = parse_tool_calls('<|python_tag|>{"name": "add", "parameters": {"a": 3, "b": 4}}', NAMES)
+    assert content is None and _calls(calls) == [("add", {"a": 3, "b": 4})]
+    text = '{"name": "add", "parameters": {"a": 1, "b": 2}}; {"name": "get_weather", "parameters": {"city": "Rome", ' \
+           '"unit": "F"}}'
+    assert _calls(parse_tool_calls(text, NAMES)[1]) == [("add", {"a": 1, "b": 2}),
+                                                        ("get_weather", {"city": "Rome", "unit": "F"})]
+
+
+@pytest.mark.parametrize("text", [
+    "Just text, no call.",
+    '{"name": "unknown_tool", "parameters": {}}',                      # not one of the tools
+    '<tool_call>{"name": "add", "arguments": {"a": 1</tool_call>',      # broken JSON
+    '{"answer": 42}',                                                  # JSON that is no call
+    '{"name": "add", "parameters": [1, 2]}',                           # arguments not an object
+])
+def test_what_is_not_a_call_stays_text(text):
+    assert parse_tool_calls(text, NAMES) == (text, [])
+
+
+@pytest.mark.parametrize("question, tool", [("What is the weather in Paris?", WEATHER), ("What is 2 plus 3?", ADD)])
+def test_the_grammar_makes_the_models_call_parse_and_validate(smollm2_model, question, tool):
+    grammar = tool_grammar([WEATHER, ADD], parallel=False)
+    config = kvgen.GenerationConfig(max_new_tokens=80, grammar=grammar)
+    text = kvgen.Generator(smollm2_model, config).chat([{"role": "user", "content": question}])
+    content, calls = parse_tool_calls(text, NAMES)
+    assert content is None and len(calls) == 1, text
+    name, arguments = _calls(calls)[0]
+    schema = next(t for t in (WEATHER, ADD) if t["function"]["name"] == name)["function"]["parameters"]
+    jsonschema.validate(arguments, schema)
+
+
+def test_a_named_tool_grammar_allows_that_tool_only(smollm2_model):
+    config = kvgen.GenerationConfig(max_new_tokens=80, grammar=tool_grammar([ADD], parallel=False))
+    text = kvgen.Generator(smollm2_model, config).chat([{"role": "user", "content": "Weather in Oslo?"}])
+    (name, arguments), = _calls(parse_tool_calls(text, NAMES)[1])
+    assert name == "add"
+    jsonschema.validate(arguments, ADD["function"]["parameters"])
+
+
+# ---- through kvgen serve, with the official openai client ----
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    from tests.support.serve_process import ServeProcess
+
+    proc = ServeProcess(tmp_path_factory.mktemp("serve") / "serve.log", "--max-batch", "4", "--threads", "2")
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture(scope="module")
+def client(served):
+    import openai
+
+    return openai.OpenAI(base_url=f"{served.url}/v1", api_key="none", max_retries=0, timeout=120)
+
+
+def _reference(model, messages, tools, grammar=None, max_new_tokens=60):
+    """kvgen's own generation on the prompt the server renders (the tools in a Hermes system
+    message: SmolLM2's template renders none)."""
+    from kvgen.server.protocol import _messages, _without_tool_syntax
+
+    ids = model.encode_chat(_without_tool_syntax(_messages(messages), tools), add_generation_prompt=True)
+    config = kvgen.GenerationConfig(max_new_tokens=max_new_tokens, top_k=0, grammar=grammar)
+    out = kvgen.Generator(model, config).generate([ids], eos_token_id=[model.eos_token_id,
+                                                                      model.end_of_turn_token_id])
+    return len(ids), model.decode(out.sequences[0][0], skip_special_tokens=True)
+
+
+QUESTION = [{"role": "user", "content": "What is the weather in Paris, in Celsius?"}]
+
+
+def test_required_tool_choice_returns_a_valid_call(client, smollm2_model):
+    out = client.chat.completions.create(model="m", messages=QUESTION, tools=[WEATHER, ADD], tool_choice="required",
+                                         parallel_tool_calls=False, max_tokens=60, temperature=0)
+    choice = out.choices[0]
+    assert choice.finish_reason == "tool_calls" and choice.message.content is None
+    (call,) = choice.message.tool_calls
+    prompt_tokens, text = _reference(smollm2_model, QUESTION, [WEATHER, ADD], tool_grammar([WEATHER, ADD],
+                                                                                          parallel=False))
+    assert out.usage.prompt_tokens == prompt_tokens
+    assert [(call.function.name, json.loads(call.function.arguments))] == _calls(parse_tool_calls(text, NAMES)[1])
+    schema = {"get_weather": WEATHER, "add": ADD}[call.function.name]["function"]["parameters"]
+    jsonschema.validate(json.loads(call.function.arguments), schema)
+
+
+def test_a_named_tool_choice_and_the_streamed_call(client):
+    args = dict(model="m", messages=QUESTION, tools=[WEATHER, ADD], max_tokens=60, temperature=0,
+                tool_choice={"type": "function", "function": {"name": "add"}})
+    whole = client.chat.completions.create(**args)
+    (call,) = whole.choices[0].message.tool_calls
+    assert call.function.name == "add"
+    jsonschema.validate(json.loads(call.function.arguments), ADD["function"]["parameters"])
+    chunks = list(client.chat.completions.create(**args, stream=True))
+    deltas = [d for c in chunks for d in (c.choices[0].delta.tool_calls or [])]
+    assert [(d.function.name, json.loads(d.function.arguments)) for d in deltas] == \
+        [("add", json.loads(call.function.arguments))]
+    assert chunks[-1].choices[0].finish_reason == "tool_calls"
+
+
+def test_tool_choice_none_is_plain_chat(client, smollm2_model):
+    out = client.chat.completions.create(model="m", messages=QUESTION, tools=[WEATHER], tool_choice="none",
+                                         max_tokens=12, temperature=0)
+    reply = kvgen.Generator(smollm2_model, kvgen.GenerationConfig(max_new_tokens=12)).chat(QUESTION)
+    assert out.choices[0].message.content == reply and not out.choices[0].message.tool_calls
+
+
+def test_a_history_with_tool_calls_and_results(client, smollm2_model):
+    history = QUESTION + [
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function", "function": {
+            "name": "get_weather", "arguments": json.dumps({"city": "Paris", "unit": "C"})}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "21 degrees, sunny"}]
+    out = client.chat.completions.create(model="m", messages=history, tools=[WEATHER], max_tokens=20, temperature=0)
+    prompt_tokens, text = _reference(smollm2_model, history, [WEATHER], max_new_tokens=20)
+    assert out.usage.prompt_tokens == prompt_tokens
+    content, calls = parse_tool_calls(text, {"get_weather"})
+    assert out.choices[0].message.content == content
+    assert _calls([c.model_dump() for c in out.choices[0].message.tool_calls or []]) == _calls(calls)
+
+
+@pytest.mark.parametrize("tools, choice", [
+    ([{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}, "bogus": 1}}], "auto"),
+    ([{"type": "function", "function": {"name": "bad name!"}}], "auto"),
+    ([{"type": "function", "function": {"name": "f", "parameters": {"type": 5}}}], "auto"),
+    ([WEATHER], {"type": "function", "function": {"name": "missing"}}),
+    ([WEATHER], "sometimes"),
+])
+def test_bad_tools_are_a_400(served, tools, choice):
+    status, _, body = served.request("/v1/chat/completions", {"messages": QUESTION, "tools": tools,
+                                                              "tool_choice": choice, "max_tokens": 2})
+    assert status == 400, body
+
+
+def test_a_template_that_renders_tools_gets_them_and_the_history_as_transformers_does(smollm2_model):
+    """The request's tools and OpenAI-shaped history (arguments as a JSON string, null content)
+    reach a tool-rendering template (Qwen3's style) as transformers' apply_chat_template(tools=...)
+    renders them (arguments as an object)."""
+    import copy
+    from pathlib import Path
+
+    import transformers
+
+    from kvgen.server.protocol import chat_request
+
+    template = (Path(__file__).parents[1] / "data" / "qwen3_style_chat_template.jinja").read_text()
+    model = copy.copy(smollm2_model)
+    model.chat_template = template
+    history = QUESTION + [
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function", "function": {
+            "name": "get_weather", "arguments": json.dumps({"city": "Paris", "unit": "C"})}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "21 degrees"}]
+    req = chat_request({"messages": history, "tools": [WEATHER], "max_tokens": 4}, model)
+    hf_history = QUESTION + [
+        {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {
+            "name": "get_weather", "arguments": {"city": "Paris", "unit": "C"}}}]},
+        {"role": "tool", "content": "21 degrees"}]
+    hf = transformers.PreTrainedTokenizerFast(tokenizer_object=model._need_tokenizer())
+    text = hf.apply_chat_template(hf_history, chat_template=template, tools=[WEATHER], tokenize=False,
+                                  add_generation_prompt=True)
+    assert "get_weather" in text and "21 degrees" in text
+    assert req.prompts[0] == model.encode(text, add_special_tokens=False)
