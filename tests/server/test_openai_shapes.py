@@ -35,7 +35,7 @@ def client(served):
 
 
 def greedy_text(model, prompt_ids, max_new_tokens) -> str:
-    out = kvgen.Generator(model, kvgen.GenerationConfig(max_new_tokens=max_new_tokens, top_k=0)).generate([prompt_ids])
+    out = kvgen.Generator(model, kvgen.GenerationConfig(max_new_tokens=max_new_tokens)).generate([prompt_ids])
     return model.decode(out.sequences[0][0], skip_special_tokens=True)
 
 

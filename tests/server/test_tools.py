@@ -103,7 +103,7 @@ def _reference(model, messages, tools, grammar=None, max_new_tokens=60):
     from kvgen.server.protocol import _messages, _without_tool_syntax
 
     ids = model.encode_chat(_without_tool_syntax(_messages(messages), tools), add_generation_prompt=True)
-    config = kvgen.GenerationConfig(max_new_tokens=max_new_tokens, top_k=0, grammar=grammar)
+    config = kvgen.GenerationConfig(max_new_tokens=max_new_tokens, grammar=grammar)
     out = kvgen.Generator(model, config).generate([ids], eos_token_id=[model.eos_token_id,
                                                                       model.end_of_turn_token_id])
     return len(ids), model.decode(out.sequences[0][0], skip_special_tokens=True)
