@@ -14,24 +14,11 @@ import sys
 import numpy as np
 import openai
 import pytest
-from tests.support.serve_process import ServeProcess
 
 import kvgen
 from kvgen.server.protocol import IGNORED_FIELDS, MAX_STOP_STRINGS
 
 PROMPT = "The three primary colors are"
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    proc = ServeProcess(tmp_path_factory.mktemp("serve") / "serve.log", "--max-batch", "4", "--threads", "2")
-    yield proc
-    proc.stop()
-
-
-@pytest.fixture(scope="module")
-def client(served):
-    return openai.OpenAI(base_url=f"{served.url}/v1", api_key="none", max_retries=0, timeout=120)
 
 
 def greedy_text(model, prompt_ids, max_new_tokens) -> str:

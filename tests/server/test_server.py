@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
-import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -18,6 +15,7 @@ import jsonschema
 import numpy as np
 import openai
 import pytest
+from serve_process import ServeProcess
 
 import kvgen
 
@@ -25,39 +23,18 @@ API_KEY = "test-key"
 MAX_BATCH = 8
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    port = _free_port()
-    log = tmp_path_factory.mktemp("serve") / "serve.log"
-    with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "kvgen", "serve", "--port", str(port), "--max-batch",
-                                 str(MAX_BATCH), "--threads", "2", "--api-key", API_KEY],
-                                stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2):
-                break
-        except (urllib.error.URLError, ConnectionError):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"kvgen serve did not start:\n{log.read_text()}")
-            time.sleep(0.3)
-    yield url
-    proc.terminate()
-    proc.wait(timeout=30)
+    proc = ServeProcess(tmp_path_factory.mktemp("serve") / "serve.log", "--max-batch", str(MAX_BATCH), "--threads",
+                        "2", "--api-key", API_KEY)
+    yield proc.url
+    proc.stop()
 
 
 @pytest.fixture(scope="module")
 def client(server):
-    return openai.OpenAI(base_url=f"{server}/v1", api_key=API_KEY, max_retries=0, timeout=120)
+    with openai.OpenAI(base_url=f"{server}/v1", api_key=API_KEY, max_retries=0, timeout=120) as c:
+        yield c
 
 
 @pytest.fixture

@@ -81,22 +81,6 @@ def test_a_named_tool_grammar_allows_that_tool_only(smollm2_model):
 
 # ---- through kvgen serve, with the official openai client ----
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    from tests.support.serve_process import ServeProcess
-
-    proc = ServeProcess(tmp_path_factory.mktemp("serve") / "serve.log", "--max-batch", "4", "--threads", "2")
-    yield proc
-    proc.stop()
-
-
-@pytest.fixture(scope="module")
-def client(served):
-    import openai
-
-    return openai.OpenAI(base_url=f"{served.url}/v1", api_key="none", max_retries=0, timeout=120)
-
-
 def _reference(model, messages, tools, grammar=None, max_new_tokens=60):
     """kvgen's own generation on the prompt the server renders (the tools in a Hermes system
     message: SmolLM2's template renders none)."""
