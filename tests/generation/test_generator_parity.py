@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
+import transformers
 from hf_models import HFStepper, hf_generate, random_gpt2
 
 import kvgen
@@ -129,3 +131,51 @@ def test_last_logits_are_hf_scores_and_a_view():
         views.append(view)
     assert all(np.shares_memory(views[0], v) for v in views[1:])  # one buffer, no copies
     assert views[0].base is not None and not views[0].flags.owndata
+
+
+class TableGPT2(transformers.GPT2LMHeadModel):
+    """A GPT-2 (its KV cache, as beam search reorders it) whose logits at a position are row
+    ``token % len(table)`` of a fixed table: exact in every run, so equal values tie exactly,
+    within a row and across beams (a real model's rows of identical states can differ in
+    the last bits between batch positions)."""
+
+    def forward(self, input_ids=None, **kwargs):
+        out = super().forward(input_ids=input_ids, **kwargs)
+        out.logits = self.table[input_ids % self.table.shape[0]].to(out.logits.dtype)
+        return out
+
+
+def tied_gpt2(ties: str):
+    """A TableGPT2 over vocab 97 whose logits are all 0.0 ("all") or drawn from three values
+    in 8 rows ("levels": about 32 tokens share each value, and paths through different
+    rows reach the same scores)."""
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(vocab_size=97, n_positions=128, n_embd=32, n_layer=1, n_head=4,
+                                     bos_token_id=0, eos_token_id=1)
+    model = TableGPT2(config).eval()
+    table = torch.zeros(1, 97) if ties == "all" else torch.randint(0, 3, (8, 97)).float() * 0.75
+    model.register_buffer("table", table)
+    return model
+
+
+TIE_CASES = [
+    dict(num_beams=2, num_return_sequences=2, early_stopping=False),
+    dict(num_beams=3, num_return_sequences=3, early_stopping=True),
+    dict(num_beams=4, num_return_sequences=4, early_stopping="never"),
+    dict(num_beams=5, num_return_sequences=3, early_stopping=False, length_penalty=2.0),
+]
+
+
+@pytest.mark.parametrize("ties", ["all", "levels"])
+@pytest.mark.parametrize("beam", TIE_CASES, ids=lambda b: "b{num_beams}-n{num_return_sequences}".format(**b))
+@pytest.mark.parametrize("eos", [[1], [3, 40]], ids=["eos1", "eos2"])
+def test_beam_search_breaks_exact_ties_as_torch_topk(ties, beam, eos):
+    """Under exactly tied scores the order is torch.topk's on the CPU (libstdc++'s heap or
+    nth_element order, neither positional nor stable): the same sequences and scores as
+    transformers' beam search."""
+    model = tied_gpt2(ties)
+    settings = dict(do_sample=False, max_new_tokens=6, eos_token_id=eos, **beam)
+    hf_gen, hf_out, result = run_both(model, BATCH, **settings)
+    per_input = beam["num_return_sequences"]
+    assert_same_sequences(hf_gen, result, per_input)
+    np.testing.assert_allclose(np.array(result.scores).ravel(), hf_out.sequences_scores.numpy(), atol=1e-4)

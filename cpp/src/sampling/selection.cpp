@@ -2,6 +2,7 @@
 #include "kvgen/sampling/selection.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -93,6 +94,25 @@ int64_t top_k(const float* vals, int64_t n, int64_t k, int32_t* out, Workspace& 
   const int64_t count = collect_at_least(vals, n, threshold, out);
   sort_descending(vals, out, count);
   return count;
+}
+
+void torch_top_k(const float* vals, int64_t n, int64_t k, int64_t* out,
+                 std::vector<std::pair<float, int64_t>>& scratch) {
+  using Item = std::pair<float, int64_t>;  // (value, position), as torch's queue
+  scratch.resize(n);
+  for (int64_t i = 0; i < n; ++i) scratch[i] = {vals[i], i};
+  // torch's comparator: NaN first, then larger first; positions never compared
+  const auto first = [](const Item& x, const Item& y) {
+    return (std::isnan(x.first) && !std::isnan(y.first)) || x.first > y.first;
+  };
+  const auto begin = scratch.begin();
+  if (k * 64 <= n) {
+    std::partial_sort(begin, begin + k, begin + n, first);
+  } else {
+    std::nth_element(begin, begin + (k - 1), begin + n, first);
+    std::sort(begin, begin + (k - 1), first);
+  }
+  for (int64_t i = 0; i < k; ++i) out[i] = scratch[i].second;
 }
 
 int64_t smallest_prefix_by_mass(const float* keys, const float* weights, int64_t n, double target,

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 
 #include "kvgen/kernels/vector_math.h"
 #include "kvgen/limits.h"
@@ -68,37 +67,25 @@ float BeamSearch::raw_logprob(const BeamStepInput& in, int64_t r, int64_t t) {
 }
 
 void BeamSearch::select_top(const BeamStepInput& in, int64_t b) {
-  const int64_t vocab = in.vocab;
-  // Adding a beam's running score keeps the order within its row, so the best K of all
-  // beams are among the best K of each beam. The pool keeps the best K so far plus one
-  // beam's, so it stays O(K) however many beams there are.
-  if (static_cast<int64_t>(positions_.size()) < vocab) positions_.resize(vocab);
-  ws_.reserve(vocab);
-  const int64_t k = std::min(keep_, vocab);
-  // best K by score; ties by flat index (beam-major), as a stable top-k over beams * vocab
-  const auto better = [vocab](const Candidate& x, const Candidate& y) {
-    if (x.score != y.score) return x.score > y.score;
-    return x.parent * vocab + x.token < y.parent * vocab + y.token;
-  };
-  pool_.clear();
+  // HF: torch.topk(accumulated log-probs, K) over the input's beams * vocab, beam-major;
+  // the sums are float32, as torch's, and ties fall in torch's order.
+  const int64_t vocab = in.vocab, n = beams_ * vocab;
+  const int64_t k = std::min(keep_, n);
+  flat_.resize(n);  // (beams * vocab) accumulated log-probs
   for (int64_t j = 0; j < beams_; ++j) {
     const int64_t r = b * beams_ + j;
     const float* row = in.logprobs + r * vocab;
-    const int64_t count = selection::top_k(row, vocab, k, positions_.data(), ws_);
-    for (int64_t i = 0; i < std::min(count, k); ++i) {
-      const int64_t t = positions_[i];
-      pool_.push_back({row[t] + running_score_[r], r, t, row[t], raw_logprob(in, r, t), FinishReason::None});
-    }
-    // `better` is a strict total order, so trimming to the best K loses none of the final
-    // K; trimming only at 2K keeps the selections O(1) per candidate
-    if (static_cast<int64_t>(pool_.size()) >= 2 * keep_) {
-      std::nth_element(pool_.begin(), pool_.begin() + keep_, pool_.end(), better);
-      pool_.resize(keep_);
-    }
+    float* out = flat_.data() + j * vocab;
+    const float running = running_score_[r];
+    for (int64_t t = 0; t < vocab; ++t) out[t] = row[t] + running;
   }
-  const int64_t take = std::min<int64_t>(keep_, static_cast<int64_t>(pool_.size()));
-  std::partial_sort(pool_.begin(), pool_.begin() + take, pool_.end(), better);
-  cands_.assign(pool_.begin(), pool_.begin() + take);
+  picks_.resize(std::max(k, beams_));
+  selection::torch_top_k(flat_.data(), n, k, picks_.data(), topk_scratch_);
+  cands_.clear();
+  for (int64_t i = 0; i < k; ++i) {
+    const int64_t r = b * beams_ + picks_[i] / vocab, t = picks_[i] % vocab;
+    cands_.push_back({flat_[picks_[i]], r, t, in.logprobs[r * vocab + t], raw_logprob(in, r, t), FinishReason::None});
+  }
 }
 
 void BeamSearch::select_sampled(const BeamStepInput& in, int64_t b, const BeamDrawKeys& keys) {
@@ -130,39 +117,47 @@ void BeamSearch::select_sampled(const BeamStepInput& in, int64_t b, const BeamDr
 }
 
 void BeamSearch::finish(int64_t b, const Sequences& seqs, const StepTops& tops) {
+  // HF _update_finished_beams: the finished slots and every candidate, the candidate's score
+  // length-penalised and pushed down by -1e9 for each reason it cannot finish (float32 adds,
+  // as torch's), and torch.topk(num_beams) of them all is the new list. A running entry
+  // can only take a slot that nothing better took; with a very negative length_penalty
+  // (finished scores far below -1e9) such entries are what HF returns.
   std::vector<Slot>& slots = finished_[b];
   const bool full = std::all_of(slots.begin(), slots.end(), [](const Slot& s) { return s.finished; });
-  if (!improvable_[b] || (full && early_ == EarlyStopping::True)) return;
-  // Only the first num_beams candidates may finish (the rest only keep beams alive).
-  const int64_t eligible = std::min<int64_t>(beams_, static_cast<int64_t>(cands_.size()));
-  for (int64_t k = 0; k < eligible; ++k) {
+  const int64_t count = static_cast<int64_t>(cands_.size());
+  merged_.resize(beams_ + count);  // (beams + candidates) slot scores, then the candidates'
+  for (int64_t i = 0; i < beams_; ++i) merged_[i] = slots[i].score;
+  for (int64_t k = 0; k < count; ++k) {
     const Candidate& c = cands_[k];
-    const bool hit = c.hit != FinishReason::None;
-    const int64_t len = seqs.generated(c.parent) + 1;
-    // HF merges every candidate into the finished pool, a running one at kNotRunning below
-    // its score: it can only fill a slot that nothing better took. With a very negative
-    // length_penalty (finished scores far below -1e9) such entries are what HF returns.
-    const float score = c.score / length_divisor(len, length_penalty_) + (hit ? 0.0f : kNotRunning);
-    // the worst slot (slots are kept best first) gives way if this one is better; an empty
-    // slot also on a tie (HF's top-k prefers the new entry there)
-    const auto gives_way = [score](const Slot& s) {
-      return score > s.score || (score == s.score && !s.finished && s.hyp.tokens.empty());
-    };
-    if (!gives_way(slots.back())) continue;
-    Slot slot;
-    slot.score = score;
-    slot.finished = hit;
+    float score = c.score / length_divisor(seqs.generated(c.parent) + 1, length_penalty_);
+    if (full && early_ == EarlyStopping::True) score += kNotRunning;
+    if (!improvable_[b]) score += kNotRunning;
+    if (!(c.hit != FinishReason::None && k < beams_)) score += kNotRunning;  // only the first num_beams finish
+    merged_[beams_ + k] = score;
+  }
+  picks_.resize(std::max(beams_, count));
+  selection::torch_top_k(merged_.data(), beams_ + count, beams_, picks_.data(), topk_scratch_);
+  next_slots_.resize(beams_);
+  for (int64_t i = 0; i < beams_; ++i) {
+    const int64_t p = picks_[i];
+    Slot& slot = next_slots_[i];
+    if (p < beams_) {
+      slot = std::move(slots[p]);
+      continue;
+    }
+    const int64_t k = p - beams_;
+    const Candidate& c = cands_[k];
+    const bool finished = c.hit != FinishReason::None && k < beams_;
+    slot.score = merged_[p];
+    slot.finished = finished;
     // a running entry ends where the search ends: "length", as when max_new_tokens cut it
-    slot.hyp = make_hypothesis(seqs, c.parent, hit ? c.hit : FinishReason::Length, score);
+    slot.hyp = make_hypothesis(seqs, c.parent, finished ? c.hit : FinishReason::Length, slot.score);
     slot.hyp.tokens.push_back(c.token);
     slot.hyp.logprobs.push_back(c.logprob);
     if (seqs.raw_logprobs(c.parent)) slot.hyp.raw_logprobs.push_back(c.raw_logprob);
     append_tops(slot.hyp, tops, c.parent);
-    // insert after the slots with a score >= this one (existing ones win ties)
-    auto at = std::find_if(slots.begin(), slots.end(), gives_way);
-    slots.insert(at, std::move(slot));
-    slots.pop_back();
   }
+  slots.swap(next_slots_);
 }
 
 void BeamSearch::step(const BeamStepInput& in, const BeamDrawKeys& keys, Sequences& seqs, const StopRules& stops,
@@ -185,16 +180,20 @@ void BeamSearch::step(const BeamStepInput& in, const BeamDrawKeys& keys, Sequenc
       every_candidate_hits = every_candidate_hits && c.hit != FinishReason::None;
     }
     finish(b, seqs, in.tops);
-    // The best num_beams candidates that did not stop go on (stopped ones sink to ~-1e9,
-    // so they only go on when too few others remain, as in HF).
-    std::vector<int64_t>& order = order_;
-    order.resize(cands_.size());
-    std::iota(order.begin(), order.end(), 0);
+    // HF _get_running_beams_for_next_iteration: torch.topk(num_beams) of the candidates'
+    // scores, those that stopped pushed down by -1e9 (so they only go on when too few others
+    // remain); ties in torch's order.
     std::vector<float>& adjusted = adjusted_;
     adjusted.resize(cands_.size());
     for (size_t k = 0; k < cands_.size(); ++k)
       adjusted[k] = cands_[k].hit != FinishReason::None ? cands_[k].score + kNotRunning : cands_[k].score;
-    std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return adjusted[x] > adjusted[y]; });
+    const int64_t going = std::min<int64_t>(beams_, static_cast<int64_t>(cands_.size()));
+    std::vector<int64_t>& order = order_;
+    order.resize(std::max<int64_t>(going, 1));
+    if (going > 0)
+      selection::torch_top_k(adjusted.data(), static_cast<int64_t>(cands_.size()), going, order.data(),
+                             topk_scratch_);
+    order.resize(going);
     for (int64_t i = 0; i < beams_; ++i) {
       const int64_t r = b * beams_ + i;
       if (i < static_cast<int64_t>(order.size())) {

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "kvgen/sampling/candidates.h"
 
@@ -23,6 +25,15 @@ int64_t collect_at_least(const float* vals, int64_t n, float threshold, int32_t*
 
 // Sorts positions[0..count) by descending vals (ties by position).
 void sort_descending(const float* vals, int32_t* positions, int64_t count);
+
+// The positions of the k largest of vals[0..n) (1 <= k <= n) in torch.topk's order on the
+// CPU (largest, sorted), ties included: torch runs libstdc++'s std::partial_sort over
+// (value, position) pairs compared by value alone when k * 64 <= n, else std::nth_element
+// at k - 1 and std::sort of the first k - 1, with NaN above every number. Ties land where
+// those algorithms put them (neither position order nor stable), so this runs the same
+// algorithms on the same pairs. scratch: reused, grows to n pairs. out: room for k.
+void torch_top_k(const float* vals, int64_t n, int64_t k, int64_t* out,
+                 std::vector<std::pair<float, int64_t>>& scratch);
 
 // Walks items in ascending `keys` order (keys >= 0 in nats, +inf allowed) and keeps item j while
 // the weight of the items before it is < target, or fewer than min_keep are kept: the

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "kvgen/generation_config.h"
@@ -109,13 +110,15 @@ class BeamSearch {
   std::vector<std::vector<Slot>> finished_;       // (batch, beams)
   std::vector<uint8_t> improvable_;               // (batch) HF is_early_stop_heuristic_unsatisfied
   std::vector<Candidate> cands_;                  // (keep) candidates of the input being stepped
-  std::vector<Candidate> pool_;                   // (< 2 * keep + vocab) scratch
   std::vector<float> draw_weights_;               // (beams * vocab) beam sampling scratch
-  std::vector<int32_t> positions_;                // (vocab) top-k scratch
+  std::vector<float> flat_;                       // (beams * vocab) accumulated log-probs of one input
+  std::vector<float> merged_;                     // (beams + keep) finished slots' and candidates' scores
+  std::vector<int64_t> picks_;                    // (max(keep, beams)) torch_top_k's output
+  std::vector<std::pair<float, int64_t>> topk_scratch_;  // (beams * vocab) torch_top_k's pairs
+  std::vector<Slot> next_slots_;                  // (beams) the finished list being built
   std::vector<float> next_score_, next_lp_, next_raw_;  // (batch * beams) of the new running beams
-  std::vector<int64_t> order_;                    // (keep) candidates by adjusted score
+  std::vector<int64_t> order_;                    // (beams) candidates that go on, by adjusted score
   std::vector<float> adjusted_;                   // (keep)
-  Workspace ws_;
   bool done_ = false;
 };
 
