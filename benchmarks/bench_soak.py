@@ -7,7 +7,9 @@ against the same request sent alone, and the server's RSS at the start, the peak
 A failure is a 5xx, a status other than the one expected (200 for good requests, 4xx for bad
 ones), a body that is not valid JSON (NaN and Infinity included) or not OpenAI-shaped, an
 event stream that does not end with [DONE], or no answer within the timeout. A mismatch is a
-greedy or seeded answer that differs from the same request's answer when sent alone.
+greedy or seeded answer that differs from the same request's answer when sent alone. The run
+also fails when the server's RSS after the run (idle) exceeds its RSS after the warm-up by more
+than ``--max-growth-mb`` (150 MB).
 """
 
 from __future__ import annotations
@@ -144,6 +146,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--warmup", type=int, default=200, help="requests sent first, not counted (200)")
     parser.add_argument("--log", default="/tmp/kvgen-soak-serve.log")
+    parser.add_argument("--max-growth-mb", type=float, default=150.0,
+                        help="the most the RSS may grow from after the warm-up to the end (150)")
     args = parser.parse_args()
 
     rng = random.Random(args.seed)
@@ -181,7 +185,10 @@ def main() -> int:
               f"(end - start {rss['end'] - rss['start']:+.0f})")
         for f in failures[:20]:
             print("  ", f)
-        return 1 if counts["failures"] or counts["mismatches"] else 0
+        growth = rss["end"] - rss["start"]
+        if growth > args.max_growth_mb:
+            print(f"FAILED: the RSS grew by {growth:.0f} MB, more than the {args.max_growth_mb:g} MB allowed")
+        return 1 if counts["failures"] or counts["mismatches"] or growth > args.max_growth_mb else 0
     finally:
         server.proc.terminate()
         server.proc.wait(timeout=30)

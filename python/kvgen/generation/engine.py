@@ -439,6 +439,11 @@ class Engine:
             self._notify(r, StepUpdate([None] * r.rows, None, [None] * r.rows, True, error=error))
         elif cancelled and r.on_update is not None:
             self._notify(r, StepUpdate([None] * r.rows, None, ["cancelled"] * r.rows, True))
+        # The listener is told nothing more. Dropping it breaks the cycle of a listener that
+        # holds its request (the server's Completion): refcounting then frees the request and
+        # its step generator (vocabulary-sized buffers, constraint matchers and their
+        # llguidance thread pool) when its owner lets go, not at a rare full collection.
+        r.on_update = None
         r._done.set()
 
 
