@@ -138,6 +138,33 @@ def test_cancel_frees_the_slots_for_the_next_request(model):
         assert long.wait().finish_reasons == [["cancelled"]] and len(long.wait().sequences[0][0]) < 400
 
 
+@pytest.mark.parametrize("how", ["finished", "cancelled"])
+def test_a_done_request_is_freed_by_refcounting_though_its_listener_holds_it(model, how):
+    """A listener that holds its request (as the server's Completion does) forms no cycle once
+    the request is done: dropping the owner frees the request and its step generator (and
+    a constraint's matchers and their threads) at once, with the cyclic collector off."""
+    import gc
+    import weakref
+
+    class Owner:
+        pass
+
+    gc.disable()
+    try:
+        with Engine(model, slots=1, context=256) as engine:
+            owner = Owner()
+            config = kvgen.GenerationConfig(max_new_tokens=40, regex="[a-z]{30}")
+            owner.request = engine.submit(model.encode("Hi"), config, on_update=lambda update, owner=owner: None)
+            if how == "cancelled":
+                owner.request.cancel()
+            owner.request.wait(timeout=60)
+            gone = weakref.ref(owner.request.generator), weakref.ref(owner)
+            del owner
+            assert [ref() for ref in gone] == [None, None]
+    finally:
+        gc.enable()
+
+
 def _rss_bytes() -> int:
     with open("/proc/self/status") as f:
         return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))
