@@ -1,23 +1,59 @@
-"""The request bodies of ``kvgen serve`` as pydantic models, for the OpenAPI schema the server
-serves at /openapi.json (clients and fuzzers such as Schemathesis read it).
+"""The request bodies of ``kvgen serve`` as pydantic models: kvgen.server.protocol validates
+every body with them (fields, JSON types, ranges, the JSON schemas a body carries), and they
+are the OpenAPI schema the server serves at /openapi.json (clients and fuzzers such as
+Schemathesis read it). One source: what the schema says is what the server checks.
 
-The models describe what kvgen.server.protocol accepts: the same fields, types and ranges. The
-protocol's own checks stay the ones that run (their errors name the field in OpenAI's shape
-and carry the limits that depend on the model and the server's settings, which a static
-schema cannot know: the vocabulary for ``logit_bias``, the context for ``max_tokens``).
+Validation is strict (JSON types as they are: no "5" for 5, no true for 1, no NaN). What
+depends on the model or the server's settings (the vocabulary for ``logit_bias``, the context
+for ``max_tokens``, the request limits) and rules across fields are checked by the protocol.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional, Union
+import json
+from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, create_model
 
-from kvgen.server.protocol import IGNORED_FIELDS, MAX_STOP_STRINGS, MAX_TOP_LOGPROBS
+#: Stop strings per request at most (lm-eval's tasks pass several ``until`` strings).
+MAX_STOP_STRINGS = 32
+#: The most top_logprobs alternatives per token (GenerationConfig's limit; OpenAI's completions allow 5).
+MAX_TOP_LOGPROBS = 20
+#: OpenAI's optional request fields that kvgen accepts and ignores (they steer OpenAI's own
+#: service: storage, billing, routing, reasoning models), so that clients that send them work.
+IGNORED_FIELDS = ("metadata", "store", "service_tier", "reasoning_effort",
+                  "prompt_cache_key", "safety_identifier", "verbosity", "modalities", "prediction",
+                  "audio", "web_search_options", "prompt_cache_retention")
+
+
+def _valid_schema(value: dict[str, Any]) -> dict[str, Any]:
+    """``value`` when it is a valid JSON schema (under its own meta-schema, default draft
+    2020-12) and serializable; ValueError saying why not."""
+    try:
+        import jsonschema
+    except ImportError:  # llguidance still refuses what it cannot compile
+        pass
+    else:
+        try:
+            jsonschema.validators.validator_for(value, default=jsonschema.Draft202012Validator).check_schema(value)
+        except jsonschema.SchemaError as e:
+            raise ValueError(f"not a valid JSON schema: {e.message}") from None
+        except (RecursionError, ValueError, TypeError) as e:
+            raise ValueError(f"not a valid JSON schema: {type(e).__name__}") from None
+    try:
+        json.dumps(value)
+    except (RecursionError, ValueError, TypeError) as e:
+        raise ValueError(f"not a valid JSON schema: {type(e).__name__}") from None
+    return value
+
+
+#: A JSON schema object, checked against the JSON Schema meta-schema.
+JsonSchema = Annotated[dict[str, Any], AfterValidator(_valid_schema)]
+_Text = Annotated[str, Field(min_length=1)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class StreamOptions(_Strict):
@@ -28,24 +64,52 @@ class StreamOptions(_Strict):
 class JsonSchemaFormat(_Strict):
     name: str = ""
     description: Optional[str] = None
-    schema_: dict[str, Any] = Field(alias="schema")
+    schema_: JsonSchema = Field(alias="schema")
     strict: Optional[bool] = None
 
 
-class ResponseFormat(_Strict):
-    """``text``; ``json_object`` (with llama.cpp's optional ``schema``); ``json_schema``."""
+class TextFormat(_Strict):
+    type: Literal["text"]
 
-    type: Literal["text", "json_object", "json_schema"]
-    json_schema: Optional[JsonSchemaFormat] = None
-    schema_: Optional[dict[str, Any]] = Field(None, alias="schema")
+
+class JsonObjectFormat(_Strict):
+    """Any JSON object, or (llama.cpp's and vLLM's ``schema``) one that the schema narrows."""
+
+    type: Literal["json_object"]
+    schema_: Optional[JsonSchema] = Field(None, alias="schema")
+
+
+class JsonSchemaResponseFormat(_Strict):
+    type: Literal["json_schema"]
+    json_schema: JsonSchemaFormat
+
+
+def _format_kind(value: Any) -> Optional[str]:
+    """The member of ResponseFormat that a value's ``type`` picks (tags are class-like names, so
+    that an error's location names the fields alone)."""
+    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    tags = {"text": "Text", "json_object": "JsonObject", "json_schema": "JsonSchema"}
+    return tags.get(kind) if isinstance(kind, str) else None
+
+
+#: OpenAI's response_format: ``text``, ``json_object`` or ``json_schema``, each with its own keys.
+ResponseFormat = Annotated[
+    Union[Annotated[TextFormat, Tag("Text")], Annotated[JsonObjectFormat, Tag("JsonObject")],
+          Annotated[JsonSchemaResponseFormat, Tag("JsonSchema")]],
+    Discriminator(_format_kind, custom_error_type="invalid_value",
+                  custom_error_message="expected an object whose 'type' is 'text', 'json_object' or 'json_schema'")]
 
 
 class TextPart(BaseModel):
+    model_config = ConfigDict(strict=True)
+
     type: Literal["text"]
     text: str
 
 
 class Message(BaseModel):
+    model_config = ConfigDict(strict=True)  # other keys are ignored
+
     role: str
     content: Union[str, list[TextPart], None] = None  # null in an assistant message with tool_calls
     tool_calls: Optional[list[dict[str, Any]]] = None
@@ -56,7 +120,7 @@ class Message(BaseModel):
 class FunctionSpec(_Strict):
     name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
     description: Optional[str] = None
-    parameters: Optional[dict[str, Any]] = None
+    parameters: Optional[JsonSchema] = None
     strict: Optional[bool] = None
 
 
@@ -83,11 +147,11 @@ class _SamplingFields(_Strict):
     n: Optional[int] = Field(None, ge=1, le=128)
     stream: Optional[bool] = None
     stream_options: Optional[StreamOptions] = None
-    stop: Union[str, list[str], None] = Field(None, max_length=MAX_STOP_STRINGS)
+    stop: Union[_Text, Annotated[list[_Text], Field(max_length=MAX_STOP_STRINGS)], None] = None
     seed: Optional[int] = Field(None, ge=0, le=2**64 - 1)
     presence_penalty: Optional[float] = Field(None, ge=-2.0, le=2.0)
     frequency_penalty: Optional[float] = Field(None, ge=-2.0, le=2.0)
-    logit_bias: Optional[dict[str, float]] = None
+    logit_bias: Optional[dict[str, Annotated[float, Field(ge=-100.0, le=100.0)]]] = None  # token id -> bias
     user: Optional[str] = None
     top_k: Optional[int] = Field(None, ge=0, le=2**31 - 1)
     min_p: Optional[float] = Field(None, ge=0.0, le=1.0)
@@ -97,9 +161,9 @@ class _SamplingFields(_Strict):
     guided_regex: Optional[str] = None
     grammar: Optional[str] = None
     guided_grammar: Optional[str] = None
-    choices: Optional[list[str]] = Field(None, min_length=1)
-    guided_choice: Optional[list[str]] = Field(None, min_length=1)
-    guided_json: Optional[dict[str, Any]] = None
+    choices: Optional[list[_Text]] = Field(None, min_length=1)
+    guided_choice: Optional[list[_Text]] = Field(None, min_length=1)
+    guided_json: Optional[JsonSchema] = None
 
 
 # with OpenAI's optional fields that kvgen accepts and ignores (kvgen.server.protocol.IGNORED_FIELDS)

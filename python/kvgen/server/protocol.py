@@ -1,8 +1,11 @@
 """The OpenAI request bodies that ``kvgen serve`` accepts, checked field by field.
 
-A body is a JSON object; every field is known, typed and in range, or the request is
-refused with an ``ApiError`` that names the field (status 400, OpenAI's error shape). The
-result says what to generate: the prompts (token ids) and one GenerationConfig.
+A body is a JSON object, validated by the pydantic models of kvgen.server.openapi (the
+schema served at /openapi.json): every field is known, typed and in range, or the request is
+refused with an ``ApiError`` that names the field (status 400, OpenAI's error shape). What
+depends on the model and the server (vocabulary, context, limits) and the rules across
+fields are checked here. The result says what to generate: the prompts (token ids) and one
+GenerationConfig.
 
 Structured output: OpenAI's ``response_format`` (``json_object``: any JSON object;
 ``json_schema``: ``{"json_schema": {"name", "schema", "strict"}}``) and kvgen's own fields
@@ -15,23 +18,23 @@ compiled when the engine takes the request (an invalid one is a 400 there).
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Optional
+
+from pydantic import BaseModel, ValidationError
 
 from kvgen._core import GenerationConfig
+from kvgen.server.openapi import (
+    IGNORED_FIELDS,
+    MAX_STOP_STRINGS,  # noqa: F401 - a public name of this module
+    MAX_TOP_LOGPROBS,  # noqa: F401 - a public name of this module
+    ChatRequest,
+    CompletionRequest,
+)
 
 #: OpenAI's default for /v1/completions (chat has none: up to the context).
 COMPLETIONS_DEFAULT_MAX_TOKENS = 16
-#: Stop strings per request at most (lm-eval's tasks pass several ``until`` strings).
-MAX_STOP_STRINGS = 32
-
-#: OpenAI's optional request fields that kvgen accepts and ignores (they steer OpenAI's own
-#: service: storage, billing, routing, reasoning models), so that clients that send them work.
-IGNORED_FIELDS = ("metadata", "store", "service_tier", "reasoning_effort",
-                  "prompt_cache_key", "safety_identifier", "verbosity", "modalities", "prediction",
-                  "audio", "web_search_options", "prompt_cache_retention")
 
 
 class ApiError(Exception):
@@ -89,184 +92,67 @@ class GenerationRequest:
     tools: list[dict] = field(default_factory=list)  # chat's tools whose calls are parsed out of the reply
 
 
-# ---- field checkers: value -> checked value, or ApiError naming the field ----
+# ---- validation: the pydantic models, their errors as ApiErrors naming the field ----
 
 def _fail(name: str, message: str) -> ApiError:
     return ApiError(f"'{name}': {message}", param=name, code="invalid_value")
 
 
-def _boolean(name: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise _fail(name, f"expected a boolean, got {value!r}")
-    return value
+# pydantic's tags for the member of a union that an error comes from (not field names)
+_TYPE_TAGS = {"str", "int", "float", "bool", "dict", "list", "none", "any"}
+# pydantic's errors for a value of another JSON type, and that type as the message says it
+_MISMATCH = {"string_type": "a string", "int_type": "an integer", "float_type": "a number",
+             "bool_type": "a boolean", "list_type": "a list", "dict_type": "an object",
+             "model_type": "an object", "model_attributes_type": "an object"}
 
 
-def _integer(lo: Optional[int] = None, hi: Optional[int] = None) -> Callable[[str, Any], int]:
-    def check(name: str, value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise _fail(name, f"expected an integer, got {value!r}")
-        if (lo is not None and value < lo) or (hi is not None and value > hi):
-            raise _fail(name, f"{value} is out of range [{lo if lo is not None else '-inf'}, "
-                              f"{hi if hi is not None else 'inf'}]")
-        return value
-    return check
+def _field_path(loc: tuple) -> str:
+    """The dotted name of an error's location ("response_format.json_schema.schema",
+    "messages[0].content"), without pydantic's union-member tags."""
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif part.isdigit() or not part.replace("_", "a").isalnum() or part in _TYPE_TAGS or part[:1].isupper():
+            if part.isdigit() or part.lstrip("-").isdigit():  # a dict key (logit_bias' token ids)
+                path += f"[{part}]"
+            continue  # a union member tag ("list[constrained-str]", "function-after[...]", a model name)
+        else:
+            path += f".{part}" if path else part
+    return path
 
 
-def _real(lo: float, hi: float, *, open_low: bool = False) -> Callable[[str, Any], float]:
-    def check(name: str, value: Any) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise _fail(name, f"expected a number, got {value!r}")
-        if value < lo or value > hi or (open_low and value == lo):
-            raise _fail(name, f"{value} is out of range {'(' if open_low else '['}{lo}, {hi}]")
-        return float(value)
-    return check
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 100 else text[:100] + " ..."
 
 
-def _string(name: str, value: Any) -> str:
-    if not isinstance(value, str):
-        raise _fail(name, f"expected a string, got {value!r}")
-    return value
-
-
-def _stop(name: str, value: Any) -> list[str]:
-    stops = [value] if isinstance(value, str) else value
-    if not isinstance(stops, list) or not all(isinstance(s, str) and s for s in stops):
-        raise _fail(name, "expected a non-empty string or a list of them")
-    if len(stops) > MAX_STOP_STRINGS:
-        raise _fail(name, f"at most {MAX_STOP_STRINGS} stop strings, got {len(stops)}")
-    return stops
-
-
-def _logit_bias(vocab: int) -> Callable[[str, Any], dict[int, float]]:
-    def check(name: str, value: Any) -> dict[int, float]:
-        if not isinstance(value, dict):
-            raise _fail(name, "expected an object mapping token ids to biases")
-        out = {}
-        for key, bias in value.items():
-            try:
-                token = int(key)
-            except ValueError:
-                raise _fail(name, f"key {key!r} is not a token id") from None
-            if not 0 <= token < vocab:
-                raise _fail(name, f"token id {token} is outside the vocabulary [0, {vocab})")
-            out[token] = _real(-100.0, 100.0)(f"{name}[{key}]", bias)
-        return out
-    return check
-
-
-def _known_keys(name: str, value: dict, known: tuple[str, ...]) -> None:
-    """ApiError naming the first key of ``value`` that is not one of ``known``."""
-    unknown = sorted(set(value) - set(known))
-    if unknown:
-        raise ApiError(f"'{name}': unknown field(s): {', '.join(unknown)}", param=f"{name}.{unknown[0]}",
-                       code="unknown_field")
-
-
-def _stream_options(name: str, value: Any) -> bool:
-    if not isinstance(value, dict):
-        raise _fail(name, "expected {\"include_usage\": bool}")
-    _known_keys(name, value, ("include_usage", "include_obfuscation"))
-    if value.get("include_obfuscation") is not None:
-        _boolean(f"{name}.include_obfuscation", value["include_obfuscation"])
-    return _boolean(f"{name}.include_usage", value.get("include_usage", False))
-
-
-def _schema(name: str, value: Any) -> str:
-    """A JSON schema (an object, valid under the JSON Schema meta-schema) as the config's JSON text."""
-    if not isinstance(value, dict):
-        raise _fail(name, f"expected a JSON schema object, got {value!r}")
-    try:
-        import jsonschema
-    except ImportError:  # llguidance still refuses what it cannot compile
-        pass
-    else:
-        try:
-            jsonschema.validators.validator_for(value, default=jsonschema.Draft202012Validator).check_schema(value)
-        except jsonschema.SchemaError as e:
-            raise _fail(name, f"not a valid JSON schema: {e.message}") from None
-        except (RecursionError, ValueError, TypeError) as e:
-            raise _fail(name, f"not a valid JSON schema: {type(e).__name__}") from None
-    return json.dumps(value)
-
-
-def _response_format(name: str, value: Any) -> Optional[str]:
-    """The JSON schema that OpenAI's response_format asks for; None for plain text."""
-    if not isinstance(value, dict) or not isinstance(value.get("type"), str):
-        raise _fail(name, "expected an object with a 'type'")
-    kind = value["type"]
-    if kind == "text":
-        _known_keys(name, value, ("type",))
-        return None
-    if kind == "json_object":  # llama.cpp's and vLLM's "schema" narrows it
-        _known_keys(name, value, ("type", "schema"))
-        if value.get("schema") is not None:
-            return _schema(f"{name}.schema", value["schema"])
-        return json.dumps({"type": "object"})
-    if kind != "json_schema":
-        raise _fail(name, f"type {kind!r} is not one of 'text', 'json_object', 'json_schema'")
-    _known_keys(name, value, ("type", "json_schema"))
-    spec = value.get("json_schema")
-    if not isinstance(spec, dict) or "schema" not in spec:
-        raise _fail(f"{name}.json_schema", "expected {\"name\": ..., \"schema\": {...}, \"strict\": ...}")
-    _known_keys(f"{name}.json_schema", spec, ("name", "schema", "strict", "description"))
-    _string(f"{name}.json_schema.name", spec.get("name", ""))
-    if spec.get("description") is not None:
-        _string(f"{name}.json_schema.description", spec["description"])
-    if spec.get("strict") is not None:
-        _boolean(f"{name}.json_schema.strict", spec["strict"])
-    return _schema(f"{name}.json_schema.schema", spec["schema"])
-
-
-def _choices(name: str, value: Any) -> list[str]:
-    if not isinstance(value, list) or not value or not all(isinstance(s, str) and s for s in value):
-        raise _fail(name, "expected a non-empty list of non-empty strings")
-    return value
-
-
-def _anything(name: str, value: Any) -> Any:
-    return value
-
-
-# Fields both endpoints share: name -> checker (the vocabulary-dependent ones are added per request).
-_SAMPLING_FIELDS: dict[str, Callable[[str, Any], Any]] = {
-    "model": _string,
-    "max_tokens": _integer(0),  # 0: completions with echo only (scoring a prompt)
-    "prompt_logprobs": _integer(0, 20),
-    "temperature": _real(0.0, 2.0),
-    "top_p": _real(0.0, 1.0, open_low=True),
-    "n": _integer(1, 128),
-    "stream": _boolean,
-    "stream_options": _stream_options,
-    "stop": _stop,
-    "seed": _integer(0, 2**64 - 1),
-    "presence_penalty": _real(-2.0, 2.0),
-    "frequency_penalty": _real(-2.0, 2.0),
-    "user": _string,
-    # kvgen's own sampling settings, beyond OpenAI's
-    "top_k": _integer(0, 2**31 - 1),
-    "min_p": _real(0.0, 1.0),
-    "repetition_penalty": _real(0.0, 10.0, open_low=True),
-    # structured output: OpenAI's response_format, kvgen's fields and vLLM's names for them
-    "response_format": _response_format,
-    "regex": _string, "guided_regex": _string,
-    "grammar": _string, "guided_grammar": _string,
-    "choices": _choices, "guided_choice": _choices,
-    "guided_json": _schema,
-    **{name: _anything for name in IGNORED_FIELDS},
-}
-
-# request field -> the GenerationConfig constraint field it sets
-_CONSTRAINT_FIELDS = {"response_format": "json_schema", "guided_json": "json_schema", "regex": "regex",
-                      "guided_regex": "regex", "grammar": "grammar", "guided_grammar": "grammar",
-                      "choices": "choices", "guided_choice": "choices"}
-
-#: The most top_logprobs alternatives per token (GenerationConfig's limit; OpenAI's completions allow 5).
-MAX_TOP_LOGPROBS = 20
-
-_COMPLETION_FIELDS = {**_SAMPLING_FIELDS, "prompt": _anything, "logprobs": _integer(0, MAX_TOP_LOGPROBS),
-                      "echo": _boolean, "suffix": _anything, "best_of": _integer(1, 128)}
-_CHAT_FIELDS = {**_SAMPLING_FIELDS, "messages": _anything, "logprobs": _boolean,
-                "top_logprobs": _integer(0, MAX_TOP_LOGPROBS), "max_completion_tokens": _integer(1)}
+def _api_error(e: ValidationError) -> ApiError:
+    """The ApiError for pydantic's first problem: unknown fields (all of one object listed),
+    a missing field, or a value that does not fit, with what was expected and what came."""
+    errors = e.errors(include_url=False)
+    extra = [err for err in errors if err["type"] == "extra_forbidden"]
+    if extra:
+        where = extra[0]["loc"][:-1]
+        names = sorted(str(err["loc"][-1]) for err in extra if err["loc"][:-1] == where)
+        prefix, path = _field_path(where), _field_path(extra[0]["loc"][:-1] + (names[0],))
+        listing = f"unknown field(s): {', '.join(names)}"
+        return ApiError(f"'{prefix}': {listing}" if prefix else listing, param=path, code="unknown_field")
+    # the errors of the first field that has one (several for a union: one per member)
+    name = _field_path(errors[0]["loc"])
+    same = [err for err in errors if _field_path(err["loc"]) == name
+            or _field_path(err["loc"]).startswith((name + ".", name + "["))]
+    informative = [err for err in same if err["type"] not in _MISMATCH]
+    if not informative:  # no member took the value's type: say which types it may have
+        kinds = dict.fromkeys(_MISMATCH[err["type"]] for err in same)
+        return _fail(name, f"expected {' or '.join(kinds)}, got {_shown(same[0]['input'])}")
+    err = max(informative, key=lambda e: len(e["loc"]))  # the deepest: in the member that took the type
+    path = _field_path(err["loc"])
+    if err["type"] == "missing":
+        return ApiError(f"'{path}' is required", param=path, code="missing_required_parameter")
+    message = err["msg"].removeprefix("Value error, ")
+    message = message[:1].lower() + message[1:]
+    return _fail(path, message if err["type"] == "value_error" else f"{message}, got {_shown(err['input'])}")
 
 
 def _check_text(body: dict) -> None:
@@ -289,19 +175,64 @@ def _check_text(body: dict) -> None:
             stack.extend((name, item) for item in value)
 
 
-def _checked_fields(body: Any, fields: dict, vocab: int, required: tuple[str, ...]) -> dict:
+# request field -> the GenerationConfig constraint field it sets
+_CONSTRAINT_FIELDS = {"response_format": "json_schema", "guided_json": "json_schema", "regex": "regex",
+                      "guided_regex": "regex", "grammar": "grammar", "guided_grammar": "grammar",
+                      "choices": "choices", "guided_choice": "choices"}
+
+_REALS = ("temperature", "top_p", "presence_penalty", "frequency_penalty", "min_p", "repetition_penalty")
+
+
+def _validated(body: Any, model: type[BaseModel], vocab: int) -> dict:
+    """The fields of ``body`` that are set (not null, not ignored), validated by ``model``, as
+    the request's values: numbers as floats, ``stop`` as a list, ``stream_options`` as
+    include_usage, a structured-output field as its JSON schema's text, ``logit_bias`` with
+    token ids (in the vocabulary) as keys."""
     if not isinstance(body, dict):
         raise ApiError("the request body must be a JSON object")
     _check_text(body)
-    fields = {**fields, "logit_bias": _logit_bias(vocab)}
-    unknown = sorted(set(body) - set(fields))
-    if unknown:
-        raise ApiError(f"unknown field(s): {', '.join(unknown)}", param=unknown[0], code="unknown_field")
-    for name in required:
-        if body.get(name) is None:
-            raise ApiError(f"'{name}' is required", param=name, code="missing_required_parameter")
-    return {name: fields[name](name, value) for name, value in body.items()
-            if value is not None and name not in IGNORED_FIELDS}
+    known = {f.alias or name for name, f in model.model_fields.items()}
+    try:  # null is a field left out (a required one stays missing); unknown fields are refused
+        model.model_validate({k: v for k, v in body.items() if v is not None or k not in known})
+    except ValidationError as e:
+        raise _api_error(e) from None
+    values = {name: value for name, value in body.items() if value is not None and name not in IGNORED_FIELDS}
+    for name in _REALS:
+        if name in values:
+            values[name] = float(values[name])
+    if "stop" in values:
+        values["stop"] = [values["stop"]] if isinstance(values["stop"], str) else values["stop"]
+    if "stream_options" in values:
+        values["stream_options"] = bool(values["stream_options"].get("include_usage", False))
+    if "response_format" in values:
+        values["response_format"] = _response_format(values["response_format"])
+    if "guided_json" in values:
+        values["guided_json"] = json.dumps(values["guided_json"])
+    if "logit_bias" in values:
+        values["logit_bias"] = _logit_bias(values["logit_bias"], vocab)
+    return values
+
+
+def _logit_bias(value: dict, vocab: int) -> dict[int, float]:
+    out = {}
+    for key, bias in value.items():
+        try:
+            token = int(key)
+        except ValueError:
+            raise _fail("logit_bias", f"key {key!r} is not a token id") from None
+        if not 0 <= token < vocab:
+            raise _fail("logit_bias", f"token id {token} is outside the vocabulary [0, {vocab})")
+        out[token] = float(bias)
+    return out
+
+
+def _response_format(value: dict) -> Optional[str]:
+    """The JSON schema's text that OpenAI's (validated) response_format asks for; None for plain text."""
+    if value["type"] == "text":
+        return None
+    if value["type"] == "json_object":  # llama.cpp's and vLLM's "schema" narrows it
+        return json.dumps(value["schema"] if value.get("schema") is not None else {"type": "object"})
+    return json.dumps(value["json_schema"]["schema"])
 
 
 # GenerationConfig field -> the request field that sets it (for errors the config raises)
@@ -401,7 +332,7 @@ def _prompt_ids(prompt: Any, model, limits: RequestLimits, n: int) -> list[list[
 def completion_request(body: Any, model, limits: Optional[RequestLimits] = None) -> GenerationRequest:
     """The checked body of POST /v1/completions (within ``limits``, default RequestLimits())."""
     limits = limits or RequestLimits()
-    values = _checked_fields(body, _COMPLETION_FIELDS, model.vocab_size, ("prompt",))
+    values = _validated(body, CompletionRequest, model.vocab_size)
     if values.get("suffix"):
         raise ApiError("'suffix' is not supported", param="suffix", code="unsupported_value")
     if values.get("best_of", values.get("n", 1)) != values.get("n", 1):
@@ -417,51 +348,17 @@ def completion_request(body: Any, model, limits: Optional[RequestLimits] = None)
                     COMPLETIONS_DEFAULT_MAX_TOKENS, logprobs is not None, logprobs or 0, limits)
 
 
-_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-
-
-def _tools(name: str, value: Any) -> list[dict]:
-    """OpenAI's ``tools``: function tools with unique names and JSON-schema parameters."""
-    if not isinstance(value, list):
-        raise _fail(name, "expected a list of {\"type\": \"function\", \"function\": {...}} objects")
+def _tools(value: list) -> list[dict]:
+    """OpenAI's (validated) ``tools``, as the chat template reads them; their names must differ."""
     out, names = [], set()
     for i, tool in enumerate(value):
-        where = f"{name}[{i}]"
-        if not isinstance(tool, dict) or tool.get("type") != "function" or not isinstance(tool.get("function"), dict):
-            raise _fail(where, "expected {\"type\": \"function\", \"function\": {\"name\", \"parameters\", ...}}")
-        _known_keys(where, tool, ("type", "function"))
         function = tool["function"]
-        _known_keys(f"{where}.function", function, ("name", "description", "parameters", "strict"))
-        fname = function.get("name")
-        if not isinstance(fname, str) or not _TOOL_NAME.fullmatch(fname):
-            raise _fail(f"{where}.function.name", "expected 1 to 64 letters, digits, '_' or '-'")
-        if fname in names:
-            raise _fail(f"{where}.function.name", f"{fname!r} is given twice")
-        names.add(fname)
-        if function.get("description") is not None:
-            _string(f"{where}.function.description", function["description"])
-        if function.get("strict") is not None:
-            _boolean(f"{where}.function.strict", function["strict"])
-        checked = {"name": fname}
-        if function.get("description") is not None:
-            checked["description"] = function["description"]
-        if function.get("parameters") is not None:
-            _schema(f"{where}.function.parameters", function["parameters"])
-            checked["parameters"] = function["parameters"]
+        if function["name"] in names:
+            raise _fail(f"tools[{i}].function.name", f"{function['name']!r} is given twice")
+        names.add(function["name"])
+        checked = {key: function[key] for key in ("name", "description", "parameters") if function.get(key) is not None}
         out.append({"type": "function", "function": checked})
     return out
-
-
-def _tool_choice(name: str, value: Any) -> Any:
-    if value in ("none", "auto", "required"):
-        return value
-    if isinstance(value, dict) and value.get("type") == "function" and isinstance(value.get("function"), dict):
-        _known_keys(name, value, ("type", "function"))
-        _known_keys(f"{name}.function", value["function"], ("name",))
-        return {"type": "function", "function": {"name": _string(f"{name}.function.name",
-                                                                   value["function"].get("name"))}}
-    raise _fail(name, "expected \"none\", \"auto\", \"required\" or {\"type\": \"function\", "
-                      "\"function\": {\"name\": ...}}")
 
 
 def _tool_calls(where: str, value: Any) -> list[dict]:
@@ -487,21 +384,13 @@ def _tool_calls(where: str, value: Any) -> list[dict]:
     return out
 
 
-_CHAT_FIELDS.update(tools=_tools, tool_choice=_tool_choice, parallel_tool_calls=_boolean)
-
-
-def _messages(value: Any) -> list[dict]:
-    if not isinstance(value, list) or not value:
-        raise _fail("messages", "expected a non-empty list of {\"role\", \"content\"} objects")
+def _messages(value: list) -> list[dict]:
+    """The (validated) messages as the chat template reads them: text parts joined, an
+    assistant's tool calls with their arguments parsed."""
     out = []
     for i, m in enumerate(value):
-        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
-            raise _fail(f"messages[{i}]", "expected an object with a 'role'")
         content = m.get("content")
-        if isinstance(content, list):  # OpenAI's content parts: text only
-            if not all(isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
-                       for p in content):
-                raise _fail(f"messages[{i}].content", "only text content parts are supported")
+        if isinstance(content, list):  # OpenAI's content parts: text only (the model says so)
             content = "".join(p["text"] for p in content)
         message: dict[str, Any] = {"role": m["role"]}
         if m.get("tool_calls") is not None and m["role"] == "assistant":
@@ -558,11 +447,12 @@ def chat_request(body: Any, model, limits: Optional[RequestLimits] = None) -> Ge
     """The checked body of POST /v1/chat/completions; the prompt is the model's chat template
     applied to the messages."""
     limits = limits or RequestLimits()
-    values = _checked_fields(body, _CHAT_FIELDS, model.vocab_size, ("messages",))
+    values = _validated(body, ChatRequest, model.vocab_size)
     if values.get("max_tokens") == 0:
         raise _fail("max_tokens", "0 is out of range [1, inf]")
     messages = _messages(values["messages"])
-    tools, choice = values.get("tools", []), values.get("tool_choice", "auto" if values.get("tools") else "none")
+    tools = _tools(values.get("tools", []))
+    choice = values.get("tool_choice", "auto" if tools else "none")
     if choice != "none" and not tools:
         raise ApiError("'tool_choice' needs 'tools'", param="tool_choice")
     if isinstance(choice, dict):
