@@ -15,6 +15,7 @@ import numpy as np
 from kvgen.generation.detokenize import IncrementalText, StopStringFilter
 from kvgen.generation.engine import Engine, StepUpdate
 from kvgen.generation.request_setup import set_up_request
+from kvgen.server.metrics import Metrics, RequestTimer
 from kvgen.server.protocol import ApiError, GenerationRequest
 
 _FINISH = {"eos": "stop", "stop": "stop", "length": "length", "cancelled": "stop"}
@@ -117,10 +118,12 @@ class Completion:
     """One HTTP request's completion: its engine requests, its choices, the steps they report."""
 
     def __init__(self, server: "Responder", req: GenerationRequest,
-                 loop: Optional[asyncio.AbstractEventLoop] = None):
+                 loop: Optional[asyncio.AbstractEventLoop] = None, arrival: Optional[float] = None):
         """``loop``: the event loop that reads the steps (default: the running one), so that a
-        worker thread can build the Completion (it compiles the constraint)."""
+        worker thread can build the Completion (it compiles the constraint); ``arrival``: when
+        the request came (time.perf_counter(), for the metrics; default now)."""
         self.server, self.req = server, req
+        self.error_status: Optional[int] = None  # the HTTP status of the error a stream ended with
         self.updates: asyncio.Queue = asyncio.Queue()
         self.timed_out = False
         loop = loop or asyncio.get_running_loop()
@@ -162,6 +165,14 @@ class Completion:
                     raise ApiError(str(e), status=503, kind="server_error", code="shutting_down") from None
         self.prompt_tokens = sum(len(p) for p in req.prompts)
         self.prompt_scores: list[list[tuple]] = []
+        self.timer = RequestTimer(server.metrics, len(self.requests), self.prompt_tokens)
+        if arrival is not None:
+            self.timer.arrival = arrival
+
+    def finish_metrics(self) -> None:
+        """Counts this request in the server's metrics (once: answered, failed or abandoned)."""
+        reason = self.choices[0].finish_reason if self.choices else None
+        self.timer.finish(reason, sum(len(c.tokens) for c in self.choices), failed=self.error_status is not None)
 
     def score_prompts(self, top: int) -> None:
         """The prompts' token log-probs (prompt_scores, per prompt), for echo and prompt_logprobs."""
@@ -179,7 +190,9 @@ class Completion:
             i, update = await self.updates.get()
             if update.error is not None:
                 self.cancel()
+                self.timer.step(i, 0, True)
                 raise error_of(update.error)
+            self.timer.step(i, sum(t is not None for t in update.tokens), update.done)
             out = []
             for choice in (c for c in self.choices if c.request == i):
                 k = choice.row
@@ -206,8 +219,8 @@ class Completion:
 class Responder:
     """Writes OpenAI's response bodies and server-sent events for the served model."""
 
-    def __init__(self, model, engine: Engine, name: str):
-        self.model, self.engine, self.name = model, engine, name
+    def __init__(self, model, engine: Engine, name: str, metrics: Optional[Metrics] = None):
+        self.model, self.engine, self.name, self.metrics = model, engine, name, metrics
         self.end_of_turn = model.end_of_turn_token_id if model.chat_template else None
         self.created = int(time.time())
 
@@ -386,6 +399,9 @@ class Responder:
                 yield chunk([], gen.usage())
             yield "data: [DONE]\n\n"
         except ApiError as e:  # the headers are sent: the error is an event (vLLM's and OpenAI's shape)
+            gen.error_status = e.status
+            if self.metrics is not None:
+                self.metrics.failure.labels(status=str(e.status)).inc()
             yield f"data: {json.dumps(e.body())}\n\n"
             yield "data: [DONE]\n\n"
         finally:  # also when the client went away: its rows are freed at the next step
