@@ -339,6 +339,46 @@ class Responder:
 
     # ---- streaming ----
 
+    async def _tool_stream(self, gen: Completion, chunk) -> AsyncIterator[str]:
+        """The events of a streamed reply with tools (after the role chunks): content and tool
+        calls as they are generated (kvgen.server.tools.ToolCallStream: a call's id and name,
+        then its arguments in pieces), each choice's finish chunk, usage, [DONE]. A chunk
+        carries the log-probs of the tokens since the last one."""
+        from kvgen.server.tools import ToolCallStream
+
+        names = {t["function"]["name"] for t in gen.req.tools}
+        parsers = {c.index: ToolCallStream(names) for c in gen.choices}
+        sent_tokens = {c.index: 0 for c in gen.choices}
+        finished: set[int] = set()
+
+        def logprobs_of(c: Choice) -> Optional[dict]:
+            if not gen.req.logprobs or len(c.tokens) == sent_tokens[c.index]:
+                return None
+            out = self.chat_logprobs(c, sent_tokens[c.index])
+            sent_tokens[c.index] = len(c.tokens)
+            return out
+
+        async for step in gen.steps():
+            for c, piece in step:
+                if c.index in finished:
+                    continue
+                ended = c.finish_reason is not None
+                for delta in parsers[c.index].feed(piece, final=ended):
+                    yield chunk([{"index": c.index, "delta": delta, "logprobs": logprobs_of(c), "finish_reason": None}])
+                if ended:
+                    finished.add(c.index)
+                    reason = "tool_calls" if parsers[c.index].calls else c.finish_reason
+                    yield chunk([{"index": c.index, "delta": {}, "logprobs": logprobs_of(c), "finish_reason": reason}])
+        for c in gen.choices:  # max_tokens 0 or a choice without steps: nothing more comes
+            if c.index not in finished:
+                for delta in parsers[c.index].feed("", final=True):
+                    yield chunk([{"index": c.index, "delta": delta, "logprobs": logprobs_of(c), "finish_reason": None}])
+                reason = "tool_calls" if parsers[c.index].calls else c.finish_reason
+                yield chunk([{"index": c.index, "delta": {}, "logprobs": None, "finish_reason": reason}])
+        if gen.req.include_usage:
+            yield chunk([], gen.usage())
+        yield "data: [DONE]\n\n"
+
     async def stream(self, gen: Completion, cid: str, chat: bool) -> AsyncIterator[str]:
         """The server-sent events of a streamed generation, ending with [DONE]."""
         created = int(time.time())
@@ -359,22 +399,9 @@ class Responder:
                 for c in gen.choices:
                     yield chunk([{"index": c.index, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
                                   "finish_reason": None}])
-            if chat and gen.req.tools:  # the calls are known at the end: the reply is sent whole
-                async for _ in gen.steps():
-                    pass
-                for c in gen.choices:
-                    message, reason = self.chat_message(gen, c)
-                    logprobs = self.chat_logprobs(c) if gen.req.logprobs else None
-                    if message["content"]:
-                        yield chunk([{"index": c.index, "delta": {"content": message["content"]},
-                                      "logprobs": logprobs, "finish_reason": None}])
-                    for k, call in enumerate(message.get("tool_calls", [])):
-                        yield chunk([{"index": c.index, "delta": {"tool_calls": [{"index": k, **call}]},
-                                      "logprobs": None, "finish_reason": None}])
-                    yield chunk([{"index": c.index, "delta": {}, "logprobs": None, "finish_reason": reason}])
-                if gen.req.include_usage:
-                    yield chunk([], gen.usage())
-                yield "data: [DONE]\n\n"
+            if chat and gen.req.tools:
+                async for event in self._tool_stream(gen, chunk):
+                    yield event
                 return
             sent_tokens = {c.index: 0 for c in gen.choices}
             sent_text = {c.index: 0 for c in gen.choices}
