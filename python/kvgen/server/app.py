@@ -3,7 +3,7 @@ model, with continuous batching (kvgen.generation.engine): concurrent requests d
 
 Endpoints: POST /v1/completions and /v1/chat/completions (streamed as server-sent events
 with ``"stream": true``), GET /v1/models, /v1/models/{id}, /health, /openapi.json and
-/docs; vLLM's POST /tokenize and /detokenize (kvgen.server.tokenize) and GET /metrics
+/docs; vLLM's POST /tokenize, /detokenize and GET /tokenizer_info (kvgen.server.tokenize), GET /metrics
 (Prometheus, kvgen.server.metrics). Bad requests get OpenAI's error JSON
 ({"error": {"message", "type", "param", "code"}}) with status 400 (401 for a wrong API
 key, 404 / 405 for unknown routes); the server keeps serving. A client that disconnects
@@ -465,6 +465,13 @@ def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, mode
         from kvgen.server.tokenize import detokenize
 
         return await run_in_threadpool(detokenize, await body_of(request), model)
+
+    @app.get("/tokenizer_info")
+    async def tokenizer_info():
+        """vLLM's /tokenizer_info: special tokens, chat template, the longest sequence."""
+        from kvgen.server.tokenize import tokenizer_info
+
+        return tokenizer_info(model)
 
     @app.get("/metrics")
     async def metrics_text():

@@ -4,7 +4,9 @@
   "tools": [...], "add_generation_prompt": true}`` (rendered exactly as /v1/chat/completions
   renders them) answers ``{"count", "max_model_len", "tokens", "token_strs"}`` (``token_strs``
   with ``"return_token_strs": true``, else null);
-- ``POST /detokenize`` ``{"tokens": [...]}`` answers ``{"prompt": str}``.
+- ``POST /detokenize`` ``{"tokens": [...]}`` answers ``{"prompt": str}``;
+- ``GET /tokenizer_info`` answers the tokenizer's special tokens, chat template and length
+  (lm-eval's ``local-completions`` then tokenizes through the server: no tokenizer of its own).
 
 The bodies are the pydantic models of kvgen.server.openapi; a body they refuse is a 400 that
 names the field.
@@ -84,3 +86,14 @@ def detokenize(body: Any, model) -> dict:
         raise ApiError(f"'tokens[{bad}]': token id {req.tokens[bad]} is outside the vocabulary [0, "
                        f"{model.vocab_size})", param=f"tokens[{bad}]", code="invalid_value")
     return {"prompt": model.decode(req.tokens)}
+
+
+def tokenizer_info(model) -> dict:
+    """The answer to GET /tokenizer_info (vLLM's): the tokenizer's special tokens, chat template
+    and the longest sequence."""
+    eos = model.eos_token
+    if eos is None and model.eos_token_id is not None:
+        first = model.eos_token_id[0] if isinstance(model.eos_token_id, (list, tuple)) else model.eos_token_id
+        eos = model.decode([first])
+    return {"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": model.bos_token, "eos_token": eos,
+            "pad_token": None, "chat_template": model.chat_template, "model_max_length": model.context_length}
