@@ -34,6 +34,8 @@ def test_hermes_blocks_become_openai_tool_calls():
     assert _calls(calls) == [("get_weather", {"city": "Paris", "unit": "C"}), ("add", {"a": 1, "b": 2})]
     assert all(c["type"] == "function" and c["id"].startswith("call_") for c in calls)
     assert len({c["id"] for c in calls}) == 2
+    # a last call cut off after complete ones is dropped
+    assert _calls(parse_tool_calls(text + '\n<tool_call>\n{"name": "add", "argu', NAMES)[1]) == _calls(calls)
     # the closing tag may be cut off at the end of the text
     assert _calls(parse_tool_calls('<tool_call>{"name": "add", "arguments": {"a": 1, "b": 2}}', NAMES)[1]) == \
         [("add", {"a": 1, "b": 2})]

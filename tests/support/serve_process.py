@@ -36,7 +36,7 @@ class ServeProcess:
             try:
                 with urllib.request.urlopen(f"{self.url}/health", timeout=2):
                     return
-            except (urllib.error.URLError, ConnectionError):
+            except (urllib.error.URLError, ConnectionError, TimeoutError):  # bound, still loading
                 if self.proc.poll() is not None or time.monotonic() > deadline:
                     self.proc.kill()
                     raise RuntimeError(f"kvgen serve did not start:\n{log.read_text()}") from None

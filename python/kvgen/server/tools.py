@@ -4,7 +4,8 @@ Parsed forms:
 
 - Hermes / Qwen: ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``, one block per
   call, text before the first block is the message's content (a missing closing tag at the
-  end of the text is accepted);
+  end of the text is accepted; a last block cut off before its JSON ends, after complete
+  ones, is dropped);
 - Llama 3.1: the whole reply is one JSON object ``{"name": ..., "parameters": {...}}`` (or
   several separated by ``;``), optionally after ``<|python_tag|>``.
 
@@ -51,12 +52,15 @@ def parse_tool_calls(text: str, tool_names: set[str]) -> tuple[Optional[str], li
     OpenAI's ``tool_calls`` entries; ``([text], [])`` when the reply holds no call."""
     if "<tool_call>" in text:
         calls = []
-        for block in _HERMES.findall(text):
+        blocks = list(_HERMES.finditer(text))
+        for k, block in enumerate(blocks):
             try:
-                call = _call(json.loads(block), tool_names)
+                call = _call(json.loads(block.group(1)), tool_names)
             except ValueError:
                 call = None
             if call is None:
+                if calls and k == len(blocks) - 1 and not block.group(0).rstrip().endswith("</tool_call>"):
+                    break  # a last call cut off (max_tokens) after complete ones: dropped
                 return text, []
             calls.append(call)
         content = text[:text.index("<tool_call>")].strip()
