@@ -260,19 +260,21 @@ class _Trimmer:
 
 def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, model_name: Optional[str] = None,
                limits: Optional[ServerLimits] = None, host: str = "127.0.0.1", allowed_hosts: tuple[str, ...] = (),
-               allowed_origins: tuple[str, ...] = ()) -> FastAPI:
-    """The FastAPI application serving ``model`` with an Engine of ``max_batch`` slots, within
-    ``limits`` (default: ServerLimits.sized to the machine), for clients that reach it as
-    ``host`` (its bound address), localhost or one of ``allowed_hosts``."""
+               allowed_origins: tuple[str, ...] = (), prefix_cache: bool = True) -> FastAPI:
+    """The FastAPI application serving ``model`` with an Engine of ``max_batch`` slots (reusing
+    cached prompt prefixes with ``prefix_cache``), within ``limits`` (default:
+    ServerLimits.sized to the machine), for clients that reach it as ``host`` (its bound
+    address), localhost or one of ``allowed_hosts``."""
     trimmer = _Trimmer()  # first: it sets the allocator's limits before the engine's threads start
-    engine = Engine(model, slots=max_batch)
+    engine = Engine(model, slots=max_batch, prefix_cache=prefix_cache)
     limits = limits or ServerLimits.sized(max_batch, model.context_length)
     name = model_name or (model.path.stem if getattr(model, "path", None) else "kvgen")
     metrics = None
     try:
         from kvgen.server.metrics import Metrics
 
-        metrics = Metrics(lambda: server.engine.slots, lambda: server.engine.active_rows)
+        metrics = Metrics(lambda: server.engine.slots, lambda: server.engine.active_rows,
+                          lambda: (server.engine.prefix_cache_queries, server.engine.prefix_cache_hits))
     except ImportError:  # prometheus_client is not installed: /metrics says so
         pass
     server = Responder(model, engine, name, metrics)
@@ -282,7 +284,7 @@ def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, mode
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
         if server.engine.closed:  # served again after a shutdown (an in-process test client): a fresh engine
-            server.engine = app.state.engine = Engine(model, slots=max_batch)
+            server.engine = app.state.engine = Engine(model, slots=max_batch, prefix_cache=prefix_cache)
         yield
         server.engine.close()  # cancels what still runs
 
@@ -495,7 +497,7 @@ def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, mode
 def serve(model, *, host: str = "127.0.0.1", port: int = 8000, max_batch: int = 8, api_key: Optional[str] = None,
           limits: Optional[ServerLimits] = None, allowed_hosts: tuple[str, ...] = (),
           allowed_origins: tuple[str, ...] = (), shutdown_timeout: float = 3.0,
-          sock: Optional[socket.socket] = None) -> None:
+          sock: Optional[socket.socket] = None, prefix_cache: bool = True) -> None:
     """Runs the server until interrupted; on SIGTERM or Ctrl-C, requests still running after
     ``shutdown_timeout`` seconds are cancelled and the server exits. ``sock``: a socket
     listening on ``host``:``port`` (default: bound here, see listening_socket)."""
@@ -506,7 +508,7 @@ def serve(model, *, host: str = "127.0.0.1", port: int = 8000, max_batch: int = 
         print(f"kvgen serve: warning: listening on {host} without --api-key: anyone who can reach this address can "
               "use the model", file=sys.stderr, flush=True)
     app = create_app(model, max_batch=max_batch, api_key=api_key, limits=limits, host=host,
-                     allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
+                     allowed_hosts=allowed_hosts, allowed_origins=allowed_origins, prefix_cache=prefix_cache)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=shutdown_timeout)
     with sock:
         uvicorn.Server(config).run(sockets=[sock])

@@ -6,6 +6,8 @@ vLLM names its metrics, with ``kvgen:`` in place of ``vllm:``.
   queued or in prefill (no token yet);
 - ``kvgen:num_slots`` / ``kvgen:num_slots_in_use``: the engine's KV-cache rows;
 - ``kvgen:prompt_tokens_total`` / ``kvgen:generation_tokens_total``: tokens prefilled and generated;
+- ``kvgen:prefix_cache_queries_total`` / ``kvgen:prefix_cache_hits_total``: prompt tokens
+  looked up in the prefix cache / found there (kvgen.generation.engine);
 - ``kvgen:request_success_total{finished_reason}``: finished HTTP requests by their first
   choice's finish reason; ``kvgen:request_failure_total{status}``: requests answered with an error;
 - histograms ``kvgen:time_to_first_token_seconds`` (arrival to the first generated token),
@@ -35,8 +37,11 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 class Metrics:
     """The server's counters, gauges and histograms; ``render()`` is the /metrics body."""
 
-    def __init__(self, slots: Callable[[], int], slots_in_use: Callable[[], int]):
+    def __init__(self, slots: Callable[[], int], slots_in_use: Callable[[], int],
+                 prefix_cache: Optional[Callable[[], tuple[int, int]]] = None):
+        """``prefix_cache()``: the engine's (prompt tokens looked up, tokens found) so far."""
         from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+        from prometheus_client.core import CounterMetricFamily
 
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
@@ -64,6 +69,20 @@ class Metrics:
                                         buckets=_TOKEN_BUCKETS, registry=r)
         self.request_generation = Histogram("kvgen:request_generation_tokens", "Generated tokens per request.",
                                             buckets=_TOKEN_BUCKETS, registry=r)
+
+        if prefix_cache is not None:
+            class PrefixCache:
+                def collect(self):
+                    queries, hits = prefix_cache()
+                    yield CounterMetricFamily("kvgen:prefix_cache_queries", "Prompt tokens looked up in the prefix "
+                                              "cache.", value=queries)
+                    yield CounterMetricFamily("kvgen:prefix_cache_hits", "Prompt tokens found in the prefix cache "
+                                              "(not prefilled again).", value=hits)
+
+                def describe(self):
+                    return []
+
+            r.register(PrefixCache())
 
     def render(self) -> bytes:
         """The text format of every metric."""
