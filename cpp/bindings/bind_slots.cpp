@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include <mutex>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -51,6 +52,23 @@ class PyModelSlots {
     slots_.forward(pm_.core(), rows);
   }
 
+  // The slot keeps its first `length` positions (a prompt prefix that a new request shares).
+  // ValueError unless 0 <= length <= the slot's length, or when a sliding-window layer's ring
+  // has wrapped (positions before `length` may be overwritten).
+  void truncate(int64_t slot, int64_t length) {
+    const int64_t have = slots_.length(slot);
+    if (length < 0 || length > have) {
+      throw ValueError("truncate: length " + std::to_string(length) + " is outside [0, " + std::to_string(have) +
+                       "], the positions slot " + std::to_string(slot) + " holds");
+    }
+    for (int64_t layer = 0; layer < pm_.core().config().layers; ++layer) {
+      if (slots_.cache().capacity(layer) < have) {
+        throw ValueError("truncate: the sliding-window ring of layer " + std::to_string(layer) + " has wrapped");
+      }
+    }
+    slots_.cache().set_length(slot, length);
+  }
+
   template <class F>
   void released(F&& f) {
     py::gil_scoped_release release;
@@ -83,6 +101,9 @@ void register_slots(py::module_& m) {
            "Positions cached in a slot.")
       .def("reset", [](PyModelSlots& s, int64_t slot) { s.slots().reset(slot); }, py::arg("slot"),
            "Empties a slot (its length becomes 0).")
+      .def("truncate", &PyModelSlots::truncate, py::arg("slot"), py::arg("length"),
+           "Keeps a slot's first `length` positions (ValueError past its length or once a sliding-window ring "
+           "wrapped).")
       .def(
           "copy_row",
           [](PyModelSlots& s, int64_t src, int64_t dst) { s.released([&](SlotCache& c) { c.copy_row(src, dst); }); },

@@ -87,6 +87,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-batch", type=int, default=8, help="rows decoded together at most (8)")
     serve.add_argument("--threads", type=int, help="threads of the forward pass (default: the CPUs available)")
     serve.add_argument("--api-key", help="require 'Authorization: Bearer KEY' on every request")
+    serve.add_argument("--no-prefix-cache", action="store_true",
+                       help="prefill every prompt whole (default: a prompt that starts as an earlier one did reuses "
+                            "that one's cached positions; outputs are the same)")
     serve.add_argument("--activations", choices=("int8x2", "int8", "float"),
                        help="what quantized weights multiply (default int8x2; see kvgen.Model.activations)")
     guard = serve.add_argument_group("cross-site protection")
@@ -269,7 +272,8 @@ def _serve(args) -> int:
                                 max_queued_tokens=args.max_queued_tokens, max_queued_requests=args.max_queued_requests,
                                 max_body_bytes=int(args.max_body_mb * (1 << 20)), request_timeout=args.request_timeout)
     serve(model, host=args.host, port=args.port, max_batch=args.max_batch, api_key=args.api_key, limits=limits,
-          allowed_hosts=tuple(args.allowed_hosts), allowed_origins=tuple(args.allowed_origins), sock=sock)
+          allowed_hosts=tuple(args.allowed_hosts), allowed_origins=tuple(args.allowed_origins), sock=sock,
+          prefix_cache=not args.no_prefix_cache)
     return 0
 
 

@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 
 import kvgen
-from kvgen.server.tools import parse_tool_calls, tool_grammar
+from kvgen.server.tools import ToolCallStream, parse_tool_calls, tool_grammar
 
 WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "The weather in a city",
                                             "parameters": {"type": "object", "properties": {
@@ -34,6 +34,8 @@ def test_hermes_blocks_become_openai_tool_calls():
     assert _calls(calls) == [("get_weather", {"city": "Paris", "unit": "C"}), ("add", {"a": 1, "b": 2})]
     assert all(c["type"] == "function" and c["id"].startswith("call_") for c in calls)
     assert len({c["id"] for c in calls}) == 2
+    # a last call cut off after complete ones is dropped
+    assert _calls(parse_tool_calls(text + '\n<tool_call>\n{"name": "add", "argu', NAMES)[1]) == _calls(calls)
     # the closing tag may be cut off at the end of the text
     assert _calls(parse_tool_calls('<tool_call>{"name": "add", "arguments": {"a": 1, "b": 2}}', NAMES)[1]) == \
         [("add", {"a": 1, "b": 2})]
@@ -118,10 +120,31 @@ def test_a_named_tool_choice_and_the_streamed_call(client):
     assert call.function.name == "add"
     jsonschema.validate(json.loads(call.function.arguments), ADD["function"]["parameters"])
     chunks = list(client.chat.completions.create(**args, stream=True))
-    deltas = [d for c in chunks for d in (c.choices[0].delta.tool_calls or [])]
-    assert [(d.function.name, json.loads(d.function.arguments)) for d in deltas] == \
-        [("add", json.loads(call.function.arguments))]
+    content, calls, pieces = _streamed(chunks)
+    assert calls == [("add", json.loads(call.function.arguments))] and content is None
+    assert pieces[0] > 1  # the arguments came in pieces
     assert chunks[-1].choices[0].finish_reason == "tool_calls"
+
+
+def _streamed(chunks) -> tuple:
+    """(content, [(name, arguments)], argument pieces per call) of a streamed reply, checking
+    OpenAI's shape: a call's first delta has its id, type and name (arguments ""), the later
+    ones only pieces of its arguments."""
+    content, calls = "", {}
+    for chunk in chunks:
+        for choice in chunk.choices:
+            content += choice.delta.content or ""
+            for d in choice.delta.tool_calls or []:
+                if d.index not in calls:
+                    assert d.id.startswith("call_") and d.type == "function" and d.function.name, d
+                    assert d.function.arguments == ""
+                    calls[d.index] = [d.function.name, "", 0]
+                else:
+                    assert d.id is None and d.function.name is None and d.function.arguments, d
+                    calls[d.index][1] += d.function.arguments
+                    calls[d.index][2] += 1
+    assert sorted(calls) == list(range(len(calls)))
+    return (content or None, [(n, json.loads(a)) for n, a, _ in calls.values()], [k for *_, k in calls.values()])
 
 
 def test_tool_choice_none_is_plain_chat(client, smollm2_model):
@@ -137,7 +160,8 @@ def test_a_history_with_tool_calls_and_results(client, smollm2_model):
             "name": "get_weather", "arguments": json.dumps({"city": "Paris", "unit": "C"})}}]},
         {"role": "tool", "tool_call_id": "call_1", "content": "21 degrees, sunny"}]
     out = client.chat.completions.create(model="m", messages=history, tools=[WEATHER], max_tokens=20, temperature=0)
-    prompt_tokens, text = _reference(smollm2_model, history, [WEATHER], max_new_tokens=20)
+    prompt_tokens, text = _reference(smollm2_model, history, [WEATHER], tool_grammar([WEATHER], free_text=True),
+                                     max_new_tokens=20)
     assert out.usage.prompt_tokens == prompt_tokens
     content, calls = parse_tool_calls(text, {"get_weather"})
     assert out.choices[0].message.content == content
@@ -185,3 +209,109 @@ def test_a_template_that_renders_tools_gets_them_and_the_history_as_transformers
                                   add_generation_prompt=True)
     assert "get_weather" in text and "21 degrees" in text
     assert req.prompts[0] == model.encode(text, add_special_tokens=False)
+
+
+def _call_message(i: int, name: str, arguments: dict) -> dict:
+    return {"role": "assistant", "content": None, "tool_calls": [
+        {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]}
+
+
+# two worked examples: the model goes on calling tools in the Hermes form
+EXAMPLES = [
+    {"role": "user", "content": "What is the weather in Paris, in Celsius?"},
+    _call_message(1, "get_weather", {"city": "Paris", "unit": "C"}),
+    {"role": "tool", "tool_call_id": "call_1", "content": "21 degrees"},
+    {"role": "assistant", "content": "It is 21 degrees in Paris."},
+    {"role": "user", "content": "What is 2 plus 3?"}, _call_message(2, "add", {"a": 2, "b": 3}),
+    {"role": "tool", "tool_call_id": "call_2", "content": "5"}, {"role": "assistant", "content": "2 plus 3 is 5."}]
+CALLING = EXAMPLES + [{"role": "user", "content": "What is the weather in Rome, in Fahrenheit?"}]
+ANSWERING = EXAMPLES + [{"role": "user", "content": "What is 7 plus 8?"}]
+
+
+def test_the_auto_grammar_allows_text_or_text_then_calls_that_follow_the_schemas(smollm2_model):
+    import llguidance
+
+    from kvgen.generation.constraints import llg_tokenizer
+
+    grammar = llguidance.LLMatcher.grammar_from_lark(tool_grammar([WEATHER, ADD], free_text=True))
+    tokenizer = llg_tokenizer(smollm2_model._need_tokenizer(), [smollm2_model.eos_token_id])
+
+    def accepts(text: str) -> tuple[bool, bool]:
+        """(every token accepted, the text a complete reply)"""
+        matcher = llguidance.LLMatcher(tokenizer, grammar)
+        ok = matcher.consume_tokens(smollm2_model.encode(text, add_special_tokens=False))
+        return ok and not matcher.is_error(), matcher.is_accepting()
+
+    good = '<tool_call>\n{"name": "add", "arguments": {"a": 1, "b": 2}}\n</tool_call>'
+    assert accepts("Just text, < and <tool, no call.") == (True, True)
+    assert accepts("Sure. " + good) == (True, True)
+    assert accepts(good + "\n" + good) == (True, True)
+    assert accepts("Sure. " + good[:30]) == (True, False)  # a call begun must be finished
+    assert accepts('Sure. <tool_call>\n{"name": "fahrenheit", ')[0] is False  # not a tool
+    assert accepts('<tool_call>\n{"name": "add", "arguments": {"a": "one"')[0] is False  # not its schema
+    assert accepts(good + " and more text")[0] is False
+    assert accepts(good + "\n" + good)[1] and not accepts(good + "\n" + good[:40])[1]
+    single = llguidance.LLMatcher(tokenizer, llguidance.LLMatcher.grammar_from_lark(
+        tool_grammar([ADD], parallel=False, free_text=True)))
+    assert not single.consume_tokens(smollm2_model.encode(good + "\n" + good, add_special_tokens=False))
+
+
+def test_auto_tool_choice_constrains_the_call_the_model_starts(client, smollm2_model):
+    """Unconstrained, SmolLM2 calls a tool that does not exist; under "auto" the call it starts
+    is one of the tools, with arguments that follow its schema, as kvgen's own generation
+    with the same grammar makes it."""
+    _, free = _reference(smollm2_model, CALLING, [WEATHER, ADD])
+    assert "<tool_call>" in free and not parse_tool_calls(free, NAMES)[1], free
+    out = client.chat.completions.create(model="m", messages=CALLING, tools=[WEATHER, ADD], max_tokens=60,
+                                         temperature=0)
+    _, text = _reference(smollm2_model, CALLING, [WEATHER, ADD], tool_grammar([WEATHER, ADD], free_text=True))
+    choice = out.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    got = _calls([c.model_dump() for c in choice.message.tool_calls])
+    assert got == _calls(parse_tool_calls(text, NAMES)[1]) and len(got) == 1
+    name, arguments = got[0]
+    jsonschema.validate(arguments, {"get_weather": WEATHER, "add": ADD}[name]["function"]["parameters"])
+    # streamed token by token: the same call
+    chunks = list(client.chat.completions.create(model="m", messages=CALLING, tools=[WEATHER, ADD], max_tokens=60,
+                                                 temperature=0, stream=True))
+    content, calls, pieces = _streamed(chunks)
+    assert (content, calls) == (choice.message.content, got) and pieces[0] > 1
+    assert chunks[-1].choices[0].finish_reason == "tool_calls" and chunks[-1].choices[0].delta.content is None
+
+
+def test_auto_tool_choice_lets_the_model_answer_in_text_streamed_as_it_comes(client, smollm2_model):
+    out = client.chat.completions.create(model="m", messages=ANSWERING, tools=[WEATHER, ADD], max_tokens=30,
+                                         temperature=0)
+    _, text = _reference(smollm2_model, ANSWERING, [WEATHER, ADD], tool_grammar([WEATHER, ADD], free_text=True),
+                         max_new_tokens=30)
+    assert out.choices[0].message.content == text and not out.choices[0].message.tool_calls
+    assert out.choices[0].finish_reason == "stop"
+    chunks = list(client.chat.completions.create(model="m", messages=ANSWERING, tools=[WEATHER, ADD], max_tokens=30,
+                                                 temperature=0, stream=True))
+    pieces = [c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content]
+    assert "".join(pieces) == text and len(pieces) > 2
+    assert chunks[-1].choices[0].finish_reason == "stop"
+
+
+@pytest.mark.parametrize("text", [
+    "Just text, no call.", "  Spaces around  ", "a < b and <tool x",
+    'Let me check.\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "Pa\\"ris}", "unit": "C"}}\n'
+    '</tool_call>\n<tool_call>\n{"name": "add", "arguments": {"a": 1, "b": 2}}\n</tool_call>',
+    '<tool_call>{"arguments": {"a": 1, "b": 2}, "name": "add"}</tool_call>',   # parsed whole when it closes
+    '<tool_call>\n{"name": "add", "arguments": {"a": 1, "b": 2}}',              # the closing tag cut off
+    '{"name": "add", "parameters": {"a": 1, "b": 2}}',                          # Llama 3.1's form: held
+])
+@pytest.mark.parametrize("size", [1, 2, 5, 1000])
+def test_the_stream_parser_gives_what_the_whole_reply_s_parse_gives(text, size):
+    stream = ToolCallStream(NAMES)
+    pieces = [text[i:i + size] for i in range(0, len(text), size)]
+    deltas = [d for k, p in enumerate(pieces) for d in stream.feed(p, final=k == len(pieces) - 1)]
+    content = "".join(d.get("content", "") for d in deltas) or None
+    calls: dict = {}
+    for d in deltas:
+        for c in d.get("tool_calls", []):
+            entry = calls.setdefault(c["index"], [c["function"].get("name"), ""])
+            entry[1] += c["function"]["arguments"]
+    expected_content, expected_calls = parse_tool_calls(text, NAMES)
+    assert content == expected_content
+    assert [(n, json.loads(a)) for n, a in calls.values()] == _calls(expected_calls)

@@ -14,6 +14,13 @@ slots, so its step reads ``logits[first:first + rows]`` in place. Every iteratio
    prompt delays the others by at most one chunk);
 4. steps each request whose logits are ready and reports the new tokens.
 
+Prefix cache (``prefix_cache=True``, as llama.cpp's slots reuse their prompt): a free slot
+keeps the prompt chunks it last computed, and a new one-row request whose prompt starts with
+the same tokens goes to the free slot that shares the most whole chunks with it, keeping
+those positions (``truncate``) and prefilling only the rest; otherwise it takes the free slot
+used least recently. Only whole chunks of an earlier prompt are reused, never generated
+tokens, so every position holds what a fresh prefill computes: outputs are bit-identical.
+
 Prompts are cut into chunks at fixed offsets from their start (0, C, 2C, ...), here only,
 and the model computes each row from its own tokens and cache only (the quantized kernels
 keep one accumulator per row), so greedy and seeded outputs do not depend on what else is
@@ -143,8 +150,16 @@ class Engine:
     loop in the caller's thread.
     """
 
-    def __init__(self, model, slots: int = 8, context: Optional[int] = None):
+    def __init__(self, model, slots: int = 8, context: Optional[int] = None, *, prefix_cache: bool = False):
         self.model = model
+        self.prefix_cache = prefix_cache
+        # per slot: the prompt whose whole chunks it holds from position 0 and how many of its
+        # positions are valid (None: nothing reusable), and when it was last taken
+        self._slot_prompts: list[Optional[tuple[np.ndarray, int]]] = [None] * slots
+        self._slot_used = [0] * slots
+        self._admitted = 0
+        self.prefix_cache_queries = 0  # prompt tokens of the requests admitted (one-row ones, with the cache on)
+        self.prefix_cache_hits = 0     # of those, the tokens found in a slot
         self._slots = _core._ModelSlots(model._core, slots, context or model.context_length)
         self._logits = self._slots.logits  # (slots, vocab) view, valid as long as _slots
         self._free = [True] * slots
@@ -318,11 +333,55 @@ class Engine:
             if first is None:
                 return  # first come, first served: a large request is not overtaken
             r = self._waiting.pop(0)
+            reuse = 0
+            if self.prefix_cache and r.rows == 1:
+                first, reuse = self._prefix_slot(r.prompts[0])
+                try:
+                    self._slots.truncate(first, reuse)
+                except ValueError:  # a sliding-window ring that wrapped: nothing to keep
+                    self.prefix_cache_hits -= reuse
+                    reuse = 0
+            self._admitted += 1
             for s in range(first, first + r.rows):
                 self._free[s] = False
-                self._slots.reset(s)
+                self._slot_used[s] = self._admitted
+                self._slot_prompts[s] = None
+                if not reuse:
+                    self._slots.reset(s)
+            r.fed = reuse
             r.first_slot = first
             self._active.append(r)
+
+    def _prefix_slot(self, prompt: np.ndarray) -> tuple[int, int]:
+        """(free slot, positions to keep) for a one-row request: the slot holding the most whole
+        prompt chunks that ``prompt`` starts with (at least one token is left to feed), else
+        the free slot used least recently (0 kept)."""
+        best, keep = None, 0
+        limit = (prompt.size - 1) // PREFILL_CHUNK * PREFILL_CHUNK
+        for s, free in enumerate(self._free):
+            held = self._slot_prompts[s]
+            if not free or held is None or limit == 0:
+                continue
+            cached, valid = held
+            n = min(limit, valid)
+            differ = np.flatnonzero(cached[:n] != prompt[:n])
+            common = int(differ[0]) if differ.size else n
+            common = common // PREFILL_CHUNK * PREFILL_CHUNK
+            if common > keep:
+                best, keep = s, common
+        self.prefix_cache_queries += prompt.size
+        self.prefix_cache_hits += keep
+        if best is None:
+            best = min((s for s, free in enumerate(self._free) if free), key=self._slot_used.__getitem__)
+        return best, keep
+
+    def _remember(self, r: Request) -> None:
+        """After a one-row request: its slot holds its prompt's whole chunks (those fed)."""
+        if self.prefix_cache and r.rows == 1 and r.first_slot is not None and r.error is None:
+            prompt = r.prompts[0]
+            valid = min(r.fed, prompt.size) // PREFILL_CHUNK * PREFILL_CHUNK
+            if valid:
+                self._slot_prompts[r.first_slot] = (prompt, valid)
 
     def _find_free(self, rows: int) -> Optional[int]:
         run = 0
@@ -423,6 +482,8 @@ class Engine:
         assert first is not None
         for s in range(first, first + r.rows):
             self._free[s] = True
+        if error is None:
+            self._remember(r)
         self._finish(r, cancelled=cancelled, error=error)
 
     def _finish(self, r: Request, *, cancelled: bool = False, error: Optional[BaseException] = None) -> None:

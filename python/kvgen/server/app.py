@@ -3,7 +3,8 @@ model, with continuous batching (kvgen.generation.engine): concurrent requests d
 
 Endpoints: POST /v1/completions and /v1/chat/completions (streamed as server-sent events
 with ``"stream": true``), GET /v1/models, /v1/models/{id}, /health, /openapi.json and
-/docs. Bad requests get OpenAI's error JSON
+/docs; vLLM's POST /tokenize, /detokenize and GET /tokenizer_info (kvgen.server.tokenize), GET /metrics
+(Prometheus, kvgen.server.metrics). Bad requests get OpenAI's error JSON
 ({"error": {"message", "type", "param", "code"}}) with status 400 (401 for a wrong API
 key, 404 / 405 for unknown routes); the server keeps serving. A client that disconnects
 mid-stream cancels its request, whose slots go to the next one at the following step; so does
@@ -54,7 +55,7 @@ from typing import Any, Optional
 from urllib.parse import urlsplit
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
@@ -259,22 +260,31 @@ class _Trimmer:
 
 def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, model_name: Optional[str] = None,
                limits: Optional[ServerLimits] = None, host: str = "127.0.0.1", allowed_hosts: tuple[str, ...] = (),
-               allowed_origins: tuple[str, ...] = ()) -> FastAPI:
-    """The FastAPI application serving ``model`` with an Engine of ``max_batch`` slots, within
-    ``limits`` (default: ServerLimits.sized to the machine), for clients that reach it as
-    ``host`` (its bound address), localhost or one of ``allowed_hosts``."""
+               allowed_origins: tuple[str, ...] = (), prefix_cache: bool = True) -> FastAPI:
+    """The FastAPI application serving ``model`` with an Engine of ``max_batch`` slots (reusing
+    cached prompt prefixes with ``prefix_cache``), within ``limits`` (default:
+    ServerLimits.sized to the machine), for clients that reach it as ``host`` (its bound
+    address), localhost or one of ``allowed_hosts``."""
     trimmer = _Trimmer()  # first: it sets the allocator's limits before the engine's threads start
-    engine = Engine(model, slots=max_batch)
+    engine = Engine(model, slots=max_batch, prefix_cache=prefix_cache)
     limits = limits or ServerLimits.sized(max_batch, model.context_length)
     name = model_name or (model.path.stem if getattr(model, "path", None) else "kvgen")
-    server = Responder(model, engine, name)
+    metrics = None
+    try:
+        from kvgen.server.metrics import Metrics
+
+        metrics = Metrics(lambda: server.engine.slots, lambda: server.engine.active_rows,
+                          lambda: (server.engine.prefix_cache_queries, server.engine.prefix_cache_hits))
+    except ImportError:  # prometheus_client is not installed: /metrics says so
+        pass
+    server = Responder(model, engine, name, metrics)
     admission = _Admission(limits)
     background: set = set()  # the trimmer's tasks (held until done)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
         if server.engine.closed:  # served again after a shutdown (an in-process test client): a fresh engine
-            server.engine = app.state.engine = Engine(model, slots=max_batch)
+            server.engine = app.state.engine = Engine(model, slots=max_batch, prefix_cache=prefix_cache)
         yield
         server.engine.close()  # cancels what still runs
 
@@ -297,18 +307,26 @@ def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, mode
     app.add_middleware(_Guard, host=host, allowed_hosts=tuple(allowed_hosts), allowed_origins=tuple(allowed_origins),
                        api_key=api_key)
 
+    def failed(status: int) -> None:
+        if metrics is not None:
+            metrics.failure.labels(status=str(status)).inc()
+
     @app.exception_handler(ApiError)
     async def api_error(request: Request, e: ApiError):
         retry = {"Retry-After": "1"} if e.status in (429, 503) else None
+        failed(e.status)
         return _error_response(e, retry)
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, e: HTTPException):
+        failed(e.status_code)
         return _error_response(ApiError(str(e.detail), status=e.status_code))
 
     @app.exception_handler(Exception)
     async def internal_error(request: Request, e: Exception):
-        return _error_response(error_of(e))
+        error = error_of(e)
+        failed(error.status)
+        return _error_response(error)
 
     async def body_of(request: Request) -> Any:
         length = request.headers.get("content-length")
@@ -342,6 +360,7 @@ def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, mode
         gen.cancel()
 
     async def respond(request: Request, chat: bool):
+        arrival = time.perf_counter()
         body = await body_of(request)
         parse = chat_request if chat else completion_request
         req = await run_in_threadpool(parse, body, model, limits.request)  # tokenizing, template rendering
@@ -364,7 +383,7 @@ def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, mode
 
         try:
             loop = asyncio.get_running_loop()
-            gen = await run_in_threadpool(Completion, server, req, loop)  # compiles the constraint
+            gen = await run_in_threadpool(Completion, server, req, loop, arrival)  # compiles the constraint
         except BaseException:
             release()
             raise
@@ -383,11 +402,12 @@ def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, mode
                 finally:
                     if timer is not None:
                         timer.cancel()
+                    gen.finish_metrics()
                     release()
             stream = events()
             # a client gone before the first event: the stream is never started, so its finally
             # never runs; when it is dropped, its generation is cancelled and its share given back
-            weakref.finalize(stream, lambda: (gen.cancel(), release()))
+            weakref.finalize(stream, lambda: (gen.cancel(), gen.finish_metrics(), release()))
             return StreamingResponse(stream, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
         watcher = asyncio.ensure_future(watch_disconnect(request, gen))
         try:
@@ -396,8 +416,12 @@ def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, mode
                 await run_in_threadpool(gen.score_prompts, top)  # the prompts' forward pass, beside the engine
             async for _ in gen.steps():
                 pass
+        except BaseException as e:
+            gen.error_status = e.status if isinstance(e, ApiError) else 500
+            raise
         finally:
             gen.cancel()
+            gen.finish_metrics()
             watcher.cancel()
             if timer is not None:
                 timer.cancel()
@@ -430,6 +454,37 @@ def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, mode
                            code="model_not_found", status=404)
         return model_card()
 
+    @app.post("/tokenize")
+    async def tokenize(request: Request):
+        """vLLM's /tokenize: a prompt's token ids, or the chat prompt's of messages (and tools)."""
+        from kvgen.server.tokenize import tokenize
+
+        return await run_in_threadpool(tokenize, await body_of(request), model)
+
+    @app.post("/detokenize")
+    async def detokenize(request: Request):
+        """vLLM's /detokenize: the text of token ids."""
+        from kvgen.server.tokenize import detokenize
+
+        return await run_in_threadpool(detokenize, await body_of(request), model)
+
+    @app.get("/tokenizer_info")
+    async def tokenizer_info():
+        """vLLM's /tokenizer_info: special tokens, chat template, the longest sequence."""
+        from kvgen.server.tokenize import tokenizer_info
+
+        return tokenizer_info(model)
+
+    @app.get("/metrics")
+    async def metrics_text():
+        """Prometheus' text format (kvgen.server.metrics)."""
+        if metrics is None:
+            raise ApiError("/metrics needs prometheus_client (pip install prometheus_client)", status=501,
+                           code="not_implemented", kind="server_error")
+        from kvgen.server.metrics import CONTENT_TYPE
+
+        return Response(metrics.render(), media_type=CONTENT_TYPE)
+
     @app.get("/health")
     async def health():
         """Liveness: 200 while the server runs."""
@@ -442,7 +497,7 @@ def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, mode
 def serve(model, *, host: str = "127.0.0.1", port: int = 8000, max_batch: int = 8, api_key: Optional[str] = None,
           limits: Optional[ServerLimits] = None, allowed_hosts: tuple[str, ...] = (),
           allowed_origins: tuple[str, ...] = (), shutdown_timeout: float = 3.0,
-          sock: Optional[socket.socket] = None) -> None:
+          sock: Optional[socket.socket] = None, prefix_cache: bool = True) -> None:
     """Runs the server until interrupted; on SIGTERM or Ctrl-C, requests still running after
     ``shutdown_timeout`` seconds are cancelled and the server exits. ``sock``: a socket
     listening on ``host``:``port`` (default: bound here, see listening_socket)."""
@@ -453,7 +508,7 @@ def serve(model, *, host: str = "127.0.0.1", port: int = 8000, max_batch: int = 
         print(f"kvgen serve: warning: listening on {host} without --api-key: anyone who can reach this address can "
               "use the model", file=sys.stderr, flush=True)
     app = create_app(model, max_batch=max_batch, api_key=api_key, limits=limits, host=host,
-                     allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
+                     allowed_hosts=allowed_hosts, allowed_origins=allowed_origins, prefix_cache=prefix_cache)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=shutdown_timeout)
     with sock:
         uvicorn.Server(config).run(sockets=[sock])

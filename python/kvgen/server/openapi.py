@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, create_model
+from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, create_model
 
 #: Stop strings per request at most (lm-eval's tasks pass several ``until`` strings).
 MAX_STOP_STRINGS = 32
@@ -194,6 +194,34 @@ class ChatRequest(_Sampling):
     max_completion_tokens: Optional[int] = Field(None, ge=1)
 
 
+class TokenizeCompletionRequest(_Strict):
+    """POST /tokenize with a prompt (vLLM's shape)."""
+
+    model: Optional[str] = None
+    prompt: str
+    add_special_tokens: bool = True
+    return_token_strs: Optional[bool] = False
+
+
+class TokenizeChatRequest(_Strict):
+    """POST /tokenize with messages, rendered as /v1/chat/completions renders them (vLLM's shape)."""
+
+    model: Optional[str] = None
+    messages: list[Message] = Field(min_length=1)
+    tools: Optional[list[Tool]] = None
+    add_generation_prompt: bool = True
+    continue_final_message: Literal[False] = False
+    add_special_tokens: Literal[False] = False  # the template writes the special tokens
+    return_token_strs: Optional[bool] = False
+
+
+class DetokenizeRequest(_Strict):
+    """POST /detokenize (vLLM's shape)."""
+
+    model: Optional[str] = None
+    tokens: list[int]
+
+
 _ERROR = {"description": "OpenAI's error JSON: {\"error\": {\"message\", \"type\", \"param\", \"code\"}}",
           "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}}}
 _ERROR_SCHEMA = {"type": "object", "required": ["error"], "properties": {"error": {
@@ -203,17 +231,24 @@ _ERROR_SCHEMA = {"type": "object", "required": ["error"], "properties": {"error"
 
 
 def add_request_bodies(schema: dict) -> dict:
-    """``schema`` (FastAPI's OpenAPI document) with the two POST routes' JSON bodies and their
+    """``schema`` (FastAPI's OpenAPI document) with the POST routes' JSON bodies and their
     error responses."""
     components = schema.setdefault("components", {}).setdefault("schemas", {})
     components["ErrorResponse"] = _ERROR_SCHEMA
-    for path, model in (("/v1/completions", CompletionRequest), ("/v1/chat/completions", ChatRequest)):
-        body = model.model_json_schema(ref_template="#/components/schemas/{model}", by_alias=True)
+    bodies: tuple[tuple[str, Any, str], ...] = (
+        ("/v1/completions", CompletionRequest, "CompletionRequest"),
+        ("/v1/chat/completions", ChatRequest, "ChatRequest"),
+        ("/tokenize", Union[TokenizeCompletionRequest, TokenizeChatRequest], "TokenizeRequest"),
+        ("/detokenize", DetokenizeRequest, "DetokenizeRequest"))
+    for path, model, name in bodies:
+        if path not in schema["paths"]:
+            continue
+        body = TypeAdapter(model).json_schema(ref_template="#/components/schemas/{model}", by_alias=True)
         components.update(body.pop("$defs", {}))
-        components[model.__name__] = body
+        components[name] = body
         operation = schema["paths"][path]["post"]
         operation["requestBody"] = {"required": True, "content": {"application/json": {
-            "schema": {"$ref": f"#/components/schemas/{model.__name__}"}}}}
+            "schema": {"$ref": f"#/components/schemas/{name}"}}}}
         responses = operation.setdefault("responses", {})
         for status in ("400", "401", "403", "413", "415", "429", "500", "503", "504"):
             responses[status] = _ERROR

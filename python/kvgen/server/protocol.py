@@ -478,6 +478,11 @@ def chat_request(body: Any, model, limits: Optional[RequestLimits] = None) -> Ge
 
         chosen = tools if choice == "required" else [t for t in tools if t["function"]["name"] == wanted]
         values = {**values, "grammar": tool_grammar(chosen, parallel=values.get("parallel_tool_calls", True))}
+    elif choice == "auto" and _constraint(values) is None:  # text, or text then calls that follow the schemas
+        from kvgen.server.tools import tool_grammar
+
+        values = {**values, "grammar": tool_grammar(tools, parallel=values.get("parallel_tool_calls", True),
+                                                     free_text=True)}
     top = values.get("top_logprobs", 0)
     if top and not values.get("logprobs"):
         raise ApiError("'top_logprobs' needs 'logprobs': true", param="top_logprobs")

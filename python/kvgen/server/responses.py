@@ -15,6 +15,7 @@ import numpy as np
 from kvgen.generation.detokenize import IncrementalText, StopStringFilter
 from kvgen.generation.engine import Engine, StepUpdate
 from kvgen.generation.request_setup import set_up_request
+from kvgen.server.metrics import Metrics, RequestTimer
 from kvgen.server.protocol import ApiError, GenerationRequest
 
 _FINISH = {"eos": "stop", "stop": "stop", "length": "length", "cancelled": "stop"}
@@ -117,10 +118,12 @@ class Completion:
     """One HTTP request's completion: its engine requests, its choices, the steps they report."""
 
     def __init__(self, server: "Responder", req: GenerationRequest,
-                 loop: Optional[asyncio.AbstractEventLoop] = None):
+                 loop: Optional[asyncio.AbstractEventLoop] = None, arrival: Optional[float] = None):
         """``loop``: the event loop that reads the steps (default: the running one), so that a
-        worker thread can build the Completion (it compiles the constraint)."""
+        worker thread can build the Completion (it compiles the constraint); ``arrival``: when
+        the request came (time.perf_counter(), for the metrics; default now)."""
         self.server, self.req = server, req
+        self.error_status: Optional[int] = None  # the HTTP status of the error a stream ended with
         self.updates: asyncio.Queue = asyncio.Queue()
         self.timed_out = False
         loop = loop or asyncio.get_running_loop()
@@ -162,6 +165,14 @@ class Completion:
                     raise ApiError(str(e), status=503, kind="server_error", code="shutting_down") from None
         self.prompt_tokens = sum(len(p) for p in req.prompts)
         self.prompt_scores: list[list[tuple]] = []
+        self.timer = RequestTimer(server.metrics, len(self.requests), self.prompt_tokens)
+        if arrival is not None:
+            self.timer.arrival = arrival
+
+    def finish_metrics(self) -> None:
+        """Counts this request in the server's metrics (once: answered, failed or abandoned)."""
+        reason = self.choices[0].finish_reason if self.choices else None
+        self.timer.finish(reason, sum(len(c.tokens) for c in self.choices), failed=self.error_status is not None)
 
     def score_prompts(self, top: int) -> None:
         """The prompts' token log-probs (prompt_scores, per prompt), for echo and prompt_logprobs."""
@@ -179,7 +190,9 @@ class Completion:
             i, update = await self.updates.get()
             if update.error is not None:
                 self.cancel()
+                self.timer.step(i, 0, True)
                 raise error_of(update.error)
+            self.timer.step(i, sum(t is not None for t in update.tokens), update.done)
             out = []
             for choice in (c for c in self.choices if c.request == i):
                 k = choice.row
@@ -206,8 +219,8 @@ class Completion:
 class Responder:
     """Writes OpenAI's response bodies and server-sent events for the served model."""
 
-    def __init__(self, model, engine: Engine, name: str):
-        self.model, self.engine, self.name = model, engine, name
+    def __init__(self, model, engine: Engine, name: str, metrics: Optional[Metrics] = None):
+        self.model, self.engine, self.name, self.metrics = model, engine, name, metrics
         self.end_of_turn = model.end_of_turn_token_id if model.chat_template else None
         self.created = int(time.time())
 
@@ -326,6 +339,46 @@ class Responder:
 
     # ---- streaming ----
 
+    async def _tool_stream(self, gen: Completion, chunk) -> AsyncIterator[str]:
+        """The events of a streamed reply with tools (after the role chunks): content and tool
+        calls as they are generated (kvgen.server.tools.ToolCallStream: a call's id and name,
+        then its arguments in pieces), each choice's finish chunk, usage, [DONE]. A chunk
+        carries the log-probs of the tokens since the last one."""
+        from kvgen.server.tools import ToolCallStream
+
+        names = {t["function"]["name"] for t in gen.req.tools}
+        parsers = {c.index: ToolCallStream(names) for c in gen.choices}
+        sent_tokens = {c.index: 0 for c in gen.choices}
+        finished: set[int] = set()
+
+        def logprobs_of(c: Choice) -> Optional[dict]:
+            if not gen.req.logprobs or len(c.tokens) == sent_tokens[c.index]:
+                return None
+            out = self.chat_logprobs(c, sent_tokens[c.index])
+            sent_tokens[c.index] = len(c.tokens)
+            return out
+
+        async for step in gen.steps():
+            for c, piece in step:
+                if c.index in finished:
+                    continue
+                ended = c.finish_reason is not None
+                for delta in parsers[c.index].feed(piece, final=ended):
+                    yield chunk([{"index": c.index, "delta": delta, "logprobs": logprobs_of(c), "finish_reason": None}])
+                if ended:
+                    finished.add(c.index)
+                    reason = "tool_calls" if parsers[c.index].calls else c.finish_reason
+                    yield chunk([{"index": c.index, "delta": {}, "logprobs": logprobs_of(c), "finish_reason": reason}])
+        for c in gen.choices:  # max_tokens 0 or a choice without steps: nothing more comes
+            if c.index not in finished:
+                for delta in parsers[c.index].feed("", final=True):
+                    yield chunk([{"index": c.index, "delta": delta, "logprobs": logprobs_of(c), "finish_reason": None}])
+                reason = "tool_calls" if parsers[c.index].calls else c.finish_reason
+                yield chunk([{"index": c.index, "delta": {}, "logprobs": None, "finish_reason": reason}])
+        if gen.req.include_usage:
+            yield chunk([], gen.usage())
+        yield "data: [DONE]\n\n"
+
     async def stream(self, gen: Completion, cid: str, chat: bool) -> AsyncIterator[str]:
         """The server-sent events of a streamed generation, ending with [DONE]."""
         created = int(time.time())
@@ -346,22 +399,9 @@ class Responder:
                 for c in gen.choices:
                     yield chunk([{"index": c.index, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
                                   "finish_reason": None}])
-            if chat and gen.req.tools:  # the calls are known at the end: the reply is sent whole
-                async for _ in gen.steps():
-                    pass
-                for c in gen.choices:
-                    message, reason = self.chat_message(gen, c)
-                    logprobs = self.chat_logprobs(c) if gen.req.logprobs else None
-                    if message["content"]:
-                        yield chunk([{"index": c.index, "delta": {"content": message["content"]},
-                                      "logprobs": logprobs, "finish_reason": None}])
-                    for k, call in enumerate(message.get("tool_calls", [])):
-                        yield chunk([{"index": c.index, "delta": {"tool_calls": [{"index": k, **call}]},
-                                      "logprobs": None, "finish_reason": None}])
-                    yield chunk([{"index": c.index, "delta": {}, "logprobs": None, "finish_reason": reason}])
-                if gen.req.include_usage:
-                    yield chunk([], gen.usage())
-                yield "data: [DONE]\n\n"
+            if chat and gen.req.tools:
+                async for event in self._tool_stream(gen, chunk):
+                    yield event
                 return
             sent_tokens = {c.index: 0 for c in gen.choices}
             sent_text = {c.index: 0 for c in gen.choices}
@@ -386,6 +426,9 @@ class Responder:
                 yield chunk([], gen.usage())
             yield "data: [DONE]\n\n"
         except ApiError as e:  # the headers are sent: the error is an event (vLLM's and OpenAI's shape)
+            gen.error_status = e.status
+            if self.metrics is not None:
+                self.metrics.failure.labels(status=str(e.status)).inc()
             yield f"data: {json.dumps(e.body())}\n\n"
             yield "data: [DONE]\n\n"
         finally:  # also when the client went away: its rows are freed at the next step

@@ -4,13 +4,16 @@ Parsed forms:
 
 - Hermes / Qwen: ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``, one block per
   call, text before the first block is the message's content (a missing closing tag at the
-  end of the text is accepted);
+  end of the text is accepted; a last block cut off before its JSON ends, after complete
+  ones, is dropped);
 - Llama 3.1: the whole reply is one JSON object ``{"name": ..., "parameters": {...}}`` (or
   several separated by ``;``), optionally after ``<|python_tag|>``.
 
 A call whose name is not one of the request's tools, or whose JSON does not parse, is left
 as text. ``tool_grammar`` builds the llguidance Lark grammar of Hermes calls whose arguments
-follow each tool's JSON schema (``tool_choice`` "required" or a named function).
+follow each tool's JSON schema (``tool_choice`` "required" or a named function; with free
+text before the calls under "auto"). ``ToolCallStream`` turns a streamed reply into OpenAI's
+deltas as it grows.
 """
 
 from __future__ import annotations
@@ -49,12 +52,15 @@ def parse_tool_calls(text: str, tool_names: set[str]) -> tuple[Optional[str], li
     OpenAI's ``tool_calls`` entries; ``([text], [])`` when the reply holds no call."""
     if "<tool_call>" in text:
         calls = []
-        for block in _HERMES.findall(text):
+        blocks = list(_HERMES.finditer(text))
+        for k, block in enumerate(blocks):
             try:
-                call = _call(json.loads(block), tool_names)
+                call = _call(json.loads(block.group(1)), tool_names)
             except ValueError:
                 call = None
             if call is None:
+                if calls and k == len(blocks) - 1 and not block.group(0).rstrip().endswith("</tool_call>"):
+                    break  # a last call cut off (max_tokens) after complete ones: dropped
                 return text, []
             calls.append(call)
         content = text[:text.index("<tool_call>")].strip()
@@ -89,12 +95,208 @@ def _call_schema(tool: dict) -> dict:
             "required": ["name", "arguments"], "additionalProperties": False}
 
 
-def tool_grammar(tools: list[dict], *, parallel: bool = True) -> str:
+def tool_grammar(tools: list[dict], *, parallel: bool = True, free_text: bool = False) -> str:
     """A Lark grammar (llguidance's, with ``%json``) of one or more (``parallel``) Hermes tool
     calls, each a ``<tool_call>`` block whose JSON names one of ``tools`` and whose arguments
-    follow its parameters' JSON schema."""
-    rules = [f"call_{i}: \"<tool_call>\\n\" %json {json.dumps(_call_schema(t))} \"\\n</tool_call>\""
-             for i, t in enumerate(tools)]
-    choice = " | ".join(f"call_{i}" for i in range(len(tools)))
+    follow its parameters' JSON schema. ``free_text`` (``tool_choice`` "auto"): the reply may
+    also be any text, or text followed by calls; the text ends at the first ``<tool_call>``
+    (a lazy lexeme), after which the calls are constrained as above."""
+    bodies = [f"body_{i}: \"\\n\" %json {json.dumps(_call_schema(t))} \"\\n</tool_call>\""
+              for i, t in enumerate(tools)]
     more = ' ("\\n" call)*' if parallel else ""
-    return "\n".join([f"start: call{more}", f"call: {choice}", *rules])
+    if free_text:
+        start = ["%llguidance {}", f"start: TEXT | text_then_tag body{more}",
+                 'text_then_tag[lazy]: TEXT "<tool_call>"', "TEXT: /(.|\\n)*/"]
+    else:
+        start = [f"start: call{more}"]
+    return "\n".join([*start, 'call: "<tool_call>" body', "body: " + " | ".join(f"body_{i}" for i in range(len(tools))),
+                      *bodies])
+
+
+_HEADER = re.compile(r'\s*\{\s*"name"\s*:\s*"([A-Za-z0-9_-]{1,64})"\s*,\s*"arguments"\s*:\s*')
+_OPEN, _CLOSE = "<tool_call>", "</tool_call>"
+
+
+class ToolCallStream:
+    """Turns a streamed reply into OpenAI's chat deltas as the text grows: content until the
+    first ``<tool_call>`` (a possible start of the tag held back, and the whitespace around
+    the content, which the whole reply's parse strips), then per Hermes call a delta with its
+    ``id``, ``type`` and ``name`` and deltas with pieces of its ``arguments`` as they come.
+
+    A reply that opens with ``{`` (Llama 3.1's JSON calls) is held and parsed whole at the
+    end (parse_tool_calls), as is a block whose JSON does not start with ``"name"`` then
+    ``"arguments"``; such a block that is no call of a known tool is sent as content."""
+
+    def __init__(self, tool_names: set[str]):
+        self.names = tool_names
+        self.text = ""          # the reply so far
+        self.at = 0             # how much of it is handled
+        self.mode = "lead"      # lead (no text yet), text, held, between, header, arguments, block
+        self.pending_space = "" # whitespace held back between content and what follows
+        self.calls = 0          # calls begun
+        self.depth = 0          # the arguments' JSON nesting
+        self.in_string = False
+        self.escaped = False
+        self.block_start = 0
+
+    def feed(self, piece: str, final: bool = False) -> list[dict]:
+        """The deltas that ``piece`` (the reply's next text) releases; ``final``: the reply ended."""
+        self.text += piece
+        out: list[dict] = []
+        while True:
+            before = (self.mode, self.at)
+            getattr(self, f"_{self.mode}")(out, final)
+            if (self.mode, self.at) == before:
+                break
+        if final:
+            self._end(out)
+        return out
+
+    # ---- states: each handles what it can of text[at:] ----
+
+    def _lead(self, out: list[dict], final: bool) -> None:
+        rest = self.text[self.at:]
+        body = rest.lstrip()
+        if body.startswith("{") or body.startswith("<|python_tag|>"):
+            self.mode = "held"
+        elif body.startswith(_OPEN) or (body and not _OPEN.startswith(body)):
+            self.mode = "text"  # else: nothing yet, or maybe the tag: wait
+
+    def _text(self, out: list[dict], final: bool) -> None:
+        rest = self.text[self.at:]
+        tag = rest.find(_OPEN)
+        if tag >= 0:
+            content = rest[:tag]
+            if content.strip():
+                out.append({"content": self.pending_space + content.rstrip()})
+            self.pending_space = ""
+            self.at += tag + len(_OPEN)
+            self.mode = "header"
+            self.block_start = self.at
+            return
+        keep = 0  # a tail that may begin the tag
+        for k in range(min(len(_OPEN) - 1, len(rest)), 0, -1):
+            if _OPEN.startswith(rest[-k:]):
+                keep = k
+                break
+        ready = rest[:len(rest) - keep]
+        stripped = ready.rstrip()
+        if stripped:
+            out.append({"content": self.pending_space + stripped})
+            self.pending_space = ready[len(stripped):]
+        else:
+            self.pending_space += ready
+        self.at += len(ready)
+
+    def _header(self, out: list[dict], final: bool) -> None:
+        rest = self.text[self.at:]
+        match = _HEADER.match(rest)
+        if match and match.end() == len(rest):
+            return  # the arguments' first character decides
+        if match and match.group(1) in self.names and rest[match.end()] == "{":
+            out.append({"tool_calls": [{"index": self.calls, "id": f"call_{uuid.uuid4().hex[:24]}",
+                                        "type": "function", "function": {"name": match.group(1), "arguments": ""}}]})
+            self.calls += 1
+            self.at += match.end()
+            self.mode = "arguments"
+            self.depth, self.in_string, self.escaped = 0, False, False
+        elif match or not _could_be_header(rest):
+            self.mode = "block"  # parsed whole once it closes
+
+    def _arguments(self, out: list[dict], final: bool) -> None:
+        """The arguments' JSON object (it starts with ``{``) up to its closing brace."""
+        rest = self.text[self.at:]
+        end = None
+        for i, ch in enumerate(rest):
+            if self.in_string:
+                if self.escaped:
+                    self.escaped = False
+                elif ch == "\\":
+                    self.escaped = True
+                elif ch == '"':
+                    self.in_string = False
+            elif ch == '"':
+                self.in_string = True
+            elif ch in "{[":
+                self.depth += 1
+            elif ch in "}]":
+                self.depth -= 1
+                if self.depth == 0:  # the arguments' object closes
+                    end = i + 1
+                    break
+        piece = rest[:end] if end is not None else rest
+        if piece:
+            out.append({"tool_calls": [{"index": self.calls - 1, "function": {"arguments": piece}}]})
+        self.at += len(piece)
+        if end is not None:
+            self.mode = "between"
+
+    def _between(self, out: list[dict], final: bool) -> None:
+        rest = self.text[self.at:]
+        close = rest.find(_CLOSE)
+        tag = rest.find(_OPEN, close + len(_CLOSE) if close >= 0 else 0)
+        if tag >= 0:
+            self.at += tag + len(_OPEN)
+            self.mode = "header"
+            self.block_start = self.at
+
+    def _block(self, out: list[dict], final: bool) -> None:
+        rest = self.text[self.at:]
+        close = rest.find(_CLOSE)
+        if close < 0 and not final:
+            return
+        block = rest[:close] if close >= 0 else rest
+        try:
+            call = _call(json.loads(block), self.names)
+        except ValueError:
+            call = None
+        if call is not None:
+            out.append({"tool_calls": [{"index": self.calls, **call}]})
+            self.calls += 1
+        else:
+            out.append({"content": _OPEN + block + (_CLOSE if close >= 0 else "")})
+        self.at += len(block) + (len(_CLOSE) if close >= 0 else 0)
+        self.mode = "between"
+
+    def _held(self, out: list[dict], final: bool) -> None:
+        pass
+
+    def _end(self, out: list[dict]) -> None:
+        if self.mode == "held" or (self.mode == "lead" and self.text[self.at:]):
+            content, calls = parse_tool_calls(self.text[self.at:], self.names)
+            if calls:
+                out.extend({"tool_calls": [{"index": self.calls + k, **c}]} for k, c in enumerate(calls))
+                self.calls += len(calls)
+            elif content:
+                out.append({"content": self.pending_space + content})
+        elif self.mode == "text":
+            rest = self.pending_space + self.text[self.at:]
+            if rest:
+                out.append({"content": rest})
+        elif self.mode == "header":  # a block cut off before its name: what the whole reply's parse
+            self._block(out, True)   # would make of it
+        self.pending_space = ""
+        self.at = len(self.text)
+
+
+_HEADER_STEPS = (" ", "{", " ", '"name"', " ", ":", " ", '"', "NAME", '"', " ", ",", " ", '"arguments"', " ", ":")
+
+
+def _could_be_header(text: str) -> bool:
+    """Whether ``text`` may still grow into ``{"name": "...", "arguments": `` (_HEADER)."""
+    at = 0
+    for step in _HEADER_STEPS:
+        if step == " ":
+            while at < len(text) and text[at].isspace():
+                at += 1
+        elif step == "NAME":
+            while at < len(text) and (text[at].isalnum() or text[at] in "_-"):
+                at += 1
+        else:
+            piece = text[at:at + len(step)]
+            if not step.startswith(piece):
+                return False
+            at += len(piece)
+        if at == len(text):
+            return True
+    return False
