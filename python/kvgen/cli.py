@@ -139,7 +139,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="plain completions of the prompt text (default: the prompt is a user message)")
     plain.add_argument("--system", help="a system message before each prompt")
     plain.add_argument("--max-tokens", type=int, help="tokens to generate at most (default: the server's)")
-    plain.add_argument("--temperature", type=float, help="sampling temperature (0 or unset: greedy)")
+    plain.add_argument("--temperature", type=float, help="sampling temperature (default: greedy unless --top-p, --top-k or --min-p is given, then 1)")
     plain.add_argument("--top-p", type=float, help="sample from the smallest set with this probability mass")
     plain.add_argument("--top-k", type=int, help="sample among the k most likely tokens")
     plain.add_argument("--min-p", type=float, help="drop tokens below min_p times the top probability")
@@ -340,7 +340,10 @@ def _batch_requests(args) -> list:
             schema = json.loads(_read(args.json_schema, "--json-schema"))
         except json.JSONDecodeError as e:
             raise ValueError(f"--json-schema {args.json_schema}: not JSON ({e})") from None
-    settings = body_settings(max_tokens=args.max_tokens, temperature=args.temperature, top_p=args.top_p,
+    temperature = args.temperature
+    if temperature is None and args.top_p is None and args.top_k is None and args.min_p is None:
+        temperature = 0.0  # greedy unless a sampling option is given, as kvgen generate
+    settings = body_settings(max_tokens=args.max_tokens, temperature=temperature, top_p=args.top_p,
                              top_k=args.top_k, min_p=args.min_p, seed=args.seed, stop=args.stop, json_schema=schema)
     return prompt_requests(args.input, settings, prompt_field=args.prompt_field, id_field=args.id_field,
                            chat=not args.completions, system=args.system)
