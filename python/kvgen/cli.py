@@ -139,7 +139,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="plain completions of the prompt text (default: the prompt is a user message)")
     plain.add_argument("--system", help="a system message before each prompt")
     plain.add_argument("--max-tokens", type=int, help="tokens to generate at most (default: the server's)")
-    plain.add_argument("--temperature", type=float, help="sampling temperature (default: greedy unless --top-p, --top-k or --min-p is given, then 1)")
+    plain.add_argument("--temperature", type=float,
+                       help="sampling temperature (default: greedy; 1 when --top-p, --top-k or --min-p is given)")
     plain.add_argument("--top-p", type=float, help="sample from the smallest set with this probability mass")
     plain.add_argument("--top-k", type=int, help="sample among the k most likely tokens")
     plain.add_argument("--min-p", type=float, help="drop tokens below min_p times the top probability")
