@@ -24,6 +24,8 @@ always, sampled rows when they carry a seed (the engine keys each draw by seed a
 results do not depend on how Ray splits the rows into batches and actors.
 
 ``batch_runner(address)`` runs Batch API lines on a cluster for ``kvgen batch --ray``.
+``openai_deployment()`` is the ``kvgen serve`` app as a Ray Serve deployment of N replicas
+behind one route (``pip install "ray[serve]"``).
 """
 
 from __future__ import annotations
@@ -209,3 +211,24 @@ def batch_runner(address: str, *, model: Optional[str] = None, actors: int = 2, 
             yield json.loads(row["result"])
 
     return runner
+
+
+def openai_deployment(model: Optional[str] = None, *, replicas: int = 2, cpus_per_replica: int = 1,
+                      max_batch: int = 8, activations: Optional[str] = None,
+                      allowed_hosts: tuple[str, ...] = ()):
+    """The OpenAI-compatible app of ``kvgen serve`` (kvgen.server.create_app) as a Ray Serve
+    application of ``replicas`` replicas behind one route; each replica loads ``model`` once
+    and runs ``cpus_per_replica`` threads. Run it with ``serve.run(openai_deployment(),
+    route_prefix="/")``; clients use ``http://HOST:8000/v1``. ``allowed_hosts``: Host names
+    that clients use besides localhost (see kvgen serve --allowed-hosts)."""
+    from ray import serve
+
+    def build_app():
+        from kvgen.server import create_app
+
+        loaded = _load(model, cpus_per_replica, activations)
+        return create_app(loaded, max_batch=max_batch, allowed_hosts=allowed_hosts)
+
+    deployment = serve.deployment(serve.ingress(build_app)(), name="kvgen-openai", num_replicas=replicas,
+                                  ray_actor_options={"num_cpus": cpus_per_replica})
+    return deployment.bind()
