@@ -140,6 +140,7 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=8, help="concurrent clients of kvgen serve (8)")
     parser.add_argument("--ray", action="store_true", help="also Ray 2x1 against one process of 2 threads")
     parser.add_argument("--no-ray", action="store_true", help="no Ray run (the default with --quick)")
+    parser.add_argument("--no-llama", action="store_true", help="no llama-cpp-python loop")
     args = harness.parse_args(parser)
     count = args.requests or (16 if args.quick else 256)
     max_tokens = args.max_tokens or (8 if args.quick else 32)
@@ -149,7 +150,7 @@ def main() -> int:
     banned = sorted({model.eos_token_id, model.end_of_turn_token_id} - {None})
     reqs = requests(count, max_tokens, banned)
 
-    llama_cpp = llama_cpp_engine.import_peer("llama.cpp loop")
+    llama_cpp = None if args.no_llama else llama_cpp_engine.import_peer("llama.cpp loop")
     want_ray = (args.ray or not args.quick) and not args.no_ray
     ray_ok = False
     if want_ray:
