@@ -19,7 +19,7 @@ import threading
 import uuid
 from typing import Any, Iterable, Iterator, Optional
 
-from kvgen.batch.files import error_line, result_line, route_of
+from kvgen.batch.files import BatchFileError, error_line, result_line, route_of
 from kvgen.generation.engine import Engine
 from kvgen.server.protocol import ApiError, RequestLimits, chat_request, completion_request
 from kvgen.server.responses import Completion, Responder, error_of
@@ -101,13 +101,9 @@ class _Run:
                         break
                     cid = item.get("custom_id") if isinstance(item, dict) else None
                     if not isinstance(cid, str) or not cid:
-                        from kvgen.batch.files import BatchFileError
-
                         raise BatchFileError(f"request {index}: expected an object with a non-empty string "
                                              "'custom_id'")
                     if cid in seen:
-                        from kvgen.batch.files import BatchFileError
-
                         raise BatchFileError(f"request {index}: custom_id {cid!r} is given twice")
                     seen.add(cid)
                     running[asyncio.ensure_future(_answer(self.responder, item, self.limits))] = index
