@@ -4,6 +4,8 @@
     kvgen generate --chat "What is the capital of France?" --temperature 0.7 --seed 1
     kvgen generate --chat "Describe a cat" --json-schema cat.schema.json
     kvgen serve --port 8000 --max-batch 8
+    kvgen batch requests.jsonl -o results.jsonl
+    kvgen batch prompts.txt --text -o results.jsonl --max-tokens 64 --json-schema out.schema.json
     kvgen info
     kvgen models
     kvgen --version
@@ -108,6 +110,46 @@ def _parser() -> argparse.ArgumentParser:
     limits.add_argument("--max-queued-tokens", type=int,
                         help="tokens held by all requests in flight; past it a 429 with Retry-After")
     limits.add_argument("--max-queued-requests", type=int, help="generations in flight; past it a 429")
+
+    batch = commands.add_parser(
+        "batch", help="run a file of requests (OpenAI Batch API lines, or plain prompts) to an output file",
+        description="Runs INPUT, OpenAI Batch API request lines ({custom_id, method, url, body}; the url "
+                    "/v1/chat/completions or /v1/completions, the body as kvgen serve takes it), through the model "
+                    "with continuous batching, and appends one Batch API result line per request to OUTPUT as it "
+                    "finishes. A bad request gets an error line; the job goes on. Run the same command again after "
+                    "a crash or Ctrl-C: the custom_ids already in OUTPUT are skipped. With --text or --prompt-field, "
+                    "INPUT holds plain prompts, and the options below set every request's body.")
+    batch.add_argument("input", metavar="INPUT", help="the requests (JSONL), or prompts with --text / --prompt-field")
+    batch.add_argument("-o", "--output", required=True, metavar="OUTPUT", help="the result lines (JSONL), appended")
+    _model_argument(batch)
+    batch.add_argument("--max-batch", type=int, default=8, help="rows decoded together at most (8)")
+    batch.add_argument("--threads", type=int, help="threads of the forward pass (default: the CPUs available)")
+    batch.add_argument("--activations", choices=("int8x2", "int8", "float"),
+                       help="what quantized weights multiply (default int8x2; see kvgen.Model.activations)")
+    batch.add_argument("--no-progress", action="store_true", help="no progress bar (the summary is still printed)")
+    ray = batch.add_argument_group("Ray (pip install 'kvgen[ray]')")
+    ray.add_argument("--ray", metavar="ADDRESS", help="run on the Ray cluster at ADDRESS through Ray Data "
+                                                      "('local': a Ray started here; 'auto': the running one)")
+    ray.add_argument("--ray-actors", type=int, default=2, help="model actors (each loads the model once; 2)")
+    ray.add_argument("--ray-cpus", type=int, default=1, help="CPUs per actor, its forward-pass threads (1)")
+    plain = batch.add_argument_group("plain prompts: INPUT holds prompts, these options build each request's body")
+    source = plain.add_mutually_exclusive_group()
+    source.add_argument("--text", action="store_true", help="one prompt per line of INPUT (custom_id line-N)")
+    source.add_argument("--prompt-field", metavar="NAME",
+                        help="INPUT is JSONL; each row's NAME field is the prompt (a string or a list of messages)")
+    plain.add_argument("--id-field", metavar="NAME", help="the row field that is its custom_id (default line-N)")
+    plain.add_argument("--completions", action="store_true",
+                       help="plain completions of the prompt text (default: the prompt is a user message)")
+    plain.add_argument("--system", help="a system message before each prompt")
+    plain.add_argument("--max-tokens", type=int, help="tokens to generate at most (default: the server's)")
+    plain.add_argument("--temperature", type=float,
+                       help="sampling temperature (default: greedy; 1 when --top-p, --top-k or --min-p is given)")
+    plain.add_argument("--top-p", type=float, help="sample from the smallest set with this probability mass")
+    plain.add_argument("--top-k", type=int, help="sample among the k most likely tokens")
+    plain.add_argument("--min-p", type=float, help="drop tokens below min_p times the top probability")
+    plain.add_argument("--seed", type=int, help="random seed of every request (same seed, same text per prompt)")
+    plain.add_argument("--stop", action="append", default=[], metavar="TEXT", help="stop at TEXT (repeatable)")
+    plain.add_argument("--json-schema", metavar="FILE", help="output JSON valid under the JSON schema in FILE")
 
     info = commands.add_parser("info", help="describe a model",
                                 description="Prints what a model file holds: its family, sizes, and what kvgen "
@@ -277,6 +319,64 @@ def _serve(args) -> int:
     return 0
 
 
+def _batch_requests(args) -> list:
+    """The request lines of ``kvgen batch``'s INPUT (Batch API lines, or plain prompts with
+    the body options)."""
+    import json
+
+    from kvgen.batch.files import body_settings, prompt_requests, read_requests
+
+    plain = args.text or args.prompt_field is not None
+    given = [flag for flag, value in (("--id-field", args.id_field), ("--completions", args.completions),
+                                      ("--system", args.system), ("--max-tokens", args.max_tokens),
+                                      ("--temperature", args.temperature), ("--top-p", args.top_p),
+                                      ("--top-k", args.top_k), ("--min-p", args.min_p), ("--seed", args.seed),
+                                      ("--stop", args.stop), ("--json-schema", args.json_schema)) if value]
+    if not plain:
+        if given:
+            raise ValueError(f"{given[0]} sets the body of plain prompts: give --text or --prompt-field (a Batch "
+                             "API file's lines carry their own bodies)")
+        return read_requests(args.input)
+    if args.id_field and args.text:
+        raise ValueError("--id-field needs --prompt-field (JSONL rows)")
+    schema = None
+    if args.json_schema is not None:
+        try:
+            schema = json.loads(_read(args.json_schema, "--json-schema"))
+        except json.JSONDecodeError as e:
+            raise ValueError(f"--json-schema {args.json_schema}: not JSON ({e})") from None
+    temperature = args.temperature
+    if temperature is None and args.top_p is None and args.top_k is None and args.min_p is None:
+        temperature = 0.0  # greedy unless a sampling option is given, as kvgen generate
+    settings = body_settings(max_tokens=args.max_tokens, temperature=temperature, top_p=args.top_p,
+                             top_k=args.top_k, min_p=args.min_p, seed=args.seed, stop=args.stop, json_schema=schema)
+    return prompt_requests(args.input, settings, prompt_field=args.prompt_field, id_field=args.id_field,
+                           chat=not args.completions, system=args.system)
+
+
+def _batch(args) -> int:
+    from kvgen.batch import run, run_job
+
+    if args.max_batch < 1:
+        raise ValueError(f"--max-batch must be at least 1, got {args.max_batch}")
+    if args.output == args.input:
+        raise ValueError("-o/--output must not be the INPUT file")
+    requests = _batch_requests(args)  # a bad file fails here, before the model loads
+    if args.ray is not None:
+        from kvgen.ray import batch_runner
+
+        runner = batch_runner(args.ray, model=args.model, actors=args.ray_actors, cpus_per_actor=args.ray_cpus,
+                              max_batch=args.max_batch, activations=args.activations)
+    else:
+        _set_threads(args.threads)
+        model = _load(args.model, activations=args.activations)
+
+        def runner(todo):
+            return run(todo, model, max_batch=args.max_batch)
+    run_job(requests, args.output, runner, progress=not args.no_progress)
+    return 0
+
+
 def _info(args) -> int:
     from kvgen.loaders.families import FAMILIES
     from kvgen.loaders.quantize import tensor_handling
@@ -337,7 +437,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     try:
-        return {"generate": _generate, "serve": _serve, "info": _info, "models": _models}[args.command](args)
+        return {"generate": _generate, "serve": _serve, "batch": _batch, "info": _info,
+                "models": _models}[args.command](args)
     except KeyboardInterrupt:
         print("\nkvgen: interrupted", file=sys.stderr)
         return 130

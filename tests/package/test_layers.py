@@ -22,6 +22,7 @@ LAYERS = [
     ("generation", ["kvgen.generation.*"]),
     ("package", ["kvgen", "kvgen._generator"]),
     ("server", ["kvgen.server.*"]),
+    ("batch", ["kvgen.batch.*", "kvgen.ray"]),
     ("CLI", ["kvgen.cli", "kvgen.__main__", "kvgen.demo", "kvgen._local_models"]),
 ]
 
