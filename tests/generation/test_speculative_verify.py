@@ -5,6 +5,7 @@ processors, stopping rules and per-position constraint masks."""
 
 from __future__ import annotations
 
+import functools
 import zlib
 
 import numpy as np
@@ -19,16 +20,21 @@ V = 8  # a small vocabulary keeps the exact reference distributions cheap
 def toy_logits(history, vocab: int = V, scale: float = 2.0) -> np.ndarray:
     """A deterministic "model": logits that depend on the whole history (a seeded draw per
     history), so that a wrong history at a verified position shows up in the tokens."""
+    return _toy_logits(tuple(int(t) for t in history), vocab, scale).copy()
+
+
+@functools.lru_cache(maxsize=None)
+def _toy_logits(history: tuple, vocab: int, scale: float) -> np.ndarray:
     seed = zlib.crc32(np.asarray(history, dtype=np.int64).tobytes())
     return (np.random.default_rng(seed).standard_normal(vocab) * scale).astype(np.float32)
 
 
-def run_steps(config, prompts, vocab: int = V, sequence_ids=None):
+def run_steps(config, prompts, vocab: int = V, sequence_ids=None, scale: float = 2.0):
     """Plain step() by step() generation over toy_logits; the generator at the end."""
     g = StepGenerator(config)
     g.append_tokens(prompts, sequence_ids=sequence_ids)
     while not g.is_done():
-        rows = [toy_logits(s, vocab) if reason is None else np.zeros(vocab, np.float32)
+        rows = [toy_logits(s, vocab, scale) if reason is None else np.zeros(vocab, np.float32)
                 for s, reason in zip(g.sequences, g.finish_reasons)]
         g.step(np.stack(rows))
     return g
@@ -236,3 +242,153 @@ def test_verify_repr_and_fields():
     assert "VerifyResult(tokens=" in repr(res) and "rollback=" in repr(res)
     assert res.accepted.dtype == np.int64 and res.emitted_logprobs[0].dtype == np.float32
     assert g.acceptance_rate is None  # nothing drafted yet
+
+
+# ---- sampling: the rejection rule keeps the distribution ---------------------------------
+
+SAMPLING = dict(do_sample=True, temperature=0.8, top_k=5, top_p=0.95, repetition_penalty=1.3, seed=1234)
+SCALE = 1.0  # toy logits' spread here: many sequences keep a fair share of the mass
+RUNS = 20_000  # seeded rows, one run each (rows draw with their own keys: batch-invariant)
+PROMPT = [1, 2]
+NEW = 3  # the joint distribution of the first three tokens
+
+
+def processed_probs(history) -> np.ndarray:
+    """SAMPLING's distribution after `history`, written from Hugging Face's processors
+    (RepetitionPenalty, Temperature, TopK, TopP in that order) in NumPy."""
+    x = toy_logits(history, scale=SCALE).astype(np.float64)
+    seen = np.unique(np.asarray(history))
+    x[seen] = np.where(x[seen] < 0, x[seen] * SAMPLING["repetition_penalty"], x[seen] / SAMPLING["repetition_penalty"])
+    x = x / SAMPLING["temperature"]
+    x[x < np.sort(x)[-SAMPLING["top_k"]]] = -np.inf
+    order = np.argsort(x)  # ascending, as TopPLogitsWarper
+    p_sorted = np.exp(x[order] - x.max())
+    p_sorted /= p_sorted.sum()
+    remove = np.cumsum(p_sorted) <= 1 - SAMPLING["top_p"]
+    remove[-1] = False
+    x[order[remove]] = -np.inf
+    p = np.exp(x - x.max())
+    return p / p.sum()
+
+
+def exact_joint() -> dict:
+    """P(first NEW tokens) of plain sampling, by enumeration."""
+    out = {(): 1.0}
+    for _ in range(NEW):
+        nxt = {}
+        for seq, prob in out.items():
+            p = processed_probs(PROMPT + list(seq))
+            for t in np.flatnonzero(p > 0):
+                nxt[seq + (int(t),)] = prob * p[t]
+        out = nxt
+    return out
+
+
+def draft_probs_after(history) -> np.ndarray:
+    """A draft model's distribution: the target's raw logits plus noise, at the temperature,
+    over every token (no top-k / top-p): close to p, never equal."""
+    x = toy_logits(history, scale=SCALE) + toy_logits(list(history) + [V + 1], scale=0.8)
+    q = np.exp((x - x.max()).astype(np.float64) / SAMPLING["temperature"])
+    return (q / q.sum()).astype(np.float32)
+
+
+def sample_speculative(mode: str, k: int = 2, config=None, sequence_ids=None, seed: int = 7):
+    """Generation through verify() over RUNS rows, the drafts sampled from draft_probs_after
+    with randomness of their own: mode 'q' passes q as draft_probs, mode 'onehot' does not
+    (one-hot q, as for prompt-lookup drafts: exact for any drafts chosen independently of
+    the verifier's draws)."""
+    config = config or kvgen.GenerationConfig(max_new_tokens=NEW, **SAMPLING)
+    ids = list(range(RUNS)) if sequence_ids is None else list(sequence_ids)
+    g = StepGenerator(config)
+    g.append_tokens([PROMPT] * len(ids), sequence_ids=ids)
+    # the drafts' own randomness: a uniform per (row id, token index, draft position), so a
+    # row drafts alike in any batch
+    uniforms = np.random.default_rng(seed).random((max(ids) + 1, config.max_new_tokens + 1, k))
+    logits_of, q_of = {}, {}
+    while not g.is_done():
+        seqs = g.sequences
+        drafts = np.zeros((g.rows, k), np.int64)
+        probs = np.zeros((g.rows, k, V), np.float32) if mode == "q" else None
+        logits = np.zeros((g.rows, k + 1, V), np.float32)
+        for r, s in enumerate(seqs):
+            h = tuple(s.tolist())
+            u = uniforms[ids[r], len(h) - len(PROMPT)]
+            for j in range(k + 1):
+                if h not in logits_of:
+                    logits_of[h] = toy_logits(h, scale=SCALE)
+                logits[r, j] = logits_of[h]
+                if j == k:
+                    break
+                if h not in q_of:
+                    q = draft_probs_after(h)
+                    q_of[h] = (q, np.cumsum(q, dtype=np.float64))
+                q, cdf = q_of[h]
+                if probs is not None:
+                    probs[r, j] = q
+                t = min(int(np.searchsorted(cdf, u[j] * cdf[-1], side="right")), V - 1)
+                drafts[r, j] = t
+                h = h + (t,)
+        g.verify(logits, drafts, draft_probs=probs)
+    return g
+
+
+def chi_square_pvalue(sequences, joint) -> float:
+    """Chi-square of the first NEW generated tokens' counts against `joint`; cells with an
+    expected count under 5 are pooled into one."""
+    from scipy import stats
+
+    n = len(sequences)
+    counts = {}
+    for s in sequences:
+        key = tuple(int(t) for t in s[len(PROMPT):len(PROMPT) + NEW])
+        counts[key] = counts.get(key, 0) + 1
+    assert set(counts) <= set(joint), "a sequence that plain sampling cannot produce"
+    big = [c for c in joint if joint[c] * n >= 5]
+    observed = [counts.get(c, 0) for c in big]
+    expected = [joint[c] * n for c in big]
+    rest_observed, rest_expected = n - sum(observed), n - sum(expected)
+    if rest_expected >= 5:
+        observed.append(rest_observed)
+        expected.append(rest_expected)
+    else:  # too small a cell of its own: pooled with the smallest one
+        smallest = int(np.argmin(expected))
+        observed[smallest] += rest_observed
+        expected[smallest] += rest_expected
+    return float(stats.chisquare(observed, expected).pvalue)
+
+
+@pytest.fixture(scope="module")
+def joint():
+    return exact_joint()
+
+
+def test_plain_sampling_matches_the_reference_distribution(joint):
+    # the reference itself: step() by step() sampling follows it
+    g = run_steps(kvgen.GenerationConfig(max_new_tokens=NEW, **SAMPLING), [PROMPT] * RUNS, scale=SCALE)
+    assert chi_square_pvalue(g.sequences, joint) > 1e-3
+
+
+@pytest.mark.parametrize("mode", ["onehot", "q"])
+def test_speculative_sampling_keeps_the_distribution(joint, mode):
+    g = sample_speculative(mode)
+    assert chi_square_pvalue(g.sequences, joint) > 1e-3
+    # the drafts were both accepted and rejected
+    assert 0 < int(g.accepted_tokens.sum()) < int(g.drafted_tokens.sum())
+
+
+def test_speculative_sampling_repeats_and_does_not_depend_on_the_batch():
+    config = kvgen.GenerationConfig(max_new_tokens=6, **SAMPLING)
+    global RUNS
+    saved, RUNS = RUNS, 64
+    try:
+        batch = sample_speculative("q", config=config)
+        again = sample_speculative("q", config=config)
+        for a, b in zip(batch.sequences, again.sequences):
+            np.testing.assert_array_equal(a, b)
+        for i in (0, 17, 63):  # a row alone, with its sequence id, draws the same tokens
+            alone = sample_speculative("q", config=config, sequence_ids=[i])
+            np.testing.assert_array_equal(alone.sequences[0], batch.sequences[i])
+        # rows differ from each other (the keys differ)
+        assert len({tuple(s.tolist()) for s in batch.sequences}) > 8
+    finally:
+        RUNS = saved
