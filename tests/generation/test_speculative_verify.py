@@ -392,3 +392,95 @@ def test_speculative_sampling_repeats_and_does_not_depend_on_the_batch():
         assert len({tuple(s.tolist()) for s in batch.sequences}) > 8
     finally:
         RUNS = saved
+
+
+# ---- constraints: a mask per position ----------------------------------------------------
+
+def toy_mask(history, vocab: int = V) -> np.ndarray:
+    """An allowed-token bitmask (1 word) that depends on the history: about half the tokens."""
+    bits = np.random.default_rng(zlib.crc32(np.asarray(history, np.int64).tobytes()) + 1).random(vocab) < 0.5
+    bits[zlib.crc32(np.asarray(history, np.int64).tobytes()) % vocab] = True  # never empty
+    return np.array([sum(1 << t for t in np.flatnonzero(bits))], dtype=np.uint32)
+
+
+@pytest.mark.parametrize("sampling", [False, True])
+def test_masks_per_position_are_honoured(sampling):
+    # the core class takes the caller's masks (a config with a constraint asks for them)
+    extra = dict(do_sample=True, temperature=1.0, seed=5) if sampling else dict(do_sample=False)
+    config = kvgen.GenerationConfig(max_new_tokens=12, regex="unused: the masks are the caller's", **extra)
+    prompts = [[1, 2], [3, 3, 4]]
+
+    ref = kvgen._core._Generator(config)
+    ref.append_tokens(prompts)
+    while not ref.is_done():
+        ref.step(np.stack([toy_logits(s) for s in ref.sequences]),
+                 allowed_tokens=np.stack([toy_mask(s) for s in ref.sequences]))
+
+    g = kvgen._core._Generator(config)
+    g.append_tokens(prompts)
+    k = 3
+    while not g.is_done():
+        drafts = np.zeros((g.rows, k), np.int64)
+        for r, s in enumerate(g.sequences):  # raw argmaxes: often forbidden by the mask
+            h = list(s)
+            for j in range(k):
+                drafts[r, j] = int(np.argmax(toy_logits(h))) if (len(h) + j) % 4 else (len(h) * 3) % V
+                h.append(int(drafts[r, j]))
+        lengths = np.full(g.rows, k)
+        masks = np.zeros((g.rows, k + 1, 1), np.uint32)
+        for r, s in enumerate(g.sequences):
+            for j in range(k + 1):
+                masks[r, j] = toy_mask(list(s) + list(drafts[r, :j]))
+        before = [len(s) for s in g.sequences]
+        res = g.verify(verify_logits(g.sequences, drafts, lengths), drafts, lengths, allowed_tokens=masks)
+        for r, s in enumerate(g.sequences):  # every emitted token is allowed by its position's mask
+            for i, t in enumerate(s[before[r]:]):
+                assert masks[r, i, 0] >> np.uint32(t) & np.uint32(1), (r, i, t)
+            assert res.num_emitted[r] == len(s) - before[r]
+    if not sampling:  # greedy: the very tokens of step() by step() generation
+        for a, b in zip(g.sequences, ref.sequences):
+            np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="allows no token for row 0 at position 0"):
+        g2 = kvgen._core._Generator(config)
+        g2.append_tokens(prompts)
+        g2.verify(np.zeros((2, 1, V), np.float32), None, allowed_tokens=np.zeros((2, 1, 1), np.uint32))
+    with pytest.raises(ValueError, match=r"allowed_tokens must have shape \(2, 1, 1\)"):
+        g2.verify(np.zeros((2, 1, V), np.float32), None, allowed_tokens=np.zeros((2, 1), np.uint32))
+
+
+def test_a_tokenizer_constraint_stays_valid_and_exact_under_speculation(smollm2_model):
+    import re
+
+    pattern = r"[0-9]{1,3}(,[0-9]{1,3}){2}"
+    vocab = smollm2_model.vocab_size
+    config = kvgen.GenerationConfig(max_new_tokens=24, do_sample=False, regex=pattern)
+    prompts = [[1, 2], [5]]
+
+    ref = kvgen.Generator(config, tokenizer=smollm2_model)
+    ref.append_tokens(prompts)
+    while not ref.is_done():
+        ref.step(np.stack([toy_logits(s, vocab) for s in ref.sequences]))
+    plain = [list(s) for s in ref.sequences]
+
+    g = kvgen.Generator(config, tokenizer=smollm2_model)
+    g.append_tokens(prompts)
+    k = 3
+    while not g.is_done():
+        drafts = np.zeros((g.rows, k), np.int64)
+        for r, s in enumerate(g.sequences):  # the plain run's next tokens, one of them wrong now and then
+            nxt = plain[r][len(s):len(s) + k]
+            nxt += [7] * (k - len(nxt))
+            if len(s) % 3 == 0:
+                nxt[1] = 1000 + len(s)
+            drafts[r] = nxt
+        lengths = np.full(g.rows, k)
+        res = g.verify(verify_logits(g.sequences, drafts, lengths, vocab), drafts, lengths)
+        # drafts cut by the grammar roll back with the rejected ones
+        assert (res.rollback == lengths - res.accepted).all()
+    for a, b in zip(g.sequences, ref.sequences):
+        np.testing.assert_array_equal(a, b)
+    assert g.finish_reasons == ref.finish_reasons
+    assert int(g.accepted_tokens.sum()) > 0
+    assert g.finish_reasons == ["stop", "stop"]  # the grammar ended each row
+    for s, p in zip(g.sequences, prompts):
+        assert re.fullmatch(pattern, smollm2_model.decode(s[len(p):].tolist()))
