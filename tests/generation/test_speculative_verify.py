@@ -29,9 +29,9 @@ def _toy_logits(history: tuple, vocab: int, scale: float) -> np.ndarray:
     return (np.random.default_rng(seed).standard_normal(vocab) * scale).astype(np.float32)
 
 
-def run_steps(config, prompts, vocab: int = V, sequence_ids=None, scale: float = 2.0):
+def run_steps(config, prompts, vocab: int = V, sequence_ids=None, scale: float = 2.0, **generator_kwargs):
     """Plain step() by step() generation over toy_logits; the generator at the end."""
-    g = StepGenerator(config)
+    g = StepGenerator(config, **generator_kwargs)
     g.append_tokens(prompts, sequence_ids=sequence_ids)
     while not g.is_done():
         rows = [toy_logits(s, vocab, scale) if reason is None else np.zeros(vocab, np.float32)
@@ -50,9 +50,10 @@ def verify_logits(sequences, drafts, lengths, vocab: int = V) -> np.ndarray:
     return out
 
 
-def run_speculative(config, prompts, draft_fn, k: int, vocab: int = V, sequence_ids=None, rng=None):
+def run_speculative(config, prompts, draft_fn, k: int, vocab: int = V, sequence_ids=None, rng=None,
+                    **generator_kwargs):
     """Generation through verify(): draft_fn(row, sequence, rng) -> up to k draft tokens."""
-    g = StepGenerator(config)
+    g = StepGenerator(config, **generator_kwargs)
     g.append_tokens(prompts, sequence_ids=sequence_ids)
     results = []
     while not g.is_done():
@@ -83,13 +84,19 @@ def oracle_drafts(config, vocab: int = V, wrong_every: int = 3, k: int = 4):
     return draft
 
 
+TEXTS = ["a", "b", "c", "d", "e", "f", "g", "h"]  # token texts, for stop strings
+
 GREEDY_CONFIGS = {
     "plain": dict(),
+    "top_logprobs": dict(top_logprobs=3, repetition_penalty=1.5),
+    "dry_bias_bad_words": dict(dry_multiplier=0.8, dry_allowed_length=1, dry_sequence_breakers=[],
+                               logit_bias={1: 0.7}, bad_words_ids=[[4, 4]]),
+    "stop_strings": dict(stop_strings=["cd", "hh"]),
     "repetition_penalty": dict(repetition_penalty=1.8),
     "no_repeat_ngram": dict(no_repeat_ngram_size=2),
     "presence_frequency": dict(presence_penalty=0.7, frequency_penalty=0.4),
     "eos_min_new": dict(eos_token_id=[3], min_new_tokens=4),
-    "stop_sequence": dict(stop_sequences=[[5, 1]], eos_token_id=[7]),
+    "stop_sequence": dict(stop_sequences=[[0, 7, 2], [5, 4, 5], [1, 1, 1]]),
 }
 
 
@@ -97,14 +104,22 @@ GREEDY_CONFIGS = {
 def test_greedy_verify_equals_step_by_step(name):
     config = kvgen.GenerationConfig(max_new_tokens=24, do_sample=False, **GREEDY_CONFIGS[name])
     prompts = [[1, 2, 3], [4, 5], [6, 0, 2, 2]]
-    ref = run_steps(config, prompts)
-    spec, results = run_speculative(config, prompts, oracle_drafts(config), k=4)
+    kwargs = dict(token_strings=TEXTS, output_raw_logprobs=True)
+    ref = run_steps(config, prompts, **kwargs)
+    spec, results = run_speculative(config, prompts, oracle_drafts(config), k=4, **kwargs)
     for r in range(ref.rows):
         np.testing.assert_array_equal(spec.sequences[r], ref.sequences[r])
     assert spec.finish_reasons == ref.finish_reasons
+    if name.startswith("stop"):
+        assert "stop" in spec.finish_reasons  # the rule fired
     for a, b in zip(spec._hypotheses(), ref._hypotheses()):
-        for ha, hb in zip(a, b):
-            np.testing.assert_array_equal(ha["logprobs"], hb["logprobs"])  # the same log-probs, bit for bit
+        for ha, hb in zip(a, b):  # the same log-probs (processed, raw, top-n), bit for bit
+            assert ha.keys() == hb.keys()
+            for key in ha:
+                if isinstance(ha[key], np.ndarray):
+                    np.testing.assert_array_equal(ha[key], hb[key], err_msg=key)
+                else:
+                    assert ha[key] == hb[key], key
     # drafts agreed in part: some were accepted, some rejected
     assert 0 < int(spec.accepted_tokens.sum()) < int(spec.drafted_tokens.sum())
     for _before, lengths, res in results:
@@ -484,3 +499,33 @@ def test_a_tokenizer_constraint_stays_valid_and_exact_under_speculation(smollm2_
     assert g.finish_reasons == ["stop", "stop"]  # the grammar ended each row
     for s, p in zip(g.sequences, prompts):
         assert re.fullmatch(pattern, smollm2_model.decode(s[len(p):].tolist()))
+
+
+@pytest.mark.parametrize("extra", [
+    dict(mirostat=2, mirostat_tau=2.0, mirostat_eta=0.3),
+    dict(top_k=0, min_p=0.05, typical_p=0.9, xtc_probability=0.5, xtc_threshold=0.1, presence_penalty=0.5,
+         dry_multiplier=0.8, dry_allowed_length=1, dry_sequence_breakers=[]),
+], ids=["mirostat", "xtc_min_p_typical_dry"])
+def test_speculative_sampling_matches_plain_sampling_with_stateful_samplers(extra):
+    # mirostat's mu follows each token's surprise and XTC draws its own keyed coin: the
+    # reference is plain sampling itself, sampled, against which speculative verification's
+    # joint distribution of the first tokens is tested (two-sample chi-square)
+    from scipy import stats
+
+    fields = dict(SAMPLING, top_k=0, top_p=1.0, repetition_penalty=1.0, temperature=1.0)
+    fields.update(extra)
+    config = kvgen.GenerationConfig(max_new_tokens=NEW, **fields)
+    plain = run_steps(config, [PROMPT] * RUNS, scale=SCALE)
+    spec = sample_speculative("q", config=config, sequence_ids=range(RUNS, 2 * RUNS))  # other keys
+    assert 0 < int(spec.accepted_tokens.sum()) < int(spec.drafted_tokens.sum())
+    table = {}
+    for column, g in enumerate((plain, spec)):
+        for s in g.sequences:
+            key = tuple(s[len(PROMPT):].tolist())
+            table.setdefault(key, [0, 0])[column] += 1
+    counts = np.array(list(table.values()))
+    small = counts.sum(axis=1) < 10  # sparse cells pooled
+    if small.any():
+        counts = np.vstack([counts[~small], counts[small].sum(axis=0, keepdims=True)])
+    assert len(counts) > 20
+    assert stats.chi2_contingency(counts).pvalue > 1e-3
