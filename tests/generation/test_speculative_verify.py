@@ -529,3 +529,39 @@ def test_speculative_sampling_matches_plain_sampling_with_stateful_samplers(extr
         counts = np.vstack([counts[~small], counts[small].sum(axis=0, keepdims=True)])
     assert len(counts) > 20
     assert stats.chi2_contingency(counts).pvalue > 1e-3
+
+
+def test_verify_releases_the_gil():
+    # With a switch interval of minutes, this thread runs while verify() is in C++ only if
+    # verify() released the GIL (a few tries: a late wake-up on a loaded machine can miss it).
+    import sys
+    import threading
+
+    rows, k, vocab = 32, 4, 151_936
+    logits = np.random.default_rng(0).standard_normal((rows, k + 1, vocab)).astype(np.float32)
+    config = kvgen.GenerationConfig(max_new_tokens=8, do_sample=True, top_p=0.9, seed=0)
+
+    def main_thread_runs_during_verify() -> bool:
+        g = StepGenerator(config)
+        g.append_tokens([[1]] * rows)
+        drafts = np.argmax(logits[:, :k], axis=-1)
+        entered, done = threading.Event(), threading.Event()
+
+        def work():
+            entered.set()
+            g.verify(logits, drafts)
+            done.set()
+
+        worker = threading.Thread(target=work)
+        worker.start()
+        assert entered.wait(60)
+        ran = not done.is_set()
+        worker.join()
+        return ran
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(300.0)
+    try:
+        assert any(main_thread_runs_during_verify() for _ in range(5)), "verify() held the GIL"
+    finally:
+        sys.setswitchinterval(old)
