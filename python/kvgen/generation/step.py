@@ -78,7 +78,8 @@ class StepGenerator(_core._Generator):
 
         - ``logits`` float32 [rows, k + 1, vocab], C-contiguous, read in place (NumPy or a CPU
           tensor): position j holds the logits after the row's history and its first j drafts
-          (one forward pass over ``[next token, draft_0, ..., draft_{k-1}]``).
+          (one forward pass over ``[next token, draft_0, ..., draft_{k-1}]``); positions past
+          ``draft_lengths[r] + 1`` are never read.
         - ``drafts`` integer [rows, k]: the draft tokens (entries past ``draft_lengths[r]`` are
           ignored); None when k = 0.
         - ``draft_lengths`` integer [rows] in 0 .. k (None: k for every row).
