@@ -187,13 +187,19 @@ def test_finished_rows_emit_nothing_and_roll_back_their_drafts():
     config = kvgen.GenerationConfig(max_new_tokens=5, do_sample=False, eos_token_id=[eos])
     g = StepGenerator(config)
     g.append_tokens([seq, [4, 4, 4]])
-    g.verify(verify_logits(g.sequences, np.zeros((2, 0), np.int64), [0, 0]), None)
-    assert g.finish_reasons[0] == "eos" or g.finish_reasons[1] is None
+    logits = verify_logits(g.sequences, np.zeros((2, 0), np.int64), [0, 0])
+    logits[1, 0, eos] = -np.inf  # row 1 goes on
+    g.verify(logits, None)
+    assert g.finish_reasons == ["eos", None]
     drafts = np.array([[0, 1], [2, 3]])
-    res = g.verify(np.zeros((2, 3, V), np.float32), drafts, [2, 1])
-    assert res.num_emitted[0] == 0 and res.accepted[0] == 0 and res.rollback[0] == 2
-    assert res.tokens[0] == g.config.pad_token_id or res.tokens[0] == eos
-    assert g.drafted_tokens[0] == 0  # drafts of a finished row are not counted
+    logits = np.zeros((2, 3, V), np.float32)
+    logits[1, :, 2] = 1.0
+    res = g.verify(logits, drafts, [2, 1])
+    assert res.num_emitted.tolist() == [0, 2] and res.emitted[0].tolist() == []
+    assert res.accepted.tolist() == [0, 1] and res.rollback.tolist() == [2, 0]
+    assert res.tokens[0] == eos  # pad_token_id defaults to eos_token_id[0], as HF
+    assert res.logprobs[0] == -np.inf
+    assert g.drafted_tokens.tolist() == [0, 1]  # drafts of a finished row are not counted
 
 
 def test_verify_reads_the_logits_in_place_and_checks_its_inputs():
