@@ -222,8 +222,11 @@ def test_verify_reads_the_logits_in_place_and_checks_its_inputs():
         g.verify(logits, [[2, 2]], [3])
     with pytest.raises(ValueError, match="draft_probs must have shape"):
         g.verify(logits, [[2, 2]], draft_probs=np.zeros((1, 3, V), np.float32))
-    with pytest.raises(ValueError, match="draft_probs"):
-        g.verify(logits, [[2, 2]], draft_probs=np.full((1, 2, V), -1.0, np.float32))
+    sampler = StepGenerator(kvgen.GenerationConfig(max_new_tokens=5, do_sample=True, seed=0))
+    sampler.append_tokens([[1, 2]])  # (greedy search reads no q)
+    with pytest.raises(ValueError, match=r"draft_probs\[0, 0, 2\] = -1.0+: the draft probabilities must be finite"):
+        sampler.verify(logits, [[2, 2]], draft_probs=np.full((1, 2, V), -1.0, np.float32))
+    assert sampler.sequences[0].tolist() == [1, 2]
     with pytest.raises(ValueError, match="no constraint"):
         g.verify(logits, [[2, 2]], allowed_tokens=np.full((1, 3, 1), 0xFFFFFFFF, np.uint32))
     with pytest.raises(ValueError, match="contains NaN"):
