@@ -47,7 +47,7 @@ FloatArray nan_output(int64_t rows, int64_t cols) {
 }
 
 FloatArray matmul(const PackedMatrix& w, py::array x_obj, bool exact, const std::optional<std::string>& path,
-                  const std::optional<std::pair<int64_t, int64_t>>& groups) {
+                  const std::optional<std::pair<int64_t, int64_t>>& groups, bool two_level) {
   if (!py::isinstance<FloatArray>(x_obj)) throw TypeError("x must be a C-contiguous float32 array");
   FloatArray x = py::reinterpret_borrow<FloatArray>(x_obj);
   check_activations(x, w);
@@ -60,6 +60,16 @@ FloatArray matmul(const PackedMatrix& w, py::array x_obj, bool exact, const std:
   if (exact) {
     py::gil_scoped_release release;
     quant::matmul_float(w, xd, m, w.cols(), o, w.rows(), range, p);
+  } else if (m > 0 && two_level) {  // as the model's projector: one kernel pass, or the halves added
+    quant::check_int8_kernel(w.type());
+    QuantizedActivations acts(2 * m, w.cols());
+    py::gil_scoped_release release;
+    acts.quantize_two_level(xd, m, w.cols());
+    if (!quant::matmul_int8x2(w, acts, o, w.rows(), range, p)) {
+      std::vector<float> halves(static_cast<size_t>(2 * m * w.rows()), std::numeric_limits<float>::quiet_NaN());
+      quant::matmul_int8(w, acts, halves.data(), w.rows(), range, p);
+      for (int64_t i = 0; i < m * w.rows(); ++i) o[i] = halves[i] + halves[m * w.rows() + i];
+    }
   } else if (m > 0) {
     quant::check_int8_kernel(w.type());  // before x's quantization, which needs cols % 32 == 0
     QuantizedActivations acts(m, w.cols());  // a test binding: the model keeps one per input
@@ -91,9 +101,9 @@ void register_quant(py::module_& m) {
       .def_property_readonly("nbytes", &PackedMatrix::bytes)
       .def_property_readonly("type", [](const PackedMatrix& w) { return quant::quant_type_name(w.type()); })
       .def("matmul", &matmul, py::arg("x"), py::arg("exact") = false, py::arg("path") = py::none(),
-           py::arg("groups") = py::none(),
-           "x (M, cols) float32 @ W^T -> (M, rows); exact=False quantizes x to int8 per block; rows outside "
-           "`groups` (a range of 16-row groups) are NaN.")
+           py::arg("groups") = py::none(), py::arg("two_level") = false,
+           "x (M, cols) float32 @ W^T -> (M, rows); exact=False quantizes x to int8 per block (two_level: in "
+           "two levels, as the models' default); rows outside `groups` (a range of 16-row groups) are NaN.")
       .def(
           "matmul_quantized",
           [](const PackedMatrix& w, const QuantizedActivations& acts, const std::optional<std::string>& path) {

@@ -197,6 +197,30 @@ def test_int8_mode_matches_float64(qtype, path):
                 check(out, ref[:m], arith[:m] + quant_err[:m], what + " vs x")
 
 
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("qtype", INT8_TYPES)
+def test_two_level_int8_mode_matches_float64(qtype, path):
+    """Two-level activations (the models' default): x ~ d1 q1 + d2 q2, the second level
+    quantizing the first one's rounding error (|x - d1 q1| <= d1 / 2, so d2 <= d1 / 254);
+    the AVX-512 kernel adds the levels per block (d1 dot1 + d2 dot2), the other paths
+    multiply both levels' rows and add the halves. Against the float64 product with x
+    itself: each element is within 1.5 d1 / 256 (half a step of d2, with margin for the
+    float32 rounding of the residual), and the arithmetic adds the int8 bound's roundings
+    for both levels."""
+    for cols in cols_for(qtype):
+        x = activations(cols)
+        _, dx = quantize_like_kernel(x)
+        step = dx / 256
+        for rows in ROWS:
+            c = case(qtype, rows, cols)
+            ref = x.astype(np.float64) @ c.w64.T
+            arith = (4 * cols // 32 + 8) * U * (np.abs(x.astype(np.float64)) @ (np.abs(c.w64) + 2 * c.abs_min).T)
+            bound = arith + (1.5 * step) @ np.abs(c.w64).T + 1e-30
+            for m in (1, 2, 3, 8, 9, MAX_M):
+                out = c.packed.matmul(x[:m], path=path, two_level=True)
+                check(out, ref[:m], bound[:m], f"{qtype} {path} int8x2 N={rows} K={cols} M={m}")
+
+
 @pytest.mark.parametrize("qtype", TYPES)
 def test_packed_size_is_about_the_files(qtype):
     weights, block_bytes = BLOCK[qtype]

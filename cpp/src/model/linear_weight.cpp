@@ -45,6 +45,13 @@ void LinearWeight::multiply(float* y, int64_t ldy, const float* x, int64_t ldx, 
                   /*lda=*/ldx, /*ldb=*/in_, /*ldc=*/ldy);
 }
 
+bool LinearWeight::multiply_int8x2(float* y, int64_t ldy, const quant::QuantizedActivations& xq, int64_t u0,
+                                   int64_t u1) const {
+  if (!reads_int8(Activations::Int8TwoLevel)) return false;
+  if (u0 >= u1 || xq.view().rows == 0) return true;
+  return quant::matmul_int8x2(*packed_, xq, y, ldy, {u0, u1}, quant::active_cpu_path());
+}
+
 void LinearWeight::row(int64_t n, float* out) const {
   if (n < 0 || n >= out_) throw ValueError("row " + std::to_string(n) + " is outside [0, " + std::to_string(out_) + ")");
   if (packed_) return packed_->dequantize_row(n, out);

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "kvgen/errors.h"
+#include "kvgen/quant/matmul.h"
 
 namespace kvgen {
 namespace {
@@ -32,11 +33,14 @@ void Projector::project(const float* x, int64_t rows, int64_t ldx, std::span<con
   const quant::QuantizedActivations* xq = nullptr;
   const Activations activations = activations_;
   const bool two_level = activations == Activations::Int8TwoLevel;
-  int64_t halves_floats = 0;  // the two-level products' (2 rows, out) outputs, before their halves are added
+  // AVX-512 adds the levels inside its kernels; elsewhere the two-level products write both
+  // levels' (2 rows, out) outputs, added after
+  const bool in_kernel = two_level && quant::has_int8x2_kernels(quant::active_cpu_path());
+  int64_t halves_floats = 0;
   for (const Product& p : products) {
     if (p.w->in() != K) throw ValueError("products of one input must share its width");
     if (!p.w->reads_int8(activations)) continue;
-    if (two_level) halves_floats += 2 * rows * p.w->out();
+    if (two_level && !in_kernel) halves_floats += 2 * rows * p.w->out();
     if (xq) continue;
     const int64_t int8_rows = two_level ? 2 * rows : rows;
     auto it = int8_inputs_.find(K);
@@ -56,7 +60,7 @@ void Projector::project(const float* x, int64_t rows, int64_t ldx, std::span<con
   const auto run_item = [&](int64_t item, int) {
     float* halves = halves_.data();  // this product's (2 rows, out) outputs
     for (const Product& p : products) {
-      const bool in_halves = two_level && p.w->reads_int8(activations);
+      const bool in_halves = two_level && !in_kernel && p.w->reads_int8(activations);
       if (item >= chunks_of(p, chunk)) {
         item -= chunks_of(p, chunk);
         if (in_halves) halves += 2 * rows * p.w->out();
@@ -64,7 +68,10 @@ void Projector::project(const float* x, int64_t rows, int64_t ldx, std::span<con
       }
       const int64_t u0 = item * chunk, u1 = std::min(p.w->units(), u0 + chunk);
       const int64_t n0 = 16 * u0, n1 = std::min(p.w->out(), 16 * u1);
-      if (in_halves) {  // y = the product of the first level + the product of the residual
+      if (in_kernel && p.w->reads_int8(activations)) {
+        if (!p.w->multiply_int8x2(p.y, p.ldy, *xq, u0, u1))
+          throw ValueError("no two-level kernel for this weight type");  // has_int8x2_kernels covers every type
+      } else if (in_halves) {  // y = the product of the first level + the product of the residual
         const int64_t N = p.w->out();
         p.w->multiply(halves, N, x, ldx, xq, rows, u0, u1, activations);
         for (int64_t m = 0; m < rows; ++m) {

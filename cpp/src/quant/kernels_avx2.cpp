@@ -370,7 +370,7 @@ void float_dense_rows(const PackedView& w, const float* x, int64_t ldx, int64_t 
 
 }  // namespace
 
-KernelTable avx2_kernels() { return {matmul_int8, matmul_float}; }
+KernelTable avx2_kernels() { return {matmul_int8, matmul_float, nullptr}; }
 
 }  // namespace kvgen::quant
 #endif  // KVGEN_X86_KERNELS

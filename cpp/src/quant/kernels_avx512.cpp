@@ -100,6 +100,13 @@ template <int V0, int V1>
   return _mm512_add_epi32(a, b);
 }
 
+// Two-level activations: the levels' dots (each exact in int32), converted and added with
+// their scales: d1 dot1 + d2 dot2 (the caller multiplies by the weights' scale once).
+[[gnu::always_inline]] inline __m512 two_level_sum(__m512i dot1, __m512i dot2, float d1, float d2) {
+  return _mm512_fmadd_ps(_mm512_set1_ps(d2), _mm512_cvtepi32_ps(dot2),
+                         _mm512_mul_ps(_mm512_set1_ps(d1), _mm512_cvtepi32_ps(dot1)));
+}
+
 // dot[m] (lane r) = sum_k u[r][k] * xq[m][k] over one tile, chunk by chunk (for up to 8
 // rows: the rows' dots and accumulators fit the registers).
 template <class L, int MT>
@@ -162,6 +169,33 @@ void int8_tile_rows(const PackedView& w, const Int8View& x, int64_t m0, float* o
         unpack_tile<L>(tile, u);
         for (int m = 0; m < MT; ++m)
           fold(m, row_dot<0, 8>(u, x.q + (m0 + m) * x.cols + b * kBlockSize, _mm512_setzero_si512()));
+      }
+    }
+    store_group<MT>(acc, rows_in_group(w, g), out + m0 * ldo + g * kGroupRows, ldo);
+  }
+}
+
+// Two-level rows [m0, m0 + MT) (level one at row m of x, the residual at row M + m) x
+// groups [g0, g1): acc += d_w (d1 dot1 + d2 dot2) + min_w (s1 + s2), one fold per row.
+template <class L, int MT>
+void int8x2_tile_rows(const PackedView& w, const Int8View& x, int64_t M, int64_t m0, float* out, int64_t ldo,
+                      int64_t g0, int64_t g1) {
+  const int64_t blocks = w.blocks;
+  for (int64_t g = g0; g < g1; ++g) {
+    const uint8_t* tile = w.data + g * blocks * L::kTileBytes;
+    __m512 acc[MT];
+    for (int m = 0; m < MT; ++m) acc[m] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < blocks; ++b, tile += L::kTileBytes) {
+      const __m512 d = load_halves(tile + L::kScalesAt);
+      const __m512 mins = load_mins<L>(tile, d);
+      __m512i u[8];
+      unpack_tile<L>(tile, u);
+      for (int m = 0; m < MT; ++m) {
+        const int64_t first = (m0 + m) * blocks + b, second = (M + m0 + m) * blocks + b;
+        const __m512i dot1 = row_dot<0, 8>(u, x.q + first * kBlockSize, _mm512_setzero_si512());
+        const __m512i dot2 = row_dot<0, 8>(u, x.q + second * kBlockSize, _mm512_setzero_si512());
+        acc[m] = _mm512_fmadd_ps(d, two_level_sum(dot1, dot2, x.d[first], x.d[second]), acc[m]);
+        acc[m] = _mm512_fmadd_ps(mins, _mm512_set1_ps(x.s[first] + x.s[second]), acc[m]);
       }
     }
     store_group<MT>(acc, rows_in_group(w, g), out + m0 * ldo + g * kGroupRows, ldo);
@@ -324,6 +358,58 @@ void int8_super_rows(const PackedView& w, const Int8View& x, int64_t m0, float* 
   }
 }
 
+// Two-level rows [m0, m0 + MT) of a K-quant matrix (int8x2_tile_rows' arithmetic per
+// sub-block; Q6_K: each half's dots start at -32 times the level's half sum).
+template <class L, int MT>
+void int8x2_super_rows(const PackedView& w, const Int8View& x, int64_t M, int64_t m0, float* out, int64_t ldo,
+                       int64_t g0, int64_t g1) {
+  using S = typename L::Sub;
+  const int64_t xblocks = x.cols / kBlockSize;
+  for (int64_t g = g0; g < g1; ++g) {
+    const uint8_t* tile = w.data + g * w.blocks * L::kTileBytes;
+    __m512 acc[MT];
+    for (int m = 0; m < MT; ++m) acc[m] = _mm512_setzero_ps();
+    for (int64_t sb = 0; sb < w.blocks; ++sb, tile += L::kTileBytes) {
+      const __m512 d = load_halves(tile + L::kDAt);
+      const __m512 dmin = L::kHasMin ? load_halves(tile + L::kDminAt) : d;
+      for (int j = 0; j < L::kSubBlocks; ++j) {
+        const int64_t b = sb * L::kSubBlocks + j;
+        __m512i u[8];
+        unpack_tile<S>(tile + L::kSubTilesAt + j * S::kTileBytes, u);
+        if constexpr (L::kHasMin) {
+          const __m512 scale = scaled_bytes<false>(tile + L::kScalesAt + kGroupRows * j, d);
+          const __m512 min = scaled_bytes<false>(tile + L::kMinsAt + kGroupRows * j, dmin);
+          for (int m = 0; m < MT; ++m) {
+            const int64_t first = (m0 + m) * xblocks + b, second = (M + m0 + m) * xblocks + b;
+            const __m512i dot1 = row_dot<0, 8>(u, x.q + first * kBlockSize, _mm512_setzero_si512());
+            const __m512i dot2 = row_dot<0, 8>(u, x.q + second * kBlockSize, _mm512_setzero_si512());
+            acc[m] = _mm512_fmadd_ps(scale, two_level_sum(dot1, dot2, x.d[first], x.d[second]), acc[m]);
+            acc[m] = _mm512_fnmadd_ps(min, _mm512_set1_ps(x.s[first] + x.s[second]), acc[m]);
+          }
+        } else {
+          const __m512 scale_a = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j), d);
+          const __m512 scale_b = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j + 1), d);
+          for (int m = 0; m < MT; ++m) {
+            const int64_t first = (m0 + m) * xblocks + b, second = (M + m0 + m) * xblocks + b;
+            const int8_t* q1 = x.q + first * kBlockSize;
+            const int8_t* q2 = x.q + second * kBlockSize;
+            const int32_t* hs1 = x.half_sums + 2 * first;
+            const int32_t* hs2 = x.half_sums + 2 * second;
+            const __m512 half_a = two_level_sum(row_dot<0, 4>(u, q1, _mm512_set1_epi32(-32 * hs1[0])),
+                                                row_dot<0, 4>(u, q2, _mm512_set1_epi32(-32 * hs2[0])), x.d[first],
+                                                x.d[second]);
+            const __m512 half_b = two_level_sum(row_dot<4, 8>(u, q1, _mm512_set1_epi32(-32 * hs1[1])),
+                                                row_dot<4, 8>(u, q2, _mm512_set1_epi32(-32 * hs2[1])), x.d[first],
+                                                x.d[second]);
+            acc[m] = _mm512_fmadd_ps(scale_b, half_b, _mm512_fmadd_ps(scale_a, half_a, acc[m]));
+          }
+        }
+      }
+    }
+    store_group<MT>(acc, rows_in_group(w, g), out + m0 * ldo + g * kGroupRows, ldo);
+  }
+}
+
 // Float activations on a K-quant matrix. Each weight is fma(scale, u, -min) rounded once,
 // which is gguf's value: scale * u and min are exact (Q6_K: min = 32 scale).
 template <class L, int MT>
@@ -399,9 +485,31 @@ void float_dense_rows(const PackedView& w, const float* x, int64_t ldx, int64_t 
 
 #include "tile_driver.inc"  // with_tile, matmul_int8, matmul_float
 
+// Batch rows per pass of the two-level kernels: the tile's 8 unpacked vectors and a row's
+// two levels' dot chains stay in registers beside the accumulators.
+constexpr int kTwoLevelTileRows = 8;
+
+bool matmul_int8x2(const PackedView& w, const Int8View& x, float* out, int64_t ldo, int64_t g0, int64_t g1) {
+  const int64_t M = x.rows / 2;
+  bool done = false;
+  with_layout(w.type, [&]<class L>() {
+    if constexpr (L::kFamily != Family::Dense) {
+      for (int64_t m0 = 0; m0 < M; m0 += kTwoLevelTileRows)
+        with_tile<kTwoLevelTileRows>(M - m0, [&]<int MT>() {
+          if constexpr (L::kFamily == Family::Block)
+            int8x2_tile_rows<L, MT>(w, x, M, m0, out, ldo, g0, g1);
+          else
+            int8x2_super_rows<L, MT>(w, x, M, m0, out, ldo, g0, g1);
+        });
+      done = true;
+    }
+  });
+  return done;
+}
+
 }  // namespace
 
-KernelTable avx512_kernels() { return {matmul_int8, matmul_float}; }
+KernelTable avx512_kernels() { return {matmul_int8, matmul_float, matmul_int8x2}; }
 
 }  // namespace kvgen::quant
 #endif  // KVGEN_X86_KERNELS

@@ -221,6 +221,6 @@ void matmul_float_any(const PackedView& w, const float* x, int64_t rows, int64_t
 
 }  // namespace
 
-KernelTable portable_kernels() { return {matmul_int8_any, matmul_float_any}; }
+KernelTable portable_kernels() { return {matmul_int8_any, matmul_float_any, nullptr}; }
 
 }  // namespace kvgen::quant

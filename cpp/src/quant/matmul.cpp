@@ -33,6 +33,18 @@ void matmul_int8(const PackedMatrix& w, const QuantizedActivations& x, float* ou
   kernels_for(path).matmul_int8(w.view(), x.view(), out, ldo, groups.first, groups.last);
 }
 
+bool has_int8x2_kernels(CpuPath path) { return kernels_for(path).matmul_int8x2 != nullptr; }
+
+bool matmul_int8x2(const PackedMatrix& w, const QuantizedActivations& x, float* out, int64_t ldo, GroupRange groups,
+                   CpuPath path) {
+  check_int8_kernel(w.type());
+  if (x.cols() != w.cols())
+    throw ValueError("activations have " + std::to_string(x.cols()) + " columns, the matrix " + std::to_string(w.cols()));
+  check_output(w, ldo, groups);
+  const MatmulInt8x2Fn kernel = kernels_for(path).matmul_int8x2;
+  return kernel != nullptr && kernel(w.view(), x.view(), out, ldo, groups.first, groups.last);
+}
+
 void matmul_float(const PackedMatrix& w, const float* x, int64_t rows, int64_t ldx, float* out, int64_t ldo,
                   GroupRange groups, CpuPath path) {
   if (rows < 0) throw ValueError("activation rows = " + std::to_string(rows) + " must be >= 0");

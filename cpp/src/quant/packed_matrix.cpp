@@ -144,24 +144,27 @@ void k_scale_min(const uint8_t* s, int j, uint8_t& sc, uint8_t& m) {
   }
 }
 
-// Quant of weight w (0..255) of a file block.
+// The 32 quants of sub-block j (weights 32j..32j+31) of a file block, each loop over the
+// sub-block's bytes with fixed shifts (vectorized: repacking reads every weight of a file).
 template <int Bits>
-uint32_t k_file_quant(const uint8_t* block, int w) {
+void k_sub_block_quants(const uint8_t* block, int j, uint8_t* u) {
   if constexpr (Bits == 6) {
-    // two halves of 128: ql bytes 64h.. hold weights (low nibble) and +64 (high nibble);
-    // qh bytes 32h.. hold 2 bits each of weights +0, +32, +64, +96
-    const int h = w / 128, i = w % 128;
-    const uint32_t low = (block[64 * h + i % 64] >> (4 * (i / 64))) & 0xFu;
-    const uint32_t high = (block[128 + 32 * h + i % 32] >> (2 * (i / 32))) & 0x3u;
-    return low | (high << 4);
+    // two halves of 128 weights: ql bytes 64h.. hold weights i (low nibble) and i + 64
+    // (high nibble); qh bytes 32h.. hold 2 bits each of weights i, +32, +64, +96
+    const int h = j / 4, i0 = 32 * (j % 4);  // the sub-block's first weight within its half
+    const uint8_t* low = block + 64 * h + i0 % 64;
+    const uint8_t* high = block + 128 + 32 * h;
+    const int low_shift = 4 * (i0 / 64), high_shift = 2 * (i0 / 32);
+    for (int l = 0; l < 32; ++l)
+      u[l] = static_cast<uint8_t>(((low[l] >> low_shift) & 0xF) | (((high[l] >> high_shift) & 0x3) << 4));
   } else {
     // 32-byte chunk c holds sub-blocks 2c (low nibbles) and 2c+1 (high nibbles); Q5_K's
     // 32 bytes of 5th bits: bit j of byte l is weight l of sub-block j
-    const uint8_t* qs = block + 16 + (Bits == 5 ? 32 : 0);
-    const int j = w / 32, l = w % 32;
-    uint32_t u = (qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 0xFu;
-    if constexpr (Bits == 5) u |= ((block[16 + l] >> j) & 1u) << 4;
-    return u;
+    const uint8_t* qs = block + 16 + (Bits == 5 ? 32 : 0) + 32 * (j / 2);
+    const int shift = 4 * (j % 2);
+    for (int l = 0; l < 32; ++l) u[l] = static_cast<uint8_t>((qs[l] >> shift) & 0xF);
+    if constexpr (Bits == 5)
+      for (int l = 0; l < 32; ++l) u[l] = static_cast<uint8_t>(u[l] | (((block[16 + l] >> j) & 1) << 4));
   }
 }
 
@@ -179,7 +182,7 @@ void pack_super_block(const uint8_t* block, int r, uint8_t* tile) {
   }
   for (int j = 0; j < 8; ++j) {
     uint8_t u[32];
-    for (int l = 0; l < 32; ++l) u[l] = static_cast<uint8_t>(k_file_quant<L::kBits>(block, 32 * j + l));
+    k_sub_block_quants<L::kBits>(block, j, u);
     set_row_quants<S>(tile + L::kSubTilesAt + j * S::kTileBytes, r, u);
   }
 }

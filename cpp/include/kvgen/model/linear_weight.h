@@ -46,6 +46,11 @@ class LinearWeight {
   void multiply(float* y, int64_t ldy, const float* x, int64_t ldx, const quant::QuantizedActivations* xq,
                 int64_t rows, int64_t u0, int64_t u1, Activations activations) const;
 
+  // The same for rows of x quantized in two levels (xq as quantize_two_level left it, 2 rows
+  // rows), the levels added inside the kernel; false, writing nothing, where the CPU path
+  // has no such kernel (then multiply xq's 2 rows rows and add the halves).
+  bool multiply_int8x2(float* y, int64_t ldy, const quant::QuantizedActivations& xq, int64_t u0, int64_t u1) const;
+
   // out (in) = row n of W as float: an embedding lookup reads only the rows it needs.
   void row(int64_t n, float* out) const;
 

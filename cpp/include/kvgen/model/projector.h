@@ -5,8 +5,10 @@
 // Int8 activations come in two levels (QuantizedActivations::quantize_two_level): each
 // row x ~ d1 q1 + d2 q2, the second level quantizing the first's rounding error, and a
 // product reads both as 2 rows of one int8 kernel call (each weight tile is loaded once
-// for both), then adds them. One level (llama.cpp's Q8_1) moves SmolLM2's argmax at ~4%
-// of the positions of a text against transformers; two levels at none, measured, for the
+// for both). The AVX-512 kernels add the levels per block (quant::matmul_int8x2: one fold
+// per row, nothing written twice); the other paths write both levels' outputs and add
+// them. One level (llama.cpp's Q8_1) moves SmolLM2's argmax at ~4% of the positions of a
+// text against transformers; two levels at 1 of 1,100 (a near-tie), measured, for the
 // same decode speed (decode is bound by the weight bytes, not by the int8 arithmetic).
 #pragma once
 
@@ -53,7 +55,7 @@ class Projector {
   Activations activations_ = Activations::Int8TwoLevel;
   std::shared_ptr<ThreadPool> pool_;
   std::map<int64_t, quant::QuantizedActivations> int8_inputs_;  // by K: (rows, K) quantized input
-  std::vector<float> halves_;  // each two-level product's (2 rows, out) outputs, product after product
+  std::vector<float> halves_;  // without two-level kernels: each product's (2 rows, out) outputs, one after another
 };
 
 }  // namespace kvgen

@@ -159,9 +159,18 @@ using MatmulInt8Fn = void (*)(const PackedView& w, const Int8View& x, float* out
 using MatmulFloatFn = void (*)(const PackedView& w, const float* x, int64_t rows, int64_t ldx, float* out,
                                int64_t ldo, int64_t g0, int64_t g1);
 
+// Two-level activations (QuantizedActivations::quantize_two_level: x.rows = 2 M, rows [0, M)
+// the first level, [M, 2 M) the residual): out[m * ldo + n] for m < M, each row's levels
+// added per block before the weights' scale (d1 dot1 + d2 dot2), so that a batch row
+// costs one fold, and no (2 M, N) halves are written and added.
+// Returns false, writing nothing, for a type this path has no such kernel for.
+using MatmulInt8x2Fn = bool (*)(const PackedView& w, const Int8View& x, float* out, int64_t ldo, int64_t g0,
+                                int64_t g1);
+
 struct KernelTable {
-  MatmulInt8Fn matmul_int8;    // int8 activations (the fast path; not for has_int8_kernel() == false)
-  MatmulFloatFn matmul_float;  // float activations, weights dequantized block by block
+  MatmulInt8Fn matmul_int8;      // int8 activations (the fast path; not for has_int8_kernel() == false)
+  MatmulFloatFn matmul_float;    // float activations, weights dequantized block by block
+  MatmulInt8x2Fn matmul_int8x2;  // two-level int8 activations in one pass; null where a path has none
 };
 
 // The AVX2 / AVX-512 tables exist on x86 with GCC or Clang (cpuid through

@@ -30,6 +30,16 @@ void check_int8_kernel(QuantType type);
 void matmul_int8(const PackedMatrix& w, const QuantizedActivations& x, float* out, int64_t ldo, GroupRange groups,
                  CpuPath path);
 
+// Two-level activations (x as quantize_two_level left it: x.rows() = 2 M): out[m * ldo + n]
+// for m < M, the levels added inside the kernel (kernel_abi.h, MatmulInt8x2Fn). Returns
+// false, writing nothing, where `path` has no such kernel for W's type (then multiply all
+// 2 M rows with matmul_int8 and add the halves). The same ValueErrors as matmul_int8.
+// Whether `path` has two-level kernels (AVX-512: for every type with an int8 kernel).
+bool has_int8x2_kernels(CpuPath path);
+
+bool matmul_int8x2(const PackedMatrix& w, const QuantizedActivations& x, float* out, int64_t ldo, GroupRange groups,
+                   CpuPath path);
+
 // Float activations x (rows, K), row stride ldx: "exact" mode, float32 products of the
 // file's weights (dequantized tile by tile in registers) and x.
 void matmul_float(const PackedMatrix& w, const float* x, int64_t rows, int64_t ldx, float* out, int64_t ldo,
