@@ -7,6 +7,7 @@ can write SmolLM2's tokenizer beside the weights (tests/support/llama_cpp_conver
 from __future__ import annotations
 
 import copy
+import json
 import shutil
 from pathlib import Path
 
@@ -59,12 +60,13 @@ FAMILIES = {
 }
 
 
-def random_family_model(family: str, seed: int = 0) -> transformers.PreTrainedModel:
+def random_family_model(family: str, seed: int = 0, **overrides) -> transformers.PreTrainedModel:
     """A model of ``family`` with random weights: norms and biases random too (transformers
-    starts them at 1 and 0), so that every one of them shows in the logits."""
+    starts them at 1 and 0), so that every one of them shows in the logits. ``overrides`` replace
+    config settings (a vocabulary of another size, other special ids)."""
     config_class, model_class, settings = FAMILIES[family]
     torch.manual_seed(seed)
-    model = model_class(config_class(**{**_BASE, **settings})).eval()
+    model = model_class(config_class(**{**_BASE, **settings, **overrides})).eval()
     with torch.no_grad():
         for name, p in model.named_parameters():
             if name.endswith("norm.weight"):
@@ -87,3 +89,57 @@ def reference(model_class: type, directory: Path) -> transformers.PreTrainedMode
     """transformers' reading of a saved directory, computed in float32 (a 16-bit checkpoint's
     weights upcast; the rotary tables computed afresh, not rounded to 16 bits)."""
     return model_class.from_pretrained(directory, dtype=torch.float32).eval()
+
+
+# Gemma's chat template (Gemma 2 and Gemma 3 instruction-tuned models ship this one).
+GEMMA_CHAT_TEMPLATE = (
+    "{{ bos_token }}{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}"
+    "{% endif %}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+    "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}"
+    "{% if (message['role'] == 'assistant') %}{% set role = 'model' %}{% else %}{% set role = message['role'] %}"
+    "{% endif %}{{ '<start_of_turn>' + role + '\\n' + message['content'] | trim + '<end_of_turn>\\n' }}"
+    "{% endfor %}{% if add_generation_prompt %}{{'<start_of_turn>model\\n'}}{% endif %}"
+)
+
+
+def save_gemma_tokenizer(directory: Path, corpus: list[str], vocab_size: int = 600):
+    """A Gemma-style SentencePiece BPE trained offline with the ``sentencepiece`` package (Gemma's
+    trainer settings: byte fallback, no dummy prefix, spaces kept, digits split, whitespace-only
+    pieces, ids pad 0 / eos 1 / bos 2 / unk 3, ``<start_of_turn>``/``<end_of_turn>`` and runs of
+    spaces and newlines as user-defined pieces), saved in ``directory`` as ``tokenizer.model``
+    (what llama.cpp's converter reads) and as transformers' ``GemmaTokenizer`` converted from it
+    (``tokenizer.json``, ``tokenizer_config.json`` with Gemma's chat template). Returns that
+    ``GemmaTokenizer``, the reference."""
+    import io
+
+    import sentencepiece
+
+    directory.mkdir(parents=True, exist_ok=True)
+    model = io.BytesIO()
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=iter(corpus), model_writer=model, model_type="bpe", vocab_size=vocab_size,
+        hard_vocab_limit=False, character_coverage=1.0, byte_fallback=True, add_dummy_prefix=False,
+        remove_extra_whitespaces=False, normalization_rule_name="identity", split_digits=True,
+        allow_whitespace_only_pieces=True, pad_id=0, eos_id=1, bos_id=2, unk_id=3, pad_piece="<pad>",
+        eos_piece="<eos>", bos_piece="<bos>", unk_piece="<unk>",
+        user_defined_symbols=["<mask>", "<start_of_turn>", "<end_of_turn>", "\n", "\n\n", "\t",
+                              "\u2581\u2581", "\u2581\u2581\u2581", "\u2581\u2581\u2581\u2581"],
+        minloglevel=2)
+    (directory / "tokenizer.model").write_bytes(model.getvalue())
+    tokenizer = transformers.GemmaTokenizer.from_pretrained(directory, add_bos_token=True)
+    # Gemma's turn markers and <mask> are special tokens (skipped when decoding), as in its files
+    tokenizer.add_tokens([transformers.AddedToken(t, special=True, normalized=False)
+                          for t in ("<mask>", "<start_of_turn>", "<end_of_turn>")], special_tokens=True)
+    tokenizer.chat_template = GEMMA_CHAT_TEMPLATE
+    tokenizer.save_pretrained(directory)
+    # Gemma's tokenizer_config.json lists its added tokens, runs of spaces spelled as real spaces;
+    # llama.cpp's converter takes their types (control or user-defined) and that spelling from it
+    config_path = directory / "tokenizer_config.json"
+    config = json.loads(config_path.read_text())
+    config["added_tokens_decoder"] = {
+        str(i): {"content": t.content.replace("\u2581", " ") if not t.content.strip("\u2581") else t.content,
+                 "lstrip": False, "normalized": False, "rstrip": False, "single_word": False, "special": t.special}
+        for i, t in tokenizer.added_tokens_decoder.items()
+    }
+    config_path.write_text(json.dumps(config))
+    return tokenizer
