@@ -154,6 +154,10 @@ def _llama_config(config: dict, arch: str = "llama", family: Optional[Family] = 
     extra: dict[str, Any] = {}
     if arch == "gemma":
         extra["layer_windows"] = _gemma_windows(config, layers, family)
+    elif family is not None and family.sliding_layers is not None:
+        windows = _llama_windows(config, layers, family.sliding_layers)
+        if windows is not None:
+            extra["layer_windows"] = windows
     if family is not None and family.moe:
         # transformers 5 writes num_local_experts (num_experts is its alias)
         experts_key = "num_local_experts" if _present(config, "num_local_experts") else "num_experts"
@@ -181,6 +185,36 @@ def _gemma_windows(config: dict, layers: int, family: Optional[Family]) -> list[
         if isinstance(pattern, bool) or not isinstance(pattern, int) or pattern < 1:
             raise ValueError(f"model config: sliding_window_pattern = {pattern!r:.40} must be a positive integer")
         types = ["sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(layers)]
+    if not isinstance(types, list) or len(types) != layers or not set(types) <= {"sliding_attention",
+                                                                                "full_attention"}:
+        raise ValueError(f"model config: layer_types must name 'sliding_attention' or 'full_attention' for each of "
+                         f"the {layers} layers, got {types!r:.80}")
+    return [window if t == "sliding_attention" else 0 for t in types]
+
+
+def _llama_windows(config: dict, layers: int, rule: str) -> Optional[list[int]]:
+    """Per layer, the sliding window of a Llama-like family (0: full attention), as its
+    transformers class applies ``sliding_window`` (Family.sliding_layers); None: no window.
+
+    - "all" (Phi3Config): every layer, whenever ``sliding_window`` is set.
+    - "max_window_layers" (Qwen2Config, Qwen3Config): the window counts only with
+      ``use_sliding_window`` true; then the layers ``layer_types`` names "sliding_attention",
+      or, in configs without it, the layers from ``max_window_layers`` (default 28) on."""
+    window = config.get("sliding_window")
+    if rule == "max_window_layers" and config.get("use_sliding_window") is not True:
+        window = None
+    if window is None:
+        return None
+    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+        raise ValueError(f"model config: sliding_window = {window!r:.40} must be a positive integer")
+    if rule == "all":
+        return [window] * layers
+    types = config.get("layer_types")
+    if types is None:
+        first = _int_or(config, "max_window_layers", 28)
+        if first < 0:
+            raise ValueError(f"model config: max_window_layers = {first} must not be negative")
+        types = ["sliding_attention" if i >= first else "full_attention" for i in range(layers)]
     if not isinstance(types, list) or len(types) != layers or not set(types) <= {"sliding_attention",
                                                                                 "full_attention"}:
         raise ValueError(f"model config: layer_types must name 'sliding_attention' or 'full_attention' for each of "
@@ -251,7 +285,8 @@ def _llama_options(family: Family, config: dict, sizes: "_core._ModelConfig",
                    rope_freqs: Optional[np.ndarray]) -> "_core._LlamaOptions":
     """The core options of a Llama-like family, from the config keys its transformers class
     reads. rope_freqs: a GGUF file's rope_freqs tensor, dividing the computed frequencies."""
-    _check_window(config, sizes.context_length)
+    if family.sliding_layers is None:
+        _check_window(config, sizes.context_length)
     rope = rotary(config, sizes.head_dim, partial=family.name == "phi3")
     freq = rope.inv_freq
     if rope_freqs is not None:

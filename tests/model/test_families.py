@@ -167,8 +167,10 @@ def test_tokenizer_and_template_travel_through_the_converter(files, family):
     ("phi3", "rope_scaling", {"rope_type": "longrope", "short_factor": [1.0], "long_factor": [1.0]}),
     ("phi3", "rope_scaling", {"rope_type": "longrope", "short_factor": [1.0] * 6, "long_factor": [0.0] * 6,
                               "original_max_position_embeddings": 16}),
-    ("phi3", "sliding_window", 8),
-    ("qwen2", "use_sliding_window", True),
+    ("phi3", "sliding_window", 0),
+    ("phi3", "sliding_window", True),
+    ("qwen2", "use_sliding_window", True),  # with a window of "8"
+    ("granite", "sliding_window", 8),  # a family whose class has no window
     ("gemma2", "sliding_window", -3),
     ("gemma2", "attn_logit_softcapping", -1.0),
     ("gemma2", "query_pre_attn_scalar", 0),
@@ -191,7 +193,7 @@ def test_hostile_family_settings_are_errors_naming_them(files, tmp_path, family,
         config["rope_parameters"][key] = value
     config[key] = value
     if key == "use_sliding_window":
-        config.update(sliding_window=8, layer_types=["sliding_attention"] * config["num_hidden_layers"])
+        config.update(sliding_window="8", layer_types=["sliding_attention"] * config["num_hidden_layers"])
     (d / "config.json").write_text(json.dumps(config))
     with pytest.raises((ValueError, TypeError), match=f"{d}: .*({key.split('_')[0]}|sliding_window|factor)"):
         kvgen.Model.load(d)
