@@ -370,6 +370,18 @@ def _build_core(family: Family, config: dict, arrays: dict, rope_freqs: Optional
                               activations=activations)
 
 
+def _long_rope_context(family: str, config: dict, core: "_core._Model") -> int:
+    """The original context of a Llama-like model with LongRoPE's short and long factors
+    (rope_parameters' original_max_position_embeddings), 0 for any other model. transformers
+    computes a forward call with the long factors when its positions reach past it, and its
+    Phi-3 ``generate`` recomputes the whole sequence when generation crosses it."""
+    if core.architecture != "llama" or not isinstance(config, dict):
+        return 0
+    head_dim = config.get("head_dim") or core.hidden_size // core.num_heads
+    rope = rotary(config, head_dim, partial=family == "phi3")
+    return rope.original_context if rope.inv_freq_long is not None else 0
+
+
 ACTIVATIONS = ("int8x2", "int8", "float")
 
 
@@ -468,6 +480,9 @@ class Model:
         self.chat_template = chat_template
         self.bos_token, self.eos_token = bos_token, eos_token
         self.description = description
+        # LongRoPE's switch (0: none): a sequence longer than this many positions is computed
+        # with the long factors from its first position on (kvgen.generation.engine)
+        self._long_rope_context = _long_rope_context(self.family, config, core)
         self._token_strings: Optional[list[str]] = None
         if chat_template is not None:
             self._probe_chat_template()
