@@ -143,3 +143,60 @@ def save_gemma_tokenizer(directory: Path, corpus: list[str], vocab_size: int = 6
     }
     config_path.write_text(json.dumps(config))
     return tokenizer
+
+
+#: The PyPI package whose wheel ships Qwen's BPE vocabulary (``dashscope/resources/qwen.tiktoken``:
+#: the 151,643 byte-level BPE tokens, with their ranks, that Qwen2 and Qwen2.5 use as well).
+QWEN_VOCABULARY_PACKAGE = "dashscope==2.0.2"
+_QWEN_TIKTOKEN = "dashscope/resources/qwen.tiktoken"
+
+
+def qwen_tiktoken(cache: Path) -> Path:
+    """Qwen's qwen.tiktoken, from the dashscope wheel (pip download from PyPI, once, into ``cache``)."""
+    import subprocess
+    import sys
+    import tempfile
+    import zipfile
+
+    out = cache / "qwen.tiktoken"
+    if out.is_file():
+        return out
+    cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=cache) as tmp:
+        fetched = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
+                                  QWEN_VOCABULARY_PACKAGE, "-d", tmp], capture_output=True, text=True)
+        if fetched.returncode:
+            raise RuntimeError(f"pip download {QWEN_VOCABULARY_PACKAGE} failed:\n{fetched.stderr[-2000:]}")
+        wheel = next(Path(tmp).glob("dashscope-*.whl"))
+        with zipfile.ZipFile(wheel) as z:
+            (Path(tmp) / "qwen.tiktoken").write_bytes(z.read(_QWEN_TIKTOKEN))
+        shutil.move(Path(tmp) / "qwen.tiktoken", out)
+    return out
+
+
+def save_qwen2_tokenizer(directory: Path, tiktoken_file: Path):
+    """Qwen2's tokenizer, rebuilt as transformers rebuilds a tiktoken vocabulary
+    (``TikTokenConverter``: the vocabulary in GPT-2's byte alphabet, merges from the ranks) and
+    handed to transformers' ``Qwen2Tokenizer`` (Qwen2's split regex, NFC, byte-level), with
+    Qwen2's special tokens at their ids (<|endoftext|> 151643, <|im_start|> 151644, <|im_end|>
+    151645); saved in ``directory`` (tokenizer.json) and returned. llama.cpp's converter
+    recognises it as Qwen2's by the hash of its output (``tokenizer.ggml.pre = "qwen2"``)."""
+    import base64
+
+    from transformers.convert_slow_tokenizer import TikTokenConverter
+
+    class Converter(TikTokenConverter):
+        @staticmethod
+        def load_tiktoken_bpe(path):  # tiktoken's format: a base64 token and its rank per line
+            ranks = {}
+            for line in Path(path).read_bytes().splitlines():
+                if line:
+                    token, rank = line.split()
+                    ranks[base64.b64decode(token)] = int(rank)
+            return ranks
+
+    vocab, merges = Converter(str(tiktoken_file)).extract_vocab_merges_from_model(str(tiktoken_file))
+    tokenizer = transformers.Qwen2Tokenizer(vocab=vocab, merges=merges)
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<|im_start|>", "<|im_end|>"]})
+    tokenizer.save_pretrained(directory)
+    return tokenizer
