@@ -71,10 +71,10 @@ def qwen3() -> transformers.Qwen3ForCausalLM:
     return _randomized(transformers.Qwen3ForCausalLM(config), 4)
 
 
-def phi3() -> transformers.Phi3ForCausalLM:
+def phi3(**settings) -> transformers.Phi3ForCausalLM:
     """Phi-3's rule: sliding_window on every layer (Phi-3-mini-4k: 2047 of 4096)."""
     config = transformers.Phi3Config(**{**_SMALL, "num_hidden_layers": 2, "sliding_window": WINDOW, "pad_token_id": PAD,
-                                        "partial_rotary_factor": 0.75})
+                                        "partial_rotary_factor": 0.75, **settings})
     return _randomized(transformers.Phi3ForCausalLM(config), 5)
 
 
@@ -263,14 +263,16 @@ def test_qwen2_window_needs_use_sliding_window(tmp_path):
     assert kv.kv_cache_bytes(1, 4000) == 2 * 2 * 2 * 16 * 4 * 4000
 
 
-def test_phi3_window_travels_through_llama_cpps_converter(llama_windowed, tmp_path, smollm2_file):
+def test_phi3_window_travels_through_llama_cpps_converter(tmp_path, smollm2_file):
     """llama.cpp's converter writes phi3.attention.sliding_window; its file computes the same."""
     from llama_cpp_convert import convert, converter, save_smollm2_tokenizer
 
-    hf, _, directory = llama_windowed["phi3"]
+    hf = phi3(vocab_size=49152)  # the converter needs a vocabulary that holds SmolLM2's tokenizer
+    directory = tmp_path / "phi3"
+    hf.save_pretrained(directory)
     save_smollm2_tokenizer(directory, smollm2_file)
     convert(converter(), [(directory, tmp_path / "phi3.gguf", "f32")])
     kv = kvgen.Model.load(tmp_path / "phi3.gguf", exact=True)
-    ids = np.random.default_rng(10).integers(0, 150, (2, CONTEXT))
+    ids = np.random.default_rng(10).integers(0, 49152, (2, CONTEXT))
     np.testing.assert_allclose(kv.forward(ids), hf_logits(hf, ids), atol=1e-4, rtol=1e-4)
     assert kv.kv_cache_bytes(1, 4000) == 2 * (2 * 2 * 16 * 4 * (WINDOW + 31))
