@@ -32,7 +32,12 @@ GGUF files (``--files``)
       and quantized to Q4_K_M by llama.cpp's quantizer: 896 is no multiple of 256, so about
       half of its matrices fall back to Q5_0 / Q8_0 there, as in the published Qwen2.5-0.5B
       Q4_K_M files.
-    Making ``q8_0``, ``q4_k_m`` and ``qwen2_q4_k_m`` needs llama-cpp-python; without it they
+    * ``qwen3moe_q4_k_m``: a random-weight Qwen3-MoE-shaped model (hidden 1024, 8 layers, 16
+      heads / 4 KV heads, head_dim 64, 16 experts of width 512 with 4 chosen per token, q/k
+      norms, SmolLM2's tokenizer), made by transformers (``Qwen3MoeForCausalLM``, bfloat16),
+      converted by llama.cpp's converter to F16 and quantized to Q4_K_M by llama.cpp's
+      quantizer (its 3-D expert tensors stay Q4_K / Q6_K in both engines).
+    Making ``q8_0``, ``q4_k_m``, ``qwen2_q4_k_m`` and ``qwen3moe_q4_k_m`` needs llama-cpp-python; without it they
     are skipped with a note.
     Prompts: the ids of a fixed English paragraph (repeated to length) from the file's
     tokenizer, the same ids for every engine.
@@ -126,16 +131,23 @@ def make_prompts(longest: int) -> list[int]:
 
 # ---- GGUF files: SmolLM2 Q4_1, its Q8_0 copy, a random-weight Llama in Q4_K_M -----------
 
-FILE_KINDS = ("q4_1", "q8_0", "q4_k_m", "qwen2_q4_k_m")
+FILE_KINDS = ("q4_1", "q8_0", "q4_k_m", "qwen2_q4_k_m", "qwen3moe_q4_k_m")
 FILE_LABELS = {"q4_1": "SmolLM2 Q4_1", "q8_0": "SmolLM2 Q8_0", "q4_k_m": "random Llama Q4_K_M",
-               "qwen2_q4_k_m": "random Qwen2.5-0.5B-shaped Q4_K_M"}
-RANDOM_KINDS = ("q4_k_m", "qwen2_q4_k_m")  # random weights: their logits nearly tie
+               "qwen2_q4_k_m": "random Qwen2.5-0.5B-shaped Q4_K_M",
+               "qwen3moe_q4_k_m": "random Qwen3-MoE-shaped Q4_K_M (16 experts, top 4)"}
+RANDOM_KINDS = ("q4_k_m", "qwen2_q4_k_m", "qwen3moe_q4_k_m")  # random weights: their logits nearly tie
 # A Llama whose widths are multiples of 256 (K-quant blocks), ~320M parameters with SmolLM2's vocabulary.
 LLAMA_SHAPE = {"hidden": 1024, "intermediate": 2816, "heads": 16, "kv_heads": 4, "layers": 24, "context": 2048}
 QWEN2_SHAPE = {"hidden_size": 896, "intermediate_size": 4864, "num_attention_heads": 14, "num_key_value_heads": 2,
                "num_hidden_layers": 24, "max_position_embeddings": 2048, "rope_theta": 1000000.0}
 QWEN2_RECIPE = {"shape": QWEN2_SHAPE, "seed": SEED, "std": 0.02, "tokenizer": "SmolLM2-135M-Instruct's",
                 "type": "Q4_K_M from llama.cpp's converter's F16", "version": 1}
+QWEN3MOE_SHAPE = {"hidden_size": 1024, "intermediate_size": 2816, "moe_intermediate_size": 512, "num_experts": 16,
+                  "num_experts_per_tok": 4, "norm_topk_prob": True, "num_attention_heads": 16,
+                  "num_key_value_heads": 4, "head_dim": 64, "num_hidden_layers": 8, "max_position_embeddings": 2048,
+                  "rope_theta": 1000000.0}
+QWEN3MOE_RECIPE = {"shape": QWEN3MOE_SHAPE, "seed": SEED, "std": 0.02, "tokenizer": "SmolLM2-135M-Instruct's",
+                   "type": "Q4_K_M from llama.cpp's converter's F16", "version": 1}
 LLAMA_RECIPE = {"shape": LLAMA_SHAPE, "seed": SEED, "std": 0.02, "tokenizer": "SmolLM2-135M-Instruct's",
                 "type": "Q4_K_M from F16", "version": 1}
 
@@ -207,9 +219,10 @@ def write_random_llama(path: Path, tokenizer_file: Path) -> None:
     w.close()
 
 
-def write_random_qwen2(path: Path, tokenizer_file: Path) -> None:
-    """An F16 GGUF of a Qwen2 of QWEN2_SHAPE (seeded normal(0, std) weights, bfloat16) written by
-    llama.cpp's own converter from a transformers directory with tokenizer_file's tokenizer."""
+def write_random_qwen2(path: Path, tokenizer_file: Path, moe: bool = False) -> None:
+    """An F16 GGUF of a Qwen2 of QWEN2_SHAPE (moe: a Qwen3-MoE of QWEN3MOE_SHAPE; seeded
+    normal(0, std) weights, bfloat16) written by llama.cpp's own converter from a transformers
+    directory with tokenizer_file's tokenizer."""
     import sys
     import tempfile
 
@@ -217,9 +230,14 @@ def write_random_qwen2(path: Path, tokenizer_file: Path) -> None:
     from llama_cpp_convert import convert, converter, save_smollm2_tokenizer
 
     torch.manual_seed(SEED)
-    config = transformers.Qwen2Config(vocab_size=49152, tie_word_embeddings=True, initializer_range=QWEN2_RECIPE["std"],
-                                      **QWEN2_SHAPE)
-    model = transformers.Qwen2ForCausalLM(config).to(torch.bfloat16)
+    if moe:
+        config = transformers.Qwen3MoeConfig(vocab_size=49152, tie_word_embeddings=True,
+                                             initializer_range=QWEN3MOE_RECIPE["std"], **QWEN3MOE_SHAPE)
+        model = transformers.Qwen3MoeForCausalLM(config).to(torch.bfloat16)
+    else:
+        config = transformers.Qwen2Config(vocab_size=49152, tie_word_embeddings=True,
+                                          initializer_range=QWEN2_RECIPE["std"], **QWEN2_SHAPE)
+        model = transformers.Qwen2ForCausalLM(config).to(torch.bfloat16)
     with tempfile.TemporaryDirectory(dir=CACHE_DIR) as tmp:
         model.save_pretrained(tmp)
         save_smollm2_tokenizer(Path(tmp), tokenizer_file)
@@ -247,6 +265,15 @@ def prepare_file(kind: str, q4_1: Path, threads: int, llama_cpp) -> Path | None:
             print(f"making the random Qwen2 (llama.cpp's converter, {f16}) and quantizing it to Q4_K_M ({out}) ...",
                   flush=True)
             write_random_qwen2(f16, q4_1)
+            llama_cpp_engine.quantize(f16, out, "Q4_K_M", threads)
+            f16.unlink()
+    elif kind == "qwen3moe_q4_k_m":
+        out, recipe = CACHE_DIR / "random-qwen3moe-1024x8-16e4.Q4_K_M.gguf", QWEN3MOE_RECIPE
+        if not file_ok(out, recipe):
+            f16 = out.with_name("random-qwen3moe-1024x8-16e4.F16.gguf")
+            print(f"making the random Qwen3-MoE (llama.cpp's converter, {f16}) and quantizing it to Q4_K_M ({out}) ...",
+                  flush=True)
+            write_random_qwen2(f16, q4_1, moe=True)
             llama_cpp_engine.quantize(f16, out, "Q4_K_M", threads)
             f16.unlink()
     else:

@@ -154,6 +154,10 @@ def _llama_config(config: dict, arch: str = "llama", family: Optional[Family] = 
     extra: dict[str, Any] = {}
     if arch == "gemma":
         extra["layer_windows"] = _gemma_windows(config, layers, family)
+    elif family is not None and family.sliding_layers is not None:
+        windows = _llama_windows(config, layers, family.sliding_layers)
+        if windows is not None:
+            extra["layer_windows"] = windows
     if family is not None and family.moe:
         # transformers 5 writes num_local_experts (num_experts is its alias)
         experts_key = "num_local_experts" if _present(config, "num_local_experts") else "num_experts"
@@ -181,6 +185,36 @@ def _gemma_windows(config: dict, layers: int, family: Optional[Family]) -> list[
         if isinstance(pattern, bool) or not isinstance(pattern, int) or pattern < 1:
             raise ValueError(f"model config: sliding_window_pattern = {pattern!r:.40} must be a positive integer")
         types = ["sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(layers)]
+    if not isinstance(types, list) or len(types) != layers or not set(types) <= {"sliding_attention",
+                                                                                "full_attention"}:
+        raise ValueError(f"model config: layer_types must name 'sliding_attention' or 'full_attention' for each of "
+                         f"the {layers} layers, got {types!r:.80}")
+    return [window if t == "sliding_attention" else 0 for t in types]
+
+
+def _llama_windows(config: dict, layers: int, rule: str) -> Optional[list[int]]:
+    """Per layer, the sliding window of a Llama-like family (0: full attention), as its
+    transformers class applies ``sliding_window`` (Family.sliding_layers); None: no window.
+
+    - "all" (Phi3Config): every layer, whenever ``sliding_window`` is set.
+    - "max_window_layers" (Qwen2Config, Qwen3Config): the window counts only with
+      ``use_sliding_window`` true; then the layers ``layer_types`` names "sliding_attention",
+      or, in configs without it, the layers from ``max_window_layers`` (default 28) on."""
+    window = config.get("sliding_window")
+    if rule == "max_window_layers" and config.get("use_sliding_window") is not True:
+        window = None
+    if window is None:
+        return None
+    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+        raise ValueError(f"model config: sliding_window = {window!r:.40} must be a positive integer")
+    if rule == "all":
+        return [window] * layers
+    types = config.get("layer_types")
+    if types is None:
+        first = _int_or(config, "max_window_layers", 28)
+        if first < 0:
+            raise ValueError(f"model config: max_window_layers = {first} must not be negative")
+        types = ["sliding_attention" if i >= first else "full_attention" for i in range(layers)]
     if not isinstance(types, list) or len(types) != layers or not set(types) <= {"sliding_attention",
                                                                                 "full_attention"}:
         raise ValueError(f"model config: layer_types must name 'sliding_attention' or 'full_attention' for each of "
@@ -251,7 +285,8 @@ def _llama_options(family: Family, config: dict, sizes: "_core._ModelConfig",
                    rope_freqs: Optional[np.ndarray]) -> "_core._LlamaOptions":
     """The core options of a Llama-like family, from the config keys its transformers class
     reads. rope_freqs: a GGUF file's rope_freqs tensor, dividing the computed frequencies."""
-    _check_window(config, sizes.context_length)
+    if family.sliding_layers is None:
+        _check_window(config, sizes.context_length)
     rope = rotary(config, sizes.head_dim, partial=family.name == "phi3")
     freq = rope.inv_freq
     if rope_freqs is not None:
@@ -333,6 +368,18 @@ def _build_core(family: Family, config: dict, arrays: dict, rope_freqs: Optional
                                           "i": sizes.intermediate})
     return _core._Model.llama(sizes, _llama_options(family, config, sizes, rope_freqs), arrays,
                               activations=activations)
+
+
+def _long_rope_context(family: str, config: dict, core: "_core._Model") -> int:
+    """The original context of a Llama-like model with LongRoPE's short and long factors
+    (rope_parameters' original_max_position_embeddings), 0 for any other model. transformers
+    computes a forward call with the long factors when its positions reach past it, and its
+    Phi-3 ``generate`` recomputes the whole sequence when generation crosses it."""
+    if core.architecture != "llama" or not isinstance(config, dict):
+        return 0
+    head_dim = config.get("head_dim") or core.hidden_size // core.num_heads
+    rope = rotary(config, head_dim, partial=family == "phi3")
+    return rope.original_context if rope.inv_freq_long is not None else 0
 
 
 ACTIVATIONS = ("int8x2", "int8", "float")
@@ -433,6 +480,9 @@ class Model:
         self.chat_template = chat_template
         self.bos_token, self.eos_token = bos_token, eos_token
         self.description = description
+        # LongRoPE's switch (0: none): a sequence longer than this many positions is computed
+        # with the long factors from its first position on (kvgen.generation.engine)
+        self._long_rope_context = _long_rope_context(self.family, config, core)
         self._token_strings: Optional[list[str]] = None
         if chat_template is not None:
             self._probe_chat_template()

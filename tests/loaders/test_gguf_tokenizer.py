@@ -241,8 +241,35 @@ def test_sentencepiece_without_scores_or_merges_is_refused(tmp_path, sentencepie
         kvgen_tokenizer(path)
 
 
-def test_gemma_sentencepiece_is_refused(tmp_path, sentencepiece):
-    _raises(tmp_path, "gemma", sentencepiece, architecture="gemma", model="llama", merges=False)
+@pytest.fixture(scope="module")
+def gemma_vocabulary():
+    return train_sentencepiece_bpe(400, special_tokens=("<pad>", "<eos>", "<bos>", "<unk>", "<mask>",
+                                                        "<start_of_turn>", "<end_of_turn>"))
+
+
+@pytest.mark.parametrize("architecture", ["gemma2", "gemma3"])  # transformers reads no "gemma" GGUF config
+@pytest.mark.parametrize("merges", [False, True], ids=["scores", "merges"])
+def test_gemma_sentencepiece_matches_transformers(tmp_path, gemma_vocabulary, architecture, merges):
+    """Gemma's rules (spaces normalized to U+2581 without a prefix, merges in file order when
+    the file has none); tests/model/test_gemma_tokenizer.py runs llama.cpp's own Gemma files."""
+    path = write_tokenizer_gguf(tmp_path / "tok.gguf", gemma_vocabulary, architecture=architecture, model="llama",
+                                merges=merges, bos="<bos>", eos="<eos>", unk="<unk>", pad="<pad>")
+    info, hf = _compare(path)
+    assert info.tokenizer.encode(" a").ids == hf.encode(" a")
+    assert info.tokenizer.decode(hf.encode(" a"), skip_special_tokens=False) == hf.decode(hf.encode(" a"))
+
+
+@pytest.mark.parametrize("merges", [False, True], ids=["scores", "merges"])
+def test_phi3_sentencepiece_matches_transformers(tmp_path, sentencepiece, merges):
+    """Phi-3's rule: the prefix space from a normalizer, so "  hi" keeps both spaces and gains one."""
+    path = write_tokenizer_gguf(tmp_path / "tok.gguf", sentencepiece, architecture="phi3", model="llama",
+                                merges=merges, bos="<s>", eos="</s>", unk="<unk>")
+    info, hf = _compare(path)
+    llama = kvgen_tokenizer(write_tokenizer_gguf(tmp_path / "llama.gguf", sentencepiece, model="llama", merges=merges,
+                                                 bos="<s>", eos="</s>", unk="<unk>"))
+    for text in ("  hi", "a<s> b"):  # text starting with a space; text after an added token
+        assert info.tokenizer.encode(text).ids == hf.encode(text)
+        assert info.tokenizer.encode(text).ids != llama.tokenizer.encode(text).ids
 
 
 def test_helper_writes_what_it_is_given(tmp_path, byte_level):

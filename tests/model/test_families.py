@@ -167,8 +167,10 @@ def test_tokenizer_and_template_travel_through_the_converter(files, family):
     ("phi3", "rope_scaling", {"rope_type": "longrope", "short_factor": [1.0], "long_factor": [1.0]}),
     ("phi3", "rope_scaling", {"rope_type": "longrope", "short_factor": [1.0] * 6, "long_factor": [0.0] * 6,
                               "original_max_position_embeddings": 16}),
-    ("phi3", "sliding_window", 8),
-    ("qwen2", "use_sliding_window", True),
+    ("phi3", "sliding_window", 0),
+    ("phi3", "sliding_window", True),
+    ("qwen2", "use_sliding_window", True),  # with a window of "8"
+    ("granite", "sliding_window", 8),  # a family whose class has no window
     ("gemma2", "sliding_window", -3),
     ("gemma2", "attn_logit_softcapping", -1.0),
     ("gemma2", "query_pre_attn_scalar", 0),
@@ -191,7 +193,49 @@ def test_hostile_family_settings_are_errors_naming_them(files, tmp_path, family,
         config["rope_parameters"][key] = value
     config[key] = value
     if key == "use_sliding_window":
-        config.update(sliding_window=8, layer_types=["sliding_attention"] * config["num_hidden_layers"])
+        config.update(sliding_window="8", layer_types=["sliding_attention"] * config["num_hidden_layers"])
     (d / "config.json").write_text(json.dumps(config))
     with pytest.raises((ValueError, TypeError), match=f"{d}: .*({key.split('_')[0]}|sliding_window|factor)"):
         kvgen.Model.load(d)
+
+
+@pytest.mark.parametrize("settings", [dict(do_sample=False), dict(num_beams=3, num_return_sequences=2)],
+                         ids=["greedy", "beam3"])
+@pytest.mark.parametrize("length", [5, 2], ids=["crosses-at-16", "crosses-at-16-short"])
+def test_phi3_generation_past_the_longrope_switch_equals_transformers(files, settings, length):
+    """Past original_max_position_embeddings (16), transformers' Phi-3 computes the whole
+    sequence with the long factors (its generate drops the cache when the sequence crosses 16);
+    kvgen computes the crossing row again. One prompt per transformers call: its batches pick
+    the factors by their longest row."""
+    hf, paths = files["phi3"]
+    prompt = np.random.default_rng(length).integers(3, hf.config.vocab_size, length).tolist()
+    models = [kvgen.Model.load(paths[variant], exact=True) for variant in ("f32", "gguf-f32")]
+    assert all(m._long_rope_context == 16 for m in models)
+    assert_generate_equals_hf(models, hf, [prompt], PAD, max_new_tokens=20, **settings)
+
+
+@pytest.mark.parametrize("settings", [dict(do_sample=False), dict(num_beams=3, num_return_sequences=2)],
+                         ids=["greedy", "beam3"])
+def test_phi3_prompt_past_the_switch_uses_the_long_factors_throughout(tmp_path, settings):
+    """A 50-token prompt past a switch at 40: transformers computes it with the long factors in
+    one pass; kvgen feeds it in one piece, not in 32-token chunks (the first of which ends
+    before the switch)."""
+    hf = random_family_model("phi3", max_position_embeddings=128, original_max_position_embeddings=40)
+    hf.save_pretrained(tmp_path)
+    model = kvgen.Model.load(tmp_path, exact=True)
+    assert model._long_rope_context == 40
+    prompt = np.random.default_rng(4).integers(3, hf.config.vocab_size, 50).tolist()
+    assert_generate_equals_hf(model, hf, [prompt], PAD, max_new_tokens=10, **settings)
+
+
+def test_phi3_rows_past_the_switch_do_not_change_the_others(files):
+    """generate_batch puts rows before and after the switch in passes of their own: each prompt
+    gets the tokens it gets alone."""
+    _, paths = files["phi3"]
+    model = kvgen.Model.load(paths["f32"], exact=True)
+    rng = np.random.default_rng(3)
+    prompts = [rng.integers(3, 100, n).tolist() for n in (3, 14, 40, 9)]
+    config = kvgen.GenerationConfig(max_new_tokens=20, do_sample=False)
+    singles = [kvgen.Generator(model, config).generate([p]).sequences[0][0].tolist() for p in prompts]
+    batched = kvgen.Generator(model, config).generate_batch(prompts, max_batch=4)
+    assert [b.sequences[0][0].tolist() for b in batched] == singles

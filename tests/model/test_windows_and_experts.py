@@ -56,6 +56,28 @@ def qwen3_moe(**settings) -> transformers.Qwen3MoeForCausalLM:
     return _randomized(transformers.Qwen3MoeForCausalLM(config), 2)
 
 
+def qwen2() -> transformers.Qwen2ForCausalLM:
+    """Qwen2's rule: use_sliding_window, and the layers from max_window_layers (1 of 3) on."""
+    config = transformers.Qwen2Config(**{**_SMALL, "num_hidden_layers": 3, "use_sliding_window": True,
+                                         "sliding_window": WINDOW, "max_window_layers": 1, "rope_theta": 1e6})
+    return _randomized(transformers.Qwen2ForCausalLM(config), 3)
+
+
+def qwen3() -> transformers.Qwen3ForCausalLM:
+    """Qwen3 with its layer_types written out: the window on the middle layer only."""
+    config = transformers.Qwen3Config(**{**_SMALL, "num_hidden_layers": 3, "head_dim": 16, "use_sliding_window": True,
+                                         "sliding_window": WINDOW, "max_window_layers": 0,
+                                         "layer_types": ["full_attention", "sliding_attention", "full_attention"]})
+    return _randomized(transformers.Qwen3ForCausalLM(config), 4)
+
+
+def phi3(**settings) -> transformers.Phi3ForCausalLM:
+    """Phi-3's rule: sliding_window on every layer (Phi-3-mini-4k: 2047 of 4096)."""
+    config = transformers.Phi3Config(**{**_SMALL, "num_hidden_layers": 2, "sliding_window": WINDOW, "pad_token_id": PAD,
+                                        "partial_rotary_factor": 0.75, **settings})
+    return _randomized(transformers.Phi3ForCausalLM(config), 5)
+
+
 def hf_logits(model, ids):
     with torch.inference_mode():
         return model(torch.as_tensor(ids)).logits.numpy()
@@ -184,3 +206,73 @@ def test_the_batching_engine_runs_sliding_layers_through_their_rings(windowed):
     singles = [kvgen.Generator(kv, config).generate([p]).sequences[0][0].tolist() for p in prompts]
     batched = kvgen.Generator(kv, config).generate_batch(prompts, max_batch=3)
     assert [b.sequences[0][0].tolist() for b in batched] == singles
+
+
+# --- sliding windows of the Llama-like families (Qwen2, Qwen3, Phi-3) ----------------------------
+
+@pytest.fixture(scope="module")
+def llama_windowed(tmp_path_factory):
+    """name -> (transformers model, kvgen from its directory, the directory)."""
+    out = {}
+    for name, make in (("qwen2", qwen2), ("qwen3", qwen3), ("phi3", phi3)):
+        hf = make()
+        directory = tmp_path_factory.mktemp(name)
+        hf.save_pretrained(directory)
+        out[name] = hf, kvgen.Model.load(directory, exact=True), directory
+    return out
+
+
+@pytest.mark.parametrize("name", ["qwen2", "qwen3", "phi3"])
+def test_llama_like_windows_equal_transformers_through_the_ring(llama_windowed, name):
+    """A 48-token prefill (the 36-slot rings written a block at a time), and the layers that
+    keep a ring: those transformers' class gives the window to."""
+    hf, kv, _ = llama_windowed[name]
+    ids = np.random.default_rng(8).integers(0, 150, (2, CONTEXT))
+    np.testing.assert_allclose(kv.forward(ids), hf_logits(hf, ids), atol=1e-4, rtol=1e-4)
+    c = hf.config
+    sliding = [True] * c.num_hidden_layers if name == "phi3" else [t == "sliding_attention" for t in c.layer_types]
+    assert any(sliding) and (name == "phi3" or not all(sliding))
+    per_position = 2 * c.num_key_value_heads * (16 if name == "qwen3" else c.hidden_size // c.num_attention_heads) * 4
+    assert kv.kv_cache_bytes(1, 4000) == per_position * sum(WINDOW + 31 if s else 4000 for s in sliding)
+
+
+@pytest.mark.parametrize("name", ["qwen2", "phi3"])
+def test_llama_like_cached_decode_through_the_ring_equals_transformers(llama_windowed, name):
+    hf, kv, _ = llama_windowed[name]
+    assert_cached_decode_matches_hf(kv, hf, CONTEXT, PAD)
+
+
+@pytest.mark.parametrize("name", ["qwen2", "phi3"])
+@pytest.mark.parametrize("settings", [dict(do_sample=False), dict(num_beams=3, num_return_sequences=2)],
+                         ids=["greedy", "beam3"])
+def test_llama_like_long_generation_equals_transformers(llama_windowed, name, settings):
+    """45 positions, 9 times the window: the rings wrap while beam search reorders the rows."""
+    hf, kv, _ = llama_windowed[name]
+    assert_generate_equals_hf(kv, hf, [[5, 9, 13, 4, 3], [7, 8]], PAD, max_new_tokens=40, eos_token_id=[29, 45],
+                              **settings)
+
+
+def test_qwen2_window_needs_use_sliding_window(tmp_path):
+    """transformers' Qwen2 ignores sliding_window unless use_sliding_window is set: full attention."""
+    hf = _randomized(transformers.Qwen2ForCausalLM(transformers.Qwen2Config(
+        **{**_SMALL, "num_hidden_layers": 2, "use_sliding_window": False, "sliding_window": WINDOW})), 6)
+    hf.save_pretrained(tmp_path)
+    kv = kvgen.Model.load(tmp_path, exact=True)
+    ids = np.random.default_rng(9).integers(0, 150, (1, 30))
+    np.testing.assert_allclose(kv.forward(ids), hf_logits(hf, ids), atol=1e-4, rtol=1e-4)
+    assert kv.kv_cache_bytes(1, 4000) == 2 * 2 * 2 * 16 * 4 * 4000
+
+
+def test_phi3_window_travels_through_llama_cpps_converter(tmp_path, smollm2_file):
+    """llama.cpp's converter writes phi3.attention.sliding_window; its file computes the same."""
+    from llama_cpp_convert import convert, converter, save_smollm2_tokenizer
+
+    hf = phi3(vocab_size=49152)  # the converter needs a vocabulary that holds SmolLM2's tokenizer
+    directory = tmp_path / "phi3"
+    hf.save_pretrained(directory)
+    save_smollm2_tokenizer(directory, smollm2_file)
+    convert(converter(), [(directory, tmp_path / "phi3.gguf", "f32")])
+    kv = kvgen.Model.load(tmp_path / "phi3.gguf", exact=True)
+    ids = np.random.default_rng(10).integers(0, 49152, (2, CONTEXT))
+    np.testing.assert_allclose(kv.forward(ids), hf_logits(hf, ids), atol=1e-4, rtol=1e-4)
+    assert kv.kv_cache_bytes(1, 4000) == 2 * (2 * 2 * 16 * 4 * (WINDOW + 31))

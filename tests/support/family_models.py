@@ -7,6 +7,7 @@ can write SmolLM2's tokenizer beside the weights (tests/support/llama_cpp_conver
 from __future__ import annotations
 
 import copy
+import json
 import shutil
 from pathlib import Path
 
@@ -59,12 +60,13 @@ FAMILIES = {
 }
 
 
-def random_family_model(family: str, seed: int = 0) -> transformers.PreTrainedModel:
+def random_family_model(family: str, seed: int = 0, **overrides) -> transformers.PreTrainedModel:
     """A model of ``family`` with random weights: norms and biases random too (transformers
-    starts them at 1 and 0), so that every one of them shows in the logits."""
+    starts them at 1 and 0), so that every one of them shows in the logits. ``overrides`` replace
+    config settings (a vocabulary of another size, other special ids)."""
     config_class, model_class, settings = FAMILIES[family]
     torch.manual_seed(seed)
-    model = model_class(config_class(**{**_BASE, **settings})).eval()
+    model = model_class(config_class(**{**_BASE, **settings, **overrides})).eval()
     with torch.no_grad():
         for name, p in model.named_parameters():
             if name.endswith("norm.weight"):
@@ -87,3 +89,114 @@ def reference(model_class: type, directory: Path) -> transformers.PreTrainedMode
     """transformers' reading of a saved directory, computed in float32 (a 16-bit checkpoint's
     weights upcast; the rotary tables computed afresh, not rounded to 16 bits)."""
     return model_class.from_pretrained(directory, dtype=torch.float32).eval()
+
+
+# Gemma's chat template (Gemma 2 and Gemma 3 instruction-tuned models ship this one).
+GEMMA_CHAT_TEMPLATE = (
+    "{{ bos_token }}{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}"
+    "{% endif %}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+    "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}"
+    "{% if (message['role'] == 'assistant') %}{% set role = 'model' %}{% else %}{% set role = message['role'] %}"
+    "{% endif %}{{ '<start_of_turn>' + role + '\\n' + message['content'] | trim + '<end_of_turn>\\n' }}"
+    "{% endfor %}{% if add_generation_prompt %}{{'<start_of_turn>model\\n'}}{% endif %}"
+)
+
+
+def save_gemma_tokenizer(directory: Path, corpus: list[str], vocab_size: int = 600):
+    """A Gemma-style SentencePiece BPE trained offline with the ``sentencepiece`` package (Gemma's
+    trainer settings: byte fallback, no dummy prefix, spaces kept, digits split, whitespace-only
+    pieces, ids pad 0 / eos 1 / bos 2 / unk 3, ``<start_of_turn>``/``<end_of_turn>`` and runs of
+    spaces and newlines as user-defined pieces), saved in ``directory`` as ``tokenizer.model``
+    (what llama.cpp's converter reads) and as transformers' ``GemmaTokenizer`` converted from it
+    (``tokenizer.json``, ``tokenizer_config.json`` with Gemma's chat template). Returns that
+    ``GemmaTokenizer``, the reference."""
+    import io
+
+    import sentencepiece
+
+    directory.mkdir(parents=True, exist_ok=True)
+    model = io.BytesIO()
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=iter(corpus), model_writer=model, model_type="bpe", vocab_size=vocab_size,
+        hard_vocab_limit=False, character_coverage=1.0, byte_fallback=True, add_dummy_prefix=False,
+        remove_extra_whitespaces=False, normalization_rule_name="identity", split_digits=True,
+        allow_whitespace_only_pieces=True, pad_id=0, eos_id=1, bos_id=2, unk_id=3, pad_piece="<pad>",
+        eos_piece="<eos>", bos_piece="<bos>", unk_piece="<unk>",
+        user_defined_symbols=["<mask>", "<start_of_turn>", "<end_of_turn>", "\n", "\n\n", "\t",
+                              "\u2581\u2581", "\u2581\u2581\u2581", "\u2581\u2581\u2581\u2581"],
+        minloglevel=2)
+    (directory / "tokenizer.model").write_bytes(model.getvalue())
+    tokenizer = transformers.GemmaTokenizer.from_pretrained(directory, add_bos_token=True)
+    # Gemma's turn markers and <mask> are special tokens (skipped when decoding), as in its files
+    tokenizer.add_tokens([transformers.AddedToken(t, special=True, normalized=False)
+                          for t in ("<mask>", "<start_of_turn>", "<end_of_turn>")], special_tokens=True)
+    tokenizer.chat_template = GEMMA_CHAT_TEMPLATE
+    tokenizer.save_pretrained(directory)
+    # Gemma's tokenizer_config.json lists its added tokens, runs of spaces spelled as real spaces;
+    # llama.cpp's converter takes their types (control or user-defined) and that spelling from it
+    config_path = directory / "tokenizer_config.json"
+    config = json.loads(config_path.read_text())
+    config["added_tokens_decoder"] = {
+        str(i): {"content": t.content.replace("\u2581", " ") if not t.content.strip("\u2581") else t.content,
+                 "lstrip": False, "normalized": False, "rstrip": False, "single_word": False, "special": t.special}
+        for i, t in tokenizer.added_tokens_decoder.items()
+    }
+    config_path.write_text(json.dumps(config))
+    return tokenizer
+
+
+#: The PyPI package whose wheel ships Qwen's BPE vocabulary (``dashscope/resources/qwen.tiktoken``:
+#: the 151,643 byte-level BPE tokens, with their ranks, that Qwen2 and Qwen2.5 use as well).
+QWEN_VOCABULARY_PACKAGE = "dashscope==2.0.2"
+_QWEN_TIKTOKEN = "dashscope/resources/qwen.tiktoken"
+
+
+def qwen_tiktoken(cache: Path) -> Path:
+    """Qwen's qwen.tiktoken, from the dashscope wheel (pip download from PyPI, once, into ``cache``)."""
+    import subprocess
+    import sys
+    import tempfile
+    import zipfile
+
+    out = cache / "qwen.tiktoken"
+    if out.is_file():
+        return out
+    cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=cache) as tmp:
+        fetched = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
+                                  QWEN_VOCABULARY_PACKAGE, "-d", tmp], capture_output=True, text=True)
+        if fetched.returncode:
+            raise RuntimeError(f"pip download {QWEN_VOCABULARY_PACKAGE} failed:\n{fetched.stderr[-2000:]}")
+        wheel = next(Path(tmp).glob("dashscope-*.whl"))
+        with zipfile.ZipFile(wheel) as z:
+            (Path(tmp) / "qwen.tiktoken").write_bytes(z.read(_QWEN_TIKTOKEN))
+        shutil.move(Path(tmp) / "qwen.tiktoken", out)
+    return out
+
+
+def save_qwen2_tokenizer(directory: Path, tiktoken_file: Path):
+    """Qwen2's tokenizer, rebuilt as transformers rebuilds a tiktoken vocabulary
+    (``TikTokenConverter``: the vocabulary in GPT-2's byte alphabet, merges from the ranks) and
+    handed to transformers' ``Qwen2Tokenizer`` (Qwen2's split regex, NFC, byte-level), with
+    Qwen2's special tokens at their ids (<|endoftext|> 151643, <|im_start|> 151644, <|im_end|>
+    151645); saved in ``directory`` (tokenizer.json) and returned. llama.cpp's converter
+    recognises it as Qwen2's by the hash of its output (``tokenizer.ggml.pre = "qwen2"``)."""
+    import base64
+
+    from transformers.convert_slow_tokenizer import TikTokenConverter
+
+    class Converter(TikTokenConverter):
+        @staticmethod
+        def load_tiktoken_bpe(path):  # tiktoken's format: a base64 token and its rank per line
+            ranks = {}
+            for line in Path(path).read_bytes().splitlines():
+                if line:
+                    token, rank = line.split()
+                    ranks[base64.b64decode(token)] = int(rank)
+            return ranks
+
+    vocab, merges = Converter(str(tiktoken_file)).extract_vocab_merges_from_model(str(tiktoken_file))
+    tokenizer = transformers.Qwen2Tokenizer(vocab=vocab, merges=merges)
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<|im_start|>", "<|im_end|>"]})
+    tokenizer.save_pretrained(directory)
+    return tokenizer

@@ -78,13 +78,17 @@ def assert_generate_equals_hf(kv_model, hf_model, prompts: list[list[int]], pad:
 
     hf_gen, hf_out = hf_generate(hf_model, prompts, pad, **settings)
     per = settings.get("num_return_sequences", 1)
+    eos = settings.get("eos_token_id")
+    eos = [eos] if isinstance(eos, int) else eos
+    # transformers' beam search fills a finished row with `pad_token_id or eos_token_id[0]`: EOS for a pad of 0
+    fill = eos[0] if settings.get("num_beams", 1) > 1 and not pad and eos else pad
     for model in kv_model if isinstance(kv_model, (list, tuple)) else [kv_model]:
         result = kvgen.Generator(model, kvgen.GenerationConfig(pad_token_id=pad, **settings)).generate(prompts)
         for i, seqs in enumerate(result.sequences):
             for k, seq in enumerate(seqs):
                 hf_seq = hf_gen[i * per + k].tolist()
                 assert hf_seq[: len(seq)] == seq.tolist()
-                assert all(t == pad for t in hf_seq[len(seq):])
+                assert all(t == fill for t in hf_seq[len(seq):])
         if settings.get("num_beams", 1) > 1:
             np.testing.assert_allclose(np.array(result.scores).ravel(), hf_out.sequences_scores.numpy(), atol=1e-4)
 

@@ -26,6 +26,12 @@ and the model computes each row from its own tokens and cache only (the quantize
 keep one accumulator per row), so greedy and seeded outputs do not depend on what else is
 in the batch: tests/generation/test_engine.py checks the logits bit for bit.
 
+A model with LongRoPE (Phi-3) computes a row with its long rotary factors once the row's
+sequence is longer than the original context, from the first position on, as transformers'
+Phi-3 does: a prompt longer than that is fed in one piece, a row whose generation reaches
+it is computed again from its first token, and such rows run in a forward pass of their own
+(the core picks the factors per pass, from its largest position).
+
 A request with a constraint (json_schema, regex, grammar or choices) is compiled against
 the model's tokenizer when it is submitted (ValueError naming the problem); its step fills
 the rows' next masks in the mask worker (kvgen.generation.constraints), which overlaps the next
@@ -393,10 +399,22 @@ class Engine:
 
     def _step(self) -> None:
         chunks, ready = [], []
+        long_chunks: list = []  # LongRoPE rows past the original context: a pass of their own
+        switch = getattr(self.model, "_long_rope_context", 0)
         budget = PREFILL_CHUNK
         for r in self._active:
             first = r.first_slot
             assert first is not None
+            if r.prefilling and switch and r.longest > switch:
+                # a prompt past LongRoPE's switch is computed with the long factors throughout: in one piece
+                if budget < PREFILL_CHUNK:
+                    continue  # the pass already carries other prompt tokens
+                budget = 0
+                for i, p in enumerate(r.prompts):
+                    (long_chunks if p.size > switch else chunks).append((first + i * r.rows_per_prompt, p))
+                r.fed = r.longest
+                ready.append(r)
+                continue
             if r.prefilling:
                 # the next chunk of every prompt of the request, at offsets fixed by the prompts alone
                 pieces = [(first + i * r.rows_per_prompt, p[r.fed:r.fed + PREFILL_CHUNK])
@@ -411,12 +429,28 @@ class Engine:
                     ready.append(r)
                 continue
             assert r.next_tokens is not None
+            sequences = None
             for k in range(r.rows):
-                if r.running[k]:
-                    chunks.append((first + k, r.next_tokens[k:k + 1]))
+                if not r.running[k]:
+                    continue
+                slot = first + k
+                cached = self._slots.length(slot) if switch else 0
+                if switch and cached == switch:
+                    # the row crosses LongRoPE's switch: computed again, with the long factors (transformers'
+                    # Phi-3 drops its cache here); its cached positions had the short ones
+                    sequences = r.generator.sequences if sequences is None else sequences
+                    if sequences[k].size != cached + 1:
+                        raise RuntimeError(f"slot {slot} caches {cached} positions for {sequences[k].size} tokens")
+                    self._slots.reset(slot)
+                    long_chunks.append((slot, sequences[k]))
+                else:
+                    (long_chunks if switch and cached > switch else chunks).append((slot, r.next_tokens[k:k + 1]))
             ready.append(r)
         try:
-            self._slots.forward(chunks)
+            if chunks or not long_chunks:
+                self._slots.forward(chunks)
+            if long_chunks:
+                self._slots.forward(long_chunks)
         except Exception as e:  # the model checks every chunk first, so nothing was computed
             for r in ready:
                 self._retire(r, error=e)

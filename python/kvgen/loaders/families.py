@@ -52,6 +52,12 @@ class Family:
     # for the 27B shapes, of gguf_wide_query_layers layers, else 1 / sqrt(head_dim)).
     gguf_swa_pattern: Optional[int] = None
     gguf_wide_query_layers: Optional[int] = None
+    # Which layers of a Llama-like family attend over ``sliding_window``, as its transformers
+    # class places it (kvgen._model._llama_windows): "all" (Phi-3: every layer, whenever the
+    # config has a window) or "max_window_layers" (Qwen2, Qwen3: only with use_sliding_window,
+    # the layers layer_types names, by default those from max_window_layers on). None: a window
+    # shorter than the context is refused.
+    sliding_layers: Optional[str] = None
 
 
 _LLAMA_DIFFERS = "Llama itself: RMSNorm, rotary embeddings, grouped-query attention, SwiGLU"
@@ -62,9 +68,10 @@ FAMILIES: tuple[Family, ...] = (
     Family("llama", "llama", ("llama", "mistral"), "llama", "LlamaForCausalLM", _LLAMA_DIFFERS,
            gguf_permuted_qk=True),
     Family("qwen2", "llama", ("qwen2",), "qwen2", "Qwen2ForCausalLM",
-           "q/k/v biases; large rope theta", gguf_permuted_qk=False),
+           "q/k/v biases; large rope theta", gguf_permuted_qk=False, sliding_layers="max_window_layers"),
     Family("qwen3", "llama", ("qwen3",), "qwen3", "Qwen3ForCausalLM",
-           "per-head RMSNorm of q and k before the rotary embedding; head_dim apart from hidden / heads"),
+           "per-head RMSNorm of q and k before the rotary embedding; head_dim apart from hidden / heads",
+           sliding_layers="max_window_layers"),
     Family("granite", "llama", ("granite",), "granite", "GraniteForCausalLM",
            "embedding, residual and attention multipliers, logit divisor", gguf_permuted_qk=True, multipliers=True),
     Family("smollm3", "llama", ("smollm3",), "smollm3", "SmolLM3ForCausalLM",
@@ -81,7 +88,7 @@ FAMILIES: tuple[Family, ...] = (
            "as Gemma 2 without soft-capping, plus q/k norms; 5 sliding-window layers to 1 global one, the "
            "sliding ones with their own rotary base", gguf_swa_pattern=6, gguf_wide_query_layers=62),
     Family("phi3", "llama", ("phi3",), "phi3", "Phi3ForCausalLM",
-           "fused qkv and gate/up matrices; partial rotary; LongRoPE short/long factors",
+           "fused qkv and gate/up matrices; partial rotary; LongRoPE short/long factors", sliding_layers="all",
            fused={"self_attn.qkv_proj": (("self_attn.q_proj", "q"), ("self_attn.k_proj", "kv"),
                                          ("self_attn.v_proj", "kv")),
                   "mlp.gate_up_proj": (("mlp.gate_proj", "i"), ("mlp.up_proj", "i"))}),

@@ -15,6 +15,15 @@ Two tokenizer models (``tokenizer.ggml.model``) are supported:
   does. ``tokenizer.ggml.pre`` picks the split regex for the pre-tokenizers transformers knows.
 * ``"llama"``: SentencePiece-style BPE with byte fallback (Llama 2, TinyLlama, Mistral v0.1).
   Merges come from the file, or, as in most such files, are derived from the token scores.
+  Two families get transformers' own rules for their vocabularies (``gemma_tokenizer`` and
+  ``phi3_tokenizer`` in ``gguf_tokenizer_mapping.py``), picked by ``general.architecture``:
+
+  - Gemma (``gemma``, ``gemma2``, ``gemma3``): ``GemmaTokenizer``'s shape (spaces become
+    ``\u2581`` in a normalizer, no prefix space, no strip when decoding); tokens made only of spaces,
+    which llama.cpp stores as real spaces, are spelled with ``\u2581`` again, and merges without
+    a ``tokenizer.ggml.merges`` key are ordered by the tokens' place in the file, not by score.
+  - Phi-3 (``phi3``): the prefix space and the spaces come from a normalizer
+    (``Prepend`` + ``Replace``) instead of ``Metaspace``.
 
 Deliberate differences from transformers, all in malformed or unusual files:
 
@@ -34,7 +43,7 @@ import dataclasses
 from typing import Optional
 
 import numpy as np
-from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, processors
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
 from kvgen.loaders.gguf.file import GGUFFile
 from kvgen.loaders.gguf.metadata import (
@@ -84,8 +93,9 @@ _PRE_TOKENIZER_SPLITS = {
     **dict.fromkeys(["gpt-4o", "llama4", "kanana2", "talkie", "minimax-m2"], _GPT4O_SPLIT),
 }
 
-# transformers builds "llama" vocabularies of these architectures differently (Gemma, Phi-3).
-_UNSUPPORTED_SENTENCEPIECE_ARCHITECTURES = {"gemma", "gemma2", "gemma3", "phi3"}
+# transformers builds "llama" vocabularies of these architectures with their own rules.
+_GEMMA_ARCHITECTURES = frozenset({"gemma", "gemma2", "gemma3"})
+_PHI3_ARCHITECTURES = frozenset({"phi3"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -198,11 +208,8 @@ def tokenizer_from_gguf(reader: GGUFFile) -> GGUFTokenizerInfo:
             "'llama' (SentencePiece BPE)"
         )
     architecture = read_string(reader, "general.architecture")
-    if model == "llama" and architecture in _UNSUPPORTED_SENTENCEPIECE_ARCHITECTURES:
-        raise ValueError(
-            f"GGUF metadata tokenizer.ggml.model = 'llama' with general.architecture = {architecture!r} is not "
-            "supported (that family's SentencePiece vocabulary needs its own rules)"
-        )
+    gemma = model == "llama" and architecture in _GEMMA_ARCHITECTURES
+    phi3 = model == "llama" and architecture in _PHI3_ARCHITECTURES
 
     tokens = read_string_array(reader, "tokenizer.ggml.tokens")
     if not tokens:
@@ -236,9 +243,16 @@ def tokenizer_from_gguf(reader: GGUFFile) -> GGUFTokenizerInfo:
         tokenizer.decoder = decoders.ByteLevel()
         class_defaults = ["<|endoftext|>"]  # GPT2Tokenizer's unk/bos/eos
     else:
-        vocab = {token: index for index, token in enumerate(tokens)}
+        if gemma:  # a token of spaces only is stored as real spaces; GemmaTokenizer spells it with U+2581
+            # (for the model only: the added tokens below are the file's spelling, as in transformers)
+            spelled = ["\u2581" * len(t) if " " in t and not t.strip() else t for t in tokens]
+        else:
+            spelled = tokens
+        vocab = {token: index for index, token in enumerate(spelled)}
         if merges is not None:
             pairs = _parse_merges(merges, vocab)
+        elif gemma:  # Gemma's scores do not follow its merge order; the tokens' order in the file does
+            pairs = _merges_from_scores(vocab, {token: -index for index, token in enumerate(spelled)})
         else:
             scores = read_number_array(reader, "tokenizer.ggml.scores", FLOAT_TYPES | INTEGER_TYPES, "numbers")
             if scores is None:
@@ -246,14 +260,30 @@ def tokenizer_from_gguf(reader: GGUFFile) -> GGUFTokenizerInfo:
                     "GGUF metadata: a 'llama' tokenizer needs tokenizer.ggml.merges or tokenizer.ggml.scores")
             if len(scores) != count:
                 raise ValueError(f"GGUF metadata tokenizer.ggml.scores has {len(scores)} entries for {count} tokens")
-            pairs = _merges_from_scores(vocab, dict(zip(tokens, scores.tolist())))
-        tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=pairs, fuse_unk=True, byte_fallback=True, dropout=None))
-        tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first", split=False)
-        tokenizer.decoder = decoders.Sequence([
-            decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse(),
-            decoders.Strip(content=" ", left=1, right=0),
-        ])
-        class_defaults = ["<unk>", "<s>", "</s>"]  # LlamaTokenizer's unk/bos/eos
+            pairs = _merges_from_scores(vocab, dict(zip(spelled, scores.tolist())))
+        unk = {"unk_token": "<unk>"} if gemma and "<unk>" in vocab else {}
+        tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=pairs, fuse_unk=True, byte_fallback=True, dropout=None,
+                                         **unk))
+        if gemma:  # GemmaTokenizer: spaces become U+2581 before the split; nothing to strip when decoding
+            tokenizer.normalizer = normalizers.Replace(" ", "\u2581")
+            tokenizer.pre_tokenizer = pre_tokenizers.Split(" ", behavior="merged_with_previous", invert=False)
+            tokenizer.decoder = decoders.Sequence([
+                decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse(),
+            ])
+            class_defaults = ["<unk>", "<bos>", "<eos>", "<pad>", "<mask>"]  # GemmaTokenizer's
+        else:
+            if phi3:  # the prefix space comes from a normalizer, on every piece of text between added tokens
+                tokenizer.normalizer = normalizers.Sequence([
+                    normalizers.Prepend("\u2581"), normalizers.Replace(" ", "\u2581"),
+                ])
+            else:
+                tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first",
+                                                                   split=False)
+            tokenizer.decoder = decoders.Sequence([
+                decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse(),
+                decoders.Strip(content=" ", left=1, right=0),
+            ])
+            class_defaults = ["<unk>", "<s>", "</s>"]  # LlamaTokenizer's unk/bos/eos
 
     split = _PRE_TOKENIZER_SPLITS.get(read_string(reader, "tokenizer.ggml.pre"))
     if split is not None:
