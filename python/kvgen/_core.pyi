@@ -56,6 +56,8 @@ class GenerationConfig:
     pad_token_id: int | None = None
     bos_token_id: int | None = None
     top_logprobs: int = 0
+    prompt_lookup_num_tokens: int | None = None
+    max_matching_ngram_size: int | None = None
     seed: int | None = None
     def __init__(
         self, *,
@@ -109,6 +111,8 @@ class GenerationConfig:
         pad_token_id: int | None = None,
         bos_token_id: int | None = None,
         top_logprobs: int = 0,
+        prompt_lookup_num_tokens: int | None = None,
+        max_matching_ngram_size: int | None = None,
         seed: int | None = None,
     ) -> None: ...
     def validate(self) -> None: ...
