@@ -130,6 +130,45 @@ LogitsView logits_view(py::handle obj, bool writable, const char* name) {
   return {a, data, static_cast<int64_t>(a.shape(0)), static_cast<int64_t>(a.shape(1))};
 }
 
+PositionsView positions_view(py::handle obj, const char* name) {
+  py::object view = numpy_view(obj, name, true);
+  if (view.is_none())
+    throw TypeError(std::string(name) + " must be a float32 NumPy array or a CPU tensor (DLPack), got " +
+                    type_name(obj));
+  py::array a = view.cast<py::array>();
+  if (!a.dtype().is(py::dtype::of<float>()))
+    throw TypeError(std::string(name) + " must have dtype float32, got " + std::string(py::str(a.dtype())) +
+                    "; kvgen never converts it silently: pass " + name + ".astype(numpy.float32)");
+  if (a.ndim() != 3)
+    throw ValueError(std::string(name) + " must be 3-D [rows, positions, vocab], got " + std::to_string(a.ndim()) +
+                     "-D with shape " + shape_of(a));
+  if (!(a.flags() & py::array::c_style)) {
+    const std::string fix = py::isinstance<py::array>(obj) ? "numpy.ascontiguousarray(" + std::string(name) + ")"
+                                                           : std::string(name) + ".contiguous()";
+    throw ValueError(std::string(name) + " must be C-contiguous (row-major) to be read in place; got shape " +
+                     shape_of(a) + " with other strides: pass " + fix);
+  }
+  if (a.shape(2) == 0) throw ValueError(std::string(name) + " has an empty vocabulary axis, shape " + shape_of(a));
+  return {a, static_cast<const float*>(a.data()), static_cast<int64_t>(a.shape(0)), static_cast<int64_t>(a.shape(1)),
+          static_cast<int64_t>(a.shape(2))};
+}
+
+MaskView position_mask_view(py::handle obj, int64_t rows, int64_t positions, int64_t vocab, const char* name) {
+  if (obj.is_none()) return {};
+  if (!py::isinstance<py::array>(obj))
+    throw TypeError(std::string(name) + " must be a NumPy array of uint32 words, got " + type_name(obj));
+  py::array a = py::reinterpret_borrow<py::array>(obj);
+  const py::dtype dt = a.dtype();
+  if (dt.itemsize() != 4 || (dt.kind() != 'u' && dt.kind() != 'i'))
+    throw TypeError(std::string(name) + " must hold uint32 (or int32) words, got dtype " + std::string(py::str(dt)));
+  const int64_t words = (vocab + 31) / 32;
+  if (a.ndim() != 3 || a.shape(0) != rows || a.shape(1) != positions || a.shape(2) != words)
+    throw ValueError(std::string(name) + " must have shape (" + std::to_string(rows) + ", " + std::to_string(positions) +
+                     ", " + std::to_string(words) + ") (rows, positions, ceil(vocab / 32)), got " + shape_of(a));
+  if (!(a.flags() & py::array::c_style)) throw ValueError(std::string(name) + " must be C-contiguous");
+  return {a, static_cast<const uint32_t*>(a.data())};
+}
+
 HistoryView history_view(py::handle obj, int64_t rows, const char* name, int64_t vocab) {
   HistoryView h;
   h.rows = rows;

@@ -49,4 +49,19 @@ struct MaskView {
 
 MaskView mask_view(py::handle obj, int64_t rows, int64_t vocab, const char* name = "allowed_tokens");
 
+// A C-contiguous float32 [rows, positions, vocab] view over the caller's memory, read in
+// place (speculative verification's logits, a draft model's probabilities).
+struct PositionsView {
+  py::array array;  // keeps the memory alive
+  const float* data = nullptr;
+  int64_t rows = 0, positions = 0, vocab = 0;
+};
+
+PositionsView positions_view(py::handle obj, const char* name);
+
+// An allowed-token bitmask per position [rows, positions, ceil(vocab / 32)] (uint32 or
+// int32 words), C-contiguous, read in place; None -> null.
+MaskView position_mask_view(py::handle obj, int64_t rows, int64_t positions, int64_t vocab,
+                            const char* name = "allowed_tokens");
+
 }  // namespace kvgen::bindings

@@ -216,6 +216,50 @@ py::object matrix_or_none(const std::vector<T>& v, int64_t n) {
   return out;
 }
 
+// What Generator.verify returns (see VerifyResult's docstrings).
+struct VerifyResult {
+  py::array_t<int64_t> tokens;
+  bool done;
+  py::array_t<int64_t> accepted, rollback, num_emitted;
+  py::list emitted, emitted_logprobs;  // per row: int64 / float32 arrays of num_emitted[r] entries
+  py::object logprobs;                 // (rows) float32: the last emitted token's
+};
+
+VerifyResult verify_result_of(const StepOutput& o) {
+  const int64_t rows = static_cast<int64_t>(o.accepted.size()), P = o.positions;
+  py::list emitted, emitted_lp;
+  for (int64_t r = 0; r < rows; ++r) {
+    emitted.append(copy_array(o.emitted.data() + r * P, o.num_emitted[r]));
+    emitted_lp.append(copy_array(o.emitted_logprobs.data() + r * P, o.num_emitted[r]));
+  }
+  return {copy_array(o.tokens.data(), rows), o.done, copy_array(o.accepted.data(), rows),
+          copy_array(o.rollback.data(), rows), copy_array(o.num_emitted.data(), rows), std::move(emitted),
+          std::move(emitted_lp), copy_array(o.logprobs.data(), rows)};
+}
+
+// drafts: (rows, k) integer ids as int64 (a copy: k ids per row); None when k = 0.
+std::vector<int64_t> drafts_of(py::handle obj, int64_t rows, int64_t k) {
+  if (obj.is_none()) {
+    if (k == 0) return {};
+    throw ValueError("drafts is None, but the logits have k + 1 = " + std::to_string(k + 1) +
+                     " positions per row: pass the drafts (rows, k)");
+  }
+  py::module_ np = py::module_::import("numpy");
+  py::array a = np.attr("asarray")(obj);
+  const char kind = a.dtype().kind();
+  if (kind != 'i' && kind != 'u')
+    throw TypeError("drafts must hold integer token ids, got dtype " + std::string(py::str(a.dtype())));
+  if (a.ndim() != 2 || a.shape(0) != rows || a.shape(1) != k)
+    throw ValueError("drafts must have shape (" + std::to_string(rows) + ", " + std::to_string(k) +
+                     ") (rows, k) for logits with k + 1 = " + std::to_string(k + 1) + " positions, got " +
+                     std::string(py::str(a.attr("shape"))));
+  if (kind == 'u' && a.itemsize() == 8 && rows * k > 0 &&
+      np.attr("any")(a.attr("__gt__")(py::int_(INT64_MAX))).cast<bool>())
+    throw ValueError("drafts holds an id above 2^63 - 1, outside any vocabulary");
+  auto ids = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
+  return {ids.data(), ids.data() + rows * k};
+}
+
 // Runs f(generator) with `mutex` held and the GIL released, so that a thread holding the
 // mutex never waits for the GIL (f must not touch Python objects: it copies what it reads
 // into C++ values, converted once the mutex is released).
@@ -271,6 +315,33 @@ class PyGenerator {
             matrix_or_none(o.top_logprobs, o.top_n),
             matrix_or_none(o.raw_top_ids, o.top_n),
             matrix_or_none(o.raw_top_logprobs, o.top_n)};
+  }
+
+  VerifyResult verify(py::handle logits, py::handle drafts, py::handle draft_lengths, py::handle draft_probs,
+                      py::handle allowed_tokens) {
+    PositionsView lv = positions_view(logits, "logits");
+    const int64_t rows = lv.rows, k = lv.positions - 1, vocab = lv.vocab;
+    std::vector<int64_t> draft_ids = drafts_of(drafts, rows, k);
+    std::vector<int64_t> lengths(rows, k);
+    if (!draft_lengths.is_none()) {
+      auto given = ids_view(draft_lengths, rows, "draft_lengths");
+      std::copy(given.data(), given.data() + rows, lengths.begin());
+    }
+    PositionsView q;
+    if (!draft_probs.is_none()) {
+      q = positions_view(draft_probs, "draft_probs");
+      if (q.rows != rows || q.positions != k || q.vocab != vocab)
+        throw ValueError("draft_probs must have shape (" + std::to_string(rows) + ", " + std::to_string(k) + ", " +
+                         std::to_string(vocab) + ") (rows, k, vocab), got (" + std::to_string(q.rows) + ", " +
+                         std::to_string(q.positions) + ", " + std::to_string(q.vocab) + ")");
+    }
+    MaskView mask = position_mask_view(allowed_tokens, rows, lv.positions, vocab);
+    const StepOutput o = read([&](Generator& g) {
+      g.verify(lv.data, rows, lv.positions, vocab, draft_ids.empty() ? nullptr : draft_ids.data(), lengths.data(),
+               q.data, mask.data);
+      return g.last_step();
+    });
+    return verify_result_of(o);
   }
 
  private:
@@ -339,6 +410,28 @@ void def_generator_state(py::class_<W>& cls) {
                                   matrix_or_none(o.raw_top_ids, o.top_n), matrix_or_none(o.raw_top_logprobs, o.top_n));
           },
           "(logprobs, top_token_ids, top_logprobs, raw_top_token_ids, raw_top_logprobs) of the last step per row.")
+      .def_property_readonly(
+          "drafted_tokens",
+          [](W& w) {
+            auto v = w.read([](Generator& g) {
+              std::vector<int64_t> out(g.started() ? g.rows() : 0);
+              for (size_t r = 0; r < out.size(); ++r) out[r] = g.drafted_tokens(static_cast<int64_t>(r));
+              return out;
+            });
+            return copy_array(v.data(), static_cast<int64_t>(v.size()));
+          },
+          "int64 [rows]: draft tokens each row was given in verify() calls while it ran.")
+      .def_property_readonly(
+          "accepted_tokens",
+          [](W& w) {
+            auto v = w.read([](Generator& g) {
+              std::vector<int64_t> out(g.started() ? g.rows() : 0);
+              for (size_t r = 0; r < out.size(); ++r) out[r] = g.accepted_tokens(static_cast<int64_t>(r));
+              return out;
+            });
+            return copy_array(v.data(), static_cast<int64_t>(v.size()));
+          },
+          "int64 [rows]: of drafted_tokens, those verify() accepted (the acceptance rate is accepted / drafted).")
       .def(
           "max_new_tokens",
           [](W& w, int64_t prompt_length) {
@@ -388,6 +481,35 @@ void register_generator(py::module_& m) {
                std::string(py::repr(s.beam_indices)) + ", done=" + (s.done ? "True" : "False") + ")";
       });
 
+  py::class_<VerifyResult>(m, "VerifyResult",
+                           "What Generator.verify() returns: per row, the draft tokens accepted, the tokens "
+                           "appended, the token to feed next and the KV-cache positions to roll back.")
+      .def_readonly("tokens", &VerifyResult::tokens,
+                    "int64 [rows]: the token to feed next (the correction or bonus token; pad_token_id for "
+                    "finished rows).")
+      .def_readonly("done", &VerifyResult::done, "True when every row has finished.")
+      .def_readonly("accepted", &VerifyResult::accepted, "int64 [rows]: draft tokens each row accepted.")
+      .def_readonly("rollback", &VerifyResult::rollback,
+                    "int64 [rows]: positions to drop from the end of each row's KV cache = draft_lengths - accepted "
+                    "(the rejected drafts); the cache then holds history + accepted drafts, and `tokens` goes next.")
+      .def_readonly("num_emitted", &VerifyResult::num_emitted,
+                    "int64 [rows]: tokens appended to each row: accepted + 1 (the correction or bonus token), "
+                    "fewer when the row stopped, 0 for rows that had finished.")
+      .def_readonly("emitted", &VerifyResult::emitted,
+                    "list of int64 arrays, one per row: the tokens appended to the row (accepted drafts, then the "
+                    "correction or bonus token).")
+      .def_readonly("emitted_logprobs", &VerifyResult::emitted_logprobs,
+                    "list of float32 arrays, one per row: each emitted token's log-probability under the processed "
+                    "distribution at its position.")
+      .def_readonly("logprobs", &VerifyResult::logprobs,
+                    "float32 [rows]: the log-probability of each row's last emitted token (-inf for rows that had "
+                    "finished), as StepResult.logprobs.")
+      .def("__repr__", [](const VerifyResult& v) {
+        return "VerifyResult(tokens=" + std::string(py::repr(v.tokens)) + ", accepted=" +
+               std::string(py::repr(v.accepted)) + ", rollback=" + std::string(py::repr(v.rollback)) +
+               ", done=" + (v.done ? "True" : "False") + ")";
+      });
+
   py::class_<PyGenerator> gen(m, "_Generator", "The C++ generation loop over external logits (see kvgen.Generator).");
   gen.def(py::init<const GenerationConfig&, std::optional<int64_t>, py::object, bool>(), py::arg("config"),
           py::arg("batch_size") = py::none(), py::kw_only(), py::arg("token_strings") = py::none(),
@@ -397,6 +519,10 @@ void register_generator(py::module_& m) {
            "Sets the prompts (token-id lists) and their sequence_ids (see kvgen.Generator).")
       .def("step", &PyGenerator::step, py::arg("logits"), py::kw_only(), py::arg("allowed_tokens") = py::none(),
            "Picks a token per row from the next-token logits [rows, vocab]; a StepResult (see kvgen.Generator).")
+      .def("verify", &PyGenerator::verify, py::arg("logits"), py::arg("drafts"), py::arg("draft_lengths") = py::none(),
+           py::kw_only(), py::arg("draft_probs") = py::none(), py::arg("allowed_tokens") = py::none(),
+           "Speculative verification of draft tokens over logits [rows, k + 1, vocab]; a VerifyResult (see "
+           "kvgen.generation.step.StepGenerator.verify).")
       .def_property_readonly(
           "needs_token_texts", [](PyGenerator& w) { return w.read([](Generator& g) { return g.needs_token_texts(); }); },
           "True when the config needs token_strings (stop_strings, DRY's sequence breakers) and none were given.")

@@ -9,6 +9,7 @@
 #include "kvgen/errors.h"
 #include "kvgen/kernels/vector_math.h"
 #include "kvgen/limits.h"
+#include "kvgen/sampling/rng.h"
 #include "kvgen/sampling/top_logprobs.h"
 
 namespace kvgen {
@@ -18,6 +19,11 @@ int64_t pad_of(const GenerationConfig& c) {
   if (c.pad_token_id) return *c.pad_token_id;
   return c.eos_token_id.empty() ? 0 : c.eos_token_id.front();  // HF: pad = eos[0]
 }
+
+// Philox lanes of verify()'s own draws (lane 0 is the sampler's token draw, 1 XTC's coin):
+// the coin that accepts a draft, and the draw from the residual after a rejection.
+constexpr uint32_t kAcceptLane = 2;
+constexpr uint32_t kResidualLane = 3;
 
 }  // namespace
 
@@ -119,6 +125,11 @@ void Generator::append_tokens(const std::vector<std::vector<int64_t>>& prompts,
   st.next_tokens.assign(n, pad_);
   st.parents.assign(n, 0);
   st.mirostat_mu.assign(n, static_cast<float>(2.0 * cfg.mirostat_tau));
+  st.emitted.assign(n, 0);
+  st.accepted.assign(n, 0);
+  st.rollback.assign(n, 0);
+  st.drafted_total.assign(n, 0);
+  st.accepted_total.assign(n, 0);
   StepScratch& sc = scratch_;
   sc.drawn.assign(n, pad_);
   sc.logprobs.assign(n, 0.0f);
@@ -130,6 +141,10 @@ void Generator::append_tokens(const std::vector<std::vector<int64_t>>& prompts,
   sc.top_logprobs.assign(tops, 0.0f);
   sc.raw_top_ids.assign(raw_tops, -1);
   sc.raw_top_logprobs.assign(raw_tops, 0.0f);
+  sc.row_steps.assign(n, 0);
+  sc.spec_count.assign(n, 0);
+  sc.spec_accepted.assign(n, 0);
+  sc.spec_mu.assign(n, 0.0f);
   set_draw_keys(batch, per_input, sequence_ids);
   if (cfg.num_beams > 1) beam_.emplace(cfg, batch);
   per_input_ = per_input;
@@ -198,11 +213,27 @@ void Generator::step(const float* logits, int64_t rows, int64_t vocab, const uin
     throw;
   }
   ++steps_;
+  verified_positions_ = 0;
 }
 
 void Generator::raw_log_sum_exp(const float* logits) {
   // +inf for a row holding +inf, -inf for an all -inf row (never NaN): kernels::log_sum_exp
   for (int64_t r = 0; r < rows(); ++r) scratch_.raw_lse[r] = kernels::log_sum_exp(logits + r * vocab_, vocab_);
+}
+
+void Generator::row_tops(const float* processed, RowNorm norm, bool processed_are_logprobs, const float* raw,
+                         float raw_lse, int64_t* ids, float* lp, int64_t* raw_ids, float* raw_lp) const {
+  const int64_t n = config().top_logprobs;
+  top_ids(processed, vocab_, n, ids);
+  // the token's own log-prob's normalizer (Sampler::pick's; beam search: the values as they are)
+  const float m = processed_are_logprobs ? 0.0f : norm.max;
+  const double log_sum = processed_are_logprobs ? 0.0 : norm.log_sum;
+  for (int64_t j = 0; j < n; ++j)
+    lp[j] = ids[j] < 0 ? kernels::kNegInf : static_cast<float>(kernels::log_softmax_at(processed[ids[j]], m, log_sum));
+  if (!keep_raw_) return;
+  top_ids(raw, vocab_, n, raw_ids);
+  for (int64_t j = 0; j < n; ++j)
+    raw_lp[j] = raw_ids[j] < 0 ? kernels::kNegInf : kernels::log_softmax_entry(raw, vocab_, raw_ids[j], raw_lse);
 }
 
 StepTops Generator::compute_tops(const float* logits, bool processed_are_logprobs, const uint8_t* only) {
@@ -211,23 +242,10 @@ StepTops Generator::compute_tops(const float* logits, bool processed_are_logprob
   StepScratch& sc = scratch_;
   for (int64_t r = 0; r < rows(); ++r) {
     if (only && !only[r]) continue;
-    const float* row = sc.processed.data() + r * vocab_;
-    int64_t* ids = sc.top_ids.data() + r * n;
-    float* lp = sc.top_logprobs.data() + r * n;
-    top_ids(row, vocab_, n, ids);
-    // the token's own log-prob's normalizer (Sampler::pick's; beam search: the values as they are)
-    const float m = processed_are_logprobs ? 0.0f : sc.norms[r].max;
-    const double log_sum = processed_are_logprobs ? 0.0 : sc.norms[r].log_sum;
-    for (int64_t j = 0; j < n; ++j)
-      lp[j] = ids[j] < 0 ? kernels::kNegInf
-                         : static_cast<float>(kernels::log_softmax_at(row[ids[j]], m, log_sum));
-    if (!keep_raw_) continue;
-    const float* raw = logits + r * vocab_;
-    int64_t* raw_ids = sc.raw_top_ids.data() + r * n;
-    float* raw_lp = sc.raw_top_logprobs.data() + r * n;
-    top_ids(raw, vocab_, n, raw_ids);
-    for (int64_t j = 0; j < n; ++j)
-      raw_lp[j] = raw_ids[j] < 0 ? kernels::kNegInf : kernels::log_softmax_entry(raw, vocab_, raw_ids[j], sc.raw_lse[r]);
+    row_tops(sc.processed.data() + r * vocab_, processed_are_logprobs ? RowNorm{} : sc.norms[r],
+             processed_are_logprobs, logits + r * vocab_, keep_raw_ ? sc.raw_lse[r] : 0.0f,
+             sc.top_ids.data() + r * n, sc.top_logprobs.data() + r * n,
+             keep_raw_ ? sc.raw_top_ids.data() + r * n : nullptr, keep_raw_ ? sc.raw_top_logprobs.data() + r * n : nullptr);
   }
   return {n, sc.top_ids.data(), sc.top_logprobs.data(), keep_raw_ ? sc.raw_top_ids.data() : nullptr,
           keep_raw_ ? sc.raw_top_logprobs.data() : nullptr};
@@ -240,9 +258,11 @@ void Generator::step_sampling(const float* logits, const uint32_t* allowed) {
   TokenHistory history = st.seqs.history();
   history.allowed = allowed;
   history.allowed_stride = (vocab_ + 31) / 32;
+  // each row draws at its own token index (= steps_ unless verify() advanced rows unevenly)
+  for (int64_t r = 0; r < rows(); ++r) sc.row_steps[r] = st.seqs.generated(r);
   sampler_.sample(RowLogits{.data = logits, .rows = rows(), .vocab = vocab_, .active = st.active.data()}, history,
                   DrawKeys{.seed = seed_, .sequence_ids = st.row_keys.data(), .step = steps_,
-                           .mirostat_mu = st.mirostat_mu.data()},
+                           .mirostat_mu = st.mirostat_mu.data(), .steps = sc.row_steps.data()},
                   SampleOutputs{.tokens = sc.drawn.data(), .logprobs = sc.logprobs.data(),
                                 .processed = sc.processed.data(),
                                 .norms = config().top_logprobs ? sc.norms.data() : nullptr});
@@ -314,6 +334,221 @@ void Generator::step_beams(const float* logits, const uint32_t* allowed) {
   }
 }
 
+void Generator::check_verify_inputs(int64_t positions, const int64_t* drafts, const int64_t* draft_lengths,
+                                    const float* draft_probs, const uint32_t* allowed) const {
+  const int64_t k = positions - 1;
+  if (!draft_lengths) throw ValueError("verify() needs draft_lengths (one per row)");
+  if (k > 0 && !drafts) throw ValueError("verify() needs the drafts (rows, k) when k = positions - 1 > 0");
+  for (int64_t r = 0; r < rows(); ++r) {
+    const int64_t n = draft_lengths[r];
+    if (n < 0 || n > k)
+      throw ValueError("draft_lengths[" + std::to_string(r) + "] = " + std::to_string(n) + " is outside 0 .. k = " +
+                       std::to_string(k) + " (k + 1 = the logits' positions)");
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t t = drafts[r * k + j];
+      if (t < 0 || t >= vocab_)
+        throw ValueError("drafts[" + std::to_string(r) + ", " + std::to_string(j) + "] = " + std::to_string(t) +
+                         " is outside the vocabulary [0, " + std::to_string(vocab_) + ")");
+    }
+    if (!draft_probs || !row_running(r)) continue;
+    for (int64_t j = 0; j < n; ++j) {
+      const float* q = draft_probs + (r * k + j) * vocab_;
+      for (int64_t t = 0; t < vocab_; ++t)
+        if (!(q[t] >= 0.0f) || q[t] == kernels::kPosInf)
+          throw ValueError("draft_probs[" + std::to_string(r) + ", " + std::to_string(j) + ", " + std::to_string(t) +
+                           "] = " + std::to_string(q[t]) + ": the draft probabilities must be finite and >= 0");
+    }
+  }
+  if (!config().has_constraint()) {
+    if (allowed) throw ValueError("an allowed-token mask was given, but the GenerationConfig has no constraint");
+  } else if (!allowed) {
+    throw ValueError("the GenerationConfig has a constraint (json_schema, regex, grammar or choices): verify() needs "
+                     "the allowed-token mask of every position (rows, k + 1, ceil(vocab / 32))");
+  }
+}
+
+void Generator::verify(const float* logits, int64_t rows, int64_t positions, int64_t vocab, const int64_t* drafts,
+                       const int64_t* draft_lengths, const float* draft_probs, const uint32_t* allowed) {
+  if (!started()) throw ValueError("call append_tokens(prompts) before verify()");
+  if (beam_)
+    throw ValueError("verify() does not support beam search (num_beams > 1): speculative decoding keeps one "
+                     "continuation per row; use step()");
+  if (done()) throw ValueError("the generation is finished (is_done() is True): nothing more to verify");
+  if (rows != this->rows()) {
+    std::ostringstream msg;
+    msg << "logits has " << rows << " rows, expected " << this->rows() << " (" << batch_ << " prompts x "
+        << per_input_ << " sequences each)";
+    throw ValueError(msg.str());
+  }
+  if (positions < 1 || positions > limits::kMaxSequenceLength)
+    throw ValueError("logits has " + std::to_string(positions) + " positions per row; verify() needs k + 1 >= 1");
+  if (vocab_ != 0 && vocab != vocab_)
+    throw ValueError("logits has a vocabulary of " + std::to_string(vocab) + ", the first step had " +
+                     std::to_string(vocab_));
+  stops_.check_token_texts(vocab);
+  const bool first = vocab_ == 0;
+  if (first) {
+    scratch_.processed = xt::xtensor<float, 2>::from_shape({static_cast<size_t>(rows), static_cast<size_t>(vocab)});
+    vocab_ = vocab;
+  }
+  try {
+    if (vocab < 1) throw ValueError("logits must have at least one column (the vocabulary), got 0");
+    check_verify_inputs(positions, drafts, draft_lengths, draft_probs, allowed);
+    StepScratch& sc = scratch_;
+    const size_t slots = static_cast<size_t>(limits::checked_mul(rows, positions, "verify() rows x positions"));
+    const size_t n_top = static_cast<size_t>(config().top_logprobs);
+    if (sc.spec_tokens.size() < slots) {  // grows only when a call brings a larger k
+      sc.spec_tokens.resize(slots);
+      sc.spec_logprobs.resize(slots);
+      if (keep_raw_) sc.spec_raw.resize(slots);
+      sc.spec_top_ids.resize(slots * n_top);
+      sc.spec_top_logprobs.resize(slots * n_top);
+      if (keep_raw_) {
+        sc.spec_raw_top_ids.resize(slots * n_top);
+        sc.spec_raw_top_logprobs.resize(slots * n_top);
+      }
+    }
+    if (!config().is_greedy() && static_cast<int64_t>(sc.residual.size()) < vocab_) sc.residual.resize(vocab_);
+    state_.seqs.reserve_next(positions);
+    for (int64_t r = 0; r < rows; ++r) {
+      sc.hits[r] = FinishReason::None;
+      sc.spec_count[r] = sc.spec_accepted[r] = 0;
+      if (state_.active[r]) verify_row(r, logits, positions, drafts, draft_lengths[r], draft_probs, allowed);
+    }
+  } catch (...) {
+    if (first) vocab_ = 0;  // a failed first step fixes no vocabulary
+    throw;
+  }
+  commit_verified(positions, draft_lengths);  // cannot throw: room was reserved
+  ++steps_;
+  verified_positions_ = positions;
+}
+
+void Generator::verify_row(int64_t r, const float* logits, int64_t positions, const int64_t* drafts,
+                           int64_t draft_length, const float* draft_probs, const uint32_t* allowed) {
+  RowState& st = state_;
+  StepScratch& sc = scratch_;
+  const int64_t k = positions - 1, vocab = vocab_, words = (vocab + 31) / 32;
+  const bool greedy = config().is_greedy(), mirostat = config().uses_mirostat();
+  const int64_t len0 = st.seqs.length(r), g0 = st.seqs.generated(r), prompt = st.seqs.prompt_length(r);
+  // drafts past the row's length limit can never be kept (the limit stops the row first)
+  const int64_t n_drafts = std::min(draft_length, stops_.max_new_tokens(prompt) - g0);
+  const int64_t* draft = drafts ? drafts + r * k : nullptr;
+  if (n_drafts > 0) st.seqs.stage(r, draft, n_drafts);  // the history of position j reads drafts 0 .. j-1
+  const uint64_t key = static_cast<uint64_t>(st.row_keys[r]);
+  const int64_t n_top = config().top_logprobs;
+  float mu = st.mirostat_mu[r];
+  float* processed = sc.processed.data() + r * vocab;  // (vocab) ends as the last emitted position's
+  int64_t accepted = 0, count = 0;
+  for (int64_t j = 0; j <= n_drafts; ++j) {
+    const int64_t slot = r * positions + j;
+    const float* row = logits + slot * vocab;
+    const uint32_t* mask = allowed ? allowed + slot * words : nullptr;
+    if (mask && !allows_any_token(mask, vocab))
+      throw ValueError("constrained decoding: the constraint allows no token for row " + std::to_string(r) +
+                       " at position " + std::to_string(j) + " (its mask is empty)");
+    const int64_t step = g0 + j;  // the row's token index keys its draws, as step() does
+    TokenHistory history{.ids = st.seqs.tokens(r), .stride = 0, .length = len0 + j, .prompt_length = prompt,
+                         .allowed = mask};
+    int64_t drawn = 0;
+    float drawn_lp = 0.0f;
+    RowNorm norm;
+    const int64_t key_id = st.row_keys[r];
+    sampler_.sample(RowLogits{.data = row, .rows = 1, .vocab = vocab}, history,
+                    DrawKeys{.seed = seed_, .sequence_ids = &key_id, .step = step, .mirostat_mu = &mu},
+                    SampleOutputs{.tokens = &drawn, .logprobs = &drawn_lp, .processed = processed, .norms = &norm});
+    int64_t token = drawn;
+    float token_lp = drawn_lp;
+    bool accept = false;
+    if (j < n_drafts) {
+      const int64_t x = draft[j];
+      const double lpx = kernels::log_softmax_at(processed[x], norm.max, norm.log_sum);
+      const float* q = draft_probs ? draft_probs + (r * k + j) * vocab : nullptr;
+      if (greedy) {
+        accept = drawn == x;
+      } else {
+        // accept with probability min(1, p(x) / q(x)): u * q(x) < p(x) for u uniform in [0, 1)
+        const double px = std::exp(lpx), qx = q ? static_cast<double>(q[x]) : 1.0;
+        accept = Philox4x32::uniform(seed_, key, static_cast<uint64_t>(step), kAcceptLane) * qx < px;
+      }
+      if (accept) {
+        token = x;
+        token_lp = static_cast<float>(lpx);
+        ++accepted;
+      } else if (!greedy) {
+        // the residual normalize(max(p - q, 0)); one-hot q: p without x
+        float* w = sc.residual.data();
+        const double sum = kernels::softmax_weights_into(w, processed, vocab, norm.max);
+        double total = 0.0;
+        if (q) {
+          for (int64_t t = 0; t < vocab; ++t) {
+            w[t] = std::max(static_cast<float>(w[t] / sum - q[t]), 0.0f);
+            total += w[t];
+          }
+        } else {
+          w[x] = 0.0f;
+          for (int64_t t = 0; t < vocab; ++t) total += w[t];
+        }
+        if (!(total > 0.0))  // p <= q everywhere (rounding): p itself
+          total = kernels::softmax_weights_into(w, processed, vocab, norm.max);
+        const double u = Philox4x32::uniform(seed_, key, static_cast<uint64_t>(step), kResidualLane);
+        token = kernels::find_cumulative(w, vocab, u * total);
+        token_lp = static_cast<float>(kernels::log_softmax_at(processed[token], norm.max, norm.log_sum));
+      }
+    }
+    sc.spec_tokens[slot] = token;
+    sc.spec_logprobs[slot] = token_lp;
+    const float raw_lse = keep_raw_ ? kernels::log_sum_exp(row, vocab) : 0.0f;
+    if (keep_raw_) sc.spec_raw[slot] = kernels::log_softmax_entry(row, vocab, token, raw_lse);
+    if (n_top)
+      row_tops(processed, norm, false, row, raw_lse, sc.spec_top_ids.data() + slot * n_top,
+               sc.spec_top_logprobs.data() + slot * n_top,
+               keep_raw_ ? sc.spec_raw_top_ids.data() + slot * n_top : nullptr,
+               keep_raw_ ? sc.spec_raw_top_logprobs.data() + slot * n_top : nullptr);
+    if (mirostat) mu = next_mirostat_mu(mu, token_lp);
+    count = j + 1;
+    // the history before this token: prompt, earlier tokens and the accepted drafts (staged)
+    sc.hits[r] = stops_.check(st.seqs.tokens(r), len0 + j, prompt, token);
+    if (sc.hits[r] != FinishReason::None || !accept) break;
+  }
+  sc.spec_count[r] = count;
+  sc.spec_accepted[r] = accepted;
+  sc.spec_mu[r] = mu;
+}
+
+void Generator::commit_verified(int64_t positions, const int64_t* draft_lengths) {
+  RowState& st = state_;
+  StepScratch& sc = scratch_;
+  const int64_t n_top = config().top_logprobs;
+  const StepTops tops{n_top, sc.spec_top_ids.data(), sc.spec_top_logprobs.data(),
+                      keep_raw_ ? sc.spec_raw_top_ids.data() : nullptr,
+                      keep_raw_ ? sc.spec_raw_top_logprobs.data() : nullptr};
+  const bool mirostat = config().uses_mirostat();
+  for (int64_t r = 0; r < rows(); ++r) {
+    st.stepped[r] = st.active[r];
+    st.emitted[r] = sc.spec_count[r];
+    st.accepted[r] = sc.spec_accepted[r];
+    st.rollback[r] = draft_lengths[r] - sc.spec_accepted[r];
+    if (!st.active[r]) {
+      st.next_tokens[r] = pad_;
+      continue;
+    }
+    st.drafted_total[r] += draft_lengths[r];
+    st.accepted_total[r] += sc.spec_accepted[r];
+    for (int64_t i = 0; i < sc.spec_count[r]; ++i) {
+      const int64_t slot = r * positions + i;
+      st.seqs.append(r, sc.spec_tokens[slot], sc.spec_logprobs[slot], keep_raw_ ? sc.spec_raw[slot] : 0.0f, tops,
+                     slot);
+    }
+    st.next_tokens[r] = sc.spec_tokens[r * positions + sc.spec_count[r] - 1];
+    if (mirostat) st.mirostat_mu[r] = sc.spec_mu[r];
+    if (sc.hits[r] != FinishReason::None) {
+      st.reason[r] = sc.hits[r];
+      st.active[r] = 0;
+    }
+  }
+}
+
 StepOutput Generator::last_step() const {
   const Sequences& s = state_.seqs;
   const int64_t n = s.top_n(), rows = this->rows();
@@ -341,6 +576,19 @@ StepOutput Generator::last_step() const {
     if (!raw) continue;
     std::copy(s.raw_top_ids(r) + from, s.raw_top_ids(r) + to, o.raw_top_ids.begin() + r * n);
     std::copy(s.raw_top_logprobs(r) + from, s.raw_top_logprobs(r) + to, o.raw_top_logprobs.begin() + r * n);
+  }
+  const int64_t P = verified_positions_;
+  if (P == 0) return o;
+  o.positions = P;
+  o.accepted = state_.accepted;
+  o.rollback = state_.rollback;
+  o.num_emitted = state_.emitted;
+  o.emitted.assign(rows * P, -1);
+  o.emitted_logprobs.assign(rows * P, kernels::kNegInf);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t e = state_.emitted[r], from = s.generated(r) - e;
+    std::copy(s.tokens(r) + s.length(r) - e, s.tokens(r) + s.length(r), o.emitted.begin() + r * P);
+    std::copy(s.logprobs(r) + from, s.logprobs(r) + from + e, o.emitted_logprobs.begin() + r * P);
   }
   return o;
 }

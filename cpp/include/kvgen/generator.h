@@ -32,6 +32,13 @@ struct RowState {
   std::vector<float> mirostat_mu;    // (rows) mirostat's mu
   std::vector<int64_t> row_keys;     // (rows) draw key of each row (sampling)
   std::vector<uint64_t> input_keys;  // (batch) draw key of each input (beam sampling)
+  // Speculative verification (verify()): of the last call, per row
+  std::vector<int64_t> emitted;      // (rows) tokens the last verify appended
+  std::vector<int64_t> accepted;     // (rows) draft tokens the last verify accepted
+  std::vector<int64_t> rollback;     // (rows) draft positions the caller's KV cache drops
+  // and over the whole generation, per row (the acceptance rate is accepted / drafted)
+  std::vector<int64_t> drafted_total;   // (rows) draft tokens offered to verify() while the row ran
+  std::vector<int64_t> accepted_total;  // (rows) of which accepted
 };
 
 // Buffers a step computes into before it commits to the RowState (so that a step that
@@ -50,6 +57,19 @@ struct StepScratch {
   std::vector<float> top_logprobs;     // (rows, top_logprobs)
   std::vector<int64_t> raw_top_ids;    // (rows, top_logprobs) of the raw rows, when kept
   std::vector<float> raw_top_logprobs; // (rows, top_logprobs) when kept
+  std::vector<int64_t> row_steps;      // (rows) draw step of each row: its generated tokens so far
+  // verify(), with positions = k + 1 (grown when a call brings a larger k):
+  std::vector<int64_t> spec_tokens;         // (rows, positions) the tokens each row emits
+  std::vector<float> spec_logprobs;         // (rows, positions) their processed log-probabilities
+  std::vector<float> spec_raw;              // (rows, positions) their raw log-probabilities, when kept
+  std::vector<int64_t> spec_count;          // (rows) tokens each row emits
+  std::vector<int64_t> spec_accepted;       // (rows) draft tokens each row accepts
+  std::vector<float> spec_mu;               // (rows) mirostat's mu after the row's tokens
+  std::vector<int64_t> spec_top_ids;        // (rows * positions, top_logprobs)
+  std::vector<float> spec_top_logprobs;     // (rows * positions, top_logprobs)
+  std::vector<int64_t> spec_raw_top_ids;    // (rows * positions, top_logprobs) when kept
+  std::vector<float> spec_raw_top_logprobs; // (rows * positions, top_logprobs) when kept
+  std::vector<float> residual;              // (vocab) weights of max(p - q, 0) after a rejection
 };
 
 // The outcome of the last step, copied out of the generator (what a caller reads after
@@ -64,6 +84,14 @@ struct StepOutput {
   std::vector<float> top_logprobs;                  // (rows, top_n)
   std::vector<int64_t> raw_top_ids;                 // (rows, top_n) when the raw log-probs are kept, else empty
   std::vector<float> raw_top_logprobs;              // (rows, top_n) likewise
+  // After verify() (positions = k + 1 of that call; 0 after step(), and these are empty):
+  int64_t positions = 0;
+  std::vector<int64_t> accepted;          // (rows) draft tokens accepted
+  std::vector<int64_t> rollback;          // (rows) draft positions to drop from the caller's KV cache
+  std::vector<int64_t> num_emitted;       // (rows) tokens appended: accepted drafts + the correction / bonus
+                                          // token, fewer when the row stopped; 0 for rows already finished
+  std::vector<int64_t> emitted;           // (rows, positions) those tokens, -1 past num_emitted[r]
+  std::vector<float> emitted_logprobs;    // (rows, positions) their processed log-probs, -inf past num_emitted[r]
 };
 
 class Generator {
@@ -96,6 +124,33 @@ class Generator {
   // regex, grammar, choices) and refused otherwise. A running row that allows no token is
   // a ValueError.
   void step(const float* logits, int64_t rows, int64_t vocab, const uint32_t* allowed = nullptr);
+
+  // Speculative verification: checks k draft tokens per row against the caller's logits
+  // and appends what the row keeps, in one call (greedy / sampling; beam search is out of
+  // scope and refused). Either completes or, when it throws, leaves the generator as it was.
+  //   logits       (rows, positions, vocab), positions = k + 1, read in place: position j of
+  //                row r holds the logits after the row's history and its first j drafts
+  //                (j = 0: the next position, as step() gets; j = k: after every draft)
+  //   drafts       (rows, k) draft tokens; entries at and past draft_lengths[r] are ignored
+  //   draft_lengths (rows) each row's draft count, 0 .. k
+  //   draft_probs  (rows, k, vocab) or nullptr: the draft model's probabilities q of each
+  //                draft position (processed as the draft sampled from them); nullptr for a
+  //                one-hot q (prompt-lookup / n-gram drafts)
+  //   allowed      (rows, positions, ceil(vocab / 32)) or nullptr: the allowed-token bitmask
+  //                of each position (computed along the draft prefix), as step()'s
+  // At each position the whole processor chain runs with the history as it is there (the
+  // earlier drafts appended), draws keyed by (seed, row key, the row's token index).
+  // Greedy: drafts are accepted while they equal the processed argmax; the argmax at the
+  // first mismatch (or after the last draft: the bonus token) is appended too. Sampling:
+  // draft x is accepted with probability min(1, p(x) / q(x)); at the first rejection a token
+  // is drawn from normalize(max(p - q, 0)) (one-hot q: p without x); after every draft one
+  // bonus token is drawn from p. The output is distributed as step() by step() sampling.
+  // Stopping rules apply token by token: a row that stops keeps the tokens up to its stop.
+  // last_step() then gives accepted, rollback (= draft_lengths[r] - accepted: the cache
+  // keeps history + accepted drafts, and next_tokens() is the token to feed next) and the
+  // emitted tokens. Rows already finished emit nothing (accepted 0).
+  void verify(const float* logits, int64_t rows, int64_t positions, int64_t vocab, const int64_t* drafts,
+              const int64_t* draft_lengths, const float* draft_probs = nullptr, const uint32_t* allowed = nullptr);
 
   // Finishes row r with FinishReason::Stop: its constraint is complete (the grammar takes
   // no more tokens). Greedy / sampling only (under beam search the mask then allows only
@@ -136,8 +191,14 @@ class Generator {
   // search a row continues its parent's mu.
   const float* mirostat_mu() const { return state_.mirostat_mu.data(); }
 
-  // The outcome of the last step (tokens, beam parents, log-probs, top-n), copied out.
+  // The outcome of the last step (tokens, beam parents, log-probs, top-n; after verify()
+  // also accepted, rollback and the emitted tokens), copied out.
   StepOutput last_step() const;
+
+  // Per row over the whole generation: draft tokens given to verify() while the row ran,
+  // and how many of them it accepted (the acceptance rate is accepted / drafted).
+  int64_t drafted_tokens(int64_t r) const { return state_.drafted_total[r]; }
+  int64_t accepted_tokens(int64_t r) const { return state_.accepted_total[r]; }
 
   // Per input, num_return_sequences hypotheses (best first under beam search).
   std::vector<std::vector<Hypothesis>> results() const;
@@ -148,6 +209,17 @@ class Generator {
   void check_allowed(const uint32_t* allowed) const;
   void step_sampling(const float* logits, const uint32_t* allowed);
   void step_beams(const float* logits, const uint32_t* allowed);
+  // verify(): shapes and draft checks, each row's outcome into the scratch, the commit.
+  void check_verify_inputs(int64_t positions, const int64_t* drafts, const int64_t* draft_lengths,
+                           const float* draft_probs, const uint32_t* allowed) const;
+  void verify_row(int64_t r, const float* logits, int64_t positions, const int64_t* drafts, int64_t draft_length,
+                  const float* draft_probs, const uint32_t* allowed);
+  void commit_verified(int64_t positions, const int64_t* draft_lengths);
+  // Top-n alternatives of one processed row (with its softmax normalizer; beam search:
+  // log-probs as they are) and of its raw logits (raw_lse: their log-sum-exp), written at
+  // ids / lp and, when the raw log-probs are kept, raw_ids / raw_lp.
+  void row_tops(const float* processed, RowNorm norm, bool processed_are_logprobs, const float* raw, float raw_lse,
+                int64_t* ids, float* lp, int64_t* raw_ids, float* raw_lp) const;
   void raw_log_sum_exp(const float* logits);
   // Mirostat's update of a row's mu after a token with this log-probability (nats).
   float next_mirostat_mu(float mu, float token_logprob) const;
@@ -162,6 +234,7 @@ class Generator {
   int64_t pad_;
   bool keep_raw_ = false;
   int64_t batch_ = 0, per_input_ = 1, steps_ = 0, vocab_ = 0;
+  int64_t verified_positions_ = 0;  // positions of the last call when it was verify(); 0 after step()
   RowState state_;
   StepScratch scratch_;
 };

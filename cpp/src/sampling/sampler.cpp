@@ -26,7 +26,7 @@ RowContext Sampler::row_context(const TokenHistory& history, const DrawKeys& key
   RowContext ctx = history.row(r);
   ctx.seed = keys.seed;
   ctx.sequence = keys.sequence_ids ? static_cast<uint64_t>(keys.sequence_ids[r]) : static_cast<uint64_t>(r);
-  ctx.step = static_cast<uint64_t>(keys.step);
+  ctx.step = static_cast<uint64_t>(keys.steps ? keys.steps[r] : keys.step);
   ctx.mirostat_mu = keys.mirostat_mu ? keys.mirostat_mu[r] : static_cast<float>(2.0 * config_.mirostat_tau);
   return ctx;
 }

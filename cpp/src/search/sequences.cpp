@@ -96,10 +96,14 @@ void Sequences::shape_spares() {
   }
 }
 
-void Sequences::reserve_next() {
-  if (most_generated_ < new_stride_) return;
+void Sequences::reserve_next(int64_t n) {
+  if (most_generated_ + n <= new_stride_ || new_stride_ >= max_new_) return;
   // Doubling keeps the copies amortised O(1) per token; max_new_ bounds the capacity.
-  grow(std::min(max_new_, std::max<int64_t>(2 * new_stride_, kInitialNewTokens)));
+  grow(std::min(max_new_, std::max({2 * new_stride_, most_generated_ + n, kInitialNewTokens})));
+}
+
+void Sequences::stage(int64_t r, const int64_t* tokens, int64_t n) {
+  std::copy(tokens, tokens + n, tokens_.data() + r * stride_ + length_[r]);
 }
 
 void Sequences::append(int64_t r, int64_t token, float logprob, float raw_logprob, const StepTops& tops,

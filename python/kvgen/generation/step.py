@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 import numpy as np
 
 from kvgen import _core
-from kvgen._core import GenerationConfig, StepResult
+from kvgen._core import GenerationConfig, StepResult, VerifyResult
 from kvgen.generation.constraints import Constraint, RowMatchers, constraint_field
 from kvgen.generation.results import GenerationResult, _result
 
@@ -68,6 +68,49 @@ class StepGenerator(_core._Generator):
             self._matchers.fill_in_background()  # overlaps the caller's next forward pass
         return StepResult(result.tokens, result.beam_indices, done, result.logprobs, result.top_token_ids,
                           result.top_logprobs, result.raw_top_token_ids, result.raw_top_logprobs)
+
+    def verify(self, logits: Any, drafts: Any, draft_lengths: Any = None, *, draft_probs: Any = None,
+               allowed_tokens: Any = None) -> VerifyResult:
+        """Speculative verification: checks each row's draft tokens against your model's logits
+        and appends what the row keeps, in one call; returns a VerifyResult.
+
+        Shapes (k draft tokens per row at most, ``positions = k + 1``):
+
+        - ``logits`` float32 [rows, k + 1, vocab], C-contiguous, read in place (NumPy or a CPU
+          tensor): position j holds the logits after the row's history and its first j drafts
+          (one forward pass over ``[next token, draft_0, ..., draft_{k-1}]``).
+        - ``drafts`` integer [rows, k]: the draft tokens (entries past ``draft_lengths[r]`` are
+          ignored); None when k = 0.
+        - ``draft_lengths`` integer [rows] in 0 .. k (None: k for every row).
+        - ``draft_probs`` float32 [rows, k, vocab] or None: the draft model's probabilities q
+          that each draft was sampled from; None means one-hot q (prompt lookup / n-gram drafts).
+        - ``allowed_tokens`` [rows, k + 1, ceil(vocab / 32)] uint32 or None: an allowed-token
+          bitmask per position, computed along the draft prefix (only for a config whose
+          constraint you enforce yourself; see below).
+
+        At each position the whole processor chain runs with the history as it is there (the
+        earlier drafts appended). Greedy: drafts are kept while each equals the processed
+        argmax; then that argmax is appended (the correction, or the bonus token after the last
+        draft). Sampling: draft x is kept with probability min(1, p(x) / q(x)); at the first
+        rejection a token is drawn from normalize(max(p - q, 0)); after the last draft a bonus
+        token is drawn from p. The tokens are distributed exactly as step() by step() sampling,
+        and the draws are keyed by (seed, row, token index), so a seeded run repeats and a row's
+        tokens do not depend on the other rows. Stopping rules apply token by token: a row that
+        stops keeps the tokens up to its stop. Beam search is out of scope (ValueError).
+
+        After the call, drop ``result.rollback[r]`` positions from the end of row r's KV cache
+        (the rejected drafts) and feed ``result.tokens[r]``. ``drafted_tokens`` and
+        ``accepted_tokens`` count each row's drafts and accepted ones over the generation."""
+        if self._constraint is not None:
+            raise ValueError("verify() under a constraint computed from the tokenizer is not supported yet: "
+                             "use a kvgen._core._Generator and pass allowed_tokens per position")
+        return super().verify(logits, drafts, draft_lengths, draft_probs=draft_probs, allowed_tokens=allowed_tokens)
+
+    @property
+    def acceptance_rate(self) -> Optional[float]:
+        """Accepted / drafted tokens over every row and verify() call so far; None before any draft."""
+        drafted = int(self.drafted_tokens.sum()) if self.rows else 0
+        return int(self.accepted_tokens.sum()) / drafted if drafted else None
 
     def result(self, strip_prompt: bool = True) -> GenerationResult:
         """The sequences so far (all finished once ``is_done()``), per input."""

@@ -42,6 +42,7 @@ struct DrawKeys {
   const int64_t* sequence_ids = nullptr;  // (rows) stable ids; nullptr: the row index
   int64_t step = 0;
   const float* mirostat_mu = nullptr;     // (rows) mirostat's mu; nullptr: its start, 2 * tau
+  const int64_t* steps = nullptr;         // (rows) each row's own step; nullptr: `step` for every row
 };
 
 // The softmax normalizer of a processed row: log p(x) = (x - max) - log_sum (as

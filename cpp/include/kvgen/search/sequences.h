@@ -43,10 +43,15 @@ class Sequences {
     return top_n_ && keep_raw_ ? raw_top_lp_.data() + r * new_stride_ * top_n_ : nullptr;
   }
 
-  // Makes room for one more token in every row (amortised: the capacity doubles), so
-  // that the appends of a step never allocate and never fail halfway. Moves the buffers:
-  // views from history() before the call are stale after it.
-  void reserve_next();
+  // Makes room for n more tokens in every row (amortised: the capacity doubles; never
+  // beyond max_new), so that the appends of a step never allocate and never fail halfway.
+  // Moves the buffers: views from history() before the call are stale after it.
+  void reserve_next(int64_t n = 1);
+
+  // Writes n tokens into row r's next free slots without changing its length (a
+  // speculative continuation that a history view with a longer length reads); the row's
+  // generated + n must stay within the room reserve_next(n) made.
+  void stage(int64_t r, const int64_t* tokens, int64_t n);
 
   // Appends a token with its processed (and raw) log-probability and, when top_n > 0, the
   // alternatives of row `tops_row` of `tops`; needs reserve_next() since the row's last append.
