@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import kvgen
 from kvgen import _core
 
 
@@ -67,3 +68,66 @@ def test_verify_and_truncate_refuse_bad_requests(model):
         slots.truncate(0, 4)
     with pytest.raises(ValueError, match="verify_positions"):
         _core._ModelSlots(model._core, 2, 64, verify_positions=65)
+
+
+# ---- the engine: speculative generation gives plain decoding's tokens ----------------------------
+
+def _grounded_prompt(model, words: int = 120) -> str:
+    """An input-grounded prompt: a passage, then its start again, which the model goes on copying."""
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / "data" / "pride_and_prejudice_ch1-2.txt").read_text()
+    passage = " ".join(text.split()[200:200 + words])
+    return f"{passage}\n\nThe same passage again:\n\n{' '.join(passage.split()[:12])}"
+
+
+def test_prompt_lookup_greedy_gives_plain_greedy_tokens(model, mode):
+    prompt = _grounded_prompt(model)
+    generator = kvgen.Generator(model, kvgen.GenerationConfig(max_new_tokens=48))
+    plain = generator.generate(prompt)
+    plain_ids = generator.last_result.sequences[0][0]
+    assert generator.last_stats.acceptance_rate is None
+    speculative = generator.generate(prompt, prompt_lookup_num_tokens=8)
+    assert np.array_equal(generator.last_result.sequences[0][0], plain_ids)
+    assert speculative == plain
+    stats = generator.last_stats
+    assert stats.drafted_tokens > 0 and stats.accepted_tokens > 0  # the drafts were verified
+    assert 0 < stats.acceptance_rate <= 1
+    assert stats.decode_steps < len(plain_ids) - 1  # fewer forward passes than tokens
+    assert "drafted tokens accepted" in stats.summary()
+
+
+def test_prompt_lookup_through_stream_chat_and_generate_batch(model):
+    prompt = _grounded_prompt(model, words=80)
+    config = kvgen.GenerationConfig(max_new_tokens=24)
+    generator = kvgen.Generator(model, config)
+    plain = generator.generate(prompt)
+    assert "".join(generator.stream(prompt, prompt_lookup_num_tokens=6)) == plain
+    assert generator.last_stats.drafted_tokens > 0
+    # a batch: speculating and plain requests side by side, one sampled (seeded: reproducible)
+    prompts = [prompt, "The capital of France is", _grounded_prompt(model, words=60)]
+    spec = kvgen.GenerationConfig(max_new_tokens=24, prompt_lookup_num_tokens=6)
+    sampled = kvgen.GenerationConfig(max_new_tokens=24, prompt_lookup_num_tokens=6, do_sample=True,
+                                     temperature=0.7, seed=5)
+    batch = generator.generate_batch(prompts, [spec, config, sampled], max_batch=3)
+    assert batch[0] == plain
+    assert batch[1] == generator.generate(prompts[1])
+    again = generator.generate_batch(prompts, [config, config, sampled], max_batch=2)
+    assert again[2] == batch[2]
+    messages = [{"role": "user", "content": "Repeat after me: " + prompt}]
+    assert generator.chat(messages, prompt_lookup_num_tokens=6) == generator.chat(messages)
+
+
+def test_speculation_refuses_beam_search(model):
+    generator = kvgen.Generator(model, kvgen.GenerationConfig(max_new_tokens=4, num_beams=2))
+    with pytest.raises(ValueError, match="beam search"):
+        generator.generate("Hello", prompt_lookup_num_tokens=4)
+
+
+def test_prompt_lookup_config_fields_are_checked():
+    with pytest.raises(ValueError, match="prompt_lookup_num_tokens"):
+        kvgen.GenerationConfig(prompt_lookup_num_tokens=0)
+    with pytest.raises(ValueError, match="max_matching_ngram_size"):
+        kvgen.GenerationConfig(max_matching_ngram_size=0)
+    config = kvgen.GenerationConfig.from_hf({"prompt_lookup_num_tokens": 10, "max_matching_ngram_size": 3})
+    assert (config.prompt_lookup_num_tokens, config.max_matching_ngram_size) == (10, 3)

@@ -183,20 +183,24 @@ class DraftLength:
 
 
 class CostModel:
-    """The engine's estimate of beta: the cost of one more token in a decode forward pass,
-    as a fraction of a decode row's (timed over the engine's own passes)."""
+    """An estimate of beta: the cost of one more token in a decode forward pass, as a fraction
+    of a decode row's, timed over the passes of a model's engines (decayed averages, with a
+    prior worth a few passes so that one pass slowed by other work on the machine does not
+    switch drafting off for good)."""
 
     PRIOR_BETA = 0.5
+    PRIOR_WEIGHT = 3.0
+    DECAY = 0.9
 
     def __init__(self) -> None:
-        self.row_seconds: Optional[float] = None    # per decode row of a pass without drafts
-        self.extra_seconds: Optional[float] = None  # per draft token of a pass with drafts
+        self.row_seconds: Optional[float] = None  # per decode row of a pass without drafts
+        self._beta_sum = 0.0                       # decayed sum of the passes' betas
+        self._weight = 0.0                         # and of their weights
 
     @property
     def beta(self) -> float:
-        if self.row_seconds is None or self.extra_seconds is None or self.row_seconds <= 0:
-            return self.PRIOR_BETA
-        return min(max(self.extra_seconds / self.row_seconds, 0.05), 2.0)
+        beta = (self.PRIOR_BETA * self.PRIOR_WEIGHT + self._beta_sum) / (self.PRIOR_WEIGHT + self._weight)
+        return min(max(beta, 0.05), 1.0)
 
     def observe(self, seconds: float, rows: int, extra: int) -> None:
         """A decode pass of `rows` rows carrying `extra` draft tokens took `seconds`."""
@@ -205,7 +209,7 @@ class CostModel:
         if extra == 0:
             per_row = seconds / rows
             self.row_seconds = per_row if self.row_seconds is None else 0.8 * self.row_seconds + 0.2 * per_row
-        elif self.row_seconds is not None:
-            per_extra = max(seconds - self.row_seconds * rows, 0.0) / extra
-            self.extra_seconds = (per_extra if self.extra_seconds is None
-                                  else 0.8 * self.extra_seconds + 0.2 * per_extra)
+        elif self.row_seconds is not None and self.row_seconds > 0:
+            beta = max(seconds - self.row_seconds * rows, 0.0) / extra / self.row_seconds
+            self._beta_sum = self._beta_sum * self.DECAY + beta
+            self._weight = self._weight * self.DECAY + 1.0

@@ -36,6 +36,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence, Union
 
@@ -43,10 +44,10 @@ import numpy as np
 
 from kvgen import _core
 from kvgen._core import GenerationConfig, StepResult
-from kvgen.generation.request_setup import RequestSetup
 from kvgen.generation.drafters import CostModel, DraftModel
+from kvgen.generation.request_setup import RequestSetup
 from kvgen.generation.results import GenerationResult, _result
-from kvgen.generation.speculation import MAX_DRAFT_TOKENS, Speculation, wants_speculation
+from kvgen.generation.speculation import DEFAULT_ASSISTANT_TOKENS, MAX_DRAFT_TOKENS, Speculation, wants_speculation
 from kvgen.generation.step import StepGenerator
 
 #: Prompt tokens per forward pass at most (one chunk of one prompt, or several short ones;
@@ -109,6 +110,9 @@ class Request:
         if self.speculates and generator._constraint is not None:
             self.speculates = False  # verify() takes no tokenizer constraint yet: plain decoding
         self.speculation: Optional[Speculation] = None
+        #: the longest draft this request may feed
+        self.speculation_tokens = (generator.config.prompt_lookup_num_tokens or DEFAULT_ASSISTANT_TOKENS
+                                   if self.speculates else 0)
         self.verifying: list[int] = []  # draft lengths fed with this step's chunks ([] for a plain step)
         self.drafts: list[list[int]] = []  # the drafts fed with this step's chunks, per row
 
@@ -148,6 +152,18 @@ class Request:
         return self.result
 
 
+# Per model, what a draft token costs in a forward pass, learnt over its engines (a
+# generate() call makes an engine of its own).
+_COST_MODELS: "weakref.WeakKeyDictionary[Any, CostModel]" = weakref.WeakKeyDictionary()
+
+
+def _cost_model(model: Any) -> CostModel:
+    try:
+        return _COST_MODELS.setdefault(model, CostModel())
+    except TypeError:  # an object without weak references: learnt per engine
+        return CostModel()
+
+
 class Engine:
     """Runs requests through ``model`` with continuous batching (see the module docstring).
 
@@ -160,13 +176,14 @@ class Engine:
     loop in the caller's thread.
     """
 
-    def __init__(self, model, slots: int = 8, context: Optional[int] = None, *, max_draft_tokens: int = MAX_DRAFT_TOKENS):
+    def __init__(self, model, slots: int = 8, context: Optional[int] = None, *,
+                 max_draft_tokens: int = MAX_DRAFT_TOKENS):
         self.model = model
         context = context or model.context_length
         self._slots = _core._ModelSlots(model._core, slots, context,
                                         verify_positions=min(context, max(max_draft_tokens, 0) + 1))
         self._logits = self._slots.logits  # (slots, vocab) view, valid as long as _slots
-        self._cost = CostModel()  # what a draft token costs in a forward pass (adaptive draft length)
+        self._cost = _cost_model(model)  # what a draft token costs in a forward pass (adaptive draft length)
         self._drafters: dict[int, DraftModel] = {}  # id(draft model) -> its slots beside these
         self._free = [True] * slots
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()  # new requests, and None to wake the loop
@@ -212,7 +229,7 @@ class Engine:
         if not isinstance(setup, RequestSetup):
             setup = RequestSetup(setup)
         request = Request([prompt], setup.step_generator(self.model), self.context, logprobs=logprobs,
-                          on_update=on_update)
+                          on_update=on_update, assistant_model=setup.assistant_model)
         request._wake = lambda: self._inbox.put(None)
         with self._lock:
             if self._closed:
@@ -588,7 +605,8 @@ def one_request(model, prompts: Sequence[Sequence[int]], setup: RequestSetup, *,
     as its longest prompt plus new tokens), with the request added: the caller runs
     ``engine.step()`` until ``request.done()``. Bad settings and a context overflow raise here."""
     request = Request(prompts, setup.step_generator(model, output_raw_logprobs), model.context_length,
-                      sequence_ids=sequence_ids)
-    engine = Engine(model, slots=request.rows, context=max(1, request.positions))
+                      sequence_ids=sequence_ids, assistant_model=setup.assistant_model)
+    draft = request.speculation_tokens if request.speculates else 0
+    engine = Engine(model, slots=request.rows, context=max(1, request.positions), max_draft_tokens=draft)
     engine.add(request)
     return engine, request
