@@ -89,6 +89,13 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--api-key", help="require 'Authorization: Bearer KEY' on every request")
     serve.add_argument("--activations", choices=("int8x2", "int8", "float"),
                        help="what quantized weights multiply (default int8x2; see kvgen.Model.activations)")
+    spec = serve.add_argument_group("speculative decoding (vLLM: --speculative-config '{\"method\": \"ngram\", ...}'; "
+                                    "llama.cpp: --draft-max, --spec-type ngram)")
+    spec.add_argument("--speculative-ngram", type=int, metavar="N",
+                      help="draft up to N tokens per step by prompt lookup for requests that set no "
+                           "prompt_lookup_num_tokens (same output, faster on input-grounded text; default: off)")
+    spec.add_argument("--speculative-ngram-size", type=int, metavar="M",
+                      help="longest n-gram prompt lookup matches (default 2)")
     guard = serve.add_argument_group("cross-site protection")
     guard.add_argument("--allowed-hosts", action="append", default=[], metavar="NAME",
                        help="also accept requests whose Host header is NAME (repeatable; '*': any), beyond the bound "
@@ -269,7 +276,8 @@ def _serve(args) -> int:
                                 max_queued_tokens=args.max_queued_tokens, max_queued_requests=args.max_queued_requests,
                                 max_body_bytes=int(args.max_body_mb * (1 << 20)), request_timeout=args.request_timeout)
     serve(model, host=args.host, port=args.port, max_batch=args.max_batch, api_key=args.api_key, limits=limits,
-          allowed_hosts=tuple(args.allowed_hosts), allowed_origins=tuple(args.allowed_origins), sock=sock)
+          allowed_hosts=tuple(args.allowed_hosts), allowed_origins=tuple(args.allowed_origins), sock=sock,
+          speculative_ngram=args.speculative_ngram, speculative_ngram_size=args.speculative_ngram_size)
     return 0
 
 

@@ -84,6 +84,8 @@ class DraftModel:
                              f"({context})")
         self.model = model
         self._slots = _core._ModelSlots(model._core, slots, context)
+        #: what a draft token costs here: the draft model's passes and the target's verification
+        self.cost = CostModel()
         self._logits = self._slots.logits
         self._fed: list[int] = [0] * slots  # tokens of each slot's row in the draft cache
         self._drafts_fed: list[int] = [0] * slots  # of which drafts not yet verified
@@ -145,13 +147,13 @@ class DraftLength:
 
     #: weight of the past in the acceptance estimate per observed position
     DECAY = 0.9
-    #: prior pseudo-counts: a = 0.5 until verdicts come in
+    #: prior pseudo-counts (accepted + rejected = 2 PRIOR) at the prior rate, until verdicts come in
     PRIOR = 1.0
 
-    def __init__(self, max_tokens: int):
+    def __init__(self, max_tokens: int, prior_rate: float = 0.5):
         self.max_tokens = max_tokens
-        self.accepted = self.PRIOR
-        self.rejected = self.PRIOR
+        self.accepted = 2 * self.PRIOR * prior_rate
+        self.rejected = 2 * self.PRIOR * (1 - prior_rate)
 
     @property
     def rate(self) -> float:

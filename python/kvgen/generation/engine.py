@@ -378,6 +378,7 @@ class Engine:
         budget = PREFILL_CHUNK
         decode_rows = extra = 0
         self._draft_seconds = 0.0
+        self._pass_cost = self._cost
         for r in self._active:
             first = r.first_slot
             assert first is not None
@@ -414,7 +415,7 @@ class Engine:
             start = time.perf_counter()
             self._slots.forward(chunks, verify)
             if budget == PREFILL_CHUNK:  # a decode-only pass times what draft tokens cost
-                self._cost.observe(time.perf_counter() - start + self._draft_seconds, decode_rows, extra)
+                self._pass_cost.observe(time.perf_counter() - start + self._draft_seconds, decode_rows, extra)
         except Exception as e:  # the model checks every chunk first, so nothing was computed
             for r in ready:
                 self._retire(r, error=e)
@@ -483,8 +484,11 @@ class Engine:
             # the chunk is the next token and the drafts: all within the slot
             room.append(max(0, min(limit, left, self.context - self._slots.length(first + k) - 1)))
         start = time.perf_counter()
-        drafts = spec.drafts(first, r.running, room, self._cost.beta)
+        cost = self._cost if spec.assistant is None else spec.assistant.cost
+        drafts = spec.drafts(first, r.running, room, cost.beta)
         self._draft_seconds += time.perf_counter() - start
+        if spec.assistant is not None:
+            self._pass_cost = spec.assistant.cost  # the pass times the draft model's drafting
         return drafts if any(drafts) else None
 
     def _advance_verified(self, r: Request) -> None:

@@ -19,6 +19,8 @@ MAX_DRAFT_TOKENS = 64
 #: The draft length with a draft model when the config names none (transformers'
 #: num_assistant_tokens is 20, for GPUs; on a CPU a verification pass grows with its tokens).
 DEFAULT_ASSISTANT_TOKENS = 5
+#: A draft-model row that stopped drafting (low acceptance) tries one draft token this often.
+PROBE_EVERY = 8
 
 
 def wants_speculation(config: GenerationConfig, assistant: Any = None) -> bool:
@@ -48,7 +50,11 @@ class Speculation:
             for _ in range(rows_per_prompt):
                 self.tokens.append([int(t) for t in p])
                 self.lookups.append(NgramLookup(p, ngram) if assistant is None else None)
-        self.lengths = [DraftLength(self.max_tokens) for _ in self.tokens]
+        # a draft model starts trusted (it is there to agree with the target); prompt lookup
+        # starts at a coin's odds and learns from its shadow drafts
+        self.lengths = [DraftLength(self.max_tokens, prior_rate=0.8 if assistant is not None else 0.5)
+                        for _ in self.tokens]
+        self.idle = [0] * len(self.tokens)  # draft model: plain steps since the row last drafted
         self.shadow: list[Optional[int]] = [None] * len(self.tokens)  # a plain step's unverified proposal
         self.drafted = 0
         self.accepted = 0
@@ -67,9 +73,13 @@ class Speculation:
             want = {}
             for r, run in enumerate(running):
                 if run:
-                    k = min(self.lengths[r].choose(beta) if self.lengths[r].accepted > 0 else self.max_tokens,
-                            room[r])
-                    want[first_slot + r] = (self.tokens[r], max(k, 0))
+                    k = self.lengths[r].choose(beta)
+                    if k == 0:  # a draft costs a draft-model pass: probe once in a while instead of shadowing
+                        self.idle[r] += 1
+                        k = 1 if self.idle[r] >= PROBE_EVERY else 0
+                    if k:
+                        self.idle[r] = 0
+                    want[first_slot + r] = (self.tokens[r], max(min(k, room[r]), 0))
             if want:
                 proposed = self.assistant.propose(want)
                 for slot, d in proposed.items():

@@ -59,6 +59,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 
+from kvgen._core import GenerationConfig
 from kvgen.generation.engine import Engine
 from kvgen.server.protocol import ApiError, RequestLimits, chat_request, completion_request
 from kvgen.server.responses import Completion, Responder, error_of
@@ -259,15 +260,23 @@ class _Trimmer:
 
 def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, model_name: Optional[str] = None,
                limits: Optional[ServerLimits] = None, host: str = "127.0.0.1", allowed_hosts: tuple[str, ...] = (),
-               allowed_origins: tuple[str, ...] = ()) -> FastAPI:
+               allowed_origins: tuple[str, ...] = (), speculative_ngram: Optional[int] = None,
+               speculative_ngram_size: Optional[int] = None) -> FastAPI:
     """The FastAPI application serving ``model`` with an Engine of ``max_batch`` slots, within
     ``limits`` (default: ServerLimits.sized to the machine), for clients that reach it as
-    ``host`` (its bound address), localhost or one of ``allowed_hosts``."""
+    ``host`` (its bound address), localhost or one of ``allowed_hosts``. ``speculative_ngram``:
+    requests that set no ``prompt_lookup_num_tokens`` draft up to this many tokens by prompt
+    lookup (n-grams up to ``speculative_ngram_size``), verified as they are generated."""
     trimmer = _Trimmer()  # first: it sets the allocator's limits before the engine's threads start
     engine = Engine(model, slots=max_batch)
     limits = limits or ServerLimits.sized(max_batch, model.context_length)
     name = model_name or (model.path.stem if getattr(model, "path", None) else "kvgen")
-    server = Responder(model, engine, name)
+    speculation = {}
+    if speculative_ngram is not None:
+        # checked as the config fields they set (ValueError naming the field)
+        GenerationConfig(prompt_lookup_num_tokens=speculative_ngram, max_matching_ngram_size=speculative_ngram_size)
+        speculation = {"prompt_lookup_num_tokens": speculative_ngram, "max_matching_ngram_size": speculative_ngram_size}
+    server = Responder(model, engine, name, speculation)
     admission = _Admission(limits)
     background: set = set()  # the trimmer's tasks (held until done)
 
@@ -442,7 +451,8 @@ def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, mode
 def serve(model, *, host: str = "127.0.0.1", port: int = 8000, max_batch: int = 8, api_key: Optional[str] = None,
           limits: Optional[ServerLimits] = None, allowed_hosts: tuple[str, ...] = (),
           allowed_origins: tuple[str, ...] = (), shutdown_timeout: float = 3.0,
-          sock: Optional[socket.socket] = None) -> None:
+          sock: Optional[socket.socket] = None, speculative_ngram: Optional[int] = None,
+          speculative_ngram_size: Optional[int] = None) -> None:
     """Runs the server until interrupted; on SIGTERM or Ctrl-C, requests still running after
     ``shutdown_timeout`` seconds are cancelled and the server exits. ``sock``: a socket
     listening on ``host``:``port`` (default: bound here, see listening_socket)."""
@@ -453,7 +463,8 @@ def serve(model, *, host: str = "127.0.0.1", port: int = 8000, max_batch: int = 
         print(f"kvgen serve: warning: listening on {host} without --api-key: anyone who can reach this address can "
               "use the model", file=sys.stderr, flush=True)
     app = create_app(model, max_batch=max_batch, api_key=api_key, limits=limits, host=host,
-                     allowed_hosts=allowed_hosts, allowed_origins=allowed_origins)
+                     allowed_hosts=allowed_hosts, allowed_origins=allowed_origins,
+                     speculative_ngram=speculative_ngram, speculative_ngram_size=speculative_ngram_size)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=shutdown_timeout)
     with sock:
         uvicorn.Server(config).run(sockets=[sock])

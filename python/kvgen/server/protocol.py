@@ -246,6 +246,9 @@ _SAMPLING_FIELDS: dict[str, Callable[[str, Any], Any]] = {
     "top_k": _integer(0, 2**31 - 1),
     "min_p": _real(0.0, 1.0),
     "repetition_penalty": _real(0.0, 10.0, open_low=True),
+    # speculative decoding by prompt lookup (transformers' names; kvgen serve --speculative-ngram sets a default)
+    "prompt_lookup_num_tokens": _integer(1, 64),
+    "max_matching_ngram_size": _integer(1, 64),
     # structured output: OpenAI's response_format, kvgen's fields and vLLM's names for them
     "response_format": _response_format,
     "regex": _string, "guided_regex": _string,
@@ -331,7 +334,9 @@ def _settings(values: dict, max_tokens: int, n: int) -> GenerationConfig:
         max_new_tokens=max_tokens, do_sample=sampling, **truncation, seed=values.get("seed"),
         presence_penalty=values.get("presence_penalty", 0.0), frequency_penalty=values.get("frequency_penalty", 0.0),
         repetition_penalty=values.get("repetition_penalty", 1.0), logit_bias=values.get("logit_bias", {}),
-        stop_strings=values.get("stop", []), num_return_sequences=n if sampling else 1)
+        stop_strings=values.get("stop", []), num_return_sequences=n if sampling else 1,
+        prompt_lookup_num_tokens=values.get("prompt_lookup_num_tokens"),
+        max_matching_ngram_size=values.get("max_matching_ngram_size"))
     constraint = _constraint(values)
     if constraint is not None:
         setattr(config, *constraint)
