@@ -36,7 +36,8 @@ def test_served_prompt_lookup_gives_the_plain_text_and_reports_acceptance(model)
     plain = _complete(create_app(model, max_batch=2, allowed_hosts=("*",)))
     assert "speculative" not in plain["usage"]
     by_flag = _complete(create_app(model, max_batch=2, allowed_hosts=("*",), speculative_ngram=8))
-    by_field = _complete(create_app(model, max_batch=2, allowed_hosts=("*",)), prompt_lookup_num_tokens=8, max_matching_ngram_size=3)
+    by_field = _complete(create_app(model, max_batch=2, allowed_hosts=("*",)), prompt_lookup_num_tokens=8,
+                         max_matching_ngram_size=3)
     for body in (by_flag, by_field):
         assert body["choices"][0]["text"] == plain["choices"][0]["text"]
         spec = body["usage"]["speculative"]
