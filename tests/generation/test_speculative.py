@@ -131,3 +131,26 @@ def test_prompt_lookup_config_fields_are_checked():
         kvgen.GenerationConfig(max_matching_ngram_size=0)
     config = kvgen.GenerationConfig.from_hf({"prompt_lookup_num_tokens": 10, "max_matching_ngram_size": 3})
     assert (config.prompt_lookup_num_tokens, config.max_matching_ngram_size) == (10, 3)
+
+
+def test_structured_output_stays_valid_and_identical_under_prompt_lookup(model):
+    import json
+
+    import jsonschema
+
+    schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 40},
+                                               "town": {"type": "string", "maxLength": 40},
+                                               "daughters": {"type": "integer"}},
+              "required": ["name", "town", "daughters"]}
+    record = '{"name": "Mr. Bennet", "town": "Longbourn", "daughters": 5}'
+    prompt = (f"Records of the neighbourhood:\n{record}\n{record.replace('Bennet', 'Lucas')}\n"
+              f"The first record again, as JSON:\n")
+    generator = kvgen.Generator(model, kvgen.GenerationConfig(max_new_tokens=40, json_schema=schema))
+    plain = generator.generate(prompt)
+    speculative = generator.generate(prompt, prompt_lookup_num_tokens=8, max_matching_ngram_size=3)
+    assert speculative == plain
+    jsonschema.validate(json.loads(speculative), schema)
+    assert generator.last_stats.drafted_tokens > 0
+    towns = kvgen.Generator(model, kvgen.GenerationConfig(max_new_tokens=8, choices=["Longbourn", "Netherfield"]))
+    town = towns.generate(prompt + "The town: ", prompt_lookup_num_tokens=4)
+    assert town == towns.generate(prompt + "The town: ") and town in ("Longbourn", "Netherfield")

@@ -123,3 +123,50 @@ class Speculation:
             if self.assistant is not None:
                 self.assistant.rollback(first_slot + r, len(self.tokens[r]), int(accepted[r]))
             self._extend(r, emitted[r])
+
+
+# ---- constrained decoding under speculation -------------------------------------------------------
+
+def draft_masks(generator: Any, drafts: list[list[int]], running: Sequence[bool]) -> np.ndarray:
+    """The allowed-token masks (rows, k + 1, words) int32 of every draft position of a request
+    under a constraint: each row's matcher consumes its drafts, a mask after each, then rolls
+    back. A draft is cut (in place) before the first token its grammar refuses (it could not
+    be accepted) and before a token that completes the grammar (which only the verified
+    correction may bring, so the row stops there as plain decoding stops it)."""
+    import llguidance.numpy as llg_numpy
+
+    matchers = generator._matchers
+    first = matchers.wait()  # (rows, words): the masks of position 0, filled after the last step
+    k = max((len(d) for d in drafts), default=0)
+    masks = np.full((len(drafts), k + 1, first.shape[1]), -1, dtype=np.int32)
+    masks[:, 0] = first
+    for r, draft in enumerate(drafts):
+        if not running[r] or matchers.dead[r] or not draft:
+            continue
+        matcher = matchers.matchers[r]
+        consumed = 0
+        for token in draft:
+            if not matcher.validate_tokens([token]) or not matcher.consume_token(token):
+                break
+            if matcher.is_stopped() or matcher.is_error():
+                matcher.rollback(1)
+                break
+            consumed += 1
+            llg_numpy.fill_next_token_bitmask(matcher, masks[r], consumed)
+        if consumed:
+            matcher.rollback(consumed)
+        del draft[consumed:]
+    return masks
+
+
+def follow_verified(generator: Any, emitted: Sequence[Sequence[int]], running: Sequence[bool]) -> None:
+    """After a verification under a constraint: the matchers consume each row's emitted tokens,
+    rows whose grammar is now complete stop, and the next masks are filled in the background."""
+    matchers = generator._matchers
+    longest = max((len(e) for e in emitted), default=0)
+    for i in range(longest):
+        tokens = np.array([e[i] if i < len(e) else 0 for e in emitted], dtype=np.int64)
+        for r in matchers.advance(tokens, [run and i < len(e) for run, e in zip(running, emitted)], None):
+            generator._stop_row(r)
+    if not generator.is_done():
+        matchers.fill_in_background()
