@@ -154,3 +154,28 @@ def test_structured_output_stays_valid_and_identical_under_prompt_lookup(model):
     towns = kvgen.Generator(model, kvgen.GenerationConfig(max_new_tokens=8, choices=["Longbourn", "Netherfield"]))
     town = towns.generate(prompt + "The town: ", prompt_lookup_num_tokens=4)
     assert town == towns.generate(prompt + "The town: ") and town in ("Longbourn", "Netherfield")
+
+
+def test_a_draft_model_gives_plain_greedy_tokens(model):
+    """SmolLM2 drafting for itself: every greedy draft is accepted, the tokens are plain decoding's."""
+    prompt = "The three primary colors are"
+    plain = kvgen.Generator(model, kvgen.GenerationConfig(max_new_tokens=24))
+    drafted = kvgen.Generator(model, kvgen.GenerationConfig(max_new_tokens=24), assistant_model=model)
+    assert drafted.generate(prompt) == plain.generate(prompt)
+    assert drafted.last_stats.drafted_tokens > 0
+    assert drafted.last_stats.accepted_tokens == drafted.last_stats.drafted_tokens
+    # per call, as transformers' generate(assistant_model=...)
+    assert plain.generate(prompt, assistant_model=model) == plain.generate(prompt)
+    with pytest.raises(ValueError, match="one drafter"):
+        plain.generate(prompt, assistant_model=model, prompt_lookup_num_tokens=3)
+
+
+def test_a_draft_model_must_share_the_vocabulary(model):
+    from kvgen.generation.drafters import DraftModel
+
+    class Other:
+        vocab_size = model.vocab_size + 1
+        context_length = model.context_length
+
+    with pytest.raises(ValueError, match="vocabulary"):
+        DraftModel(Other(), model, 1, 64)

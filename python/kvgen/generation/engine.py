@@ -47,8 +47,14 @@ from kvgen._core import GenerationConfig, StepResult
 from kvgen.generation.drafters import CostModel, DraftModel
 from kvgen.generation.request_setup import RequestSetup
 from kvgen.generation.results import GenerationResult, _result
-from kvgen.generation.speculation import (DEFAULT_ASSISTANT_TOKENS, MAX_DRAFT_TOKENS, Speculation, draft_masks,
-                                          follow_verified, wants_speculation)
+from kvgen.generation.speculation import (
+    DEFAULT_ASSISTANT_TOKENS,
+    MAX_DRAFT_TOKENS,
+    Speculation,
+    draft_masks,
+    follow_verified,
+    wants_speculation,
+)
 from kvgen.generation.step import StepGenerator
 
 #: Prompt tokens per forward pass at most (one chunk of one prompt, or several short ones;
