@@ -92,6 +92,9 @@ def main() -> None:
     parser.add_argument("--pause-s", type=float, default=0.2, help="pause before each timed call (0.2)")
     parser.add_argument("--tokens", type=int, default=None, help="new tokens per generation (default 160, 32 quick)")
     parser.add_argument("--no-llama", action="store_true", help="skip llama-cpp-python")
+    parser.add_argument("--llama-threads", type=int, default=1,
+                        help="llama.cpp's threads (default 1: its threads wait for each other at every barrier, "
+                             "and on a shared 2-core machine 2 threads collapse whenever another process takes a core)")
     args = harness.parse_args(parser)
     n = args.tokens or (32 if args.quick else 160)
 
@@ -121,7 +124,8 @@ def main() -> None:
         from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
 
         versions["llama_cpp_python"] = llama_cpp.__version__
-        common = dict(model_path=str(model.path), n_ctx=2048, n_threads=args.threads, n_threads_batch=args.threads,
+        common = dict(model_path=str(model.path), n_ctx=2048, n_threads=args.llama_threads,
+                      n_threads_batch=args.llama_threads,
                       verbose=False, logits_all=False)
         plain_llm = llama_cpp.Llama(**common)
         lookup_llm = llama_cpp.Llama(**common, draft_model=LlamaPromptLookupDecoding(
@@ -129,7 +133,8 @@ def main() -> None:
         jobs["llama.cpp grounded greedy plain"] = llama_job(plain_llm, grounded, n)
         jobs["llama.cpp grounded greedy lookup"] = llama_job(lookup_llm, grounded, n)
 
-    env = harness.environment(versions, {name: args.threads for name in jobs})
+    env = harness.environment(versions, {name: args.llama_threads if name.startswith("llama.cpp") else args.threads
+                                         for name in jobs})
     harness.print_environment(env, {"load": "the machine is shared with other work: compare rows of one run"})
     print(f"prompts: grounded {len(grounded)} tokens, open {len(story)} tokens; {n} new tokens per run")
 
