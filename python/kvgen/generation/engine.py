@@ -533,6 +533,7 @@ class Engine:
         r.next_tokens = result.tokens
         reasons = r.generator.finish_reasons
         r.running = [reason is None for reason in reasons]
+        done = r.generator.is_done()  # a row whose grammar completed stopped after the verdict
         if r.on_update is not None:
             lps = [[float(x) for x in lp] for lp in result.emitted_logprobs] if r.logprobs else None
             count = max((len(e) for e in emitted), default=0)
@@ -542,8 +543,8 @@ class Engine:
                 self._notify(r, StepUpdate(
                     tokens, [lp[i] if i < len(lp) else None for lp in lps] if lps is not None else None,
                     [reason if is_last else None for reason, is_last in zip(reasons, last)],
-                    result.done and i == count - 1))
-        if result.done:
+                    done and i == count - 1))
+        if done:
             self._retire(r)
 
     @staticmethod
