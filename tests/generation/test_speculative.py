@@ -179,3 +179,12 @@ def test_a_draft_model_must_share_the_vocabulary(model):
 
     with pytest.raises(ValueError, match="vocabulary"):
         DraftModel(Other(), model, 1, 64)
+
+
+def test_token_streaming_under_prompt_lookup_yields_every_token(model):
+    prompt = model.encode(_grounded_prompt(model, words=60))
+    generator = kvgen.Generator(model, kvgen.GenerationConfig(max_new_tokens=20))
+    plain = [int(step[0]) for step in generator.stream([prompt])]
+    speculative = [int(step[0]) for step in generator.stream([prompt], prompt_lookup_num_tokens=6)]
+    assert generator.last_stats.drafted_tokens > 0
+    assert speculative == plain

@@ -272,6 +272,7 @@ class ModelGenerator:
         skip_special = options.skip_special_tokens
         text = IncrementalText(lambda tokens: self.model.decode(tokens, skip_special))
         read = 0  # generated tokens already in a piece
+        seen = [len(p) for p in ids for _ in range(generator.rows // len(ids))]  # per row, tokens yielded
         pending: list[tuple[Any, ...]] = []  # each step's (logprobs, top ids, ...) since the last piece
         while True:
             if as_text:
@@ -281,11 +282,27 @@ class ModelGenerator:
                 if piece:
                     yield TextPiece.of(piece, generated[read:], pending)
                     pending, read = [], len(generated)
-            else:
+            elif request.speculation is None:
                 yield generator.next_tokens
+            else:  # a verified step may bring several tokens per row: one array per position
+                yield from self._new_tokens(generator, seen)
             if request.done():
                 break
             self._advance(engine, request)
+
+    @staticmethod
+    def _new_tokens(generator: Any, seen: list[int]) -> Iterator[npt.NDArray[np.int64]]:
+        """Each row's tokens since the last call, as int64 [rows] arrays position by position
+        (a row with fewer new tokens gets the pad token, as a finished row does)."""
+        sequences = generator.sequences
+        new = [s[k:] for s, k in zip(sequences, seen)]
+        pad, eos = generator.config.pad_token_id, generator.config.eos_token_id
+        if pad is None:
+            pad = (eos[0] if eos else 0) if isinstance(eos, list) else (eos if eos is not None else 0)
+        for i in range(max((len(n) for n in new), default=0)):
+            yield np.array([int(n[i]) if i < len(n) else pad for n in new], dtype=np.int64)
+        for r, s in enumerate(sequences):
+            seen[r] = len(s)
 
     # --- chat -------------------------------------------------------------------------------
 
