@@ -63,6 +63,9 @@ def _parser() -> argparse.ArgumentParser:
                            help="print the --stop text that ended the generation (the default)")
     stop_text.add_argument("--no-stop", dest="include_stop", action="store_false",
                            help="leave the --stop text that ended the generation out of the output")
+    gen.add_argument("--prompt-lookup", type=int, metavar="N",
+                     help="speculative decoding: draft up to N tokens per step from the prompt (same output; faster "
+                          "when the answer quotes the prompt); the summary shows the accepted drafts")
     gen.add_argument("--ignore-eos", action="store_true",
                      help="keep generating past the end-of-sequence token (for timing runs)")
     constraint = gen.add_argument_group("structured output (at most one; only the constrained text is printed)")
@@ -156,6 +159,8 @@ def _config(args):
         fields["stop_strings"] = args.stop
     if args.ignore_eos:
         fields["min_new_tokens"] = args.max_new_tokens
+    if args.prompt_lookup is not None:
+        fields["prompt_lookup_num_tokens"] = args.prompt_lookup
     fields.update(_constraint(args))
     config = kvgen.GenerationConfig(**fields)
     config.validate()
