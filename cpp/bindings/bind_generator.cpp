@@ -484,6 +484,15 @@ void register_generator(py::module_& m) {
   py::class_<VerifyResult>(m, "VerifyResult",
                            "What Generator.verify() returns: per row, the draft tokens accepted, the tokens "
                            "appended, the token to feed next and the KV-cache positions to roll back.")
+      .def(py::init([](py::array_t<int64_t> tokens, bool done, py::array_t<int64_t> accepted,
+                       py::array_t<int64_t> rollback, py::array_t<int64_t> num_emitted, py::list emitted,
+                       py::list emitted_logprobs, py::object logprobs) {
+             return VerifyResult{std::move(tokens), done, std::move(accepted), std::move(rollback),
+                                 std::move(num_emitted), std::move(emitted), std::move(emitted_logprobs),
+                                 std::move(logprobs)};
+           }),
+           py::arg("tokens"), py::arg("done"), py::arg("accepted"), py::arg("rollback"), py::arg("num_emitted"),
+           py::arg("emitted"), py::arg("emitted_logprobs"), py::arg("logprobs"))
       .def_readonly("tokens", &VerifyResult::tokens,
                     "int64 [rows]: the token to feed next (the correction or bonus token; pad_token_id for "
                     "finished rows).")

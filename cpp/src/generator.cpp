@@ -15,6 +15,15 @@
 namespace kvgen {
 namespace {
 
+// A draft probability that is no probability (NaN, negative, infinite): ValueError naming it.
+// Checked where verify() reads it (q(x) of every draft, the whole row after a rejection), so
+// a large vocabulary costs no extra pass per draft.
+void check_draft_prob(float value, int64_t r, int64_t j, int64_t t) {
+  if (value >= 0.0f && value < kernels::kPosInf) return;
+  throw ValueError("draft_probs[" + std::to_string(r) + ", " + std::to_string(j) + ", " + std::to_string(t) +
+                   "] = " + std::to_string(value) + ": the draft probabilities must be finite and >= 0");
+}
+
 int64_t pad_of(const GenerationConfig& c) {
   if (c.pad_token_id) return *c.pad_token_id;
   return c.eos_token_id.empty() ? 0 : c.eos_token_id.front();  // HF: pad = eos[0]
@@ -350,14 +359,6 @@ void Generator::check_verify_inputs(int64_t positions, const int64_t* drafts, co
         throw ValueError("drafts[" + std::to_string(r) + ", " + std::to_string(j) + "] = " + std::to_string(t) +
                          " is outside the vocabulary [0, " + std::to_string(vocab_) + ")");
     }
-    if (!draft_probs || !row_running(r)) continue;
-    for (int64_t j = 0; j < n; ++j) {
-      const float* q = draft_probs + (r * k + j) * vocab_;
-      for (int64_t t = 0; t < vocab_; ++t)
-        if (!(q[t] >= 0.0f) || q[t] == kernels::kPosInf)
-          throw ValueError("draft_probs[" + std::to_string(r) + ", " + std::to_string(j) + ", " + std::to_string(t) +
-                           "] = " + std::to_string(q[t]) + ": the draft probabilities must be finite and >= 0");
-    }
   }
   if (!config().has_constraint()) {
     if (allowed) throw ValueError("an allowed-token mask was given, but the GenerationConfig has no constraint");
@@ -468,6 +469,7 @@ void Generator::verify_row(int64_t r, const float* logits, int64_t positions, co
         accept = drawn == x;
       } else {
         // accept with probability min(1, p(x) / q(x)): u * q(x) < p(x) for u uniform in [0, 1)
+        if (q) check_draft_prob(q[x], r, j, x);
         const double px = std::exp(lpx), qx = q ? static_cast<double>(q[x]) : 1.0;
         accept = Philox4x32::uniform(seed_, key, static_cast<uint64_t>(step), kAcceptLane) * qx < px;
       }
@@ -482,6 +484,7 @@ void Generator::verify_row(int64_t r, const float* logits, int64_t positions, co
         double total = 0.0;
         if (q) {
           for (int64_t t = 0; t < vocab; ++t) {
+            check_draft_prob(q[t], r, j, t);
             w[t] = std::max(static_cast<float>(w[t] / sum - q[t]), 0.0f);
             total += w[t];
           }

@@ -5,7 +5,7 @@ A C++ core (sampling kernels, search, KV-cached transformers) behind a small Pyt
 
 from kvgen import _config
 from kvgen._config import from_dict, from_hf
-from kvgen._core import GenerationConfig, StepResult, get_num_threads, sample, set_num_threads
+from kvgen._core import GenerationConfig, StepResult, VerifyResult, get_num_threads, sample, set_num_threads
 from kvgen._default_model import default_model_path, load_default
 from kvgen._generator import Generator, generate, stream
 from kvgen._model import Model
@@ -28,6 +28,7 @@ __all__ = [
     "Model",
     "ModelGenerator",
     "StepResult",
+    "VerifyResult",
     "TextPiece",
     "default_model_path",
     "generate",

@@ -190,6 +190,11 @@ class StepResult:
     def raw_top_logprobs(self) -> npt.NDArray[np.float32] | None: ...
 
 class VerifyResult:
+    def __init__(
+        self, tokens: npt.NDArray[np.int64], done: bool, accepted: npt.NDArray[np.int64],
+        rollback: npt.NDArray[np.int64], num_emitted: npt.NDArray[np.int64], emitted: list[npt.NDArray[np.int64]],
+        emitted_logprobs: list[npt.NDArray[np.float32]], logprobs: npt.NDArray[np.float32],
+    ) -> None: ...
     @property
     def tokens(self) -> npt.NDArray[np.int64]: ...
     @property

@@ -45,6 +45,13 @@ class Generator(StepGenerator):
     search): a NumPy view over the generator's own buffer, no copy, overwritten by the next step
     (a step that raises may leave it partly written), None before the first step.
 
+    Speculative decoding: ``verify(logits, drafts, draft_lengths)`` checks up to k draft
+    tokens per row against your model's logits at k + 1 positions [rows, k + 1, vocab] and
+    appends what each row keeps (greedy: token for token plain greedy's; sampling: the
+    rejection rule, exactly plain sampling's distribution; not under beam search). It returns
+    a ``VerifyResult``: per row ``accepted``, ``rollback`` (KV positions to drop), ``emitted``
+    and the next ``tokens``. See StepGenerator.verify.
+
     The state readers (``sequences``, ``next_tokens``, ``last_logits``, ``result()``, ...)
     take the lock that ``step()`` holds, so other threads may read while one steps.
     """

@@ -1,6 +1,7 @@
 // Generator end to end on hand-made logits, without Python: greedy picks, keyed sampling
 // draws, beam search (parents, length penalty, early stopping, n-best) and the stopping
-// rules (EOS, max_new_tokens / max_length, min_new_tokens, stop sequences, stop strings).
+// rules (EOS, max_new_tokens / max_length, min_new_tokens, stop sequences, stop strings),
+// and speculative verification (verify(): greedy runs, the rejection rule's keyed coins).
 // Every expectation is worked out from the definitions: argmax with ties to the smaller
 // id, log-softmax, the inverse-CDF draw of a keyed uniform, Hugging Face's beam search
 // bookkeeping (score = sum of log-probs / generated ** length_penalty).
@@ -490,6 +491,144 @@ void early_stopping_rules() {
   CHECK_NEAR(results[0][1].score, std::log(.4), 1e-5);
 }
 
+
+// ---- speculative verification ------------------------------------------------------------
+
+// verify() over (rows, positions, vocab) logits given as rows of positions.
+StepOutput verify(Generator& g, const std::vector<std::vector<std::vector<float>>>& rows,
+                  const std::vector<std::vector<int64_t>>& drafts, const std::vector<int64_t>& lengths,
+                  const std::vector<float>* q = nullptr) {
+  const int64_t positions = static_cast<int64_t>(rows[0].size()), k = positions - 1;
+  std::vector<float> logits;
+  for (const auto& row : rows)
+    for (const auto& pos : row) logits.insert(logits.end(), pos.begin(), pos.end());
+  std::vector<int64_t> flat;
+  for (const auto& d : drafts) {
+    flat.insert(flat.end(), d.begin(), d.end());
+    flat.resize(flat.size() + (k - static_cast<int64_t>(d.size())), -1);
+  }
+  g.verify(logits.data(), g.rows(), positions, kVocab, flat.data(), lengths.data(), q ? q->data() : nullptr);
+  return g.last_step();
+}
+
+void greedy_verify_accepts_drafts_while_they_equal_the_argmax() {
+  Generator g(greedy_config(10));
+  g.append_tokens({{0}, {1}});
+  // row 0: argmaxes 1, 2, 0, 3 at the four positions; drafts 1, 2, 3: two accepted, then 0
+  // row 1: no draft: the argmax of its first position (2), as step() would pick
+  const std::vector<float> a1{0, 2, 0, 0}, a2{0, 0, 2, 0}, a0{2, 0, 0, 0}, a3{0, 0, 0, 2};
+  StepOutput out = verify(g, {{a1, a2, a0, a3}, {a2, a3, a3, a3}}, {{1, 2, 3}, {}}, {3, 0});
+  CHECK_EQ(out.positions, int64_t{4});
+  CHECK_EQ(out.accepted, (std::vector<int64_t>{2, 0}));
+  CHECK_EQ(out.rollback, (std::vector<int64_t>{1, 0}));
+  CHECK_EQ(out.num_emitted, (std::vector<int64_t>{3, 1}));
+  CHECK_EQ(out.emitted, (std::vector<int64_t>{1, 2, 0, -1, 2, -1, -1, -1}));
+  CHECK_EQ(out.tokens, (std::vector<int64_t>{0, 2}));
+  CHECK_NEAR(out.emitted_logprobs[1], log_softmax(a2, 2), 1e-6);
+  CHECK_NEAR(out.logprobs[0], log_softmax(a0, 0), 1e-6);
+  CHECK_EQ(row_tokens(g, 0), (std::vector<int64_t>{0, 1, 2, 0}));
+  CHECK_EQ(row_tokens(g, 1), (std::vector<int64_t>{1, 2}));
+  CHECK_EQ(g.drafted_tokens(0), int64_t{3});
+  CHECK_EQ(g.accepted_tokens(0), int64_t{2});
+  // every draft accepted: the bonus token from the last position
+  out = verify(g, {{a3, a1, a2}, {a0, a0, a0}}, {{3, 1}, {0, 1}}, {2, 2});
+  CHECK_EQ(out.emitted, (std::vector<int64_t>{3, 1, 2, 0, 0, -1}));
+  CHECK_EQ(out.accepted, (std::vector<int64_t>{2, 1}));
+  CHECK_EQ(out.rollback, (std::vector<int64_t>{0, 1}));
+  // a step afterwards carries on from the emitted tokens
+  step(g, {a1, a1});
+  CHECK_EQ(row_tokens(g, 0), (std::vector<int64_t>{0, 1, 2, 0, 3, 1, 2, 1}));
+  CHECK(g.last_step().accepted.empty());  // a step reports no verification
+}
+
+void verify_stops_a_row_inside_its_accepted_run() {
+  GenerationConfig c = greedy_config(10);
+  c.eos_token_id = {3};
+  Generator g(c);
+  g.append_tokens({{0}});
+  const std::vector<float> a1{0, 2, 0, 0}, a3{0, 0, 0, 2};
+  // the second draft is EOS and accepted: the row keeps [1, 3], the third draft is not read
+  StepOutput out = verify(g, {{a1, a3, a1, a1}}, {{1, 3, 1}}, {3});
+  CHECK_EQ(out.emitted, (std::vector<int64_t>{1, 3, -1, -1}));
+  CHECK_EQ(out.accepted, (std::vector<int64_t>{2}));
+  CHECK_EQ(out.rollback, (std::vector<int64_t>{1}));
+  CHECK(g.done() && out.done);
+  CHECK(g.finish_reason(0) == FinishReason::Eos);
+  // max_new_tokens: a run longer than the room left is cut at the limit
+  Generator h(greedy_config(2));
+  h.append_tokens({{0}});
+  out = verify(h, {{a1, a1, a1, a1}}, {{1, 1, 1}}, {3});
+  CHECK_EQ(out.num_emitted, (std::vector<int64_t>{2}));
+  CHECK(h.finish_reason(0) == FinishReason::Length);
+}
+
+void a_verify_that_throws_changes_nothing() {
+  Generator g(greedy_config(5));
+  g.append_tokens({{0}});
+  const std::vector<float> a1{0, 2, 0, 0};
+  CHECK_THROWS(verify(g, {{a1, a1}}, {{4}}, {1}), ValueError);     // draft outside the vocabulary
+  CHECK_THROWS(verify(g, {{a1, a1}}, {{1}}, {2}), ValueError);     // draft length above k
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  CHECK_THROWS(verify(g, {{a1, {0, nan, 0, 0}}}, {{1}}, {1}), ValueError);  // NaN at position 1
+  CHECK_EQ(g.steps(), int64_t{0});
+  CHECK_EQ(row_tokens(g, 0), (std::vector<int64_t>{0}));
+  CHECK_EQ(g.drafted_tokens(0), int64_t{0});
+  Generator beams(beam_config(1.0, EarlyStopping::False));
+  beams.append_tokens({{0}});
+  CHECK_THROWS(verify(beams, {{a1, a1}, {a1, a1}}, {{1}, {1}}, {1, 1}), ValueError);  // beams: out of scope
+}
+
+void sampling_verify_uses_the_rejection_rule_with_keyed_coins() {
+  // Uniform p over 4 tokens and a one-hot draft x = 1: accepted when the accept lane's
+  // uniform is below p(x) = 1/4; else the residual (p without x: tokens 0, 2, 3 alike)
+  // is drawn with the residual lane's uniform. After an accepted draft the bonus token is
+  // drawn from p with the plain draw of the row's next token index (lane 0).
+  const uint64_t seed = 99;
+  const std::vector<float> flat{0, 0, 0, 0};
+  int accepted = 0, rejected = 0;
+  for (int64_t id = 0; id < 40; ++id) {
+    GenerationConfig c = sampling_config(seed);
+    Generator g(c);
+    g.append_tokens({{0}}, {id});
+    const StepOutput out = verify(g, {{flat, flat}}, {{1}}, {1});
+    const double coin = Philox4x32::uniform(seed, static_cast<uint64_t>(id), 0, 2);
+    if (coin < 0.25) {
+      ++accepted;
+      const int64_t bonus = static_cast<int64_t>(std::floor(4.0 * Philox4x32::uniform(seed, id, 1)));
+      CHECK_EQ(out.emitted, (std::vector<int64_t>{1, bonus}));
+    } else {
+      ++rejected;
+      const int64_t pick = static_cast<int64_t>(std::floor(3.0 * Philox4x32::uniform(seed, id, 0, 3)));
+      CHECK_EQ(out.emitted, (std::vector<int64_t>{pick < 1 ? 0 : pick + 1, -1}));
+    }
+  }
+  CHECK(accepted > 0 && rejected > 0);
+  // with a draft distribution q: x = 1 with q(1) = 1/2 and p(1) = 1/4 is accepted when
+  // coin * 1/2 < 1/4; the residual max(p - q, 0) is 1/4 at 0, 2, 3 and 0 at 1 (as above)
+  const std::vector<float> q{0.5f / 3, 0.5f, 0.5f / 3, 0.5f / 3};
+  for (int64_t id = 0; id < 20; ++id) {
+    Generator g(sampling_config(seed));
+    g.append_tokens({{0}}, {id});
+    const StepOutput out = verify(g, {{flat, flat}}, {{1}}, {1}, &q);
+    const double coin = Philox4x32::uniform(seed, static_cast<uint64_t>(id), 0, 2);
+    CHECK_EQ(out.accepted[0], int64_t{coin * 0.5 < 0.25 ? 1 : 0});
+  }
+}
+
+void rows_draw_at_their_own_token_index_after_uneven_verifies() {
+  // Row 0 accepts two drafts (p(x) = 1), row 1 none: the next step() draws row 0 at its
+  // token index 3 and row 1 at 1, as they would after step() by step() generation.
+  const uint64_t seed = 5;
+  Generator g(sampling_config(seed));
+  g.append_tokens({{0}, {0}});
+  const std::vector<float> only1{-kInf, 0, -kInf, -kInf}, flat{0, 0, 0, 0};
+  verify(g, {{only1, only1, only1}, {only1, only1, only1}}, {{1, 1}, {}}, {2, 0});
+  CHECK_EQ(g.sequences().generated(0), int64_t{3});
+  CHECK_EQ(g.sequences().generated(1), int64_t{1});
+  step(g, {flat, flat});
+  CHECK_EQ(next_tokens(g)[0], static_cast<int64_t>(std::floor(4.0 * Philox4x32::uniform(seed, 0, 3))));
+  CHECK_EQ(next_tokens(g)[1], static_cast<int64_t>(std::floor(4.0 * Philox4x32::uniform(seed, 1, 1))));
+}
 }  // namespace
 
 int main() {
@@ -508,5 +647,10 @@ int main() {
       TEST_CASE(beam_search_follows_parents_and_keeps_the_best_hypotheses),
       TEST_CASE(length_penalty_reorders_the_hypotheses),
       TEST_CASE(early_stopping_rules),
+      TEST_CASE(greedy_verify_accepts_drafts_while_they_equal_the_argmax),
+      TEST_CASE(verify_stops_a_row_inside_its_accepted_run),
+      TEST_CASE(a_verify_that_throws_changes_nothing),
+      TEST_CASE(sampling_verify_uses_the_rejection_rule_with_keyed_coins),
+      TEST_CASE(rows_draw_at_their_own_token_index_after_uneven_verifies),
   });
 }

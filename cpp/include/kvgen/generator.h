@@ -130,7 +130,8 @@ class Generator {
   // scope and refused). Either completes or, when it throws, leaves the generator as it was.
   //   logits       (rows, positions, vocab), positions = k + 1, read in place: position j of
   //                row r holds the logits after the row's history and its first j drafts
-  //                (j = 0: the next position, as step() gets; j = k: after every draft)
+  //                (j = 0: the next position, as step() gets; j = k: after every draft);
+  //                positions past a row's draft length + 1 are never read
   //   drafts       (rows, k) draft tokens; entries at and past draft_lengths[r] are ignored
   //   draft_lengths (rows) each row's draft count, 0 .. k
   //   draft_probs  (rows, k, vocab) or nullptr: the draft model's probabilities q of each

@@ -213,16 +213,15 @@ class RowMatchers:
             if matcher.is_error():  # e.g. a parser limit reached: say so rather than an empty mask
                 raise ValueError(f"constrained decoding, row {r}: {_short(matcher.get_error())}")
             if self.constraint.missing_bytes:
-                self._check_forced(matcher, r)
+                self._check_forced(matcher, r, self.allowed[r])
         for r, is_dead in enumerate(self.dead):
             if is_dead:
                 self.allowed[r] = -1
 
-    def _check_forced(self, matcher: Any, r: int) -> None:
-        """Clears from row r's mask the tokens its matcher refuses, when the mask allows only a
-        few (the forced tokens of the grammar's next bytes, see _missing_bytes); ValueError when
-        none is left: the grammar needs a byte that no token holds."""
-        words = self.allowed[r]
+    def _check_forced(self, matcher: Any, r: int, words: np.ndarray) -> None:
+        """Clears from row r's mask ``words`` the tokens its matcher refuses, when the mask
+        allows only a few (the forced tokens of the grammar's next bytes, see _missing_bytes);
+        ValueError when none is left: the grammar needs a byte that no token holds."""
         if matcher.is_accepting() or int(np.unpackbits(words.view(np.uint8)).sum()) > _FORCED_MASK_CHECK:
             return  # (a complete grammar's mask allows EOS)
         bits = np.unpackbits(words.view(np.uint8), bitorder="little")
@@ -269,6 +268,59 @@ class RowMatchers:
             elif beam_indices is None and matcher.is_stopped():
                 stopped.append(r)
         return stopped
+
+    def masks_along_drafts(self, drafts: np.ndarray, lengths: np.ndarray,
+                           running: Sequence[bool]) -> tuple[np.ndarray, np.ndarray]:
+        """Speculative verification's masks: (rows, k + 1, words) int32, position j of row r
+        the mask after its first j drafts (position 0: ``allowed``, which must be filled). A
+        row's drafts are cut before the first one its grammar refuses (the verifier rejects
+        it anyway: the mask forbids it) or after which the grammar stops (the verifier then
+        picks that position's token itself, as a plain step would, and the row stops after
+        it). Returns (masks, the cut draft lengths); the matchers are left as they were
+        (rolled back). Positions past a row's cut allow every token (never read)."""
+        rows, k = drafts.shape
+        words = self.allowed.shape[1]
+        masks = np.full((rows * (k + 1), words), -1, dtype=np.int32)
+        cut = np.zeros(rows, dtype=np.int64)
+        for r in range(rows):
+            masks[r * (k + 1)] = self.allowed[r]
+            if not running[r]:
+                continue
+            matcher, consumed = self.matchers[r], 0
+            try:
+                for j in range(int(lengths[r])):
+                    t = int(drafts[r, j])
+                    if matcher.validate_tokens([t]) != 1 or not matcher.consume_token(t):
+                        break
+                    consumed += 1
+                    if matcher.is_stopped() or matcher.is_error():
+                        break  # the grammar ends with draft j: the verifier picks position j itself
+                    index = r * (k + 1) + j + 1
+                    llg_numpy.fill_next_token_bitmask(matcher, masks, index)
+                    if matcher.is_error():
+                        raise ValueError(f"constrained decoding, row {r}: {_short(matcher.get_error())}")
+                    if self.constraint.missing_bytes:
+                        self._check_forced(matcher, r, masks[index])
+                    cut[r] = j + 1
+            finally:
+                if consumed and not matcher.rollback(consumed):
+                    raise RuntimeError(f"constrained decoding: row {r}'s matcher could not roll back {consumed} "
+                                       f"draft tokens ({matcher.get_error()})")
+        return masks.reshape(rows, k + 1, words), cut
+
+    def follow_emitted(self, generator: Any, emitted: Sequence[np.ndarray], running: Sequence[bool]) -> None:
+        """After a verify() of ``generator``: feeds each running row's emitted tokens to its
+        matcher and finishes with 'stop' the rows whose grammar is complete."""
+        for r, tokens in enumerate(emitted):
+            if not running[r] or not len(tokens):
+                continue
+            matcher = self.matchers[r]
+            for token in tokens.tolist():
+                if not matcher.consume_token(int(token)):
+                    raise RuntimeError(f"constrained decoding: row {r} emitted token {int(token)}, which its grammar "
+                                       f"refuses ({matcher.get_error()})")
+            if matcher.is_stopped():
+                generator._stop_row(r)
 
     @staticmethod
     def running(generator: Any) -> list[bool]:

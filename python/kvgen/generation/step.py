@@ -78,15 +78,18 @@ class StepGenerator(_core._Generator):
 
         - ``logits`` float32 [rows, k + 1, vocab], C-contiguous, read in place (NumPy or a CPU
           tensor): position j holds the logits after the row's history and its first j drafts
-          (one forward pass over ``[next token, draft_0, ..., draft_{k-1}]``).
+          (one forward pass over ``[next token, draft_0, ..., draft_{k-1}]``); positions past
+          ``draft_lengths[r] + 1`` are never read.
         - ``drafts`` integer [rows, k]: the draft tokens (entries past ``draft_lengths[r]`` are
           ignored); None when k = 0.
         - ``draft_lengths`` integer [rows] in 0 .. k (None: k for every row).
         - ``draft_probs`` float32 [rows, k, vocab] or None: the draft model's probabilities q
           that each draft was sampled from; None means one-hot q (prompt lookup / n-gram drafts).
         - ``allowed_tokens`` [rows, k + 1, ceil(vocab / 32)] uint32 or None: an allowed-token
-          bitmask per position, computed along the draft prefix (only for a config whose
-          constraint you enforce yourself; see below).
+            bitmask per position, computed along the draft prefix; only on the core class
+          ``kvgen._core._Generator``: with a tokenizer, this Generator computes them with
+          llguidance (a row's drafts are cut where its grammar refuses one or ends, which keeps
+          the output exact; the cut drafts count in ``rollback``).
 
         At each position the whole processor chain runs with the history as it is there (the
         earlier drafts appended). Greedy: drafts are kept while each equals the processed
@@ -101,10 +104,44 @@ class StepGenerator(_core._Generator):
         After the call, drop ``result.rollback[r]`` positions from the end of row r's KV cache
         (the rejected drafts) and feed ``result.tokens[r]``. ``drafted_tokens`` and
         ``accepted_tokens`` count each row's drafts and accepted ones over the generation."""
-        if self._constraint is not None:
-            raise ValueError("verify() under a constraint computed from the tokenizer is not supported yet: "
-                             "use a kvgen._core._Generator and pass allowed_tokens per position")
-        return super().verify(logits, drafts, draft_lengths, draft_probs=draft_probs, allowed_tokens=allowed_tokens)
+        if self._constraint is None:
+            return super().verify(logits, drafts, draft_lengths, draft_probs=draft_probs,
+                                  allowed_tokens=allowed_tokens)
+        if allowed_tokens is not None:
+            raise ValueError("this Generator computes the allowed tokens from its tokenizer: pass no allowed_tokens")
+        if self.num_beams > 1:
+            raise ValueError("verify() does not support beam search (num_beams > 1): speculative decoding keeps one "
+                             "continuation per row; use step()")
+        shape = tuple(getattr(logits, "shape", ()))
+        if len(shape) != 3:
+            raise ValueError(f"logits must be 3-D [rows, positions, vocab], got shape {shape}")
+        rows, k, vocab = int(shape[0]), int(shape[1]) - 1, int(shape[2])
+        ids = np.zeros((rows, k), np.int64) if drafts is None and k == 0 else np.asarray(drafts)
+        if ids.dtype.kind not in "iu" or ids.shape != (rows, k):
+            raise ValueError(f"drafts must be integer ids of shape ({rows}, {k}) (rows, k), got dtype {ids.dtype} "
+                             f"shape {ids.shape}")
+        lengths = np.full(rows, k, np.int64) if draft_lengths is None else np.asarray(draft_lengths, np.int64)
+        if lengths.shape != (rows,) or (lengths < 0).any() or (lengths > k).any():
+            raise ValueError(f"draft_lengths must hold one value in 0 .. {k} per row ({rows}), got {lengths}")
+        for r in range(rows):
+            bad = [(j, int(t)) for j, t in enumerate(ids[r, :lengths[r]]) if not 0 <= t < vocab]
+            if bad:
+                raise ValueError(f"drafts[{r}, {bad[0][0]}] = {bad[0][1]} is outside the vocabulary [0, {vocab})")
+        if self._matchers is None:
+            self._constraint.check_vocab(vocab)
+            self._matchers = self._constraint.rows(self.rows)
+            self._matchers.fill()
+        running = RowMatchers.running(self)
+        self._matchers.wait()
+        masks, cut = self._matchers.masks_along_drafts(ids, lengths, running)
+        result = super().verify(logits, ids, cut, draft_probs=draft_probs, allowed_tokens=masks)
+        self._matchers.follow_emitted(self, result.emitted, running)
+        done = self.is_done()
+        if not done:
+            self._matchers.fill_in_background()  # overlaps the caller's next forward pass
+        # the cut drafts were fed to the caller's cache too: they roll back with the rejected ones
+        return VerifyResult(result.tokens, done, result.accepted, result.rollback + (lengths - cut), result.num_emitted,
+                            result.emitted, result.emitted_logprobs, result.logprobs)
 
     @property
     def acceptance_rate(self) -> Optional[float]:
