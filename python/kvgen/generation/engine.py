@@ -47,14 +47,7 @@ from kvgen._core import GenerationConfig, StepResult
 from kvgen.generation.drafters import CostModel, DraftModel
 from kvgen.generation.request_setup import RequestSetup
 from kvgen.generation.results import GenerationResult, _result
-from kvgen.generation.speculation import (
-    DEFAULT_ASSISTANT_TOKENS,
-    MAX_DRAFT_TOKENS,
-    Speculation,
-    draft_masks,
-    follow_verified,
-    wants_speculation,
-)
+from kvgen.generation.speculation import DEFAULT_ASSISTANT_TOKENS, MAX_DRAFT_TOKENS, Speculation, wants_speculation
 from kvgen.generation.step import StepGenerator
 
 #: Prompt tokens per forward pass at most (one chunk of one prompt, or several short ones;
@@ -114,7 +107,6 @@ class Request:
         # speculative decoding: the draft model (built by the engine), this request's state
         self.assistant_model = assistant_model
         self.speculates = wants_speculation(generator.config, assistant_model)
-        self.masks: Optional[np.ndarray] = None  # under a constraint: (rows, k + 1, words) of the drafts fed
         self.speculation: Optional[Speculation] = None
         #: the longest draft this request may feed
         self.speculation_tokens = (generator.config.prompt_lookup_num_tokens or DEFAULT_ASSISTANT_TOKENS
@@ -492,8 +484,6 @@ class Engine:
         start = time.perf_counter()
         cost = self._cost if spec.assistant is None else spec.assistant.cost
         drafts = spec.drafts(first, r.running, room, cost.beta)
-        if r.generator._constraint is not None and any(drafts):
-            r.masks = draft_masks(r.generator, drafts, r.running)  # cuts drafts its grammar refuses
         self._draft_seconds += time.perf_counter() - start
         if spec.assistant is not None:
             self._pass_cost = spec.assistant.cost  # the pass times the draft model's drafting
@@ -511,16 +501,8 @@ class Engine:
             drafts[k, :len(d)] = d
         was_running = r.running
         try:
-            if r.generator._constraint is None:
-                result = r.generator.verify(logits, drafts, lengths)
-            else:  # the masks of every draft position, computed along the drafts (draft_masks)
-                assert r.masks is not None
-                masks = np.full((r.rows, logits.shape[1], r.masks.shape[2]), -1, dtype=np.int32)
-                width = min(r.masks.shape[1], logits.shape[1])  # positions past a row's drafts are not read
-                masks[:, :width] = r.masks[:, :width]
-                r.masks = None
-                result = _core._Generator.verify(r.generator, logits, drafts, lengths, allowed_tokens=masks)
-                follow_verified(r.generator, [list(map(int, e)) for e in result.emitted], was_running)
+            # under a constraint, the step generator masks each draft position along the drafts
+            result = r.generator.verify(logits, drafts, lengths)
             for k in range(r.rows):
                 if was_running[k] and result.rollback[k]:
                     slot = first + k
