@@ -128,7 +128,7 @@ def main() -> None:
                       n_threads_batch=args.llama_threads,
                       verbose=False, logits_all=False)
         plain_llm = llama_cpp.Llama(**common)
-        lookup_llm = llama_cpp.Llama(**common, draft_model=LlamaPromptLookupDecoding(
+        lookup_llm = llama_cpp.Llama(**{**common, "logits_all": True}, draft_model=LlamaPromptLookupDecoding(
             max_ngram_size=NGRAM, num_pred_tokens=LOOKUP_TOKENS))
         jobs["llama.cpp grounded greedy plain"] = llama_job(plain_llm, grounded, n)
         jobs["llama.cpp grounded greedy lookup"] = llama_job(lookup_llm, grounded, n)
