@@ -27,8 +27,11 @@ PyModel& model_of(py::handle obj) {
 
 class PyModelSlots {
  public:
-  PyModelSlots(py::object model, int64_t slots, int64_t context)
-      : model_(std::move(model)), pm_(model_of(model_)), slots_(SlotCache::for_model(pm_.core(), slots, context)) {}
+  PyModelSlots(py::object model, int64_t slots, int64_t context, int64_t verify_positions)
+      : model_(std::move(model)),
+        pm_(model_of(model_)),
+        slots_(SlotCache::for_model(pm_.core(), slots, context, verify_positions)),
+        all_logits_(slots, 0) {}
 
   SlotCache& slots() { return slots_; }
 
@@ -40,33 +43,44 @@ class PyModelSlots {
     return py::array_t<float>(shape, strides, slots_.logits(), owner);
   }
 
-  void forward(const std::vector<std::pair<int64_t, TokenArray>>& chunks) {
+  // A view (slots, width, vocab) over the verify buffer as the last forward laid it out.
+  py::array_t<float> verify_logits(py::handle owner) {
+    const auto rows = static_cast<py::ssize_t>(slots_.slots()), vocab = static_cast<py::ssize_t>(slots_.vocab());
+    const auto width = static_cast<py::ssize_t>(slots_.verify_width());
+    const auto f = static_cast<py::ssize_t>(sizeof(float));
+    const std::vector<py::ssize_t> shape{rows, width, vocab};
+    const std::vector<py::ssize_t> strides{width * vocab * f, vocab * f, f};
+    return py::array_t<float>(shape, strides, slots_.verify_logits(), owner);
+  }
+
+  void forward(const std::vector<std::pair<int64_t, TokenArray>>& chunks, const std::vector<int64_t>& verify) {
     std::vector<RowTokens> rows;
     rows.reserve(chunks.size());
     for (const auto& [slot, tokens] : chunks) {
       if (tokens.ndim() != 1) throw ValueError("the tokens of slot " + std::to_string(slot) + " must be a 1-D array");
       rows.push_back({slot, tokens.data(), static_cast<int64_t>(tokens.size())});
     }
+    std::vector<uint8_t> all_logits;
+    if (!verify.empty()) {
+      for (int64_t slot : verify) {
+        if (slot < 0 || slot >= slots_.slots())
+          throw ValueError("verify slot " + std::to_string(slot) + " is outside [0, " +
+                           std::to_string(slots_.slots()) + ")");
+        all_logits_[slot] = 1;
+      }
+      all_logits.resize(rows.size());
+      size_t found = 0;
+      for (size_t i = 0; i < rows.size(); ++i) {
+        const int64_t slot = rows[i].row;
+        all_logits[i] = slot >= 0 && slot < slots_.slots() && all_logits_[slot];
+        found += all_logits[i];
+      }
+      for (int64_t slot : verify) all_logits_[slot] = 0;
+      if (found != verify.size()) throw ValueError("every verify slot must have exactly one chunk in the forward");
+    }
     py::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(pm_.mutex);
-    slots_.forward(pm_.core(), rows);
-  }
-
-  // The slot keeps its first `length` positions (a prompt prefix that a new request shares).
-  // ValueError unless 0 <= length <= the slot's length, or when a sliding-window layer's ring
-  // has wrapped (positions before `length` may be overwritten).
-  void truncate(int64_t slot, int64_t length) {
-    const int64_t have = slots_.length(slot);
-    if (length < 0 || length > have) {
-      throw ValueError("truncate: length " + std::to_string(length) + " is outside [0, " + std::to_string(have) +
-                       "], the positions slot " + std::to_string(slot) + " holds");
-    }
-    for (int64_t layer = 0; layer < pm_.core().config().layers; ++layer) {
-      if (slots_.cache().capacity(layer) < have) {
-        throw ValueError("truncate: the sliding-window ring of layer " + std::to_string(layer) + " has wrapped");
-      }
-    }
-    slots_.cache().set_length(slot, length);
+    slots_.forward(pm_.core(), rows, all_logits);
   }
 
   template <class F>
@@ -79,6 +93,7 @@ class PyModelSlots {
   py::object model_;  // keeps the model (and its weights) alive
   PyModel& pm_;       // model_'s C++ object; its mutex serialises forward passes
   SlotCache slots_;
+  std::vector<uint8_t> all_logits_;  // (slots) scratch of forward: the verify slots
 };
 
 }  // namespace
@@ -86,7 +101,8 @@ class PyModelSlots {
 void register_slots(py::module_& m) {
   m.attr("_PREFILL_CHUNK") = kPrefillChunk;
   py::class_<PyModelSlots>(m, "_ModelSlots", "A model's KV cache of `slots` rows and their logits (kvgen.generation.engine).")
-      .def(py::init<py::object, int64_t, int64_t>(), py::arg("model"), py::arg("slots"), py::arg("context"))
+      .def(py::init<py::object, int64_t, int64_t, int64_t>(), py::arg("model"), py::arg("slots"), py::arg("context"),
+           py::arg("verify_positions") = 0)
       .def_property_readonly("slots", [](PyModelSlots& s) { return s.slots().slots(); }, "Rows of the cache.")
       .def_property_readonly("context", [](PyModelSlots& s) { return s.slots().context(); },
                              "Positions each slot holds.")
@@ -95,15 +111,28 @@ void register_slots(py::module_& m) {
       .def_property_readonly(
           "logits", [](py::object self) { return self.cast<PyModelSlots&>().logits(self); },
           "float32 [slots, vocab]: each slot's next-token logits, a view (see SlotCache).")
-      .def("forward", &PyModelSlots::forward, py::arg("chunks"),
-           "Runs (slot, int64 tokens) chunks in one forward pass (GIL released; see SlotCache::forward).")
+      .def_property_readonly(
+          "verify_logits", [](py::object self) { return self.cast<PyModelSlots&>().verify_logits(self); },
+          "float32 [slots, width, vocab]: after a forward with verify slots, the logits of every position of "
+          "their chunks (width: the longest of them), a view valid until the next forward.")
+      .def_property_readonly("verify_positions", [](PyModelSlots& s) { return s.slots().verify_positions(); },
+                             "The longest chunk a forward may return every position's logits of.")
+      .def("forward", &PyModelSlots::forward, py::arg("chunks"), py::arg("verify") = std::vector<int64_t>{},
+           "Runs (slot, int64 tokens) chunks in one forward pass (GIL released; see SlotCache::forward); the "
+           "chunks of the `verify` slots return the logits of all their positions in verify_logits.")
+      .def(
+          "truncate",
+          [](PyModelSlots& s, int64_t slot, int64_t length) { s.slots().truncate(slot, length); },
+          py::arg("slot"), py::arg("length"),
+          "Keeps a slot's first `length` positions, copying nothing (speculative decoding's rollback, a "
+          "cached prompt prefix); "
+          "ValueError where a sliding-window ring cannot roll back so far.")
+      .def_property_readonly("max_rollback", [](PyModelSlots& s) { return s.slots().cache().max_rollback(); },
+                             "The most positions truncate may discard at once.")
       .def("length", [](PyModelSlots& s, int64_t slot) { return s.slots().length(slot); }, py::arg("slot"),
            "Positions cached in a slot.")
       .def("reset", [](PyModelSlots& s, int64_t slot) { s.slots().reset(slot); }, py::arg("slot"),
            "Empties a slot (its length becomes 0).")
-      .def("truncate", &PyModelSlots::truncate, py::arg("slot"), py::arg("length"),
-           "Keeps a slot's first `length` positions (ValueError past its length or once a sliding-window ring "
-           "wrapped).")
       .def(
           "copy_row",
           [](PyModelSlots& s, int64_t src, int64_t dst) { s.released([&](SlotCache& c) { c.copy_row(src, dst); }); },

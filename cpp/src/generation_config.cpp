@@ -195,6 +195,10 @@ void GenerationConfig::validate() const {
   if (mirostat < 0 || mirostat > 2) fail("mirostat", mirostat, "must be 0 (off), 1 or 2");
   if (!(mirostat_tau >= 0.0)) fail("mirostat_tau", mirostat_tau, "must be >= 0");
   if (!(mirostat_eta >= 0.0)) fail("mirostat_eta", mirostat_eta, "must be >= 0");
+  if (prompt_lookup_num_tokens && (*prompt_lookup_num_tokens < 1 || *prompt_lookup_num_tokens > 64))
+    fail("prompt_lookup_num_tokens", *prompt_lookup_num_tokens, "must be in [1, 64] (or None: off)");
+  if (max_matching_ngram_size && (*max_matching_ngram_size < 1 || *max_matching_ngram_size > 64))
+    fail("max_matching_ngram_size", *max_matching_ngram_size, "must be in [1, 64] (or None: 2)");
   if (top_logprobs < 0 || top_logprobs > limits::kMaxTopLogprobs)
     fail("top_logprobs", top_logprobs, "must be in [0, 20] (0: none)");
 

@@ -194,7 +194,6 @@ _HF_OFF_VALUES: dict[str, Any] = {
     "assistant_confidence_threshold": 0.4,
     "assistant_lookbehind": 10,
     "target_lookbehind": 10,
-    "max_matching_ngram_size": 2,
 }
 
 # The schema's field names, and those whose Python value may be None: for the others None

@@ -65,7 +65,7 @@ class Generator(StepGenerator):
     @overload
     def __new__(cls, model: Model, config: ConfigLike = None, *,  # type: ignore[misc]
                 output_raw_logprobs: bool = False, skip_special_tokens: bool = True,
-                include_stop_str_in_output: bool = True) -> ModelGenerator: ...
+                include_stop_str_in_output: bool = True, assistant_model: Optional[Model] = None) -> ModelGenerator: ...
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         if (args and isinstance(args[0], Model)) or isinstance(kwargs.get("model"), Model):

@@ -65,6 +65,9 @@ def _parser() -> argparse.ArgumentParser:
                            help="print the --stop text that ended the generation (the default)")
     stop_text.add_argument("--no-stop", dest="include_stop", action="store_false",
                            help="leave the --stop text that ended the generation out of the output")
+    gen.add_argument("--prompt-lookup", type=int, metavar="N",
+                     help="speculative decoding: draft up to N tokens per step from the prompt (same output; faster "
+                          "when the answer quotes the prompt); the summary shows the accepted drafts")
     gen.add_argument("--ignore-eos", action="store_true",
                      help="keep generating past the end-of-sequence token (for timing runs)")
     constraint = gen.add_argument_group("structured output (at most one; only the constrained text is printed)")
@@ -94,6 +97,13 @@ def _parser() -> argparse.ArgumentParser:
                             "that one's cached positions; outputs are the same)")
     serve.add_argument("--activations", choices=("int8x2", "int8", "float"),
                        help="what quantized weights multiply (default int8x2; see kvgen.Model.activations)")
+    spec = serve.add_argument_group("speculative decoding (vLLM: --speculative-config '{\"method\": \"ngram\", ...}'; "
+                                    "llama.cpp: --draft-max, --spec-type ngram)")
+    spec.add_argument("--speculative-ngram", type=int, metavar="N",
+                      help="draft up to N tokens per step by prompt lookup for requests that set no "
+                           "prompt_lookup_num_tokens (same output, faster on input-grounded text; default: off)")
+    spec.add_argument("--speculative-ngram-size", type=int, metavar="M",
+                      help="longest n-gram prompt lookup matches (default 2)")
     guard = serve.add_argument_group("cross-site protection")
     guard.add_argument("--allowed-hosts", action="append", default=[], metavar="NAME",
                        help="also accept requests whose Host header is NAME (repeatable; '*': any), beyond the bound "
@@ -194,6 +204,8 @@ def _config(args):
         fields["stop_strings"] = args.stop
     if args.ignore_eos:
         fields["min_new_tokens"] = args.max_new_tokens
+    if args.prompt_lookup is not None:
+        fields["prompt_lookup_num_tokens"] = args.prompt_lookup
     fields.update(_constraint(args))
     config = kvgen.GenerationConfig(**fields)
     config.validate()
@@ -315,7 +327,8 @@ def _serve(args) -> int:
                                 max_body_bytes=int(args.max_body_mb * (1 << 20)), request_timeout=args.request_timeout)
     serve(model, host=args.host, port=args.port, max_batch=args.max_batch, api_key=args.api_key, limits=limits,
           allowed_hosts=tuple(args.allowed_hosts), allowed_origins=tuple(args.allowed_origins), sock=sock,
-          prefix_cache=not args.no_prefix_cache)
+          prefix_cache=not args.no_prefix_cache, speculative_ngram=args.speculative_ngram,
+          speculative_ngram_size=args.speculative_ngram_size)
     return 0
 
 

@@ -214,3 +214,14 @@ def test_structured_output_options(tmp_path):
     assert bad.returncode == 2 and "regex is invalid" in bad.stderr
     both = run("generate", "x", "--regex", "a", "--choice", "b", "--no-summary")
     assert both.returncode == 2 and "exclusive" in both.stderr
+
+
+def test_prompt_lookup_prints_the_plain_text_and_the_accepted_drafts(model):
+    passage = "Mr. Bennet was among the earliest of those who waited on Mr. Bingley. " * 3
+    prompt = passage + "Again: Mr. Bennet was"
+    plain = run("generate", prompt, "-n", "24", "--no-summary")
+    out = run("generate", prompt, "-n", "24", "--prompt-lookup", "6")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == plain.stdout
+    assert re.search(r"decode [\d.]+ tok/s over \d+ steps?, \d+/\d+ drafted tokens accepted \(\d+%\)$",
+                     out.stderr.strip().splitlines()[-1]), out.stderr

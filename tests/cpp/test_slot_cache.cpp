@@ -87,6 +87,35 @@ void reorder_stays_within_its_range() {
   CHECK_THROWS(c.reorder(0, {0, 2}), ValueError);      // a parent outside the range
 }
 
+void truncate_rolls_back_within_what_rings_keep() {
+  SlotCache c = small_cache();
+  mark(c, 1, 3);
+  c.truncate(1, 1);  // positions 1 and 2 forgotten, nothing copied
+  CHECK_EQ(c.length(1), 1);
+  CHECK_EQ(c.cache().keys(0, 1, 0)[0], 1.5f);
+  CHECK_THROWS(c.truncate(1, 2), ValueError);  // beyond the slot's length
+  CHECK_THROWS(c.truncate(1, -1), ValueError);
+  CHECK_THROWS(c.truncate(kSlots, 0), ValueError);
+  // a sliding-window layer (window 4) in a long context keeps kRingSlack + 1 positions beyond
+  // its window: rolling back more would leave its window with overwritten keys
+  const int64_t context = 100, window = 4;
+  SlotCache ring(2, 1, context, kHeads, kHeadDim, kVocab, {0, window});
+  CHECK_EQ(ring.cache().max_rollback(), kvgen::KVCache::kRingSlack + 1);
+  ring.cache().set_length(0, 80);
+  ring.truncate(0, 80 - (kvgen::KVCache::kRingSlack + 1));
+  ring.cache().set_length(0, 80);
+  CHECK_THROWS(ring.truncate(0, 80 - (kvgen::KVCache::kRingSlack + 2)), ValueError);
+  CHECK_EQ(ring.length(0), 80);
+}
+
+void verify_buffer_is_checked() {
+  CHECK_THROWS(SlotCache(kLayers, kSlots, kContext, kHeads, kHeadDim, kVocab, {}, kContext + 1), ValueError);
+  CHECK_THROWS(SlotCache(kLayers, kSlots, kContext, kHeads, kHeadDim, kVocab, {}, -1), ValueError);
+  SlotCache c(kLayers, kSlots, kContext, kHeads, kHeadDim, kVocab, {}, 2);
+  CHECK_EQ(c.verify_positions(), 2);
+  CHECK_EQ(c.verify_width(), 0);
+}
+
 }  // namespace
 
 int main() {
@@ -96,5 +125,7 @@ int main() {
       TEST_CASE(reset_and_length_check_the_slot),
       TEST_CASE(copy_row_copies_positions_and_logits),
       TEST_CASE(reorder_stays_within_its_range),
+      TEST_CASE(truncate_rolls_back_within_what_rings_keep),
+      TEST_CASE(verify_buffer_is_checked),
   });
 }

@@ -106,20 +106,28 @@ void causal_attention(float* out, int64_t ldo, const float* q, int64_t ldq, KVCa
                       int64_t row, int64_t start, int64_t count, int64_t heads, int64_t kv_heads, int64_t head_dim,
                       const AttentionOptions& o, int64_t h, float* scores) {
   const int64_t group = heads / kv_heads;  // query heads per kv head
-  const int64_t lo = o.window > 0 ? std::max<int64_t>(0, start - o.window + 1) : 0;  // the first key any token sees
-  const int64_t len = start + count - lo;  // keys visible to the last token
-  const KeySpan s = key_span(cache, layer, row, h / group, lo, len, head_dim);
-  if (count == 1) {  // decode: plain loops beat a BLAS call per head at these sizes
-    float* oh = out + h * head_dim;
-    const float* qh = q + h * head_dim;
-    switch (head_dim) {  // the common widths unrolled, with the output row in registers
-      case 64: decode_head<64>(oh, qh, s, 64, o, scores); break;
-      case 128: decode_head<128>(oh, qh, s, 128, o, scores); break;
-      case 256: decode_head<256>(oh, qh, s, 256, o, scores); break;
-      default: decode_head<0>(oh, qh, s, head_dim, o, scores);
+  if (count <= kTokenByTokenAttention) {
+    // decode, and the few tokens of a speculative verification: plain loops, token by
+    // token, beat a BLAS call per head at these sizes and give each token the very sums
+    // that decoding it alone gives (so verifying drafts never changes a greedy choice)
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t t = start + i;
+      const int64_t lo_t = o.window > 0 ? std::max<int64_t>(0, t - o.window + 1) : 0;
+      const KeySpan s = key_span(cache, layer, row, h / group, lo_t, t + 1 - lo_t, head_dim);
+      float* oh = out + i * ldo + h * head_dim;
+      const float* qh = q + i * ldq + h * head_dim;
+      switch (head_dim) {  // the common widths unrolled, with the output row in registers
+        case 64: decode_head<64>(oh, qh, s, 64, o, scores); break;
+        case 128: decode_head<128>(oh, qh, s, 128, o, scores); break;
+        case 256: decode_head<256>(oh, qh, s, 256, o, scores); break;
+        default: decode_head<0>(oh, qh, s, head_dim, o, scores);
+      }
     }
     return;
   }
+  const int64_t lo = o.window > 0 ? std::max<int64_t>(0, start - o.window + 1) : 0;  // the first key any token sees
+  const int64_t len = start + count - lo;  // keys visible to the last token
+  const KeySpan s = key_span(cache, layer, row, h / group, lo, len, head_dim);
   // scores (count, len) = scale * q_h (count, head_dim) @ keys^T, key block after key block
   kernels::matmul(scores, q + h * head_dim, s.k1, count, s.n1, head_dim, /*b_transposed=*/true,
                   /*accumulate=*/false, /*lda=*/ldq, /*ldb=*/head_dim, /*ldc=*/len, /*alpha=*/o.scale);

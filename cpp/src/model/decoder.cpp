@@ -123,10 +123,29 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
     softcap_logits(logits, n, V);
     return;
   }
-  const int64_t m = static_cast<int64_t>(chunks.size());
-  for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci)
-    std::memcpy(h + ci * C, x + (o + chunks[ci].count - 1) * C, sizeof(float) * C);  // last token of each chunk
+  int64_t m = 0;  // rows of h: the last token of each chunk, every token of a chunk that asks for them
+  bool all_of_some = false;
+  for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci) {
+    const int64_t take = chunks[ci].logits != nullptr ? chunks[ci].count : 1;
+    all_of_some = all_of_some || chunks[ci].logits != nullptr;
+    std::memcpy(h + m * C, x + (o + chunks[ci].count - take) * C, sizeof(float) * C * take);
+    m += take;
+  }
   final_norm(h, h, m);
+  if (all_of_some) {  // one GEMM, then each chunk's rows of logits to where it asked
+    grow_rows(scratch_.logits, m, V);
+    float* tmp = scratch_.logits.data();
+    projector_.project(h, m, C, {{&lm_head_, nullptr, tmp, V}});
+    softcap_logits(tmp, m, V);
+    for (size_t ci = 0, r = 0; ci < chunks.size(); ++ci) {
+      const RowTokens& c = chunks[ci];
+      const int64_t take = c.logits != nullptr ? c.count : 1;
+      float* dst = c.logits != nullptr ? c.logits : logits + c.row * V;
+      std::memcpy(dst, tmp + r * V, sizeof(float) * V * take);
+      r += take;
+    }
+    return;
+  }
   // one GEMM for every chunk's last token, then each row of logits to its cache row
   bool rows_in_order = true;
   for (int64_t ci = 0; ci < m; ++ci) rows_in_order = rows_in_order && chunks[ci].row == chunks[0].row + ci;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "kvgen/errors.h"
 #include "kvgen/limits.h"
@@ -21,7 +22,15 @@ KVCache::KVCache(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_h
   bytes_for(layers, rows, max_context, kv_heads, head_dim, windows);
   int64_t floats = 0, scratch_floats = 0;
   for (int64_t l = 0; l < layers; ++l) {
-    capacity_.push_back(capacity_for(windows.empty() ? 0 : windows[l], max_context));
+    const int64_t window = windows.empty() ? 0 : windows[l];
+    capacity_.push_back(capacity_for(window, max_context));
+    if (capacity_.back() < max_context && capacity_.back() - window + 1 < max_rollback_) {
+      // a ring: after writing up to position E - 1 it holds E - capacity .. E - 1, and the
+      // window of position T needs T - window + 1 .. T
+      max_rollback_ = capacity_.back() - window + 1;
+      ring_layer_ = l;
+      ring_window_ = window;
+    }
     layer_offset_.push_back(floats);
     scratch_layer_offset_.push_back(scratch_floats);
     floats += rows * kv_heads * capacity_.back() * head_dim;
@@ -56,6 +65,20 @@ void KVCache::copy_row_to(const float* k_src, const float* v_src, int64_t src_ro
       std::memcpy(v_.data() + offset(l, dst, h), v_src + from, sizeof(float) * floats);
     }
   }
+}
+
+void KVCache::truncate(int64_t row, int64_t length) {
+  if (row < 0 || row >= rows())
+    throw ValueError("cache row " + std::to_string(row) + " is outside [0, " + std::to_string(rows()) + ")");
+  if (length < 0 || length > length_[row])
+    throw ValueError("cannot truncate row " + std::to_string(row) + " to " + std::to_string(length) +
+                     " positions: it holds " + std::to_string(length_[row]));
+  if (length_[row] - length > max_rollback_)
+    throw ValueError("cannot roll row " + std::to_string(row) + " back by " + std::to_string(length_[row] - length) +
+                     " positions: layer " + std::to_string(ring_layer_) + "'s sliding-window ring (window " +
+                     std::to_string(ring_window_) + ") keeps only " + std::to_string(max_rollback_) +
+                     " positions beyond its window");
+  length_[row] = length;
 }
 
 void KVCache::copy_row(int64_t src, int64_t dst) {

@@ -32,6 +32,12 @@ Phi-3 does: a prompt longer than that is fed in one piece, a row whose generatio
 it is computed again from its first token, and such rows run in a forward pass of their own
 (the core picks the factors per pass, from its largest position).
 
+A request that speculates (GenerationConfig.prompt_lookup_num_tokens, or a draft model:
+kvgen.generation.speculation) feeds each running row its next token and the row's drafts as
+one chunk; the slot cache returns the logits of all their positions, the request's step
+generator verifies them (``verify``: the same tokens as plain decoding, greedy or sampled)
+and the slot is rolled back by the rejected drafts without copying.
+
 A request with a constraint (json_schema, regex, grammar or choices) is compiled against
 the model's tokenizer when it is submitted (ValueError naming the problem); its step fills
 the rows' next masks in the mask worker (kvgen.generation.constraints), which overlaps the next
@@ -42,15 +48,19 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
+import weakref
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
 from kvgen import _core
 from kvgen._core import GenerationConfig, StepResult
+from kvgen.generation.drafters import CostModel, DraftModel
 from kvgen.generation.request_setup import RequestSetup
 from kvgen.generation.results import GenerationResult, _result
+from kvgen.generation.speculation import DEFAULT_ASSISTANT_TOKENS, MAX_DRAFT_TOKENS, Speculation, wants_speculation
 from kvgen.generation.step import StepGenerator
 
 #: Prompt tokens per forward pass at most (one chunk of one prompt, or several short ones;
@@ -81,7 +91,7 @@ class Request:
 
     def __init__(self, prompts: Sequence[Sequence[int]], generator: StepGenerator, context: int, *,
                  sequence_ids: Optional[Sequence[int]] = None, logprobs: bool = False,
-                 on_update: Optional[Callable[[StepUpdate], None]] = None):
+                 on_update: Optional[Callable[[StepUpdate], None]] = None, assistant_model: Any = None):
         lengths = [len(p) for p in prompts]
         if not lengths or min(lengths) == 0:
             raise ValueError("a prompt must hold at least one token id")
@@ -107,6 +117,15 @@ class Request:
         self.cancelled = False
         self._done = threading.Event()
         self._wake: Callable[[], None] = lambda: None
+        # speculative decoding: the draft model (built by the engine), this request's state
+        self.assistant_model = assistant_model
+        self.speculates = wants_speculation(generator.config, assistant_model)
+        self.speculation: Optional[Speculation] = None
+        #: the longest draft this request may feed
+        self.speculation_tokens = (generator.config.prompt_lookup_num_tokens or DEFAULT_ASSISTANT_TOKENS
+                                   if self.speculates else 0)
+        self.verifying: list[int] = []  # draft lengths fed with this step's chunks ([] for a plain step)
+        self.drafts: list[list[int]] = []  # the drafts fed with this step's chunks, per row
 
     def check_context(self, context: int) -> None:
         """ValueError when a prompt plus its new tokens does not fit ``context`` positions."""
@@ -144,6 +163,18 @@ class Request:
         return self.result
 
 
+# Per model, what a draft token costs in a forward pass, learnt over its engines (a
+# generate() call makes an engine of its own).
+_COST_MODELS: "weakref.WeakKeyDictionary[Any, CostModel]" = weakref.WeakKeyDictionary()
+
+
+def _cost_model(model: Any) -> CostModel:
+    try:
+        return _COST_MODELS.setdefault(model, CostModel())
+    except TypeError:  # an object without weak references: learnt per engine
+        return CostModel()
+
+
 class Engine:
     """Runs requests through ``model`` with continuous batching (see the module docstring).
 
@@ -156,7 +187,8 @@ class Engine:
     loop in the caller's thread.
     """
 
-    def __init__(self, model, slots: int = 8, context: Optional[int] = None, *, prefix_cache: bool = False):
+    def __init__(self, model, slots: int = 8, context: Optional[int] = None, *, prefix_cache: bool = False,
+                 max_draft_tokens: int = MAX_DRAFT_TOKENS):
         self.model = model
         self.prefix_cache = prefix_cache
         # per slot: the prompt whose whole chunks it holds from position 0 and how many of its
@@ -166,8 +198,12 @@ class Engine:
         self._admitted = 0
         self.prefix_cache_queries = 0  # prompt tokens of the requests admitted (one-row ones, with the cache on)
         self.prefix_cache_hits = 0     # of those, the tokens found in a slot
-        self._slots = _core._ModelSlots(model._core, slots, context or model.context_length)
+        context = context or model.context_length
+        self._slots = _core._ModelSlots(model._core, slots, context,
+                                        verify_positions=min(context, max(max_draft_tokens, 0) + 1))
         self._logits = self._slots.logits  # (slots, vocab) view, valid as long as _slots
+        self._cost = _cost_model(model)  # what a draft token costs in a forward pass (adaptive draft length)
+        self._drafters: dict[int, DraftModel] = {}  # id(draft model) -> its slots beside these
         self._free = [True] * slots
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()  # new requests, and None to wake the loop
         self._waiting: list[Request] = []
@@ -212,7 +248,7 @@ class Engine:
         if not isinstance(setup, RequestSetup):
             setup = RequestSetup(setup)
         request = Request([prompt], setup.step_generator(self.model), self.context, logprobs=logprobs,
-                          on_update=on_update)
+                          on_update=on_update, assistant_model=setup.assistant_model)
         request._wake = lambda: self._inbox.put(None)
         with self._lock:
             if self._closed:
@@ -229,6 +265,9 @@ class Engine:
         """Queues ``request`` for the next step (ValueError when it does not fit the slots or
         their context); with no scheduler thread, the caller runs ``step()``."""
         request.check_context(self.context)
+        if request.speculates and getattr(self.model, "_long_rope_context", 0):
+            raise ValueError("speculative decoding (prompt_lookup_num_tokens, assistant_model) does not run with a "
+                             "LongRoPE model (Phi-3 with long factors), whose rows are computed again at the switch")
         if request.rows > self.slots:
             raise ValueError(f"the request needs {request.rows} rows (num_return_sequences / num_beams per prompt), "
                              f"more than the engine's {self.slots} slots")
@@ -356,6 +395,8 @@ class Engine:
                     self._slots.reset(s)
             r.fed = reuse
             r.first_slot = first
+            if r.speculates:
+                self._start_speculation(r)
             self._active.append(r)
 
     def _prefix_slot(self, prompt: np.ndarray) -> tuple[int, int]:
@@ -401,7 +442,11 @@ class Engine:
         chunks, ready = [], []
         long_chunks: list = []  # LongRoPE rows past the original context: a pass of their own
         switch = getattr(self.model, "_long_rope_context", 0)
+        verify: list[int] = []  # slots whose chunks return the logits of every position
         budget = PREFILL_CHUNK
+        decode_rows = extra = 0
+        self._draft_seconds = 0.0
+        self._pass_cost = self._cost
         for r in self._active:
             first = r.first_slot
             assert first is not None
@@ -430,6 +475,10 @@ class Engine:
                 continue
             assert r.next_tokens is not None
             sequences = None
+            drafts = self._drafts(r) if r.speculation is not None else None
+            r.verifying = []
+            if drafts is not None:
+                r.drafts, r.verifying = drafts, [len(d) for d in drafts]
             for k in range(r.rows):
                 if not r.running[k]:
                     continue
@@ -443,14 +492,22 @@ class Engine:
                         raise RuntimeError(f"slot {slot} caches {cached} positions for {sequences[k].size} tokens")
                     self._slots.reset(slot)
                     long_chunks.append((slot, sequences[k]))
+                elif drafts is not None:
+                    chunks.append((slot, np.array([int(r.next_tokens[k]), *drafts[k]], dtype=np.int64)))
+                    verify.append(slot)
+                    extra += len(drafts[k])
                 else:
                     (long_chunks if switch and cached > switch else chunks).append((slot, r.next_tokens[k:k + 1]))
+            decode_rows += sum(r.running)
             ready.append(r)
         try:
+            start = time.perf_counter()
             if chunks or not long_chunks:
-                self._slots.forward(chunks)
+                self._slots.forward(chunks, verify)
             if long_chunks:
                 self._slots.forward(long_chunks)
+            if budget == PREFILL_CHUNK and not long_chunks:  # a decode-only pass times what draft tokens cost
+                self._pass_cost.observe(time.perf_counter() - start + self._draft_seconds, decode_rows, extra)
         except Exception as e:  # the model checks every chunk first, so nothing was computed
             for r in ready:
                 self._retire(r, error=e)
@@ -465,6 +522,9 @@ class Engine:
             for b in range(len(r.prompts)):
                 for k in range(1, r.rows_per_prompt):
                     self._slots.copy_row(first + b * r.rows_per_prompt, first + b * r.rows_per_prompt + k)
+        if r.verifying:
+            self._advance_verified(r)
+            return
         was_running = r.running
         try:
             step = r.generator.step(self._logits[first:first + r.rows])
@@ -474,6 +534,8 @@ class Engine:
             self._retire(r, error=e)
             return
         r.next_tokens = step.tokens
+        if r.speculation is not None:
+            r.speculation.after_step(step.tokens, was_running)
         if r.beams:
             r.running = [not step.done] * r.rows
             reasons = [None] * r.rows if not step.done else r.generator.finish_reasons
@@ -485,6 +547,80 @@ class Engine:
             logprobs, top = self._step_logprobs(r, step, tokens)
             self._notify(r, StepUpdate(tokens, logprobs, reasons, step.done, top))
         if step.done:
+            self._retire(r)
+
+    # ---- speculative decoding ----
+
+    def _start_speculation(self, r: Request) -> None:
+        assistant = None
+        if r.assistant_model is not None:
+            assistant = self._drafters.get(id(r.assistant_model))
+            if assistant is None:
+                assistant = DraftModel(r.assistant_model, self.model, self.slots, self.context)
+                self._drafters[id(r.assistant_model)] = assistant
+            assert r.first_slot is not None
+            for s in range(r.first_slot, r.first_slot + r.rows):
+                assistant.reset(s)
+        r.speculation = Speculation(r.generator.config, r.prompts, r.rows_per_prompt, assistant)
+
+    def _drafts(self, r: Request) -> Optional[list[list[int]]]:
+        """Each row's drafts for this step, or None when no row drafts (a plain step)."""
+        spec, first = r.speculation, r.first_slot
+        assert spec is not None and first is not None
+        limit = min(self._slots.verify_positions - 1, self._slots.max_rollback)
+        room = []
+        for k in range(r.rows):
+            prompt = r.prompts[k // r.rows_per_prompt]
+            generated = len(spec.tokens[k]) - prompt.size  # the next token included
+            left = r.generator.max_new_tokens(prompt.size) - generated  # new tokens still to come
+            # the chunk is the next token and the drafts: all within the slot
+            room.append(max(0, min(limit, left, self.context - self._slots.length(first + k) - 1)))
+        start = time.perf_counter()
+        cost = self._cost if spec.assistant is None else spec.assistant.cost
+        drafts = spec.drafts(first, r.running, room, cost.beta)
+        self._draft_seconds += time.perf_counter() - start
+        if spec.assistant is not None:
+            self._pass_cost = spec.assistant.cost  # the pass times the draft model's drafting
+        return drafts if any(drafts) else None
+
+    def _advance_verified(self, r: Request) -> None:
+        """Verifies the drafts the request's rows were fed with (see the module docstring)."""
+        first, spec = r.first_slot, r.speculation
+        assert first is not None and spec is not None
+        lengths = np.asarray(r.verifying, dtype=np.int64)
+        r.verifying = []
+        logits = self._slots.verify_logits[first:first + r.rows]  # (rows, width, vocab), in place
+        drafts = np.zeros((r.rows, logits.shape[1] - 1), dtype=np.int64)  # (rows, k), padded
+        for k, d in enumerate(r.drafts):
+            drafts[k, :len(d)] = d
+        was_running = r.running
+        try:
+            # under a constraint, the step generator masks each draft position along the drafts
+            result = r.generator.verify(logits, drafts, lengths)
+            for k in range(r.rows):
+                if was_running[k] and result.rollback[k]:
+                    slot = first + k
+                    self._slots.truncate(slot, self._slots.length(slot) - int(result.rollback[k]))
+        except Exception as e:
+            self._retire(r, error=e)
+            return
+        emitted = [[int(t) for t in e] for e in result.emitted]
+        spec.after_verify(emitted, result.accepted, lengths, was_running, first)
+        r.next_tokens = result.tokens
+        reasons = r.generator.finish_reasons
+        r.running = [reason is None for reason in reasons]
+        done = r.generator.is_done()  # a row whose grammar completed stopped after the verdict
+        if r.on_update is not None:
+            lps = [[float(x) for x in lp] for lp in result.emitted_logprobs] if r.logprobs else None
+            count = max((len(e) for e in emitted), default=0)
+            for i in range(count):
+                tokens = [e[i] if i < len(e) else None for e in emitted]
+                last = [i == len(e) - 1 for e in emitted]
+                self._notify(r, StepUpdate(
+                    tokens, [lp[i] if i < len(lp) else None for lp in lps] if lps is not None else None,
+                    [reason if is_last else None for reason, is_last in zip(reasons, last)],
+                    done and i == count - 1))
+        if done:
             self._retire(r)
 
     @staticmethod
@@ -574,7 +710,8 @@ def one_request(model, prompts: Sequence[Sequence[int]], setup: RequestSetup, *,
     as its longest prompt plus new tokens), with the request added: the caller runs
     ``engine.step()`` until ``request.done()``. Bad settings and a context overflow raise here."""
     request = Request(prompts, setup.step_generator(model, output_raw_logprobs), model.context_length,
-                      sequence_ids=sequence_ids)
-    engine = Engine(model, slots=request.rows, context=max(1, request.positions))
+                      sequence_ids=sequence_ids, assistant_model=setup.assistant_model)
+    draft = request.speculation_tokens if request.speculates else 0
+    engine = Engine(model, slots=request.rows, context=max(1, request.positions), max_draft_tokens=draft)
     engine.add(request)
     return engine, request

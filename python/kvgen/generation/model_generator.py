@@ -72,11 +72,19 @@ class ModelGenerator:
     A constraint (``config.json_schema``, ``regex``, ``grammar`` or ``choices``) is compiled
     against the model's tokenizer here (ValueError when invalid); during generation the next
     token's mask is computed in a worker thread while the forward pass runs.
+
+    Speculative decoding (the same tokens, fewer forward passes where the text is
+    predictable): ``prompt_lookup_num_tokens=k`` drafts up to k tokens per step from the
+    prompt and the text so far; ``assistant_model=`` (here or per call, transformers' name)
+    drafts with a smaller kvgen Model of the same vocabulary. ``last_stats`` then counts the
+    drafted and accepted tokens. Not with beam search.
     """
 
     def __init__(self, model: Model, config: ConfigLike = None, *, output_raw_logprobs: bool = False,
-                 skip_special_tokens: bool = True, include_stop_str_in_output: bool = True) -> None:
+                 skip_special_tokens: bool = True, include_stop_str_in_output: bool = True,
+                 assistant_model: Optional[Model] = None) -> None:
         self.model = model
+        self.assistant_model = assistant_model
         self.config = _as_config(config)
         self.output_raw_logprobs = output_raw_logprobs
         self.text_options = TextOptions(skip_special_tokens, include_stop_str_in_output)
@@ -91,7 +99,7 @@ class ModelGenerator:
     def _setup(self, overrides: Mapping[str, Any], end_of_turn: bool = False) -> RequestSetup:
         """The request set-up of one call: the generator's config and text options with ``overrides``."""
         return set_up_request(self.model, self.config, overrides, self.text_options, end_of_turn=end_of_turn,
-                              constraints=self._constraints)
+                              constraints=self._constraints, assistant_model=self.assistant_model)
 
     def _prompts(self, prompts: Any) -> tuple[list[list[int]], bool, bool]:
         """(token lists, given as text, a single prompt)."""
@@ -156,6 +164,10 @@ class ModelGenerator:
             result.finish_reasons = [[r or "interrupted" for r in per] for per in result.finish_reasons]
         self._with_texts(result, setup)
         self.last_stats.new_tokens = sum(len(per[0]) for per in result.sequences)
+        self.last_stats.decode_tokens = max((len(per[0]) - 1 for per in result.sequences), default=0)
+        generator = request.generator
+        self.last_stats.drafted_tokens = int(generator.drafted_tokens.sum())
+        self.last_stats.accepted_tokens = int(generator.accepted_tokens.sum())
         self.last_result = result
         return result
 
@@ -204,7 +216,8 @@ class ModelGenerator:
         given = [self.config] * len(ids) if configs is None else list(configs)
         if len(given) != len(ids):
             raise ValueError(f"got {len(given)} configs for {len(ids)} prompts")
-        setups = [set_up_request(self.model, _as_config(c), None, self.text_options) for c in given]
+        setups = [set_up_request(self.model, _as_config(c), None, self.text_options,
+                                 assistant_model=self.assistant_model) for c in given]
         results = run_batch(self.model, ids, setups, max_batch=max_batch, progress=progress)
         for result, setup in zip(results, setups):
             self._with_texts(result, setup)
@@ -259,6 +272,7 @@ class ModelGenerator:
         skip_special = options.skip_special_tokens
         text = IncrementalText(lambda tokens: self.model.decode(tokens, skip_special))
         read = 0  # generated tokens already in a piece
+        seen = [len(p) for p in ids for _ in range(generator.rows // len(ids))]  # per row, tokens yielded
         pending: list[tuple[Any, ...]] = []  # each step's (logprobs, top ids, ...) since the last piece
         while True:
             if as_text:
@@ -268,11 +282,27 @@ class ModelGenerator:
                 if piece:
                     yield TextPiece.of(piece, generated[read:], pending)
                     pending, read = [], len(generated)
-            else:
+            elif request.speculation is None:
                 yield generator.next_tokens
+            else:  # a verified step may bring several tokens per row: one array per position
+                yield from self._new_tokens(generator, seen)
             if request.done():
                 break
             self._advance(engine, request)
+
+    @staticmethod
+    def _new_tokens(generator: Any, seen: list[int]) -> Iterator[npt.NDArray[np.int64]]:
+        """Each row's tokens since the last call, as int64 [rows] arrays position by position
+        (a row with fewer new tokens gets the pad token, as a finished row does)."""
+        sequences = generator.sequences
+        new = [s[k:] for s, k in zip(sequences, seen)]
+        pad, eos = generator.config.pad_token_id, generator.config.eos_token_id
+        if pad is None:
+            pad = (eos[0] if eos else 0) if isinstance(eos, list) else (eos if eos is not None else 0)
+        for i in range(max((len(n) for n in new), default=0)):
+            yield np.array([int(n[i]) if i < len(n) else pad for n in new], dtype=np.int64)
+        for r, s in enumerate(sequences):
+            seen[r] = len(s)
 
     # --- chat -------------------------------------------------------------------------------
 

@@ -67,6 +67,8 @@ class RequestSetup:
     config: GenerationConfig
     text: TextOptions = TextOptions()
     constraint: Optional[Constraint] = None
+    #: a draft model (a kvgen Model sharing the vocabulary) for speculative decoding, or None
+    assistant_model: Any = None
 
     def step_generator(self, model: Any, output_raw_logprobs: bool = False) -> StepGenerator:
         """A fresh step generator for one request of this set-up, with the model's token texts
@@ -80,17 +82,20 @@ class RequestSetup:
 
 def set_up_request(model: Any, config: GenerationConfig, overrides: Optional[Mapping[str, Any]] = None,
                    text: TextOptions = TextOptions(), *, end_of_turn: bool = False,
-                   constraints: Optional[ConstraintCache] = None) -> RequestSetup:
+                   constraints: Optional[ConstraintCache] = None, assistant_model: Any = None) -> RequestSetup:
     """The set-up of one request: ``config`` with ``overrides`` (config fields and text
     options; TypeError naming an unknown one), the model's EOS when the config names none,
     the model's end-of-turn token too with ``end_of_turn``, and the constraint compiled
-    (ValueError when invalid; kept in ``constraints`` when given)."""
-    overrides = overrides or {}
-    check_field_names(overrides, [*GenerationConfig.fields(), *TEXT_OPTIONS])
+    (ValueError when invalid; kept in ``constraints`` when given); ``assistant_model`` (or an
+    ``assistant_model`` override): the draft model of speculative decoding."""
+    overrides = dict(overrides or {})
+    assistant_model = overrides.pop("assistant_model", assistant_model)
+    check_field_names(overrides, [*GenerationConfig.fields(), *TEXT_OPTIONS, "assistant_model"])
     options = {k: v for k, v in overrides.items() if k in TEXT_OPTIONS}
     fields = {k: v for k, v in overrides.items() if k not in TEXT_OPTIONS}
     config = with_model_eos(model, with_overrides(config, fields), [model.end_of_turn_token_id] if end_of_turn else [])
-    return RequestSetup(config, replace(text, **options), compile_constraint(model, config, constraints))
+    return RequestSetup(config, replace(text, **options), compile_constraint(model, config, constraints),
+                        assistant_model)
 
 
 def compile_constraint(model: Any, config: GenerationConfig,

@@ -120,7 +120,11 @@ class GenerationStats:
     new_tokens: int = 0      # generated tokens of the returned best sequence(s)
     prefill_seconds: float = 0.0
     decode_seconds: float = 0.0
-    decode_steps: int = 0    # one token per running row each
+    decode_steps: int = 0    # forward passes after the prefill: one token per running row each, or more
+                             # where speculative decoding accepted drafts
+    decode_tokens: int = 0   # tokens of the longest sequence after its first (0: one per decode step)
+    drafted_tokens: int = 0  # speculative decoding: draft tokens verified, summed over rows
+    accepted_tokens: int = 0  # of which accepted
 
     @property
     def prefill_tokens_per_second(self) -> float:
@@ -129,8 +133,15 @@ class GenerationStats:
 
     @property
     def decode_tokens_per_second(self) -> float:
-        """Decode steps per second (tokens per second of each sequence)."""
-        return self.decode_steps / self.decode_seconds if self.decode_seconds > 0 else 0.0
+        """Tokens per second of each sequence after its first (decode steps per second
+        without speculative decoding)."""
+        tokens = self.decode_tokens or self.decode_steps
+        return tokens / self.decode_seconds if self.decode_seconds > 0 else 0.0
+
+    @property
+    def acceptance_rate(self) -> Optional[float]:
+        """Speculative decoding: accepted / drafted tokens (None when nothing was drafted)."""
+        return self.accepted_tokens / self.drafted_tokens if self.drafted_tokens else None
 
     def __repr__(self) -> str:
         return (f"GenerationStats(prompt_tokens={self.prompt_tokens}, new_tokens={self.new_tokens}, "
@@ -148,4 +159,7 @@ class GenerationStats:
         else:
             steps = "step" if self.decode_steps == 1 else "steps"
             decode = f"decode {self.decode_tokens_per_second:.1f} tok/s over {self.decode_steps} {steps}"
+            if self.drafted_tokens:
+                decode += (f", {self.accepted_tokens}/{self.drafted_tokens} drafted tokens accepted "
+                           f"({100 * self.acceptance_rate:.0f}%)")  # type: ignore[operator]
         return f"{self.prompt_tokens} prompt tokens, {self.new_tokens} new tokens; {prefill}, {decode}"

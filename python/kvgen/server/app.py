@@ -60,6 +60,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 
+from kvgen._core import GenerationConfig
 from kvgen.generation.engine import Engine
 from kvgen.server.protocol import ApiError, RequestLimits, chat_request, completion_request
 from kvgen.server.responses import Completion, Responder, error_of
@@ -260,11 +261,14 @@ class _Trimmer:
 
 def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, model_name: Optional[str] = None,
                limits: Optional[ServerLimits] = None, host: str = "127.0.0.1", allowed_hosts: tuple[str, ...] = (),
-               allowed_origins: tuple[str, ...] = (), prefix_cache: bool = True) -> FastAPI:
+               allowed_origins: tuple[str, ...] = (), prefix_cache: bool = True,
+               speculative_ngram: Optional[int] = None, speculative_ngram_size: Optional[int] = None) -> FastAPI:
     """The FastAPI application serving ``model`` with an Engine of ``max_batch`` slots (reusing
     cached prompt prefixes with ``prefix_cache``), within ``limits`` (default:
     ServerLimits.sized to the machine), for clients that reach it as ``host`` (its bound
-    address), localhost or one of ``allowed_hosts``."""
+    address), localhost or one of ``allowed_hosts``. ``speculative_ngram``: requests that set
+    no ``prompt_lookup_num_tokens`` draft up to this many tokens by prompt lookup (n-grams up
+    to ``speculative_ngram_size``), verified as they are generated."""
     trimmer = _Trimmer()  # first: it sets the allocator's limits before the engine's threads start
     engine = Engine(model, slots=max_batch, prefix_cache=prefix_cache)
     limits = limits or ServerLimits.sized(max_batch, model.context_length)
@@ -277,7 +281,15 @@ def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, mode
                           lambda: (server.engine.prefix_cache_queries, server.engine.prefix_cache_hits))
     except ImportError:  # prometheus_client is not installed: /metrics says so
         pass
-    server = Responder(model, engine, name, metrics)
+    speculation = {}
+    if speculative_ngram is not None:
+        # checked as the config fields they set (ValueError naming the field)
+        GenerationConfig(prompt_lookup_num_tokens=speculative_ngram, max_matching_ngram_size=speculative_ngram_size)
+        speculation = {"prompt_lookup_num_tokens": speculative_ngram, "max_matching_ngram_size": speculative_ngram_size}
+        if getattr(model, "_long_rope_context", 0):
+            raise ValueError("--speculative-ngram: speculative decoding does not run with a LongRoPE model (Phi-3 "
+                             "with long factors)")
+    server = Responder(model, engine, name, metrics, speculation)
     admission = _Admission(limits)
     background: set = set()  # the trimmer's tasks (held until done)
 
@@ -497,7 +509,8 @@ def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, mode
 def serve(model, *, host: str = "127.0.0.1", port: int = 8000, max_batch: int = 8, api_key: Optional[str] = None,
           limits: Optional[ServerLimits] = None, allowed_hosts: tuple[str, ...] = (),
           allowed_origins: tuple[str, ...] = (), shutdown_timeout: float = 3.0,
-          sock: Optional[socket.socket] = None, prefix_cache: bool = True) -> None:
+          sock: Optional[socket.socket] = None, prefix_cache: bool = True, speculative_ngram: Optional[int] = None,
+          speculative_ngram_size: Optional[int] = None) -> None:
     """Runs the server until interrupted; on SIGTERM or Ctrl-C, requests still running after
     ``shutdown_timeout`` seconds are cancelled and the server exits. ``sock``: a socket
     listening on ``host``:``port`` (default: bound here, see listening_socket)."""
@@ -508,7 +521,8 @@ def serve(model, *, host: str = "127.0.0.1", port: int = 8000, max_batch: int = 
         print(f"kvgen serve: warning: listening on {host} without --api-key: anyone who can reach this address can "
               "use the model", file=sys.stderr, flush=True)
     app = create_app(model, max_batch=max_batch, api_key=api_key, limits=limits, host=host,
-                     allowed_hosts=allowed_hosts, allowed_origins=allowed_origins, prefix_cache=prefix_cache)
+                     allowed_hosts=allowed_hosts, allowed_origins=allowed_origins, prefix_cache=prefix_cache,
+                     speculative_ngram=speculative_ngram, speculative_ngram_size=speculative_ngram_size)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=shutdown_timeout)
     with sock:
         uvicorn.Server(config).run(sockets=[sock])

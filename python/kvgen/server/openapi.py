@@ -156,6 +156,8 @@ class _SamplingFields(_Strict):
     top_k: Optional[int] = Field(None, ge=0, le=2**31 - 1)
     min_p: Optional[float] = Field(None, ge=0.0, le=1.0)
     repetition_penalty: Optional[float] = Field(None, gt=0.0, le=10.0)
+    prompt_lookup_num_tokens: Optional[int] = Field(None, ge=1, le=64)
+    max_matching_ngram_size: Optional[int] = Field(None, ge=1, le=64)
     response_format: Optional[ResponseFormat] = None
     regex: Optional[str] = None
     guided_regex: Optional[str] = None

@@ -262,7 +262,9 @@ def _settings(values: dict, max_tokens: int, n: int) -> GenerationConfig:
         max_new_tokens=max_tokens, do_sample=sampling, **truncation, seed=values.get("seed"),
         presence_penalty=values.get("presence_penalty", 0.0), frequency_penalty=values.get("frequency_penalty", 0.0),
         repetition_penalty=values.get("repetition_penalty", 1.0), logit_bias=values.get("logit_bias", {}),
-        stop_strings=values.get("stop", []), num_return_sequences=n if sampling else 1)
+        stop_strings=values.get("stop", []), num_return_sequences=n if sampling else 1,
+        prompt_lookup_num_tokens=values.get("prompt_lookup_num_tokens"),
+        max_matching_ngram_size=values.get("max_matching_ngram_size"))
     constraint = _constraint(values)
     if constraint is not None:
         setattr(config, *constraint)

@@ -129,6 +129,9 @@ class Completion:
         loop = loop or asyncio.get_running_loop()
         model = server.model
         # the model's EOS ids and end of turn, the constraint compiled once for every engine request
+        if server.speculation and req.config.prompt_lookup_num_tokens is None:  # kvgen serve --speculative-ngram
+            for name, value in server.speculation.items():
+                setattr(req.config, name, value)
         try:
             self.setup = set_up_request(model, req.config, end_of_turn=server.end_of_turn is not None)
         except ValueError as e:
@@ -212,15 +215,25 @@ class Completion:
     def usage(self) -> dict:
         """OpenAI's usage: prompt, completion and total tokens."""
         completion = sum(len(c.tokens) for c in self.choices)
-        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": completion,
-                "total_tokens": self.prompt_tokens + completion}
+        usage = {"prompt_tokens": self.prompt_tokens, "completion_tokens": completion,
+                 "total_tokens": self.prompt_tokens + completion}
+        # speculative decoding (kvgen's extra field): draft tokens verified and accepted
+        drafted = sum(int(r.generator.drafted_tokens.sum()) for r in self.requests)
+        if drafted:
+            accepted = sum(int(r.generator.accepted_tokens.sum()) for r in self.requests)
+            usage["speculative"] = {"drafted_tokens": drafted, "accepted_tokens": accepted,
+                                    "acceptance_rate": accepted / drafted}
+        return usage
 
 
 class Responder:
     """Writes OpenAI's response bodies and server-sent events for the served model."""
 
-    def __init__(self, model, engine: Engine, name: str, metrics: Optional[Metrics] = None):
+    def __init__(self, model, engine: Engine, name: str, metrics: Optional[Metrics] = None,
+                 speculation: Optional[dict] = None):
         self.model, self.engine, self.name, self.metrics = model, engine, name, metrics
+        #: GenerationConfig fields of speculative decoding for requests that set none (--speculative-ngram)
+        self.speculation = speculation or {}
         self.end_of_turn = model.end_of_turn_token_id if model.chat_template else None
         self.created = int(time.time())
 

@@ -15,6 +15,11 @@ struct AttentionOptions {
   int64_t window = 0;    // > 0: a token at position t sees positions (t - window, t] only
 };
 
+// Chunks of at most this many tokens attend token by token with the decode loops (each
+// token gets the sums decoding it alone gives: speculative verification is exact); longer
+// ones (prefill) with matrix products. A prefill chunk is 32 tokens (slot_cache.h).
+inline constexpr int64_t kTokenByTokenAttention = 16;
+
 // For the `count` tokens of `row` at positions [start, start + count), whose keys and
 // values are already in the cache: out (count, heads * head_dim; row stride ldo) from
 // q (count, heads * head_dim; row stride ldq). Token i attends to positions <= start + i

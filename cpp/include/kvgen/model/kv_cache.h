@@ -30,6 +30,14 @@ class KVCache {
   int64_t max_context() const { return max_context_; }
   int64_t length(int64_t row) const { return length_[row]; }
   void set_length(int64_t row, int64_t n) { length_[row] = n; }
+  // Rolls row back to its first `length` positions without copying (speculative decoding
+  // discards rejected drafts): the next forward writes over the rest. A sliding-window
+  // ring keeps only kRingSlack + 1 positions beyond its window, so a rollback of more
+  // positions than that is refused (ValueError naming the layer) rather than leaving the
+  // window with overwritten keys; so is a length outside [0, length(row)].
+  void truncate(int64_t row, int64_t length);
+  // The most positions truncate may discard (INT64_MAX when no layer keeps a ring).
+  int64_t max_rollback() const { return max_rollback_; }
   // Positions layer `layer` keeps: max_context, or a sliding window's ring (position p at
   // slot p % capacity; a slot holds the last position written to it).
   int64_t capacity(int64_t layer) const { return capacity_[layer]; }
@@ -79,6 +87,8 @@ class KVCache {
   xt::xtensor<float, 1> k_, v_;                // per layer (row, kv_head, slot, head_dim), layer after layer
   xt::xtensor<float, 1> scratch_k_, scratch_v_;  // per layer (kv_head, slot, head_dim): one row
   std::vector<int64_t> length_;
+  int64_t max_rollback_ = INT64_MAX;  // see max_rollback(); ring_layer_ is the layer that sets it (-1: none)
+  int64_t ring_layer_ = -1, ring_window_ = 0;
   std::vector<int64_t> refs_, pending_, new_length_;  // reorder bookkeeping
 };
 

@@ -18,6 +18,10 @@ struct RowTokens {
   int64_t row;
   const int64_t* tokens;
   int64_t count;
+  // Without all_positions: when set, the logits of every token of the chunk, (count,
+  // vocab), are written here instead of the last token's at its row (speculative
+  // decoding verifies a row's drafts with them).
+  float* logits = nullptr;
 };
 
 class Model {
@@ -36,7 +40,8 @@ class Model {
   // Runs each chunk's tokens at the positions following its row's cached length,
   // writes their keys/values into the cache and advances the row's length. Logits:
   // with all_positions, of every token, chunk after chunk (sum of counts, vocab);
-  // otherwise of each chunk's last token, at its row: logits + row * vocab.
+  // otherwise of each chunk's last token, at its row: logits + row * vocab (or of every
+  // token of a chunk that sets RowTokens::logits, there).
   virtual void forward(const std::vector<RowTokens>& chunks, KVCache& cache, float* logits, bool all_positions) = 0;
 
   KVCache make_cache(int64_t rows, int64_t max_context) const {

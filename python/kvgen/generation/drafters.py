@@ -1,0 +1,217 @@
+"""Speculative decoding's drafters and the draft length: what the engine (kvgen.generation.engine)
+feeds after a row's next token so that one forward pass checks several positions.
+
+- ``NgramLookup``: prompt lookup decoding (transformers' ``prompt_lookup_num_tokens`` and
+  ``max_matching_ngram_size``; llama.cpp's ``llama-lookup`` / ``--spec-type ngram``; vLLM's
+  ``ngram`` speculator): the last n tokens of a row (n from the largest size down to 1) are
+  looked up in the row's own tokens, prompt and text so far, and the tokens that followed their
+  latest earlier occurrence are the draft. Its q is one-hot (the verifier's rule for n-gram
+  drafts). The index is a dict per n-gram size, updated as tokens arrive: a lookup costs O(n).
+- ``DraftModel``: a smaller kvgen Model with the target's vocabulary drafting greedily, one
+  row per slot of its own slot cache (``_ModelSlots``), rolled back with the target's verdicts.
+- ``DraftLength``: per row, how many tokens to draft this step. Verifying k drafts costs a
+  forward pass over k + 1 tokens, about 1 + beta * k decode steps (beta measured by the engine);
+  it pays when the expected tokens per step, (1 - a^(k+1)) / (1 - a) for a per-position
+  acceptance rate a, exceed that cost. a is a decayed estimate from the verdicts; while the
+  row does not draft (k = 0) the drafter's proposal is still compared with the token the
+  row then gets ("shadow" drafts: P(token == draft) is the acceptance probability of a
+  one-hot draft, greedy or sampled), so drafting resumes when the text becomes predictable,
+  at no cost. Open-ended text thus decodes at close to plain speed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+#: transformers' default n-gram size for prompt lookup (``max_matching_ngram_size=None``).
+DEFAULT_NGRAM_SIZE = 2
+
+
+class NgramLookup:
+    """Prompt lookup over one row's tokens (prompt + generated): ``extend`` as tokens arrive,
+    ``propose(k)`` for the k tokens that followed the latest earlier occurrence of the row's
+    last n-gram (the largest n <= max_ngram that occurs; [] when none does)."""
+
+    def __init__(self, tokens: Sequence[int], max_ngram: int = DEFAULT_NGRAM_SIZE):
+        if max_ngram < 1:
+            raise ValueError(f"max_matching_ngram_size must be >= 1, got {max_ngram}")
+        self.max_ngram = max_ngram
+        self.tokens: list[int] = []
+        # per size n: n-gram -> the position just after its latest occurrence that has a successor
+        self._index: list[dict[tuple[int, ...], int]] = [dict() for _ in range(max_ngram + 1)]
+        self.extend(tokens)
+
+    def extend(self, tokens: Sequence[int]) -> None:
+        """Appends the row's new tokens."""
+        t = self.tokens
+        for token in tokens:
+            t.append(int(token))
+            end = len(t) - 1  # the n-grams ending just before the new token now have a successor
+            for n in range(1, min(self.max_ngram, end) + 1):
+                self._index[n][tuple(t[end - n:end])] = end
+
+    def propose(self, k: int) -> list[int]:
+        """Up to k draft tokens (fewer where the match runs into the end; [] for no match)."""
+        t = self.tokens
+        if k < 1:
+            return []
+        for n in range(min(self.max_ngram, len(t)), 0, -1):
+            start = self._index[n].get(tuple(t[len(t) - n:]))
+            if start is not None:
+                return t[start:start + k]
+        return []
+
+
+class DraftModel:
+    """A draft model's side of speculation for one engine: its own slot cache (one slot per
+    engine slot), fed the tokens each row keeps, drafting greedily. ``model`` must share the
+    target's vocabulary (ValueError otherwise)."""
+
+    def __init__(self, model: Any, target: Any, slots: int, context: int):
+        from kvgen import _core
+
+        if model.vocab_size != target.vocab_size:
+            raise ValueError(f"the draft model's vocabulary ({model.vocab_size} tokens) is not the target's "
+                             f"({target.vocab_size}): a draft model must share the target's tokenizer")
+        tok_d, tok_t = getattr(model, "tokenizer", None), getattr(target, "tokenizer", None)
+        if tok_d is not None and tok_t is not None and hasattr(tok_d, "get_vocab") and hasattr(tok_t, "get_vocab"):
+            if tok_d.get_vocab() != tok_t.get_vocab():
+                raise ValueError("the draft model's tokenizer maps tokens to other ids than the target's")
+        if context > model.context_length:
+            raise ValueError(f"the draft model's context ({model.context_length}) is shorter than the engine's "
+                             f"({context})")
+        self.model = model
+        self._slots = _core._ModelSlots(model._core, slots, context)
+        #: what a draft token costs here: the draft model's passes and the target's verification
+        self.cost = CostModel()
+        self._logits = self._slots.logits
+        self._fed: list[int] = [0] * slots  # tokens of each slot's row in the draft cache
+        self._drafts_fed: list[int] = [0] * slots  # of which drafts not yet verified
+
+    def reset(self, slot: int) -> None:
+        """A new request starts at the slot."""
+        self._slots.reset(slot)
+        self._fed[slot] = self._drafts_fed[slot] = 0
+
+    def propose(self, rows: dict[int, tuple[list[int], int]]) -> dict[int, list[int]]:
+        """rows: slot -> (the row's tokens, prompt and generated, ending with the token the
+        target is fed next; k). Catches each slot up on its tokens, then drafts k tokens per
+        row greedily, one batched forward per draft position; slot -> drafts."""
+        drafts: dict[int, list[int]] = {s: [] for s in rows}
+        # catch up: what the row kept since the last call (its whole prompt at first), in chunks
+        # of 32 tokens (a prefill-sized pass)
+        pending = {s: tokens for s, (tokens, _k) in rows.items()}
+        while True:
+            chunks = []
+            for s, tokens in pending.items():
+                if self._fed[s] < len(tokens):
+                    chunk = np.asarray(tokens[self._fed[s]:self._fed[s] + 32], dtype=np.int64)
+                    chunks.append((s, chunk))
+                    self._fed[s] += chunk.size
+            if not chunks:
+                break
+            self._slots.forward(chunks)
+        active = [s for s, (_t, k) in rows.items() if k > 0]
+        longest = max((rows[s][1] for s in active), default=0)
+        for i in range(longest):
+            chunks = []
+            for s in active:
+                if i < rows[s][1]:
+                    token = int(self._logits[s].argmax())
+                    drafts[s].append(token)
+                    if i + 1 < rows[s][1]:
+                        chunks.append((s, np.array([token], dtype=np.int64)))
+            if chunks:
+                self._slots.forward(chunks)
+        # the drafts fed (all but the last) stay in the cache until the verdict (rollback)
+        for s in active:
+            self._drafts_fed[s] = max(len(drafts[s]) - 1, 0)
+            self._fed[s] += self._drafts_fed[s]
+        return drafts
+
+    def rollback(self, slot: int, kept: int, accepted: int) -> None:
+        """The verdict on the slot's last drafts: the row's tokens before them were `kept` and
+        it accepted `accepted` drafts; the draft cache keeps what agrees with that."""
+        valid = kept + min(accepted, self._drafts_fed[slot])
+        self._drafts_fed[slot] = 0
+        if self._fed[slot] > valid:
+            self._slots.truncate(slot, valid)
+            self._fed[slot] = valid
+
+
+class DraftLength:
+    """Per row: the draft length that maximises the expected tokens per unit of cost, from
+    a decayed per-position acceptance estimate (see the module docstring)."""
+
+    #: weight of the past in the acceptance estimate per observed position
+    DECAY = 0.9
+    #: prior pseudo-counts (accepted + rejected = 2 PRIOR) at the prior rate, until verdicts come in
+    PRIOR = 1.0
+
+    def __init__(self, max_tokens: int, prior_rate: float = 0.5):
+        self.max_tokens = max_tokens
+        self.accepted = 2 * self.PRIOR * prior_rate
+        self.rejected = 2 * self.PRIOR * (1 - prior_rate)
+
+    @property
+    def rate(self) -> float:
+        """The estimated probability that a draft position is accepted."""
+        return self.accepted / (self.accepted + self.rejected)
+
+    def choose(self, beta: float) -> int:
+        """0 .. max_tokens: the k maximising (1 - a^(k+1)) / (1 - a) / (1 + beta * k)."""
+        a = min(self.rate, 0.999)
+        best_k, best = 0, 1.0
+        expected, power = 1.0, 1.0
+        for k in range(1, self.max_tokens + 1):
+            power *= a
+            expected += power
+            value = expected / (1.0 + beta * k)
+            if value > best * 1.02:  # a k must beat the shorter ones clearly
+                best_k, best = k, value
+        return best_k
+
+    def observe(self, accepted: int, drafted: int) -> None:
+        """A verdict: the first `accepted` of `drafted` positions were accepted (the next one,
+        when accepted < drafted, was rejected)."""
+        for _ in range(accepted):
+            self.accepted = self.accepted * self.DECAY + 1.0
+            self.rejected *= self.DECAY
+        if accepted < drafted:
+            self.accepted *= self.DECAY
+            self.rejected = self.rejected * self.DECAY + 1.0
+
+
+class CostModel:
+    """An estimate of beta: the cost of one more token in a decode forward pass, as a fraction
+    of a decode row's, timed over the passes of a model's engines (decayed averages, with a
+    prior worth a few passes so that one pass slowed by other work on the machine does not
+    switch drafting off for good)."""
+
+    PRIOR_BETA = 0.5
+    PRIOR_WEIGHT = 3.0
+    DECAY = 0.9
+
+    def __init__(self) -> None:
+        self.row_seconds: Optional[float] = None  # per decode row of a pass without drafts
+        self._beta_sum = 0.0                       # decayed sum of the passes' betas
+        self._weight = 0.0                         # and of their weights
+
+    @property
+    def beta(self) -> float:
+        beta = (self.PRIOR_BETA * self.PRIOR_WEIGHT + self._beta_sum) / (self.PRIOR_WEIGHT + self._weight)
+        return min(max(beta, 0.05), 1.0)
+
+    def observe(self, seconds: float, rows: int, extra: int) -> None:
+        """A decode pass of `rows` rows carrying `extra` draft tokens took `seconds`."""
+        if rows < 1:
+            return
+        if extra == 0:
+            per_row = seconds / rows
+            self.row_seconds = per_row if self.row_seconds is None else 0.8 * self.row_seconds + 0.2 * per_row
+        elif self.row_seconds is not None and self.row_seconds > 0:
+            beta = max(seconds - self.row_seconds * rows, 0.0) / extra / self.row_seconds
+            self._beta_sum = self._beta_sum * self.DECAY + beta
+            self._weight = self._weight * self.DECAY + 1.0

@@ -1,0 +1,190 @@
+"""Speculative decoding with the real SmolLM2 model: the slot cache's verification pass (the
+logits of every drafted position in one forward) and its rollback, the drafters, and the
+engine's speculative generation against its plain decode."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kvgen
+from kvgen import _core
+
+
+@pytest.fixture
+def model(smollm2_model):
+    return smollm2_model
+
+
+@pytest.fixture(params=[False, True], ids=["default", "exact"])
+def mode(request, model):
+    before = model.exact
+    model.exact = request.param
+    yield request.param
+    model.exact = before
+
+
+def test_verify_logits_are_step_by_step_decode_logits_and_rollback_forgets(model, mode):
+    prompt = np.array(model.encode("The quick brown fox jumps over the lazy dog. The quick brown fox"))
+    drafts = [9, 500, 1200, 77, 3000]
+    other = np.array(model.encode("An unrelated prompt that prefills beside the row"))
+    slots = _core._ModelSlots(model._core, 3, 128, verify_positions=8)
+    slots.forward([(0, prompt), (2, other[:4])])
+    # the reference: one token at a time
+    steps = []
+    for t in drafts:
+        slots.forward([(0, np.array([t]))])
+        steps.append(slots.logits[0].copy())
+    slots.truncate(0, prompt.size)
+    # all positions at once, beside a prefill chunk of another slot and a plain decode row
+    slots.forward([(2, other[4:]), (0, np.array(drafts)), (1, prompt[:3])], verify=[0])
+    verify = slots.verify_logits
+    assert verify.shape == (3, len(drafts), model.vocab_size)
+    for i, expected in enumerate(steps):
+        assert np.array_equal(verify[0, i], expected), f"position {i}"
+    # roll back the last three drafts: the next decode is the one after the second draft
+    slots.truncate(0, prompt.size + 2)
+    assert slots.length(0) == prompt.size + 2
+    slots.forward([(0, np.array([drafts[2]]))])
+    assert np.array_equal(slots.logits[0], steps[2])
+    # ... and a different token there continues as if the rejected ones were never fed
+    slots.truncate(0, prompt.size + 2)
+    slots.forward([(0, np.array([42]))])
+    fresh = _core._ModelSlots(model._core, 1, 128)
+    fresh.forward([(0, prompt)])
+    fresh.forward([(0, np.array(drafts[:2]))])
+    fresh.forward([(0, np.array([42]))])
+    assert np.array_equal(slots.logits[0], fresh.logits[0])
+
+
+def test_verify_and_truncate_refuse_bad_requests(model):
+    slots = _core._ModelSlots(model._core, 2, 64, verify_positions=4)
+    slots.forward([(0, np.array([1, 2, 3]))])
+    with pytest.raises(ValueError, match="verify_positions"):
+        slots.forward([(0, np.arange(5))], verify=[0])
+    with pytest.raises(ValueError, match="verify slot"):
+        slots.forward([(0, np.arange(2))], verify=[1])
+    with pytest.raises(ValueError, match="truncate"):
+        slots.truncate(0, 4)
+    with pytest.raises(ValueError, match="verify_positions"):
+        _core._ModelSlots(model._core, 2, 64, verify_positions=65)
+
+
+# ---- the engine: speculative generation gives plain decoding's tokens ----------------------------
+
+def _grounded_prompt(model, words: int = 120) -> str:
+    """An input-grounded prompt: a passage, then its start again, which the model goes on copying."""
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / "data" / "pride_and_prejudice_ch1-2.txt").read_text()
+    passage = " ".join(text.split()[200:200 + words])
+    return f"{passage}\n\nThe same passage again:\n\n{' '.join(passage.split()[:12])}"
+
+
+def test_prompt_lookup_greedy_gives_plain_greedy_tokens(model, mode):
+    prompt = _grounded_prompt(model)
+    generator = kvgen.Generator(model, kvgen.GenerationConfig(max_new_tokens=48))
+    plain = generator.generate(prompt)
+    plain_ids = generator.last_result.sequences[0][0]
+    assert generator.last_stats.acceptance_rate is None
+    speculative = generator.generate(prompt, prompt_lookup_num_tokens=8)
+    assert np.array_equal(generator.last_result.sequences[0][0], plain_ids)
+    assert speculative == plain
+    stats = generator.last_stats
+    assert stats.drafted_tokens > 0 and stats.accepted_tokens > 0  # the drafts were verified
+    assert 0 < stats.acceptance_rate <= 1
+    assert stats.decode_steps < len(plain_ids) - 1  # fewer forward passes than tokens
+    assert "drafted tokens accepted" in stats.summary()
+
+
+def test_prompt_lookup_through_stream_chat_and_generate_batch(model):
+    prompt = _grounded_prompt(model, words=80)
+    config = kvgen.GenerationConfig(max_new_tokens=24)
+    generator = kvgen.Generator(model, config)
+    plain = generator.generate(prompt)
+    assert "".join(generator.stream(prompt, prompt_lookup_num_tokens=6)) == plain
+    assert generator.last_stats.drafted_tokens > 0
+    # a batch: speculating and plain requests side by side, one sampled (seeded: reproducible)
+    prompts = [prompt, "The capital of France is", _grounded_prompt(model, words=60)]
+    spec = kvgen.GenerationConfig(max_new_tokens=24, prompt_lookup_num_tokens=6)
+    sampled = kvgen.GenerationConfig(max_new_tokens=24, prompt_lookup_num_tokens=6, do_sample=True,
+                                     temperature=0.7, seed=5)
+    batch = generator.generate_batch(prompts, [spec, config, sampled], max_batch=3)
+    assert batch[0] == plain
+    assert batch[1] == generator.generate(prompts[1])
+    again = generator.generate_batch(prompts, [config, config, sampled], max_batch=2)
+    assert again[2] == batch[2]
+    messages = [{"role": "user", "content": "Repeat after me: " + prompt}]
+    assert generator.chat(messages, prompt_lookup_num_tokens=6) == generator.chat(messages)
+
+
+def test_speculation_refuses_beam_search(model):
+    generator = kvgen.Generator(model, kvgen.GenerationConfig(max_new_tokens=4, num_beams=2))
+    with pytest.raises(ValueError, match="beam search"):
+        generator.generate("Hello", prompt_lookup_num_tokens=4)
+
+
+def test_prompt_lookup_config_fields_are_checked():
+    with pytest.raises(ValueError, match="prompt_lookup_num_tokens"):
+        kvgen.GenerationConfig(prompt_lookup_num_tokens=0)
+    with pytest.raises(ValueError, match="max_matching_ngram_size"):
+        kvgen.GenerationConfig(max_matching_ngram_size=0)
+    config = kvgen.GenerationConfig.from_hf({"prompt_lookup_num_tokens": 10, "max_matching_ngram_size": 3})
+    assert (config.prompt_lookup_num_tokens, config.max_matching_ngram_size) == (10, 3)
+
+
+def test_structured_output_stays_valid_and_identical_under_prompt_lookup(model):
+    import json
+
+    import jsonschema
+
+    schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 40},
+                                               "town": {"type": "string", "maxLength": 40},
+                                               "daughters": {"type": "integer"}},
+              "required": ["name", "town", "daughters"]}
+    record = '{"name": "Mr. Bennet", "town": "Longbourn", "daughters": 5}'
+    prompt = (f"Records of the neighbourhood:\n{record}\n{record.replace('Bennet', 'Lucas')}\n"
+              f"The first record again, as JSON:\n")
+    generator = kvgen.Generator(model, kvgen.GenerationConfig(max_new_tokens=40, json_schema=schema))
+    plain = generator.generate(prompt)
+    speculative = generator.generate(prompt, prompt_lookup_num_tokens=8, max_matching_ngram_size=3)
+    assert speculative == plain
+    jsonschema.validate(json.loads(speculative), schema)
+    assert generator.last_stats.drafted_tokens > 0
+    towns = kvgen.Generator(model, kvgen.GenerationConfig(max_new_tokens=8, choices=["Longbourn", "Netherfield"]))
+    town = towns.generate(prompt + "The town: ", prompt_lookup_num_tokens=4)
+    assert town == towns.generate(prompt + "The town: ") and town in ("Longbourn", "Netherfield")
+
+
+def test_a_draft_model_gives_plain_greedy_tokens(model):
+    """SmolLM2 drafting for itself: every greedy draft is accepted, the tokens are plain decoding's."""
+    prompt = "The three primary colors are"
+    plain = kvgen.Generator(model, kvgen.GenerationConfig(max_new_tokens=24))
+    drafted = kvgen.Generator(model, kvgen.GenerationConfig(max_new_tokens=24), assistant_model=model)
+    assert drafted.generate(prompt) == plain.generate(prompt)
+    assert drafted.last_stats.drafted_tokens > 0
+    assert drafted.last_stats.accepted_tokens == drafted.last_stats.drafted_tokens
+    # per call, as transformers' generate(assistant_model=...)
+    assert plain.generate(prompt, assistant_model=model) == plain.generate(prompt)
+    with pytest.raises(ValueError, match="one drafter"):
+        plain.generate(prompt, assistant_model=model, prompt_lookup_num_tokens=3)
+
+
+def test_a_draft_model_must_share_the_vocabulary(model):
+    from kvgen.generation.drafters import DraftModel
+
+    class Other:
+        vocab_size = model.vocab_size + 1
+        context_length = model.context_length
+
+    with pytest.raises(ValueError, match="vocabulary"):
+        DraftModel(Other(), model, 1, 64)
+
+
+def test_token_streaming_under_prompt_lookup_yields_every_token(model):
+    prompt = model.encode(_grounded_prompt(model, words=60))
+    generator = kvgen.Generator(model, kvgen.GenerationConfig(max_new_tokens=20))
+    plain = [int(step[0]) for step in generator.stream([prompt])]
+    speculative = [int(step[0]) for step in generator.stream([prompt], prompt_lookup_num_tokens=6)]
+    assert generator.last_stats.drafted_tokens > 0
+    assert speculative == plain
