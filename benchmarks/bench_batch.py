@@ -34,7 +34,6 @@ import statistics
 import subprocess
 import sys
 import time
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import harness
@@ -115,19 +114,7 @@ def run_ray(path: str, reqs: list[dict], max_batch: int) -> float:
 
 
 def start_server(path: str, threads: int, max_batch: int, port: int) -> subprocess.Popen:
-    proc = subprocess.Popen(kvgen_engine.serve_command(path, threads, max_batch, "int8x2", port),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2)
-            return proc
-        except OSError:
-            if proc.poll() is not None:
-                break
-            time.sleep(0.5)
-    proc.kill()
-    raise RuntimeError("kvgen serve did not start")
+    return harness.start_server(kvgen_engine.serve_command(path, threads, max_batch, "int8x2", port), port)
 
 
 def main() -> int:

@@ -53,11 +53,9 @@ import http.client
 import json
 import socket
 import statistics
-import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -75,24 +73,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def start(cmd: list[str], port: int, pin: str | None) -> subprocess.Popen:
-    """Starts a server and waits until /v1/models answers."""
-    if pin:
-        cmd = ["taskset", "-c", pin, *cmd]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2)
-            return proc
-        except OSError:
-            if proc.poll() is not None:
-                break
-            time.sleep(0.5)
-    proc.kill()
-    raise RuntimeError(f"server did not start: {' '.join(cmd)}")
 
 
 def prompts(model, count: int, round_: int) -> list[str]:
@@ -357,7 +337,7 @@ def main() -> int:
         commands["kvgen-nocache"] = kvgen_engine.serve_command(path, args.threads, max(counts), args.activations,
                                                                ports["kvgen-nocache"]) + ["--no-prefix-cache"]
         engines.insert(1, "kvgen-nocache")
-    procs = {name: start(commands[name], ports[name], args.pin) for name in engines}
+    procs = {name: harness.start_server(commands[name], ports[name], args.pin) for name in engines}
     if args.multi_turn:
         return multi_turn(args, model, path, engines, ports, procs, env)
     results: dict = {name: {} for name in engines}

@@ -426,6 +426,30 @@ def run_rows(table: Table, plan: Iterable[tuple], bench: Callable[..., dict | li
     return results
 
 
+# ---- servers ---------------------------------------------------------------------
+
+
+def start_server(cmd: list[str], port: int, pin: str | None = None) -> subprocess.Popen:
+    """Starts a server process (pinned with taskset to the cores ``pin`` lists, if given) and
+    waits until its /v1/models answers; RuntimeError if it exits or takes over 180 s."""
+    import urllib.request
+
+    if pin:
+        cmd = ["taskset", "-c", pin, *cmd]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2)
+            return proc
+        except OSError:
+            if proc.poll() is not None:
+                break
+            time.sleep(0.5)
+    proc.kill()
+    raise RuntimeError(f"server did not start: {' '.join(cmd)}")
+
+
 # ---- output: JSON and the PNG plot ---------------------------------------------------
 
 

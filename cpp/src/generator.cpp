@@ -191,9 +191,10 @@ void Generator::stop_row(int64_t r) {
   state_.next_tokens[r] = pad_;
 }
 
-void Generator::step(const float* logits, int64_t rows, int64_t vocab, const uint32_t* allowed) {
-  if (!started()) throw ValueError("call append_tokens(prompts) before step()");
-  if (done()) throw ValueError("the generation is finished (is_done() is True): nothing more to step");
+// Checks a step's or verify's logits shape against the rows and the vocabulary of the first
+// call, and allocates the processed-logits buffer at the first call (last_logits views it for
+// the generator's lifetime). True at the first call.
+bool Generator::accept_logits_shape(int64_t rows, int64_t vocab) {
   if (rows != this->rows()) {
     std::ostringstream msg;
     msg << "logits has " << rows << " rows, expected " << this->rows() << " (" << batch_ << " prompts x "
@@ -204,12 +205,16 @@ void Generator::step(const float* logits, int64_t rows, int64_t vocab, const uin
     throw ValueError("logits has a vocabulary of " + std::to_string(vocab) + ", the first step had " +
                      std::to_string(vocab_));
   stops_.check_token_texts(vocab);
-  const bool first = vocab_ == 0;
-  if (first) {
-    // allocated once: last_logits views it for the generator's lifetime
-    scratch_.processed = xt::xtensor<float, 2>::from_shape({static_cast<size_t>(rows), static_cast<size_t>(vocab)});
-    vocab_ = vocab;
-  }
+  if (vocab_ != 0) return false;
+  scratch_.processed = xt::xtensor<float, 2>::from_shape({static_cast<size_t>(rows), static_cast<size_t>(vocab)});
+  vocab_ = vocab;
+  return true;
+}
+
+void Generator::step(const float* logits, int64_t rows, int64_t vocab, const uint32_t* allowed) {
+  if (!started()) throw ValueError("call append_tokens(prompts) before step()");
+  if (done()) throw ValueError("the generation is finished (is_done() is True): nothing more to step");
+  const bool first = accept_logits_shape(rows, vocab);
   try {
     check_allowed(allowed);
     state_.seqs.reserve_next();
@@ -375,23 +380,9 @@ void Generator::verify(const float* logits, int64_t rows, int64_t positions, int
     throw ValueError("verify() does not support beam search (num_beams > 1): speculative decoding keeps one "
                      "continuation per row; use step()");
   if (done()) throw ValueError("the generation is finished (is_done() is True): nothing more to verify");
-  if (rows != this->rows()) {
-    std::ostringstream msg;
-    msg << "logits has " << rows << " rows, expected " << this->rows() << " (" << batch_ << " prompts x "
-        << per_input_ << " sequences each)";
-    throw ValueError(msg.str());
-  }
   if (positions < 1 || positions > limits::kMaxSequenceLength)
     throw ValueError("logits has " + std::to_string(positions) + " positions per row; verify() needs k + 1 >= 1");
-  if (vocab_ != 0 && vocab != vocab_)
-    throw ValueError("logits has a vocabulary of " + std::to_string(vocab) + ", the first step had " +
-                     std::to_string(vocab_));
-  stops_.check_token_texts(vocab);
-  const bool first = vocab_ == 0;
-  if (first) {
-    scratch_.processed = xt::xtensor<float, 2>::from_shape({static_cast<size_t>(rows), static_cast<size_t>(vocab)});
-    vocab_ = vocab;
-  }
+  const bool first = accept_logits_shape(rows, vocab);
   try {
     if (vocab < 1) throw ValueError("logits must have at least one column (the vocabulary), got 0");
     check_verify_inputs(positions, drafts, draft_lengths, draft_probs, allowed);

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import transformers
 from gguf_models import (
+    TOKENIZER_TEXTS,
     add_gguf_tokenizer,
     train_byte_level_bpe,
     train_sentencepiece_bpe,
@@ -20,22 +21,13 @@ from gguf_models import (
 from kvgen.loaders.gguf.file import read_gguf_file
 from kvgen.loaders.gguf.tokenizer import GGUFTokenizerInfo, tokenizer_from_gguf
 
-TEXTS = [
-    "Hello, world! This is a test.",
-    "Crème brûlée, naïve café — Ünïcödé 😀🎉 你好，世界！ こんにちは Привет",
-    "12345 3.14159 1,000,000 2024-01-01",
-    "   leading spaces, \t tabs and    runs   ",
-    "line one\nline two\n\n\nline five\r\n",
-    "def f(x):\n    return x ** 2  # square\n\nprint(f(3))",
+TEXTS = TOKENIZER_TEXTS + [
     "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n",
     "<|endoftext|><|im_end|>text between<|im_start|><|im_start|>",
-    "I'm sure they'll say it's OK, isn't it? DON'T shout.",
     "<think>hello world</think>",
     "<repo_name>kvgen<file_sep>main.py<jupyter_code>x = 1<jupyter_output>",
     "</s>Hi<s> there </s> <unk>",
     "(hello) [world] {x}; WE'RE HERE 1999\n\n\tindented",
-    " ",
-    "",
 ]
 
 

@@ -14,25 +14,16 @@ import numpy as np
 import pytest
 import transformers
 from family_models import random_family_model, save_gemma_tokenizer
-from gguf_models import GGUF_CORPUS
+from gguf_models import GGUF_CORPUS, TOKENIZER_TEXTS
 from hf_models import assert_generate_equals_hf
 from llama_cpp_convert import convert, converter
 
 import kvgen
 
-TEXTS = [
-    "Hello, world! This is a test.",
-    "Crème brûlée, naïve café — Ünïcödé 😀🎉 你好，世界！ こんにちは Привет",
-    "12345 3.14159 1,000,000 2024-01-01",
-    "   leading spaces, \t tabs and    runs   ",
-    "line one\nline two\n\n\nline five\r\n",
-    "def f(x):\n    return x ** 2  # square\n\nprint(f(3))",
+TEXTS = TOKENIZER_TEXTS + [
     "<start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\n",
     "<bos><eos>text between<pad><mask><unk>",
-    "I'm sure they'll say it's OK, isn't it? DON'T shout.",
     "ⓐ ẞ 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 ﷽ \u200b zero\u00a0width",  # unseen characters: byte fallback
-    " ",
-    "",
 ]
 CORPUS = GGUF_CORPUS + ["Crème brûlée, naïve café — 你好，世界！ こんにちは Привет 😀"] * 5
 

@@ -29,6 +29,21 @@ GGUF_CORPUS = TEXT_CORPUS + [
 ] * 10
 
 
+# Texts a GGUF tokenizer must encode as its reference does, whatever its family: punctuation,
+# unicode, digits, whitespace runs, line breaks, code, contractions (each family's tests add
+# its own special-token texts).
+TOKENIZER_TEXTS = [
+    "Hello, world! This is a test.",
+    "Crème brûlée, naïve café — Ünïcödé 😀🎉 你好，世界！ こんにちは Привет",
+    "12345 3.14159 1,000,000 2024-01-01",
+    "   leading spaces, \t tabs and    runs   ",
+    "line one\nline two\n\n\nline five\r\n",
+    "def f(x):\n    return x ** 2  # square\n\nprint(f(3))",
+    "I'm sure they'll say it's OK, isn't it? DON'T shout.",
+    " ",
+    "",
+]
+
 def smollm2_path() -> str:
     """Path of SmolLM2-135M-Instruct (Q4_1 GGUF), found as kvgen finds its default model; fails
     the test (not skips) with the install command when it is missing."""

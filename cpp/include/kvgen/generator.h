@@ -207,6 +207,7 @@ class Generator {
  private:
   void check_prompts(const std::vector<std::vector<int64_t>>& prompts, const std::vector<int64_t>& sequence_ids) const;
   void set_draw_keys(int64_t batch, int64_t per_input, const std::vector<int64_t>& sequence_ids);
+  bool accept_logits_shape(int64_t rows, int64_t vocab);
   void check_allowed(const uint32_t* allowed) const;
   void step_sampling(const float* logits, const uint32_t* allowed);
   void step_beams(const float* logits, const uint32_t* allowed);
