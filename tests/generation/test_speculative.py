@@ -215,3 +215,18 @@ def test_streamed_pieces_carry_each_of_their_tokens_logprobs_under_prompt_lookup
     # the same distribution as the plain run's (up to the batched pass's float rounding)
     np.testing.assert_allclose(logprobs, plain_result.token_logprobs[0][0], atol=1e-3)
     assert [list(t) for t in tops] == plain_result.top_token_ids[0][0].tolist()
+
+
+def test_the_draft_cost_estimate_recovers_from_slow_passes():
+    # drafted passes slowed by other work push beta to its cap, where no draft pays: the
+    # plain passes that follow must bring it back, or drafting stays off for the model
+    from kvgen.generation.drafters import CostModel, DraftLength
+
+    cost, length = CostModel(), DraftLength(10, prior_rate=0.9)
+    cost.observe(0.01, 1, 0)
+    for _ in range(10):
+        cost.observe(0.2, 1, 2)  # a loaded machine: 2 draft tokens cost 10 rows
+    assert cost.beta == 1.0 and length.choose(cost.beta) == 0
+    for _ in range(60):
+        cost.observe(0.01, 1, 0)
+    assert length.choose(cost.beta) > 0
