@@ -68,7 +68,7 @@ def open_prompt(model: kvgen.Model) -> list[int]:
 
 
 def kvgen_job(generator, prompt: list[int], seeded: bool = False, **overrides):
-    """A timed call; ``seeded``: call i samples with seed i + 1 (the jobs of one workload share
+    """A timed call; ``seeded``: the i-th call (from 1) samples with seed i (the jobs of one workload share
     each round's seed), so the figures average over samples rather than follow one sampled text."""
     calls = itertools.count(1)
 
