@@ -188,3 +188,45 @@ def test_token_streaming_under_prompt_lookup_yields_every_token(model):
     speculative = [int(step[0]) for step in generator.stream([prompt], prompt_lookup_num_tokens=6)]
     assert generator.last_stats.drafted_tokens > 0
     assert speculative == plain
+
+
+def test_streamed_pieces_carry_each_of_their_tokens_logprobs_under_prompt_lookup(model):
+    # a verified step emits several tokens (accepted drafts + the correction): each piece
+    # carries the log-probs and top log-probs of exactly its tokens
+    prompt = _grounded_prompt(model, words=80)
+    generator = kvgen.Generator(model, kvgen.GenerationConfig(max_new_tokens=32, top_logprobs=3))
+    plain = generator.generate(prompt)
+    plain_result = generator.last_result
+    generator.generate(prompt, prompt_lookup_num_tokens=6)
+    whole = generator.last_result
+    pieces = list(generator.stream(prompt, prompt_lookup_num_tokens=6))
+    assert generator.last_stats.accepted_tokens > 0  # drafts were accepted: steps of several tokens
+    assert generator.last_stats.decode_steps < generator.last_stats.new_tokens - 1
+    assert "".join(pieces) == plain
+    for piece in pieces:
+        assert len(piece.logprobs) == len(piece.token_ids) == len(piece.top_logprobs)
+    ids = [t for p in pieces for t in p.token_ids]
+    logprobs = [lp for p in pieces for lp in p.logprobs]
+    tops = [top for p in pieces for top in p.top_logprobs]
+    assert ids == whole.sequences[0][0].tolist() == plain_result.sequences[0][0].tolist()
+    assert logprobs == whole.token_logprobs[0][0].tolist()
+    assert tops == [dict(zip(i.tolist(), lp.tolist()))
+                    for i, lp in zip(whole.top_token_ids[0][0], whole.top_logprobs[0][0])]
+    # the same distribution as the plain run's (up to the batched pass's float rounding)
+    np.testing.assert_allclose(logprobs, plain_result.token_logprobs[0][0], atol=1e-3)
+    assert [list(t) for t in tops] == plain_result.top_token_ids[0][0].tolist()
+
+
+def test_the_draft_cost_estimate_recovers_from_slow_passes():
+    # drafted passes slowed by other work push beta to its cap, where no draft pays: the
+    # plain passes that follow must bring it back, or drafting stays off for the model
+    from kvgen.generation.drafters import CostModel, DraftLength
+
+    cost, length = CostModel(), DraftLength(10, prior_rate=0.9)
+    cost.observe(0.01, 1, 0)
+    for _ in range(10):
+        cost.observe(0.2, 1, 2)  # a loaded machine: 2 draft tokens cost 10 rows
+    assert cost.beta == 1.0 and length.choose(cost.beta) == 0
+    for _ in range(60):
+        cost.observe(0.01, 1, 0)
+    assert length.choose(cost.beta) > 0

@@ -188,11 +188,17 @@ class CostModel:
     """An estimate of beta: the cost of one more token in a decode forward pass, as a fraction
     of a decode row's, timed over the passes of a model's engines (decayed averages, with a
     prior worth a few passes so that one pass slowed by other work on the machine does not
-    switch drafting off for good)."""
+    switch drafting off for good). Each pass without drafts also fades the drafted passes'
+    betas toward the prior: at a beta near 1 no draft pays, so no drafted pass would come to
+    correct a beta that a loaded machine inflated, and drafting would stay off for the model."""
 
     PRIOR_BETA = 0.5
     PRIOR_WEIGHT = 3.0
     DECAY = 0.9
+    #: weight left to the drafted passes' betas after a pass without drafts
+    IDLE_DECAY = 0.97
+    #: the most one drafted pass's beta counts for (the estimate itself stops at 1)
+    MAX_PASS_BETA = 1.5
 
     def __init__(self) -> None:
         self.row_seconds: Optional[float] = None  # per decode row of a pass without drafts
@@ -211,7 +217,10 @@ class CostModel:
         if extra == 0:
             per_row = seconds / rows
             self.row_seconds = per_row if self.row_seconds is None else 0.8 * self.row_seconds + 0.2 * per_row
+            self._beta_sum *= self.IDLE_DECAY
+            self._weight *= self.IDLE_DECAY
         elif self.row_seconds is not None and self.row_seconds > 0:
-            beta = max(seconds - self.row_seconds * rows, 0.0) / extra / self.row_seconds
+            # one pass slowed by other work counts as a costly pass, not as ten
+            beta = min(max(seconds - self.row_seconds * rows, 0.0) / extra / self.row_seconds, self.MAX_PASS_BETA)
             self._beta_sum = self._beta_sum * self.DECAY + beta
             self._weight = self._weight * self.DECAY + 1.0

@@ -612,6 +612,7 @@ class Engine:
         done = r.generator.is_done()  # a row whose grammar completed stopped after the verdict
         if r.on_update is not None:
             lps = [[float(x) for x in lp] for lp in result.emitted_logprobs] if r.logprobs else None
+            tops = self._emitted_top_logprobs(r, emitted) if r.logprobs else None
             count = max((len(e) for e in emitted), default=0)
             for i in range(count):
                 tokens = [e[i] if i < len(e) else None for e in emitted]
@@ -619,9 +620,26 @@ class Engine:
                 self._notify(r, StepUpdate(
                     tokens, [lp[i] if i < len(lp) else None for lp in lps] if lps is not None else None,
                     [reason if is_last else None for reason, is_last in zip(reasons, last)],
-                    done and i == count - 1))
+                    done and i == count - 1,
+                    [top[i] if i < len(top) else None for top in tops] if tops is not None else None))
         if done:
             self._retire(r)
+
+    @staticmethod
+    def _emitted_top_logprobs(r: Request, emitted: list[list[int]]) -> Optional[list[list[list[tuple[int, float]]]]]:
+        """Per row, the top-n (id, log-prob) pairs of each token the verify step emitted (its
+        last ones in the row's hypothesis); None when the config asks for none."""
+        if not r.generator.config.top_logprobs:
+            return None
+        rows = [h for per in r.generator._hypotheses() for h in per]
+        tops = []
+        for h, e in zip(rows, emitted):
+            ids, lps, count = h["top_ids"], h["top_logprobs"], len(h["logprobs"])
+            if ids is None or lps is None or not e:
+                tops.append([])
+                continue
+            tops.append([list(zip(ids[i].tolist(), lps[i].tolist())) for i in range(count - len(e), count)])
+        return tops
 
     @staticmethod
     def _step_logprobs(r: Request, step: StepResult, tokens: list[Optional[int]]) -> tuple[

@@ -273,11 +273,11 @@ class ModelGenerator:
         text = IncrementalText(lambda tokens: self.model.decode(tokens, skip_special))
         read = 0  # generated tokens already in a piece
         seen = [len(p) for p in ids for _ in range(generator.rows // len(ids))]  # per row, tokens yielded
-        pending: list[tuple[Any, ...]] = []  # each step's (logprobs, top ids, ...) since the last piece
+        pending: list[tuple[Any, ...]] = []  # each token's (logprob, top ids, top log-probs) since the last piece
         while True:
             if as_text:
                 generated = generator.sequences[0][len(ids[0]):]
-                pending.append(generator._last_step())
+                pending += self._token_scores(generator, len(generated) - read - len(pending))
                 piece = text.update(generated, final=request.done())
                 if piece:
                     yield TextPiece.of(piece, generated[read:], pending)
@@ -289,6 +289,21 @@ class ModelGenerator:
             if request.done():
                 break
             self._advance(engine, request)
+
+    @staticmethod
+    def _token_scores(generator: Any, new: int) -> list[tuple[Any, ...]]:
+        """Row 0's last ``new`` tokens' (logprob, top ids, top log-probs): one token comes from
+        the last step; a verified step's several (accepted drafts and the correction) from
+        the row's hypothesis."""
+        if new <= 0:
+            return []
+        if new == 1:
+            logprobs, top_ids, top_lps, *_ = generator._last_step()
+            return [(logprobs[0], None if top_ids is None else top_ids[0], None if top_lps is None else top_lps[0])]
+        h = generator._hypotheses()[0][0]
+        count = len(h["logprobs"])
+        return [(h["logprobs"][i], None if h["top_ids"] is None else h["top_ids"][i],
+                 None if h["top_logprobs"] is None else h["top_logprobs"][i]) for i in range(count - new, count)]
 
     @staticmethod
     def _new_tokens(generator: Any, seen: list[int]) -> Iterator[npt.NDArray[np.int64]]:

@@ -100,13 +100,13 @@ class TextPiece(str):
 
     @classmethod
     def of(cls, text: str, token_ids: Iterable[int], steps: list[tuple[Any, ...]]) -> "TextPiece":
-        """The piece ``text`` of ``token_ids``, with row 0 of each step's
-        ``_last_step()`` tuple (logprobs, top ids, top log-probs, raw top ids, raw top log-probs)."""
+        """The piece ``text`` of ``token_ids``, with each token's (logprob, top ids, top
+        log-probs) in ``steps``, one tuple per token."""
         piece = cls(text)
         piece.token_ids = [int(t) for t in token_ids]
-        piece.logprobs = [float(step[0][0]) for step in steps]
+        piece.logprobs = [float(step[0]) for step in steps]
         has_top = bool(steps) and steps[0][1] is not None
-        piece.top_logprobs = ([{int(i): float(lp) for i, lp in zip(step[1][0], step[2][0])} for step in steps]
+        piece.top_logprobs = ([{int(i): float(lp) for i, lp in zip(step[1], step[2])} for step in steps]
                               if has_top else None)
         return piece
 
