@@ -9,11 +9,27 @@ import pytest
 
 import kvgen
 from kvgen import _core
+from kvgen.generation import engine as engine_module
+from kvgen.generation.drafters import CostModel
 
 
 @pytest.fixture
 def model(smollm2_model):
     return smollm2_model
+
+
+class _UntimedCost(CostModel):
+    """The draft-cost estimate at its prior, not timed: whether a row drafts then depends on
+    its acceptance alone, not on how loaded the machine running the tests is (the timed
+    estimate has tests of its own)."""
+
+    def observe(self, seconds: float, rows: int, extra: int) -> None:
+        pass
+
+
+@pytest.fixture(autouse=True)
+def untimed_draft_cost(monkeypatch):
+    monkeypatch.setattr(engine_module, "_cost_model", lambda model: _UntimedCost())
 
 
 @pytest.fixture(params=[False, True], ids=["default", "exact"])
