@@ -144,3 +144,18 @@ def test_a_call_while_another_runs_uses_an_engine_of_its_own(smollm2_model):
         t.join()
     assert [out[0], out[1]] == alone
     assert gen.generate(prompts[1]) == alone[1] and gen.last_stats.cached_tokens > 0
+
+
+def test_the_kept_engine_grows_for_a_longer_prompt(smollm2_model):
+    model = smollm2_model
+    config = kvgen.GenerationConfig(max_new_tokens=4)
+    short, longer = model.encode(SYSTEM), model.encode(SYSTEM + SYSTEM)
+    gen = kvgen.Generator(model, config)
+    gen.KEPT_CONTEXT = 16  # sized to the first call: the second needs more positions
+    out = [gen.generate([short]), gen.generate([longer])]
+    assert gen._engine is not None and gen._engine.context == len(longer) + 4
+    assert gen.last_stats.cached_tokens == 0  # a new engine starts empty
+    out.append(gen.generate([longer]))
+    assert gen.last_stats.cached_tokens == _whole_chunks(len(longer) - 1)
+    alone = kvgen.Generator(model, config, prefix_cache=False)
+    assert all(_same(a, alone.generate([p])) for a, p in zip(out, [short, longer, longer]))
