@@ -88,8 +88,8 @@ class ModelGenerator:
     engine per call). The kept engine has 2 slots (the two prompts used last stay cached) of
     at least 4096 positions (the model's context when shorter), taking memory only once used;
     it is built again, empty, when a one-sequence call needs more positions. A call of
-    several rows (beams, ``num_return_sequences``, several prompts) runs in an engine of
-    its own, leaving the cache as it is. ``last_stats.cached_tokens`` counts
+    several rows (beams, ``num_return_sequences``, several prompts) or with an
+    ``assistant_model`` runs in an engine of its own, leaving the cache as it is. ``last_stats.cached_tokens`` counts
     the prompt tokens the last call found in the cache. A call made while another call of the
     same generator is still running (another thread, or a stream not yet exhausted) runs in an
     engine of its own, without the cache; an interrupted call (Ctrl-C) drops the cache.
@@ -138,7 +138,7 @@ class ModelGenerator:
     KEPT_SLOTS = 2
 
     def _engine_for(self, request: Request) -> Engine:
-        """For a one-row ``request``, the kept engine when it is free (built again, longer, when
+        """For a one-row ``request`` without a draft model, the kept engine when it is free (built again, longer, when
         the request does not fit it); else an engine of the request's own size (only one-row
         requests use the prefix cache: a larger one leaves the kept engine's slots as they are).
         ValueError when the request does not fit the model's context."""
@@ -147,7 +147,8 @@ class ModelGenerator:
         if self.prefix_cache:
             with self._engine_lock:
                 engine = self._engine
-                if not self._engine_busy and request.rows == 1:
+                # a draft model's cache is sized by the engine's context: a request with one gets its own
+                if not self._engine_busy and request.rows == 1 and request.assistant_model is None:
                     if (engine is None or request.positions > engine.context
                             or draft + 1 > engine._slots.verify_positions):
                         slots = engine.slots if engine is not None else self.KEPT_SLOTS
