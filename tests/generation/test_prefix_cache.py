@@ -4,6 +4,8 @@ output stays bit-identical to the engine without the cache."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -81,3 +83,79 @@ def test_truncate_keeps_a_prefix_and_checks_its_length(smollm2_model):
         slots.truncate(0, slots.length(0) + 1)
     with pytest.raises(ValueError, match="cannot truncate row 1"):
         slots.truncate(1, -1)
+
+
+# ---- kvgen.Generator keeps one engine with the prefix cache across its calls ----
+
+def _chat_turns(model, cached: bool) -> tuple[list[kvgen.GenerationResult], list[int], list[list[int]]]:
+    """Three chat turns (each extends the last), a sampled call between them, a two-sequence call
+    (which makes the kept engine grow) and a stream closed early: results, cached tokens, prompts."""
+    gen = kvgen.Generator(model, kvgen.GenerationConfig(max_new_tokens=5, top_logprobs=2), prefix_cache=cached)
+    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "What does the miller count?"}]
+    results, cached_tokens, prompts = [], [], []
+    for turn, question in enumerate(["When are the lamps lit?", "And the river?", None]):
+        prompts.append(model.encode_chat(messages, add_generation_prompt=True))
+        reply = gen.chat(messages, **({"do_sample": True, "seed": turn, "top_k": 20} if turn == 1 else {}))
+        results.append(gen.last_result)
+        cached_tokens.append(gen.last_stats.cached_tokens)
+        if turn == 0:
+            gen.generate(SYSTEM + "Count.", num_return_sequences=2, do_sample=True, seed=3)
+            results.append(gen.last_result)
+        if turn == 1:
+            pieces = gen.chat_stream(messages + [{"role": "user", "content": "Say more."}], max_new_tokens=8)
+            next(pieces)
+            pieces.close()  # cancels its request: the next call finds the engine free
+        if question is not None:
+            messages += [{"role": "assistant", "content": reply}, {"role": "user", "content": question}]
+    return results, cached_tokens, prompts
+
+
+def test_chat_turns_reuse_the_history_and_get_the_same_tokens(smollm2_model):
+    plain, no_hits, _ = _chat_turns(smollm2_model, cached=False)
+    reused, hits, prompts = _chat_turns(smollm2_model, cached=True)
+    assert all(_same(a, b) for a, b in zip(plain, reused))
+    assert no_hits == [0, 0, 0]
+    expected = [0]
+    for earlier, prompt in zip(prompts, prompts[1:]):
+        common = next((i for i, (a, b) in enumerate(zip(earlier, prompt)) if a != b), len(earlier))
+        expected.append(_whole_chunks(min(common, len(prompt) - 1)))
+    assert hits == expected and min(expected[1:]) >= 2 * PREFILL_CHUNK
+
+
+def test_a_call_while_another_runs_uses_an_engine_of_its_own(smollm2_model):
+    model = smollm2_model
+    prompts = [SYSTEM + "First question?", SYSTEM + "Second question?"]
+    config = kvgen.GenerationConfig(max_new_tokens=6)
+    alone = [kvgen.Generator(model, config, prefix_cache=False).generate(p) for p in prompts]
+    gen = kvgen.Generator(model, config)
+    gen.generate(prompts[0])  # fills the cache
+    first, second = gen.stream(prompts[0]), gen.stream(prompts[1])
+    texts = ["", ""]
+    texts[0] += next(first)  # the first holds the kept engine, the second runs beside it
+    for piece in second:
+        texts[1] += piece
+    texts[0] += "".join(first)
+    assert texts == alone
+    out: dict[int, str] = {}
+    threads = [threading.Thread(target=lambda i=i: out.__setitem__(i, gen.generate(prompts[i]))) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [out[0], out[1]] == alone
+    assert gen.generate(prompts[1]) == alone[1] and gen.last_stats.cached_tokens > 0
+
+
+def test_the_kept_engine_grows_for_a_longer_prompt(smollm2_model):
+    model = smollm2_model
+    config = kvgen.GenerationConfig(max_new_tokens=4)
+    short, longer = model.encode(SYSTEM), model.encode(SYSTEM + SYSTEM)
+    gen = kvgen.Generator(model, config)
+    gen.KEPT_CONTEXT = 16  # sized to the first call: the second needs more positions
+    out = [gen.generate([short]), gen.generate([longer])]
+    assert gen._engine is not None and gen._engine.context == len(longer) + 4
+    assert gen.last_stats.cached_tokens == 0  # a new engine starts empty
+    out.append(gen.generate([longer]))
+    assert gen.last_stats.cached_tokens == _whole_chunks(len(longer) - 1)
+    alone = kvgen.Generator(model, config, prefix_cache=False)
+    assert all(_same(a, alone.generate([p])) for a, p in zip(out, [short, longer, longer]))

@@ -125,6 +125,7 @@ class GenerationStats:
     decode_tokens: int = 0   # tokens of the longest sequence after its first (0: one per decode step)
     drafted_tokens: int = 0  # speculative decoding: draft tokens verified, summed over rows
     accepted_tokens: int = 0  # of which accepted
+    cached_tokens: int = 0   # prompt tokens found in the generator's prefix cache (not prefilled again)
 
     @property
     def prefill_tokens_per_second(self) -> float:
