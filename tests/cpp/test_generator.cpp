@@ -398,7 +398,8 @@ void beam_search_follows_parents_and_keeps_the_best_hypotheses() {
   StepOutput out = g.last_step();
   CHECK(out.beam_indices.has_value());
   CHECK_EQ(*out.beam_indices, (std::vector<int64_t>{0, 0}));
-  CHECK_EQ(out.tokens, (std::vector<int64_t>{0, 1}));
+  // tokens 1 and 2 tie at .125: torch.topk's order (transformers' beam search) keeps 2
+  CHECK_EQ(out.tokens, (std::vector<int64_t>{0, 2}));
   CHECK_NEAR(out.logprobs[0], std::log(.25), 1e-6);
   CHECK_NEAR(out.logprobs[1], std::log(.125), 1e-6);
 
@@ -406,7 +407,7 @@ void beam_search_follows_parents_and_keeps_the_best_hypotheses() {
   out = g.last_step();
   CHECK_EQ(*out.beam_indices, (std::vector<int64_t>{1, 0}));
   CHECK_EQ(out.tokens, (std::vector<int64_t>{0, 0}));
-  CHECK_EQ(row_tokens(g, 0), (std::vector<int64_t>{0, 1, 0}));
+  CHECK_EQ(row_tokens(g, 0), (std::vector<int64_t>{0, 2, 0}));
   CHECK_EQ(row_tokens(g, 1), (std::vector<int64_t>{0, 0, 0}));
   CHECK(!g.done());
   // each new row's alternatives are its parent row's: row 0 continues old row 1
@@ -445,7 +446,7 @@ void length_penalty_reorders_the_hypotheses() {
   const auto results = g.results();
   CHECK_EQ(results[0][0].tokens, (std::vector<int64_t>{0, 0, 0, 3}));
   CHECK_NEAR(results[0][0].score, std::log(.06) / 9, 1e-5);
-  CHECK_EQ(results[0][1].tokens, (std::vector<int64_t>{0, 1, 0, 3}));
+  CHECK_EQ(results[0][1].tokens, (std::vector<int64_t>{0, 2, 0, 3}));  // the tie at step 1 kept token 2
   CHECK_NEAR(results[0][1].score, std::log(.05625) / 9, 1e-5);
 
   // n-best: num_return_sequences = 1 returns the best alone
