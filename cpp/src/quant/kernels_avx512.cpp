@@ -129,6 +129,26 @@ template <class L, int MT>
   }
 }
 
+// fold(m, dot) for each activation row m of [m0, m0 + MT), dot (lane r) being the row's
+// block b against the tile's rows: chunk by chunk for up to kChunkedRows rows, else with the
+// tile unpacked once for all of them.
+template <class L, int MT, class Fold>
+[[gnu::always_inline]] inline void fold_row_dots(const uint8_t* tile, const Int8View& x, int64_t m0, int64_t b,
+                                                 Fold&& fold) {
+  if constexpr (MT <= kChunkedRows) {
+    const int8_t* xq[MT];
+    for (int m = 0; m < MT; ++m) xq[m] = x.q + (m0 + m) * x.cols + b * kBlockSize;
+    __m512i dot[MT];
+    tile_dots<L, MT>(tile, xq, dot);
+    for (int m = 0; m < MT; ++m) fold(m, dot[m]);
+  } else {
+    __m512i u[8];
+    unpack_tile<L>(tile, u);
+    for (int m = 0; m < MT; ++m)
+      fold(m, row_dot<0, 8>(u, x.q + (m0 + m) * x.cols + b * kBlockSize, _mm512_setzero_si512()));
+  }
+}
+
 // Writes the valid rows of one group for MT activation rows.
 template <int MT>
 void store_group(const __m512* acc, int64_t rows_here, float* out, int64_t ldo) {
@@ -158,18 +178,7 @@ void int8_tile_rows(const PackedView& w, const Int8View& x, int64_t m0, float* o
         acc[m] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(x.d[xb])), _mm512_cvtepi32_ps(dot), acc[m]);
         acc[m] = _mm512_fmadd_ps(mins, _mm512_set1_ps(x.s[xb]), acc[m]);
       };
-      if constexpr (MT <= kChunkedRows) {
-        const int8_t* xq[MT];
-        for (int m = 0; m < MT; ++m) xq[m] = x.q + (m0 + m) * x.cols + b * kBlockSize;
-        __m512i dot[MT];
-        tile_dots<L, MT>(tile, xq, dot);
-        for (int m = 0; m < MT; ++m) fold(m, dot[m]);
-      } else {
-        __m512i u[8];
-        unpack_tile<L>(tile, u);
-        for (int m = 0; m < MT; ++m)
-          fold(m, row_dot<0, 8>(u, x.q + (m0 + m) * x.cols + b * kBlockSize, _mm512_setzero_si512()));
-      }
+      fold_row_dots<L, MT>(tile, x, m0, b, fold);
     }
     store_group<MT>(acc, rows_in_group(w, g), out + m0 * ldo + g * kGroupRows, ldo);
   }
@@ -292,18 +301,7 @@ template <class L, int MT>
       acc[m] = _mm512_fmadd_ps(_mm512_mul_ps(scale, _mm512_set1_ps(x.d[xb])), _mm512_cvtepi32_ps(dot), acc[m]);
       acc[m] = _mm512_fnmadd_ps(min, _mm512_set1_ps(x.s[xb]), acc[m]);
     };
-    if constexpr (MT <= kChunkedRows) {
-      const int8_t* xq[MT];
-      for (int m = 0; m < MT; ++m) xq[m] = x.q + (m0 + m) * x.cols + b * kBlockSize;
-      __m512i dot[MT];
-      tile_dots<S, MT>(sub, xq, dot);
-      for (int m = 0; m < MT; ++m) fold(m, dot[m]);
-    } else {
-      __m512i u[8];
-      unpack_tile<S>(sub, u);
-      for (int m = 0; m < MT; ++m)
-        fold(m, row_dot<0, 8>(u, x.q + (m0 + m) * x.cols + b * kBlockSize, _mm512_setzero_si512()));
-    }
+    fold_row_dots<S, MT>(sub, x, m0, b, fold);
   } else if constexpr (MT <= kChunkedRows) {
     const __m512 scale_a = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j), d);
     const __m512 scale_b = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j + 1), d);
