@@ -200,3 +200,72 @@ def save_qwen2_tokenizer(directory: Path, tiktoken_file: Path):
     tokenizer.add_special_tokens({"additional_special_tokens": ["<|im_start|>", "<|im_end|>"]})
     tokenizer.save_pretrained(directory)
     return tokenizer
+
+
+#: Mistral's tekken vocabularies ship in the mistral_common wheel (``mistral_common/data/``:
+#: tekken_240718.json is Mistral-Nemo's, which llama.cpp's converter names "tekken").
+#: transformers' converter (``transformers.integrations.mistral.convert_tekken_tokenizer``)
+#: needs mistral_common itself for these files' special tokens, and Mistral's own ``Tekkenizer``
+#: is the second reference. mistral_common is not a test extra: it requires numpy<2.4 on Python
+#: <= 3.12, which would replace the test environment's numpy. So its wheel and the three it
+#: imports that the test extra lacks are installed apart (``pip install --target``, from PyPI, once)
+#: and imported only by a subprocess.
+TEKKEN_PACKAGES = ("mistral_common==1.13.1", "tiktoken==0.12.0", "pydantic-extra-types==2.11.1",
+                   "pycountry==26.2.16")
+TEKKEN_FILE = "mistral_common/data/tekken_240718.json"
+
+# Runs with the mistral_common target first on sys.path: argv = target, out directory, texts (JSON).
+_TEKKEN_DRIVER = r"""
+import json, sys
+target, out, texts = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+sys.path.insert(0, target)
+from mistral_common.tokens.tokenizers.tekken import Tekkenizer
+from transformers.integrations.mistral.tokenizer import convert_tekken_tokenizer
+path = f"{target}/%s"
+tokenizer = convert_tekken_tokenizer(path)
+tokenizer.add_bos_token = True  # as Mistral-Nemo's tokenizer_config.json says (and Tekkenizer encodes)
+tokenizer.save_pretrained(out)
+tekken = Tekkenizer.from_file(path)
+ids = [tekken.encode(t, bos=True, eos=False) for t in texts]
+json.dump({"ids": ids, "texts": [tekken.decode(i) for i in ids]}, open(f"{out}/tekkenizer.json", "w"))
+""" % TEKKEN_FILE
+
+
+def tekken_packages(cache: Path) -> Path:
+    """The directory holding mistral_common and the packages it imports beyond the test extra
+    (``pip install --no-deps --target``, from PyPI, once into ``cache``)."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    out = cache / "mistral-common-1.13.1"
+    if (out / TEKKEN_FILE).is_file():
+        return out
+    cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=cache) as tmp:
+        fetched = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--only-binary", ":all:",
+                                  "--target", tmp, *TEKKEN_PACKAGES], capture_output=True, text=True)
+        if fetched.returncode:
+            raise RuntimeError(f"pip install --target of {TEKKEN_PACKAGES} failed:\n{fetched.stderr[-2000:]}")
+        os.replace(tmp, out)  # whole or not at all
+        Path(tmp).mkdir()  # for TemporaryDirectory's clean-up
+    return out
+
+
+def save_tekken_tokenizer(directory: Path, packages: Path, texts: list[str]) -> dict:
+    """Mistral-Nemo's tekken vocabulary converted by transformers' own converter
+    (``convert_tekken_tokenizer``: byte-level BPE over the tekken ranks, the 1,000 special ids
+    first, the tekken split regex), with BOS added as Mistral-Nemo's files say, saved in
+    ``directory``. Returns mistral_common's ``Tekkenizer`` on ``texts``: ``{"ids": [...] (with
+    BOS), "texts": [...] (their decoding)}``."""
+    import os
+    import subprocess
+    import sys
+
+    directory.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run([sys.executable, "-c", _TEKKEN_DRIVER, str(packages), str(directory), json.dumps(texts)],
+                          capture_output=True, text=True, env={**os.environ, "TRANSFORMERS_VERBOSITY": "error"})
+    if done.returncode:
+        raise RuntimeError(f"converting the tekken vocabulary failed:\n{done.stderr[-4000:]}")
+    return json.loads((directory / "tekkenizer.json").read_text())
