@@ -155,7 +155,7 @@ def _llama_config(config: dict, arch: str = "llama", family: Optional[Family] = 
     if arch == "gemma":
         extra["layer_windows"] = _gemma_windows(config, layers, family)
     elif family is not None and family.sliding_layers is not None:
-        windows = _llama_windows(config, layers, family.sliding_layers)
+        windows = _llama_windows(config, layers, family)
         if windows is not None:
             extra["layer_windows"] = windows
     if family is not None and family.moe:
@@ -192,24 +192,38 @@ def _gemma_windows(config: dict, layers: int, family: Optional[Family]) -> list[
     return [window if t == "sliding_attention" else 0 for t in types]
 
 
-def _llama_windows(config: dict, layers: int, rule: str) -> Optional[list[int]]:
+def _llama_windows(config: dict, layers: int, family: Family) -> Optional[list[int]]:
     """Per layer, the sliding window of a Llama-like family (0: full attention), as its
     transformers class applies ``sliding_window`` (Family.sliding_layers); None: no window.
 
-    - "all" (Phi3Config): every layer, whenever ``sliding_window`` is set.
+    - "all" (Phi3Config, MistralConfig): every layer, whenever ``sliding_window`` is set.
     - "max_window_layers" (Qwen2Config, Qwen3Config): the window counts only with
       ``use_sliding_window`` true; then the layers ``layer_types`` names "sliding_attention",
-      or, in configs without it, the layers from ``max_window_layers`` (default 28) on."""
+      or, in configs without it, the layers from ``max_window_layers`` (default 28) on.
+    - "layer_types" (SmolLM3Config): the layers ``layer_types`` names "sliding_attention" (the
+      mask SmolLM3Model gives them, whatever ``use_sliding_window`` says), or, in configs without
+      it, the rotary-free layers when ``use_sliding_window`` is true and ``sliding_window`` set."""
+    rule = family.sliding_layers
     window = config.get("sliding_window")
+    types = config.get("layer_types")
     if rule == "max_window_layers" and config.get("use_sliding_window") is not True:
         window = None
+    if rule == "layer_types":
+        if types is None:
+            if config.get("use_sliding_window") is not True or window is None:
+                return None
+            rope = _rope_layers(family, config, layers) or [1] * layers
+            types = ["full_attention" if r else "sliding_attention" for r in rope]
+        elif isinstance(types, list) and "sliding_attention" not in types:
+            return None
+        elif window is None:  # transformers: "Could not find a `sliding_window` argument in the config"
+            raise ValueError("model config: layer_types names sliding_attention layers but sliding_window is not set")
     if window is None:
         return None
     if isinstance(window, bool) or not isinstance(window, int) or window < 1:
         raise ValueError(f"model config: sliding_window = {window!r:.40} must be a positive integer")
     if rule == "all":
         return [window] * layers
-    types = config.get("layer_types")
     if types is None:
         first = _int_or(config, "max_window_layers", 28)
         if first < 0:

@@ -78,6 +78,26 @@ def phi3(**settings) -> transformers.Phi3ForCausalLM:
     return _randomized(transformers.Phi3ForCausalLM(config), 5)
 
 
+def mistral(**settings) -> transformers.MistralForCausalLM:
+    """Mistral's rule: sliding_window on every layer (Mistral-7B-v0.1: 4096)."""
+    config = transformers.MistralConfig(**{**_SMALL, "num_hidden_layers": 2, "sliding_window": WINDOW, **settings})
+    return _randomized(transformers.MistralForCausalLM(config), 7)
+
+
+def smollm3(**settings) -> transformers.SmolLM3ForCausalLM:
+    """SmolLM3's rule: with use_sliding_window, the window on the rotary-free layers (here the 4th
+    of 4, no_rope_layer_interval 4) unless layer_types names others."""
+    config = transformers.SmolLM3Config(**{**_SMALL, "num_hidden_layers": 4, "use_sliding_window": True,
+                                           "sliding_window": WINDOW, "rope_theta": 2e6, **settings})
+    return _randomized(transformers.SmolLM3ForCausalLM(config), 8)
+
+
+def smollm3_types(**settings) -> transformers.SmolLM3ForCausalLM:
+    """SmolLM3 with its layer_types written out: windows on a rotary layer and a rotary-free one."""
+    return smollm3(layer_types=["sliding_attention", "full_attention", "full_attention", "sliding_attention"],
+                   **settings)
+
+
 def hf_logits(model, ids):
     with torch.inference_mode():
         return model(torch.as_tensor(ids)).logits.numpy()
@@ -208,13 +228,14 @@ def test_the_batching_engine_runs_sliding_layers_through_their_rings(windowed):
     assert [b.sequences[0][0].tolist() for b in batched] == singles
 
 
-# --- sliding windows of the Llama-like families (Qwen2, Qwen3, Phi-3) ----------------------------
+# --- sliding windows of the Llama-like families (Qwen2, Qwen3, Phi-3, Mistral, SmolLM3) -----------
 
 @pytest.fixture(scope="module")
 def llama_windowed(tmp_path_factory):
     """name -> (transformers model, kvgen from its directory, the directory)."""
     out = {}
-    for name, make in (("qwen2", qwen2), ("qwen3", qwen3), ("phi3", phi3)):
+    for name, make in (("qwen2", qwen2), ("qwen3", qwen3), ("phi3", phi3), ("mistral", mistral),
+                       ("smollm3", smollm3), ("smollm3-types", smollm3_types)):
         hf = make()
         directory = tmp_path_factory.mktemp(name)
         hf.save_pretrained(directory)
@@ -222,7 +243,7 @@ def llama_windowed(tmp_path_factory):
     return out
 
 
-@pytest.mark.parametrize("name", ["qwen2", "qwen3", "phi3"])
+@pytest.mark.parametrize("name", ["qwen2", "qwen3", "phi3", "mistral", "smollm3", "smollm3-types"])
 def test_llama_like_windows_equal_transformers_through_the_ring(llama_windowed, name):
     """A 48-token prefill (the 36-slot rings written a block at a time), and the layers that
     keep a ring: those transformers' class gives the window to."""
@@ -230,19 +251,20 @@ def test_llama_like_windows_equal_transformers_through_the_ring(llama_windowed, 
     ids = np.random.default_rng(8).integers(0, 150, (2, CONTEXT))
     np.testing.assert_allclose(kv.forward(ids), hf_logits(hf, ids), atol=1e-4, rtol=1e-4)
     c = hf.config
-    sliding = [True] * c.num_hidden_layers if name == "phi3" else [t == "sliding_attention" for t in c.layer_types]
-    assert any(sliding) and (name == "phi3" or not all(sliding))
+    every = name in ("phi3", "mistral")
+    sliding = [True] * c.num_hidden_layers if every else [t == "sliding_attention" for t in c.layer_types]
+    assert any(sliding) and (every or not all(sliding))
     per_position = 2 * c.num_key_value_heads * (16 if name == "qwen3" else c.hidden_size // c.num_attention_heads) * 4
     assert kv.kv_cache_bytes(1, 4000) == per_position * sum(WINDOW + 31 if s else 4000 for s in sliding)
 
 
-@pytest.mark.parametrize("name", ["qwen2", "phi3"])
+@pytest.mark.parametrize("name", ["qwen2", "phi3", "mistral", "smollm3"])
 def test_llama_like_cached_decode_through_the_ring_equals_transformers(llama_windowed, name):
     hf, kv, _ = llama_windowed[name]
     assert_cached_decode_matches_hf(kv, hf, CONTEXT, PAD)
 
 
-@pytest.mark.parametrize("name", ["qwen2", "phi3"])
+@pytest.mark.parametrize("name", ["qwen2", "phi3", "mistral", "smollm3-types"])
 @pytest.mark.parametrize("settings", [dict(do_sample=False), dict(num_beams=3, num_return_sequences=2)],
                          ids=["greedy", "beam3"])
 def test_llama_like_long_generation_equals_transformers(llama_windowed, name, settings):
@@ -276,3 +298,54 @@ def test_phi3_window_travels_through_llama_cpps_converter(tmp_path, smollm2_file
     ids = np.random.default_rng(10).integers(0, 49152, (2, CONTEXT))
     np.testing.assert_allclose(kv.forward(ids), hf_logits(hf, ids), atol=1e-4, rtol=1e-4)
     assert kv.kv_cache_bytes(1, 4000) == 2 * (2 * 2 * 16 * 4 * (WINDOW + 31))
+
+
+@pytest.mark.parametrize("settings", [dict(use_sliding_window=False),
+                                      dict(use_sliding_window=False, sliding_window=None),
+                                      dict(layer_types=["full_attention"] * 4)],
+                         ids=["not-used", "no-window", "all-full"])
+def test_smollm3_without_sliding_layers_attends_over_everything(tmp_path, settings):
+    """SmolLM3's own checkpoints say use_sliding_window false: full attention, no ring."""
+    hf = smollm3(**settings)
+    hf.save_pretrained(tmp_path)
+    kv = kvgen.Model.load(tmp_path, exact=True)
+    ids = np.random.default_rng(11).integers(0, 150, (1, 30))
+    np.testing.assert_allclose(kv.forward(ids), hf_logits(hf, ids), atol=1e-4, rtol=1e-4)
+    assert kv.kv_cache_bytes(1, 4000) == 4 * 2 * 2 * 16 * 4 * 4000
+
+
+def test_smollm3_sliding_layers_without_a_window_are_refused(tmp_path):
+    hf = smollm3(use_sliding_window=False, sliding_window=None)
+    hf.save_pretrained(tmp_path)
+    import json
+    config = json.loads((tmp_path / "config.json").read_text())
+    config["layer_types"] = ["sliding_attention"] + ["full_attention"] * 3
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="sliding_window is not set"):
+        kvgen.Model.load(tmp_path)
+
+
+def test_mistral_and_smollm3_windows_do_not_travel_through_llama_cpps_converter(tmp_path, smollm2_file):
+    """llama.cpp's converter writes neither Mistral's window (its file is a "llama" one) nor
+    SmolLM3's, and llama.cpp runs those files with full attention: so does kvgen, equal to
+    transformers' class of the same weights without the window."""
+    from llama_cpp_convert import convert, converter, save_smollm2_tokenizer
+
+    # the converter needs a vocabulary that holds SmolLM2's tokenizer
+    models = {"mistral": (mistral(vocab_size=49152), dict(sliding_window=None)),
+              "smollm3": (smollm3_types(vocab_size=49152), dict(use_sliding_window=False,
+                                                                layer_types=["full_attention"] * 4))}
+    jobs = []
+    for name, (hf, _) in models.items():
+        hf.save_pretrained(tmp_path / name)
+        save_smollm2_tokenizer(tmp_path / name, smollm2_file)
+        jobs.append((tmp_path / name, tmp_path / f"{name}.gguf", "f32"))
+    convert(converter(), jobs)
+    ids = np.random.default_rng(12).integers(0, 49152, (2, CONTEXT))
+    for name, (hf, full) in models.items():
+        kv = kvgen.Model.load(tmp_path / f"{name}.gguf", exact=True)
+        assert kv.family == ("llama" if name == "mistral" else "smollm3")
+        reference = type(hf)(type(hf.config)(**{**hf.config.to_dict(), **full})).eval()
+        reference.load_state_dict(hf.state_dict())
+        np.testing.assert_allclose(kv.forward(ids), hf_logits(reference, ids), atol=1e-4, rtol=1e-4)
+        assert not np.allclose(hf_logits(reference, ids), hf_logits(hf, ids), atol=1e-3)  # the window binds

@@ -53,10 +53,11 @@ class Family:
     gguf_swa_pattern: Optional[int] = None
     gguf_wide_query_layers: Optional[int] = None
     # Which layers of a Llama-like family attend over ``sliding_window``, as its transformers
-    # class places it (kvgen._model._llama_windows): "all" (Phi-3: every layer, whenever the
-    # config has a window) or "max_window_layers" (Qwen2, Qwen3: only with use_sliding_window,
-    # the layers layer_types names, by default those from max_window_layers on). None: a window
-    # shorter than the context is refused.
+    # class places it (kvgen._model._llama_windows): "all" (Phi-3, Mistral: every layer, whenever
+    # the config has a window), "max_window_layers" (Qwen2, Qwen3: only with use_sliding_window,
+    # the layers layer_types names, by default those from max_window_layers on) or "layer_types"
+    # (SmolLM3: the layers layer_types names, by default the rotary-free ones when
+    # use_sliding_window is set). None: a window shorter than the context is refused.
     sliding_layers: Optional[str] = None
 
 
@@ -65,8 +66,13 @@ _LLAMA_DIFFERS = "Llama itself: RMSNorm, rotary embeddings, grouped-query attent
 FAMILIES: tuple[Family, ...] = (
     Family("gpt2", "gpt2", ("gpt2",), "gpt2", "GPT2LMHeadModel",
            "learned positions, LayerNorm, fused qkv, GELU (not Llama-like)"),
-    Family("llama", "llama", ("llama", "mistral"), "llama", "LlamaForCausalLM", _LLAMA_DIFFERS,
+    Family("llama", "llama", ("llama",), "llama", "LlamaForCausalLM", _LLAMA_DIFFERS,
            gguf_permuted_qk=True),
+    # llama.cpp's converter writes Mistral checkpoints as "llama" files, without the window
+    # (llama.cpp runs them with full attention): a "llama" GGUF file is read as Llama.
+    Family("mistral", "llama", ("mistral",), "llama", "MistralForCausalLM",
+           "Llama with sliding-window attention on every layer (sliding_window)", gguf_permuted_qk=True,
+           sliding_layers="all"),
     Family("qwen2", "llama", ("qwen2",), "qwen2", "Qwen2ForCausalLM",
            "q/k/v biases; large rope theta", gguf_permuted_qk=False, sliding_layers="max_window_layers"),
     Family("qwen3", "llama", ("qwen3",), "qwen3", "Qwen3ForCausalLM",
@@ -75,8 +81,8 @@ FAMILIES: tuple[Family, ...] = (
     Family("granite", "llama", ("granite",), "granite", "GraniteForCausalLM",
            "embedding, residual and attention multipliers, logit divisor", gguf_permuted_qk=True, multipliers=True),
     Family("smollm3", "llama", ("smollm3",), "smollm3", "SmolLM3ForCausalLM",
-           "no rotary embedding on every 4th layer", gguf_permuted_qk=True, no_rope_layers=True,
-           gguf_no_rope_interval=4),
+           "no rotary embedding on every 4th layer; optional sliding-window layers (layer_types)",
+           gguf_permuted_qk=True, no_rope_layers=True, gguf_no_rope_interval=4, sliding_layers="layer_types"),
     Family("qwen3moe", "llama", ("qwen3_moe",), "qwen3moe", "Qwen3MoeForCausalLM",
            "as Qwen3, with a softmax top-k router over experts instead of the MLP (3-D expert tensors in GGUF)",
            moe=True),
@@ -95,7 +101,9 @@ FAMILIES: tuple[Family, ...] = (
 )
 
 _BY_MODEL_TYPE = {t: f for f in FAMILIES for t in f.model_types}
-_BY_GGUF = {f.gguf_architecture: f for f in FAMILIES}
+_BY_GGUF: dict[str, Family] = {}
+for _family in FAMILIES:  # the first family of an architecture reads its files (llama, not mistral)
+    _BY_GGUF.setdefault(_family.gguf_architecture, _family)
 
 
 def supported() -> str:
