@@ -349,3 +349,22 @@ def test_mistral_and_smollm3_windows_do_not_travel_through_llama_cpps_converter(
         reference.load_state_dict(hf.state_dict())
         np.testing.assert_allclose(kv.forward(ids), hf_logits(reference, ids), atol=1e-4, rtol=1e-4)
         assert not np.allclose(hf_logits(reference, ids), hf_logits(hf, ids), atol=1e-3)  # the window binds
+
+
+@pytest.mark.parametrize("make,key,value", [
+    (mistral, "sliding_window", 0),
+    (mistral, "sliding_window", True),
+    (mistral, "sliding_window", "5"),
+    (smollm3, "sliding_window", -1),
+    (smollm3, "layer_types", ["sliding_attention"] * 3),
+    (smollm3, "layer_types", ["sliding_attention", "local", "full_attention", "full_attention"]),
+], ids=["mistral-0", "mistral-bool", "mistral-str", "smollm3-negative", "smollm3-short-types", "smollm3-unknown-type"])
+def test_hostile_window_settings_are_errors_naming_them(tmp_path, make, key, value):
+    import json
+
+    make().save_pretrained(tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    config[key] = value
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match=f"{tmp_path}: .*{key}"):
+        kvgen.Model.load(tmp_path)
