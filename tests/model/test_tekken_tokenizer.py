@@ -7,7 +7,6 @@ converted tokenizer does, and as Mistral's own Tekkenizer does."""
 
 from __future__ import annotations
 
-import gguf
 import pytest
 import torch
 import transformers
@@ -16,6 +15,8 @@ from gguf_models import TOKENIZER_TEXTS
 from llama_cpp_convert import DEFAULT_CACHE, convert, converter
 
 import kvgen
+from kvgen.loaders.gguf.file import read_gguf_file
+from kvgen.loaders.gguf.metadata import read_bool, read_string
 
 TEXTS = TOKENIZER_TEXTS + [
     "Grüße aus Zürich! 你好，世界 — こんにちは Привет 😀🎉👩‍💻 ١٢٣ 𝔘𝔫𝔦 ﬁ e\u0301",
@@ -43,9 +44,9 @@ def tekken_file(tmp_path_factory):
 
 def test_llama_cpp_recognises_mistral_nemos_tokenizer(tekken_file):
     hf_tok, _, path = tekken_file
-    fields = gguf.GGUFReader(str(path)).fields
-    assert fields["tokenizer.ggml.pre"].contents() == "tekken"
-    assert fields["tokenizer.ggml.add_bos_token"].contents() is True
+    file = read_gguf_file(path)  # gguf-py's reader takes half a minute over 131,072 tokens and their merges
+    assert read_string(file, "tokenizer.ggml.pre") == "tekken"
+    assert read_bool(file, "tokenizer.ggml.add_bos_token") is True
     assert len(hf_tok) == 131072 and hf_tok.convert_tokens_to_ids(["<s>", "</s>", "[INST]"]) == [1, 2, 3]
 
 
@@ -65,3 +66,15 @@ def test_tekken_vocabulary_from_gguf_equals_transformers_and_tekkenizer(tekken_f
             assert model.decode(ids, skip_special_tokens=True) == tekken_text
         assert model.decode(ids) == hf_tok.decode(ids)
         assert model.decode(ids, skip_special_tokens=True) == hf_tok.decode(ids, skip_special_tokens=True)
+
+
+def test_mistral_chat_template_travels_through_the_converter(tekken_file):
+    """The chat template transformers' converter attached (mistral_common's, for this
+    vocabulary) reaches the GGUF file, and kvgen renders it as transformers does."""
+    hf_tok, _, path = tekken_file
+    model = kvgen.Model.load(path)
+    assert hf_tok.chat_template and model.chat_template == hf_tok.chat_template
+    chat = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi 😀"},
+            {"role": "assistant", "content": "Hello"}, {"role": "user", "content": "2+2?"}]
+    assert model.apply_chat_template(chat) == hf_tok.apply_chat_template(chat, tokenize=False,
+                                                                         add_generation_prompt=True)
