@@ -192,7 +192,8 @@ def batch_runner(address: str, *, model: Optional[str] = None, actors: int = 2, 
                  udf: Optional[type] = None) -> Callable[[Iterable[dict]], Iterator[dict]]:
     """A runner for kvgen.batch.run_job: Batch API lines through Ray Data on ``address`` (see
     connect), ``actors`` BatchLines actors of ``cpus_per_actor`` CPUs each; results as the
-    blocks finish (``batch_size`` lines per actor call, default 4 x max_batch). ``udf``: a
+    blocks finish (``batch_size`` lines per actor call, default 4 x max_batch, fewer where
+    that leaves an actor without a call). ``udf``: a
     subclass of BatchLines to run instead (one that also records timings, say); its extra
     output columns are dropped."""
     udf = udf or BatchLines
@@ -207,11 +208,14 @@ def batch_runner(address: str, *, model: Optional[str] = None, actors: int = 2, 
 
         ray.data.DataContext.get_current().enable_progress_bars = False  # kvgen batch shows its own
         items = [{"request": json.dumps(r, ensure_ascii=False)} for r in requests]
-        ds = ray.data.from_items(items, override_num_blocks=max(1, min(len(items), 4 * actors)))
+        # calls of 4 x max_batch lines, but at least one call per actor: a small job keeps every actor busy
+        size = batch_size or max(1, min(4 * max_batch, -(-len(items) // actors)))
+        ds = ray.data.from_items(items, override_num_blocks=max(1, min(len(items), 4 * actors, -(-len(items) // size))))
         ds = ds.map_batches(udf, fn_constructor_kwargs={"model": model, "max_batch": max_batch,
                                                                "activations": activations},
-                            compute=ray.data.ActorPoolStrategy(size=actors), num_cpus=cpus_per_actor,
-                            batch_size=batch_size or 4 * max_batch,
+                            # one call at a time per actor: the first actor up does not queue the others' calls
+                            compute=ray.data.ActorPoolStrategy(size=actors, max_tasks_in_flight_per_actor=1),
+                            num_cpus=cpus_per_actor, batch_size=size,
                             batch_format="numpy")
         for row in ds.iter_rows():
             yield json.loads(row["result"])
