@@ -16,7 +16,9 @@ by default), every engine with ``--threads`` threads:
 * Ray (``--ray``, needs the ``ray`` extra): ``ray 2x1``, the requests through Ray Data with
   two kvgen.ray.BatchLines actors of 1 CPU (1 thread) each, on a local Ray of 2 CPUs, each
   round from the dataset's creation to its last row, the actors' start and model load
-  included (what a job pays); against ``kvgen batch`` in one process with 2 threads.
+  included (what a job pays); against ``kvgen batch`` in one process with 2 threads. Each
+  Ray round also prints where its time went: per actor, its start and model load, its
+  calls' busy time and when its last call ended.
 
 Engines are interleaved (A B C ..., then reversed) for --rounds rounds; per engine the median
 completion tokens/s and its min-max. Targets: kvgen batch >= 4x llama-cpp-python's loop and
@@ -102,15 +104,60 @@ def run_llama(llm, reqs: list[dict]) -> float:
     return checked(tokens, reqs[0]["body"]["max_tokens"]) / seconds
 
 
+def timed_lines():
+    """kvgen.ray.BatchLines that appends (pid, constructor start and end, call start and end,
+    rows) to the file ``log`` for each call: where a Ray round's time goes."""
+    import numpy as np
+
+    from kvgen.ray import BatchLines
+
+    class TimedLines(BatchLines):
+        log = ""
+
+        def __init__(self, **kwargs):
+            self.started = time.time()
+            super().__init__(**kwargs)
+            self.loaded = time.time()
+
+        def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+            begin = time.time()
+            out = super().__call__(batch)
+            with open(self.log, "a") as f:
+                f.write(json.dumps([os.getpid(), self.started, self.loaded, begin, time.time(), len(out["result"])])
+                        + "\n")
+            return out
+
+    return TimedLines
+
+
+def ray_breakdown(log: str, start: float, end: float) -> str:
+    """Per actor: when it started and had loaded the model, its calls' busy seconds, when its
+    last call ended (seconds from the round's start)."""
+    actors: dict[int, list] = {}
+    with open(log) as f:
+        for pid, started, loaded, begin, finish, _rows in map(json.loads, f):
+            actors.setdefault(pid, [started, loaded, []])[2].append((begin, finish))
+    parts = [f"start +{s - start:.1f} s, model +{m - s:.1f} s, {len(calls)} calls busy "
+             f"{sum(b - a for a, b in calls):.1f} s, done +{max(b for _, b in calls) - start:.1f} s"
+             for s, m, calls in sorted(actors.values())]
+    return f"ray round {end - start:.1f} s: " + "; ".join(parts)
+
+
 def run_ray(path: str, reqs: list[dict], max_batch: int) -> float:
+    import tempfile
+
     from kvgen.ray import batch_runner
 
-    runner = batch_runner("local", model=path, actors=2, cpus_per_actor=1, max_batch=max_batch)
-    start = time.perf_counter()
-    lines = list(runner(reqs))
-    seconds = time.perf_counter() - start
+    udf = timed_lines()
+    with tempfile.TemporaryDirectory() as folder:
+        udf.log = os.path.join(folder, "calls.jsonl")
+        runner = batch_runner("local", model=path, actors=2, cpus_per_actor=1, max_batch=max_batch, udf=udf)
+        start = time.time()
+        lines = list(runner(reqs))
+        end = time.time()
+        print("  " + ray_breakdown(udf.log, start, end))
     return checked([line["response"]["body"]["usage"]["completion_tokens"] for line in lines],
-                   reqs[0]["body"]["max_tokens"]) / seconds
+                   reqs[0]["body"]["max_tokens"]) / (end - start)
 
 
 def start_server(path: str, threads: int, max_batch: int, port: int) -> subprocess.Popen:

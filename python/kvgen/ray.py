@@ -188,10 +188,17 @@ def connect(address: str, *, num_cpus: Optional[int] = None) -> None:
 
 def batch_runner(address: str, *, model: Optional[str] = None, actors: int = 2, cpus_per_actor: int = 1,
                  max_batch: int = 8, activations: Optional[str] = None,
-                 batch_size: Optional[int] = None) -> Callable[[Iterable[dict]], Iterator[dict]]:
+                 batch_size: Optional[int] = None,
+                 udf: Optional[type] = None) -> Callable[[Iterable[dict]], Iterator[dict]]:
     """A runner for kvgen.batch.run_job: Batch API lines through Ray Data on ``address`` (see
     connect), ``actors`` BatchLines actors of ``cpus_per_actor`` CPUs each; results as the
-    blocks finish (``batch_size`` lines per actor call, default 4 x max_batch)."""
+    blocks finish (``batch_size`` lines per actor call, default 4 x max_batch, fewer where
+    that leaves an actor without a call). ``udf``: a
+    subclass of BatchLines to run instead (one that also records timings, say); its extra
+    output columns are dropped."""
+    udf = udf or BatchLines
+    if not (isinstance(udf, type) and issubclass(udf, BatchLines)):
+        raise TypeError(f"udf must be a subclass of kvgen.ray.BatchLines, got {udf!r}")
     if actors < 1 or cpus_per_actor < 1:
         raise ValueError(f"--ray-actors and --ray-cpus must be at least 1, got {actors} and {cpus_per_actor}")
 
@@ -201,11 +208,14 @@ def batch_runner(address: str, *, model: Optional[str] = None, actors: int = 2, 
 
         ray.data.DataContext.get_current().enable_progress_bars = False  # kvgen batch shows its own
         items = [{"request": json.dumps(r, ensure_ascii=False)} for r in requests]
-        ds = ray.data.from_items(items, override_num_blocks=max(1, min(len(items), 4 * actors)))
-        ds = ds.map_batches(BatchLines, fn_constructor_kwargs={"model": model, "max_batch": max_batch,
+        # calls of 4 x max_batch lines, but at least one call per actor: a small job keeps every actor busy
+        size = batch_size or max(1, min(4 * max_batch, -(-len(items) // actors)))
+        ds = ray.data.from_items(items, override_num_blocks=max(1, min(len(items), 4 * actors, -(-len(items) // size))))
+        ds = ds.map_batches(udf, fn_constructor_kwargs={"model": model, "max_batch": max_batch,
                                                                "activations": activations},
-                            compute=ray.data.ActorPoolStrategy(size=actors), num_cpus=cpus_per_actor,
-                            batch_size=batch_size or 4 * max_batch,
+                            # one call at a time per actor: the first actor up does not queue the others' calls
+                            compute=ray.data.ActorPoolStrategy(size=actors, max_tasks_in_flight_per_actor=1),
+                            num_cpus=cpus_per_actor, batch_size=size,
                             batch_format="numpy")
         for row in ds.iter_rows():
             yield json.loads(row["result"])

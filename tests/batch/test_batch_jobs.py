@@ -210,3 +210,27 @@ def test_plain_prompts_with_a_prompt_field_schema_and_sampling_flags(tmp_path, s
     assert [got[k]["response"]["body"]["choices"][0]["text"] for k in ("line-1", "line-3")] == texts
     bad = kvgen_batch(str(source), "-o", str(tmp_path / "x.jsonl"), "--max-tokens", "5")
     assert bad.returncode == 2 and "--max-tokens sets the body of plain prompts" in bad.stderr
+
+
+def test_the_prefix_cache_reuses_a_shared_system_prompt_and_changes_no_output(smollm2_model, monkeypatch):
+    from kvgen.batch import runner
+
+    engines = []
+
+    class Recorded(runner.Engine):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            engines.append(self)
+
+    monkeypatch.setattr(runner, "Engine", Recorded)
+    system = {"role": "system", "content": "You answer in one short sentence about the thing named, with no preamble, "
+                                           "no lists and no questions back to the user, in plain English."}
+    requests = [chat_line(i, max_tokens=6) for i in range(8)]
+    for request in requests:
+        request["body"]["messages"].insert(0, system)
+    cached = [r["response"]["body"] for r in run(requests, smollm2_model, max_batch=2, ordered=True)]
+    plain = [r["response"]["body"] for r in run(requests, smollm2_model, max_batch=2, ordered=True,
+                                                 prefix_cache=False)]
+    assert [comparable(b) for b in cached] == [comparable(b) for b in plain]
+    assert engines[0].prefix_cache_hits >= 32 * (len(requests) - 2)  # whole 32-token chunks of the system prompt
+    assert engines[1].prefix_cache_hits == 0

@@ -1,6 +1,7 @@
 """kvgen.ray on a real local Ray (2 CPUs, offline): Ray Data with 2 actors gives generate_batch's
 results in input order, greedy and seeded; an actor killed mid-job is restarted by Ray and
-no row is lost or duplicated; ``kvgen batch --ray local`` writes the file ``kvgen batch`` writes.
+no row is lost or duplicated; ``kvgen batch --ray local`` writes the file ``kvgen batch`` writes;
+Ray Data's HTTP processor against two ``kvgen serve`` replicas answers as ``kvgen batch`` does.
 Skipped only when the ``ray`` extra is not installed."""
 
 from __future__ import annotations
@@ -157,3 +158,61 @@ def test_ray_serve_runs_the_openai_app_in_two_replicas_behind_one_route(local_ra
             assert body["usage"] == expected[request["custom_id"]]["usage"]
     finally:
         serve.shutdown()
+
+
+def _generated_tokens(url: str) -> float:
+    """kvgen:generation_tokens_total of a kvgen serve at url (its /metrics)."""
+    import re
+    import urllib.request
+
+    with urllib.request.urlopen(f"{url}/metrics", timeout=30) as answer:
+        text = answer.read().decode()
+    return float(re.search(r"^kvgen:generation_tokens_total (\S+)$", text, re.M).group(1))
+
+
+def test_http_processor_against_two_kvgen_serve_replicas_gives_kvgen_batch_s_results(tmp_path, local_ray,
+                                                                                      smollm2_model):
+    """The README's recipe: Ray Data's HttpRequestProcessorConfig, one processor per replica, on
+    this 2-CPU Ray (the HTTP workers and the map tasks take a tenth of a CPU each, so the read
+    tasks are not starved); every row's answer equals kvgen batch's for the same body."""
+    pytest.importorskip("ray.data.llm")
+    from ray.data.llm import HttpRequestProcessorConfig, build_processor
+    from serve_process import ServeProcess
+
+    replicas = [ServeProcess(tmp_path / f"serve{k}.log", "--max-batch", "4", "--threads", "1") for k in range(2)]
+    try:
+        urls = [f"{r.url}/v1/chat/completions" for r in replicas]
+        count = 16
+
+        def payload(row):
+            return {"messages": [{"role": "user", "content": f"Name a {WORDS[row['id'] % 10]} thing."}],
+                    "max_tokens": 8, "temperature": 0}
+
+        def processor(url):
+            return build_processor(
+                HttpRequestProcessorConfig(url=url, concurrency=1, batch_size=1, http_request_stage={"num_cpus": 0.1}),
+                preprocess=lambda row: {"id": row["id"], "payload": payload(row)},
+                postprocess=lambda row: {"id": row["id"],
+                                         "text": row["http_response"]["choices"][0]["message"]["content"],
+                                         "finish_reason": row["http_response"]["choices"][0]["finish_reason"],
+                                         "completion_tokens": row["http_response"]["usage"]["completion_tokens"]},
+                preprocess_map_kwargs={"num_cpus": 0.1}, postprocess_map_kwargs={"num_cpus": 0.1})
+
+        from ray.data.expressions import col
+
+        ds = local_ray.data.from_items([{"id": i} for i in range(count)], override_num_blocks=2)
+        parts = [processor(url)(ds.filter(expr=col("id") % len(urls) == k)) for k, url in enumerate(urls)]
+        out = sorted(parts[0].union(*parts[1:]).take_all(), key=lambda r: r["id"])
+        served = [_generated_tokens(r.url) for r in replicas]  # each replica answered its share
+        assert all(n > 0 for n in served) and sum(served) == sum(r["completion_tokens"] for r in out), served
+        assert [r["id"] for r in out] == list(range(count))
+        requests = [{"custom_id": str(i), "method": "POST", "url": "/v1/chat/completions", "body": payload({"id": i})}
+                    for i in range(count)]
+        expected = [line["response"]["body"] for line in run(requests, smollm2_model, max_batch=4, ordered=True)]
+        assert [(r["text"], r["finish_reason"], r["completion_tokens"]) for r in out] == \
+            [(b["choices"][0]["message"]["content"], b["choices"][0]["finish_reason"], b["usage"]["completion_tokens"])
+             for b in expected]
+        assert len({r["text"] for r in out}) > 3  # the rows differ: a mix-up of rows would show
+    finally:
+        for replica in replicas:
+            replica.stop()

@@ -52,14 +52,16 @@ async def _answer(responder: Responder, item: Any, limits: RequestLimits) -> dic
 
 def run(requests: Iterable[dict], model=None, *, max_batch: int = 8, window: Optional[int] = None,
         limits: Optional[RequestLimits] = None, model_name: Optional[str] = None,
-        ordered: bool = False) -> Iterator[dict]:
+        ordered: bool = False, prefix_cache: bool = True) -> Iterator[dict]:
     """Runs OpenAI Batch API request lines (``{"custom_id", "method", "url", "body"}``, url
     ``/v1/chat/completions`` or ``/v1/completions``) through ``model`` (default: kvgen's
     default model) and yields one Batch API result line per request (see kvgen.batch.files):
     the body ``kvgen serve`` would answer, or the error it would answer with; a bad request
     fails alone. At most ``max_batch`` rows decode together; ``window`` requests (default
     4 x max_batch) are in flight at once. Results come as they finish, or in input order with
-    ``ordered``. A custom_id given twice is a BatchFileError when it is reached."""
+    ``ordered``. A custom_id given twice is a BatchFileError when it is reached.
+    ``prefix_cache``: a request whose prompt starts as an earlier one's (a shared system
+    prompt) reuses that one's cached positions, as in ``kvgen serve``; the outputs are the same."""
     if max_batch < 1:
         raise ValueError(f"max_batch must be >= 1, got {max_batch}")
     window = window or 4 * max_batch
@@ -71,13 +73,13 @@ def run(requests: Iterable[dict], model=None, *, max_batch: int = 8, window: Opt
         model = kvgen.load_default()
     limits = limits or RequestLimits(max_prompts=max(64, 4 * max_batch), max_rows=max(128, 8 * max_batch),
                                      max_tokens=1 << 24)
-    return _Run(requests, model, max_batch, window, limits, model_name, ordered).results()
+    return _Run(requests, model, max_batch, window, limits, model_name, ordered, prefix_cache).results()
 
 
 class _Run:
-    def __init__(self, requests, model, max_batch, window, limits, model_name, ordered):
+    def __init__(self, requests, model, max_batch, window, limits, model_name, ordered, prefix_cache):
         self.requests, self.model, self.window, self.limits, self.ordered = requests, model, window, limits, ordered
-        self.engine = Engine(model, slots=max_batch)
+        self.engine = Engine(model, slots=max_batch, prefix_cache=prefix_cache)
         name = model_name or (model.path.stem if getattr(model, "path", None) else "kvgen")
         self.responder = Responder(model, self.engine, name)
         self.out: queue.Queue = queue.Queue()
