@@ -221,6 +221,21 @@ def test_two_level_int8_mode_matches_float64(qtype, path):
                 check(out, ref[:m], bound[:m], f"{qtype} {path} int8x2 N={rows} K={cols} M={m}")
 
 
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("qtype", INT8_TYPES)
+def test_two_level_rows_are_the_one_row_products_bit_for_bit(qtype, path):
+    """A product of M rows (a verify pass, a batch) gives each row exactly what that row alone
+    gives (a decode step), whatever kernel the row count picks: speculative decoding keeps
+    greedy output identical only if verified logits are the decoded ones bit for bit."""
+    cols = cols_for(qtype)[-1]
+    x = activations(cols)
+    c = case(qtype, 33, cols)
+    alone = np.concatenate([c.packed.matmul(x[i:i + 1], path=path, two_level=True) for i in range(MAX_M)])
+    for m in range(2, MAX_M + 1):
+        out = c.packed.matmul(x[:m], path=path, two_level=True)
+        np.testing.assert_array_equal(out.view(np.uint32), alone[:m].view(np.uint32), err_msg=f"M={m}")
+
+
 @pytest.mark.parametrize("qtype", TYPES)
 def test_packed_size_is_about_the_files(qtype):
     weights, block_bytes = BLOCK[qtype]

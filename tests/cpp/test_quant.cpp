@@ -3,13 +3,17 @@
 // matmuls match the plain product on every CPU path this machine runs. Scales, minimums
 // and activations are small powers of two and integers, so every product and sum is
 // exact in float32 and the kernels must agree with the plain product bit for bit.
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <iostream>
+#include <limits>
+#include <random>
 #include <vector>
 
 #include "check.h"
 #include "kvgen/errors.h"
+#include "kvgen/quant/activations.h"
 #include "kvgen/quant/matmul.h"
 
 using namespace kvgen::quant;
@@ -182,6 +186,54 @@ void matmuls_match_the_plain_product_on_every_cpu_path() {
   }
 }
 
+
+// Every CPU path quantizes activations (one and two levels) to the very bytes and floats
+// of the portable code: random blocks at many scales, and blocks of zeros, of ties at
+// .5, of one value, holding NaN or inf, and of subnormals.
+void quantized_activations_are_the_portable_ones_on_every_cpu_path() {
+  constexpr int64_t kRowsQ = 5, kColsQ = 8 * 32;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(kRowsQ * (kColsQ + 3));  // row stride kColsQ + 3
+  const int64_t ld = kColsQ + 3;
+  for (int64_t m = 0; m < kRowsQ; ++m)
+    for (int64_t k = 0; k < kColsQ; ++k) x[m * ld + k] = normal(rng) * std::ldexp(1.0f, static_cast<int>(k / 32) * 3 - 9);
+  float* r = x.data() + 2 * ld;  // row 2: special blocks
+  for (int k = 0; k < 32; ++k) r[k] = 0.0f;
+  for (int k = 0; k < 32; ++k) r[32 + k] = (k % 2 ? -0.5f : 0.5f) * static_cast<float>(k) * (127.0f / 31.0f);
+  for (int k = 0; k < 32; ++k) r[64 + k] = -3.0f;
+  r[96 + 5] = std::numeric_limits<float>::quiet_NaN();
+  r[128 + 31] = -std::numeric_limits<float>::infinity();
+  for (int k = 0; k < 32; ++k) r[160 + k] = std::numeric_limits<float>::denorm_min() * static_cast<float>(k - 16);
+  const auto bytes = [](const Int8View& v) {
+    const int64_t blocks = v.rows * v.cols / 32;
+    std::vector<uint32_t> out(v.q, v.q + v.rows * v.cols);
+    for (int64_t i = 0; i < blocks; ++i) {
+      uint32_t d, s;
+      std::memcpy(&d, v.d + i, 4);
+      std::memcpy(&s, v.s + i, 4);
+      out.push_back(d);
+      out.push_back(s);
+      out.push_back(static_cast<uint32_t>(v.half_sums[2 * i]));
+      out.push_back(static_cast<uint32_t>(v.half_sums[2 * i + 1]));
+    }
+    return out;
+  };
+  QuantizedActivations portable(2 * kRowsQ, kColsQ, CpuPath::Portable);
+  for (CpuPath path : supported_cpu_paths()) {
+    std::cout << "  cpu path " << cpu_path_name(path) << std::endl;
+    QuantizedActivations xq(2 * kRowsQ, kColsQ, path);
+    for (int64_t rows : {int64_t{1}, kRowsQ}) {
+      portable.quantize(x.data(), rows, ld);
+      xq.quantize(x.data(), rows, ld);
+      CHECK_EQ(bytes(xq.view()), bytes(portable.view()));
+      portable.quantize_two_level(x.data(), rows, ld);
+      xq.quantize_two_level(x.data(), rows, ld);
+      CHECK_EQ(bytes(xq.view()), bytes(portable.view()));
+    }
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -189,5 +241,6 @@ int main() {
       TEST_CASE(repack_keeps_every_weight),
       TEST_CASE(repack_rejects_bad_shapes),
       TEST_CASE(matmuls_match_the_plain_product_on_every_cpu_path),
+      TEST_CASE(quantized_activations_are_the_portable_ones_on_every_cpu_path),
   });
 }

@@ -6,6 +6,7 @@
 
 #include "kvgen/errors.h"
 #include "kvgen/limits.h"
+#include "activations_avx512.h"
 
 namespace kvgen::quant {
 
@@ -49,7 +50,8 @@ void quantize_block(const float* x, int8_t* q, float* d_out, float* s_out, int32
 
 }  // namespace
 
-QuantizedActivations::QuantizedActivations(int64_t max_rows, int64_t cols) : max_rows_(max_rows), cols_(cols) {
+QuantizedActivations::QuantizedActivations(int64_t max_rows, int64_t cols, CpuPath path)
+    : max_rows_(max_rows), cols_(cols), avx512_(path == CpuPath::Avx512 && has_avx512_quantizer()) {
   if (max_rows < 1) throw ValueError("activations: max_rows = " + std::to_string(max_rows) + " must be >= 1");
   if (cols < kBlockSize || cols % kBlockSize != 0)
     throw ValueError("activations: cols = " + std::to_string(cols) + " must be a positive multiple of 32");
@@ -65,13 +67,7 @@ void QuantizedActivations::quantize(const float* x, int64_t rows, int64_t ldx) {
   if (rows < 0 || rows > max_rows_)
     throw ValueError("activations: rows = " + std::to_string(rows) + " must be in [0, " + std::to_string(max_rows_) +
                      "] (max_rows)");
-  if (ldx < cols_) throw ValueError("activations: row stride " + std::to_string(ldx) + " < cols " + std::to_string(cols_));
-  const int64_t blocks = cols_ / kBlockSize;
-  for (int64_t m = 0; m < rows; ++m)
-    for (int64_t b = 0; b < blocks; ++b)
-      quantize_block(x + m * ldx + b * kBlockSize, q_.data() + m * cols_ + b * kBlockSize, &d_[m * blocks + b],
-                     &s_[m * blocks + b],
-                     &half_sums_[2 * (m * blocks + b)]);
+  quantize_rows(x, rows, ldx, 1);
   rows_ = rows;
 }
 
@@ -79,8 +75,23 @@ void QuantizedActivations::quantize_two_level(const float* x, int64_t rows, int6
   if (rows < 0 || 2 * rows > max_rows_)
     throw ValueError("activations: 2 x rows = " + std::to_string(2 * rows) + " must be in [0, " +
                      std::to_string(max_rows_) + "] (max_rows)");
-  quantize(x, rows, ldx);
+  quantize_rows(x, rows, ldx, 2);
+  rows_ = 2 * rows;
+}
+
+void QuantizedActivations::quantize_rows(const float* x, int64_t rows, int64_t ldx, int levels) {
+  if (ldx < cols_) throw ValueError("activations: row stride " + std::to_string(ldx) + " < cols " + std::to_string(cols_));
+  if (avx512_) {
+    quantize_rows_avx512(x, rows, ldx, cols_, levels, q_.data(), d_.data(), s_.data(), half_sums_.data());
+    return;
+  }
   const int64_t blocks = cols_ / kBlockSize;
+  for (int64_t m = 0; m < rows; ++m)
+    for (int64_t b = 0; b < blocks; ++b)
+      quantize_block(x + m * ldx + b * kBlockSize, q_.data() + m * cols_ + b * kBlockSize, &d_[m * blocks + b],
+                     &s_[m * blocks + b],
+                     &half_sums_[2 * (m * blocks + b)]);
+  if (levels < 2) return;
   float residual[kBlockSize];
   for (int64_t m = 0; m < rows; ++m)
     for (int64_t b = 0; b < blocks; ++b) {
@@ -92,7 +103,6 @@ void QuantizedActivations::quantize_two_level(const float* x, int64_t rows, int6
       quantize_block(residual, q_.data() + (rows + m) * cols_ + b * kBlockSize, &d_[second], &s_[second],
                      &half_sums_[2 * second]);
     }
-  rows_ = 2 * rows;
 }
 
 }  // namespace kvgen::quant

@@ -211,6 +211,97 @@ void int8x2_tile_rows(const PackedView& w, const Int8View& x, int64_t M, int64_t
   }
 }
 
+// Both levels' dots of MT rows against one tile (or K-quant sub-tile), chunk by chunk:
+// dot1[m], dot2[m] (lane r) = sum_k u[r][k] * xb[m][k], ... xb[MT + m][k], xb (2 MT, 32)
+// the rows' blocks side by side. Each chunk of quants meets every row while in a register,
+// and the 2 MT dot chains are independent, so VNNI issues back to back (row_dot over an
+// unpacked tile leaves one row's 4 short chains in flight, and waits on their latency).
+// The loops are unrolled and xb is one local array: the dots stay in registers and every
+// broadcast reads a fixed offset (one pointer per row would not fit the registers).
+template <class L, int MT>
+[[gnu::always_inline]] inline void two_level_dots(const uint8_t* tile, const int8_t (*xb)[kBlockSize],
+                                                  __m512i* dot1, __m512i* dot2) {
+#pragma GCC unroll 16
+  for (int m = 0; m < MT; ++m) dot1[m] = dot2[m] = _mm512_setzero_si512();
+  if constexpr (L::kBits == 8) {
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; ++c) {
+      const __m512i u = load_chunk(tile + L::kQuantsAt + 64 * c);
+#pragma GCC unroll 16
+      for (int m = 0; m < MT; ++m) {
+        dot1[m] = _mm512_dpbusd_epi32(dot1[m], u, _mm512_set1_epi32(load_i32(xb[m] + 4 * c)));
+        dot2[m] = _mm512_dpbusd_epi32(dot2[m], u, _mm512_set1_epi32(load_i32(xb[MT + m] + 4 * c)));
+      }
+    }
+  } else {
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      __m512i low, high;
+      nibble_chunks<L>(tile, c, low, high);
+#pragma GCC unroll 16
+      for (int m = 0; m < MT; ++m) {
+        dot1[m] = _mm512_dpbusd_epi32(dot1[m], low, _mm512_set1_epi32(load_i32(xb[m] + 4 * c)));
+        dot2[m] = _mm512_dpbusd_epi32(dot2[m], low, _mm512_set1_epi32(load_i32(xb[MT + m] + 4 * c)));
+      }
+#pragma GCC unroll 16
+      for (int m = 0; m < MT; ++m) {
+        dot1[m] = _mm512_dpbusd_epi32(dot1[m], high, _mm512_set1_epi32(load_i32(xb[m] + 16 + 4 * c)));
+        dot2[m] = _mm512_dpbusd_epi32(dot2[m], high, _mm512_set1_epi32(load_i32(xb[MT + m] + 16 + 4 * c)));
+      }
+    }
+  }
+}
+
+// xb (2 MT, 32) = block b of rows m0.. of both levels (level one at row m of x, the residual
+// at row M + m), for two_level_dots.
+template <int MT>
+[[gnu::always_inline]] inline void gather_two_level_blocks(const Int8View& x, int64_t M, int64_t m0, int64_t b,
+                                                           int8_t (*xb)[kBlockSize]) {
+  const int8_t* first = x.q + m0 * x.cols + b * kBlockSize;
+  const int8_t* second = x.q + (M + m0) * x.cols + b * kBlockSize;
+#pragma GCC unroll 16
+  for (int m = 0; m < MT; ++m) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(xb[m]),
+                       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(first + m * x.cols)));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(xb[MT + m]),
+                       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(second + m * x.cols)));
+  }
+}
+
+// int8x2_tile_rows for 2 to kTwoLevelTileRows rows, with two_level_dots: the dots are exact
+// int32 sums and the fold is int8x2_tile_rows', so each row's output is bit for bit the
+// one-row kernel's.
+template <class L, int MT>
+void int8x2_tile_rows_chunked(const PackedView& w, const Int8View& x, int64_t M, int64_t m0, float* out,
+                              int64_t ldo, int64_t g0, int64_t g1) {
+  static_assert(MT > 1);
+  const int64_t blocks = w.blocks;
+  alignas(64) int8_t xb[2 * MT][kBlockSize];
+  for (int64_t g = g0; g < g1; ++g) {
+    const uint8_t* tile = w.data + g * blocks * L::kTileBytes;
+    __m512 acc[MT];
+#pragma GCC unroll 16
+    for (int m = 0; m < MT; ++m) acc[m] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < blocks; ++b, tile += L::kTileBytes) {
+      gather_two_level_blocks<MT>(x, M, m0, b, xb);
+#if defined(__GNUC__)
+      __asm__("" : "+m"(xb));  // the broadcasts read xb: GCC would otherwise read x again, through 2 MT pointers
+#endif
+      __m512i dot1[MT], dot2[MT];
+      two_level_dots<L, MT>(tile, xb, dot1, dot2);
+      const __m512 d = load_halves(tile + L::kScalesAt);
+      const __m512 mins = load_mins<L>(tile, d);
+#pragma GCC unroll 16
+      for (int m = 0; m < MT; ++m) {
+        const int64_t first = (m0 + m) * blocks + b, second = (M + m0 + m) * blocks + b;
+        acc[m] = _mm512_fmadd_ps(d, two_level_sum(dot1[m], dot2[m], x.d[first], x.d[second]), acc[m]);
+        acc[m] = _mm512_fmadd_ps(mins, _mm512_set1_ps(x.s[first] + x.s[second]), acc[m]);
+      }
+    }
+    store_group<MT>(acc, rows_in_group(w, g), out + m0 * ldo + g * kGroupRows, ldo);
+  }
+}
+
 // acc[m] += W[:, k] * x[m][k] for the 4 weights k = k0..k0+3 held in each lane of u.
 template <int MT>
 [[gnu::always_inline]] inline void fma_lanes(__m512i u, __m512 d, __m512 mins, const float* const* xb, int k0,
@@ -494,7 +585,9 @@ bool matmul_int8x2(const PackedView& w, const Int8View& x, float* out, int64_t l
     if constexpr (L::kFamily != Family::Dense) {
       for (int64_t m0 = 0; m0 < M; m0 += kTwoLevelTileRows)
         with_tile<kTwoLevelTileRows>(M - m0, [&]<int MT>() {
-          if constexpr (L::kFamily == Family::Block)
+          if constexpr (L::kFamily == Family::Block && MT > 1)
+            int8x2_tile_rows_chunked<L, MT>(w, x, M, m0, out, ldo, g0, g1);
+          else if constexpr (L::kFamily == Family::Block)
             int8x2_tile_rows<L, MT>(w, x, M, m0, out, ldo, g0, g1);
           else
             int8x2_super_rows<L, MT>(w, x, M, m0, out, ldo, g0, g1);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kvgen/quant/dispatch.h"
 #include "kvgen/quant/kernel_abi.h"
 
 namespace kvgen::quant {
@@ -12,8 +13,9 @@ namespace kvgen::quant {
 class QuantizedActivations {
  public:
   // Buffers for up to max_rows rows of `cols` values (cols a positive multiple of 32),
-  // allocated here once; quantize() never allocates.
-  QuantizedActivations(int64_t max_rows, int64_t cols);
+  // allocated here once; quantize() never allocates. `path`: the CPU path whose code
+  // quantizes (AVX-512 has its own, bit for bit the portable arithmetic).
+  QuantizedActivations(int64_t max_rows, int64_t cols, CpuPath path = active_cpu_path());
 
   // Quantizes x (rows, cols), row stride ldx: per block d = max|x| / 127, q = round(x / d)
   // (half away from zero), s = d * sum(q), and the integer sum of q over each 16 values
@@ -33,7 +35,11 @@ class QuantizedActivations {
   Int8View view() const { return {q_.data(), d_.data(), s_.data(), half_sums_.data(), rows_, cols_}; }
 
  private:
+  // Rows [0, rows) of x, and with levels = 2 their residuals into rows [rows, 2 rows).
+  void quantize_rows(const float* x, int64_t rows, int64_t ldx, int levels);
+
   int64_t max_rows_, cols_, rows_ = 0;
+  bool avx512_;  // quantize with the AVX-512 code
   std::vector<int8_t> q_;  // (max_rows, cols)
   std::vector<float> d_;   // (max_rows, cols / 32)
   std::vector<float> s_;   // (max_rows, cols / 32)
