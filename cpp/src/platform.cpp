@@ -2,6 +2,7 @@
 #include "kvgen/platform.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <thread>
 
 #if defined(_WIN32)
@@ -25,6 +26,21 @@ int available_cpus() {
 #endif
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
+
+void* allocate_large(int64_t bytes) {
+  const int64_t huge = int64_t{2} << 20;
+#if defined(__linux__)
+  if (bytes >= huge) {
+    const size_t rounded = static_cast<size_t>((bytes + huge - 1) / huge * huge);
+    void* p = std::aligned_alloc(static_cast<size_t>(huge), rounded);
+    if (p) madvise(p, rounded, MADV_HUGEPAGE);  // advice: failure is harmless
+    return p;
+  }
+#endif
+  return std::malloc(static_cast<size_t>(std::max<int64_t>(bytes, 1)));
+}
+
+void free_large(void* p) { std::free(p); }
 
 void release_mapped_pages(const void* data, int64_t bytes) {
 #if defined(_WIN32)

@@ -16,6 +16,13 @@ int available_cpus();
 // Advice only: where the system has no such call, or the call fails, nothing happens.
 void release_mapped_pages(const void* data, int64_t bytes);
 
+// Memory for a large, long-lived buffer (repacked weights): from `bytes` = 2 MiB up, on
+// Linux, 2 MiB-aligned and advised to be backed by transparent huge pages, so that a pass
+// over the weights walks few pages (fewer TLB misses, fewer page faults when it is first
+// written); else plain malloc. Null when no memory is to be had. Release with free_large.
+void* allocate_large(int64_t bytes);
+void free_large(void* p);
+
 // Runs `child` in the child process after fork() (pthread_atfork); no-op without fork().
 void at_fork_child(void (*child)());
 

@@ -68,7 +68,10 @@ void SparseMoe::forward(float* out, const float* h, int64_t n, const Layer& w, P
   float* up = scratch_.up.data();
   float* expert = scratch_.expert.data();
   // ---- routing: probabilities (n, E), each token's top k by falling probability ----
-  projector.project(h, n, C_, {{&w.router, nullptr, probs, E_}});
+  if (n == 1 && !w.router.reads_int8(projector.activations()))  // a few rows of floats: no parallel section
+    w.router.multiply(probs, E_, h, C_, nullptr, 1, 0, w.router.units(), projector.activations());
+  else
+    projector.project(h, n, C_, {{&w.router, nullptr, probs, E_}});
   kernels::softmax_rows(probs, n, E_, nullptr);
   std::fill(starts_.begin(), starts_.end(), 0);
   for (int64_t t = 0; t < n; ++t) {
