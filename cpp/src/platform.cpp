@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <new>
 #include <thread>
 
 #if defined(_WIN32)
@@ -27,20 +28,49 @@ int available_cpus() {
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
-void* allocate_large(int64_t bytes) {
-  const int64_t huge = int64_t{2} << 20;
+ZeroedMemory::ZeroedMemory(int64_t bytes) : size_(bytes) {
 #if defined(__linux__)
-  if (bytes >= huge) {
-    const size_t rounded = static_cast<size_t>((bytes + huge - 1) / huge * huge);
-    void* p = std::aligned_alloc(static_cast<size_t>(huge), rounded);
-    if (p) madvise(p, rounded, MADV_HUGEPAGE);  // advice: failure is harmless
-    return p;
+  const int64_t huge = int64_t{2} << 20;
+  if (bytes >= huge) {  // map 2 MiB more, then unmap the unaligned head and the tail
+    const int64_t rounded = (bytes + huge - 1) / huge * huge;
+    void* p = mmap(nullptr, static_cast<size_t>(rounded + huge), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+    if (p != MAP_FAILED) {
+      const uintptr_t begin = reinterpret_cast<uintptr_t>(p);
+      const uintptr_t aligned = (begin + huge - 1) / huge * huge;
+      if (aligned > begin) munmap(p, aligned - begin);
+      const uintptr_t end = begin + static_cast<uintptr_t>(rounded + huge);
+      if (end > aligned + rounded) munmap(reinterpret_cast<void*>(aligned + rounded), end - aligned - rounded);
+      madvise(reinterpret_cast<void*>(aligned), static_cast<size_t>(rounded), MADV_HUGEPAGE);  // advice only
+      data_ = reinterpret_cast<uint8_t*>(aligned);
+      mapped_ = rounded;
+      return;
+    }
   }
 #endif
-  return std::malloc(static_cast<size_t>(std::max<int64_t>(bytes, 1)));
+  data_ = static_cast<uint8_t*>(std::calloc(static_cast<size_t>(std::max<int64_t>(bytes, 1)), 1));
+  if (!data_) throw std::bad_alloc();
 }
 
-void free_large(void* p) { std::free(p); }
+ZeroedMemory::~ZeroedMemory() {
+#if defined(__linux__)
+  if (mapped_) {
+    munmap(data_, static_cast<size_t>(mapped_));
+    return;
+  }
+#endif
+  std::free(data_);
+}
+
+ZeroedMemory& ZeroedMemory::operator=(ZeroedMemory&& other) noexcept {
+  if (this != &other) {
+    this->~ZeroedMemory();
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    mapped_ = std::exchange(other.mapped_, 0);
+  }
+  return *this;
+}
 
 void release_mapped_pages(const void* data, int64_t bytes) {
 #if defined(_WIN32)

@@ -314,9 +314,9 @@ PackedMatrix::PackedMatrix(QuantType type, const uint8_t* raw, int64_t raw_bytes
                      std::to_string(expected) + " bytes, got " + std::to_string(raw_bytes));
   const int64_t groups = (rows + kGroupRows - 1) / kGroupRows;
   // About the file's size: the padding of the last group, and K-quants' decoded scales.
-  tiles_.assign(static_cast<size_t>(limits::checked_mul(groups * blocks, tile_bytes(type), name + " matrix bytes")), 0);
+  tiles_ = platform::ZeroedMemory(limits::checked_mul(groups * blocks, tile_bytes(type), name + " matrix bytes"));
   view_ = PackedView{tiles_.data(), type, rows, cols, blocks, groups};
-  bytes_ = static_cast<int64_t>(tiles_.size());
+  bytes_ = tiles_.size();
   with_layout(type, [&]<class L>() { pack_all<L>(raw, view_, block_bytes(type), tiles_.data()); });
 }
 

@@ -5,7 +5,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <new>
 #include <vector>
 
 #include "kvgen/platform.h"
@@ -13,23 +12,6 @@
 #include "kvgen/quant/quant_type.h"
 
 namespace kvgen::quant {
-
-// The allocator of repacked tiles: platform::allocate_large (huge pages for large matrices).
-template <class T>
-struct LargeAllocator {
-  using value_type = T;
-  LargeAllocator() = default;
-  template <class U>
-  LargeAllocator(const LargeAllocator<U>&) {}
-  T* allocate(size_t n) {
-    void* p = platform::allocate_large(static_cast<int64_t>(n * sizeof(T)));
-    if (!p) throw std::bad_alloc();
-    return static_cast<T*>(p);
-  }
-  void deallocate(T* p, size_t) { platform::free_large(p); }
-  template <class U>
-  bool operator==(const LargeAllocator<U>&) const { return true; }
-};
 
 class PackedMatrix {
  public:
@@ -65,7 +47,7 @@ class PackedMatrix {
  private:
   PackedMatrix() = default;
   std::shared_ptr<const PackedMatrix> whole_;  // rows_of's: the matrix whose buffer view_ points into
-  std::vector<uint8_t, LargeAllocator<uint8_t>> tiles_;  // (groups, blocks, tile bytes)
+  platform::ZeroedMemory tiles_;  // (groups, blocks, tile bytes)
   PackedView view_;
   int64_t bytes_ = 0;  // of view_'s tiles
 };
