@@ -41,7 +41,8 @@ ZeroedMemory::ZeroedMemory(int64_t bytes) : size_(bytes) {
       if (aligned > begin) munmap(p, aligned - begin);
       const uintptr_t end = begin + static_cast<uintptr_t>(rounded + huge);
       if (end > aligned + rounded) munmap(reinterpret_cast<void*>(aligned + rounded), end - aligned - rounded);
-      madvise(reinterpret_cast<void*>(aligned), static_cast<size_t>(rounded), MADV_HUGEPAGE);  // advice only
+      // whole huge pages only: the tail stays in small pages, so no page holds memory past `bytes`
+      madvise(reinterpret_cast<void*>(aligned), static_cast<size_t>(bytes / huge * huge), MADV_HUGEPAGE);  // advice
       data_ = reinterpret_cast<uint8_t*>(aligned);
       mapped_ = rounded;
       return;

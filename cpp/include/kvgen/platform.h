@@ -18,10 +18,11 @@ int available_cpus();
 void release_mapped_pages(const void* data, int64_t bytes);
 
 // Zero-filled memory for a long-lived buffer (repacked weights), freed on destruction. From
-// 2 MiB up, on Linux, fresh anonymous pages (zero without a pass over them), 2 MiB-aligned
-// and advised to be backed by transparent huge pages, so that a pass over the weights walks
-// few pages (fewer TLB misses, and fewer page faults when it is first written); else calloc.
-// std::bad_alloc when no memory is to be had.
+// 2 MiB up, on Linux, fresh anonymous pages (zero without a pass over them), 2 MiB-aligned,
+// its whole 2 MiB pages advised to be backed by transparent huge pages (the tail stays in
+// small pages), so that a pass over the weights walks few pages (fewer TLB misses, fewer
+// page faults when it is first written); else calloc. std::bad_alloc when no memory is to
+// be had.
 class ZeroedMemory {
  public:
   ZeroedMemory() = default;
