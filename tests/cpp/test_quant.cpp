@@ -8,6 +8,7 @@
 #include <cstring>
 #include <iostream>
 #include <limits>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -116,6 +117,36 @@ void repack_keeps_every_weight() {
     }
     if (kvgen::test::failure_count() != before) std::cerr << "  (" << quant_type_name(type) << ")\n";
   }
+}
+
+// rows_of: the second of two 16-row matrices stacked in one repack (a 3-D tensor of
+// experts) reads as that matrix repacked alone, shares the buffer, and outlives the handle.
+void rows_of_a_stacked_repack_read_as_their_own_matrix() {
+  for (QuantType type : kTypes) {
+    const FileMatrix stacked = file_matrix(type, 32, kCols);
+    auto whole = std::make_shared<const PackedMatrix>(type, stacked.raw.data(),
+                                                      static_cast<int64_t>(stacked.raw.size()), 32, kCols);
+    const auto second = PackedMatrix::rows_of(whole, 16, 16);
+    const int64_t half = static_cast<int64_t>(stacked.raw.size()) / 2;
+    const PackedMatrix alone(type, stacked.raw.data() + half, half, 16, kCols);
+    CHECK(second->view().data == whole->view().data + whole->bytes() / 2);
+    whole.reset();  // the part keeps the buffer
+    CHECK_EQ(second->rows(), int64_t{16});
+    CHECK_EQ(second->groups(), int64_t{1});
+    CHECK_EQ(second->bytes(), alone.bytes());
+    for (int64_t n = 0; n < 16; ++n) {
+      std::vector<float> row(kCols), expected(kCols);
+      second->dequantize_row(n, row.data());
+      alone.dequantize_row(n, expected.data());
+      CHECK_EQ(row, expected);
+    }
+  }
+  const FileMatrix file = file_matrix(QuantType::Q8_0, 32, 64);
+  const auto whole =
+      std::make_shared<const PackedMatrix>(QuantType::Q8_0, file.raw.data(), static_cast<int64_t>(file.raw.size()), 32, 64);
+  CHECK_THROWS(PackedMatrix::rows_of(whole, 8, 16), kvgen::ValueError);   // not a whole group
+  CHECK_THROWS(PackedMatrix::rows_of(whole, 16, 32), kvgen::ValueError);  // past the end
+  CHECK_THROWS(PackedMatrix::rows_of(whole, 0, 0), kvgen::ValueError);
 }
 
 void repack_rejects_bad_shapes() {
@@ -240,6 +271,7 @@ int main() {
   return kvgen::test::run_all({
       TEST_CASE(repack_keeps_every_weight),
       TEST_CASE(repack_rejects_bad_shapes),
+      TEST_CASE(rows_of_a_stacked_repack_read_as_their_own_matrix),
       TEST_CASE(matmuls_match_the_plain_product_on_every_cpu_path),
       TEST_CASE(quantized_activations_are_the_portable_ones_on_every_cpu_path),
   });

@@ -51,6 +51,8 @@ void SparseMoe::reserve(int64_t n) {
     scratch_.up = xt::xtensor<float, 2>::from_shape({static_cast<size_t>(std::max(n, k_)), static_cast<size_t>(Ie_)});
   }
   grow(scratch_.expert, C_);
+  if (static_cast<int64_t>(scratch_.expert.shape(0)) < k_)  // for one token: a row per expert
+    scratch_.expert = xt::xtensor<float, 2>::from_shape({static_cast<size_t>(k_), static_cast<size_t>(C_)});
   if (static_cast<int64_t>(chosen_.size()) < n * k_) {
     chosen_.resize(n * k_);
     weights_.resize(n * k_);
@@ -66,7 +68,10 @@ void SparseMoe::forward(float* out, const float* h, int64_t n, const Layer& w, P
   float* up = scratch_.up.data();
   float* expert = scratch_.expert.data();
   // ---- routing: probabilities (n, E), each token's top k by falling probability ----
-  projector.project(h, n, C_, {{&w.router, nullptr, probs, E_}});
+  if (n == 1 && !w.router.reads_int8(projector.activations()))  // a few rows of floats: no parallel section
+    w.router.multiply(probs, E_, h, C_, nullptr, 1, 0, w.router.units(), projector.activations());
+  else
+    projector.project(h, n, C_, {{&w.router, nullptr, probs, E_}});
   kernels::softmax_rows(probs, n, E_, nullptr);
   std::fill(starts_.begin(), starts_.end(), 0);
   for (int64_t t = 0; t < n; ++t) {
@@ -83,7 +88,7 @@ void SparseMoe::forward(float* out, const float* h, int64_t n, const Layer& w, P
       ++starts_[ranked_[j] + 1];
     }
   }
-  if (n == 1) {  // one token: every expert's gate and up of the same input in one section
+  if (n == 1) {  // one token: its experts' gate and up in one section, their downs in another
     products_.clear();
     for (int64_t j = 0; j < k_; ++j) {
       const int64_t e = chosen_[j];
@@ -92,12 +97,16 @@ void SparseMoe::forward(float* out, const float* h, int64_t n, const Layer& w, P
     }
     projector.project(h, 1, C_, products_);
     kernels::silu_mul(gate, up, k_ * Ie_);
+    products_.clear();  // row j of expert (k, C) = expert chosen_[j]'s down of row j of gate
+    for (int64_t j = 0; j < k_; ++j) products_.push_back({&w.down[chosen_[j]], nullptr, expert + j * C_, C_});
+    projector.project_each(gate, Ie_, products_);
     std::fill(out, out + C_, 0.0f);
     for (int64_t e = 0; e < E_; ++e)  // ascending expert order, as transformers adds them
       for (int64_t j = 0; j < k_; ++j) {
         if (chosen_[j] != e) continue;
-        projector.project(gate + j * Ie_, 1, Ie_, {{&w.down[e], nullptr, expert, C_}});
-        for (int64_t c = 0; c < C_; ++c) out[c] += expert[c] * weights_[j];
+        const float* y = expert + j * C_;
+        const float weight = weights_[j];
+        for (int64_t c = 0; c < C_; ++c) out[c] += y[c] * weight;
       }
     return;
   }

@@ -95,4 +95,63 @@ void Projector::project(const float* x, int64_t rows, int64_t ldx, std::span<con
     for (int64_t i = 0; i < items; ++i) run_item(i, 0);
 }
 
+void Projector::project_each(const float* x, int64_t ldx, std::span<const Product> products) {
+  const int64_t count = static_cast<int64_t>(products.size());
+  if (count == 0) return;
+  const int64_t K = products.begin()->w->in();
+  const Activations activations = activations_;
+  const bool two_level = activations == Activations::Int8TwoLevel;
+  const bool in_kernel = two_level && quant::has_int8x2_kernels(quant::active_cpu_path());
+  std::vector<quant::QuantizedActivations>& inputs = each_inputs_[K];  // (2 or 1 rows, K) each
+  int64_t halves_floats = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    const Product& p = products[i];
+    if (p.w->in() != K) throw ValueError("products of one width of input must share it");
+    if (!p.w->reads_int8(activations)) continue;
+    if (two_level && !in_kernel) halves_floats += 2 * p.w->out();
+    while (static_cast<int64_t>(inputs.size()) <= i) inputs.emplace_back(2, K);
+    if (two_level)
+      inputs[i].quantize_two_level(x + i * ldx, 1, ldx);
+    else
+      inputs[i].quantize(x + i * ldx, 1, ldx);
+  }
+  if (static_cast<int64_t>(halves_.size()) < halves_floats) halves_.resize(halves_floats);
+  const int64_t chunk = chunk_units(products, threads());
+  int64_t items = 0;
+  for (const Product& p : products) items += chunks_of(p, chunk);
+  const auto run_item = [&](int64_t item, int) {
+    float* halves = halves_.data();  // this product's (2 rows, out) outputs
+    for (int64_t i = 0; i < count; ++i) {
+      const Product& p = products[i];
+      const bool int8 = p.w->reads_int8(activations);
+      const bool in_halves = two_level && !in_kernel && int8;
+      if (item >= chunks_of(p, chunk)) {
+        item -= chunks_of(p, chunk);
+        if (in_halves) halves += 2 * p.w->out();
+        continue;
+      }
+      const int64_t u0 = item * chunk, u1 = std::min(p.w->units(), u0 + chunk);
+      const int64_t n0 = 16 * u0, n1 = std::min(p.w->out(), 16 * u1);
+      const float* xi = x + i * ldx;
+      const quant::QuantizedActivations* xq = int8 ? &inputs[i] : nullptr;
+      if (in_kernel && int8) {
+        if (!p.w->multiply_int8x2(p.y, p.ldy, *xq, u0, u1)) throw ValueError("no two-level kernel for this weight type");
+      } else if (in_halves) {  // y = the product of the first level + the product of the residual
+        const int64_t N = p.w->out();
+        p.w->multiply(halves, N, xi, ldx, xq, 1, u0, u1, activations);
+        for (int64_t n = n0; n < n1; ++n) p.y[n] = halves[n] + halves[N + n];
+      } else {
+        p.w->multiply(p.y, p.ldy, xi, ldx, xq, 1, u0, u1, activations);
+      }
+      if (p.bias)
+        for (int64_t n = n0; n < n1; ++n) p.y[n] += p.bias[n];
+      return;
+    }
+  };
+  if (pool_)
+    pool_->for_each(items, run_item);
+  else
+    for (int64_t i = 0; i < items; ++i) run_item(i, 0);
+}
+
 }  // namespace kvgen

@@ -82,9 +82,16 @@ std::vector<LinearWeight> TensorMap::stacked_linear(const std::string& name, int
   const int64_t each = v.bytes / count;
   try {
     const quant::QuantType type = quant::parse_quant_type(v.type);
-    for (int64_t e = 0; e < count; ++e)
-      weights.push_back(LinearWeight::packed(std::make_shared<const quant::PackedMatrix>(
-          type, static_cast<const uint8_t*>(v.data) + e * each, each, out, in)));
+    if (out % 16 == 0) {  // repacked at once, as one (count * out, in) matrix (whole 16-row groups each)
+      const auto whole = std::make_shared<const quant::PackedMatrix>(type, static_cast<const uint8_t*>(v.data), v.bytes,
+                                                                     limits::checked_mul(count, out, name), in);
+      for (int64_t e = 0; e < count; ++e)
+        weights.push_back(LinearWeight::packed(quant::PackedMatrix::rows_of(whole, e * out, out)));
+    } else {
+      for (int64_t e = 0; e < count; ++e)
+        weights.push_back(LinearWeight::packed(std::make_shared<const quant::PackedMatrix>(
+            type, static_cast<const uint8_t*>(v.data) + e * each, each, out, in)));
+    }
   } catch (const ValueError& e) {
     throw ValueError("tensor '" + name + "': " + e.what());
   }

@@ -314,9 +314,25 @@ PackedMatrix::PackedMatrix(QuantType type, const uint8_t* raw, int64_t raw_bytes
                      std::to_string(expected) + " bytes, got " + std::to_string(raw_bytes));
   const int64_t groups = (rows + kGroupRows - 1) / kGroupRows;
   // About the file's size: the padding of the last group, and K-quants' decoded scales.
-  tiles_.assign(static_cast<size_t>(limits::checked_mul(groups * blocks, tile_bytes(type), name + " matrix bytes")), 0);
+  tiles_ = platform::ZeroedMemory(limits::checked_mul(groups * blocks, tile_bytes(type), name + " matrix bytes"));
   view_ = PackedView{tiles_.data(), type, rows, cols, blocks, groups};
+  bytes_ = tiles_.size();
   with_layout(type, [&]<class L>() { pack_all<L>(raw, view_, block_bytes(type), tiles_.data()); });
+}
+
+std::shared_ptr<const PackedMatrix> PackedMatrix::rows_of(std::shared_ptr<const PackedMatrix> whole,
+                                                          int64_t first_row, int64_t rows) {
+  const PackedView& w = whole->view_;
+  if (first_row < 0 || rows < 1 || first_row % kGroupRows != 0 || rows % kGroupRows != 0 || first_row + rows > w.rows)
+    throw ValueError("rows [" + std::to_string(first_row) + ", " + std::to_string(first_row + rows) +
+                     ") of a packed matrix of " + std::to_string(w.rows) +
+                     " rows: need whole groups of 16 rows inside it");
+  std::shared_ptr<PackedMatrix> part(new PackedMatrix());
+  part->view_ = PackedView{w.data + first_row / kGroupRows * w.blocks * tile_bytes(w.type), w.type, rows, w.cols,
+                           w.blocks, rows / kGroupRows};
+  part->bytes_ = whole->bytes_ / w.groups * (rows / kGroupRows);
+  part->whole_ = std::move(whole);
+  return part;
 }
 
 void PackedMatrix::dequantize_row(int64_t n, float* out) const {

@@ -53,7 +53,7 @@ class SparseMoe {
     // (max(n, k), Ie) its gate projection (then silu(gate) * up) and up projection; for one
     // token, row j holds its j-th expert's
     xt::xtensor<float, 2> gate, up;
-    xt::xtensor<float, 2> expert;    // (n, C) its output
+    xt::xtensor<float, 2> expert;    // (max(n, k), C) its output; for one token, row j its j-th expert's
   };
   int64_t E_, k_, C_, Ie_;
   bool norm_topk_prob_;
@@ -64,7 +64,7 @@ class SparseMoe {
   std::vector<float> order_w_;    // (n * k) the routing weight of each entry of order_
   std::vector<int64_t> starts_;   // (E + 1) where each expert's tokens start in order_
   std::vector<int64_t> ranked_;   // (E) expert indices, for the top-k selection
-  std::vector<Product> products_; // (2 k) one token's gate and up products of all its experts (decode)
+  std::vector<Product> products_; // (2 k) one token's gate and up products of all its experts, then (k) their downs
 };
 
 }  // namespace kvgen

@@ -50,12 +50,18 @@ class Projector {
   void project(const float* x, int64_t rows, int64_t ldx, std::initializer_list<Product> products) {
     project(x, rows, ldx, std::span<const Product>(products.begin(), products.size()));
   }
+  // Products of as many inputs, all in one parallel section: product i reads row i of x
+  // (products.size() rows of K, row stride ldx) and writes one row. For a token's
+  // mixture-of-experts down projections, each of its own expert's input. Allocates only
+  // when more products, or a new K, come than before.
+  void project_each(const float* x, int64_t ldx, std::span<const Product> products);
 
  private:
   Activations activations_ = Activations::Int8TwoLevel;
   std::shared_ptr<ThreadPool> pool_;
   std::map<int64_t, quant::QuantizedActivations> int8_inputs_;  // by K: (rows, K) quantized input
   std::vector<float> halves_;  // without two-level kernels: each product's (2 rows, out) outputs, one after another
+  std::map<int64_t, std::vector<quant::QuantizedActivations>> each_inputs_;  // by K: project_each's rows, one each
 };
 
 }  // namespace kvgen

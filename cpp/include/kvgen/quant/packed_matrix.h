@@ -4,8 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
+#include "kvgen/platform.h"
 #include "kvgen/quant/kernel_abi.h"
 #include "kvgen/quant/quant_type.h"
 
@@ -30,15 +32,24 @@ class PackedMatrix {
   int64_t groups() const { return view_.groups; }
   // Bytes held: the file's bytes plus the zero padding of a last group of < 16 rows (K-quants:
   // plus their decoded sub-block scales, under 3%).
-  int64_t bytes() const { return static_cast<int64_t>(tiles_.size()); }
+  int64_t bytes() const { return bytes_; }
   const PackedView& view() const { return view_; }
 
   // Row n as float (the file's values, bit for bit) into out[0, cols): for embedding lookups.
   void dequantize_row(int64_t n, float* out) const;
 
+  // Rows [first_row, first_row + rows) of `whole`, sharing its buffer (which they keep
+  // alive): one matrix of a 3-D tensor of experts repacked at once. ValueError unless
+  // first_row and rows are multiples of 16 (whole groups) inside whole's rows.
+  static std::shared_ptr<const PackedMatrix> rows_of(std::shared_ptr<const PackedMatrix> whole, int64_t first_row,
+                                                     int64_t rows);
+
  private:
-  std::vector<uint8_t> tiles_;  // (groups, blocks, tile bytes)
+  PackedMatrix() = default;
+  std::shared_ptr<const PackedMatrix> whole_;  // rows_of's: the matrix whose buffer view_ points into
+  platform::ZeroedMemory tiles_;  // (groups, blocks, tile bytes)
   PackedView view_;
+  int64_t bytes_ = 0;  // of view_'s tiles
 };
 
 }  // namespace kvgen::quant
