@@ -2,6 +2,7 @@
 #include "kvgen/quant/activations.h"
 
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "kvgen/errors.h"
@@ -14,34 +15,42 @@ namespace {
 
 // One 32-value block: q, its d and s, and the sums of q over its two halves. Written so
 // that the compiler vectorizes it with baseline SSE2 (this file gets no -m flags): no libm
-// calls, rounding by truncation of |v| + 0.5 (half away from zero, as roundf; exactly the
-// simulation in the tests).
+// calls, no float reductions (whose order the compiler may not change), rounding by
+// truncation of |v| + 0.5 (half away from zero, as roundf; exactly the simulation in the
+// tests). max|x| is taken on the bit patterns: for floats with the sign bit cleared the
+// integer order is the float order, and a pattern at or above infinity's is inf or NaN.
 void quantize_block(const float* x, int8_t* q, float* d_out, float* s_out, int32_t* half_sums) {
-  float amax = 0.0f;
-  float nonfinite = 0.0f;  // x - x is 0 for a finite x and NaN otherwise
+  constexpr uint32_t kInfinityBits = 0x7F800000u;
+  uint32_t bits[kBlockSize];
+  std::memcpy(bits, x, sizeof(bits));
+  uint32_t amax_bits = 0;
   for (int k = 0; k < kBlockSize; ++k) {
-    const float a = std::fabs(x[k]);
-    amax = a > amax ? a : amax;
-    nonfinite += x[k] - x[k];
+    const uint32_t a = bits[k] & 0x7FFFFFFFu;
+    amax_bits = a > amax_bits ? a : amax_bits;
   }
-  if (nonfinite != 0.0f) {  // a NaN scale makes every product of this row NaN, as float math would
+  if (amax_bits >= kInfinityBits) {  // a NaN scale makes every product of this row NaN, as float math would
     for (int k = 0; k < kBlockSize; ++k) q[k] = 0;
     *d_out = *s_out = std::nanf("");
     half_sums[0] = half_sums[1] = 0;
     return;
   }
+  float amax;
+  std::memcpy(&amax, &amax_bits, sizeof(amax));
   const float d = amax / 127.0f;
   const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
   int32_t sums[2] = {0, 0};
-  for (int half = 0; half < 2; ++half)
+  for (int half = 0; half < 2; ++half) {
+    int32_t sum = 0;
     for (int k = 16 * half; k < 16 * half + 16; ++k) {
       const float v = x[k] * inverse;
       int magnitude = static_cast<int>(std::fabs(v) + 0.5f);  // |v| <= 127 up to rounding
       magnitude = magnitude < 127 ? magnitude : 127;
       const int value = v < 0.0f ? -magnitude : magnitude;
       q[k] = static_cast<int8_t>(value);
-      sums[half] += value;
+      sum += value;
     }
+    sums[half] = sum;
+  }
   *d_out = d;
   *s_out = d * static_cast<float>(sums[0] + sums[1]);
   half_sums[0] = sums[0];
