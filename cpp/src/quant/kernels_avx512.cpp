@@ -512,80 +512,41 @@ template <int64_t Bytes>
   for (int64_t at = 0; at < Bytes; at += 64) _mm_prefetch(reinterpret_cast<const char*>(p + at), _MM_HINT_T0);
 }
 
-// The per-block numbers of the one activation row that every 16-row group reads again,
-// worked out once per call and then read by broadcasts from memory; for rows of at most
-// kRow1Blocks blocks (longer rows take the general kernels).
-constexpr int64_t kRow1Blocks = 512;
-
-// Lane r = start + sum over the vectors v in [V0, V1) of u[r][4v..4v+3] * xq[4v..4v+3], in
-// one chain (one row's blocks are independent, so the out-of-order core overlaps chains).
-template <int V0, int V1>
-[[gnu::always_inline]] inline __m512i chain_dot(const __m512i* u, const int8_t* xq, __m512i start) {
-  for (int v = V0; v < V1; ++v) start = _mm512_dpbusd_epi32(start, u[v], _mm512_set1_epi32(load_i32(xq + 4 * v)));
-  return start;
-}
-
-// d1 dot1 + d2 dot2 for one block's two levels (first at block f, second at block s of x).
-[[gnu::always_inline]] inline __m512 levels_sum(const Int8View& x, int64_t f, int64_t s, __m512i dot1, __m512i dot2) {
-  return _mm512_fmadd_ps(_mm512_set1_ps(x.d[s]), _mm512_cvtepi32_ps(dot2),
-                         _mm512_mul_ps(_mm512_set1_ps(x.d[f]), _mm512_cvtepi32_ps(dot1)));
-}
-
-// 16 rows' bytes at p as floats.
-template <bool Signed>
-[[gnu::always_inline]] inline __m512 bytes_as_floats(const uint8_t* p) {
-  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  return _mm512_cvtepi32_ps(Signed ? _mm512_cvtepi8_epi32(bytes) : _mm512_cvtepu8_epi32(bytes));
-}
-
-// int8x2_tile_rows for M = 1. Types with an offset instead of a min (Q8_0, Q4_0, Q5_0) add
-// it in the integer dots: each level's dot starts at kOffset * (the block's sum of q).
+// int8x2_tile_rows for M = 1.
 template <class L>
-void int8x2_tile_row1(const PackedView& w, const Int8View& x, float* out, int64_t ldo, int64_t g0, int64_t g1) {
+void int8x2_tile_row1(const PackedView& w, const Int8View& x, float* out, int64_t g0, int64_t g1) {
   const int64_t blocks = w.blocks;
-  if (blocks > kRow1Blocks) return int8x2_tile_rows<L, 1>(w, x, 1, 0, out, ldo, g0, g1);
-  alignas(64) int32_t start[2 * kRow1Blocks];  // (level, block): kOffset * sum(q), or 0
-  alignas(64) float mins_sum[kRow1Blocks];      // s1 + s2 of each block (types with a min)
-  for (int64_t b = 0; b < 2 * blocks; ++b)
-    start[b] = L::kHasMin ? 0 : L::kOffset * (x.half_sums[2 * b] + x.half_sums[2 * b + 1]);
-  for (int64_t b = 0; b < blocks; ++b) mins_sum[b] = x.s[b] + x.s[blocks + b];
   for (int64_t g = g0; g < g1; ++g) {
     const uint8_t* tile = w.data + g * blocks * L::kTileBytes;
     __m512 acc = _mm512_setzero_ps();
     for (int64_t b = 0; b < blocks; ++b, tile += L::kTileBytes) {
       prefetch_bytes<L::kTileBytes>(tile + kPrefetchAhead);
+      const __m512 d = load_halves(tile + L::kScalesAt);
+      const __m512 mins = load_mins<L>(tile, d);
       __m512i u[8];
       unpack_tile<L>(tile, u);
-      const __m512i dot1 = chain_dot<0, 8>(u, x.q + b * kBlockSize, _mm512_set1_epi32(start[b]));
-      const __m512i dot2 = chain_dot<0, 8>(u, x.q + (blocks + b) * kBlockSize, _mm512_set1_epi32(start[blocks + b]));
-      const __m512 d = load_halves(tile + L::kScalesAt);
-      acc = _mm512_fmadd_ps(d, levels_sum(x, b, blocks + b, dot1, dot2), acc);
-      if constexpr (L::kHasMin) acc = _mm512_fmadd_ps(load_halves(tile + L::kMinsAt), _mm512_set1_ps(mins_sum[b]), acc);
+      const int64_t first = b, second = blocks + b;
+      const __m512i dot1 = row_dot<0, 8>(u, x.q + first * kBlockSize, _mm512_setzero_si512());
+      const __m512i dot2 = row_dot<0, 8>(u, x.q + second * kBlockSize, _mm512_setzero_si512());
+      acc = _mm512_fmadd_ps(d, two_level_sum(dot1, dot2, x.d[first], x.d[second]), acc);
+      acc = _mm512_fmadd_ps(mins, _mm512_set1_ps(x.s[first] + x.s[second]), acc);
     }
-    store_group<1>(&acc, rows_in_group(w, g), out + g * kGroupRows, ldo);
+    store_group<1>(&acc, rows_in_group(w, g), out + g * kGroupRows, 0);
   }
 }
 
-// int8x2_super_rows for M = 1. A super-block's sub-blocks add up in units of its d (and
-// dmin), which multiply once per super-block; Q6_K's -32 offset starts each half's dot.
+// int8x2_super_rows for M = 1.
 template <class L>
-void int8x2_super_row1(const PackedView& w, const Int8View& x, float* out, int64_t ldo, int64_t g0, int64_t g1) {
+void int8x2_super_row1(const PackedView& w, const Int8View& x, float* out, int64_t g0, int64_t g1) {
   using S = typename L::Sub;
   const int64_t xblocks = x.cols / kBlockSize;
-  if (xblocks > kRow1Blocks) return int8x2_super_rows<L, 1>(w, x, 1, 0, out, ldo, g0, g1);
   constexpr int64_t kStep = (L::kTileBytes / L::kSubBlocks + 63) / 64 * 64;  // prefetched per sub-block
-  alignas(64) int32_t start[4 * kRow1Blocks];  // Q6_K: (level, block, half): -32 * the half's sum of q
-  alignas(64) float mins_sum[kRow1Blocks];      // Q4_K/Q5_K: s1 + s2 of each block
-  if constexpr (L::kHasMin) {
-    for (int64_t b = 0; b < xblocks; ++b) mins_sum[b] = x.s[b] + x.s[xblocks + b];
-  } else {
-    for (int64_t h = 0; h < 4 * xblocks; ++h) start[h] = -32 * x.half_sums[h];
-  }
   for (int64_t g = g0; g < g1; ++g) {
     const uint8_t* tile = w.data + g * w.blocks * L::kTileBytes;
     __m512 acc = _mm512_setzero_ps();
     for (int64_t sb = 0; sb < w.blocks; ++sb, tile += L::kTileBytes) {
-      __m512 scaled = _mm512_setzero_ps(), mins = _mm512_setzero_ps();  // in units of d and dmin
+      const __m512 d = load_halves(tile + L::kDAt);
+      const __m512 dmin = L::kHasMin ? load_halves(tile + L::kDminAt) : d;
       for (int j = 0; j < L::kSubBlocks; ++j) {
         prefetch_bytes<kStep>(tile + kPrefetchAhead + j * kStep);
         const int64_t first = sb * L::kSubBlocks + j, second = xblocks + first;
@@ -594,27 +555,28 @@ void int8x2_super_row1(const PackedView& w, const Int8View& x, float* out, int64
         const int8_t* q1 = x.q + first * kBlockSize;
         const int8_t* q2 = x.q + second * kBlockSize;
         if constexpr (L::kHasMin) {
-          const __m512i dot1 = chain_dot<0, 8>(u, q1, _mm512_setzero_si512());
-          const __m512i dot2 = chain_dot<0, 8>(u, q2, _mm512_setzero_si512());
-          scaled = _mm512_fmadd_ps(bytes_as_floats<false>(tile + L::kScalesAt + kGroupRows * j),
-                                   levels_sum(x, first, second, dot1, dot2), scaled);
-          mins = _mm512_fmadd_ps(bytes_as_floats<false>(tile + L::kMinsAt + kGroupRows * j),
-                                 _mm512_set1_ps(mins_sum[first]), mins);
+          const __m512 scale = scaled_bytes<false>(tile + L::kScalesAt + kGroupRows * j, d);
+          const __m512 min = scaled_bytes<false>(tile + L::kMinsAt + kGroupRows * j, dmin);
+          const __m512i dot1 = row_dot<0, 8>(u, q1, _mm512_setzero_si512());
+          const __m512i dot2 = row_dot<0, 8>(u, q2, _mm512_setzero_si512());
+          acc = _mm512_fmadd_ps(scale, two_level_sum(dot1, dot2, x.d[first], x.d[second]), acc);
+          acc = _mm512_fnmadd_ps(min, _mm512_set1_ps(x.s[first] + x.s[second]), acc);
         } else {
-          const __m512i a1 = chain_dot<0, 4>(u, q1, _mm512_set1_epi32(start[2 * first]));
-          const __m512i a2 = chain_dot<0, 4>(u, q2, _mm512_set1_epi32(start[2 * second]));
-          const __m512i b1 = chain_dot<4, 8>(u, q1, _mm512_set1_epi32(start[2 * first + 1]));
-          const __m512i b2 = chain_dot<4, 8>(u, q2, _mm512_set1_epi32(start[2 * second + 1]));
-          scaled = _mm512_fmadd_ps(bytes_as_floats<true>(tile + L::kScalesAt + kGroupRows * (2 * j)),
-                                   levels_sum(x, first, second, a1, a2), scaled);
-          scaled = _mm512_fmadd_ps(bytes_as_floats<true>(tile + L::kScalesAt + kGroupRows * (2 * j + 1)),
-                                   levels_sum(x, first, second, b1, b2), scaled);
+          const __m512 scale_a = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j), d);
+          const __m512 scale_b = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j + 1), d);
+          const int32_t* hs1 = x.half_sums + 2 * first;
+          const int32_t* hs2 = x.half_sums + 2 * second;
+          const __m512 half_a = two_level_sum(row_dot<0, 4>(u, q1, _mm512_set1_epi32(-32 * hs1[0])),
+                                              row_dot<0, 4>(u, q2, _mm512_set1_epi32(-32 * hs2[0])), x.d[first],
+                                              x.d[second]);
+          const __m512 half_b = two_level_sum(row_dot<4, 8>(u, q1, _mm512_set1_epi32(-32 * hs1[1])),
+                                              row_dot<4, 8>(u, q2, _mm512_set1_epi32(-32 * hs2[1])), x.d[first],
+                                              x.d[second]);
+          acc = _mm512_fmadd_ps(scale_b, half_b, _mm512_fmadd_ps(scale_a, half_a, acc));
         }
       }
-      acc = _mm512_fmadd_ps(load_halves(tile + L::kDAt), scaled, acc);
-      if constexpr (L::kHasMin) acc = _mm512_fnmadd_ps(load_halves(tile + L::kDminAt), mins, acc);
     }
-    store_group<1>(&acc, rows_in_group(w, g), out + g * kGroupRows, ldo);
+    store_group<1>(&acc, rows_in_group(w, g), out + g * kGroupRows, 0);
   }
 }
 
@@ -704,9 +666,9 @@ bool matmul_int8x2(const PackedView& w, const Int8View& x, float* out, int64_t l
     if constexpr (L::kFamily != Family::Dense) {
       if (M == 1) {  // batch-1 decode: its own stream kernels
         if constexpr (L::kFamily == Family::Block)
-          int8x2_tile_row1<L>(w, x, out, ldo, g0, g1);
+          int8x2_tile_row1<L>(w, x, out, g0, g1);
         else
-          int8x2_super_row1<L>(w, x, out, ldo, g0, g1);
+          int8x2_super_row1<L>(w, x, out, g0, g1);
         done = true;
         return;
       }
