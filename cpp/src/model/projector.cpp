@@ -90,7 +90,7 @@ void Projector::project(const float* x, int64_t rows, int64_t ldx, std::span<con
     }
   };
   if (pool_)
-    pool_->for_each(items, run_item);
+    pool_->for_each(items, run_item, "project", K);
   else
     for (int64_t i = 0; i < items; ++i) run_item(i, 0);
 }
