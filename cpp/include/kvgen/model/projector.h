@@ -52,6 +52,9 @@ class Projector {
   }
 
  private:
+  // x (rows, K) quantized into xq, on the pool's threads where the input is large enough.
+  void quantize(quant::QuantizedActivations& xq, const float* x, int64_t rows, int64_t ldx, bool two_level);
+
   Activations activations_ = Activations::Int8TwoLevel;
   std::shared_ptr<ThreadPool> pool_;
   std::map<int64_t, quant::QuantizedActivations> int8_inputs_;  // by K: (rows, K) quantized input
