@@ -107,20 +107,24 @@ bool take_front(std::atomic<uint64_t>& span, int64_t& item) {
   }
 }
 
-// A thief's run [lo, hi) from the back of `span`: half of what is left, at most kMaxSteal
-// items (a thief descheduled in the middle of its run holds up no more than that); false
-// once the span is empty. The thief walks its run in order, as the owner walks the front.
+// A thief's run [lo, hi) of `span`, at most kMaxSteal items (a thief descheduled in the
+// middle of its run holds up no more than that): while the owner has not started, the next
+// items from the front (a late thread's span is walked in order, as its owner would); once
+// it has, half of what is left from the back. False once the span is empty. The thief
+// walks its run in order.
 constexpr uint64_t kMaxSteal = 8;
 
-bool steal_back(std::atomic<uint64_t>& span, int64_t& lo, int64_t& hi) {
+bool steal(std::atomic<uint64_t>& span, bool owner_started, int64_t& lo, int64_t& hi) {
   uint64_t r = span.load(std::memory_order_relaxed);
   for (;;) {
     const uint64_t front = r & 0xffffffffu, back = r >> 32;
     if (front >= back) return false;
-    const uint64_t run = std::min(kMaxSteal, (back - front + 1) / 2);
-    if (span.compare_exchange_weak(r, span_word(front, back - run), std::memory_order_relaxed)) {
-      lo = static_cast<int64_t>(back - run);
-      hi = static_cast<int64_t>(back);
+    const uint64_t left = back - front;
+    const uint64_t run = std::min(kMaxSteal, owner_started ? (left + 1) / 2 : left);
+    const uint64_t next = owner_started ? span_word(front, back - run) : span_word(front + run, back);
+    if (span.compare_exchange_weak(r, next, std::memory_order_relaxed)) {
+      lo = static_cast<int64_t>(owner_started ? back - run : front);
+      hi = lo + static_cast<int64_t>(run);
       return true;
     }
   }
@@ -130,10 +134,12 @@ bool steal_back(std::atomic<uint64_t>& span, int64_t& lo, int64_t& hi) {
 
 void ThreadPool::hand_out(int64_t n) {
   const int64_t parts = threads_;
-  for (int64_t p = 0; p < parts; ++p)
-    spans_[static_cast<size_t>(p)].range.store(span_word(static_cast<uint64_t>(n * p / parts),
-                                                         static_cast<uint64_t>(n * (p + 1) / parts)),
-                                               std::memory_order_relaxed);
+  for (int64_t p = 0; p < parts; ++p) {
+    Span& span = spans_[static_cast<size_t>(p)];
+    span.started.store(false, std::memory_order_relaxed);
+    span.range.store(span_word(static_cast<uint64_t>(n * p / parts), static_cast<uint64_t>(n * (p + 1) / parts)),
+                     std::memory_order_relaxed);
+  }
 }
 
 int64_t ThreadPool::take_items(Section& s, int t) {
@@ -147,13 +153,15 @@ int64_t ThreadPool::take_items(Section& s, int t) {
     // the hardware prefetcher streams (threads that take every other item each run at about
     // half speed, measured); then runs from the back of the others' spans.
     int64_t item = 0, hi = 0;
-    while (take_front(spans_[static_cast<size_t>(t)].range, item)) {
+    Span& own = spans_[static_cast<size_t>(t)];
+    own.started.store(true, std::memory_order_relaxed);
+    while (take_front(own.range, item)) {
       s.call(s.context, item, t);
       ++taken;
     }
     for (int k = 1; k < threads_; ++k) {
-      std::atomic<uint64_t>& other = spans_[static_cast<size_t>((t + k) % threads_)].range;
-      while (steal_back(other, item, hi))
+      Span& other = spans_[static_cast<size_t>((t + k) % threads_)];
+      while (steal(other.range, other.started.load(std::memory_order_relaxed), item, hi))
         for (; item < hi; ++item, ++taken) s.call(s.context, item, t);
     }
   } catch (...) {

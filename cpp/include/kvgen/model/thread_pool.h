@@ -3,7 +3,8 @@
 // into one contiguous span per thread: each thread takes its own span's items in order
 // (consecutive items read consecutive memory, which the hardware prefetcher streams; a
 // thread taking every other item runs at about half speed), then takes runs of at most 8
-// items from the back of the spans of threads that are late, so a thread the OS has
+// items from the spans of threads that are late (from the front of a span whose owner has
+// not started, from the back of one whose owner is at work), so a thread the OS has
 // descheduled holds up at most the run it took. Workers spin briefly between sections (a decode step runs about a
 // hundred of them, microseconds apart), then sleep on a futex. The caller never waits for
 // a worker to arrive: a worker joins a section only while it still has items to hand out,
@@ -73,6 +74,7 @@ class ThreadPool {
   // take_items), on a cache line of its own.
   struct alignas(64) Span {
     std::atomic<uint64_t> range{0};
+    std::atomic<bool> started{false};  // its owner has begun taking from it
   };
   void run(Section& section);
   void hand_out(int64_t items);
