@@ -344,6 +344,25 @@ naming its position: "input_ids[0, 3] = 300 is outside the vocabulary [0, 211)".
   m.def(
       "get_num_threads", [] { return compute_threads(); },
       "Threads the model's forward pass uses (default: the CPUs this process may run on).");
+  m.def(
+      "_pool_profile",
+      [](bool on) {
+        const PoolProfile p = pool_profile(on);
+        py::list sections, forwards;
+        for (const SectionEvent& e : p.sections)
+          sections.append(py::make_tuple(e.label, e.tag, e.items, e.start_ns, e.end_ns, e.wait_ns, e.first_join_ns,
+                                         e.caller_items, e.worker_items, e.threads, e.joined));
+        for (const ForwardEvent& e : p.forwards) forwards.append(py::make_tuple(e.start_ns, e.end_ns));
+        py::dict out;
+        out["sections"] = sections;
+        out["forwards"] = forwards;
+        return out;
+      },
+      py::arg("on"),
+      "Profiling of the compute pool (for measuring): turns it on or off and returns the events "
+      "recorded since the last call. 'sections': (label, tag, items, start_ns, end_ns, wait_ns, "
+      "first_join_ns, caller_items, worker_items, threads, joined) per section; 'forwards': "
+      "(start_ns, end_ns) per forward pass.");
 }
 
 }  // namespace kvgen::bindings

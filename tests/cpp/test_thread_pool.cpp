@@ -1,5 +1,5 @@
 // The compute pool: every item of a section runs exactly once, on a thread index within
-// the pool; an item's exception reaches the caller after the section; sections from
+// the pool; each thread walks its own span of items in order and steals short runs; an item's exception reaches the caller after the section; sections from
 // several callers take turns; a pool that has gone idle (its workers asleep) wakes up.
 #include <atomic>
 #include <chrono>
@@ -83,6 +83,59 @@ void late_workers_leave_a_finished_section_alone() {
   }
 }
 
+// A thread's items: maximal runs of consecutive, ascending items, of which only the first
+// (its own span, from its start) may be longer than a thief's run of at most 8 (runs taken
+// from the back of a span whose owner is at work).
+void check_runs(const std::vector<int64_t>& taken, int64_t own_start) {
+  for (size_t i = 0; i < taken.size();) {
+    size_t j = i + 1;
+    while (j < taken.size() && taken[j] == taken[j - 1] + 1) ++j;
+    if (i == 0 && taken[0] == own_start) {
+      i = j;
+      continue;
+    }
+    CHECK(j - i <= 8);
+    i = j;
+  }
+}
+
+// A thread walks its own contiguous span in order (consecutive weights for the prefetcher),
+// and a thief takes runs of at most 8 items from the back of a busy thread's span, each run
+// in order. The caller's first item blocks until every other item is done, so the worker
+// must do its own half and steal all the rest of the caller's span.
+void each_thread_walks_its_span_in_order_and_thieves_take_short_runs() {
+  ThreadPool pool(2);
+  const int64_t n = 1000;
+  std::vector<std::vector<int64_t>> taken(2);
+  std::atomic<int64_t> done{0};
+  std::atomic<bool> timed_out{false};
+  pool.for_each(n, [&](int64_t i, int t) {
+    taken[static_cast<size_t>(t)].push_back(i);
+    if (i == 0) {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      while (done.load() < n - 1 && !timed_out.load())
+        if (std::chrono::steady_clock::now() > deadline) timed_out = true;
+        else std::this_thread::yield();
+    }
+    done.fetch_add(1);
+  });
+  CHECK(!timed_out.load());
+  CHECK_EQ(static_cast<int64_t>(taken[0].size()), int64_t{1});
+  CHECK_EQ(static_cast<int64_t>(taken[1].size()), n - 1);
+  CHECK_EQ(taken[1].front(), n / 2);  // its own span first
+  check_runs(taken[1], n / 2);
+  // and with every thread free, the caller starts on its own span at once
+  for (int threads : {2, 3, 8}) {
+    ThreadPool p(threads);
+    std::vector<std::vector<int64_t>> by_thread(static_cast<size_t>(threads));
+    p.for_each(n, [&](int64_t i, int t) { by_thread[static_cast<size_t>(t)].push_back(i); });
+    CHECK(!by_thread[0].empty() && by_thread[0].front() == 0);
+    int64_t total = 0;
+    for (const auto& items : by_thread) total += static_cast<int64_t>(items.size());
+    CHECK_EQ(total, n);
+  }
+}
+
 void sizes_outside_the_limits_are_refused() {
   CHECK_THROWS(ThreadPool(0), kvgen::ValueError);
   CHECK_THROWS(kvgen::set_compute_threads(2000), kvgen::ValueError);
@@ -116,6 +169,7 @@ int main() {
       TEST_CASE(callers_on_several_threads_take_turns),
       TEST_CASE(an_idle_pool_wakes_up),
       TEST_CASE(late_workers_leave_a_finished_section_alone),
+      TEST_CASE(each_thread_walks_its_span_in_order_and_thieves_take_short_runs),
       TEST_CASE(sizes_outside_the_limits_are_refused),
       TEST_CASE(the_default_size_is_the_cpus_this_process_may_use),
   });

@@ -142,3 +142,28 @@ def test_chat_encodes_special_token_text_in_content_as_text(smollm2_model):
     alone = kvgen.Generator(smollm2_model, kvgen.GenerationConfig(max_new_tokens=3))
     expected = alone.generate([smollm2_model.encode_chat(FORGED)]).sequences[0][0]
     np.testing.assert_array_equal(generator.last_result.sequences[0][0], expected)
+
+
+def test_int8_logits_do_not_depend_on_the_thread_count(smollm2_model):
+    # At SmolLM2's width a 300-token prefill splits its norms, rope, SwiGLU, residual adds
+    # and activation quantization among the threads, and a decode step splits each input's
+    # quantization by blocks: every value is still computed by one thread with the same
+    # code, so the logits are the same bits at 1, 2 and 3 threads.
+    from kvgen import _core
+
+    assert not smollm2_model.exact
+    before = kvgen.get_num_threads()
+    results = []
+    try:
+        for n in (1, 2, 3):
+            kvgen.set_num_threads(n)
+            slots = _core._ModelSlots(smollm2_model._core, 1, 512)
+            slots.forward([(0, np.arange(100, 400))])
+            prefill = slots.logits[0].copy()
+            slots.forward([(0, [int(np.argmax(prefill))])])
+            results.append((prefill, slots.logits[0].copy()))
+    finally:
+        kvgen.set_num_threads(before)
+    for prefill, decode in results[1:]:
+        np.testing.assert_array_equal(prefill, results[0][0])
+        np.testing.assert_array_equal(decode, results[0][1])

@@ -51,7 +51,7 @@ void DecoderModel::attend(float* out, const float* q, int64_t ldq, const float* 
         causal_attention(out + (o + b0) * H * hd, H * hd, q + (o + b0) * ldq, ldq, cache, layer, chunks[ci].row,
                          batch.starts[ci] + b0, count, H, KV, hd, options, head, scores_here);
       }
-    });
+    }, "attention");
   }
 }
 
@@ -102,6 +102,7 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
     }
   const int64_t n = b.n;
   projector_.use(compute_pool());
+  const ForwardScope profiled_forward;
   grow_rows(scratch_.x, n, C);
   grow_rows(scratch_.normed, n, C);
   const int64_t all_scores = limits::checked_mul(b.max_scores, projector_.threads(), "attention scores");

@@ -117,23 +117,34 @@ void Llama::block(int64_t l, float* x, const Batch& b, KVCache& cache) {
   float* gate = scratch_.gate.data();
   float* up = scratch_.up.data();
   // attention: q, k and v of one normed input in one parallel section
-  kernels::rmsnorm(h, x, w.attn_norm, n, C, options_.rms_norm_eps);
+  const float eps = options_.rms_norm_eps;
+  rows_in_parallel(n, C, [&](int64_t r0, int64_t r1) {
+    kernels::rmsnorm(h + r0 * C, x + r0 * C, w.attn_norm, r1 - r0, C, eps);
+  });
   projector_.project(h, n, C, {{&w.q.w, w.q.bias, q, H * hd}, {&w.k.w, w.k.bias, k, KV * hd},
                                {&w.v.w, w.v.bias, v, KV * hd}});
-  if (w.q_norm != nullptr) {  // each head's q and k normed over its head_dim values
-    kernels::rmsnorm(q, q, w.q_norm, n * H, hd, options_.rms_norm_eps);
-    kernels::rmsnorm(k, k, w.k_norm, n * KV, hd, options_.rms_norm_eps);
-  }
-  if (w.rope) {
+  if (w.q_norm != nullptr || w.rope) {  // per token: each head's q and k normed over its head_dim values, rotated
     const float* cos = rotary_->cos.data();
     const float* sin = rotary_->sin.data();
-    kernels::rope(q, H * hd, n, H, hd, rotary_dim_, b.positions.data(), cos, sin);
-    kernels::rope(k, KV * hd, n, KV, hd, rotary_dim_, b.positions.data(), cos, sin);
+    rows_in_parallel(n, (H + KV) * hd, [&](int64_t r0, int64_t r1) {
+      float* qr = q + r0 * H * hd;
+      float* kr = k + r0 * KV * hd;
+      if (w.q_norm != nullptr) {
+        kernels::rmsnorm(qr, qr, w.q_norm, (r1 - r0) * H, hd, eps);
+        kernels::rmsnorm(kr, kr, w.k_norm, (r1 - r0) * KV, hd, eps);
+      }
+      if (w.rope) {
+        kernels::rope(qr, H * hd, r1 - r0, H, hd, rotary_dim_, b.positions.data() + r0, cos, sin);
+        kernels::rope(kr, KV * hd, r1 - r0, KV, hd, rotary_dim_, b.positions.data() + r0, cos, sin);
+      }
+    });
   }
   attend(att, q, H * hd, k, KV * hd, v, KV * hd, l, b, cache, attention_scale_);
   projector_.project(att, n, H * hd, {{&w.o.w, w.o.bias, h, C}});
-  add_branch(x, h, n * C);
-  kernels::rmsnorm(h, x, w.mlp_norm, n, C, options_.rms_norm_eps);
+  rows_in_parallel(n, C, [&](int64_t r0, int64_t r1) {
+    add_branch(x + r0 * C, h + r0 * C, (r1 - r0) * C);
+    kernels::rmsnorm(h + r0 * C, x + r0 * C, w.mlp_norm, r1 - r0, C, eps);
+  });
   if (w.moe >= 0) {  // a sparse mixture of experts instead of the MLP
     float* moe_out = scratch_.moe_out.data();
     moe_->forward(moe_out, h, n, moe_layers_[w.moe], projector_);
@@ -142,9 +153,9 @@ void Llama::block(int64_t l, float* x, const Batch& b, KVCache& cache) {
   }
   // SwiGLU MLP: down(silu(gate(h)) * up(h))
   projector_.project(h, n, C, {{&w.gate.w, w.gate.bias, gate, I}, {&w.up.w, w.up.bias, up, I}});
-  kernels::silu_mul(gate, up, n * I);
+  rows_in_parallel(n, I, [&](int64_t r0, int64_t r1) { kernels::silu_mul(gate + r0 * I, up + r0 * I, (r1 - r0) * I); });
   projector_.project(gate, n, I, {{&w.down.w, w.down.bias, h, C}});
-  add_branch(x, h, n * C);
+  rows_in_parallel(n, C, [&](int64_t r0, int64_t r1) { add_branch(x + r0 * C, h + r0 * C, (r1 - r0) * C); });
 }
 
 void Llama::add_branch(float* x, const float* h, int64_t size) const {

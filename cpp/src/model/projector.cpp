@@ -25,7 +25,30 @@ int64_t chunk_units(std::span<const Product> products, int threads) {
 
 int64_t chunks_of(const Product& p, int64_t chunk) { return (p.w->units() + chunk - 1) / chunk; }
 
+// Blocks of the input one item of the quantization quantizes (at least), and items per
+// thread (at most): enough to split one 576-wide row, few enough that a hand-out is cheap.
+constexpr int64_t kMinQuantBlocks = 4;
+constexpr int64_t kQuantItemsPerThread = 4;
+
 }  // namespace
+
+void Projector::quantize(quant::QuantizedActivations& xq, const float* x, int64_t rows, int64_t ldx,
+                         bool two_level) {
+  const int64_t blocks = xq.blocks(rows);
+  const int64_t items = std::min(blocks / kMinQuantBlocks, int64_t{threads()} * kQuantItemsPerThread);
+  if (!pool_ || threads() == 1 || items < 2) {
+    if (two_level)
+      xq.quantize_two_level(x, rows, ldx);
+    else
+      xq.quantize(x, rows, ldx);
+    return;
+  }
+  // one input's blocks split among the threads (serial, this was a sixth of a decode step)
+  xq.begin_parts(rows, ldx, two_level);
+  pool_->for_each(items, [&](int64_t item, int) {
+    xq.quantize_blocks(x, rows, ldx, two_level, blocks * item / items, blocks * (item + 1) / items);
+  }, "quantize", xq.cols());
+}
 
 void Projector::project(const float* x, int64_t rows, int64_t ldx, std::span<const Product> products) {
   if (rows == 0 || products.size() == 0) return;
@@ -46,10 +69,7 @@ void Projector::project(const float* x, int64_t rows, int64_t ldx, std::span<con
     auto it = int8_inputs_.find(K);
     if (it == int8_inputs_.end() || it->second.max_rows() < int8_rows)
       it = int8_inputs_.insert_or_assign(K, quant::QuantizedActivations(int8_rows, K)).first;
-    if (two_level)
-      it->second.quantize_two_level(x, rows, ldx);
-    else
-      it->second.quantize(x, rows, ldx);
+    quantize(it->second, x, rows, ldx, two_level);
     xq = &it->second;
   }
   if (static_cast<int64_t>(halves_.size()) < halves_floats) halves_.resize(halves_floats);
@@ -90,7 +110,7 @@ void Projector::project(const float* x, int64_t rows, int64_t ldx, std::span<con
     }
   };
   if (pool_)
-    pool_->for_each(items, run_item);
+    pool_->for_each(items, run_item, "project", K);
   else
     for (int64_t i = 0; i < items; ++i) run_item(i, 0);
 }

@@ -114,4 +114,31 @@ void QuantizedActivations::quantize_rows(const float* x, int64_t rows, int64_t l
     }
 }
 
+void QuantizedActivations::begin_parts(int64_t rows, int64_t ldx, bool two_level) {
+  const int64_t need = two_level ? 2 * rows : rows;
+  if (rows < 0 || need > max_rows_)
+    throw ValueError("activations: rows = " + std::to_string(need) + " must be in [0, " + std::to_string(max_rows_) +
+                     "] (max_rows)");
+  if (ldx < cols_) throw ValueError("activations: row stride " + std::to_string(ldx) + " < cols " + std::to_string(cols_));
+  rows_ = need;
+}
+
+void QuantizedActivations::quantize_blocks(const float* x, int64_t rows, int64_t ldx, bool two_level, int64_t first,
+                                           int64_t last) {
+  const int64_t per_row = cols_ / kBlockSize;
+  float residual[kBlockSize];
+  for (int64_t i = first; i < last; ++i) {
+    const int64_t m = i / per_row, b = i % per_row;
+    const float* xb = x + m * ldx + b * kBlockSize;
+    int8_t* qb = q_.data() + m * cols_ + b * kBlockSize;
+    const int64_t one = m * per_row + b;
+    quantize_block(xb, qb, &d_[one], &s_[one], &half_sums_[2 * one]);
+    if (!two_level) continue;
+    const int64_t two = (rows + m) * per_row + b;
+    const float d = d_[one];
+    for (int k = 0; k < kBlockSize; ++k) residual[k] = xb[k] - d * static_cast<float>(qb[k]);
+    quantize_block(residual, q_.data() + (rows + m) * cols_ + b * kBlockSize, &d_[two], &s_[two], &half_sums_[2 * two]);
+  }
+}
+
 }  // namespace kvgen::quant

@@ -6,6 +6,7 @@
 // attend() for the cached causal attention.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -65,6 +66,21 @@ class DecoderModel : public Model {
   // tokens at a time, so that no key is overwritten before the tokens that see it have.
   void attend(float* out, const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v, int64_t ldv,
               int64_t layer, const Batch& batch, KVCache& cache, float scale, float softcap = 0.0f);
+
+  // Runs f(r0, r1) over row ranges that cover [0, n) of a row-wise step over (n, width)
+  // values (norms, rope, activations, residual adds): on the pool's threads where the rows
+  // hold enough values to pay for a section (a prefill), else at once on this thread (a
+  // decode step's row: less than a microsecond of work).
+  template <class F>
+  void rows_in_parallel(int64_t n, int64_t width, F&& f) {
+    constexpr int64_t kMinValues = 16384;  // per item of work
+    const int64_t items = std::min<int64_t>(n, n * width / kMinValues);
+    if (items < 2 || projector_.threads() == 1) {
+      f(int64_t{0}, n);
+      return;
+    }
+    projector_.pool().for_each(items, [&](int64_t i, int) { f(n * i / items, n * (i + 1) / items); }, "rows", width);
+  }
 
   // Makes buf (rows, width) hold at least `rows` rows: reallocates (contents lost) only
   // when it has fewer, so a scratch buffer keeps the largest batch's size and the decode

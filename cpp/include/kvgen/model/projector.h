@@ -57,6 +57,9 @@ class Projector {
   void project_each(const float* x, int64_t ldx, std::span<const Product> products);
 
  private:
+  // x (rows, K) quantized into xq, on the pool's threads where the input is large enough.
+  void quantize(quant::QuantizedActivations& xq, const float* x, int64_t rows, int64_t ldx, bool two_level);
+
   Activations activations_ = Activations::Int8TwoLevel;
   std::shared_ptr<ThreadPool> pool_;
   std::map<int64_t, quant::QuantizedActivations> int8_inputs_;  // by K: (rows, K) quantized input

@@ -1,7 +1,11 @@
 // The process's compute threads: a persistent pool that runs one parallel section at a
-// time (fork-join), sized by kvgen.set_num_threads. A section is a list of items that
-// the threads take one at a time, so a thread the OS has descheduled holds up at most
-// the item it took. Workers spin briefly between sections (a decode step runs about a
+// time (fork-join), sized by kvgen.set_num_threads. A section is a list of items, split
+// into one contiguous span per thread: each thread takes its own span's items in order
+// (consecutive items read consecutive memory, which the hardware prefetcher streams; a
+// thread taking every other item runs at about half speed), then takes runs of at most 8
+// items from the spans of threads that are late (from the front of a span whose owner has
+// not started, from the back of one whose owner is at work), so a thread the OS has
+// descheduled holds up at most the run it took. Workers spin briefly between sections (a decode step runs about a
 // hundred of them, microseconds apart), then sleep on a futex. The caller never waits for
 // a worker to arrive: a worker joins a section only while it still has items to hand out,
 // so a worker that wakes late (a futex wake-up, a core another process holds) costs the
@@ -11,10 +15,12 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -35,11 +41,14 @@ class ThreadPool {
   // [0, size()) names the thread running it, for per-thread scratch; 0 is the caller).
   // Returns when all are done. One section at a time: concurrent callers take turns. The
   // first exception an item throws is rethrown here after the section. An item must not
-  // start a section itself. Allocates nothing.
+  // start a section itself. Allocates nothing. n < 2^32. `label` and `tag` (a string literal and a
+  // number, e.g. the input width) name the section in the profile (pool_profile below).
   template <class Item>
-  void for_each(int64_t n, Item&& item) {
+  void for_each(int64_t n, Item&& item, const char* label = "section", int64_t tag = 0) {
     Section section;
     section.items = n;
+    section.label = label;
+    section.tag = tag;
     section.context = const_cast<void*>(static_cast<const void*>(&item));
     section.call = [](void* f, int64_t i, int t) { (*static_cast<std::remove_reference_t<Item>*>(f))(i, t); };
     run(section);
@@ -50,10 +59,27 @@ class ThreadPool {
     int64_t items = 0;
     void* context = nullptr;
     void (*call)(void* context, int64_t item, int t) = nullptr;
-    std::atomic<int64_t> next{0};  // the next item to hand out
+    const char* label = nullptr;
+    int64_t tag = 0;
+    std::chrono::steady_clock::time_point started;  // set when profiling
+  };
+  // What a worker did in the current section, written by the worker before it reports
+  // finished, read (and cleared) by the caller after: only when profiling.
+  struct alignas(64) WorkerRecord {
+    int64_t items = 0;
+    int64_t join_ns = 0;  // from the section's start to the worker's join
+    int64_t busy_ns = 0;  // the worker's time taking items
+  };
+  // One participant's share of a section's items, [front, back) packed in one word (see
+  // take_items), on a cache line of its own.
+  struct alignas(64) Span {
+    std::atomic<uint64_t> range{0};
+    std::atomic<bool> started{false};  // its owner has begun taking from it
   };
   void run(Section& section);
-  void take_items(Section& section, int t);
+  void hand_out(int64_t items);
+  void record(const Section& section, int64_t caller_items, int32_t joined, int64_t wait_ns);
+  int64_t take_items(Section& section, int t);
   void worker(int t);
   bool join(uint32_t generation);
 
@@ -69,6 +95,49 @@ class ThreadPool {
   std::atomic<bool> stopping_{false};
   std::mutex error_mutex_;
   std::exception_ptr error_;
+  std::vector<Span> spans_;              // (threads): the current section's items, per participant
+  std::vector<WorkerRecord> records_;    // (threads): per participant, when profiling
+};
+
+// ---- profile of the pool's sections (off unless turned on; for measuring, not for users) ----
+//
+// When on, every section records one event: its kind (label, tag, items), its start and end
+// on the caller, the caller's wait for joined workers after its own last item, how many
+// workers joined, the first join's delay and how many items each side took; a forward pass
+// (ForwardScope) records its start and end, so the gaps between sections (the serial part)
+// can be read off. Events, not sums: on a loaded machine the median of many short events
+// is still what an unloaded one gives, where sums are not. Off, a section pays one relaxed
+// load of a flag.
+struct SectionEvent {
+  const char* label;
+  int64_t tag, items;
+  int64_t start_ns, end_ns;     // steady clock
+  int64_t wait_ns;              // caller's wait for joined workers after its own items
+  int64_t first_join_ns;        // from the start to the first worker's join (-1: none joined)
+  int64_t caller_items, worker_items;
+  int32_t threads, joined;
+};
+struct ForwardEvent {
+  int64_t start_ns, end_ns;
+};
+struct PoolProfile {
+  std::vector<SectionEvent> sections;
+  std::vector<ForwardEvent> forwards;
+};
+// Turns profiling on or off and returns what was recorded since the last call (then cleared).
+PoolProfile pool_profile(bool on);
+
+// Records one forward pass's wall time in the profile (when it is on).
+class ForwardScope {
+ public:
+  ForwardScope();
+  ~ForwardScope();
+  ForwardScope(const ForwardScope&) = delete;
+  ForwardScope& operator=(const ForwardScope&) = delete;
+
+ private:
+  bool on_;
+  std::chrono::steady_clock::time_point start_;
 };
 
 // The pool every model's products use (created on first use with the default size). A

@@ -29,6 +29,14 @@ class QuantizedActivations {
   // for the price of int8 ones; 2 rows <= max_rows.
   void quantize_two_level(const float* x, int64_t rows, int64_t ldx);
 
+  // The same in parts, for several threads: begin_parts checks the shape and sets the rows
+  // (rows, or 2 rows when two_level), then quantize_blocks quantizes blocks [first, last) of
+  // the rows x blocks-per-row blocks in row order (both levels of each when two_level), into
+  // the layout quantize() or quantize_two_level() writes, bit for bit. Disjoint ranges may
+  // run at once; together they must cover every block before the view is read.
+  void begin_parts(int64_t rows, int64_t ldx, bool two_level);
+  int64_t blocks(int64_t rows) const { return rows * (cols_ / kBlockSize); }
+  void quantize_blocks(const float* x, int64_t rows, int64_t ldx, bool two_level, int64_t first, int64_t last);
   int64_t max_rows() const { return max_rows_; }
   int64_t cols() const { return cols_; }
   // The rows quantized last.
