@@ -27,7 +27,10 @@ int64_t chunks_of(const Product& p, int64_t chunk) { return (p.w->units() + chun
 
 // Blocks of the input one item of the quantization quantizes (at least), and items per
 // thread (at most): enough to split one 576-wide row, few enough that a hand-out is cheap.
+// The SIMD quantizer does a block in tens of nanoseconds, less than a hand-out costs: it
+// splits only inputs of several rows.
 constexpr int64_t kMinQuantBlocks = 4;
+constexpr int64_t kMinVectorQuantBlocks = 128;
 constexpr int64_t kQuantItemsPerThread = 4;
 
 }  // namespace
@@ -35,7 +38,8 @@ constexpr int64_t kQuantItemsPerThread = 4;
 void Projector::quantize(quant::QuantizedActivations& xq, const float* x, int64_t rows, int64_t ldx,
                          bool two_level) {
   const int64_t blocks = xq.blocks(rows);
-  const int64_t items = std::min(blocks / kMinQuantBlocks, int64_t{threads()} * kQuantItemsPerThread);
+  const int64_t min_blocks = xq.vectorized() ? kMinVectorQuantBlocks : kMinQuantBlocks;
+  const int64_t items = std::min(blocks / min_blocks, int64_t{threads()} * kQuantItemsPerThread);
   if (!pool_ || threads() == 1 || items < 2) {
     if (two_level)
       xq.quantize_two_level(x, rows, ldx);

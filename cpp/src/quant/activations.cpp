@@ -91,7 +91,8 @@ void QuantizedActivations::quantize_two_level(const float* x, int64_t rows, int6
 void QuantizedActivations::quantize_rows(const float* x, int64_t rows, int64_t ldx, int levels) {
   if (ldx < cols_) throw ValueError("activations: row stride " + std::to_string(ldx) + " < cols " + std::to_string(cols_));
   if (avx512_) {
-    quantize_rows_avx512(x, rows, ldx, cols_, levels, q_.data(), d_.data(), s_.data(), half_sums_.data());
+    quantize_blocks_avx512(x, rows, ldx, cols_, levels, 0, rows * (cols_ / kBlockSize), q_.data(), d_.data(),
+                           s_.data(), half_sums_.data());
     return;
   }
   const int64_t blocks = cols_ / kBlockSize;
@@ -125,6 +126,11 @@ void QuantizedActivations::begin_parts(int64_t rows, int64_t ldx, bool two_level
 
 void QuantizedActivations::quantize_blocks(const float* x, int64_t rows, int64_t ldx, bool two_level, int64_t first,
                                            int64_t last) {
+  if (avx512_) {
+    quantize_blocks_avx512(x, rows, ldx, cols_, two_level ? 2 : 1, first, last, q_.data(), d_.data(), s_.data(),
+                           half_sums_.data());
+    return;
+  }
   const int64_t per_row = cols_ / kBlockSize;
   float residual[kBlockSize];
   for (int64_t i = first; i < last; ++i) {

@@ -61,26 +61,25 @@ namespace {
 
 bool has_avx512_quantizer() { return true; }
 
-void quantize_rows_avx512(const float* x, int64_t rows, int64_t ldx, int64_t cols, int levels, int8_t* q, float* d,
-                          float* s, int32_t* half_sums) {
+void quantize_blocks_avx512(const float* x, int64_t rows, int64_t ldx, int64_t cols, int levels, int64_t first,
+                            int64_t last, int8_t* q, float* d, float* s, int32_t* half_sums) {
   const int64_t blocks = cols / kBlockSize;
   alignas(64) float residual[kBlockSize];
-  for (int64_t m = 0; m < rows; ++m)
-    for (int64_t b = 0; b < blocks; ++b) {
-      const int64_t first = m * blocks + b;
-      const float* xb = x + m * ldx + b * kBlockSize;
-      __m512i values[2];
-      const float db = quantize_block(xb, q + first * kBlockSize, d + first, s + first, half_sums + 2 * first, values);
-      if (levels < 2) continue;
-      // the residual x - d q (a NaN block's residual is NaN, and so is its second level)
-      const __m512 scale = _mm512_set1_ps(db);
-      for (int h = 0; h < 2; ++h)
-        _mm512_store_ps(residual + 16 * h, _mm512_sub_ps(_mm512_loadu_ps(xb + 16 * h),
-                                                         _mm512_mul_ps(scale, _mm512_cvtepi32_ps(values[h]))));
-      const int64_t second = (rows + m) * blocks + b;
-      __m512i unused[2];
-      quantize_block(residual, q + second * kBlockSize, d + second, s + second, half_sums + 2 * second, unused);
-    }
+  for (int64_t i = first; i < last; ++i) {
+    const int64_t m = i / blocks, b = i % blocks;
+    const float* xb = x + m * ldx + b * kBlockSize;
+    __m512i values[2];
+    const float db = quantize_block(xb, q + i * kBlockSize, d + i, s + i, half_sums + 2 * i, values);
+    if (levels < 2) continue;
+    // the residual x - d q (a NaN block's residual is NaN, and so is its second level)
+    const __m512 scale = _mm512_set1_ps(db);
+    for (int h = 0; h < 2; ++h)
+      _mm512_store_ps(residual + 16 * h, _mm512_sub_ps(_mm512_loadu_ps(xb + 16 * h),
+                                                       _mm512_mul_ps(scale, _mm512_cvtepi32_ps(values[h]))));
+    const int64_t second = rows * blocks + i;
+    __m512i unused[2];
+    quantize_block(residual, q + second * kBlockSize, d + second, s + second, half_sums + 2 * second, unused);
+  }
 }
 
 }  // namespace kvgen::quant
@@ -89,7 +88,8 @@ void quantize_rows_avx512(const float* x, int64_t rows, int64_t ldx, int64_t col
 
 namespace kvgen::quant {
 bool has_avx512_quantizer() { return false; }
-void quantize_rows_avx512(const float*, int64_t, int64_t, int64_t, int, int8_t*, float*, float*, int32_t*) {}
+void quantize_blocks_avx512(const float*, int64_t, int64_t, int64_t, int, int64_t, int64_t, int8_t*, float*, float*,
+                            int32_t*) {}
 }  // namespace kvgen::quant
 
 #endif
