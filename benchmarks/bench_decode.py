@@ -8,7 +8,8 @@ whose docstring says what it measures:
   tokens/s, 4-beam search, decode at context 64-1900, bandwidth fraction.
 * ``smollm2`` (``decode/gguf.py``, ``decode/load_memory.py``): GGUF files (SmolLM2-135M-Instruct
   Q4_1 and Q8_0, a random Llama in Q4_K_M: kvgen, llama.cpp, transformers) at 1 and 2 threads:
-  prefill, greedy and sampling-chain decode, load time, peak RSS.
+  prefill, greedy and sampling-chain decode, load time, peak RSS; on Q4_1, decode speed at
+  positions 64-3000 (kvgen and llama.cpp).
 * ``batch`` (``decode/batch.py``): kvgen's batched decode (4 beams, batch 8) against its
   batch-1 greedy.
 
@@ -28,7 +29,7 @@ Run (pinned, as the protocol asks):
 
 ``--threads N`` (default 2) for every engine, ``--rounds`` (default 5), ``--new-tokens``
 (decode workload), ``--model-dir``, ``--out`` (GPT-2 part), ``--out-smollm2``, ``--out-batch``;
-the GGUF files part also takes ``--files``, ``--thread-counts``, ``--hf`` and ``--gguf``.
+the GGUF files part also takes ``--files``, ``--thread-counts``, ``--positions``, ``--hf`` and ``--gguf``.
 Without ``--model``, every part runs, GPT-2 first.
 """
 
@@ -65,6 +66,9 @@ def parse_args() -> argparse.Namespace:
                    f"{','.join(models.FILE_KINDS)} (default all; q4_1 with --quick)")
     p.add_argument("--thread-counts", type=lambda v: [int(t) for t in v.split(",")],
                    help="GGUF files part: thread counts, comma-separated (default 1,2; --threads with --quick)")
+    p.add_argument("--positions", type=lambda v: [] if v == "none" else [int(t) for t in v.split(",")],
+                   help="GGUF files part: prompt lengths of the position sweep on the Q4_1 file, comma-separated "
+                        "(default 64,512,1024,2048,3000; 64,512 with --quick; none: no sweep)")
     p.add_argument("--hf", choices=("first", "all", "none"), default="first",
                    help="GGUF files part: where transformers runs (default first: the first file at the most threads)")
     args = harness.parse_args(p)

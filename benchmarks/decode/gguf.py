@@ -18,6 +18,13 @@ Files (``--files``, default ``q4_1,q8_0,q4_k_m,qwen2_q4_k_m,qwen3moe_q4_k_m``; `
   argmax. It is slow, so ``--hf first`` (default) runs it on the first file at the most
   threads only; ``--hf all`` everywhere, ``--hf none`` nowhere.
 
+Position sweep (the ``q4_1`` file; ``--positions``, default 64,512,1024,2048,3000, 64,512 with
+``--quick``; ``--positions none`` skips it): greedy decode-only tokens/s of 32 new tokens (16
+with ``--quick``) after a prompt of each length, kvgen and llama.cpp (a context of its own with
+room for the longest prompt: llama.cpp's default f16 KV cache) interleaved at every thread count,
+with each engine's ratio to the first position and a PASS/MISS line for kvgen keeping 0.8x its
+speed at the last position. kvgen's default mode keeps its KV cache in half precision.
+
 Per file: load time and peak RSS (``decode/load_memory.py``) and the weight bytes read per
 token (kvgen's ``model._core.weight_bytes``, HF's float32 parameters, llama.cpp's GGUF tensor
 bytes). Per file and thread count: ``prefill`` (512-token prompt, time to first token;
@@ -61,8 +68,10 @@ from engines.kvgen_engine import KvgenEngine
 from engines.llama_cpp_engine import LlamaCppEngine
 
 RATIO_TITLES = {"llama.cpp": "kv/llama", "HF": "kv/HF"}
-FULL = {"prefill": 512, "decode": (64, 256), "sanity_tokens": 32}
-QUICK = {"prefill": 128, "decode": (64, 32), "sanity_tokens": 8}
+FULL = {"prefill": 512, "decode": (64, 256), "sanity_tokens": 32, "positions": ((64, 512, 1024, 2048, 3000), 32)}
+QUICK = {"prefill": 128, "decode": (64, 32), "sanity_tokens": 8, "positions": ((64, 512), 16)}
+POSITIONS_FILE = "q4_1"  # the position sweep runs on this file (SmolLM2-135M Q4_1)
+POSITION_TARGET = 0.8  # kvgen decode tokens/s at the last position / at the first
 CHAIN = {"temperature": 0.8, "top_k": 40, "top_p": 0.95, "repetition_penalty": 1.1}
 SAMPLING = {**CHAIN, "seed": models.SEED}
 # kvgen / llama.cpp greedy decode tokens/s
@@ -164,6 +173,46 @@ def run_threads(kind: str, engines: dict, ids: list[int], work: dict, threads: i
             "kv_cache_bytes": engines["kvgen"].kv_cache_bytes}
 
 
+def position_rows(r: dict) -> list[tuple]:
+    return [(f"decode at {r['prompt']} (+{r['new_tokens']})", "tok/s", r["decode_only"], harness.rate, "decode_only")]
+
+
+def run_positions(path: Path, kvgen_engine_: KvgenEngine, ids_of, work: dict, thread_counts: list[int], args,
+                  llama_cpp) -> dict:
+    """Decode speed against the position: greedy decode-only tokens/s of ``new`` tokens after
+    a prompt of each length of work["positions"], kvgen and llama.cpp (a context of its own,
+    n_ctx large enough) interleaved, at every thread count; printed with each engine's ratio
+    to the first position."""
+    positions, new = work["positions"]
+    engines = {"kvgen": kvgen_engine_}
+    if llama_cpp:
+        engines["llama.cpp"] = LlamaCppEngine(path, max(thread_counts), n_ctx=max(positions) + new + 16)
+    ids = ids_of(max(positions))
+    out = {"positions": list(positions), "new_tokens": new, "configs": []}
+    for threads in thread_counts:
+        set_threads(engines, threads)
+        print(f"\n-- position sweep, {models.FILE_LABELS[POSITIONS_FILE]}, {threads} thread(s): greedy decode-only "
+              f"tokens/s of {new} tokens after a prompt of each length --")
+        table = workload_table(list(engines), {n: t for n, t in RATIO_TITLES.items() if n in engines})
+        table.print_header()
+        results = []
+        for p in positions:
+            results.append(split_workload("position", engines, ids[:p], new, None, args.rounds))
+            print_rows(table, results[-1], position_rows)
+        speed = {n: [1e6 / r["decode_only"][n]["median_us"] for r in results] for n in engines}
+        to_first = {n: [v / s[0] for v in s] for n, s in speed.items()}
+        for n in engines:
+            print(f"{n}: tokens/s at position / at {positions[0]}: " +
+                  ", ".join(f"{p} {x:.2f}" for p, x in zip(positions, to_first[n])))
+        x = to_first["kvgen"][-1]
+        targets = [harness.target(f"{threads} thread(s): kvgen decode at {positions[-1]} >= {POSITION_TARGET:g}x its "
+                                  f"speed at {positions[0]}", x, x >= POSITION_TARGET, f"{x:.2f}x")]
+        out["configs"].append({"threads": threads, "results": results, "tokens_per_s": speed,
+                               "ratio_to_first": to_first, "targets": targets,
+                               "kv_cache_bytes": kvgen_engine_.kv_cache_bytes})
+    return out
+
+
 def hf_runs(args, kind_index: int, threads: int, thread_counts: list[int]) -> bool:
     """Whether transformers runs in this configuration (--hf: first = the first file at the most threads)."""
     if args.hf == "first":
@@ -175,6 +224,8 @@ def run_file(kind: str, kind_index: int, path: Path, args, thread_counts: list[i
     work = dict(QUICK if args.quick else FULL)
     if args.new_tokens:
         work["decode"] = (work["decode"][0], args.new_tokens)
+    if args.positions is not None:
+        work["positions"] = (tuple(args.positions), work["positions"][1])
     most = max(thread_counts)
     kvgen_engine.set_threads(most)
     print(f"\n==== {models.FILE_LABELS[kind]}: {path} ====", flush=True)
@@ -203,8 +254,12 @@ def run_file(kind: str, kind_index: int, path: Path, args, thread_counts: list[i
         chosen = {**engines, **({"HF": hf} if hf and hf_runs(args, kind_index, threads, thread_counts) else {})}
         configs.append(run_threads(kind, chosen, ids, work, threads, w, args))
     targets = load_memory.targets(kind, loads, rss)
+    positions = None
+    if kind == POSITIONS_FILE and work["positions"][0]:
+        positions = run_positions(path, engines["kvgen"], lambda n: models.text_prompt(model, n), work,
+                                  thread_counts, args, llama_cpp)
     return {"file": kind, "path": str(path), "loads": loads, "peak_rss_MB": rss, "weights": w, "workloads": work,
-            "prompt_ids": ids, "configs": configs, "targets": targets}
+            "prompt_ids": ids, "configs": configs, "targets": targets, "position_sweep": positions}
 
 
 def plot(files: list[dict], plt):

@@ -333,9 +333,12 @@ naming its position: "input_ids[0, 3] = 300 is outside the vocabulary [0, 211)".
           "kv_cache_bytes",
           [](PyModel& p, int64_t rows, int64_t positions) {
             const ModelConfig& c = p.core().config();
-            return KVCache::bytes_for(c.layers, rows, positions, c.kv_heads, c.head_dim, c.layer_windows);
+            return KVCache::bytes_for(c.layers, rows, positions, c.kv_heads, c.head_dim, c.layer_windows,
+                                      p.core().kv_type());
           },
-          py::arg("rows"), py::arg("positions"), "Bytes a KV cache for rows x positions takes.");
+          py::arg("rows"), py::arg("positions"),
+          "Bytes a KV cache for rows x positions takes (half keys and values outside exact mode on "
+          "int8-kernel weights, float32 otherwise).");
 
   m.def(
       "set_num_threads", [](int n) { set_compute_threads(n); }, py::arg("n"),

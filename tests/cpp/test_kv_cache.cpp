@@ -6,9 +6,11 @@
 #include <vector>
 
 #include "check.h"
+#include "kvgen/model/half.h"
 #include "kvgen/model/kv_cache.h"
 
 using kvgen::KVCache;
+using kvgen::KVType;
 
 namespace {
 
@@ -170,6 +172,80 @@ void ring_layers_keep_their_window_and_move_whole() {
   CHECK(holds(1, 1));
 }
 
+// ---- half precision caches: written and read as floats (store / load) ----
+
+// A half cache of rows x positions, layers x kv heads, head_dim 3, whose every key is a
+// number a half holds exactly and names (row, layer, head, position, dim); values negate it.
+float small_marker(int64_t row, int64_t layer, int64_t head, int64_t pos, int64_t dim) {
+  return static_cast<float>((((row * 2 + layer) * 2 + head) * 8 + pos) * 3 + dim) + 0.5f;  // < 2^10: exact
+}
+
+KVCache small_marked_half_cache(const std::vector<int64_t>& lengths, const std::vector<int64_t>& windows = {}) {
+  KVCache cache(2, static_cast<int64_t>(lengths.size()), 8, 2, 3, windows, KVType::Float16);
+  for (int64_t r = 0; r < cache.rows(); ++r) {
+    for (int64_t l = 0; l < 2; ++l)
+      for (int64_t p = 0; p < lengths[r]; ++p) {
+        float k[6], v[6];  // (kv_heads, head_dim)
+        for (int64_t h = 0; h < 2; ++h)
+          for (int64_t d = 0; d < 3; ++d) k[h * 3 + d] = small_marker(r, l, h, p, d), v[h * 3 + d] = -k[h * 3 + d];
+        cache.store(l, r, p % cache.capacity(l), k, v);
+      }
+    cache.set_length(r, lengths[r]);
+  }
+  return cache;
+}
+
+std::string half_row_difference(KVCache& cache, int64_t r, int64_t source, int64_t source_length) {
+  if (cache.length(r) != source_length)
+    return "length " + std::to_string(cache.length(r)) + ", expected " + std::to_string(source_length);
+  float k[3], v[3];
+  for (int64_t l = 0; l < 2; ++l)
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t p = 0; p < source_length; ++p) {
+        cache.load(k, v, l, r, h, p, 1);
+        for (int64_t d = 0; d < 3; ++d)
+          if (k[d] != small_marker(source, l, h, p, d) || v[d] != -small_marker(source, l, h, p, d))
+            return "at layer " + std::to_string(l) + ", head " + std::to_string(h) + ", position " +
+                   std::to_string(p) + ", dim " + std::to_string(d) + ": key " + std::to_string(k[d]);
+      }
+  return "";
+}
+
+void half_cache_stores_reorders_and_copies_rows() {
+  KVCache cache = small_marked_half_cache({5, 8, 1});
+  CHECK(cache.half());
+  CHECK_EQ(cache.bytes(), int64_t{2 * 2 * 3 * 8 * 2 * 3 * 2});  // keys and values, 2 bytes each
+  CHECK_EQ(KVCache::bytes_for(2, 3, 8, 2, 3, {}, KVType::Float16), cache.bytes());
+  for (int64_t r = 0; r < 3; ++r) CHECK_EQ(half_row_difference(cache, r, r, std::vector<int64_t>{5, 8, 1}[r]), std::string());
+  const int64_t cycle[3] = {2, 0, 1};  // through the scratch row
+  cache.reorder(cycle);
+  CHECK_EQ(half_row_difference(cache, 0, 2, 1), std::string());
+  CHECK_EQ(half_row_difference(cache, 1, 0, 5), std::string());
+  CHECK_EQ(half_row_difference(cache, 2, 1, 8), std::string());
+  cache.copy_row(2, 0);
+  CHECK_EQ(half_row_difference(cache, 0, 1, 8), std::string());
+  cache.truncate(0, 3);
+  CHECK_EQ(half_row_difference(cache, 0, 1, 3), std::string());
+}
+
+void half_rounding_is_ieee_nearest_even() {
+  // binary16 bit patterns from IEEE 754 (not from this code): 1, the largest finite, the
+  // smallest subnormal, 0.1 (0x2E66), 1/3 (0x3555), a tie between 1 and 1 + 2^-10 rounded
+  // to even (1), overflow to infinity, and -2.
+  const float values[] = {1.0f, 65504.0f, 0x1p-24f, 0.1f, 1.0f / 3.0f, 1.0f + 0x1p-11f, 65520.0f, -2.0f};
+  const uint16_t bits[] = {0x3C00, 0x7BFF, 0x0001, 0x2E66, 0x3555, 0x3C00, 0x7C00, 0xC000};
+  uint16_t converted[8];
+  kvgen::half::from_floats(converted, values, 8);
+  for (int i = 0; i < 8; ++i) {
+    CHECK_EQ(kvgen::half::from_float(values[i]), bits[i]);
+    CHECK_EQ(converted[i], bits[i]);
+  }
+  float back[8];
+  kvgen::half::to_floats(back, bits, 8);
+  CHECK_EQ(back[3], 0.0999755859375f);
+  CHECK_EQ(back[2], 0x1p-24f);
+}
+
 }  // namespace
 
 int main() {
@@ -182,5 +258,7 @@ int main() {
       TEST_CASE(copy_row_copies_entries_and_length),
       TEST_CASE(bytes_counts_keys_and_values),
       TEST_CASE(ring_layers_keep_their_window_and_move_whole),
+      TEST_CASE(half_cache_stores_reorders_and_copies_rows),
+      TEST_CASE(half_rounding_is_ieee_nearest_even),
   });
 }

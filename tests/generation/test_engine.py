@@ -171,10 +171,11 @@ def _rss_bytes() -> int:
 
 
 def test_slot_cache_memory_is_resident_only_where_used(model):
-    """8 slots of the full 8,192-position context span 3 GB, but only the positions used are in memory."""
+    """8 slots of the full 8,192-position context span 1.5 GB (half keys and values), but only the positions
+    used are in memory."""
     before = _rss_bytes()
     slots = _core._ModelSlots(model._core, 8, model.context_length)
-    assert slots.kv_cache_bytes == model.kv_cache_bytes(8, model.context_length) > 2e9
+    assert slots.kv_cache_bytes == model.kv_cache_bytes(8, model.context_length) > 1.4e9
     slots.forward([(s, np.arange(1, 65)) for s in range(8)])
     assert _rss_bytes() - before < 0.1 * slots.kv_cache_bytes
 

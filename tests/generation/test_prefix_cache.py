@@ -159,3 +159,22 @@ def test_the_kept_engine_grows_for_a_longer_prompt(smollm2_model):
     assert gen.last_stats.cached_tokens == _whole_chunks(len(longer) - 1)
     alone = kvgen.Generator(model, config, prefix_cache=False)
     assert all(_same(a, alone.generate([p])) for a, p in zip(out, [short, longer, longer]))
+
+
+def test_the_kept_engine_is_built_again_when_the_model_turns_exact(smollm2_model):
+    """Exact mode keeps a float32 KV cache, the int8 modes a half one: a kept engine of the other
+    type is not reused (its cached prefix was computed in the other mode)."""
+    model = smollm2_model
+    config = kvgen.GenerationConfig(max_new_tokens=3)
+    prompt = model.encode(SYSTEM)
+    gen = kvgen.Generator(model, config)
+    gen.generate([prompt])
+    half_bytes = gen._engine.kv_cache_bytes
+    try:
+        model.exact = True
+        out = gen.generate([prompt])
+        assert gen.last_stats.cached_tokens == 0
+        assert gen._engine.kv_cache_bytes == 2 * half_bytes
+        assert _same(out, kvgen.Generator(model, config, prefix_cache=False).generate([prompt]))
+    finally:
+        model.exact = False

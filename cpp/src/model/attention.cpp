@@ -6,6 +6,12 @@
 #include <algorithm>
 #include <cmath>
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+#include "kvgen/kernels/vector_math.h"
+#include "kvgen/model/half.h"
 #include "kvgen/model/kernels.h"
 
 namespace kvgen {
@@ -77,57 +83,193 @@ void weigh_values(float* acc, const float* p, const float* values, int64_t len, 
   }
 }
 
-// One query head of one token against the span's keys and values (head_dim HD, or
-// head_dim_at_run_time when HD = 0): oh (head_dim) = softmax(softcap(scale q K^T)) V.
+// Keys of a tile converted from half at a time (in L1 while every head of the group reads them).
+int64_t tile_keys(int64_t head_dim) { return std::max<int64_t>(1, 2048 / head_dim); }
+
+// n rows (head_dim) from src as floats: src itself when it holds floats, else converted into tile.
+const float* as_floats(const float* src, int64_t /*elements*/, float* /*tile*/) { return src; }
+const float* as_floats(const uint16_t* src, int64_t elements, float* tile) {
+  half::to_floats(tile, src, elements);
+  return tile;
+}
+
+#if defined(__AVX512F__)
+// out (16) = the sums of the 16 lanes of each of a[0..15] (a transpose-and-add tree: about
+// three instructions per sum instead of a reduction each).
+inline __m512 sum_lanes16(__m512* a) {
+  __m512 b[8], c[4];
+  for (int i = 0; i < 8; ++i)
+    b[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]), _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
+  for (int i = 0; i < 4; ++i) {
+    const __m512d x = _mm512_castps_pd(b[2 * i]), y = _mm512_castps_pd(b[2 * i + 1]);
+    c[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)), _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+  }
+  // c[i]: keys 4i..4i+3 in every 128-bit lane, each lane a partial sum
+  const __m512 d0 = _mm512_add_ps(_mm512_shuffle_f32x4(c[0], c[1], 0x44), _mm512_shuffle_f32x4(c[0], c[1], 0xEE));
+  const __m512 d1 = _mm512_add_ps(_mm512_shuffle_f32x4(c[2], c[3], 0x44), _mm512_shuffle_f32x4(c[2], c[3], 0xEE));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(d0, d1, 0x88), _mm512_shuffle_f32x4(d0, d1, 0xDD));
+}
+#endif
+
+// scores (len) = scale * keys (len, head_dim) @ qh (head_dim): with AVX-512, 16 keys at a
+// time for head_dim a multiple of 16.
 template <int HD>
-void decode_head(float* oh, const float* qh, const KeySpan& s, int64_t head_dim_at_run_time,
-                 const AttentionOptions& o, float* scores) {
-  const int64_t hd = HD ? HD : head_dim_at_run_time;
-  const int64_t len = s.n1 + s.n2;
-  dot_keys<HD>(scores, qh, s.k1, s.n1, hd, o.scale);
-  dot_keys<HD>(scores + s.n1, qh, s.k2, s.n2, hd, o.scale);
-  softcap_scores(scores, len, o.softcap);
-  kernels::softmax_rows(scores, 1, len, nullptr);
+void score_tile(float* scores, const float* qh, const float* keys, int64_t len, int64_t head_dim_at_run_time,
+                float scale) {
+#if defined(__AVX512F__)
+  if constexpr (HD > 0 && HD % 16 == 0) {
+    constexpr int NV = HD / 16;
+    __m512 q[NV];
+    for (int v = 0; v < NV; ++v) q[v] = _mm512_loadu_ps(qh + 16 * v);
+    const __m512 s = _mm512_set1_ps(scale);
+    int64_t j = 0;
+    for (; j + 16 <= len; j += 16) {
+      __m512 a[16];
+      for (int i = 0; i < 16; ++i) {
+        const float* k = keys + (j + i) * HD;
+        a[i] = _mm512_mul_ps(q[0], _mm512_loadu_ps(k));
+        for (int v = 1; v < NV; ++v) a[i] = _mm512_fmadd_ps(q[v], _mm512_loadu_ps(k + 16 * v), a[i]);
+      }
+      _mm512_storeu_ps(scores + j, _mm512_mul_ps(sum_lanes16(a), s));
+    }
+    for (; j < len; ++j) {
+      const float* k = keys + j * HD;
+      __m512 a = _mm512_mul_ps(q[0], _mm512_loadu_ps(k));
+      for (int v = 1; v < NV; ++v) a = _mm512_fmadd_ps(q[v], _mm512_loadu_ps(k + 16 * v), a);
+      scores[j] = _mm512_reduce_add_ps(a) * scale;
+    }
+    return;
+  }
+#endif
+  dot_keys<HD>(scores, qh, keys, len, head_dim_at_run_time, scale);
+}
+
+// acc (head_dim) += p (len) @ values (len, head_dim), the accumulator in registers when HD > 0.
+template <int HD>
+void weigh_tile(float* acc, const float* p, const float* values, int64_t len, int64_t head_dim_at_run_time) {
+#if defined(__AVX512F__)
+  if constexpr (HD > 0 && HD % 16 == 0) {
+    constexpr int NV = HD / 16;
+    __m512 a[NV];
+    for (int v = 0; v < NV; ++v) a[v] = _mm512_loadu_ps(acc + 16 * v);
+    for (int64_t t = 0; t < len; ++t) {
+      const __m512 pt = _mm512_set1_ps(p[t]);
+      for (int v = 0; v < NV; ++v) a[v] = _mm512_fmadd_ps(pt, _mm512_loadu_ps(values + t * HD + 16 * v), a[v]);
+    }
+    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(acc + 16 * v, a[v]);
+    return;
+  }
+#endif
   if constexpr (HD > 0) {
-    float acc[HD] = {};  // the output row stays in registers across the keys
-    weigh_values<HD>(acc, scores, s.v1, s.n1, HD);
-    weigh_values<HD>(acc, scores + s.n1, s.v2, s.n2, HD);
-    std::copy(acc, acc + HD, oh);
+    float a[HD];
+    std::copy(acc, acc + HD, a);
+    weigh_values<HD>(a, p, values, len, HD);
+    std::copy(a, a + HD, acc);
   } else {
-    std::fill(oh, oh + hd, 0.0f);
-    weigh_values<0>(oh, scores, s.v1, s.n1, hd);
-    weigh_values<0>(oh, scores + s.n1, s.v2, s.n2, hd);
+    weigh_values<0>(acc, p, values, len, head_dim_at_run_time);
+  }
+}
+
+// See attention_block: keys and values of type T (float or half bits), head_dim HD (0: run time).
+template <class T, int HD>
+void block_of(float* part, const float* q, const T* keys, const T* values, int64_t capacity, int64_t p0, int64_t n,
+              int64_t group, int64_t head_dim_at_run_time, const AttentionOptions& o, float* scratch) {
+  const int64_t hd = HD ? HD : head_dim_at_run_time;
+  const int64_t tile = tile_keys(hd);  // floats are read in place, halves converted a tile at a time
+  float* scores = scratch;                         // (group, kAttentionBlock)
+  float* converted = scratch + group * kAttentionBlock;  // (tile, head_dim) keys or values as floats
+  float *m = part, *l = part + group, *acc = part + 2 * group;  // (group), (group), (group, head_dim)
+  // runs of contiguous slots (two where a ring wraps), tiles within them
+  const auto for_tiles = [&](const T* base, auto&& use) {
+    for (int64_t j = 0; j < n;) {
+      const int64_t slot = (p0 + j) % capacity, run = std::min(n - j, capacity - slot);
+      for (int64_t jj = 0; jj < run; jj += tile) {
+        const int64_t tn = std::min(tile, run - jj);
+        use(j + jj, tn, as_floats(base + (slot + jj) * hd, tn * hd, converted));
+      }
+      j += run;
+    }
+  };
+  for_tiles(keys, [&](int64_t j, int64_t tn, const float* k) {
+    for (int64_t g = 0; g < group; ++g) score_tile<HD>(scores + g * kAttentionBlock + j, q + g * hd, k, tn, hd, o.scale);
+  });
+  for (int64_t g = 0; g < group; ++g) {
+    float* s = scores + g * kAttentionBlock;
+    softcap_scores(s, n, o.softcap);
+    m[g] = kernels::max_of(s, n);
+    l[g] = static_cast<float>(kernels::exp_into(s, s, n, m[g]));
+  }
+  std::fill(acc, acc + group * hd, 0.0f);
+  for_tiles(values, [&](int64_t j, int64_t tn, const float* v) {
+    for (int64_t g = 0; g < group; ++g) weigh_tile<HD>(acc + g * hd, scores + g * kAttentionBlock + j, v, tn, hd);
+  });
+}
+
+template <class T>
+void block_dispatch(float* part, const float* q, const T* keys, const T* values, int64_t capacity, int64_t p0,
+                    int64_t n, int64_t group, int64_t head_dim, const AttentionOptions& o, float* scratch) {
+  switch (head_dim) {  // the common widths unrolled
+    case 64: block_of<T, 64>(part, q, keys, values, capacity, p0, n, group, 64, o, scratch); break;
+    case 128: block_of<T, 128>(part, q, keys, values, capacity, p0, n, group, 128, o, scratch); break;
+    case 256: block_of<T, 256>(part, q, keys, values, capacity, p0, n, group, 256, o, scratch); break;
+    default: block_of<T, 0>(part, q, keys, values, capacity, p0, n, group, head_dim, o, scratch);
   }
 }
 
 }  // namespace
 
+int64_t block_scratch_floats(int64_t group, int64_t head_dim) {
+  return group * kAttentionBlock + tile_keys(head_dim) * head_dim;
+}
+
+void attention_block(float* part, const float* q, KVCache& cache, int64_t layer, int64_t row, int64_t t,
+                     int64_t kv_head, int64_t block, int64_t group, const AttentionOptions& o, float* scratch) {
+  const int64_t hd = cache.head_dim(), lo = first_key(t, o.window);
+  const int64_t p0 = lo + block * kAttentionBlock, n = std::min(kAttentionBlock, t + 1 - p0);
+  const float* qg = q + kv_head * group * hd;
+  if (cache.half())
+    block_dispatch(part, qg, cache.half_keys(layer, row, kv_head), cache.half_values(layer, row, kv_head),
+                   cache.capacity(layer), p0, n, group, hd, o, scratch);
+  else
+    block_dispatch(part, qg, cache.keys(layer, row, kv_head), cache.values(layer, row, kv_head),
+                   cache.capacity(layer), p0, n, group, hd, o, scratch);
+}
+
+void merge_blocks(float* out, const float* parts, int64_t kv_heads, int64_t blocks, int64_t group, int64_t hd) {
+  const int64_t part = block_part_floats(group, hd);
+  for (int64_t kv = 0; kv < kv_heads; ++kv)
+    for (int64_t g = 0; g < group; ++g) {
+      const float* first = parts + kv * blocks * part;  // the head's parts, block after block
+      float top = first[g];
+      for (int64_t b = 1; b < blocks; ++b) top = std::max(top, first[b * part + g]);
+      float* oh = out + (kv * group + g) * hd;
+      std::fill(oh, oh + hd, 0.0f);
+      float total = 0.0f;
+      for (int64_t b = 0; b < blocks; ++b) {
+        const float* pb = first + b * part;
+        const float w = pb[g] == top ? 1.0f : kernels::fast_exp(pb[g] - top);  // rescales exp(score - block max)
+        total += w * pb[group + g];
+        kernels::add_scaled_inplace(oh, pb + 2 * group + g * hd, w, hd);
+      }
+      kernels::scale_inplace(oh, 1.0f / total, hd);
+    }
+}
+
 void causal_attention(float* out, int64_t ldo, const float* q, int64_t ldq, KVCache& cache, int64_t layer,
                       int64_t row, int64_t start, int64_t count, int64_t heads, int64_t kv_heads, int64_t head_dim,
-                      const AttentionOptions& o, int64_t h, float* scores) {
+                      const AttentionOptions& o, int64_t h, float* scores, float* kv) {
   const int64_t group = heads / kv_heads;  // query heads per kv head
-  if (count <= kTokenByTokenAttention) {
-    // decode, and the few tokens of a speculative verification: plain loops, token by
-    // token, beat a BLAS call per head at these sizes and give each token the very sums
-    // that decoding it alone gives (so verifying drafts never changes a greedy choice)
-    for (int64_t i = 0; i < count; ++i) {
-      const int64_t t = start + i;
-      const int64_t lo_t = o.window > 0 ? std::max<int64_t>(0, t - o.window + 1) : 0;
-      const KeySpan s = key_span(cache, layer, row, h / group, lo_t, t + 1 - lo_t, head_dim);
-      float* oh = out + i * ldo + h * head_dim;
-      const float* qh = q + i * ldq + h * head_dim;
-      switch (head_dim) {  // the common widths unrolled, with the output row in registers
-        case 64: decode_head<64>(oh, qh, s, 64, o, scores); break;
-        case 128: decode_head<128>(oh, qh, s, 128, o, scores); break;
-        case 256: decode_head<256>(oh, qh, s, 256, o, scores); break;
-        default: decode_head<0>(oh, qh, s, head_dim, o, scores);
-      }
-    }
-    return;
-  }
   const int64_t lo = o.window > 0 ? std::max<int64_t>(0, start - o.window + 1) : 0;  // the first key any token sees
   const int64_t len = start + count - lo;  // keys visible to the last token
-  const KeySpan s = key_span(cache, layer, row, h / group, lo, len, head_dim);
+  KeySpan s{};
+  if (cache.half()) {  // the span as floats in kv: keys (len, head_dim), then values (len, head_dim)
+    const int64_t cap = cache.capacity(layer), first = lo % cap, n1 = std::min(len, cap - first);
+    cache.load(kv, kv + len * head_dim, layer, row, h / group, first, n1);
+    if (len > n1) cache.load(kv + n1 * head_dim, kv + (len + n1) * head_dim, layer, row, h / group, 0, len - n1);
+    s = {kv, kv + len * head_dim, nullptr, nullptr, len, 0};
+  } else {
+    s = key_span(cache, layer, row, h / group, lo, len, head_dim);
+  }
   // scores (count, len) = scale * q_h (count, head_dim) @ keys^T, key block after key block
   kernels::matmul(scores, q + h * head_dim, s.k1, count, s.n1, head_dim, /*b_transposed=*/true,
                   /*accumulate=*/false, /*lda=*/ldq, /*ldb=*/head_dim, /*ldc=*/len, /*alpha=*/o.scale);

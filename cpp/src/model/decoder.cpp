@@ -33,26 +33,55 @@ void DecoderModel::attend(float* out, const float* q, int64_t ldq, const float* 
   for (int64_t b0 = 0; b0 < batch.max_count; b0 += block) {
     for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci) {
       const RowTokens& c = chunks[ci];
-      for (int64_t i = b0; i < std::min(c.count, b0 + block); ++i) {  // keys and values into the cache, by position
-        const int64_t slot = (batch.starts[ci] + i) % slots;
-        for (int64_t head = 0; head < KV; ++head) {
-          std::memcpy(cache.keys(layer, c.row, head) + slot * hd, k + (o + i) * ldk + head * hd, sizeof(float) * hd);
-          std::memcpy(cache.values(layer, c.row, head) + slot * hd, v + (o + i) * ldv + head * hd,
-                      sizeof(float) * hd);
-        }
-      }
+      for (int64_t i = b0; i < std::min(c.count, b0 + block); ++i)  // keys and values into the cache, by position
+        cache.store(layer, c.row, (batch.starts[ci] + i) % slots, k + (o + i) * ldk, v + (o + i) * ldv);
     }
-    // every chunk's attention for this block, a query head per item of work (each thread its own scores)
+    // chunks of at most kTokenByTokenAttention tokens (decode, verification) token by token
+    // in blocks of positions; they are whole in the first block (a ring keeps 32 beyond its window)
+    if (b0 == 0 && batch.min_count <= kTokenByTokenAttention) attend_tokens(out, q, ldq, layer, batch, cache, options);
+    if (batch.max_count <= kTokenByTokenAttention) continue;
+    // every longer chunk's attention for this block, a query head per item of work (each thread its own scores)
     projector_.pool().for_each(H, [&](int64_t head, int t) {
       float* scores_here = scores + t * batch.max_scores;
+      float* kv_here = cache.half() ? scratch_.kv.data() + t * 2 * batch.end * hd : nullptr;
       for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci) {
         const int64_t count = std::min(chunks[ci].count - b0, block);
-        if (count <= 0) continue;
+        if (count <= 0 || chunks[ci].count <= kTokenByTokenAttention) continue;
         causal_attention(out + (o + b0) * H * hd, H * hd, q + (o + b0) * ldq, ldq, cache, layer, chunks[ci].row,
-                         batch.starts[ci] + b0, count, H, KV, hd, options, head, scores_here);
+                         batch.starts[ci] + b0, count, H, KV, hd, options, head, scores_here, kv_here);
       }
     }, "attention");
   }
+}
+
+void DecoderModel::attend_tokens(float* out, const float* q, int64_t ldq, int64_t layer, const Batch& batch,
+                                 KVCache& cache, const AttentionOptions& options) {
+  const int64_t H = config_.heads, KV = config_.kv_heads, hd = config_.head_dim, group = H / KV;
+  const std::vector<RowTokens>& chunks = *batch.chunks;
+  const int64_t part = block_part_floats(group, hd), scratch = block_scratch_floats(group, hd);
+  // items: token after token (batch order), kv head after kv head, block after block (none
+  // for the tokens of longer chunks)
+  std::vector<int64_t>& first = scratch_.first_item;  // (n + 1) each token's first item
+  std::vector<int64_t>& token_row = scratch_.token_row;  // (n) the cache row of each token
+  first.resize(batch.n + 1);
+  token_row.resize(batch.n);
+  first[0] = 0;
+  for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci)
+    for (int64_t i = o; i < static_cast<int64_t>(o) + chunks[ci].count; ++i) {
+      const bool here = chunks[ci].count <= kTokenByTokenAttention;
+      first[i + 1] = first[i] + (here ? KV * key_blocks(batch.positions[i], options.window) : 0);
+      token_row[i] = chunks[ci].row;
+    }
+  float* parts = scratch_.parts.data();  // (items, part), reserved by forward
+  projector_.pool().for_each(first[batch.n], [&](int64_t item, int t) {
+    const int64_t i = std::upper_bound(first.begin(), first.end(), item) - first.begin() - 1;  // its token
+    const int64_t blocks = (first[i + 1] - first[i]) / KV, kv = (item - first[i]) / blocks;
+    attention_block(parts + item * part, q + i * ldq, cache, layer, token_row[i], batch.positions[i], kv,
+                    (item - first[i]) % blocks, group, options, scratch_.attention.data() + t * scratch);
+  });
+  for (int64_t i = 0; i < batch.n; ++i)
+    if (first[i + 1] > first[i])
+      merge_blocks(out + i * H * hd, parts + first[i] * part, KV, (first[i + 1] - first[i]) / KV, group, hd);
 }
 
 void DecoderModel::softcap_logits(float* logits, int64_t rows, int64_t ld) const {
@@ -72,6 +101,7 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
   b.max_scores = 0;
   b.end = 0;
   b.max_count = 0;
+  b.min_count = INT64_MAX;
   b.starts.resize(chunks.size());
   for (size_t ci = 0; ci < chunks.size(); ++ci) {
     const RowTokens& c = chunks[ci];
@@ -92,6 +122,7 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
     b.max_scores = std::max(b.max_scores, c.count * (start + c.count));
     b.end = std::max(b.end, start + c.count);
     b.max_count = std::max(b.max_count, c.count);
+    b.min_count = std::min(b.min_count, c.count);
   }
   b.positions.resize(b.n);
   b.tokens.resize(b.n);
@@ -105,9 +136,23 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
   const ForwardScope profiled_forward;
   grow_rows(scratch_.x, n, C);
   grow_rows(scratch_.normed, n, C);
-  const int64_t all_scores = limits::checked_mul(b.max_scores, projector_.threads(), "attention scores");
-  if (static_cast<int64_t>(scratch_.scores.size()) < all_scores)
-    scratch_.scores = xt::xtensor<float, 1>::from_shape({static_cast<size_t>(all_scores)});
+  const int64_t threads = projector_.threads();
+  const int64_t all_scores = limits::checked_mul(b.max_scores, threads, "attention scores");
+  const auto grow = [](xt::xtensor<float, 1>& buf, int64_t floats) {
+    if (static_cast<int64_t>(buf.size()) < floats) buf = xt::xtensor<float, 1>::from_shape({static_cast<size_t>(floats)});
+  };
+  grow(scratch_.scores, all_scores);
+  if (b.min_count <= kTokenByTokenAttention) {  // short chunks: blocks of positions (attend_tokens)
+    const int64_t group = config_.heads / config_.kv_heads;
+    int64_t items = 0;  // at most: every layer's window full
+    for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci)
+      if (chunks[ci].count <= kTokenByTokenAttention)
+        for (int64_t i = 0; i < chunks[ci].count; ++i) items += config_.kv_heads * key_blocks(b.positions[o + i], 0);
+    grow(scratch_.parts, items * block_part_floats(group, config_.head_dim));
+    grow(scratch_.attention, threads * block_scratch_floats(group, config_.head_dim));
+  }
+  if (b.max_count > kTokenByTokenAttention && cache.half())  // a prefill's spans of keys and values as floats
+    grow(scratch_.kv, limits::checked_mul(threads, 2 * b.end * config_.head_dim, "attention keys and values"));
   reserve(b);
 
   // ---- embeddings and blocks: x (n, C) ----

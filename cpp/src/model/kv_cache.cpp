@@ -8,6 +8,7 @@
 
 #include "kvgen/errors.h"
 #include "kvgen/limits.h"
+#include "kvgen/model/half.h"
 
 namespace kvgen {
 
@@ -16,10 +17,10 @@ int64_t KVCache::capacity_for(int64_t window, int64_t max_context) {
 }
 
 KVCache::KVCache(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_heads, int64_t head_dim,
-                 const std::vector<int64_t>& windows)
-    : max_context_(max_context), kv_heads_(kv_heads), head_dim_(head_dim) {
+                 const std::vector<int64_t>& windows, KVType type)
+    : max_context_(max_context), kv_heads_(kv_heads), head_dim_(head_dim), type_(type) {
   // The element count must fit before anything is allocated (bytes_for checks it).
-  bytes_for(layers, rows, max_context, kv_heads, head_dim, windows);
+  bytes_for(layers, rows, max_context, kv_heads, head_dim, windows, type);
   int64_t floats = 0, scratch_floats = 0;
   for (int64_t l = 0; l < layers; ++l) {
     const int64_t window = windows.empty() ? 0 : windows[l];
@@ -37,13 +38,43 @@ KVCache::KVCache(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_h
     scratch_floats += kv_heads * capacity_.back() * head_dim;
   }
   length_.assign(rows, 0);
-  k_ = xt::xtensor<float, 1>::from_shape({static_cast<size_t>(floats)});
-  v_ = xt::xtensor<float, 1>::from_shape({static_cast<size_t>(floats)});
+  elements_ = floats;
+  k_ = storage(floats);
+  v_ = storage(floats);
+}
+
+xt::xtensor<float, 1> KVCache::storage(int64_t elements) const {
+  const int64_t floats = (elements * element_bytes(type_) + 3) / 4;  // halves: two to a float
+  return xt::xtensor<float, 1>::from_shape({static_cast<size_t>(floats)});
+}
+
+void KVCache::store(int64_t layer, int64_t row, int64_t slot, const float* k, const float* v) {
+  for (int64_t h = 0; h < kv_heads_; ++h) {
+    const int64_t to = offset(layer, row, h) + slot * head_dim_;
+    if (half()) {
+      half::from_floats(halves(k_) + to, k + h * head_dim_, head_dim_);
+      half::from_floats(halves(v_) + to, v + h * head_dim_, head_dim_);
+    } else {
+      std::memcpy(k_.data() + to, k + h * head_dim_, sizeof(float) * head_dim_);
+      std::memcpy(v_.data() + to, v + h * head_dim_, sizeof(float) * head_dim_);
+    }
+  }
+}
+
+void KVCache::load(float* keys, float* values, int64_t layer, int64_t row, int64_t head, int64_t first, int64_t n) {
+  const int64_t from = offset(layer, row, head) + first * head_dim_;
+  if (half()) {
+    half::to_floats(keys, halves(k_) + from, n * head_dim_);
+    half::to_floats(values, halves(v_) + from, n * head_dim_);
+  } else {
+    std::memcpy(keys, k_.data() + from, sizeof(float) * n * head_dim_);
+    std::memcpy(values, v_.data() + from, sizeof(float) * n * head_dim_);
+  }
 }
 
 int64_t KVCache::bytes_for(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_heads, int64_t head_dim,
-                           const std::vector<int64_t>& windows) {
-  int64_t per_position = 2 * static_cast<int64_t>(sizeof(float));  // keys and values
+                           const std::vector<int64_t>& windows, KVType type) {
+  int64_t per_position = 2 * element_bytes(type);  // keys and values
   for (int64_t n : {rows, kv_heads, head_dim}) per_position = limits::checked_mul(per_position, n, "KV cache bytes");
   int64_t bytes = 0;
   for (int64_t l = 0; l < layers; ++l) {
@@ -55,14 +86,14 @@ int64_t KVCache::bytes_for(int64_t layers, int64_t rows, int64_t max_context, in
   return bytes;
 }
 
-void KVCache::copy_row_to(const float* k_src, const float* v_src, int64_t src_row, int64_t dst, int64_t len,
-                          bool src_is_scratch) {
+void KVCache::copy_row_to(const xt::xtensor<float, 1>& k_src, const xt::xtensor<float, 1>& v_src, int64_t src_row,
+                          int64_t dst, int64_t len, bool src_is_scratch) {
   for (int64_t l = 0; l < layers(); ++l) {
-    const int64_t floats = valid_slots(l, len) * head_dim_;
+    const int64_t bytes = valid_slots(l, len) * head_dim_ * element_bytes(type_);
     for (int64_t h = 0; h < kv_heads_; ++h) {
       const int64_t from = src_is_scratch ? scratch_offset(l, h) : offset(l, src_row, h);
-      std::memcpy(k_.data() + offset(l, dst, h), k_src + from, sizeof(float) * floats);
-      std::memcpy(v_.data() + offset(l, dst, h), v_src + from, sizeof(float) * floats);
+      std::memcpy(at(k_, offset(l, dst, h)), at(k_src, from), bytes);
+      std::memcpy(at(v_, offset(l, dst, h)), at(v_src, from), bytes);
     }
   }
 }
@@ -83,7 +114,7 @@ void KVCache::truncate(int64_t row, int64_t length) {
 
 void KVCache::copy_row(int64_t src, int64_t dst) {
   if (src == dst) return;
-  copy_row_to(k_.data(), v_.data(), src, dst, length_[src], false);
+  copy_row_to(k_, v_, src, dst, length_[src], false);
   length_[dst] = length_[src];
 }
 
@@ -110,10 +141,10 @@ void KVCache::reorder(const int64_t* parents) {
       }
       const int64_t p = parents[r];
       if (p == in_scratch) {
-        copy_row_to(scratch_k_.data(), scratch_v_.data(), p, r, scratch_len, true);
+        copy_row_to(scratch_k_, scratch_v_, p, r, scratch_len, true);
         new_length[r] = scratch_len;
       } else {
-        copy_row_to(k_.data(), v_.data(), p, r, length_[p], false);
+        copy_row_to(k_, v_, p, r, length_[p], false);
         new_length[r] = length_[p];
       }
       --refs_[p];
@@ -124,17 +155,17 @@ void KVCache::reorder(const int64_t* parents) {
     if (!progressed) {  // every pending row is read by another: a cycle
       if (scratch_k_.size() == 0) {
         const int64_t floats = layers() ? scratch_layer_offset_.back() + kv_heads_ * capacity_.back() * head_dim_ : 0;
-        scratch_k_ = xt::xtensor<float, 1>::from_shape({static_cast<size_t>(floats)});
-        scratch_v_ = xt::xtensor<float, 1>::from_shape({static_cast<size_t>(floats)});
+        scratch_k_ = storage(floats);
+        scratch_v_ = storage(floats);
       }
       const int64_t r = pending_.front();
       scratch_len = length_[r];
       for (int64_t l = 0; l < layers(); ++l) {
-        const int64_t floats = valid_slots(l, scratch_len) * head_dim_;
+        const int64_t bytes = valid_slots(l, scratch_len) * head_dim_ * element_bytes(type_);
         for (int64_t h = 0; h < kv_heads_; ++h) {
           const int64_t to = scratch_offset(l, h);
-          std::memcpy(scratch_k_.data() + to, k_.data() + offset(l, r, h), sizeof(float) * floats);
-          std::memcpy(scratch_v_.data() + to, v_.data() + offset(l, r, h), sizeof(float) * floats);
+          std::memcpy(at(scratch_k_, to), at(k_, offset(l, r, h)), bytes);
+          std::memcpy(at(scratch_v_, to), at(v_, offset(l, r, h)), bytes);
         }
       }
       in_scratch = r;

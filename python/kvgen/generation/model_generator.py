@@ -149,8 +149,11 @@ class ModelGenerator:
                 engine = self._engine
                 # a draft model's cache is sized by the engine's context: a request with one gets its own
                 if not self._engine_busy and request.rows == 1 and request.assistant_model is None:
+                    # built again too when the model's mode now asks for another KV cache type
+                    # (exact mode keeps float32 keys and values, the int8 modes halves)
                     if (engine is None or request.positions > engine.context
-                            or draft + 1 > engine._slots.verify_positions):
+                            or draft + 1 > engine._slots.verify_positions
+                            or self.model.kv_cache_bytes(engine.slots, engine.context) != engine.kv_cache_bytes):
                         slots = engine.slots if engine is not None else self.KEPT_SLOTS
                         context = max(request.positions, engine.context if engine is not None else 1,
                                       min(self.KEPT_CONTEXT, self.model.context_length))

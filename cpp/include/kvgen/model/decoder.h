@@ -13,6 +13,7 @@
 
 #include <xtensor/xtensor.hpp>
 
+#include "kvgen/model/attention.h"
 #include "kvgen/model/linear_weight.h"
 #include "kvgen/model/model.h"
 #include "kvgen/model/projector.h"
@@ -26,6 +27,9 @@ class DecoderModel : public Model {
   Activations activations() const override { return projector_.activations(); }
   void set_activations(Activations activations) override { projector_.set_activations(activations); }
   int64_t weight_bytes() const override { return weight_bytes_; }
+  KVType kv_type() const override {
+    return int8_weights_ && activations() != Activations::Float ? KVType::Float16 : KVType::Float32;
+  }
   void forward(const std::vector<RowTokens>& chunks, KVCache& cache, float* logits, bool all_positions) final;
 
  protected:
@@ -43,6 +47,7 @@ class DecoderModel : public Model {
     int64_t end = 0;                 // one past the largest position (<= context_length)
     int64_t max_scores = 0;          // attention scratch: max over chunks of count * (start + count)
     int64_t max_count = 0;           // the longest chunk
+    int64_t min_count = 0;           // the shortest chunk
   };
 
   // Called once per forward, after the request checks and before embed: grows the
@@ -88,7 +93,10 @@ class DecoderModel : public Model {
   static void grow_rows(xt::xtensor<float, 2>& buf, int64_t rows, int64_t width);
 
   // Counts a weight toward weight_bytes() (architectures call it for every tensor they read).
-  void count_weight(const LinearWeight& w) { weight_bytes_ += w.bytes(); }
+  void count_weight(const LinearWeight& w) {
+    weight_bytes_ += w.bytes();
+    int8_weights_ = int8_weights_ || w.reads_int8(Activations::Int8TwoLevel);
+  }
   void count_weight(int64_t floats) { weight_bytes_ += 4 * floats; }
 
   // A projection: its weights and an optional bias.
@@ -120,6 +128,12 @@ class DecoderModel : public Model {
   Projector projector_;   // runs every product (the pool is held for each forward)
 
  private:
+  // attend() for chunks of at most kTokenByTokenAttention tokens, whose keys and values
+  // are in the cache: every token's attention cut into items of one kv head and one block
+  // of positions (attention.h) that the threads share, then merged token by token.
+  void attend_tokens(float* out, const float* q, int64_t ldq, int64_t layer, const Batch& batch, KVCache& cache,
+                     const AttentionOptions& options);
+
   // The final-logit soft-cap over rows of logits (rows, vocab; row stride ld).
   void softcap_logits(float* logits, int64_t rows, int64_t ld) const;
 
@@ -128,12 +142,18 @@ class DecoderModel : public Model {
     xt::xtensor<float, 2> x;       // (n, C) the residual stream
     xt::xtensor<float, 2> normed;  // (n, C) final norm of the rows the LM head reads
     xt::xtensor<float, 1> scores;  // (threads, Batch::max_scores) each thread's attention probabilities
+    xt::xtensor<float, 1> kv;      // (threads, 2, Batch::end, head_dim) a prefill's keys, values as floats (half cache)
+    xt::xtensor<float, 1> parts;   // (items, block_part_floats) decode: each item's partial attention
+    xt::xtensor<float, 1> attention;  // (threads, block_scratch_floats) decode: each thread's scratch
+    std::vector<int64_t> first_item;  // (n + 1) decode: each token's first item
+    std::vector<int64_t> token_row;   // (n) decode: each token's cache row
     xt::xtensor<float, 2> logits;  // (chunks, vocab) LM head output when rows are out of order
   };
 
   Batch batch_;
   Scratch scratch_;
   int64_t weight_bytes_ = 0;
+  bool int8_weights_ = false;  // some weight multiplies int8 activations outside exact mode
 };
 
 }  // namespace kvgen

@@ -6,6 +6,8 @@
 // decoder.cpp).
 // Layout per layer (row, kv_head, slot, head_dim): the keys one head attends over are
 // contiguous, so attention is a matrix product over a plain block (two, where a ring wraps).
+// Elements are float32 or IEEE half (KVType::Float16: half the bytes a decode step reads
+// at long context; the model's default int8 mode uses it, exact mode keeps float32).
 #pragma once
 
 #include <algorithm>
@@ -16,6 +18,9 @@
 
 namespace kvgen {
 
+// What the cache stores keys and values as.
+enum class KVType { Float32, Float16 };
+
 class KVCache {
  public:
   // Slots a sliding-window layer keeps beyond its window.
@@ -24,7 +29,12 @@ class KVCache {
   // windows: per layer, 0 = full attention, w > 0 = a sliding window of w positions
   // (empty = every layer full).
   KVCache(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_heads, int64_t head_dim,
-          const std::vector<int64_t>& windows = {});
+          const std::vector<int64_t>& windows = {}, KVType type = KVType::Float32);
+
+  KVType type() const { return type_; }
+  bool half() const { return type_ == KVType::Float16; }
+  int64_t kv_heads() const { return kv_heads_; }
+  int64_t head_dim() const { return head_dim_; }
 
   int64_t rows() const { return static_cast<int64_t>(length_.size()); }
   int64_t max_context() const { return max_context_; }
@@ -42,9 +52,18 @@ class KVCache {
   // slot p % capacity; a slot holds the last position written to it).
   int64_t capacity(int64_t layer) const { return capacity_[layer]; }
 
-  // (capacity(layer), head_dim) block of one layer, row and head.
+  // (capacity(layer), head_dim) block of one layer, row and head, of a float32 cache.
   float* keys(int64_t layer, int64_t row, int64_t head) { return k_.data() + offset(layer, row, head); }
   float* values(int64_t layer, int64_t row, int64_t head) { return v_.data() + offset(layer, row, head); }
+  // The same block of a Float16 cache.
+  uint16_t* half_keys(int64_t layer, int64_t row, int64_t head) { return halves(k_) + offset(layer, row, head); }
+  uint16_t* half_values(int64_t layer, int64_t row, int64_t head) { return halves(v_) + offset(layer, row, head); }
+  // Writes the keys k and values v (kv_heads * head_dim each) of one position into `slot`
+  // of every head of (layer, row), rounded to half in a Float16 cache.
+  void store(int64_t layer, int64_t row, int64_t slot, const float* k, const float* v);
+  // keys (n, head_dim), values (n, head_dim) = slots [first, first + n) of (layer, row,
+  // head) as floats (a copy, converted in a Float16 cache).
+  void load(float* keys, float* values, int64_t layer, int64_t row, int64_t head, int64_t first, int64_t n);
 
   // Row r takes the contents of row parents[r] (before the call), for every r. Copies
   // only rows whose parent is another row, and only their valid slots: at most
@@ -56,18 +75,24 @@ class KVCache {
   void copy_row(int64_t src, int64_t dst);
 
   // Bytes held by keys and values.
-  int64_t bytes() const { return 2 * static_cast<int64_t>(sizeof(float)) * static_cast<int64_t>(k_.size()); }
+  int64_t bytes() const { return 2 * element_bytes(type_) * elements_; }
+  // Bytes of one key or value element.
+  static int64_t element_bytes(KVType type) { return type == KVType::Float16 ? 2 : 4; }
 
   // Bytes the keys and values of a cache of these sizes take (ValueError when the
   // product does not fit in int64): the one formula, for a cache that exists or not.
   static int64_t bytes_for(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_heads, int64_t head_dim,
-                           const std::vector<int64_t>& windows = {});
+                           const std::vector<int64_t>& windows = {}, KVType type = KVType::Float32);
   // The slots a layer of window `window` (0 = full) keeps in a cache of max_context positions.
   static int64_t capacity_for(int64_t window, int64_t max_context);
 
  private:
   int64_t layers() const { return static_cast<int64_t>(capacity_.size()); }
-  // Offset of the (capacity, head_dim) block of (layer, row, head) in k_ / v_.
+  static uint16_t* halves(xt::xtensor<float, 1>& buf) { return reinterpret_cast<uint16_t*>(buf.data()); }
+  // Storage of `elements` keys (or values) of this cache's type, untouched (pages become
+  // resident when written).
+  xt::xtensor<float, 1> storage(int64_t elements) const;
+  // Offset (in elements) of the (capacity, head_dim) block of (layer, row, head) in k_ / v_.
   int64_t offset(int64_t layer, int64_t row, int64_t head) const {
     return layer_offset_[layer] + (row * kv_heads_ + head) * capacity_[layer] * head_dim_;
   }
@@ -77,15 +102,26 @@ class KVCache {
   }
   // Slots of a row of cached length len that layer `layer` holds.
   int64_t valid_slots(int64_t layer, int64_t len) const { return std::min(len, capacity_[layer]); }
-  void copy_row_to(const float* k_src_base, const float* v_src_base, int64_t src_row, int64_t dst, int64_t len,
-                   bool src_is_scratch);
+  // Copies a row of len positions from src_row of k_src / v_src (k_, v_ or the scratch) to row dst.
+  void copy_row_to(const xt::xtensor<float, 1>& k_src, const xt::xtensor<float, 1>& v_src, int64_t src_row,
+                   int64_t dst, int64_t len, bool src_is_scratch);
+  // Byte address of element `offset` of buf.
+  char* at(xt::xtensor<float, 1>& buf, int64_t offset) const {
+    return reinterpret_cast<char*>(buf.data()) + offset * element_bytes(type_);
+  }
+  const char* at(const xt::xtensor<float, 1>& buf, int64_t offset) const {
+    return reinterpret_cast<const char*>(buf.data()) + offset * element_bytes(type_);
+  }
 
   int64_t max_context_ = 0, kv_heads_ = 0, head_dim_ = 0;
+  KVType type_ = KVType::Float32;
+  int64_t elements_ = 0;                       // keys (as many values) of every layer
   std::vector<int64_t> capacity_;              // (layer) slots per row and head
   std::vector<int64_t> layer_offset_;          // (layer) where each layer starts in k_ / v_
   std::vector<int64_t> scratch_layer_offset_;  // (layer) where each layer starts in scratch_k_ / scratch_v_
-  xt::xtensor<float, 1> k_, v_;                // per layer (row, kv_head, slot, head_dim), layer after layer
-  xt::xtensor<float, 1> scratch_k_, scratch_v_;  // per layer (kv_head, slot, head_dim): one row
+  // per layer (row, kv_head, slot, head_dim), layer after layer: floats, or halves two to a float
+  xt::xtensor<float, 1> k_, v_;
+  xt::xtensor<float, 1> scratch_k_, scratch_v_;  // per layer (kv_head, slot, head_dim): one row, same type
   std::vector<int64_t> length_;
   int64_t max_rollback_ = INT64_MAX;  // see max_rollback(); ring_layer_ is the layer that sets it (-1: none)
   int64_t ring_layer_ = -1, ring_window_ = 0;

@@ -44,9 +44,15 @@ class Model {
   // token of a chunk that sets RowTokens::logits, there).
   virtual void forward(const std::vector<RowTokens>& chunks, KVCache& cache, float* logits, bool all_positions) = 0;
 
+  // What a cache made now stores: Float16 where the model computes with int8 activations
+  // (its default mode on quantized weights: half keys and values change its logits far less
+  // than the activations' rounding does), Float32 in exact mode and for float weights, whose
+  // logits follow transformers' within float tolerance.
+  virtual KVType kv_type() const { return KVType::Float32; }
+
   KVCache make_cache(int64_t rows, int64_t max_context) const {
     const ModelConfig& c = config();
-    return KVCache(c.layers, rows, max_context, c.kv_heads, c.head_dim, c.layer_windows);
+    return KVCache(c.layers, rows, max_context, c.kv_heads, c.head_dim, c.layer_windows, kv_type());
   }
 };
 
