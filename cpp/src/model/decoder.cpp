@@ -40,16 +40,26 @@ void DecoderModel::attend(float* out, const float* q, int64_t ldq, const float* 
     // in blocks of positions; they are whole in the first block (a ring keeps 32 beyond its window)
     if (b0 == 0 && batch.min_count <= kTokenByTokenAttention) attend_tokens(out, q, ldq, layer, batch, cache, options);
     if (batch.max_count <= kTokenByTokenAttention) continue;
-    // every longer chunk's attention for this block, a query head per item of work (each thread its own scores)
-    projector_.pool().for_each(H, [&](int64_t head, int t) {
-      float* scores_here = scores + t * batch.max_scores;
-      float* kv_here = cache.half() ? scratch_.kv.data() + t * 2 * batch.end * hd : nullptr;
-      for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci) {
-        const int64_t count = std::min(chunks[ci].count - b0, block);
-        if (count <= 0 || chunks[ci].count <= kTokenByTokenAttention) continue;
-        causal_attention(out + (o + b0) * H * hd, H * hd, q + (o + b0) * ldq, ldq, cache, layer, chunks[ci].row,
-                         batch.starts[ci] + b0, count, H, KV, hd, options, head, scores_here, kv_here);
+    // every longer chunk's attention for this block, in kPrefillChunk-aligned query blocks (model.h)
+    std::vector<QueryBlock>& blocks = scratch_.query_blocks;
+    blocks.clear();
+    for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci) {
+      if (chunks[ci].count <= kTokenByTokenAttention) continue;
+      const int64_t end = std::min(chunks[ci].count, b0 + block);
+      for (int64_t i0 = b0, i1; i0 < end; i0 = i1) {
+        i1 = std::min(end, i0 + kPrefillChunk - (batch.starts[ci] + i0) % kPrefillChunk);
+        blocks.push_back({ci, static_cast<int64_t>(o), i0, i1});
       }
+    }
+    // a query head of one query block per item of work (each thread its own scores)
+    const int64_t n_blocks = static_cast<int64_t>(blocks.size());
+    projector_.pool().for_each(H * n_blocks, [&](int64_t item, int t) {
+      const int64_t head = item / n_blocks;
+      const QueryBlock& qb = blocks[item % n_blocks];
+      float* kv_here = cache.half() ? scratch_.kv.data() + t * 2 * batch.end * hd : nullptr;
+      causal_attention(out + (qb.o + qb.i0) * H * hd, H * hd, q + (qb.o + qb.i0) * ldq, ldq, cache, layer,
+                       chunks[qb.ci].row, batch.starts[qb.ci] + qb.i0, qb.i1 - qb.i0, H, KV, hd, options, head,
+                       scores + t * batch.max_scores, kv_here);
     }, "attention");
   }
 }

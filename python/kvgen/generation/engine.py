@@ -11,7 +11,8 @@ slots, so its step reads ``logits[first:first + rows]`` in place. Every iteratio
 2. admits waiting requests, first come first served, while their rows fit in free slots;
 3. runs one forward pass over every running row's last token plus prompt chunks of
    requests still prefilling (at most PREFILL_CHUNK prompt tokens per pass, so a long
-   prompt delays the others by at most one chunk);
+   prompt delays the others by at most one chunk; a request alone in the engine feeds
+   SOLO_PREFILL_CHUNKS chunks per pass);
 4. steps each request whose logits are ready and reports the new tokens.
 
 Prefix cache (``prefix_cache=True``, as llama.cpp's slots reuse their prompt): a free slot
@@ -66,6 +67,10 @@ from kvgen.generation.step import StepGenerator
 #: Prompt tokens per forward pass at most (one chunk of one prompt, or several short ones;
 #: a request of several prompts feeds one chunk of each together).
 PREFILL_CHUNK = _core._PREFILL_CHUNK
+# A request that has the engine to itself feeds this many whole chunks per pass: fewer passes
+# (each streams the weights and runs its LM head) and larger products and attention blocks.
+# A 512-token prefill takes 20% less CPU time than in 32-token passes (SmolLM2 Q8_0, 1 thread).
+SOLO_PREFILL_CHUNKS = 4
 
 
 @dataclass
@@ -462,14 +467,15 @@ class Engine:
                 continue
             if r.prefilling:
                 # the next chunk of every prompt of the request, at offsets fixed by the prompts alone
-                pieces = [(first + i * r.rows_per_prompt, p[r.fed:r.fed + PREFILL_CHUNK])
+                take = PREFILL_CHUNK * (SOLO_PREFILL_CHUNKS if len(self._active) == 1 else 1)
+                pieces = [(first + i * r.rows_per_prompt, p[r.fed:r.fed + take])
                           for i, p in enumerate(r.prompts) if p.size > r.fed]
                 size = sum(piece.size for _, piece in pieces)
                 if size > budget and budget < PREFILL_CHUNK:
                     continue  # the pass already carries other prompt tokens
                 budget -= size
                 chunks += pieces
-                r.fed += PREFILL_CHUNK
+                r.fed += take
                 if not r.prefilling:
                     ready.append(r)
                 continue

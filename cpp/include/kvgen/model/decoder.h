@@ -137,8 +137,16 @@ class DecoderModel : public Model {
   // The final-logit soft-cap over rows of logits (rows, vocab; row stride ld).
   void softcap_logits(float* logits, int64_t rows, int64_t ld) const;
 
+  // attend's items of work (per block of a sliding window's ring): rows [i0, i1) of chunk ci,
+  // whose rows start at o in the batch, cut at positions that are multiples of kPrefillChunk.
+  struct QueryBlock {
+    size_t ci;
+    int64_t o, i0, i1;
+  };
+
   // Scratch of the shared loop, n = the batch's tokens (reserved in forward).
   struct Scratch {
+    std::vector<QueryBlock> query_blocks;  // attend's; its capacity kept across passes
     xt::xtensor<float, 2> x;       // (n, C) the residual stream
     xt::xtensor<float, 2> normed;  // (n, C) final norm of the rows the LM head reads
     xt::xtensor<float, 1> scores;  // (threads, Batch::max_scores) each thread's attention probabilities

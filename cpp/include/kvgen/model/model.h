@@ -13,6 +13,14 @@
 
 namespace kvgen {
 
+// Prompts are fed in chunks of this many tokens from their start (kvgen.generation.engine),
+// and a forward pass attends the queries of a chunk a block of this many positions at a time
+// (a block ends at each multiple of it), so a prompt gets the same logits, bit for bit, alone
+// or batched, fed one chunk per pass or several (one attention call over a longer block
+// would sum in another order). 32 tokens: a step that carries a chunk costs about 3x a
+// decode step of 8 rows (128: 6x).
+inline constexpr int64_t kPrefillChunk = 32;
+
 // The new tokens of one cache row.
 struct RowTokens {
   int64_t row;

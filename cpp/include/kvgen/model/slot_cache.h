@@ -21,12 +21,7 @@
 
 namespace kvgen {
 
-// Prompts are fed in chunks of this many tokens from their start. A row's logits depend
-// only on its own chunks, so a prompt gets the same logits, bit for bit, alone or batched
-// (one pass over a whole prompt would sum attention in another order). 32 tokens: a step
-// that carries a chunk costs about 3x a decode step of 8 rows (128: 6x), and prefill runs
-// as fast in 32-token chunks as in one pass (measured on SmolLM2, 512 tokens, 1 thread).
-inline constexpr int64_t kPrefillChunk = 32;
+// kPrefillChunk (model.h): prompts are fed in chunks of that many tokens from their start.
 
 class SlotCache {
  public:
