@@ -14,13 +14,19 @@ namespace {
 // amortize the hand-out), and at least kItemsPerThread items per thread where the
 // products have that many groups, so that the work splits evenly whatever the thread
 // count (a thread that takes its last item late idles the others at most one small item).
+// With many activation rows (a prompt chunk) an item is long, so the threads take smaller
+// ones: at least kManyRowItemsPerThread each (SmolLM2's o and down products, 36 groups,
+// were 9 items: 5 and 4 on 2 threads).
 constexpr int64_t kMaxChunkUnits = 4;
 constexpr int64_t kItemsPerThread = 4;
+constexpr int64_t kManyRows = 16;
+constexpr int64_t kManyRowItemsPerThread = 16;
 
-int64_t chunk_units(std::span<const Product> products, int threads) {
+int64_t chunk_units(std::span<const Product> products, int threads, int64_t rows) {
   int64_t units = 0;
   for (const Product& p : products) units += p.w->units();
-  return std::clamp<int64_t>(units / (int64_t{threads} * kItemsPerThread), 1, kMaxChunkUnits);
+  const int64_t per_thread = rows >= kManyRows ? kManyRowItemsPerThread : kItemsPerThread;
+  return std::clamp<int64_t>(units / (int64_t{threads} * per_thread), 1, kMaxChunkUnits);
 }
 
 int64_t chunks_of(const Product& p, int64_t chunk) { return (p.w->units() + chunk - 1) / chunk; }
@@ -78,7 +84,7 @@ void Projector::project(const float* x, int64_t rows, int64_t ldx, std::span<con
   }
   if (static_cast<int64_t>(halves_.size()) < halves_floats) halves_.resize(halves_floats);
   // Items of work: runs of `chunk` 16-row groups of one product, product after product.
-  const int64_t chunk = chunk_units(products, threads());
+  const int64_t chunk = chunk_units(products, threads(), rows);
   int64_t items = 0;
   for (const Product& p : products) items += chunks_of(p, chunk);
   const auto run_item = [&](int64_t item, int) {

@@ -659,6 +659,11 @@ void float_dense_rows(const PackedView& w, const float* x, int64_t ldx, int64_t 
 // two levels' dot chains stay in registers beside the accumulators.
 constexpr int kTwoLevelTileRows = 8;
 
+// Above kMaxTile batch rows (a prompt chunk), K-quant matrices take passes of this many rows:
+// a sub-tile's unpacked quants and decoded scales serve twice the rows (the same arithmetic
+// per row, so the same outputs bit for bit).
+constexpr int kManySuperRows = 16;
+
 bool matmul_int8x2(const PackedView& w, const Int8View& x, float* out, int64_t ldo, int64_t g0, int64_t g1) {
   const int64_t M = x.rows / 2;
   bool done = false;
@@ -672,7 +677,12 @@ bool matmul_int8x2(const PackedView& w, const Int8View& x, float* out, int64_t l
         done = true;
         return;
       }
-      for (int64_t m0 = 0; m0 < M; m0 += kTwoLevelTileRows)
+      int64_t m0 = 0;
+      if constexpr (L::kFamily == Family::Super)
+        if (M > kMaxTile)
+          for (; m0 + kManySuperRows <= M; m0 += kManySuperRows)
+            int8x2_super_rows<L, kManySuperRows>(w, x, M, m0, out, ldo, g0, g1);
+      for (; m0 < M; m0 += kTwoLevelTileRows)
         with_tile<kTwoLevelTileRows>(M - m0, [&]<int MT>() {
           if constexpr (L::kFamily == Family::Block && MT > 1)
             int8x2_tile_rows_chunked<L, MT>(w, x, M, m0, out, ldo, g0, g1);
