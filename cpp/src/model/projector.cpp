@@ -146,7 +146,7 @@ void Projector::project_each(const float* x, int64_t ldx, std::span<const Produc
       inputs[i].quantize(x + i * ldx, 1, ldx);
   }
   if (static_cast<int64_t>(halves_.size()) < halves_floats) halves_.resize(halves_floats);
-  const int64_t chunk = chunk_units(products, threads());
+  const int64_t chunk = chunk_units(products, threads(), 1);
   int64_t items = 0;
   for (const Product& p : products) items += chunks_of(p, chunk);
   const auto run_item = [&](int64_t item, int) {
