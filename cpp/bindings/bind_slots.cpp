@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kvgen/errors.h"
+#include "kvgen/model/attention.h"
 #include "kvgen/model/slot_cache.h"
 #include "py_model.h"
 
@@ -100,6 +101,7 @@ class PyModelSlots {
 
 void register_slots(py::module_& m) {
   m.attr("_PREFILL_CHUNK") = kPrefillChunk;
+  m.attr("_TOKEN_BY_TOKEN_ATTENTION") = kTokenByTokenAttention;
   py::class_<PyModelSlots>(m, "_ModelSlots", "A model's KV cache of `slots` rows and their logits (kvgen.generation.engine).")
       .def(py::init<py::object, int64_t, int64_t, int64_t>(), py::arg("model"), py::arg("slots"), py::arg("context"),
            py::arg("verify_positions") = 0)

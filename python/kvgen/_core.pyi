@@ -425,6 +425,7 @@ def _quant_choose_path(requested: str | None, supported: Sequence[str]) -> str: 
 
 
 _PREFILL_CHUNK: int
+_TOKEN_BY_TOKEN_ATTENTION: int
 
 class _ModelSlots:
     def __init__(self, model: _Model, slots: int, context: int, verify_positions: int = 0) -> None: ...

@@ -1,6 +1,8 @@
 """A prompt's logits do not depend on how many prompt chunks a pass carries: the engine feeds a
 request that is alone several chunks per pass (SOLO_PREFILL_CHUNKS), batched ones one chunk per
-pass, and the model attends in kPrefillChunk-aligned query blocks either way."""
+pass, and the model attends in kPrefillChunk-aligned query blocks either way. A last piece of at
+most TOKEN_BY_TOKEN_ATTENTION tokens is attended token by token (as decode steps are), so the
+engine gives it a pass of its own in both cases."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import numpy as np
 
 import kvgen
 from kvgen import _core
-from kvgen.generation.engine import PREFILL_CHUNK, SOLO_PREFILL_CHUNKS
+from kvgen.generation.engine import PREFILL_CHUNK, SOLO_PREFILL_CHUNKS, TOKEN_BY_TOKEN_ATTENTION
 
 
 def test_a_prompt_gets_the_same_logits_in_one_pass_as_in_one_chunk_per_pass(smollm2_model):
@@ -20,13 +22,17 @@ def test_a_prompt_gets_the_same_logits_in_one_pass_as_in_one_chunk_per_pass(smol
         for t in (1, 2):
             kvgen.set_num_threads(t)
             slots = _core._ModelSlots(smollm2_model._core, 3, 256)
-            slots.forward([(0, prompt)])  # every chunk in one pass
+            whole = prompt.size // PREFILL_CHUNK * PREFILL_CHUNK
+            assert 0 < prompt.size - whole <= TOKEN_BY_TOKEN_ATTENTION
+            slots.forward([(0, prompt[:whole])])  # every whole chunk in one pass, then the short last piece
+            slots.forward([(0, prompt[whole:])])
             for c in range(0, prompt.size, PREFILL_CHUNK):  # one chunk per pass
                 slots.forward([(1, prompt[c:c + PREFILL_CHUNK])])
             # from a cached whole chunk on, two chunks per pass: the query blocks still end at
             # multiples of the chunk
             slots.forward([(2, prompt[:PREFILL_CHUNK])])
-            slots.forward([(2, prompt[PREFILL_CHUNK:])])
+            slots.forward([(2, prompt[PREFILL_CHUNK:whole])])
+            slots.forward([(2, prompt[whole:])])
             np.testing.assert_array_equal(slots.logits[0], slots.logits[1])
             np.testing.assert_array_equal(slots.logits[2], slots.logits[1])
             # the next token's step too (it attends every cached position)
@@ -36,3 +42,23 @@ def test_a_prompt_gets_the_same_logits_in_one_pass_as_in_one_chunk_per_pass(smol
             np.testing.assert_array_equal(slots.logits[2], slots.logits[1])
     finally:
         kvgen.set_num_threads(threads)
+
+
+
+def test_a_request_gets_the_same_tokens_in_passes_of_several_chunks_as_of_one(smollm2_model, monkeypatch):
+    """Alone, a request feeds SOLO_PREFILL_CHUNKS chunks per pass; beside others, one chunk per
+    pass. Prompts whose last piece is attended token by token (7 tokens) or with matrix products
+    (20 tokens) get bit-identical tokens and log-probs either way."""
+    import kvgen.generation.engine as engine
+
+    model = smollm2_model
+    rng = np.random.default_rng(11)
+    config = kvgen.GenerationConfig(max_new_tokens=4)
+    for tail in (7, 20):
+        prompt = rng.integers(0, model.vocab_size, 3 * PREFILL_CHUNK + tail).astype(np.int64)
+        several = kvgen.Generator(model, config, prefix_cache=False).generate([prompt])
+        with monkeypatch.context() as m:
+            m.setattr(engine, "SOLO_PREFILL_CHUNKS", 1)
+            one = kvgen.Generator(model, config, prefix_cache=False).generate([prompt])
+        assert np.array_equal(several.sequences[0][0], one.sequences[0][0])
+        assert np.array_equal(several.token_logprobs[0][0], one.token_logprobs[0][0])

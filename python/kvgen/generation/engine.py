@@ -71,6 +71,10 @@ PREFILL_CHUNK = _core._PREFILL_CHUNK
 # (each streams the weights and runs its LM head) and larger products and attention blocks.
 # A 512-token prefill takes 20% less CPU time than in 32-token passes (SmolLM2 Q8_0, 1 thread).
 SOLO_PREFILL_CHUNKS = 4
+# Chunks of at most this many tokens (decode steps, verification, a short last piece of a prompt)
+# are attended token by token, longer ones with matrix products in query blocks that end at
+# multiples of PREFILL_CHUNK.
+TOKEN_BY_TOKEN_ATTENTION = _core._TOKEN_BY_TOKEN_ATTENTION
 
 
 @dataclass
@@ -467,7 +471,15 @@ class Engine:
                 continue
             if r.prefilling:
                 # the next chunk of every prompt of the request, at offsets fixed by the prompts alone
-                take = PREFILL_CHUNK * (SOLO_PREFILL_CHUNKS if len(self._active) == 1 else 1)
+                take = PREFILL_CHUNK
+                if len(self._active) == 1 and len(r.prompts) == 1:
+                    take *= SOLO_PREFILL_CHUNKS
+                    # a last piece short enough to be attended token by token gets a pass of its own, as
+                    # it does one chunk per pass: the prompt's logits do not depend on the pass sizes
+                    left = r.longest - r.fed
+                    tail = left % PREFILL_CHUNK
+                    if left <= take and left > tail and 0 < tail <= TOKEN_BY_TOKEN_ATTENTION:
+                        take = left - tail
                 pieces = [(first + i * r.rows_per_prompt, p[r.fed:r.fed + take])
                           for i, p in enumerate(r.prompts) if p.size > r.fed]
                 size = sum(piece.size for _, piece in pieces)
