@@ -447,6 +447,22 @@ void int8_super_rows(const PackedView& w, const Int8View& x, int64_t m0, float* 
   }
 }
 
+// Q6_K, two levels: one activation row's sub-block (its blocks `first` and `second` of x, the
+// levels) against the unpacked sub-tile u, both halves' dots starting at -32 times the level's
+// half sum, scaled by the halves' scales onto acc.
+[[gnu::always_inline]] inline __m512 q6k_two_level(const __m512i* u, const Int8View& x, int64_t first, int64_t second,
+                                                   __m512 scale_a, __m512 scale_b, __m512 acc) {
+  const int8_t* q1 = x.q + first * kBlockSize;
+  const int8_t* q2 = x.q + second * kBlockSize;
+  const int32_t* hs1 = x.half_sums + 2 * first;
+  const int32_t* hs2 = x.half_sums + 2 * second;
+  const __m512 half_a = two_level_sum(row_dot<0, 4>(u, q1, _mm512_set1_epi32(-32 * hs1[0])),
+                                      row_dot<0, 4>(u, q2, _mm512_set1_epi32(-32 * hs2[0])), x.d[first], x.d[second]);
+  const __m512 half_b = two_level_sum(row_dot<4, 8>(u, q1, _mm512_set1_epi32(-32 * hs1[1])),
+                                      row_dot<4, 8>(u, q2, _mm512_set1_epi32(-32 * hs2[1])), x.d[first], x.d[second]);
+  return _mm512_fmadd_ps(scale_b, half_b, _mm512_fmadd_ps(scale_a, half_a, acc));
+}
+
 // Two-level rows [m0, m0 + MT) of a K-quant matrix (int8x2_tile_rows' arithmetic per
 // sub-block; Q6_K: each half's dots start at -32 times the level's half sum).
 template <class L, int MT>
@@ -478,20 +494,8 @@ void int8x2_super_rows(const PackedView& w, const Int8View& x, int64_t M, int64_
         } else {
           const __m512 scale_a = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j), d);
           const __m512 scale_b = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j + 1), d);
-          for (int m = 0; m < MT; ++m) {
-            const int64_t first = (m0 + m) * xblocks + b, second = (M + m0 + m) * xblocks + b;
-            const int8_t* q1 = x.q + first * kBlockSize;
-            const int8_t* q2 = x.q + second * kBlockSize;
-            const int32_t* hs1 = x.half_sums + 2 * first;
-            const int32_t* hs2 = x.half_sums + 2 * second;
-            const __m512 half_a = two_level_sum(row_dot<0, 4>(u, q1, _mm512_set1_epi32(-32 * hs1[0])),
-                                                row_dot<0, 4>(u, q2, _mm512_set1_epi32(-32 * hs2[0])), x.d[first],
-                                                x.d[second]);
-            const __m512 half_b = two_level_sum(row_dot<4, 8>(u, q1, _mm512_set1_epi32(-32 * hs1[1])),
-                                                row_dot<4, 8>(u, q2, _mm512_set1_epi32(-32 * hs2[1])), x.d[first],
-                                                x.d[second]);
-            acc[m] = _mm512_fmadd_ps(scale_b, half_b, _mm512_fmadd_ps(scale_a, half_a, acc[m]));
-          }
+          for (int m = 0; m < MT; ++m)
+            acc[m] = q6k_two_level(u, x, (m0 + m) * xblocks + b, (M + m0 + m) * xblocks + b, scale_a, scale_b, acc[m]);
         }
       }
     }
@@ -564,15 +568,7 @@ void int8x2_super_row1(const PackedView& w, const Int8View& x, float* out, int64
         } else {
           const __m512 scale_a = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j), d);
           const __m512 scale_b = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j + 1), d);
-          const int32_t* hs1 = x.half_sums + 2 * first;
-          const int32_t* hs2 = x.half_sums + 2 * second;
-          const __m512 half_a = two_level_sum(row_dot<0, 4>(u, q1, _mm512_set1_epi32(-32 * hs1[0])),
-                                              row_dot<0, 4>(u, q2, _mm512_set1_epi32(-32 * hs2[0])), x.d[first],
-                                              x.d[second]);
-          const __m512 half_b = two_level_sum(row_dot<4, 8>(u, q1, _mm512_set1_epi32(-32 * hs1[1])),
-                                              row_dot<4, 8>(u, q2, _mm512_set1_epi32(-32 * hs2[1])), x.d[first],
-                                              x.d[second]);
-          acc = _mm512_fmadd_ps(scale_b, half_b, _mm512_fmadd_ps(scale_a, half_a, acc));
+          acc = q6k_two_level(u, x, first, second, scale_a, scale_b, acc);
         }
       }
     }
