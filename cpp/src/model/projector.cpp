@@ -3,6 +3,7 @@
 #include "kvgen/model/projector.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "kvgen/errors.h"
 #include "kvgen/quant/matmul.h"
@@ -38,6 +39,48 @@ int64_t chunks_of(const Product& p, int64_t chunk) { return (p.w->units() + chun
 constexpr int64_t kMinQuantBlocks = 4;
 constexpr int64_t kMinVectorQuantBlocks = 128;
 constexpr int64_t kQuantItemsPerThread = 4;
+
+// Item `item` of a product list cut into runs of `chunk` 16-row groups, product after
+// product: units [u0, u1) of product i of `products`, computed from input(i) = {x, its
+// quantized rows or null} over `rows` activation rows. halves: the (2 rows, out) scratch of
+// every two-level product whose levels are added here rather than in the kernel.
+template <class Input>
+void run_product_item(int64_t item, std::span<const Product> products, int64_t chunk, int64_t rows, int64_t ldx,
+                      Activations activations, bool in_kernel, float* halves, Input&& input) {
+  const bool two_level = activations == Activations::Int8TwoLevel;
+  for (size_t i = 0; i < products.size(); ++i) {
+    const Product& p = products[i];
+    const bool int8 = p.w->reads_int8(activations);
+    const bool in_halves = two_level && !in_kernel && int8;
+    if (item >= chunks_of(p, chunk)) {
+      item -= chunks_of(p, chunk);
+      if (in_halves) halves += 2 * rows * p.w->out();
+      continue;
+    }
+    const auto [x, xq] = input(i);
+    const int64_t u0 = item * chunk, u1 = std::min(p.w->units(), u0 + chunk);
+    const int64_t n0 = 16 * u0, n1 = std::min(p.w->out(), 16 * u1);
+    if (in_kernel && int8) {
+      if (!p.w->multiply_int8x2(p.y, p.ldy, *xq, u0, u1))
+        throw ValueError("no two-level kernel for this weight type");  // has_int8x2_kernels covers every type
+    } else if (in_halves) {  // y = the product of the first level + the product of the residual
+      const int64_t N = p.w->out();
+      p.w->multiply(halves, N, x, ldx, xq, rows, u0, u1, activations);
+      for (int64_t m = 0; m < rows; ++m) {
+        const float* first = halves + m * N;
+        const float* second = halves + (rows + m) * N;
+        float* y = p.y + m * p.ldy;
+        for (int64_t n = n0; n < n1; ++n) y[n] = first[n] + second[n];
+      }
+    } else {
+      p.w->multiply(p.y, p.ldy, x, ldx, xq, rows, u0, u1, activations);
+    }
+    if (p.bias)
+      for (int64_t m = 0; m < rows; ++m)
+        for (int64_t n = n0; n < n1; ++n) p.y[m * p.ldy + n] += p.bias[n];
+    return;
+  }
+}
 
 }  // namespace
 
@@ -88,36 +131,8 @@ void Projector::project(const float* x, int64_t rows, int64_t ldx, std::span<con
   int64_t items = 0;
   for (const Product& p : products) items += chunks_of(p, chunk);
   const auto run_item = [&](int64_t item, int) {
-    float* halves = halves_.data();  // this product's (2 rows, out) outputs
-    for (const Product& p : products) {
-      const bool in_halves = two_level && !in_kernel && p.w->reads_int8(activations);
-      if (item >= chunks_of(p, chunk)) {
-        item -= chunks_of(p, chunk);
-        if (in_halves) halves += 2 * rows * p.w->out();
-        continue;
-      }
-      const int64_t u0 = item * chunk, u1 = std::min(p.w->units(), u0 + chunk);
-      const int64_t n0 = 16 * u0, n1 = std::min(p.w->out(), 16 * u1);
-      if (in_kernel && p.w->reads_int8(activations)) {
-        if (!p.w->multiply_int8x2(p.y, p.ldy, *xq, u0, u1))
-          throw ValueError("no two-level kernel for this weight type");  // has_int8x2_kernels covers every type
-      } else if (in_halves) {  // y = the product of the first level + the product of the residual
-        const int64_t N = p.w->out();
-        p.w->multiply(halves, N, x, ldx, xq, rows, u0, u1, activations);
-        for (int64_t m = 0; m < rows; ++m) {
-          const float* first = halves + m * N;
-          const float* second = halves + (rows + m) * N;
-          float* y = p.y + m * p.ldy;
-          for (int64_t n = n0; n < n1; ++n) y[n] = first[n] + second[n];
-        }
-      } else {
-        p.w->multiply(p.y, p.ldy, x, ldx, xq, rows, u0, u1, activations);
-      }
-      if (p.bias)
-        for (int64_t m = 0; m < rows; ++m)
-          for (int64_t n = n0; n < n1; ++n) p.y[m * p.ldy + n] += p.bias[n];
-      return;
-    }
+    run_product_item(item, products, chunk, rows, ldx, activations, in_kernel, halves_.data(),
+                     [&](size_t) { return std::pair{x, xq}; });
   };
   if (pool_)
     pool_->for_each(items, run_item, "project", K);
@@ -149,34 +164,10 @@ void Projector::project_each(const float* x, int64_t ldx, std::span<const Produc
   const int64_t chunk = chunk_units(products, threads(), 1);
   int64_t items = 0;
   for (const Product& p : products) items += chunks_of(p, chunk);
-  const auto run_item = [&](int64_t item, int) {
-    float* halves = halves_.data();  // this product's (2 rows, out) outputs
-    for (int64_t i = 0; i < count; ++i) {
-      const Product& p = products[i];
-      const bool int8 = p.w->reads_int8(activations);
-      const bool in_halves = two_level && !in_kernel && int8;
-      if (item >= chunks_of(p, chunk)) {
-        item -= chunks_of(p, chunk);
-        if (in_halves) halves += 2 * p.w->out();
-        continue;
-      }
-      const int64_t u0 = item * chunk, u1 = std::min(p.w->units(), u0 + chunk);
-      const int64_t n0 = 16 * u0, n1 = std::min(p.w->out(), 16 * u1);
-      const float* xi = x + i * ldx;
-      const quant::QuantizedActivations* xq = int8 ? &inputs[i] : nullptr;
-      if (in_kernel && int8) {
-        if (!p.w->multiply_int8x2(p.y, p.ldy, *xq, u0, u1)) throw ValueError("no two-level kernel for this weight type");
-      } else if (in_halves) {  // y = the product of the first level + the product of the residual
-        const int64_t N = p.w->out();
-        p.w->multiply(halves, N, xi, ldx, xq, 1, u0, u1, activations);
-        for (int64_t n = n0; n < n1; ++n) p.y[n] = halves[n] + halves[N + n];
-      } else {
-        p.w->multiply(p.y, p.ldy, xi, ldx, xq, 1, u0, u1, activations);
-      }
-      if (p.bias)
-        for (int64_t n = n0; n < n1; ++n) p.y[n] += p.bias[n];
-      return;
-    }
+  const auto run_item = [&](int64_t item, int) {  // product i reads row i of x and its own quantized input
+    run_product_item(item, products, chunk, 1, ldx, activations, in_kernel, halves_.data(), [&](size_t i) {
+      return std::pair{x + i * ldx, products[i].w->reads_int8(activations) ? &inputs[i] : nullptr};
+    });
   };
   if (pool_)
     pool_->for_each(items, run_item);
