@@ -129,24 +129,33 @@ class DraftModel:
         self._slots.reset(slot)
         self._fed[slot] = self._drafts_fed[slot] = 0
 
-    def propose(self, rows: dict[int, tuple[list[int], int]]) -> dict[int, list[int]]:
-        """rows: slot -> (the row's tokens, prompt and generated, ending with the token the
-        target is fed next; k). Catches each slot up on its tokens, then drafts k tokens per
-        row greedily, one batched forward per draft position; slot -> drafts."""
-        drafts: dict[int, list[int]] = {s: [] for s in rows}
-        # catch up: what the row kept since the last call (its whole prompt at first), in chunks
-        # of 32 tokens (a prefill-sized pass)
-        pending = {s: tokens for s, (tokens, _k) in rows.items()}
+    def catch_up(self, rows: dict[int, Sequence[int]]) -> None:
+        """rows: slot -> the row's tokens (prompt and generated); feeds each slot what it has
+        not seen, in prefill-sized chunks (one batched pass per chunk). The engine calls it
+        with the prompts when a request starts (prefill work), ``propose`` with what the rows
+        kept since they last drafted."""
+        from kvgen import _core
+
+        # one row: longer chunks (as the engine's own prefill of a lone prompt)
+        size = _core._PREFILL_CHUNK * (1 if len(rows) > 1 else 4)
         while True:
             chunks = []
-            for s, tokens in pending.items():
+            for s, tokens in rows.items():
                 if self._fed[s] < len(tokens):
-                    chunk = np.asarray(tokens[self._fed[s]:self._fed[s] + 32], dtype=np.int64)
+                    chunk = np.asarray(tokens[self._fed[s]:self._fed[s] + size], dtype=np.int64)
                     chunks.append((s, chunk))
                     self._fed[s] += chunk.size
             if not chunks:
                 break
             self._slots.forward(chunks)
+
+    def propose(self, rows: dict[int, tuple[list[int], int]]) -> dict[int, list[int]]:
+        """rows: slot -> (the row's tokens, prompt and generated, ending with the token the
+        target is fed next; k >= 1). Catches each slot up on its tokens, then drafts k tokens
+        per row greedily, one batched forward per draft position; slot -> drafts. A row that
+        does not draft is left out: it catches up when it drafts again."""
+        drafts: dict[int, list[int]] = {s: [] for s in rows}
+        self.catch_up({s: tokens for s, (tokens, _k) in rows.items()})
         active = [s for s, (_t, k) in rows.items() if k > 0]
         longest = max((rows[s][1] for s in active), default=0)
         for i in range(longest):

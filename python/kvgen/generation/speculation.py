@@ -81,9 +81,10 @@ class Speculation:
                     if k == 0:  # a draft costs a draft-model pass: probe once in a while instead of shadowing
                         self.idle[r] += 1
                         k = 1 if self.idle[r] >= PROBE_EVERY else 0
-                    if k:
+                    k = max(min(k, room[r]), 0)
+                    if k:  # a row that does not draft is not fed to the draft model (it catches up later)
                         self.idle[r] = 0
-                    want[first_slot + r] = (self.tokens[r], max(min(k, room[r]), 0))
+                        want[first_slot + r] = (self.tokens[r], k)
             if want:
                 proposed = self.assistant.propose(want)
                 for slot, d in proposed.items():
