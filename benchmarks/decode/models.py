@@ -284,15 +284,23 @@ def prepare_file(kind: str, q4_1: Path, threads: int, llama_cpp) -> Path | None:
     return out
 
 
+def random_llama_path(shape: dict) -> Path:
+    """Where random_llama_file keeps the random Llama of `shape`."""
+    return CACHE_DIR / f"random-llama-{shape['hidden']}x{shape['layers']}.Q4_K_M.gguf"
+
+
+def random_llama_recipe(shape: dict) -> dict:
+    """The stamp beside the random Llama of `shape`."""
+    return {**LLAMA_RECIPE, "shape": shape}
+
+
 def random_llama_file(shape: dict, q4_1: Path, threads: int) -> Path:
     """The random Llama of `shape` (write_random_llama) in Q4_K_M, made once under CACHE_DIR
     with llama.cpp's quantizer (needs llama-cpp-python)."""
     CACHE_DIR.mkdir(parents=True, exist_ok=True)
-    recipe = {**LLAMA_RECIPE, "shape": shape}
-    name = f"random-llama-{shape['hidden']}x{shape['layers']}"
-    out = CACHE_DIR / f"{name}.Q4_K_M.gguf"
+    out, recipe = random_llama_path(shape), random_llama_recipe(shape)
     if not file_ok(out, recipe):
-        f16 = out.with_name(f"{name}.F16.gguf")
+        f16 = out.with_name(out.name.replace(".Q4_K_M.", ".F16."))
         print(f"writing the random Llama (F16, {f16}) and quantizing it to Q4_K_M ({out}) ...", flush=True)
         write_random_llama(f16, q4_1, shape)
         llama_cpp_engine.quantize(f16, out, "Q4_K_M", threads)
