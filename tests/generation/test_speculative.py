@@ -186,6 +186,24 @@ def test_a_draft_model_gives_plain_greedy_tokens(model):
         plain.generate(prompt, assistant_model=model, prompt_lookup_num_tokens=3)
 
 
+def test_a_draft_model_catches_up_on_the_tokens_of_steps_it_did_not_draft(model):
+    # a row that stops drafting is not fed to the draft model; when it drafts again the
+    # model reads what the row kept meanwhile, and its drafts are greedy decoding's again
+    from kvgen.generation.drafters import DraftModel
+
+    greedy = kvgen.Generator(model, kvgen.GenerationConfig(max_new_tokens=12))
+    tokens = [int(t) for t in model.encode("The three primary colors are")]
+    expected = greedy.generate([tokens]).sequences[0][0].tolist()
+    draft = DraftModel(model, model, 2, 128)
+    draft.reset(1)
+    draft.catch_up({1: tokens})  # the prompt, read with the request's prefill
+    row = tokens + expected[:1]
+    assert draft.propose({1: (row, 3)}) == {1: expected[1:4]}
+    draft.rollback(1, len(row), 1)  # one draft accepted, then the row goes on without drafting
+    row = tokens + expected[:7]
+    assert draft.propose({1: (row, 4)}) == {1: expected[7:11]}
+
+
 def test_a_draft_model_must_share_the_vocabulary(model):
     from kvgen.generation.drafters import DraftModel
 
