@@ -23,7 +23,11 @@ kvgen engines: ``plain`` (no drafts); ``lookup`` (``prompt_lookup_num_tokens=10`
 ``max_matching_ngram_size=2``: transformers' and llama-cpp-python's defaults; adaptive draft
 length); ``self-draft`` (``assistant_model=`` SmolLM2 itself, 5 tokens: the upper bound of a
 draft model, every greedy draft is accepted). Decode tokens/s = tokens after the first /
-decode seconds (``last_stats``), so the prefill is not in it.
+decode seconds (``last_stats``), so the prefill is not in it. ``--cpu-time``: CPU tok/s =
+new tokens / the process's CPU seconds for the call, with the prefix cache on (after the warm-up
+a call reads its prompt from the cache, so the call is nearly all decode; a draft model has no
+prefix cache, so its rows still read their prompt); on a loaded machine run it with
+``--threads 1``, where CPU time counts this process's work only.
 
 Draft model (skipped with ``--quick`` or ``--no-draft-model``): a random-weight Llama of about
 1.1 B parameters (TinyLlama-1.1B's widths: hidden 2048, intermediate 5632, 32 heads / 4 KV heads,
@@ -87,12 +91,12 @@ def kvgen_job(generator, prompt: list[int], seeded: bool = False, **overrides):
 
     def run() -> dict:
         seed = {"seed": next(calls)} if seeded else {}
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         result = generator.generate([prompt], **overrides, **seed)
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         stats = generator.last_stats
         return {"tokens": [int(t) for t in result.sequences[0][0]], "decode_s": stats.decode_seconds,
-                "decode_tokens": stats.decode_tokens, "total_s": seconds, "steps": stats.decode_steps,
+                "decode_tokens": stats.decode_tokens, "total_s": seconds, "cpu_s": cpu, "steps": stats.decode_steps,
                 "drafted": stats.drafted_tokens, "accepted": stats.accepted_tokens}
     return run
 
@@ -115,6 +119,9 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=None, help="new tokens per generation (default 160, 32 quick)")
     parser.add_argument("--no-llama", action="store_true", help="skip llama-cpp-python")
     parser.add_argument("--no-draft-model", action="store_true", help="skip the 1 B draft-model target (also --quick)")
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="also time kvgen's calls in process CPU time, with the prefix cache on (a call after "
+                             "the warm-up reads its prompt from the cache); with --threads 1 on a loaded machine")
     parser.add_argument("--draft-tokens", type=int, default=64, help="new tokens per draft-model run (default 64)")
     parser.add_argument("--llama-threads", type=int, default=1,
                         help="llama.cpp's threads (default 1: its threads wait for each other at every barrier, "
@@ -127,7 +134,8 @@ def main() -> None:
     grounded = grounded_prompt(model, 300 if args.quick else 1000)
     story = open_prompt(model)
     base = dict(max_new_tokens=n, min_new_tokens=n)
-    fresh = dict(prefix_cache=False)  # every call prefills its whole prompt (no reuse across the timed calls)
+    # every call prefills its whole prompt (no reuse across the timed calls), but with --cpu-time
+    fresh = dict(prefix_cache=args.cpu_time)
     greedy = kvgen.Generator(model, kvgen.GenerationConfig(**base), **fresh)
     sampled = kvgen.Generator(model, kvgen.GenerationConfig(**base, do_sample=True, temperature=0.7, seed=1), **fresh)
     self_draft = kvgen.Generator(model, kvgen.GenerationConfig(**base), assistant_model=model, **fresh)
@@ -195,11 +203,13 @@ def main() -> None:
         results = [c.result for c in calls]
         decode = [r["decode_tokens"] / r["decode_s"] for r in results if r.get("decode_s")]
         total = [r["decode_tokens"] / r["total_s"] for r in results]
+        cpu = [r["decode_tokens"] / r["cpu_s"] for r in results if r.get("cpu_s")]
         drafted = sum(r.get("drafted", 0) for r in results)
         accepted = sum(r.get("accepted", 0) for r in results)
         rows[name] = {"decode_tps": statistics.median(decode) if decode else None,
                       "decode_tps_range": [min(decode), max(decode)] if decode else None,
                       "total_tps": statistics.median(total),
+                      "cpu_tps": statistics.median(cpu) if cpu else None,
                       "acceptance": accepted / drafted if drafted else None,
                       "steps": results[0].get("steps")}
 
@@ -208,6 +218,8 @@ def main() -> None:
                            harness.Column("decode tok/s", 13, lambda r: f"{r[1]['decode_tps']:.1f}"
                                           if r[1]["decode_tps"] else "-"),
                            harness.Column("end-to-end", 11, lambda r: f"{r[1]['total_tps']:.1f}"),
+                           harness.Column("CPU tok/s", 10, lambda r: f"{r[1]['cpu_tps']:.1f}"
+                                          if args.cpu_time and r[1]["cpu_tps"] else "-"),
                            harness.Column("accepted", 9, lambda r: f"{100 * r[1]['acceptance']:.0f}%"
                                           if r[1]["acceptance"] is not None else "-"),
                            harness.Column("steps", 6, lambda r: str(r[1]["steps"] or "-"))])
@@ -225,6 +237,9 @@ def main() -> None:
         "grounded greedy self-draft/plain": ratio("grounded greedy self-draft", "grounded greedy plain"),
         "open greedy self-draft/plain": ratio("open greedy self-draft", "open greedy plain"),
     }
+    if args.cpu_time:
+        for name in ("grounded greedy lookup", "grounded t0.7 lookup", "open t0.7 lookup"):
+            figures[f"{name}/plain (CPU time)"] = ratio(name, name.replace("lookup", "plain"), "cpu_tps")
     bound = None
     if target_model is not None:
         figures["1B smollm2-draft/plain"] = ratio("1B greedy smollm2-draft", "1B greedy plain")
