@@ -303,3 +303,21 @@ def test_prompt_lookup_drafts_long_after_long_matches_and_not_after_short_ones()
         lengths[1].observe(1, 1)  # 1-token matches that keep being right
     assert lengths[1].choose(beta) > 0
     assert lengths[2] is not lengths[1] and lengths[16] is lengths[32]
+
+
+def test_the_draft_models_vocabulary_check_is_remembered_per_tokenizer_pair():
+    from kvgen.generation.drafters import _same_vocab
+
+    class Tok:
+        def __init__(self, vocab):
+            self.vocab, self.calls = vocab, 0
+
+        def get_vocab(self):
+            self.calls += 1
+            return self.vocab
+
+    a, b, c = Tok({"x": 0, "y": 1}), Tok({"x": 0, "y": 1}), Tok({"x": 1, "y": 0})
+    assert _same_vocab(a, b) and _same_vocab(a, b)
+    assert a.calls == b.calls == 1
+    assert not _same_vocab(a, c) and not _same_vocab(a, c)  # a mismatch is compared again, never remembered
+    assert c.calls == 2

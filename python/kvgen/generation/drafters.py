@@ -32,6 +32,7 @@ feeds after a row's next token so that one forward pass checks several positions
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -98,6 +99,29 @@ class NgramLookup:
         return self.tokens[start:start + k] if start >= 0 else []
 
 
+# (draft tokenizer, target tokenizer) pairs whose vocabularies were compared equal: comparing
+# two 50k-token vocabularies takes about 0.1 s, and a call with a draft model builds a DraftModel
+_VOCAB_CHECKED: "weakref.WeakKeyDictionary[Any, weakref.WeakSet[Any]]" = weakref.WeakKeyDictionary()
+
+
+def _same_vocab(draft: Any, target: Any) -> bool:
+    """Whether two tokenizers map the same tokens to the same ids (a pair found equal is remembered)."""
+    if draft is target:
+        return True
+    try:
+        if target in _VOCAB_CHECKED.get(draft, ()):
+            return True
+    except TypeError:  # not weakly referenceable: compared every time
+        pass
+    if draft.get_vocab() != target.get_vocab():
+        return False
+    try:
+        _VOCAB_CHECKED.setdefault(draft, weakref.WeakSet()).add(target)
+    except TypeError:
+        pass
+    return True
+
+
 class DraftModel:
     """A draft model's side of speculation for one engine: its own slot cache (one slot per
     engine slot), fed the tokens each row keeps, drafting greedily. ``model`` must share the
@@ -111,7 +135,7 @@ class DraftModel:
                              f"({target.vocab_size}): a draft model must share the target's tokenizer")
         tok_d, tok_t = getattr(model, "tokenizer", None), getattr(target, "tokenizer", None)
         if tok_d is not None and tok_t is not None and hasattr(tok_d, "get_vocab") and hasattr(tok_t, "get_vocab"):
-            if tok_d.get_vocab() != tok_t.get_vocab():
+            if not _same_vocab(tok_d, tok_t):
                 raise ValueError("the draft model's tokenizer maps tokens to other ids than the target's")
         if context > model.context_length:
             raise ValueError(f"the draft model's context ({model.context_length}) is shorter than the engine's "
