@@ -38,7 +38,9 @@ GGUF files (``--files``)
       converted by llama.cpp's converter to F16 and quantized to Q4_K_M by llama.cpp's
       quantizer (its 3-D expert tensors stay Q4_K / Q6_K in both engines).
     Making ``q8_0``, ``q4_k_m``, ``qwen2_q4_k_m`` and ``qwen3moe_q4_k_m`` needs llama-cpp-python; without it they
-    are skipped with a note.
+    are skipped with a note. ``random_llama_file(LLAMA_1B_SHAPE, ...)`` makes the same kind of random Llama
+    at TinyLlama-1.1B's widths (hidden 2048, intermediate 5632, 32 heads / 4 KV heads, 22 layers; ~1.1 B
+    parameters): bench_speculative.py's draft-model target.
     Prompts: the ids of a fixed English paragraph (repeated to length) from the file's
     tokenizer, the same ids for every engine.
 
