@@ -54,8 +54,9 @@ class Speculation:
         # a draft model starts trusted (it is there to agree with the target); prompt lookup
         # keeps an estimate per match length, each starting at its measured rate, and learns
         # from the verdicts and its shadow drafts
-        self.lengths = [DraftLength(self.max_tokens, prior_rate=0.8) for _ in self.tokens] if assistant else []
-        self.match_lengths = [MatchLengths(self.max_tokens) for _ in self.tokens] if assistant is None else []
+        drafting_model = assistant is not None
+        self.lengths = [DraftLength(self.max_tokens, prior_rate=0.8) for _ in self.tokens] if drafting_model else []
+        self.match_lengths = [MatchLengths(self.max_tokens) for _ in self.tokens] if not drafting_model else []
         # prompt lookup: the DraftLength that chose each row's last draft (or shadow), for its verdict
         self.judged: list[Optional[DraftLength]] = [None] * len(self.tokens)
         self.idle = [0] * len(self.tokens)  # draft model: plain steps since the row last drafted
