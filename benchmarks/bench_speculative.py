@@ -23,7 +23,24 @@ kvgen engines: ``plain`` (no drafts); ``lookup`` (``prompt_lookup_num_tokens=10`
 ``max_matching_ngram_size=2``: transformers' and llama-cpp-python's defaults; adaptive draft
 length); ``self-draft`` (``assistant_model=`` SmolLM2 itself, 5 tokens: the upper bound of a
 draft model, every greedy draft is accepted). Decode tokens/s = tokens after the first /
-decode seconds (``last_stats``), so the prefill is not in it.
+decode seconds (``last_stats``), so the prefill is not in it. ``--cpu-time``: CPU tok/s =
+new tokens / the process's CPU seconds for the call, with the prefix cache on (after the warm-up
+a call reads its prompt from the cache, so the call is nearly all decode; a draft model has no
+prefix cache, so its rows still read their prompt); on a loaded machine run it with
+``--threads 1``, where CPU time counts this process's work only.
+
+Draft model (skipped with ``--quick`` or ``--no-draft-model``): a random-weight Llama of about
+1.1 B parameters (TinyLlama-1.1B's widths: hidden 2048, intermediate 5632, 32 heads / 4 KV heads,
+22 layers) with SmolLM2's vocabulary and tokenizer, written once as an F16 GGUF and quantized to
+Q4_K_M by llama.cpp's quantizer under ~/.cache/kvgen-bench (benchmarks/decode/models.py; making
+it needs llama-cpp-python), greedy on the open-ended prompt (``--draft-tokens`` new tokens):
+``plain``; ``smollm2-draft`` (``assistant_model=`` SmolLM2-135M Q4_1, 5 tokens, adaptive: with
+random target weights its drafts are rejected, so this measures what a useless draft model
+costs); ``self-draft`` (the target drafting for itself: every draft accepted, but each draft
+token costs a target decode step). The upper bound of SmolLM2 drafting for a 1 B model is
+what it would give if every draft were accepted: (k + 1) t(1) / (k d + t(k + 1)), from pass
+times measured in the same run (t(n): the target's pass over n positions returning all their
+logits after the prompt, d: a SmolLM2 decode step; k = 5).
 
 llama-cpp-python (optional peer): ``Llama(..., draft_model=LlamaPromptLookupDecoding(
 num_pred_tokens=10))`` against the same ``Llama`` without it, greedy, on the grounded prompt
@@ -74,12 +91,12 @@ def kvgen_job(generator, prompt: list[int], seeded: bool = False, **overrides):
 
     def run() -> dict:
         seed = {"seed": next(calls)} if seeded else {}
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         result = generator.generate([prompt], **overrides, **seed)
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         stats = generator.last_stats
         return {"tokens": [int(t) for t in result.sequences[0][0]], "decode_s": stats.decode_seconds,
-                "decode_tokens": stats.decode_tokens, "total_s": seconds, "steps": stats.decode_steps,
+                "decode_tokens": stats.decode_tokens, "total_s": seconds, "cpu_s": cpu, "steps": stats.decode_steps,
                 "drafted": stats.drafted_tokens, "accepted": stats.accepted_tokens}
     return run
 
@@ -101,6 +118,11 @@ def main() -> None:
     parser.add_argument("--pause-s", type=float, default=0.2, help="pause before each timed call (0.2)")
     parser.add_argument("--tokens", type=int, default=None, help="new tokens per generation (default 160, 32 quick)")
     parser.add_argument("--no-llama", action="store_true", help="skip llama-cpp-python")
+    parser.add_argument("--no-draft-model", action="store_true", help="skip the 1 B draft-model target (also --quick)")
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="also time kvgen's calls in process CPU time, with the prefix cache on (a call after "
+                             "the warm-up reads its prompt from the cache); with --threads 1 on a loaded machine")
+    parser.add_argument("--draft-tokens", type=int, default=64, help="new tokens per draft-model run (default 64)")
     parser.add_argument("--llama-threads", type=int, default=1,
                         help="llama.cpp's threads (default 1: its threads wait for each other at every barrier, "
                              "and on a shared 2-core machine 2 threads collapse whenever another process takes a core)")
@@ -112,7 +134,8 @@ def main() -> None:
     grounded = grounded_prompt(model, 300 if args.quick else 1000)
     story = open_prompt(model)
     base = dict(max_new_tokens=n, min_new_tokens=n)
-    fresh = dict(prefix_cache=False)  # every call prefills its whole prompt (no reuse across the timed calls)
+    # every call prefills its whole prompt (no reuse across the timed calls), but with --cpu-time
+    fresh = dict(prefix_cache=args.cpu_time)
     greedy = kvgen.Generator(model, kvgen.GenerationConfig(**base), **fresh)
     sampled = kvgen.Generator(model, kvgen.GenerationConfig(**base, do_sample=True, temperature=0.7, seed=1), **fresh)
     self_draft = kvgen.Generator(model, kvgen.GenerationConfig(**base), assistant_model=model, **fresh)
@@ -143,6 +166,18 @@ def main() -> None:
         jobs["llama.cpp grounded greedy plain"] = llama_job(plain_llm, grounded, n)
         jobs["llama.cpp grounded greedy lookup"] = llama_job(lookup_llm, grounded, n)
 
+    target_model = None
+    if not (args.quick or args.no_draft_model):
+        target_model = draft_model_target(llama_cpp, args.threads)
+    if target_model is not None:
+        nd = args.draft_tokens
+        cfg = kvgen.GenerationConfig(max_new_tokens=nd, min_new_tokens=nd)
+        jobs["1B greedy plain"] = kvgen_job(kvgen.Generator(target_model, cfg, **fresh), story)
+        jobs["1B greedy smollm2-draft"] = kvgen_job(
+            kvgen.Generator(target_model, cfg, assistant_model=model, **fresh), story)
+        jobs["1B greedy self-draft"] = kvgen_job(
+            kvgen.Generator(target_model, cfg, assistant_model=target_model, **fresh), story)
+
     env = harness.environment(versions, {name: args.llama_threads if name.startswith("llama.cpp") else args.threads
                                          for name in jobs})
     harness.print_environment(env, {"load": "the machine is shared with other work: compare rows of one run"})
@@ -156,6 +191,9 @@ def main() -> None:
                                 == outputs["grounded greedy plain"]["tokens"]),
         "open self-draft": outputs["open greedy self-draft"]["tokens"] == outputs["open greedy plain"]["tokens"],
     }
+    if target_model is not None:
+        same["1B smollm2-draft"] = outputs["1B greedy smollm2-draft"]["tokens"] == outputs["1B greedy plain"]["tokens"]
+        same["1B self-draft"] = outputs["1B greedy self-draft"]["tokens"] == outputs["1B greedy plain"]["tokens"]
     print("greedy tokens identical to plain decoding: " + ", ".join(f"{k} {v}" for k, v in same.items()))
     if not all(same.values()):
         raise SystemExit("speculative greedy output differs from plain greedy output")
@@ -165,11 +203,13 @@ def main() -> None:
         results = [c.result for c in calls]
         decode = [r["decode_tokens"] / r["decode_s"] for r in results if r.get("decode_s")]
         total = [r["decode_tokens"] / r["total_s"] for r in results]
+        cpu = [r["decode_tokens"] / r["cpu_s"] for r in results if r.get("cpu_s")]
         drafted = sum(r.get("drafted", 0) for r in results)
         accepted = sum(r.get("accepted", 0) for r in results)
         rows[name] = {"decode_tps": statistics.median(decode) if decode else None,
                       "decode_tps_range": [min(decode), max(decode)] if decode else None,
                       "total_tps": statistics.median(total),
+                      "cpu_tps": statistics.median(cpu) if cpu else None,
                       "acceptance": accepted / drafted if drafted else None,
                       "steps": results[0].get("steps")}
 
@@ -178,6 +218,8 @@ def main() -> None:
                            harness.Column("decode tok/s", 13, lambda r: f"{r[1]['decode_tps']:.1f}"
                                           if r[1]["decode_tps"] else "-"),
                            harness.Column("end-to-end", 11, lambda r: f"{r[1]['total_tps']:.1f}"),
+                           harness.Column("CPU tok/s", 10, lambda r: f"{r[1]['cpu_tps']:.1f}"
+                                          if args.cpu_time and r[1]["cpu_tps"] else "-"),
                            harness.Column("accepted", 9, lambda r: f"{100 * r[1]['acceptance']:.0f}%"
                                           if r[1]["acceptance"] is not None else "-"),
                            harness.Column("steps", 6, lambda r: str(r[1]["steps"] or "-"))])
@@ -195,13 +237,28 @@ def main() -> None:
         "grounded greedy self-draft/plain": ratio("grounded greedy self-draft", "grounded greedy plain"),
         "open greedy self-draft/plain": ratio("open greedy self-draft", "open greedy plain"),
     }
+    if args.cpu_time:
+        for name in ("grounded greedy lookup", "grounded t0.7 lookup", "open t0.7 lookup"):
+            figures[f"{name}/plain (CPU time)"] = ratio(name, name.replace("lookup", "plain"), "cpu_tps")
+    bound = None
+    if target_model is not None:
+        figures["1B smollm2-draft/plain"] = ratio("1B greedy smollm2-draft", "1B greedy plain")
+        figures["1B self-draft/plain"] = ratio("1B greedy self-draft", "1B greedy plain")
+        bound = draft_bound(target_model, model, story, ASSISTANT_TOKENS, args.rounds)
+        figures["1B smollm2-draft all accepted (bound)"] = bound["speedup"]
+        k1 = ASSISTANT_TOKENS + 1
+        print(f"\npass times (median of {args.rounds} interleaved rounds): 1B decode step t(1) "
+              f"{bound['t1_ms']:.1f} ms, 1B pass over {k1} positions t({k1}) {bound['tk_ms']:.1f} ms, "
+              f"SmolLM2 decode step d {bound['d_ms']:.2f} ms")
     if llama_cpp is not None:
         figures["llama.cpp lookup/plain (end-to-end)"] = ratio("llama.cpp grounded greedy lookup",
                                                                "llama.cpp grounded greedy plain", "total_tps")
-        figures["kvgen lookup/llama.cpp lookup (end-to-end)"] = ratio("grounded greedy lookup",
-                                                                      "llama.cpp grounded greedy lookup", "total_tps")
-        figures["kvgen plain/llama.cpp plain (end-to-end)"] = ratio("grounded greedy plain",
-                                                                    "llama.cpp grounded greedy plain", "total_tps")
+        if args.cpu_time:  # kvgen's calls then read their prompts from the prefix cache, llama.cpp's do not
+            print("(--cpu-time: kvgen's end-to-end figures skip most of the prefill: no kvgen / llama.cpp ratio)")
+        else:
+            for kind in ("lookup", "plain"):
+                figures[f"kvgen {kind}/llama.cpp {kind} (end-to-end)"] = ratio(
+                    f"grounded greedy {kind}", f"llama.cpp grounded greedy {kind}", "total_tps")
     print("\nratios (decode tokens/s unless marked)")
     for name, value in figures.items():
         print(f"  {name:44s} {value:.2f}x")
@@ -218,8 +275,53 @@ def main() -> None:
                                                                  lookup_tokens=LOOKUP_TOKENS, ngram=NGRAM,
                                                                  assistant_tokens=ASSISTANT_TOKENS),
               "prompt_tokens": {"grounded": len(grounded), "open": len(story)}, "rows": rows,
-              "ratios": figures, "greedy_identical": same, "targets": targets}
+              "ratios": figures, "greedy_identical": same, "targets": targets, "draft_bound": bound}
     harness.write_outputs(report, args.out)
+
+
+def draft_model_target(llama_cpp, threads: int):
+    """The ~1.1 B random Llama (Q4_K_M), made once; None (with a note) when it cannot be made."""
+    from decode import models
+
+    shape = models.LLAMA_1B_SHAPE
+    if llama_cpp is None and not models.file_ok(models.random_llama_path(shape), models.random_llama_recipe(shape)):
+        print("skipped: the 1 B draft-model target (made with llama.cpp's quantizer: pip install llama-cpp-python)")
+        return None
+    return kvgen.Model.load(models.random_llama_file(models.LLAMA_1B_SHAPE, kvgen.default_model_path(), threads))
+
+
+def draft_bound(target: kvgen.Model, draft: kvgen.Model, prompt: list[int], k: int, rounds: int) -> dict:
+    """Pass times after `prompt` (wall, median over interleaved rounds of 5 passes each): the
+    target's decode step t(1) and its pass over k + 1 positions returning every position's
+    logits t(k + 1), and the draft's decode step d; the speed-up of k drafts all accepted."""
+    import numpy as np
+
+    from kvgen._core import _ModelSlots
+
+    ids = np.asarray(prompt, dtype=np.int64)
+    target_slots = _ModelSlots(target._core, 1, len(prompt) + k + 2, k + 1)
+    draft_slots = _ModelSlots(draft._core, 1, len(prompt) + 2, 1)
+    target_slots.forward([(0, ids)])
+    draft_slots.forward([(0, ids)])
+    tokens = ids[-(k + 1):]
+
+    def timed(slots, n: int, verify: bool) -> float:
+        times = []
+        for _ in range(5):
+            start = time.perf_counter()
+            slots.forward([(0, tokens[:n])], [0] if verify else [])
+            times.append(time.perf_counter() - start)
+            slots.truncate(0, len(prompt))
+        return statistics.median(times)
+
+    t1, tk, d = [], [], []
+    for _ in range(rounds):
+        t1.append(timed(target_slots, 1, False))
+        tk.append(timed(target_slots, k + 1, True))
+        d.append(timed(draft_slots, 1, False))
+    t1_s, tk_s, d_s = statistics.median(t1), statistics.median(tk), statistics.median(d)
+    return {"k": k, "t1_ms": 1e3 * t1_s, "tk_ms": 1e3 * tk_s, "d_ms": 1e3 * d_s,
+            "speedup": (k + 1) * t1_s / (k * d_s + tk_s)}
 
 
 def llama_cpp_module():

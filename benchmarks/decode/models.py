@@ -38,7 +38,9 @@ GGUF files (``--files``)
       converted by llama.cpp's converter to F16 and quantized to Q4_K_M by llama.cpp's
       quantizer (its 3-D expert tensors stay Q4_K / Q6_K in both engines).
     Making ``q8_0``, ``q4_k_m``, ``qwen2_q4_k_m`` and ``qwen3moe_q4_k_m`` needs llama-cpp-python; without it they
-    are skipped with a note.
+    are skipped with a note. ``random_llama_file(LLAMA_1B_SHAPE, ...)`` makes the same kind of random Llama
+    at TinyLlama-1.1B's widths (hidden 2048, intermediate 5632, 32 heads / 4 KV heads, 22 layers; ~1.1 B
+    parameters): bench_speculative.py's draft-model target.
     Prompts: the ids of a fixed English paragraph (repeated to length) from the file's
     tokenizer, the same ids for every engine.
 
@@ -150,6 +152,8 @@ QWEN3MOE_RECIPE = {"shape": QWEN3MOE_SHAPE, "seed": SEED, "std": 0.02, "tokenize
                    "type": "Q4_K_M from llama.cpp's converter's F16", "version": 1}
 LLAMA_RECIPE = {"shape": LLAMA_SHAPE, "seed": SEED, "std": 0.02, "tokenizer": "SmolLM2-135M-Instruct's",
                 "type": "Q4_K_M from F16", "version": 1}
+# a ~1.1 B Llama (TinyLlama-1.1B's widths) with SmolLM2's vocabulary: bench_speculative's draft-model target
+LLAMA_1B_SHAPE = {"hidden": 2048, "intermediate": 5632, "heads": 32, "kv_heads": 4, "layers": 22, "context": 2048}
 
 
 def sidecar(path: Path) -> Path:
@@ -171,15 +175,15 @@ def copy_tokenizer(writer, reader) -> None:
             writer.add_key_value(name, field.contents(), vtype, sub_type=sub)
 
 
-def write_random_llama(path: Path, tokenizer_file: Path) -> None:
-    """An F16 GGUF of a Llama of LLAMA_SHAPE with seeded normal(0, std) weights (norms 1) and
+def write_random_llama(path: Path, tokenizer_file: Path, shape: dict = LLAMA_SHAPE) -> None:
+    """An F16 GGUF of a Llama of `shape` (LLAMA_SHAPE's keys) with seeded normal(0, std) weights (norms 1) and
     tokenizer_file's tokenizer, tied embedding, llama.cpp's tensor names. The weights are
     random, so they are written directly in the GGUF layout (llama.cpp's converter permutes
     the q/k rows of a HF checkpoint into it; every engine here reads the GGUF file and undoes
     that permutation alike)."""
     import gguf
 
-    s, std = LLAMA_SHAPE, LLAMA_RECIPE["std"]
+    s, std = shape, LLAMA_RECIPE["std"]
     hidden, inter, head_dim = s["hidden"], s["intermediate"], s["hidden"] // s["heads"]
     kv = s["kv_heads"] * head_dim
     reader = gguf.GGUFReader(str(tokenizer_file))
@@ -277,13 +281,32 @@ def prepare_file(kind: str, q4_1: Path, threads: int, llama_cpp) -> Path | None:
             llama_cpp_engine.quantize(f16, out, "Q4_K_M", threads)
             f16.unlink()
     else:
-        out, recipe = CACHE_DIR / "random-llama-1024x24.Q4_K_M.gguf", LLAMA_RECIPE
-        if not file_ok(out, recipe):
-            f16 = out.with_name("random-llama-1024x24.F16.gguf")
-            print(f"writing the random Llama (F16, {f16}) and quantizing it to Q4_K_M ({out}) ...", flush=True)
-            write_random_llama(f16, q4_1)
-            llama_cpp_engine.quantize(f16, out, "Q4_K_M", threads)
-            f16.unlink()  # 0.6 GB that only the quantizer reads
+        return random_llama_file(LLAMA_SHAPE, q4_1, threads)
+    sidecar(out).write_text(json.dumps(recipe))
+    return out
+
+
+def random_llama_path(shape: dict) -> Path:
+    """Where random_llama_file keeps the random Llama of `shape`."""
+    return CACHE_DIR / f"random-llama-{shape['hidden']}x{shape['layers']}.Q4_K_M.gguf"
+
+
+def random_llama_recipe(shape: dict) -> dict:
+    """The stamp beside the random Llama of `shape`."""
+    return {**LLAMA_RECIPE, "shape": shape}
+
+
+def random_llama_file(shape: dict, q4_1: Path, threads: int) -> Path:
+    """The random Llama of `shape` (write_random_llama) in Q4_K_M, made once under CACHE_DIR
+    with llama.cpp's quantizer (needs llama-cpp-python)."""
+    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    out, recipe = random_llama_path(shape), random_llama_recipe(shape)
+    if not file_ok(out, recipe):
+        f16 = out.with_name(out.name.replace(".Q4_K_M.", ".F16."))
+        print(f"writing the random Llama (F16, {f16}) and quantizing it to Q4_K_M ({out}) ...", flush=True)
+        write_random_llama(f16, q4_1, shape)
+        llama_cpp_engine.quantize(f16, out, "Q4_K_M", threads)
+        f16.unlink()  # F16 weights that only the quantizer reads
     sidecar(out).write_text(json.dumps(recipe))
     return out
 

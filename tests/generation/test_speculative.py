@@ -186,6 +186,24 @@ def test_a_draft_model_gives_plain_greedy_tokens(model):
         plain.generate(prompt, assistant_model=model, prompt_lookup_num_tokens=3)
 
 
+def test_a_draft_model_catches_up_on_the_tokens_of_steps_it_did_not_draft(model):
+    # a row that stops drafting is not fed to the draft model; when it drafts again the
+    # model reads what the row kept meanwhile, and its drafts are greedy decoding's again
+    from kvgen.generation.drafters import DraftModel
+
+    greedy = kvgen.Generator(model, kvgen.GenerationConfig(max_new_tokens=12))
+    tokens = [int(t) for t in model.encode("The three primary colors are")]
+    expected = greedy.generate([tokens]).sequences[0][0].tolist()
+    draft = DraftModel(model, model, 2, 128)
+    draft.reset(1)
+    draft.catch_up({1: tokens})  # the prompt, read with the request's prefill
+    row = tokens + expected[:1]
+    assert draft.propose({1: (row, 3)}) == {1: expected[1:4]}
+    draft.rollback(1, len(row), 1)  # one draft accepted, then the row goes on without drafting
+    row = tokens + expected[:7]
+    assert draft.propose({1: (row, 4)}) == {1: expected[7:11]}
+
+
 def test_a_draft_model_must_share_the_vocabulary(model):
     from kvgen.generation.drafters import DraftModel
 
@@ -246,3 +264,60 @@ def test_the_draft_cost_estimate_recovers_from_slow_passes():
     for _ in range(60):
         cost.observe(0.01, 1, 0)
     assert length.choose(cost.beta) > 0
+
+
+def test_prompt_lookup_takes_the_occurrence_whose_match_reaches_furthest_back():
+    # the row ends with "... 7 1 2": the 2-gram "1 2" occurred three times; the latest
+    # (after "9") is not the place being copied, the one after "7" matches 3 tokens
+    from kvgen.generation.drafters import NgramLookup
+
+    tokens = [5, 7, 1, 2, 30, 31, 32, 8, 1, 2, 40, 9, 1, 2, 50, 51, 6, 7, 1, 2]
+    lookup = NgramLookup(tokens, max_ngram=2)
+    assert lookup.match() == (4, 3)
+    assert lookup.propose(3) == [30, 31, 32]
+    # among equally long matches the latest wins (transformers-style latest occurrence)
+    lookup = NgramLookup([1, 2, 10, 3, 1, 2, 20, 1, 2], max_ngram=2)
+    assert lookup.match() == (6, 2) and lookup.propose(2) == [20, 1]
+    # falls back to 1-grams (n from max_matching_ngram_size down to 1), [] without any match
+    lookup = NgramLookup([4, 3, 9, 3], max_ngram=2)
+    assert lookup.match() == (2, 1) and lookup.propose(5) == [9, 3]
+    assert NgramLookup([1, 2, 3], max_ngram=2).propose(4) == []
+    # the match is measured at most MAX_MATCH back, and extend keeps the index current
+    copy = list(range(100, 100 + NgramLookup.MAX_MATCH + 5))
+    lookup = NgramLookup(copy + [0], max_ngram=2)
+    lookup.extend(copy[:-3])
+    assert lookup.match() == (len(copy) - 3, NgramLookup.MAX_MATCH)
+    assert lookup.propose(4) == copy[-3:] + [0]
+
+
+def test_prompt_lookup_drafts_long_after_long_matches_and_not_after_short_ones():
+    # each match length keeps its own acceptance estimate: a long match drafts many tokens
+    # from the start, a 1-token match drafts none until its drafts prove right
+    from kvgen.generation.drafters import MatchLengths
+
+    lengths = MatchLengths(10)
+    beta = 0.4
+    assert lengths[1].choose(beta) == 0
+    assert lengths[32].choose(beta) > lengths[3].choose(beta) > 0
+    for _ in range(20):
+        lengths[1].observe(1, 1)  # 1-token matches that keep being right
+    assert lengths[1].choose(beta) > 0
+    assert lengths[2] is not lengths[1] and lengths[16] is lengths[32]
+
+
+def test_the_draft_models_vocabulary_check_is_remembered_per_tokenizer_pair():
+    from kvgen.generation.drafters import _same_vocab
+
+    class Tok:
+        def __init__(self, vocab):
+            self.vocab, self.calls = vocab, 0
+
+        def get_vocab(self):
+            self.calls += 1
+            return self.vocab
+
+    a, b, c = Tok({"x": 0, "y": 1}), Tok({"x": 0, "y": 1}), Tok({"x": 1, "y": 0})
+    assert _same_vocab(a, b) and _same_vocab(a, b)
+    assert a.calls == b.calls == 1
+    assert not _same_vocab(a, c) and not _same_vocab(a, c)  # a mismatch is compared again, never remembered
+    assert c.calls == 2

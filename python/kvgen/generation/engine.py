@@ -580,6 +580,8 @@ class Engine:
             for s in range(r.first_slot, r.first_slot + r.rows):
                 assistant.reset(s)
         r.speculation = Speculation(r.generator.config, r.prompts, r.rows_per_prompt, assistant)
+        if assistant is not None:  # the draft model's prefill, with the request's
+            assistant.catch_up({r.first_slot + k: tokens for k, tokens in enumerate(r.speculation.tokens)})
 
     def _drafts(self, r: Request) -> Optional[list[list[int]]]:
         """Each row's drafts for this step, or None when no row drafts (a plain step)."""

@@ -12,7 +12,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from kvgen._core import GenerationConfig
-from kvgen.generation.drafters import DEFAULT_NGRAM_SIZE, DraftLength, DraftModel, NgramLookup
+from kvgen.generation.drafters import DEFAULT_NGRAM_SIZE, DraftLength, DraftModel, MatchLengths, NgramLookup
 
 #: The longest draft a request may ask for (GenerationConfig.prompt_lookup_num_tokens' bound).
 MAX_DRAFT_TOKENS = 64
@@ -36,7 +36,8 @@ def wants_speculation(config: GenerationConfig, assistant: Any = None) -> bool:
 
 
 class Speculation:
-    """One request's drafting state: a drafter and a DraftLength per row."""
+    """One request's drafting state: a drafter and a DraftLength per row (prompt lookup: per
+    row and match length, MatchLengths)."""
 
     def __init__(self, config: GenerationConfig, prompts: Sequence[np.ndarray], rows_per_prompt: int,
                  assistant: Optional[DraftModel] = None):
@@ -51,9 +52,13 @@ class Speculation:
                 self.tokens.append([int(t) for t in p])
                 self.lookups.append(NgramLookup(p, ngram) if assistant is None else None)
         # a draft model starts trusted (it is there to agree with the target); prompt lookup
-        # starts at a coin's odds and learns from its shadow drafts
-        self.lengths = [DraftLength(self.max_tokens, prior_rate=0.8 if assistant is not None else 0.5)
-                        for _ in self.tokens]
+        # keeps an estimate per match length, each starting at its measured rate, and learns
+        # from the verdicts and its shadow drafts
+        drafting_model = assistant is not None
+        self.lengths = [DraftLength(self.max_tokens, prior_rate=0.8) for _ in self.tokens] if drafting_model else []
+        self.match_lengths = [MatchLengths(self.max_tokens) for _ in self.tokens] if not drafting_model else []
+        # prompt lookup: the DraftLength that chose each row's last draft (or shadow), for its verdict
+        self.judged: list[Optional[DraftLength]] = [None] * len(self.tokens)
         self.idle = [0] * len(self.tokens)  # draft model: plain steps since the row last drafted
         self.shadow: list[Optional[int]] = [None] * len(self.tokens)  # a plain step's unverified proposal
         self.drafted = 0
@@ -77,26 +82,31 @@ class Speculation:
                     if k == 0:  # a draft costs a draft-model pass: probe once in a while instead of shadowing
                         self.idle[r] += 1
                         k = 1 if self.idle[r] >= PROBE_EVERY else 0
-                    if k:
+                    k = max(min(k, room[r]), 0)
+                    if k:  # a row that does not draft is not fed to the draft model (it catches up later)
                         self.idle[r] = 0
-                    want[first_slot + r] = (self.tokens[r], max(min(k, room[r]), 0))
+                        want[first_slot + r] = (self.tokens[r], k)
             if want:
                 proposed = self.assistant.propose(want)
                 for slot, d in proposed.items():
                     out[slot - first_slot] = d
             return out
         for r, run in enumerate(running):
-            self.shadow[r] = None
+            self.shadow[r] = self.judged[r] = None
             if not run:
                 continue
             lookup = self.lookups[r]
             assert lookup is not None
-            k = min(self.lengths[r].choose(beta), room[r])
+            start, length = lookup.match()
+            if start < 0:
+                continue
+            lengths = self.match_lengths[r][length]
+            self.judged[r] = lengths
+            k = min(lengths.choose(beta), room[r])
             if k > 0:
-                out[r] = lookup.propose(k)
+                out[r] = lookup.tokens[start:start + k]
             else:  # no draft: remember what one would have been, to learn whether to draft again
-                guess = lookup.propose(1)
-                self.shadow[r] = guess[0] if guess else None
+                self.shadow[r] = lookup.tokens[start]
         return out
 
     def after_step(self, tokens: np.ndarray, was_running: Sequence[bool]) -> None:
@@ -105,9 +115,10 @@ class Speculation:
             if not run:
                 continue
             token = int(tokens[r])
-            if self.shadow[r] is not None:
-                self.lengths[r].observe(int(token == self.shadow[r]), 1)
-                self.shadow[r] = None
+            judged = self.judged[r]
+            if self.shadow[r] is not None and judged is not None:
+                judged.observe(int(token == self.shadow[r]), 1)
+            self.shadow[r] = self.judged[r] = None
             self._extend(r, [token])
 
     def after_verify(self, emitted: Sequence[Sequence[int]], accepted: Sequence[int], drafted: Sequence[int],
@@ -117,7 +128,9 @@ class Speculation:
             if not run:
                 continue
             if drafted[r]:
-                self.lengths[r].observe(int(accepted[r]), int(drafted[r]))
+                judged = self.lengths[r] if self.assistant is not None else self.judged[r]
+                assert judged is not None
+                judged.observe(int(accepted[r]), int(drafted[r]))
                 self.drafted += int(drafted[r])
                 self.accepted += int(accepted[r])
             if self.assistant is not None:
