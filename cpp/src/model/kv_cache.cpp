@@ -38,6 +38,7 @@ KVCache::KVCache(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_h
     scratch_floats += kv_heads * capacity_.back() * head_dim;
   }
   length_.assign(rows, 0);
+  written_ = xt::xtensor<uint64_t, 1>::from_shape({static_cast<size_t>(rows * max_context)});
   elements_ = floats;
   k_ = storage(floats);
   v_ = storage(floats);
@@ -87,15 +88,37 @@ int64_t KVCache::bytes_for(int64_t layers, int64_t rows, int64_t max_context, in
 }
 
 void KVCache::copy_row_to(const xt::xtensor<float, 1>& k_src, const xt::xtensor<float, 1>& v_src, int64_t src_row,
-                          int64_t dst, int64_t len, bool src_is_scratch) {
+                          int64_t dst, int64_t from, int64_t len, bool src_is_scratch) {
   for (int64_t l = 0; l < layers(); ++l) {
-    const int64_t bytes = valid_slots(l, len) * head_dim_ * element_bytes(type_);
+    const int64_t first = capacity_[l] < max_context_ ? 0 : std::min(from, len);  // a ring: every valid slot
+    const int64_t skip = first * head_dim_;
+    const int64_t bytes = (valid_slots(l, len) - first) * head_dim_ * element_bytes(type_);
+    if (bytes <= 0) continue;
     for (int64_t h = 0; h < kv_heads_; ++h) {
-      const int64_t from = src_is_scratch ? scratch_offset(l, h) : offset(l, src_row, h);
-      std::memcpy(at(k_, offset(l, dst, h)), at(k_src, from), bytes);
-      std::memcpy(at(v_, offset(l, dst, h)), at(v_src, from), bytes);
+      const int64_t src = (src_is_scratch ? scratch_offset(l, h) : offset(l, src_row, h)) + skip;
+      std::memcpy(at(k_, offset(l, dst, h) + skip), at(k_src, src), bytes);
+      std::memcpy(at(v_, offset(l, dst, h) + skip), at(v_src, src), bytes);
     }
   }
+}
+
+void KVCache::set_length(int64_t row, int64_t n) {
+  uint64_t* ids = written(row);
+  for (int64_t p = length_[row]; p < std::min(n, max_context_); ++p) ids[p] = next_write_++;
+  length_[row] = n;
+}
+
+int64_t KVCache::shared_prefix(int64_t dst, const uint64_t* ids, int64_t len) {
+  const uint64_t* own = written(dst);
+  const int64_t n = std::min(len, length_[dst]);
+  return std::mismatch(own, own + n, ids).first - own;
+}
+
+void KVCache::take_row(const xt::xtensor<float, 1>& k_src, const xt::xtensor<float, 1>& v_src, const uint64_t* ids,
+                       int64_t src_row, int64_t dst, int64_t len, bool src_is_scratch) {
+  const int64_t from = shared_prefix(dst, ids, len);
+  copy_row_to(k_src, v_src, src_row, dst, from, len, src_is_scratch);
+  std::copy(ids + from, ids + len, written(dst) + from);
 }
 
 void KVCache::truncate(int64_t row, int64_t length) {
@@ -114,7 +137,7 @@ void KVCache::truncate(int64_t row, int64_t length) {
 
 void KVCache::copy_row(int64_t src, int64_t dst) {
   if (src == dst) return;
-  copy_row_to(k_, v_, src, dst, length_[src], false);
+  take_row(k_, v_, written(src), src, dst, length_[src], false);
   length_[dst] = length_[src];
 }
 
@@ -141,10 +164,10 @@ void KVCache::reorder(const int64_t* parents) {
       }
       const int64_t p = parents[r];
       if (p == in_scratch) {
-        copy_row_to(scratch_k_, scratch_v_, p, r, scratch_len, true);
+        take_row(scratch_k_, scratch_v_, scratch_written_.data(), p, r, scratch_len, true);
         new_length[r] = scratch_len;
       } else {
-        copy_row_to(k_, v_, p, r, length_[p], false);
+        take_row(k_, v_, written(p), p, r, length_[p], false);
         new_length[r] = length_[p];
       }
       --refs_[p];
@@ -157,17 +180,26 @@ void KVCache::reorder(const int64_t* parents) {
         const int64_t floats = layers() ? scratch_layer_offset_.back() + kv_heads_ * capacity_.back() * head_dim_ : 0;
         scratch_k_ = storage(floats);
         scratch_v_ = storage(floats);
+        scratch_written_ = xt::xtensor<uint64_t, 1>::from_shape({static_cast<size_t>(max_context_)});
       }
       const int64_t r = pending_.front();
       scratch_len = length_[r];
+      // the positions of r that a row reading it lacks: from the shortest prefix they share
+      // (those rows are pending, so unchanged until they read the scratch)
+      int64_t from = scratch_len;
+      for (const int64_t q : pending_)
+        if (parents[q] == r) from = std::min(from, shared_prefix(q, written(r), scratch_len));
       for (int64_t l = 0; l < layers(); ++l) {
-        const int64_t bytes = valid_slots(l, scratch_len) * head_dim_ * element_bytes(type_);
+        const int64_t first = capacity_[l] < max_context_ ? 0 : from;  // a ring: every valid slot
+        const int64_t bytes = (valid_slots(l, scratch_len) - first) * head_dim_ * element_bytes(type_);
+        if (bytes <= 0) continue;
         for (int64_t h = 0; h < kv_heads_; ++h) {
-          const int64_t to = scratch_offset(l, h);
-          std::memcpy(at(scratch_k_, to), at(k_, offset(l, r, h)), bytes);
-          std::memcpy(at(scratch_v_, to), at(v_, offset(l, r, h)), bytes);
+          const int64_t to = scratch_offset(l, h) + first * head_dim_;
+          std::memcpy(at(scratch_k_, to), at(k_, offset(l, r, h) + first * head_dim_), bytes);
+          std::memcpy(at(scratch_v_, to), at(v_, offset(l, r, h) + first * head_dim_), bytes);
         }
       }
+      std::copy(written(r), written(r) + scratch_len, scratch_written_.data());
       in_scratch = r;
       refs_[r] = 0;  // its readers now read the scratch copy
     }

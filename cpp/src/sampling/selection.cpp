@@ -96,10 +96,70 @@ int64_t top_k(const float* vals, int64_t n, int64_t k, int32_t* out, Workspace& 
   return count;
 }
 
+namespace {
+
+// torch.topk's result when it does not depend on how ties fall: when no value is NaN and
+// the k + 1 largest values are distinct, the k largest are one set in one descending
+// order, which partial_sort and nth_element + sort both return. Found from the block
+// maxima (the (k + 1)-th largest block max t0 is at most the (k + 1)-th largest value, so
+// the values >= t0 hold the k + 1 largest), without forming n pairs or a heap over them.
+// Writes the k positions and returns true, or returns false (nothing decided: ties or
+// NaN among the candidates, too few blocks, too many candidates).
+bool distinct_top_k(const float* vals, int64_t n, int64_t k, int64_t* out,
+                    std::vector<std::pair<float, int64_t>>& scratch) {
+  constexpr int64_t kBlock = 64, kMaxCandidates = 1024;
+  const int64_t blocks = n / kBlock;  // whole blocks; the tail's values are all candidates
+  if (blocks < k + 1 || k + 1 > kMaxCandidates) return false;
+  // scratch: [block maxima (as .first) | candidates]
+  if (static_cast<int64_t>(scratch.size()) < blocks + kMaxCandidates) scratch.resize(blocks + kMaxCandidates);
+  int nan = 0;
+  for (int64_t b = 0; b < blocks; ++b) {
+    float m = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : m) reduction(| : nan)
+    for (int64_t j = b * kBlock; j < (b + 1) * kBlock; ++j) {
+      m = vals[j] > m ? vals[j] : m;
+      nan |= vals[j] != vals[j];
+    }
+    scratch[b].first = m;
+  }
+  for (int64_t j = blocks * kBlock; j < n; ++j) nan |= vals[j] != vals[j];
+  if (nan) return false;
+  const auto larger = [](const std::pair<float, int64_t>& x, const std::pair<float, int64_t>& y) {
+    return x.first > y.first;
+  };
+  std::nth_element(scratch.begin(), scratch.begin() + k, scratch.begin() + blocks, larger);
+  const float t0 = scratch[k].first;
+  std::pair<float, int64_t>* cand = scratch.data() + blocks;
+  int64_t count = 0;
+  const auto take = [&](int64_t from, int64_t to) {
+    for (int64_t j = from; j < to; ++j)
+      if (vals[j] >= t0) {
+        if (count == kMaxCandidates) return false;
+        cand[count++] = {vals[j], j};
+      }
+    return true;
+  };
+  for (int64_t b = 0; b < blocks; ++b) {
+    float m = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : m)
+    for (int64_t j = b * kBlock; j < (b + 1) * kBlock; ++j) m = vals[j] > m ? vals[j] : m;
+    if (m >= t0 && !take(b * kBlock, (b + 1) * kBlock)) return false;
+  }
+  if (!take(blocks * kBlock, n) || count < k + 1) return false;
+  std::partial_sort(cand, cand + k + 1, cand + count, larger);
+  for (int64_t i = 0; i < k; ++i)
+    if (!(cand[i].first > cand[i + 1].first)) return false;
+  for (int64_t i = 0; i < k; ++i) out[i] = cand[i].second;
+  return true;
+}
+
+}  // namespace
+
 void torch_top_k(const float* vals, int64_t n, int64_t k, int64_t* out,
                  std::vector<std::pair<float, int64_t>>& scratch) {
   using Item = std::pair<float, int64_t>;  // (value, position), as torch's queue
-  scratch.resize(n);
+  if (k < n && distinct_top_k(vals, n, k, out, scratch)) return;
+  if (static_cast<int64_t>(scratch.size()) < n) scratch.resize(n);  // grows only: no refill of n pairs per call
   for (int64_t i = 0; i < n; ++i) scratch[i] = {vals[i], i};
   // torch's comparator: NaN first, then larger first; positions never compared
   const auto first = [](const Item& x, const Item& y) {

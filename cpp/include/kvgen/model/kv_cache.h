@@ -39,7 +39,9 @@ class KVCache {
   int64_t rows() const { return static_cast<int64_t>(length_.size()); }
   int64_t max_context() const { return max_context_; }
   int64_t length(int64_t row) const { return length_[row]; }
-  void set_length(int64_t row, int64_t n) { length_[row] = n; }
+  // The row holds n positions. Positions it gains (from length(row) to n) were just written
+  // (store): each gets a new write id (see reorder).
+  void set_length(int64_t row, int64_t n);
   // Rolls row back to its first `length` positions without copying (speculative decoding
   // discards rejected drafts): the next forward writes over the rest. A sliding-window
   // ring keeps only kRingSlack + 1 positions beyond its window, so a rollback of more
@@ -66,12 +68,17 @@ class KVCache {
   void load(float* keys, float* values, int64_t layer, int64_t row, int64_t head, int64_t first, int64_t n);
 
   // Row r takes the contents of row parents[r] (before the call), for every r. Copies
-  // only rows whose parent is another row, and only their valid slots: at most
-  // rows x layers x 2 x length x kv_dim floats; a permutation cycle goes through one
-  // row of scratch.
+  // only rows whose parent is another row, and of a full-attention layer only the
+  // positions where the two rows differ: every cached position carries the id of the
+  // write that produced it (set_length), copied with it, so a position whose id is the
+  // same in both rows holds the same keys and values and is left alone. Beams share
+  // their prompt and the tokens up to where they parted, so a beam step copies about
+  // the positions since then, not whole rows. A sliding-window ring is copied whole
+  // (its slots are overwritten in place). A permutation cycle goes through one row of
+  // scratch.
   void reorder(const int64_t* parents);
 
-  // Row dst becomes a copy of row src.
+  // Row dst becomes a copy of row src (the positions they share are not copied, as in reorder).
   void copy_row(int64_t src, int64_t dst);
 
   // Bytes held by keys and values.
@@ -102,9 +109,18 @@ class KVCache {
   }
   // Slots of a row of cached length len that layer `layer` holds.
   int64_t valid_slots(int64_t layer, int64_t len) const { return std::min(len, capacity_[layer]); }
-  // Copies a row of len positions from src_row of k_src / v_src (k_, v_ or the scratch) to row dst.
+  // Copies a row of len positions from src_row of k_src / v_src (k_, v_ or the scratch) to row dst:
+  // of a full-attention layer positions [from, len), of a ring every valid slot.
   void copy_row_to(const xt::xtensor<float, 1>& k_src, const xt::xtensor<float, 1>& v_src, int64_t src_row,
-                   int64_t dst, int64_t len, bool src_is_scratch);
+                   int64_t dst, int64_t from, int64_t len, bool src_is_scratch);
+  // (max_context) write ids of row's positions (valid below length(row)).
+  uint64_t* written(int64_t row) { return written_.data() + row * max_context_; }
+  // Where row dst's positions start to differ from those of ids (len of them): the first
+  // position whose write id differs, at most min(len, length(dst)).
+  int64_t shared_prefix(int64_t dst, const uint64_t* ids, int64_t len);
+  // Row dst takes len positions (write ids `ids`) from src_row of k_src / v_src.
+  void take_row(const xt::xtensor<float, 1>& k_src, const xt::xtensor<float, 1>& v_src, const uint64_t* ids,
+                int64_t src_row, int64_t dst, int64_t len, bool src_is_scratch);
   // Byte address of element `offset` of buf.
   char* at(xt::xtensor<float, 1>& buf, int64_t offset) const {
     return reinterpret_cast<char*>(buf.data()) + offset * element_bytes(type_);
@@ -123,6 +139,11 @@ class KVCache {
   xt::xtensor<float, 1> k_, v_;
   xt::xtensor<float, 1> scratch_k_, scratch_v_;  // per layer (kv_head, slot, head_dim): one row, same type
   std::vector<int64_t> length_;
+  // (rows, max_context) per row and position, the id of the write it holds (set_length):
+  // equal ids, equal keys and values. Untouched until written, as the keys.
+  xt::xtensor<uint64_t, 1> written_;
+  xt::xtensor<uint64_t, 1> scratch_written_;  // (max_context) the ids of the row in scratch
+  uint64_t next_write_ = 1;
   int64_t max_rollback_ = INT64_MAX;  // see max_rollback(); ring_layer_ is the layer that sets it (-1: none)
   int64_t ring_layer_ = -1, ring_window_ = 0;
   std::vector<int64_t> refs_, pending_, new_length_;  // reorder bookkeeping
