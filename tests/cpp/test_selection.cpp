@@ -164,8 +164,7 @@ std::vector<int64_t> torch_topk_reference(const std::vector<float>& vals, int64_
   return out;
 }
 
-std::vector<int64_t> torch_top_k(const std::vector<float>& vals, int64_t k,
-                                 std::vector<std::pair<float, int64_t>>& scratch) {
+std::vector<int64_t> torch_top_k(const std::vector<float>& vals, int64_t k, selection::TopKScratch& scratch) {
   std::vector<int64_t> out(k);
   selection::torch_top_k(vals.data(), static_cast<int64_t>(vals.size()), k, out.data(), scratch);
   return out;
@@ -177,7 +176,7 @@ void torch_top_k_follows_torchs_algorithm() {
   // without a tail past whole blocks of 64, and a scratch that shrinks and grows again.
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0.0f, 3.0f);
-  std::vector<std::pair<float, int64_t>> scratch;
+  selection::TopKScratch scratch;
   const float inf = std::numeric_limits<float>::infinity();
   for (int64_t n : {12, 100, 640, 1000, 4096 + 37, 49152 * 4}) {
     for (int64_t k : {1, 2, 8, 12}) {
@@ -196,6 +195,18 @@ void torch_top_k_follows_torchs_algorithm() {
         if (variant == 5)  // beam search's first step: one live beam, the rest pushed down by -1e9
           for (int64_t i = n / 4; i < n; ++i) row[i] = row[i] + -1.0e9f;
         CHECK_EQ(torch_top_k(row, k, scratch), torch_topk_reference(row, k));
+        // the same values as rows of beams plus each beam's score (beam search's sums)
+        for (int64_t count : {1, 2, 4}) {
+          if (n % count) continue;
+          const int64_t width = n / count;
+          std::vector<float> shifts(count), sums(n);
+          for (int64_t j = 0; j < count; ++j) shifts[j] = j == 0 ? 0.0f : -static_cast<float>(j) * 0.75f;
+          if (variant == 5) shifts[count - 1] = -1.0e9f;  // a dead beam
+          for (int64_t i = 0; i < n; ++i) sums[i] = row[i] + shifts[i / width];
+          std::vector<int64_t> out(k);
+          selection::torch_top_k_shifted(row.data(), count, width, shifts.data(), k, out.data(), scratch);
+          CHECK_EQ(out, torch_topk_reference(sums, k));
+        }
       }
     }
   }
