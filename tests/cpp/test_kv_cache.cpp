@@ -217,47 +217,61 @@ void reorder_moves_only_the_positions_rows_do_not_share() {
   for (int64_t r = 0; r < 3; ++r)
     for (int64_t p = 3; p < 5; ++p) t.write(r, p, static_cast<float>(10 * (r + 1) + p));
   CHECK_EQ(t.holds(1, {1, 2, 3, 23, 24}), std::string());
-  // Mark row 1's and row 2's prompt positions: a reorder that copied them from their
-  // parents would overwrite the marks; one that copies only what differs keeps them.
-  for (int64_t r = 1; r < 3; ++r)
+  // Mark every row's first position: a reorder that copied the prompt from a parent
+  // would overwrite the mark; one that copies only what differs keeps it.
+  const auto mark = [&](int64_t row, int64_t pos, float key) {
     for (int64_t l = 0; l < kLayers; ++l)
-      for (int64_t h = 0; h < kHeads; ++h) t.cache.keys(l, r, h)[0] = -7.0f;
-  const int64_t parents[3] = {0, 0, 1};  // row 1 takes row 0, row 2 takes row 1 (a chain)
+      for (int64_t h = 0; h < kHeads; ++h) t.cache.keys(l, row, h)[pos * kHeadDim] = key;
+  };
+  const auto unmark = [&](int64_t row, int64_t pos, float tag) {
+    for (int64_t l = 0; l < kLayers; ++l)
+      for (int64_t h = 0; h < kHeads; ++h)
+        t.cache.keys(l, row, h)[pos * kHeadDim] = tag * 1000 + static_cast<float>(l * 100 + h * 10);
+  };
+  for (int64_t r = 0; r < 3; ++r) mark(r, 0, -7.0f);
+  const int64_t parents[3] = {0, 0, 1};  // row 0 goes on twice, row 1 once, row 2 ends
   t.cache.reorder(parents);
+  for (int64_t r = 0; r < 3; ++r) {
+    CHECK_EQ(t.cache.keys(1, r, 1)[0], -7.0f);
+    unmark(r, 0, 1.0f);
+  }
   CHECK_EQ(t.holds(0, {1, 2, 3, 13, 14}), std::string());
-  CHECK_EQ(t.cache.keys(0, 1, 0)[0], -7.0f);
-  CHECK_EQ(t.cache.keys(1, 2, 1)[0], -7.0f);
-  for (int64_t r = 1; r < 3; ++r)  // unmark
-    for (int64_t l = 0; l < kLayers; ++l)
-      for (int64_t h = 0; h < kHeads; ++h) t.cache.keys(l, r, h)[0] = 1000.0f + static_cast<float>(l * 100 + h * 10);
   CHECK_EQ(t.holds(1, {1, 2, 3, 13, 14}), std::string());
   CHECK_EQ(t.holds(2, {1, 2, 3, 23, 24}), std::string());
 
-  // The copied positions carry their write ids: rows 0 and 1 now share positions 0-4, so
-  // after one more position each, row 0 taking row 1 moves position 5 alone (marked
-  // position 3 stays), and a swap of rows 1 and 2 (a cycle, through scratch) moves 3-5.
+  // A permutation moves no keys: each row takes its parent's block as it is.
   for (int64_t r = 0; r < 3; ++r) t.write(r, 5, static_cast<float>(100 + r));
-  for (int64_t l = 0; l < kLayers; ++l) t.cache.keys(l, 0, 0)[3 * kHeadDim] = -7.0f;
-  const int64_t next[3] = {1, 2, 1};
-  t.cache.reorder(next);
-  CHECK_EQ(t.cache.keys(1, 0, 0)[3 * kHeadDim], -7.0f);
-  for (int64_t l = 0; l < kLayers; ++l) t.cache.keys(l, 0, 0)[3 * kHeadDim] = 13000.0f + static_cast<float>(l * 100);
-  CHECK_EQ(t.holds(0, {1, 2, 3, 13, 14, 101}), std::string());
+  const float* before[3] = {t.cache.keys(1, 0, 1), t.cache.keys(1, 1, 1), t.cache.keys(1, 2, 1)};
+  const int64_t swap[3] = {0, 2, 1};
+  t.cache.reorder(swap);
+  CHECK(t.cache.keys(1, 0, 1) == before[0] && t.cache.keys(1, 1, 1) == before[2] &&
+        t.cache.keys(1, 2, 1) == before[1]);
+  CHECK_EQ(t.holds(0, {1, 2, 3, 13, 14, 100}), std::string());
   CHECK_EQ(t.holds(1, {1, 2, 3, 23, 24, 102}), std::string());
   CHECK_EQ(t.holds(2, {1, 2, 3, 13, 14, 101}), std::string());
-  // A row rolled back and written again holds new writes: rows 0 and 2 share positions
-  // 0-5; row 2 rolls back to 4 and writes 4 and 5 again (same tags, new writes). Row 0
-  // taking row 2 keeps its own position 3 (marked) and must take 4 and 5 (marked too).
+
+  // The copied positions carry their write ids: rows 0 and 2 share positions 0-4, so row 0
+  // taking row 2 (row 2 going on too) copies position 5 alone (its marked 3 and 4 stay).
+  for (int64_t p : {3, 4}) mark(0, p, -7.0f);
+  const int64_t twice[3] = {2, 1, 2};
+  t.cache.reorder(twice);
+  CHECK_EQ(t.cache.keys(0, 0, 0)[3 * kHeadDim], -7.0f);
+  CHECK_EQ(t.cache.keys(1, 0, 1)[4 * kHeadDim], -7.0f);
+  unmark(0, 3, 13.0f);
+  unmark(0, 4, 14.0f);
+  CHECK_EQ(t.holds(0, {1, 2, 3, 13, 14, 101}), std::string());
+  CHECK_EQ(t.holds(2, {1, 2, 3, 13, 14, 101}), std::string());
+
+  // A row rolled back and written again holds new writes: row 2 rolls back to 4 and writes
+  // 4 and 5 again (same tags, new writes). Row 0 taking it keeps its position 3 (marked)
+  // and must take 4 and 5 (marked too).
   t.cache.truncate(2, 4);
   t.write(2, 4, 14.0f);
   t.write(2, 5, 101.0f);
-  for (int64_t p : {3, 4})
-    for (int64_t l = 0; l < kLayers; ++l) t.cache.keys(l, 0, 0)[p * kHeadDim] = -7.0f;
-  const int64_t from_two[3] = {2, 1, 2};
-  t.cache.reorder(from_two);
+  for (int64_t p : {3, 4}) mark(0, p, -7.0f);
+  t.cache.reorder(twice);
   CHECK_EQ(t.cache.keys(0, 0, 0)[3 * kHeadDim], -7.0f);
-  CHECK_EQ(t.cache.keys(1, 0, 0)[4 * kHeadDim], 14000.0f + 100.0f);
-  for (int64_t l = 0; l < kLayers; ++l) t.cache.keys(l, 0, 0)[3 * kHeadDim] = 13000.0f + static_cast<float>(l * 100);
+  unmark(0, 3, 13.0f);
   CHECK_EQ(t.holds(0, {1, 2, 3, 13, 14, 101}), std::string());
   CHECK_EQ(t.holds(1, {1, 2, 3, 23, 24, 102}), std::string());
   CHECK_EQ(t.holds(2, {1, 2, 3, 13, 14, 101}), std::string());
