@@ -108,14 +108,14 @@ void KVCache::set_length(int64_t row, int64_t n) {
 
 int64_t KVCache::shared_prefix(int64_t a, int64_t a_len, int64_t b, int64_t b_len) {
   const uint64_t* x = written(a);
-  const int64_t n = std::min(a_len, b_len);
+  const int64_t n = std::min({a_len, b_len, max_context_});
   return std::mismatch(x, x + n, written(b)).first - x;
 }
 
 void KVCache::take_block(int64_t src, int64_t src_len, int64_t dst, int64_t dst_len) {
   const int64_t from = shared_prefix(src, src_len, dst, dst_len);
   copy_slots(src, dst, from, src_len);
-  std::copy(written(src) + from, written(src) + src_len, written(dst) + from);
+  std::copy(written(src) + from, written(src) + std::min(src_len, max_context_), written(dst) + from);
 }
 
 void KVCache::truncate(int64_t row, int64_t length) {
