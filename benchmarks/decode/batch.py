@@ -1,7 +1,7 @@
 """bench_decode.py --model batch: kvgen's batched decode against its batch-1 greedy.
 
 kvgen alone on the SmolLM2 file at ``--threads``: whole generate calls (prefill included) of
-batch-1 greedy, 4-beam search and batch-8 greedy (8 prompts: consecutive 32-token windows of
+batch-1 greedy, 4- and 8-beam search and batch-8 greedy (8 prompts: consecutive 32-token windows of
 the paragraph of ``decode/models.py``), 32-token prompts, 128 new tokens (16 with
 ``--quick``), interleaved rounds. Tokens/s: new tokens of the best sequence for beam search,
 of all rows for batch 8; each against batch-1 greedy, with PASS/MISS lines for the goals
@@ -22,15 +22,15 @@ from decode.workloads import PAUSE_S
 from engines import kvgen_engine
 from engines.kvgen_engine import KvgenEngine
 
-FULL = {"prompt": 32, "new_tokens": 128, "beams": 4, "rows": 8}
-QUICK = {"prompt": 32, "new_tokens": 16, "beams": 4, "rows": 8}
+FULL = {"prompt": 32, "new_tokens": 128, "beams": 4, "wide_beams": 8, "rows": 8}
+QUICK = {"prompt": 32, "new_tokens": 16, "beams": 4, "wide_beams": 8, "rows": 8}
 BEAM_TARGET, ROWS_TARGET = 0.6, 4.0  # x batch-1 greedy tokens/s
 DEFAULT_OUT = harness.RESULTS / "bench_decode_batch.json"
 
 
 def run_batch(args: argparse.Namespace) -> None:
-    """kvgen on the SmolLM2 file at --threads: batch-1 greedy, 4-beam search (tokens/s of the
-    best sequence) and batch-8 greedy (tokens/s of all rows: 8 prompts, different windows of
+    """kvgen on the SmolLM2 file at --threads: batch-1 greedy, 4- and 8-beam search (tokens/s of
+    the best sequence) and batch-8 greedy (tokens/s of all rows: 8 prompts, different windows of
     the same text), whole generate calls, interleaved rounds."""
     began = time.perf_counter()
     work = QUICK if args.quick else FULL
@@ -43,8 +43,9 @@ def run_batch(args: argparse.Namespace) -> None:
     ids = models.text_prompt(engine.model, n * work["rows"])
     rows = [ids[i * n:(i + 1) * n] for i in range(work["rows"])]
     beam, batch = f"beam {work['beams']}", f"greedy b{work['rows']}"
+    wide = f"beam {work['wide_beams']}"
     jobs = {"greedy b1": engine.batch(rows[:1], new), beam: engine.batch(rows[:1], new, work["beams"]),
-            batch: engine.batch(rows, new)}
+            wide: engine.batch(rows[:1], new, work["wide_beams"]), batch: engine.batch(rows, new)}
     outputs, calls = harness.interleave_calls(jobs, args.rounds, PAUSE_S)
     for name, out in outputs.items():
         if any(len(t) != new for t in out):

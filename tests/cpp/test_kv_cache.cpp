@@ -172,6 +172,111 @@ void ring_layers_keep_their_window_and_move_whole() {
   CHECK(holds(1, 1));
 }
 
+
+// ---- rows that share positions (beams): only the positions where rows differ move ----
+
+// A cache of 3 rows, 8 positions, whose entries name the write they came from: writes
+// (row, position, tag) put key tag * 1000 + layer * 100 + head * 10 + dim at every layer
+// and head, the value its negation, and grow the row by set_length as the decoder does.
+struct TaggedCache {
+  KVCache cache{kLayers, 3, 8, kHeads, kHeadDim};
+  void write(int64_t row, int64_t pos, float tag) {
+    for (int64_t l = 0; l < kLayers; ++l)
+      for (int64_t h = 0; h < kHeads; ++h)
+        for (int64_t d = 0; d < kHeadDim; ++d) {
+          cache.keys(l, row, h)[pos * kHeadDim + d] = tag * 1000 + static_cast<float>(l * 100 + h * 10 + d);
+          cache.values(l, row, h)[pos * kHeadDim + d] = -cache.keys(l, row, h)[pos * kHeadDim + d];
+        }
+    cache.set_length(row, pos + 1);
+  }
+  // "" when row holds the tags (one per position, length included); else the first difference.
+  std::string holds(int64_t row, const std::vector<float>& tags) {
+    if (cache.length(row) != static_cast<int64_t>(tags.size()))
+      return "length " + std::to_string(cache.length(row)) + ", expected " + std::to_string(tags.size());
+    for (int64_t l = 0; l < kLayers; ++l)
+      for (int64_t h = 0; h < kHeads; ++h)
+        for (size_t p = 0; p < tags.size(); ++p)
+          for (int64_t d = 0; d < kHeadDim; ++d) {
+            const float key = cache.keys(l, row, h)[p * kHeadDim + d];
+            const float expected = tags[p] * 1000 + static_cast<float>(l * 100 + h * 10 + d);
+            if (key != expected || cache.values(l, row, h)[p * kHeadDim + d] != -expected)
+              return "position " + std::to_string(p) + ": key " + std::to_string(key) + ", expected " +
+                     std::to_string(expected);
+          }
+    return "";
+  }
+};
+
+void reorder_moves_only_the_positions_rows_do_not_share() {
+  // A prompt of 3 positions in row 0, copied to rows 1 and 2 (as the engine starts beams),
+  // then each row decodes positions 3 and 4 with its own tokens.
+  TaggedCache t;
+  for (int64_t p = 0; p < 3; ++p) t.write(0, p, static_cast<float>(p + 1));
+  t.cache.copy_row(0, 1);
+  t.cache.copy_row(0, 2);
+  for (int64_t r = 0; r < 3; ++r)
+    for (int64_t p = 3; p < 5; ++p) t.write(r, p, static_cast<float>(10 * (r + 1) + p));
+  CHECK_EQ(t.holds(1, {1, 2, 3, 23, 24}), std::string());
+  // Mark every row's first position: a reorder that copied the prompt from a parent
+  // would overwrite the mark; one that copies only what differs keeps it.
+  const auto mark = [&](int64_t row, int64_t pos, float key) {
+    for (int64_t l = 0; l < kLayers; ++l)
+      for (int64_t h = 0; h < kHeads; ++h) t.cache.keys(l, row, h)[pos * kHeadDim] = key;
+  };
+  const auto unmark = [&](int64_t row, int64_t pos, float tag) {
+    for (int64_t l = 0; l < kLayers; ++l)
+      for (int64_t h = 0; h < kHeads; ++h)
+        t.cache.keys(l, row, h)[pos * kHeadDim] = tag * 1000 + static_cast<float>(l * 100 + h * 10);
+  };
+  for (int64_t r = 0; r < 3; ++r) mark(r, 0, -7.0f);
+  const int64_t parents[3] = {0, 0, 1};  // row 0 goes on twice, row 1 once, row 2 ends
+  t.cache.reorder(parents);
+  for (int64_t r = 0; r < 3; ++r) {
+    CHECK_EQ(t.cache.keys(1, r, 1)[0], -7.0f);
+    unmark(r, 0, 1.0f);
+  }
+  CHECK_EQ(t.holds(0, {1, 2, 3, 13, 14}), std::string());
+  CHECK_EQ(t.holds(1, {1, 2, 3, 13, 14}), std::string());
+  CHECK_EQ(t.holds(2, {1, 2, 3, 23, 24}), std::string());
+
+  // A permutation moves no keys: each row takes its parent's block as it is.
+  for (int64_t r = 0; r < 3; ++r) t.write(r, 5, static_cast<float>(100 + r));
+  const float* before[3] = {t.cache.keys(1, 0, 1), t.cache.keys(1, 1, 1), t.cache.keys(1, 2, 1)};
+  const int64_t swap[3] = {0, 2, 1};
+  t.cache.reorder(swap);
+  CHECK(t.cache.keys(1, 0, 1) == before[0] && t.cache.keys(1, 1, 1) == before[2] &&
+        t.cache.keys(1, 2, 1) == before[1]);
+  CHECK_EQ(t.holds(0, {1, 2, 3, 13, 14, 100}), std::string());
+  CHECK_EQ(t.holds(1, {1, 2, 3, 23, 24, 102}), std::string());
+  CHECK_EQ(t.holds(2, {1, 2, 3, 13, 14, 101}), std::string());
+
+  // The copied positions carry their write ids: rows 0 and 2 share positions 0-4, so row 0
+  // taking row 2 (row 2 going on too) copies position 5 alone (its marked 3 and 4 stay).
+  for (int64_t p : {3, 4}) mark(0, p, -7.0f);
+  const int64_t twice[3] = {2, 1, 2};
+  t.cache.reorder(twice);
+  CHECK_EQ(t.cache.keys(0, 0, 0)[3 * kHeadDim], -7.0f);
+  CHECK_EQ(t.cache.keys(1, 0, 1)[4 * kHeadDim], -7.0f);
+  unmark(0, 3, 13.0f);
+  unmark(0, 4, 14.0f);
+  CHECK_EQ(t.holds(0, {1, 2, 3, 13, 14, 101}), std::string());
+  CHECK_EQ(t.holds(2, {1, 2, 3, 13, 14, 101}), std::string());
+
+  // A row rolled back and written again holds new writes: row 2 rolls back to 4 and writes
+  // 4 and 5 again (same tags, new writes). Row 0 taking it keeps its position 3 (marked)
+  // and must take 4 and 5 (marked too).
+  t.cache.truncate(2, 4);
+  t.write(2, 4, 14.0f);
+  t.write(2, 5, 101.0f);
+  for (int64_t p : {3, 4}) mark(0, p, -7.0f);
+  t.cache.reorder(twice);
+  CHECK_EQ(t.cache.keys(0, 0, 0)[3 * kHeadDim], -7.0f);
+  unmark(0, 3, 13.0f);
+  CHECK_EQ(t.holds(0, {1, 2, 3, 13, 14, 101}), std::string());
+  CHECK_EQ(t.holds(1, {1, 2, 3, 23, 24, 102}), std::string());
+  CHECK_EQ(t.holds(2, {1, 2, 3, 13, 14, 101}), std::string());
+}
+
 // ---- half precision caches: written and read as floats (store / load) ----
 
 // A half cache of rows x positions, layers x kv heads, head_dim 3, whose every key is a
@@ -258,6 +363,7 @@ int main() {
       TEST_CASE(copy_row_copies_entries_and_length),
       TEST_CASE(bytes_counts_keys_and_values),
       TEST_CASE(ring_layers_keep_their_window_and_move_whole),
+      TEST_CASE(reorder_moves_only_the_positions_rows_do_not_share),
       TEST_CASE(half_cache_stores_reorders_and_copies_rows),
       TEST_CASE(half_rounding_is_ieee_nearest_even),
   });

@@ -3,6 +3,9 @@
 // prefix by mass (the sorting path below 2048 items and the histogram path above).
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <random>
+#include <utility>
 #include <vector>
 
 #include "check.h"
@@ -139,6 +142,75 @@ void smallest_prefix_by_mass_of_a_long_row() {
   CHECK_EQ(prefix_by_mass(keys, weights, 2998.5, 1), expected);
 }
 
+
+// torch.topk's algorithm on the CPU, as torch runs it (TopKImpl.h): libstdc++'s
+// partial_sort over every (value, position) pair when k * 64 <= n, else nth_element at
+// k - 1 and a sort of the first k - 1; NaN above every number.
+std::vector<int64_t> torch_topk_reference(const std::vector<float>& vals, int64_t k) {
+  using Item = std::pair<float, int64_t>;
+  std::vector<Item> q;
+  for (size_t i = 0; i < vals.size(); ++i) q.push_back({vals[i], static_cast<int64_t>(i)});
+  const auto first = [](const Item& x, const Item& y) {
+    return (std::isnan(x.first) && !std::isnan(y.first)) || x.first > y.first;
+  };
+  if (k * 64 <= static_cast<int64_t>(q.size())) {
+    std::partial_sort(q.begin(), q.begin() + k, q.end(), first);
+  } else {
+    std::nth_element(q.begin(), q.begin() + (k - 1), q.end(), first);
+    std::sort(q.begin(), q.begin() + (k - 1), first);
+  }
+  std::vector<int64_t> out;
+  for (int64_t i = 0; i < k; ++i) out.push_back(q[i].second);
+  return out;
+}
+
+std::vector<int64_t> torch_top_k(const std::vector<float>& vals, int64_t k, selection::TopKScratch& scratch) {
+  std::vector<int64_t> out(k);
+  selection::torch_top_k(vals.data(), static_cast<int64_t>(vals.size()), k, out.data(), scratch);
+  return out;
+}
+
+void torch_top_k_follows_torchs_algorithm() {
+  // Rows of distinct values (the path that reads block maxima), rows whose largest values
+  // tie (ties land where torch's algorithms put them), NaN and -inf, in sizes with and
+  // without a tail past whole blocks of 64, and a scratch that shrinks and grows again.
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  selection::TopKScratch scratch;
+  const float inf = std::numeric_limits<float>::infinity();
+  for (int64_t n : {12, 100, 640, 1000, 4096 + 37, 49152 * 4}) {
+    for (int64_t k : {1, 2, 8, 12}) {
+      if (k > n) continue;
+      for (int variant = 0; variant < 6; ++variant) {
+        std::vector<float> row(n);
+        for (float& v : row) v = normal(rng);
+        std::uniform_int_distribution<int64_t> at(0, n - 1);
+        if (variant == 1)  // a tie at the k-th / (k + 1)-th value
+          row[at(rng)] = *std::max_element(row.begin(), row.end());
+        if (variant == 2)  // values in steps of 1/4: ties everywhere
+          for (float& v : row) v = std::round(v * 4.0f) / 4.0f;
+        if (variant == 3) row[at(rng)] = std::nanf("");
+        if (variant == 4)  // mostly -inf: fewer finite values than k + 1
+          for (int64_t i = 0; i < n; ++i) row[i] = i % 97 == 5 && i < 97 * 4 ? normal(rng) : -inf;
+        if (variant == 5)  // beam search's first step: one live beam, the rest pushed down by -1e9
+          for (int64_t i = n / 4; i < n; ++i) row[i] = row[i] + -1.0e9f;
+        CHECK_EQ(torch_top_k(row, k, scratch), torch_topk_reference(row, k));
+        // the same values as rows of beams plus each beam's score (beam search's sums)
+        for (int64_t count : {1, 2, 4}) {
+          if (n % count) continue;
+          const int64_t width = n / count;
+          std::vector<float> shifts(count), sums(n);
+          for (int64_t j = 0; j < count; ++j) shifts[j] = j == 0 ? 0.0f : -static_cast<float>(j) * 0.75f;
+          if (variant == 5) shifts[count - 1] = -1.0e9f;  // a dead beam
+          for (int64_t i = 0; i < n; ++i) sums[i] = row[i] + shifts[i / width];
+          std::vector<int64_t> out(k);
+          selection::torch_top_k_shifted(row.data(), count, width, shifts.data(), k, out.data(), scratch);
+          CHECK_EQ(out, torch_topk_reference(sums, k));
+        }
+      }
+    }
+  }
+}
 }  // namespace
 
 int main() {
@@ -146,6 +218,7 @@ int main() {
       TEST_CASE(top_k_of_a_short_row_is_in_descending_order),
       TEST_CASE(top_k_keeps_ties_with_the_kth_value),
       TEST_CASE(top_k_over_many_blocks),
+      TEST_CASE(torch_top_k_follows_torchs_algorithm),
       TEST_CASE(kth_largest_value),
       TEST_CASE(collect_at_least_a_threshold),
       TEST_CASE(sort_positions_by_descending_value),

@@ -1,5 +1,5 @@
-// KVCache: preallocated per-layer keys/values (sliding-window layers in rings); in-place
-// reorder for beam search.
+// KVCache: preallocated per-layer keys/values (sliding-window layers in rings); beam
+// search's reorder through the rows' blocks.
 #include "kvgen/model/kv_cache.h"
 
 #include <algorithm>
@@ -21,7 +21,7 @@ KVCache::KVCache(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_h
     : max_context_(max_context), kv_heads_(kv_heads), head_dim_(head_dim), type_(type) {
   // The element count must fit before anything is allocated (bytes_for checks it).
   bytes_for(layers, rows, max_context, kv_heads, head_dim, windows, type);
-  int64_t floats = 0, scratch_floats = 0;
+  int64_t floats = 0;
   for (int64_t l = 0; l < layers; ++l) {
     const int64_t window = windows.empty() ? 0 : windows[l];
     capacity_.push_back(capacity_for(window, max_context));
@@ -33,11 +33,12 @@ KVCache::KVCache(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_h
       ring_window_ = window;
     }
     layer_offset_.push_back(floats);
-    scratch_layer_offset_.push_back(scratch_floats);
     floats += rows * kv_heads * capacity_.back() * head_dim;
-    scratch_floats += kv_heads * capacity_.back() * head_dim;
   }
   length_.assign(rows, 0);
+  physical_.resize(rows);
+  for (int64_t r = 0; r < rows; ++r) physical_[r] = r;
+  written_ = xt::xtensor<uint64_t, 1>::from_shape({static_cast<size_t>(rows * max_context)});
   elements_ = floats;
   k_ = storage(floats);
   v_ = storage(floats);
@@ -86,16 +87,35 @@ int64_t KVCache::bytes_for(int64_t layers, int64_t rows, int64_t max_context, in
   return bytes;
 }
 
-void KVCache::copy_row_to(const xt::xtensor<float, 1>& k_src, const xt::xtensor<float, 1>& v_src, int64_t src_row,
-                          int64_t dst, int64_t len, bool src_is_scratch) {
+void KVCache::copy_slots(int64_t src, int64_t dst, int64_t from, int64_t len) {
   for (int64_t l = 0; l < layers(); ++l) {
-    const int64_t bytes = valid_slots(l, len) * head_dim_ * element_bytes(type_);
+    const int64_t first = capacity_[l] < max_context_ ? 0 : std::min(from, len);  // a ring: every valid slot
+    const int64_t skip = first * head_dim_;
+    const int64_t bytes = (valid_slots(l, len) - first) * head_dim_ * element_bytes(type_);
+    if (bytes <= 0) continue;
     for (int64_t h = 0; h < kv_heads_; ++h) {
-      const int64_t from = src_is_scratch ? scratch_offset(l, h) : offset(l, src_row, h);
-      std::memcpy(at(k_, offset(l, dst, h)), at(k_src, from), bytes);
-      std::memcpy(at(v_, offset(l, dst, h)), at(v_src, from), bytes);
+      std::memcpy(at(k_, block_offset(l, dst, h) + skip), at(k_, block_offset(l, src, h) + skip), bytes);
+      std::memcpy(at(v_, block_offset(l, dst, h) + skip), at(v_, block_offset(l, src, h) + skip), bytes);
     }
   }
+}
+
+void KVCache::set_length(int64_t row, int64_t n) {
+  uint64_t* ids = written(physical_[row]);
+  for (int64_t p = length_[row]; p < std::min(n, max_context_); ++p) ids[p] = next_write_++;
+  length_[row] = n;
+}
+
+int64_t KVCache::shared_prefix(int64_t a, int64_t a_len, int64_t b, int64_t b_len) {
+  const uint64_t* x = written(a);
+  const int64_t n = std::min({a_len, b_len, max_context_});
+  return std::mismatch(x, x + n, written(b)).first - x;
+}
+
+void KVCache::take_block(int64_t src, int64_t src_len, int64_t dst, int64_t dst_len) {
+  const int64_t from = shared_prefix(src, src_len, dst, dst_len);
+  copy_slots(src, dst, from, src_len);
+  std::copy(written(src) + from, written(src) + std::min(src_len, max_context_), written(dst) + from);
 }
 
 void KVCache::truncate(int64_t row, int64_t length) {
@@ -114,64 +134,49 @@ void KVCache::truncate(int64_t row, int64_t length) {
 
 void KVCache::copy_row(int64_t src, int64_t dst) {
   if (src == dst) return;
-  copy_row_to(k_, v_, src, dst, length_[src], false);
+  take_block(physical_[src], length_[src], physical_[dst], length_[dst]);
   length_[dst] = length_[src];
 }
 
 void KVCache::reorder(const int64_t* parents) {
-  // refs_[s]: rows still to be written that read row s. A row can be overwritten once
-  // nothing reads it; a cycle is broken by saving one row to scratch.
-  refs_.assign(rows(), 0);
-  pending_.clear();
-  for (int64_t r = 0; r < rows(); ++r)
-    if (parents[r] != r) {
-      pending_.push_back(r);
-      ++refs_[parents[r]];
+  // children_[p]: the rows that take row p. One of them (p itself when it stays) takes
+  // p's block as it is; each other one takes the block of a row nobody takes, with p's
+  // positions copied in from where the two blocks differ.
+  const int64_t n = rows();
+  children_.assign(n, 0);
+  for (int64_t r = 0; r < n; ++r) ++children_[parents[r]];
+  spare_.clear();  // rows nobody takes: their blocks are free
+  for (int64_t q = 0; q < n; ++q)
+    if (children_[q] == 0) spare_.push_back(q);
+  new_physical_.assign(n, -1);
+  new_length_.resize(n);
+  given_.assign(n, 0);  // whether p's block went to one of its children
+  for (int64_t r = 0; r < n; ++r)
+    if (parents[r] == r) new_physical_[r] = physical_[r], given_[r] = 1;
+  for (int64_t r = 0; r < n; ++r) {
+    const int64_t p = parents[r];
+    new_length_[r] = length_[p];
+    if (new_physical_[r] >= 0) continue;
+    if (!given_[p]) {
+      new_physical_[r] = physical_[p];
+      given_[p] = 1;
+      continue;
     }
-  int64_t in_scratch = -1, scratch_len = 0;
-  std::vector<int64_t>& new_length = new_length_;
-  new_length = length_;
-  while (!pending_.empty()) {
-    bool progressed = false;
-    for (size_t i = 0; i < pending_.size();) {
-      const int64_t r = pending_[i];
-      if (refs_[r] > 0) {
-        ++i;
-        continue;
-      }
-      const int64_t p = parents[r];
-      if (p == in_scratch) {
-        copy_row_to(scratch_k_, scratch_v_, p, r, scratch_len, true);
-        new_length[r] = scratch_len;
-      } else {
-        copy_row_to(k_, v_, p, r, length_[p], false);
-        new_length[r] = length_[p];
-      }
-      --refs_[p];
-      pending_[i] = pending_.back();
-      pending_.pop_back();
-      progressed = true;
+    // the free block that shares the longest prefix with p's
+    size_t best = 0;
+    int64_t best_shared = -1;
+    for (size_t i = 0; i < spare_.size(); ++i) {
+      const int64_t q = spare_[i];
+      const int64_t shared = shared_prefix(physical_[p], length_[p], physical_[q], length_[q]);
+      if (shared > best_shared) best = i, best_shared = shared;
     }
-    if (!progressed) {  // every pending row is read by another: a cycle
-      if (scratch_k_.size() == 0) {
-        const int64_t floats = layers() ? scratch_layer_offset_.back() + kv_heads_ * capacity_.back() * head_dim_ : 0;
-        scratch_k_ = storage(floats);
-        scratch_v_ = storage(floats);
-      }
-      const int64_t r = pending_.front();
-      scratch_len = length_[r];
-      for (int64_t l = 0; l < layers(); ++l) {
-        const int64_t bytes = valid_slots(l, scratch_len) * head_dim_ * element_bytes(type_);
-        for (int64_t h = 0; h < kv_heads_; ++h) {
-          const int64_t to = scratch_offset(l, h);
-          std::memcpy(at(scratch_k_, to), at(k_, offset(l, r, h)), bytes);
-          std::memcpy(at(scratch_v_, to), at(v_, offset(l, r, h)), bytes);
-        }
-      }
-      in_scratch = r;
-      refs_[r] = 0;  // its readers now read the scratch copy
-    }
+    const int64_t q = spare_[best];
+    spare_[best] = spare_.back();
+    spare_.pop_back();
+    take_block(physical_[p], length_[p], physical_[q], length_[q]);
+    new_physical_[r] = physical_[q];
   }
+  std::swap(physical_, new_physical_);
   std::swap(length_, new_length_);
 }
 

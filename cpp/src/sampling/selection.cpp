@@ -96,10 +96,85 @@ int64_t top_k(const float* vals, int64_t n, int64_t k, int32_t* out, Workspace& 
   return count;
 }
 
-void torch_top_k(const float* vals, int64_t n, int64_t k, int64_t* out,
-                 std::vector<std::pair<float, int64_t>>& scratch) {
+namespace {
+
+// torch.topk's result when it does not depend on how ties fall: when no value is NaN and
+// the k + 1 largest values are distinct, the k largest are one set in one descending
+// order, which partial_sort and nth_element + sort both return. Found from block maxima
+// (the (k + 1)-th largest block max t0 is at most the (k + 1)-th largest value, so the
+// values >= t0 hold the k + 1 largest), without forming n pairs or a heap over them.
+// The values are rows (count, width), value j * width + t being rows[j * width + t] +
+// shifts[j] in float32 (shifts null: + 0 left out). Writes the k positions and returns
+// true, or returns false (nothing decided: ties or NaN among the candidates, too few
+// blocks, too many candidates). maxima: scratch, grows.
+bool distinct_top_k(const float* rows, int64_t count, int64_t width, const float* shifts, int64_t k, int64_t* out,
+                    std::vector<std::pair<float, int64_t>>& scratch, std::vector<float>& maxima) {
+  constexpr int64_t kBlock = 64, kMaxCandidates = 1024;
+  const int64_t per_row = width / kBlock;  // whole blocks of a row; its tail's values are all candidates
+  const int64_t blocks = count * per_row;
+  if (blocks < k + 1 || k + 1 > kMaxCandidates) return false;
+  // maxima: [block maxima | their copy for nth_element]; scratch: candidates
+  if (static_cast<int64_t>(maxima.size()) < 2 * blocks) maxima.resize(2 * blocks);
+  if (static_cast<int64_t>(scratch.size()) < kMaxCandidates) scratch.resize(kMaxCandidates);
+  int nan = 0;
+  for (int64_t j = 0; j < count; ++j) {
+    const float* row = rows + j * width;
+    const float shift = shifts ? shifts[j] : 0.0f;
+    for (int64_t b = 0; b < per_row; ++b) {
+      float m = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : m) reduction(| : nan)
+      for (int64_t t = b * kBlock; t < (b + 1) * kBlock; ++t) {
+        const float v = shifts ? row[t] + shift : row[t];
+        m = v > m ? v : m;
+        nan |= v != v;
+      }
+      maxima[j * per_row + b] = m;
+    }
+    for (int64_t t = per_row * kBlock; t < width; ++t) {
+      const float v = shifts ? row[t] + shift : row[t];
+      nan |= v != v;
+    }
+  }
+  if (nan) return false;
+  float* order = maxima.data() + blocks;
+  std::copy(maxima.data(), maxima.data() + blocks, order);
+  std::nth_element(order, order + k, order + blocks, std::greater<float>());
+  const float t0 = order[k];
+  std::pair<float, int64_t>* cand = scratch.data();
+  int64_t found = 0;
+  const auto take = [&](int64_t j, int64_t from, int64_t to) {
+    const float* row = rows + j * width;
+    const float shift = shifts ? shifts[j] : 0.0f;
+    for (int64_t t = from; t < to; ++t) {
+      const float v = shifts ? row[t] + shift : row[t];
+      if (v >= t0) {
+        if (found == kMaxCandidates) return false;
+        cand[found++] = {v, j * width + t};
+      }
+    }
+    return true;
+  };
+  for (int64_t j = 0; j < count; ++j) {
+    for (int64_t b = 0; b < per_row; ++b)
+      if (maxima[j * per_row + b] >= t0 && !take(j, b * kBlock, (b + 1) * kBlock)) return false;
+    if (!take(j, per_row * kBlock, width)) return false;
+  }
+  if (found < k + 1) return false;
+  const auto larger = [](const std::pair<float, int64_t>& x, const std::pair<float, int64_t>& y) {
+    return x.first > y.first;
+  };
+  std::partial_sort(cand, cand + k + 1, cand + found, larger);
+  for (int64_t i = 0; i < k; ++i)
+    if (!(cand[i].first > cand[i + 1].first)) return false;
+  for (int64_t i = 0; i < k; ++i) out[i] = cand[i].second;
+  return true;
+}
+
+// torch's algorithm itself (torch_top_k), over n pairs.
+void torch_top_k_pairs(const float* vals, int64_t n, int64_t k, int64_t* out,
+                       std::vector<std::pair<float, int64_t>>& scratch) {
   using Item = std::pair<float, int64_t>;  // (value, position), as torch's queue
-  scratch.resize(n);
+  if (static_cast<int64_t>(scratch.size()) < n) scratch.resize(n);  // grows only: no refill of n pairs per call
   for (int64_t i = 0; i < n; ++i) scratch[i] = {vals[i], i};
   // torch's comparator: NaN first, then larger first; positions never compared
   const auto first = [](const Item& x, const Item& y) {
@@ -113,6 +188,24 @@ void torch_top_k(const float* vals, int64_t n, int64_t k, int64_t* out,
     std::sort(begin, begin + (k - 1), first);
   }
   for (int64_t i = 0; i < k; ++i) out[i] = scratch[i].second;
+}
+
+}  // namespace
+
+void torch_top_k(const float* vals, int64_t n, int64_t k, int64_t* out, TopKScratch& scratch) {
+  if (k < n && distinct_top_k(vals, 1, n, nullptr, k, out, scratch.pairs, scratch.maxima)) return;
+  torch_top_k_pairs(vals, n, k, out, scratch.pairs);
+}
+
+void torch_top_k_shifted(const float* rows, int64_t count, int64_t width, const float* shifts, int64_t k,
+                         int64_t* out, TopKScratch& scratch) {
+  const int64_t n = count * width;
+  if (k < n && distinct_top_k(rows, count, width, shifts, k, out, scratch.pairs, scratch.maxima)) return;
+  if (static_cast<int64_t>(scratch.values.size()) < n) scratch.values.resize(n);
+  float* values = scratch.values.data();  // (count * width) the shifted values, for torch's algorithm
+  for (int64_t j = 0; j < count; ++j)
+    for (int64_t t = 0; t < width; ++t) values[j * width + t] = rows[j * width + t] + shifts[j];
+  torch_top_k_pairs(values, n, k, out, scratch.pairs);
 }
 
 int64_t smallest_prefix_by_mass(const float* keys, const float* weights, int64_t n, double target,

@@ -71,20 +71,15 @@ void BeamSearch::select_top(const BeamStepInput& in, int64_t b) {
   // the sums are float32, as torch's, and ties fall in torch's order.
   const int64_t vocab = in.vocab, n = beams_ * vocab;
   const int64_t k = std::min(keep_, n);
-  flat_.resize(n);  // (beams * vocab) accumulated log-probs
-  for (int64_t j = 0; j < beams_; ++j) {
-    const int64_t r = b * beams_ + j;
-    const float* row = in.logprobs + r * vocab;
-    float* out = flat_.data() + j * vocab;
-    const float running = running_score_[r];
-    for (int64_t t = 0; t < vocab; ++t) out[t] = row[t] + running;
-  }
+  const float* rows = in.logprobs + b * beams_ * vocab;  // (beams, vocab), plus each beam's running score
   picks_.resize(std::max(k, beams_));
-  selection::torch_top_k(flat_.data(), n, k, picks_.data(), topk_scratch_);
+  selection::torch_top_k_shifted(rows, beams_, vocab, running_score_.data() + b * beams_, k, picks_.data(),
+                                 topk_scratch_);
   cands_.clear();
   for (int64_t i = 0; i < k; ++i) {
     const int64_t r = b * beams_ + picks_[i] / vocab, t = picks_[i] % vocab;
-    cands_.push_back({flat_[picks_[i]], r, t, in.logprobs[r * vocab + t], raw_logprob(in, r, t), FinishReason::None});
+    const float lp = in.logprobs[r * vocab + t];
+    cands_.push_back({lp + running_score_[r], r, t, lp, raw_logprob(in, r, t), FinishReason::None});
   }
 }
 

@@ -4,7 +4,8 @@
 // positions, position p at slot p % capacity, so its memory does not grow with the
 // context (the slack lets a prefill write and attend kRingSlack + 1 tokens at a time,
 // decoder.cpp).
-// Layout per layer (row, kv_head, slot, head_dim): the keys one head attends over are
+// Layout per layer (block, kv_head, slot, head_dim), row r in block physical_[r] (beam
+// search permutes rows without moving them): the keys one head attends over are
 // contiguous, so attention is a matrix product over a plain block (two, where a ring wraps).
 // Elements are float32 or IEEE half (KVType::Float16: half the bytes a decode step reads
 // at long context; the model's default int8 mode uses it, exact mode keeps float32).
@@ -39,7 +40,9 @@ class KVCache {
   int64_t rows() const { return static_cast<int64_t>(length_.size()); }
   int64_t max_context() const { return max_context_; }
   int64_t length(int64_t row) const { return length_[row]; }
-  void set_length(int64_t row, int64_t n) { length_[row] = n; }
+  // The row holds n positions. Positions it gains (from length(row) to n) were just written
+  // (store): each gets a new write id (see reorder).
+  void set_length(int64_t row, int64_t n);
   // Rolls row back to its first `length` positions without copying (speculative decoding
   // discards rejected drafts): the next forward writes over the rest. A sliding-window
   // ring keeps only kRingSlack + 1 positions beyond its window, so a rollback of more
@@ -65,13 +68,20 @@ class KVCache {
   // head) as floats (a copy, converted in a Float16 cache).
   void load(float* keys, float* values, int64_t layer, int64_t row, int64_t head, int64_t first, int64_t n);
 
-  // Row r takes the contents of row parents[r] (before the call), for every r. Copies
-  // only rows whose parent is another row, and only their valid slots: at most
-  // rows x layers x 2 x length x kv_dim floats; a permutation cycle goes through one
-  // row of scratch.
+  // Row r takes the contents of row parents[r] (before the call), for every r. A row's
+  // keys and values live in a block of the buffers that the row points to, so a row
+  // whose parent has no other child takes its parent's block without a copy (a
+  // permutation of rows copies nothing). A parent's other children take the blocks of
+  // rows that nobody takes, and only the positions where the two blocks differ are
+  // copied: every cached position carries the id of the write that produced it
+  // (set_length), copied with it, and a position whose id is the same in both blocks
+  // holds the same keys and values. Beams share their prompt and the tokens up to where
+  // they parted, so a beam step copies about the positions since then, for each
+  // duplicated beam only. A sliding-window ring is copied whole (its slots are
+  // overwritten in place).
   void reorder(const int64_t* parents);
 
-  // Row dst becomes a copy of row src.
+  // Row dst becomes a copy of row src (the positions they share are not copied, as in reorder).
   void copy_row(int64_t src, int64_t dst);
 
   // Bytes held by keys and values.
@@ -93,18 +103,23 @@ class KVCache {
   // resident when written).
   xt::xtensor<float, 1> storage(int64_t elements) const;
   // Offset (in elements) of the (capacity, head_dim) block of (layer, row, head) in k_ / v_.
-  int64_t offset(int64_t layer, int64_t row, int64_t head) const {
-    return layer_offset_[layer] + (row * kv_heads_ + head) * capacity_[layer] * head_dim_;
-  }
-  // Offset of the (capacity, head_dim) block of (layer, head) in scratch_k_ / scratch_v_.
-  int64_t scratch_offset(int64_t layer, int64_t head) const {
-    return scratch_layer_offset_[layer] + head * capacity_[layer] * head_dim_;
+  int64_t offset(int64_t layer, int64_t row, int64_t head) const { return block_offset(layer, physical_[row], head); }
+  // The same for block `block` (a row's place in the buffers, physical_).
+  int64_t block_offset(int64_t layer, int64_t block, int64_t head) const {
+    return layer_offset_[layer] + (block * kv_heads_ + head) * capacity_[layer] * head_dim_;
   }
   // Slots of a row of cached length len that layer `layer` holds.
   int64_t valid_slots(int64_t layer, int64_t len) const { return std::min(len, capacity_[layer]); }
-  // Copies a row of len positions from src_row of k_src / v_src (k_, v_ or the scratch) to row dst.
-  void copy_row_to(const xt::xtensor<float, 1>& k_src, const xt::xtensor<float, 1>& v_src, int64_t src_row,
-                   int64_t dst, int64_t len, bool src_is_scratch);
+  // Copies block src's positions to block dst: of a full-attention layer [from, len), of a
+  // ring every valid slot of a row of len positions.
+  void copy_slots(int64_t src, int64_t dst, int64_t from, int64_t len);
+  // (max_context) write ids of a block's positions (valid below its row's length).
+  uint64_t* written(int64_t block) { return written_.data() + block * max_context_; }
+  // The positions blocks a and b (of a_len and b_len valid positions) share: the first
+  // position whose write id differs, at most min(a_len, b_len).
+  int64_t shared_prefix(int64_t a, int64_t a_len, int64_t b, int64_t b_len);
+  // Block dst (dst_len valid positions) takes the src_len positions of block src.
+  void take_block(int64_t src, int64_t src_len, int64_t dst, int64_t dst_len);
   // Byte address of element `offset` of buf.
   char* at(xt::xtensor<float, 1>& buf, int64_t offset) const {
     return reinterpret_cast<char*>(buf.data()) + offset * element_bytes(type_);
@@ -118,14 +133,19 @@ class KVCache {
   int64_t elements_ = 0;                       // keys (as many values) of every layer
   std::vector<int64_t> capacity_;              // (layer) slots per row and head
   std::vector<int64_t> layer_offset_;          // (layer) where each layer starts in k_ / v_
-  std::vector<int64_t> scratch_layer_offset_;  // (layer) where each layer starts in scratch_k_ / scratch_v_
-  // per layer (row, kv_head, slot, head_dim), layer after layer: floats, or halves two to a float
+  // per layer (block, kv_head, slot, head_dim), layer after layer: floats, or halves two to a
+  // float; as many blocks as rows, row r's in block physical_[r]
   xt::xtensor<float, 1> k_, v_;
-  xt::xtensor<float, 1> scratch_k_, scratch_v_;  // per layer (kv_head, slot, head_dim): one row, same type
-  std::vector<int64_t> length_;
+  std::vector<int64_t> length_;                // (rows)
+  std::vector<int64_t> physical_;              // (rows) the block of each row
+  // (blocks, max_context) per block and position, the id of the write it holds
+  // (set_length): equal ids, equal keys and values. Untouched until written, as the keys.
+  xt::xtensor<uint64_t, 1> written_;
+  uint64_t next_write_ = 1;
   int64_t max_rollback_ = INT64_MAX;  // see max_rollback(); ring_layer_ is the layer that sets it (-1: none)
   int64_t ring_layer_ = -1, ring_window_ = 0;
-  std::vector<int64_t> refs_, pending_, new_length_;  // reorder bookkeeping
+  std::vector<int64_t> children_, spare_, new_physical_, new_length_;  // reorder bookkeeping
+  std::vector<uint8_t> given_;
 };
 
 }  // namespace kvgen

@@ -26,14 +26,28 @@ int64_t collect_at_least(const float* vals, int64_t n, float threshold, int32_t*
 // Sorts positions[0..count) by descending vals (ties by position).
 void sort_descending(const float* vals, int32_t* positions, int64_t count);
 
+// Scratch of torch_top_k: reused, grows.
+struct TopKScratch {
+  std::vector<std::pair<float, int64_t>> pairs;  // (value, position) pairs or candidates
+  std::vector<float> maxima;                     // block maxima and their copy
+  std::vector<float> values;                     // torch_top_k_shifted's values, when they tie
+};
+
 // The positions of the k largest of vals[0..n) (1 <= k <= n) in torch.topk's order on the
 // CPU (largest, sorted), ties included: torch runs libstdc++'s std::partial_sort over
 // (value, position) pairs compared by value alone when k * 64 <= n, else std::nth_element
 // at k - 1 and std::sort of the first k - 1, with NaN above every number. Ties land where
-// those algorithms put them (neither position order nor stable), so this runs the same
-// algorithms on the same pairs. scratch: reused, grows to n pairs. out: room for k.
-void torch_top_k(const float* vals, int64_t n, int64_t k, int64_t* out,
-                 std::vector<std::pair<float, int64_t>>& scratch);
+// those algorithms put them (neither position order nor stable), so when the k + 1
+// largest values are not distinct (or a value is NaN) this runs the same algorithms on
+// the same pairs. When they are distinct, any correct top-k gives the one descending
+// order: it is found from block maxima and a few candidates, without n pairs. out: room for k.
+void torch_top_k(const float* vals, int64_t n, int64_t k, int64_t* out, TopKScratch& scratch);
+
+// torch_top_k of the values rows[j * width + t] + shifts[j] (float32 sums, as torch adds a
+// (count, 1) tensor to a (count, width) one), positions j * width + t, without writing the
+// sums unless their largest tie: beam search's accumulated log-probs over beams x vocab.
+void torch_top_k_shifted(const float* rows, int64_t count, int64_t width, const float* shifts, int64_t k,
+                         int64_t* out, TopKScratch& scratch);
 
 // Walks items in ascending `keys` order (keys >= 0 in nats, +inf allowed) and keeps item j while
 // the weight of the items before it is < target, or fewer than min_keep are kept: the

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kvgen/generation_config.h"
+#include "kvgen/sampling/selection.h"
 #include "kvgen/search/sequences.h"
 #include "kvgen/search/stopping.h"
 
@@ -111,10 +112,9 @@ class BeamSearch {
   std::vector<uint8_t> improvable_;               // (batch) HF is_early_stop_heuristic_unsatisfied
   std::vector<Candidate> cands_;                  // (keep) candidates of the input being stepped
   std::vector<float> draw_weights_;               // (beams * vocab) beam sampling scratch
-  std::vector<float> flat_;                       // (beams * vocab) accumulated log-probs of one input
   std::vector<float> merged_;                     // (beams + keep) finished slots' and candidates' scores
   std::vector<int64_t> picks_;                    // (max(keep, beams)) torch_top_k's output
-  std::vector<std::pair<float, int64_t>> topk_scratch_;  // (beams * vocab) torch_top_k's pairs
+  selection::TopKScratch topk_scratch_;           // torch_top_k's
   std::vector<Slot> next_slots_;                  // (beams) the finished list being built
   std::vector<float> next_score_, next_lp_, next_raw_;  // (batch * beams) of the new running beams
   std::vector<int64_t> order_;                    // (beams) candidates that go on, by adjusted score
