@@ -17,10 +17,15 @@ slots, so its step reads ``logits[first:first + rows]`` in place. Every iteratio
 
 Prefix cache (``prefix_cache=True``, as llama.cpp's slots reuse their prompt): a free slot
 keeps the prompt chunks it last computed, and a new one-row request whose prompt starts with
-the same tokens goes to the free slot that shares the most whole chunks with it, keeping
-those positions (``truncate``) and prefilling only the rest; otherwise it takes the free slot
-used least recently. Only whole chunks of an earlier prompt are reused, never generated
-tokens, so every position holds what a fresh prefill computes: outputs are bit-identical.
+the same tokens goes to the free slot that shares the longest prefix with it, keeping those
+positions (``truncate``) and prefilling only the rest; otherwise it takes the free slot used
+least recently. Only positions of an earlier prompt's whole chunks are reused, never generated
+tokens, and the rest of a chunk whose first positions are reused is computed as the fresh
+prefill's whole chunk (``in_blocks``: the chunk's attention products with the cached positions'
+rows padded, since their rounding depends on their row count), so every position holds what a
+fresh prefill computes: outputs are bit-identical. A chunk is reused in part only where the
+new prompt holds it whole (a shorter last piece has products of another shape), and only
+on models without sliding windows or LongRoPE; otherwise whole chunks only.
 
 Prompts are cut into chunks at fixed offsets from their start (0, C, 2C, ...), here only,
 and the model computes each row from its own tokens and cache only (the quantized kernels
@@ -200,6 +205,10 @@ class Engine:
                  max_draft_tokens: int = MAX_DRAFT_TOKENS):
         self.model = model
         self.prefix_cache = prefix_cache
+        # a prefix may end inside a chunk (see the module docstring): no sliding window, no LongRoPE
+        config = getattr(model, "config", None)
+        self._partial_prefix = (isinstance(config, dict) and not config.get("sliding_window")
+                                and not getattr(model, "_long_rope_context", 0))
         # per slot: the prompt whose whole chunks it holds from position 0 and how many of its
         # positions are valid (None: nothing reusable), and when it was last taken
         self._slot_prompts: list[Optional[tuple[np.ndarray, int]]] = [None] * slots
@@ -409,20 +418,21 @@ class Engine:
             self._active.append(r)
 
     def _prefix_slot(self, prompt: np.ndarray) -> tuple[int, int]:
-        """(free slot, positions to keep) for a one-row request: the slot holding the most whole
-        prompt chunks that ``prompt`` starts with (at least one token is left to feed), else
-        the free slot used least recently (0 kept)."""
+        """(free slot, positions to keep) for a one-row request: the slot holding the longest
+        prefix of ``prompt`` that may be kept (at least one token is left to feed; see the
+        module docstring), else the free slot used least recently (0 kept)."""
         best, keep = None, 0
-        limit = (prompt.size - 1) // PREFILL_CHUNK * PREFILL_CHUNK
         for s, free in enumerate(self._free):
             held = self._slot_prompts[s]
-            if not free or held is None or limit == 0:
+            if not free or held is None or prompt.size < 2:
                 continue
             cached, valid = held
-            n = min(limit, valid)
+            n = min(prompt.size - 1, valid)
             differ = np.flatnonzero(cached[:n] != prompt[:n])
             common = int(differ[0]) if differ.size else n
-            common = common // PREFILL_CHUNK * PREFILL_CHUNK
+            whole = common // PREFILL_CHUNK * PREFILL_CHUNK
+            if not (self._partial_prefix and whole + PREFILL_CHUNK <= min(valid, prompt.size)):
+                common = whole  # the chunk is kept whole or not at all
             if common > keep:
                 best, keep = s, common
         self.prefix_cache_queries += prompt.size
@@ -452,6 +462,7 @@ class Engine:
         long_chunks: list = []  # LongRoPE rows past the original context: a pass of their own
         switch = getattr(self.model, "_long_rope_context", 0)
         verify: list[int] = []  # slots whose chunks return the logits of every position
+        in_blocks: list[int] = []  # slots fed the rest of a chunk whose first positions are cached
         budget = PREFILL_CHUNK
         decode_rows = extra = 0
         self._draft_seconds = 0.0
@@ -472,7 +483,10 @@ class Engine:
             if r.prefilling:
                 # the next chunk of every prompt of the request, at offsets fixed by the prompts alone
                 take = PREFILL_CHUNK
-                if len(self._active) == 1 and len(r.prompts) == 1:
+                rest = r.fed % PREFILL_CHUNK > 0  # the rest of a chunk after a cached prefix (one-row requests)
+                if rest:
+                    take -= r.fed % PREFILL_CHUNK
+                elif len(self._active) == 1 and len(r.prompts) == 1:
                     take *= SOLO_PREFILL_CHUNKS
                     # a last piece short enough to be attended token by token gets a pass of its own, as
                     # it does one chunk per pass: the prompt's logits do not depend on the pass sizes
@@ -487,6 +501,8 @@ class Engine:
                     continue  # the pass already carries other prompt tokens
                 budget -= size
                 chunks += pieces
+                if rest:
+                    in_blocks.append(first)
                 r.fed += take
                 if not r.prefilling:
                     ready.append(r)
@@ -521,7 +537,7 @@ class Engine:
         try:
             start = time.perf_counter()
             if chunks or not long_chunks:
-                self._slots.forward(chunks, verify)
+                self._slots.forward(chunks, verify, in_blocks)
             if long_chunks:
                 self._slots.forward(long_chunks)
             if budget == PREFILL_CHUNK and not long_chunks:  # a decode-only pass times what draft tokens cost
