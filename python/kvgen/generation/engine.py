@@ -10,9 +10,11 @@ slots, so its step reads ``logits[first:first + rows]`` in place. Every iteratio
 1. takes new and cancelled requests; a finished or cancelled request gives its slots back;
 2. admits waiting requests, first come first served, while their rows fit in free slots;
 3. runs one forward pass over every running row's last token plus prompt chunks of
-   requests still prefilling (at most PREFILL_CHUNK prompt tokens per pass, so a long
-   prompt delays the others by at most one chunk; a request alone in the engine feeds
-   SOLO_PREFILL_CHUNKS chunks per pass);
+   requests still prefilling, first come first served: at most PREFILL_BUDGET prompt tokens
+   per pass, and up to SOLO_PREFILL_CHUNKS chunks of a one-prompt request (a request of
+   several prompts feeds one chunk of each). Requests that arrive together prefill in a few
+   large passes, so a running row waits a few times rather than once per chunk of every
+   newcomer, and the first of them get their first token first;
 4. steps each request whose logits are ready and reports the new tokens.
 
 Prefix cache (``prefix_cache=True``, as llama.cpp's slots reuse their prompt): a free slot
@@ -69,13 +71,18 @@ from kvgen.generation.results import GenerationResult, _result
 from kvgen.generation.speculation import DEFAULT_ASSISTANT_TOKENS, MAX_DRAFT_TOKENS, Speculation, wants_speculation
 from kvgen.generation.step import StepGenerator
 
-#: Prompt tokens per forward pass at most (one chunk of one prompt, or several short ones;
-#: a request of several prompts feeds one chunk of each together).
+#: Prompts are fed in chunks of this many tokens from their start (a pass carries whole chunks,
+#: a short last piece, or the rest of a chunk after a cached prefix).
 PREFILL_CHUNK = _core._PREFILL_CHUNK
-# A request that has the engine to itself feeds this many whole chunks per pass: fewer passes
+# A one-prompt request feeds up to this many whole chunks per pass (room in PREFILL_BUDGET): fewer passes
 # (each streams the weights and runs its LM head) and larger products and attention blocks.
 # A 512-token prefill takes 20% less CPU time than in 32-token passes (SmolLM2 Q8_0, 1 thread).
 SOLO_PREFILL_CHUNKS = 4
+# Prompt tokens per forward pass at most, beside the running rows' tokens (a request of several
+# prompts may go over it in a pass of its own). One pass of 8 chunks costs about what 8 passes of
+# one chunk do (the products are bound by their arithmetic at 32 rows already), but the running
+# rows wait once, not 8 times: a burst of 8 requests no longer sets the inter-token p99.
+PREFILL_BUDGET = 8 * PREFILL_CHUNK
 # Chunks of at most this many tokens (decode steps, verification, a short last piece of a prompt)
 # are attended token by token, longer ones with matrix products in query blocks that end at
 # multiples of PREFILL_CHUNK.
@@ -463,7 +470,7 @@ class Engine:
         switch = getattr(self.model, "_long_rope_context", 0)
         verify: list[int] = []  # slots whose chunks return the logits of every position
         in_blocks: list[int] = []  # slots fed the rest of a chunk whose first positions are cached
-        budget = PREFILL_CHUNK
+        budget = PREFILL_BUDGET
         decode_rows = extra = 0
         self._draft_seconds = 0.0
         self._pass_cost = self._cost
@@ -472,7 +479,7 @@ class Engine:
             assert first is not None
             if r.prefilling and switch and r.longest > switch:
                 # a prompt past LongRoPE's switch is computed with the long factors throughout: in one piece
-                if budget < PREFILL_CHUNK:
+                if budget < PREFILL_BUDGET:
                     continue  # the pass already carries other prompt tokens
                 budget = 0
                 for i, p in enumerate(r.prompts):
@@ -486,8 +493,8 @@ class Engine:
                 rest = r.fed % PREFILL_CHUNK > 0  # the rest of a chunk after a cached prefix (one-row requests)
                 if rest:
                     take -= r.fed % PREFILL_CHUNK
-                elif len(self._active) == 1 and len(r.prompts) == 1:
-                    take *= SOLO_PREFILL_CHUNKS
+                elif len(r.prompts) == 1:
+                    take *= max(1, min(SOLO_PREFILL_CHUNKS, budget // PREFILL_CHUNK))
                     # a last piece short enough to be attended token by token gets a pass of its own, as
                     # it does one chunk per pass: the prompt's logits do not depend on the pass sizes
                     left = r.longest - r.fed
@@ -497,7 +504,7 @@ class Engine:
                 pieces = [(first + i * r.rows_per_prompt, p[r.fed:r.fed + take])
                           for i, p in enumerate(r.prompts) if p.size > r.fed]
                 size = sum(piece.size for _, piece in pieces)
-                if size > budget and budget < PREFILL_CHUNK:
+                if size > budget and budget < PREFILL_BUDGET:
                     continue  # the pass already carries other prompt tokens
                 budget -= size
                 chunks += pieces
@@ -540,7 +547,7 @@ class Engine:
                 self._slots.forward(chunks, verify, in_blocks)
             if long_chunks:
                 self._slots.forward(long_chunks)
-            if budget == PREFILL_CHUNK and not long_chunks:  # a decode-only pass times what draft tokens cost
+            if budget == PREFILL_BUDGET and not long_chunks:  # a decode-only pass times what draft tokens cost
                 self._pass_cost.observe(time.perf_counter() - start + self._draft_seconds, decode_rows, extra)
         except Exception as e:  # the model checks every chunk first, so nothing was computed
             for r in ready:
