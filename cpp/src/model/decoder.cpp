@@ -69,7 +69,7 @@ void DecoderModel::attend(float* out, const float* q, int64_t ldq, const float* 
       // a prompt's rest whose first block starts past its aligned start: the whole block, as a fresh
       // prefill computes it (the products' rounding depends on their row count), the rows of the
       // cached positions before it with zero queries, their outputs dropped
-      const int64_t pad = chunks[qb.ci].in_blocks ? start % kPrefillChunk : 0;
+      const int64_t pad = chunks[qb.ci].in_blocks && qb.i0 == 0 ? start % kPrefillChunk : 0;
       if (pad == 0) {
         causal_attention(out + (qb.o + qb.i0) * H * hd, H * hd, q + (qb.o + qb.i0) * ldq, ldq, cache, layer,
                          chunks[qb.ci].row, start, count, H, KV, hd, options, head, scores + t * batch.max_scores,
