@@ -194,14 +194,16 @@ def _fed_in_chunks(slots, slot: int, prompt: np.ndarray, start: int = 0) -> np.n
     return slots.logits[slot].copy()
 
 
-@pytest.mark.parametrize("threads", [1, 2])
-def test_the_rest_of_a_chunk_after_a_cached_prefix_gets_a_fresh_prefills_logits(smollm2_model, threads):
+@pytest.mark.parametrize("threads,exact", [(1, False), (2, False), (2, True)])
+def test_the_rest_of_a_chunk_after_a_cached_prefix_gets_a_fresh_prefills_logits(smollm2_model, threads, exact):
     """Positions kept from another prompt's chunk, then that chunk's rest computed in blocks
-    (in_blocks), give bit for bit the logits of the new prompt's fresh prefill, beside decode rows."""
+    (in_blocks), give bit for bit the logits of the new prompt's fresh prefill, beside decode
+    rows, in the default mode and in exact mode (float activations, float32 cache)."""
     saved = kvgen.get_num_threads()
     rng = np.random.default_rng(threads)
     try:
         kvgen.set_num_threads(threads)
+        smollm2_model.exact = exact
         slots = _core._ModelSlots(smollm2_model._core, 3, 256)
         for length, kept in [(42, 27), (42, 1), (40, 31), (80, 33), (100, 70), (64, 62)]:
             cached = rng.integers(0, smollm2_model.vocab_size, length)
@@ -219,6 +221,7 @@ def test_the_rest_of_a_chunk_after_a_cached_prefix_gets_a_fresh_prefills_logits(
             assert np.array_equal(reused, fresh), (length, kept)
     finally:
         kvgen.set_num_threads(saved)
+        smollm2_model.exact = False
     with pytest.raises(ValueError, match="in_blocks slot 1"):
         slots.forward([(0, prompt[:1])], in_blocks=[1])
 
