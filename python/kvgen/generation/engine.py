@@ -489,16 +489,16 @@ class Engine:
                 continue
             if r.prefilling:
                 # the next chunk of every prompt of the request, at offsets fixed by the prompts alone
-                take = PREFILL_CHUNK
-                rest = r.fed % PREFILL_CHUNK > 0  # the rest of a chunk after a cached prefix (one-row requests)
-                if rest:
-                    take -= r.fed % PREFILL_CHUNK
-                elif len(r.prompts) == 1:
-                    take *= max(1, min(SOLO_PREFILL_CHUNKS, budget // PREFILL_CHUNK))
+                # up to the next chunk boundary: a whole chunk, or the rest of one after a cached prefix
+                # (one-row requests; in_blocks), then more whole chunks where the pass has room
+                rest = r.fed % PREFILL_CHUNK > 0
+                take = PREFILL_CHUNK - r.fed % PREFILL_CHUNK
+                if len(r.prompts) == 1:
+                    take += PREFILL_CHUNK * (max(1, min(SOLO_PREFILL_CHUNKS, budget // PREFILL_CHUNK)) - 1)
                     # a last piece short enough to be attended token by token gets a pass of its own, as
                     # it does one chunk per pass: the prompt's logits do not depend on the pass sizes
                     left = r.longest - r.fed
-                    tail = left % PREFILL_CHUNK
+                    tail = r.longest % PREFILL_CHUNK
                     if left <= take and left > tail and 0 < tail <= TOKEN_BY_TOKEN_ATTENTION:
                         take = left - tail
                 pieces = [(first + i * r.rows_per_prompt, p[r.fed:r.fed + take])
