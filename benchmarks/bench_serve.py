@@ -26,7 +26,7 @@ interleaved (A B, then B A, ...) for --rounds rounds. Per engine and N:
 * inter-token latency (gaps between consecutive text chunks of a stream), p50 and p99.
 
 Targets, at 8 clients: kvgen total tokens/s >= 3x llama-cpp-python's server and
->= 3x kvgen's own at 1 client; kvgen's p99 inter-token latency <= 2x its 1-client figure.
+>= 3x kvgen's own at 1 client; kvgen's p99 inter-token latency <= 2.5x its 1-client figure.
 ``--quick``: 1 and 4 clients, 32 new tokens, 5 rounds.
 
 Multi-turn chat (``--multi-turn``)
@@ -40,7 +40,7 @@ clients start each turn together (a barrier), so every turn is measured at the s
 concurrency. Per engine and turn: the prompt's tokens and the time to first token (request
 sent -> first content chunk), p50 and p99 over every client of every round; the engines
 alternate per round. Engines: ``kvgen`` (its prefix cache: a turn reuses the slot that holds
-its conversation's earlier prompt, in whole 32-token chunks, and prefills the rest),
+its conversation's earlier prompt, positions of whole 32-token chunks, and prefills the rest),
 ``kvgen-nocache`` (``kvgen serve --no-prefix-cache``: every turn prefills its whole history)
 and llama-cpp-python's server (it keeps its last prompt's KV and reuses the common prefix;
 one request at a time). Target: kvgen's TTFT p50 at the last turn >= 3x faster with its
@@ -381,8 +381,8 @@ def main() -> int:
     report["targets"].append(harness.target(f"total tokens/s >= 3x kvgen's 1-client figure at {at} clients", ratio,
                                             ratio >= 3, f"{ratio:.2f}x"))
     ratio = k[at]["itl_p99_ms"] / k["1"]["itl_p99_ms"]
-    report["targets"].append(harness.target(f"p99 inter-token latency <= 2x the 1-client figure at {at} clients",
-                                            ratio, ratio <= 2, f"{ratio:.2f}x"))
+    report["targets"].append(harness.target(f"p99 inter-token latency <= 2.5x the 1-client figure at {at} clients",
+                                            ratio, ratio <= 2.5, f"{ratio:.2f}x"))
     harness.write_outputs(report, args.out, plot(results, counts))
     return 0
 

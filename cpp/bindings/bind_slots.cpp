@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -54,12 +55,18 @@ class PyModelSlots {
     return py::array_t<float>(shape, strides, slots_.verify_logits(), owner);
   }
 
-  void forward(const std::vector<std::pair<int64_t, TokenArray>>& chunks, const std::vector<int64_t>& verify) {
+  void forward(const std::vector<std::pair<int64_t, TokenArray>>& chunks, const std::vector<int64_t>& verify,
+               const std::vector<int64_t>& in_blocks) {
     std::vector<RowTokens> rows;
     rows.reserve(chunks.size());
     for (const auto& [slot, tokens] : chunks) {
       if (tokens.ndim() != 1) throw ValueError("the tokens of slot " + std::to_string(slot) + " must be a 1-D array");
       rows.push_back({slot, tokens.data(), static_cast<int64_t>(tokens.size())});
+    }
+    for (int64_t slot : in_blocks) {
+      auto it = std::find_if(rows.begin(), rows.end(), [&](const RowTokens& r) { return r.row == slot; });
+      if (it == rows.end()) throw ValueError("in_blocks slot " + std::to_string(slot) + " has no chunk in the forward");
+      it->in_blocks = true;
     }
     std::vector<uint8_t> all_logits;
     if (!verify.empty()) {
@@ -120,8 +127,11 @@ void register_slots(py::module_& m) {
       .def_property_readonly("verify_positions", [](PyModelSlots& s) { return s.slots().verify_positions(); },
                              "The longest chunk a forward may return every position's logits of.")
       .def("forward", &PyModelSlots::forward, py::arg("chunks"), py::arg("verify") = std::vector<int64_t>{},
+           py::arg("in_blocks") = std::vector<int64_t>{},
            "Runs (slot, int64 tokens) chunks in one forward pass (GIL released; see SlotCache::forward); the "
-           "chunks of the `verify` slots return the logits of all their positions in verify_logits.")
+           "chunks of the `verify` slots return the logits of all their positions in verify_logits; those of "
+           "the `in_blocks` slots are the rest of a prompt whose first positions are cached, computed as a "
+           "fresh prefill of the whole prompt computes them (RowTokens::in_blocks).")
       .def(
           "truncate",
           [](PyModelSlots& s, int64_t slot, int64_t length) { s.slots().truncate(slot, length); },

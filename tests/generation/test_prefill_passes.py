@@ -1,6 +1,6 @@
 """A prompt's logits do not depend on how many prompt chunks a pass carries: the engine feeds a
-request that is alone several chunks per pass (SOLO_PREFILL_CHUNKS), batched ones one chunk per
-pass, and the model attends in kPrefillChunk-aligned query blocks either way. A last piece of at
+request several chunks per pass where the pass has room (SOLO_PREFILL_CHUNKS, PREFILL_BUDGET),
+else one, and the model attends in kPrefillChunk-aligned query blocks either way. A last piece of at
 most TOKEN_BY_TOKEN_ATTENTION tokens is attended token by token (as decode steps are), so the
 engine gives it a pass of its own in both cases."""
 
@@ -62,3 +62,35 @@ def test_a_request_gets_the_same_tokens_in_passes_of_several_chunks_as_of_one(sm
             one = kvgen.Generator(model, config, prefix_cache=False).generate([prompt])
         assert np.array_equal(several.sequences[0][0], one.sequences[0][0])
         assert np.array_equal(several.token_logprobs[0][0], one.token_logprobs[0][0])
+
+
+def test_requests_that_arrive_together_prefill_in_the_same_passes(smollm2_model):
+    """A pass carries the chunks of every request still prefilling, up to PREFILL_BUDGET tokens:
+    4 prompts of 2 chunks beside a running row take at most 2 passes, not 8, and every request
+    gets the tokens of its own generate call."""
+    from kvgen.generation.engine import PREFILL_BUDGET, Engine, Request
+    from kvgen.generation.request_setup import RequestSetup
+
+    model = smollm2_model
+    rng = np.random.default_rng(5)
+    config = kvgen.GenerationConfig(max_new_tokens=8, do_sample=True, seed=2, top_k=20)
+    prompts = [rng.integers(0, model.vocab_size, n).astype(np.int64) for n in (5, 64, 61, 58, 55)]
+    assert 4 * PREFILL_CHUNK <= PREFILL_BUDGET
+
+    def request(p):
+        return Request([p], RequestSetup(config).step_generator(model), engine.context)
+
+    engine = Engine(model, slots=5)
+    running = engine.add(request(prompts[0]))
+    engine.step()  # alone: its prompt in one pass, its first token
+    assert not running.prefilling
+    newcomers = [engine.add(request(p)) for p in prompts[1:]]
+    engine.step()
+    engine.step()
+    assert not any(r.prefilling for r in newcomers) and len(running.generator.sequences[0]) == 5 + 3
+    requests = [running, *newcomers]
+    while not all(r.done() for r in requests):
+        engine.step()
+    for r, p in zip(requests, prompts):
+        alone = kvgen.Generator(model, config, prefix_cache=False).generate([p])
+        assert np.array_equal(r.wait().sequences[0][0], alone.sequences[0][0])

@@ -178,3 +178,69 @@ def test_the_kept_engine_is_built_again_when_the_model_turns_exact(smollm2_model
         assert _same(out, kvgen.Generator(model, config, prefix_cache=False).generate([prompt]))
     finally:
         model.exact = False
+
+
+# ---- a prefix that ends inside a chunk ----
+
+def _fed_in_chunks(slots, slot: int, prompt: np.ndarray, start: int = 0) -> np.ndarray:
+    """Feeds prompt[start:] to a slot holding its first `start` positions as the engine does
+    (the rest of a chunk in blocks, then chunk after chunk); the last position's logits."""
+    rest = start % PREFILL_CHUNK
+    if rest:
+        slots.forward([(slot, prompt[start:start - rest + PREFILL_CHUNK])], in_blocks=[slot])
+        start += PREFILL_CHUNK - rest
+    for o in range(start, prompt.size, PREFILL_CHUNK):
+        slots.forward([(slot, prompt[o:o + PREFILL_CHUNK])])
+    return slots.logits[slot].copy()
+
+
+@pytest.mark.parametrize("threads,exact", [(1, False), (2, False), (2, True)])
+def test_the_rest_of_a_chunk_after_a_cached_prefix_gets_a_fresh_prefills_logits(smollm2_model, threads, exact):
+    """Positions kept from another prompt's chunk, then that chunk's rest computed in blocks
+    (in_blocks), give bit for bit the logits of the new prompt's fresh prefill, beside decode
+    rows, in the default mode and in exact mode (float activations, float32 cache)."""
+    saved = kvgen.get_num_threads()
+    rng = np.random.default_rng(threads)
+    try:
+        kvgen.set_num_threads(threads)
+        smollm2_model.exact = exact
+        slots = _core._ModelSlots(smollm2_model._core, 3, 256)
+        for length, kept in [(42, 27), (42, 1), (40, 31), (80, 33), (100, 70), (64, 62)]:
+            cached = rng.integers(0, smollm2_model.vocab_size, length)
+            prompt = cached.copy()
+            prompt[kept:] = rng.integers(0, smollm2_model.vocab_size, length - kept)
+            for s in range(3):
+                slots.reset(s)
+            _fed_in_chunks(slots, 0, cached)
+            fresh = _fed_in_chunks(slots, 1, prompt)
+            slots.copy_row(0, 2)
+            slots.truncate(2, kept)
+            slots.forward([(0, prompt[:1]), (2, prompt[kept:kept - kept % PREFILL_CHUNK + PREFILL_CHUNK])],
+                          in_blocks=[2])  # beside a decode row
+            reused = _fed_in_chunks(slots, 2, prompt, kept - kept % PREFILL_CHUNK + PREFILL_CHUNK)
+            assert np.array_equal(reused, fresh), (length, kept)
+    finally:
+        kvgen.set_num_threads(saved)
+        smollm2_model.exact = False
+    with pytest.raises(ValueError, match="in_blocks slot 1"):
+        slots.forward([(0, prompt[:1])], in_blocks=[1])
+
+
+def test_prompts_that_share_part_of_a_chunk_reuse_it_and_get_the_same_tokens(smollm2_model):
+    model = smollm2_model
+    first = model.encode(SYSTEM + "Question: what does the miller count?")
+    others = [first[:PREFILL_CHUNK + 9] + model.encode(" Bees, honey and the mill." * 8),  # shares 9 of chunk 1
+              first[:20] + model.encode(" A question about the lamps and the river." * 6)]  # 20 of chunk 0
+    sampled = {"do_sample": True, "top_k": 20, "seed": 5}
+    configs = [kvgen.GenerationConfig(max_new_tokens=6, top_logprobs=2, **(sampled if i == 1 else {}))
+               for i in range(3)]
+    assert len(first) >= 2 * PREFILL_CHUNK and all(len(p) >= 2 * PREFILL_CHUNK for p in others)  # chunks held whole
+    results = {}
+    for cached in (False, True):
+        with Engine(model, slots=2, prefix_cache=cached) as engine:
+            out = [engine.submit(first, configs[0], logprobs=True).wait()]
+            out += [engine.submit(p, c, logprobs=True).wait() for p, c in zip(others, configs[1:])]
+            results[cached] = out
+            hits = engine.prefix_cache_hits
+    assert all(_same(a, b) for a, b in zip(results[False], results[True]))
+    assert hits == PREFILL_CHUNK + 9 + 20

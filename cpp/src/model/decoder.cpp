@@ -14,6 +14,14 @@
 
 namespace kvgen {
 
+namespace {
+
+// Chunks of at most kTokenByTokenAttention tokens (decode, verification, a prompt's short last
+// piece) are attended token by token, unless they are a prompt's rest (RowTokens::in_blocks).
+bool by_tokens(const RowTokens& c) { return c.count <= kTokenByTokenAttention && !c.in_blocks; }
+
+}  // namespace
+
 void DecoderModel::grow_rows(xt::xtensor<float, 2>& buf, int64_t rows, int64_t width) {
   if (static_cast<int64_t>(buf.shape(0)) >= rows && static_cast<int64_t>(buf.shape(1)) == width) return;
   buf = xt::xtensor<float, 2>::from_shape({static_cast<size_t>(rows), static_cast<size_t>(width)});
@@ -36,15 +44,15 @@ void DecoderModel::attend(float* out, const float* q, int64_t ldq, const float* 
       for (int64_t i = b0; i < std::min(c.count, b0 + block); ++i)  // keys and values into the cache, by position
         cache.store(layer, c.row, (batch.starts[ci] + i) % slots, k + (o + i) * ldk, v + (o + i) * ldv);
     }
-    // chunks of at most kTokenByTokenAttention tokens (decode, verification) token by token
+    // chunks of at most kTokenByTokenAttention tokens (decode, verification) token by token (by_tokens)
     // in blocks of positions; they are whole in the first block (a ring keeps 32 beyond its window)
-    if (b0 == 0 && batch.min_count <= kTokenByTokenAttention) attend_tokens(out, q, ldq, layer, batch, cache, options);
-    if (batch.max_count <= kTokenByTokenAttention) continue;
+    if (b0 == 0 && batch.any_by_tokens) attend_tokens(out, q, ldq, layer, batch, cache, options);
+    if (!batch.any_in_blocks) continue;
     // every longer chunk's attention for this block, in kPrefillChunk-aligned query blocks (model.h)
     std::vector<QueryBlock>& blocks = scratch_.query_blocks;
     blocks.clear();
     for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci) {
-      if (chunks[ci].count <= kTokenByTokenAttention) continue;
+      if (by_tokens(chunks[ci])) continue;
       const int64_t end = std::min(chunks[ci].count, b0 + block);
       for (int64_t i0 = b0, i1; i0 < end; i0 = i1) {
         i1 = std::min(end, i0 + kPrefillChunk - (batch.starts[ci] + i0) % kPrefillChunk);
@@ -57,9 +65,27 @@ void DecoderModel::attend(float* out, const float* q, int64_t ldq, const float* 
       const int64_t head = item / n_blocks;
       const QueryBlock& qb = blocks[item % n_blocks];
       float* kv_here = cache.half() ? scratch_.kv.data() + t * 2 * batch.end * hd : nullptr;
-      causal_attention(out + (qb.o + qb.i0) * H * hd, H * hd, q + (qb.o + qb.i0) * ldq, ldq, cache, layer,
-                       chunks[qb.ci].row, batch.starts[qb.ci] + qb.i0, qb.i1 - qb.i0, H, KV, hd, options, head,
-                       scores + t * batch.max_scores, kv_here);
+      const int64_t start = batch.starts[qb.ci] + qb.i0, count = qb.i1 - qb.i0;
+      // a prompt's rest whose first block starts past its aligned start: the whole block, as a fresh
+      // prefill computes it (the products' rounding depends on their row count), the rows of the
+      // cached positions before it with zero queries, their outputs dropped
+      const int64_t pad = chunks[qb.ci].in_blocks && qb.i0 == 0 ? start % kPrefillChunk : 0;
+      if (pad == 0) {
+        causal_attention(out + (qb.o + qb.i0) * H * hd, H * hd, q + (qb.o + qb.i0) * ldq, ldq, cache, layer,
+                         chunks[qb.ci].row, start, count, H, KV, hd, options, head, scores + t * batch.max_scores,
+                         kv_here);
+        return;
+      }
+      const int64_t w = H * hd;
+      float* qp = scratch_.padded.data() + t * 2 * kPrefillChunk * w;  // (kPrefillChunk, w) queries
+      float* op = qp + kPrefillChunk * w;                               // (kPrefillChunk, w) outputs
+      for (int64_t i = 0; i < pad; ++i) std::fill_n(qp + i * w + head * hd, hd, 0.0f);
+      for (int64_t i = 0; i < count; ++i)
+        std::copy_n(q + (qb.o + qb.i0 + i) * ldq + head * hd, hd, qp + (pad + i) * w + head * hd);
+      causal_attention(op, w, qp, w, cache, layer, chunks[qb.ci].row, start - pad, pad + count, H, KV, hd, options,
+                       head, scores + t * batch.max_scores, kv_here);
+      for (int64_t i = 0; i < count; ++i)
+        std::copy_n(op + (pad + i) * w + head * hd, hd, out + (qb.o + qb.i0 + i) * w + head * hd);
     }, "attention");
   }
 }
@@ -78,7 +104,7 @@ void DecoderModel::attend_tokens(float* out, const float* q, int64_t ldq, int64_
   first[0] = 0;
   for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci)
     for (int64_t i = o; i < static_cast<int64_t>(o) + chunks[ci].count; ++i) {
-      const bool here = chunks[ci].count <= kTokenByTokenAttention;
+      const bool here = by_tokens(chunks[ci]);
       first[i + 1] = first[i] + (here ? KV * key_blocks(batch.positions[i], options.window) : 0);
       token_row[i] = chunks[ci].row;
     }
@@ -112,6 +138,7 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
   b.end = 0;
   b.max_count = 0;
   b.min_count = INT64_MAX;
+  b.any_by_tokens = b.any_in_blocks = false;
   b.starts.resize(chunks.size());
   for (size_t ci = 0; ci < chunks.size(); ++ci) {
     const RowTokens& c = chunks[ci];
@@ -129,10 +156,13 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
                          std::to_string(V) + ")");
     b.starts[ci] = start;
     b.n += c.count;
-    b.max_scores = std::max(b.max_scores, c.count * (start + c.count));
+    // a prompt's rest: its first query block padded to its aligned start
+    const int64_t rows = c.count + (c.in_blocks ? start % kPrefillChunk : 0);
+    b.max_scores = std::max(b.max_scores, rows * (start + c.count));
     b.end = std::max(b.end, start + c.count);
     b.max_count = std::max(b.max_count, c.count);
     b.min_count = std::min(b.min_count, c.count);
+    (by_tokens(c) ? b.any_by_tokens : b.any_in_blocks) = true;
   }
   b.positions.resize(b.n);
   b.tokens.resize(b.n);
@@ -152,17 +182,22 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
     if (static_cast<int64_t>(buf.size()) < floats) buf = xt::xtensor<float, 1>::from_shape({static_cast<size_t>(floats)});
   };
   grow(scratch_.scores, all_scores);
-  if (b.min_count <= kTokenByTokenAttention) {  // short chunks: blocks of positions (attend_tokens)
+  if (b.any_by_tokens) {  // short chunks: blocks of positions (attend_tokens)
     const int64_t group = config_.heads / config_.kv_heads;
     int64_t items = 0;  // at most: every layer's window full
     for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci)
-      if (chunks[ci].count <= kTokenByTokenAttention)
+      if (by_tokens(chunks[ci]))
         for (int64_t i = 0; i < chunks[ci].count; ++i) items += config_.kv_heads * key_blocks(b.positions[o + i], 0);
     grow(scratch_.parts, items * block_part_floats(group, config_.head_dim));
     grow(scratch_.attention, threads * block_scratch_floats(group, config_.head_dim));
   }
-  if (b.max_count > kTokenByTokenAttention && cache.half())  // a prefill's spans of keys and values as floats
+  if (b.any_in_blocks && cache.half())  // a prefill's spans of keys and values as floats
     grow(scratch_.kv, limits::checked_mul(threads, 2 * b.end * config_.head_dim, "attention keys and values"));
+  for (const RowTokens& c : chunks)
+    if (c.in_blocks) {  // a prompt's rest: padded query blocks
+      grow(scratch_.padded, threads * 2 * kPrefillChunk * config_.heads * config_.head_dim);
+      break;
+    }
   reserve(b);
 
   // ---- embeddings and blocks: x (n, C) ----

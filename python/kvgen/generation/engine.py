@@ -10,17 +10,24 @@ slots, so its step reads ``logits[first:first + rows]`` in place. Every iteratio
 1. takes new and cancelled requests; a finished or cancelled request gives its slots back;
 2. admits waiting requests, first come first served, while their rows fit in free slots;
 3. runs one forward pass over every running row's last token plus prompt chunks of
-   requests still prefilling (at most PREFILL_CHUNK prompt tokens per pass, so a long
-   prompt delays the others by at most one chunk; a request alone in the engine feeds
-   SOLO_PREFILL_CHUNKS chunks per pass);
+   requests still prefilling, first come first served: at most PREFILL_BUDGET prompt tokens
+   per pass, and up to SOLO_PREFILL_CHUNKS chunks of a one-prompt request (a request of
+   several prompts feeds one chunk of each). Requests that arrive together prefill in a few
+   large passes, so a running row waits a few times rather than once per chunk of every
+   newcomer, and the first of them get their first token first;
 4. steps each request whose logits are ready and reports the new tokens.
 
 Prefix cache (``prefix_cache=True``, as llama.cpp's slots reuse their prompt): a free slot
 keeps the prompt chunks it last computed, and a new one-row request whose prompt starts with
-the same tokens goes to the free slot that shares the most whole chunks with it, keeping
-those positions (``truncate``) and prefilling only the rest; otherwise it takes the free slot
-used least recently. Only whole chunks of an earlier prompt are reused, never generated
-tokens, so every position holds what a fresh prefill computes: outputs are bit-identical.
+the same tokens goes to the free slot that shares the longest prefix with it, keeping those
+positions (``truncate``) and prefilling only the rest; otherwise it takes the free slot used
+least recently. Only positions of an earlier prompt's whole chunks are reused, never generated
+tokens, and the rest of a chunk whose first positions are reused is computed as the fresh
+prefill's whole chunk (``in_blocks``: the chunk's attention products with the cached positions'
+rows padded, since their rounding depends on their row count), so every position holds what a
+fresh prefill computes: outputs are bit-identical. A chunk is reused in part only where the
+new prompt holds it whole (a shorter last piece has products of another shape), and only
+on models without sliding windows or LongRoPE; otherwise whole chunks only.
 
 Prompts are cut into chunks at fixed offsets from their start (0, C, 2C, ...), here only,
 and the model computes each row from its own tokens and cache only (the quantized kernels
@@ -64,13 +71,18 @@ from kvgen.generation.results import GenerationResult, _result
 from kvgen.generation.speculation import DEFAULT_ASSISTANT_TOKENS, MAX_DRAFT_TOKENS, Speculation, wants_speculation
 from kvgen.generation.step import StepGenerator
 
-#: Prompt tokens per forward pass at most (one chunk of one prompt, or several short ones;
-#: a request of several prompts feeds one chunk of each together).
+#: Prompts are fed in chunks of this many tokens from their start (a pass carries whole chunks,
+#: a short last piece, or the rest of a chunk after a cached prefix).
 PREFILL_CHUNK = _core._PREFILL_CHUNK
-# A request that has the engine to itself feeds this many whole chunks per pass: fewer passes
+# A one-prompt request feeds up to this many whole chunks per pass (room in PREFILL_BUDGET): fewer passes
 # (each streams the weights and runs its LM head) and larger products and attention blocks.
 # A 512-token prefill takes 20% less CPU time than in 32-token passes (SmolLM2 Q8_0, 1 thread).
 SOLO_PREFILL_CHUNKS = 4
+# Prompt tokens per forward pass at most, beside the running rows' tokens (a request of several
+# prompts may go over it in a pass of its own). One pass of 8 chunks costs about what 8 passes of
+# one chunk do (the products are bound by their arithmetic at 32 rows already), but the running
+# rows wait once, not 8 times: a burst of 8 requests no longer sets the inter-token p99.
+PREFILL_BUDGET = 8 * PREFILL_CHUNK
 # Chunks of at most this many tokens (decode steps, verification, a short last piece of a prompt)
 # are attended token by token, longer ones with matrix products in query blocks that end at
 # multiples of PREFILL_CHUNK.
@@ -200,6 +212,10 @@ class Engine:
                  max_draft_tokens: int = MAX_DRAFT_TOKENS):
         self.model = model
         self.prefix_cache = prefix_cache
+        # a prefix may end inside a chunk (see the module docstring): no sliding window, no LongRoPE
+        config = getattr(model, "config", None)
+        self._partial_prefix = (isinstance(config, dict) and not config.get("sliding_window")
+                                and not getattr(model, "_long_rope_context", 0))
         # per slot: the prompt whose whole chunks it holds from position 0 and how many of its
         # positions are valid (None: nothing reusable), and when it was last taken
         self._slot_prompts: list[Optional[tuple[np.ndarray, int]]] = [None] * slots
@@ -409,20 +425,21 @@ class Engine:
             self._active.append(r)
 
     def _prefix_slot(self, prompt: np.ndarray) -> tuple[int, int]:
-        """(free slot, positions to keep) for a one-row request: the slot holding the most whole
-        prompt chunks that ``prompt`` starts with (at least one token is left to feed), else
-        the free slot used least recently (0 kept)."""
+        """(free slot, positions to keep) for a one-row request: the slot holding the longest
+        prefix of ``prompt`` that may be kept (at least one token is left to feed; see the
+        module docstring), else the free slot used least recently (0 kept)."""
         best, keep = None, 0
-        limit = (prompt.size - 1) // PREFILL_CHUNK * PREFILL_CHUNK
         for s, free in enumerate(self._free):
             held = self._slot_prompts[s]
-            if not free or held is None or limit == 0:
+            if not free or held is None or prompt.size < 2:
                 continue
             cached, valid = held
-            n = min(limit, valid)
+            n = min(prompt.size - 1, valid)
             differ = np.flatnonzero(cached[:n] != prompt[:n])
             common = int(differ[0]) if differ.size else n
-            common = common // PREFILL_CHUNK * PREFILL_CHUNK
+            whole = common // PREFILL_CHUNK * PREFILL_CHUNK
+            if not (self._partial_prefix and whole + PREFILL_CHUNK <= min(valid, prompt.size)):
+                common = whole  # the chunk is kept whole or not at all
             if common > keep:
                 best, keep = s, common
         self.prefix_cache_queries += prompt.size
@@ -452,7 +469,8 @@ class Engine:
         long_chunks: list = []  # LongRoPE rows past the original context: a pass of their own
         switch = getattr(self.model, "_long_rope_context", 0)
         verify: list[int] = []  # slots whose chunks return the logits of every position
-        budget = PREFILL_CHUNK
+        in_blocks: list[int] = []  # slots fed the rest of a chunk whose first positions are cached
+        budget = PREFILL_BUDGET
         decode_rows = extra = 0
         self._draft_seconds = 0.0
         self._pass_cost = self._cost
@@ -461,7 +479,7 @@ class Engine:
             assert first is not None
             if r.prefilling and switch and r.longest > switch:
                 # a prompt past LongRoPE's switch is computed with the long factors throughout: in one piece
-                if budget < PREFILL_CHUNK:
+                if budget < PREFILL_BUDGET:
                     continue  # the pass already carries other prompt tokens
                 budget = 0
                 for i, p in enumerate(r.prompts):
@@ -471,22 +489,27 @@ class Engine:
                 continue
             if r.prefilling:
                 # the next chunk of every prompt of the request, at offsets fixed by the prompts alone
-                take = PREFILL_CHUNK
-                if len(self._active) == 1 and len(r.prompts) == 1:
-                    take *= SOLO_PREFILL_CHUNKS
+                # up to the next chunk boundary: a whole chunk, or the rest of one after a cached prefix
+                # (one-row requests; in_blocks), then more whole chunks where the pass has room
+                rest = r.fed % PREFILL_CHUNK > 0
+                take = PREFILL_CHUNK - r.fed % PREFILL_CHUNK
+                if len(r.prompts) == 1:
+                    take += PREFILL_CHUNK * (max(1, min(SOLO_PREFILL_CHUNKS, budget // PREFILL_CHUNK)) - 1)
                     # a last piece short enough to be attended token by token gets a pass of its own, as
                     # it does one chunk per pass: the prompt's logits do not depend on the pass sizes
                     left = r.longest - r.fed
-                    tail = left % PREFILL_CHUNK
+                    tail = r.longest % PREFILL_CHUNK
                     if left <= take and left > tail and 0 < tail <= TOKEN_BY_TOKEN_ATTENTION:
                         take = left - tail
                 pieces = [(first + i * r.rows_per_prompt, p[r.fed:r.fed + take])
                           for i, p in enumerate(r.prompts) if p.size > r.fed]
                 size = sum(piece.size for _, piece in pieces)
-                if size > budget and budget < PREFILL_CHUNK:
+                if size > budget and budget < PREFILL_BUDGET:
                     continue  # the pass already carries other prompt tokens
                 budget -= size
                 chunks += pieces
+                if rest:
+                    in_blocks.append(first)
                 r.fed += take
                 if not r.prefilling:
                     ready.append(r)
@@ -521,10 +544,10 @@ class Engine:
         try:
             start = time.perf_counter()
             if chunks or not long_chunks:
-                self._slots.forward(chunks, verify)
+                self._slots.forward(chunks, verify, in_blocks)
             if long_chunks:
                 self._slots.forward(long_chunks)
-            if budget == PREFILL_CHUNK and not long_chunks:  # a decode-only pass times what draft tokens cost
+            if budget == PREFILL_BUDGET and not long_chunks:  # a decode-only pass times what draft tokens cost
                 self._pass_cost.observe(time.perf_counter() - start + self._draft_seconds, decode_rows, extra)
         except Exception as e:  # the model checks every chunk first, so nothing was computed
             for r in ready:

@@ -83,7 +83,7 @@ class ModelGenerator:
     Prefix cache (``prefix_cache=True``, the default): the generator keeps one engine across
     calls, with the engine's prefix cache (kvgen.generation.engine), so a one-sequence call
     whose prompt starts with an earlier call's prompt (the next turn of a ``chat``, a shared
-    system prompt) reuses that prompt's cached positions, in whole chunks of 32 tokens, and
+    system prompt) reuses that prompt's cached positions and
     prefills only the rest; the outputs are bit-identical to ``prefix_cache=False`` (a fresh
     engine per call). The kept engine has 2 slots (the two prompts used last stay cached) of
     at least 4096 positions (the model's context when shorter), taking memory only once used;

@@ -48,6 +48,8 @@ class DecoderModel : public Model {
     int64_t max_scores = 0;          // attention scratch: max over chunks of count * (start + count)
     int64_t max_count = 0;           // the longest chunk
     int64_t min_count = 0;           // the shortest chunk
+    bool any_by_tokens = false;      // some chunk is attended token by token
+    bool any_in_blocks = false;      // some chunk is attended in query blocks
   };
 
   // Called once per forward, after the request checks and before embed: grows the
@@ -151,6 +153,7 @@ class DecoderModel : public Model {
     xt::xtensor<float, 2> normed;  // (n, C) final norm of the rows the LM head reads
     xt::xtensor<float, 1> scores;  // (threads, Batch::max_scores) each thread's attention probabilities
     xt::xtensor<float, 1> kv;      // (threads, 2, Batch::end, head_dim) a prefill's keys, values as floats (half cache)
+    xt::xtensor<float, 1> padded;  // (threads, 2, kPrefillChunk, heads * head_dim) a padded query block's queries, outputs
     xt::xtensor<float, 1> parts;   // (items, block_part_floats) decode: each item's partial attention
     xt::xtensor<float, 1> attention;  // (threads, block_scratch_floats) decode: each thread's scratch
     std::vector<int64_t> first_item;  // (n + 1) decode: each token's first item

@@ -30,6 +30,11 @@ struct RowTokens {
   // vocab), are written here instead of the last token's at its row (speculative
   // decoding verifies a row's drafts with them).
   float* logits = nullptr;
+  // The rest of a prompt whose first positions are cached (a reused prefix): attended as a fresh
+  // prefill of the whole prompt attends it, in kPrefillChunk-aligned query blocks even when the
+  // chunk is short, its first block computed whole from its aligned start (the cached positions'
+  // queries padded), so that every position gets the numbers a fresh prefill gives it.
+  bool in_blocks = false;
 };
 
 class Model {
