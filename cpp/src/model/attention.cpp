@@ -185,8 +185,10 @@ inline void prefetch_row(const T* p) {
   for (int c = 0; c < kLines; ++c) _mm_prefetch(reinterpret_cast<const char*>(p) + 64 * c, _MM_HINT_T0);
 }
 
-// Keys read ahead of the one being scored (and values ahead of the one being weighed).
-inline constexpr int64_t kAhead = 16;
+// Rows (keys or values of HD elements of T) prefetched ahead of the one being read: about
+// 8 KiB (the hardware prefetcher alone leaves a cold block's rows waiting on memory).
+template <class T, int HD>
+inline constexpr int64_t kAhead = std::max<int64_t>(4, 8192 / (HD * static_cast<int64_t>(sizeof(T))));
 
 // out (8) = the sums of the 16 lanes of each of a[0..7] (sum_lanes16's tree for 8 keys).
 inline __m256 sum_lanes8(const __m512* a) {
@@ -213,7 +215,7 @@ inline void score_keys8(float* scores, const float* q, const T* keys, const T* a
   for (int i = 0; i < 8; ++i) {
     if (kFull || i < n) {
       const T* row = keys + i * HD;
-      if (row + kAhead * HD < ahead_end) prefetch_row<T, HD>(row + kAhead * HD);
+      if (row + kAhead<T, HD> * HD < ahead_end) prefetch_row<T, HD>(row + kAhead<T, HD> * HD);
       __m512 k[NV];
 #pragma GCC unroll 16
       for (int v = 0; v < NV; ++v) k[v] = load16(row + 16 * v);
@@ -278,7 +280,7 @@ void weigh_heads(float* acc, const float* p, const T* values, const T* ahead_end
   for (; t + SETS <= len; t += SETS)
     for (int e = 0; e < SETS; ++e) {
       const T* row = values + (t + e) * HD;
-      if (row + kAhead * HD < ahead_end) prefetch_row<T, HD>(row + kAhead * HD);
+      if (row + kAhead<T, HD> * HD < ahead_end) prefetch_row<T, HD>(row + kAhead<T, HD> * HD);
       __m512 x[NV];
       for (int v = 0; v < NV; ++v) x[v] = load16(row + 16 * v);
       for (int g = 0; g < G; ++g) {
