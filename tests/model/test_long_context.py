@@ -30,7 +30,8 @@ def llama(tmp_path_factory):
 
 def decode_logits(model, prompts=PROMPTS, new=NEW) -> list[np.ndarray]:
     """Each decode step's raw logits of every row (greedy, no processors), with their sequences."""
-    engine, request = one_request(model, prompts, RequestSetup(kvgen.GenerationConfig(max_new_tokens=new, min_new_tokens=new)))
+    config = kvgen.GenerationConfig(max_new_tokens=new, min_new_tokens=new)
+    engine, request = one_request(model, prompts, RequestSetup(config))
     steps = []
     while True:
         engine.step()
@@ -91,7 +92,8 @@ def test_int8_mode_keeps_a_half_cache_and_exact_mode_a_float32_one(llama):
 # groups that take several passes over a block (7 heads), one pass, or one head per kv head
 @pytest.mark.parametrize("head_dim, heads, kv_heads", [(128, 8, 2), (256, 4, 2), (64, 7, 1), (64, 2, 2)])
 def test_half_cache_decode_across_a_block_boundary(tmp_path, head_dim, heads, kv_heads):
-    hf = random_llama(seed=5, vocab_size=211, hidden_size=96 if 96 % heads == 0 else 32 * heads, head_dim=head_dim, num_attention_heads=heads,
+    hidden = 96 if 96 % heads == 0 else 32 * heads
+    hf = random_llama(seed=5, vocab_size=211, hidden_size=hidden, head_dim=head_dim, num_attention_heads=heads,
                       num_key_value_heads=kv_heads, num_hidden_layers=1, max_position_embeddings=300)
     path = write_llama_gguf(hf, tmp_path / "q8_0.gguf", "Q8_0")
     model = kvgen.Model.load(path)
