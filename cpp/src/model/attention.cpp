@@ -215,7 +215,7 @@ inline void score_keys8(float* scores, const float* q, const T* keys, const T* a
   for (int i = 0; i < 8; ++i) {
     if (kFull || i < n) {
       const T* row = keys + i * HD;
-      if (row + kAhead<T, HD> * HD < ahead_end) prefetch_row<T, HD>(row + kAhead<T, HD> * HD);
+      if (ahead_end - row > kAhead<T, HD> * HD) prefetch_row<T, HD>(row + kAhead<T, HD> * HD);
       __m512 k[NV];
 #pragma GCC unroll 16
       for (int v = 0; v < NV; ++v) k[v] = load16(row + 16 * v);
@@ -280,7 +280,7 @@ void weigh_heads(float* acc, const float* p, const T* values, const T* ahead_end
   for (; t + SETS <= len; t += SETS)
     for (int e = 0; e < SETS; ++e) {
       const T* row = values + (t + e) * HD;
-      if (row + kAhead<T, HD> * HD < ahead_end) prefetch_row<T, HD>(row + kAhead<T, HD> * HD);
+      if (ahead_end - row > kAhead<T, HD> * HD) prefetch_row<T, HD>(row + kAhead<T, HD> * HD);
       __m512 x[NV];
       for (int v = 0; v < NV; ++v) x[v] = load16(row + 16 * v);
       for (int g = 0; g < G; ++g) {
