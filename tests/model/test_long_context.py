@@ -28,15 +28,16 @@ def llama(tmp_path_factory):
     return hf, directory
 
 
-def decode_logits(model) -> list[np.ndarray]:
-    """Each decode step's raw logits of both rows (greedy, no processors), with their sequences."""
-    engine, request = one_request(model, PROMPTS, RequestSetup(kvgen.GenerationConfig(max_new_tokens=NEW)))
+def decode_logits(model, prompts=PROMPTS, new=NEW) -> list[np.ndarray]:
+    """Each decode step's raw logits of every row (greedy, no processors), with their sequences."""
+    config = kvgen.GenerationConfig(max_new_tokens=new, min_new_tokens=new)
+    engine, request = one_request(model, prompts, RequestSetup(config))
     steps = []
     while True:
         engine.step()
         if request.next_tokens is not None:
             session = request.generator
-            steps.append([(np.array(session.sequences[r]), session.last_logits[r].copy()) for r in range(2)])
+            steps.append([(np.array(session.sequences[r]), session.last_logits[r].copy()) for r in range(len(prompts))])
         if request.done():
             return steps
 
@@ -85,3 +86,34 @@ def test_int8_mode_keeps_a_half_cache_and_exact_mode_a_float32_one(llama):
                     np.testing.assert_allclose(logits, full, atol=1e-3, rtol=1e-3)
                 else:
                     assert np.abs(logits - full).max() < bound * np.abs(full).max()
+
+
+# (head_dim, query heads, kv heads): the half cache's register kernels at each width, with
+# groups that take several passes over a block (7 heads), one pass, or one head per kv head
+@pytest.mark.parametrize("head_dim, heads, kv_heads", [(128, 8, 2), (256, 4, 2), (64, 7, 1), (64, 2, 2)])
+def test_half_cache_decode_across_a_block_boundary(tmp_path, head_dim, heads, kv_heads):
+    hidden = 96 if 96 % heads == 0 else 32 * heads
+    hf = random_llama(seed=5, vocab_size=211, hidden_size=hidden, head_dim=head_dim, num_attention_heads=heads,
+                      num_key_value_heads=kv_heads, num_hidden_layers=1, max_position_embeddings=300)
+    path = write_llama_gguf(hf, tmp_path / "q8_0.gguf", "Q8_0")
+    model = kvgen.Model.load(path)
+    assert model.kv_cache_bytes(1, 10) == 2 * 2 * kv_heads * head_dim * 10  # halves
+    prompt = [[(11 * i + 2) % 211 for i in range(251)]]  # decode steps at positions 251..256: 1 block, then 2
+    before = kvgen.get_num_threads()
+    try:
+        kvgen.set_num_threads(1)
+        one = decode_logits(model, prompt, 6)
+        kvgen.set_num_threads(2)
+        two = decode_logits(model, prompt, 6)
+    finally:
+        kvgen.set_num_threads(before)
+    assert len(one) == len(two) == 6
+    reference = hf_from_gguf(path)
+    for step_one, step_two in zip(one, two, strict=True):
+        (seq, logits), (seq_two, logits_two) = step_one[0], step_two[0]
+        np.testing.assert_array_equal(seq, seq_two)
+        np.testing.assert_array_equal(logits, logits_two)  # the same sums at any thread count
+        with torch.inference_mode():
+            full = reference(torch.as_tensor(seq[None, :-1])).logits[0, -1].numpy()
+        # the bound of the int8-mode test above (int8 activations, half keys and values)
+        assert np.abs(logits - full).max() < 0.02 * np.abs(full).max()

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -170,15 +171,193 @@ void weigh_tile(float* acc, const float* p, const float* values, int64_t len, in
   }
 }
 
+#if defined(__AVX512F__)
+// 16 elements of a key or value row as floats: halves converted in registers.
+inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+inline __m512 load16(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+// Brings the cache lines of row (HD elements of T) at p towards L1 before they are read.
+template <class T, int HD>
+inline void prefetch_row(const T* p) {
+  constexpr int kLines = (HD * static_cast<int>(sizeof(T)) + 63) / 64;
+  for (int c = 0; c < kLines; ++c) _mm_prefetch(reinterpret_cast<const char*>(p) + 64 * c, _MM_HINT_T0);
+}
+
+// Rows (keys or values of HD elements of T) prefetched ahead of the one being read: about
+// 8 KiB (the hardware prefetcher alone leaves a cold block's rows waiting on memory).
+template <class T, int HD>
+inline constexpr int64_t kAhead = std::max<int64_t>(4, 8192 / (HD * static_cast<int64_t>(sizeof(T))));
+
+// out (8) = the sums of the 16 lanes of each of a[0..7] (sum_lanes16's tree for 8 keys).
+inline __m256 sum_lanes8(const __m512* a) {
+  __m512 b[4], c[2];
+  for (int i = 0; i < 4; ++i)
+    b[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]), _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
+  for (int i = 0; i < 2; ++i) {
+    const __m512d x = _mm512_castps_pd(b[2 * i]), y = _mm512_castps_pd(b[2 * i + 1]);
+    c[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)), _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+  }
+  // c[i]: keys 4i..4i+3 in every 128-bit lane, each lane a partial sum
+  const __m512 d = _mm512_add_ps(_mm512_shuffle_f32x4(c[0], c[1], 0x44), _mm512_shuffle_f32x4(c[0], c[1], 0xEE));
+  return _mm512_castps512_ps256(_mm512_add_ps(_mm512_shuffle_f32x4(d, d, 0x88), _mm512_shuffle_f32x4(d, d, 0xDD)));
+}
+
+// scores[g * kAttentionBlock + i] (i < n <= 8) = scale * keys[i] (HD) . q[g] (HD), for the
+// G heads g < G: each key is loaded (and converted) once for the G heads, and the 8 x G
+// lane-partials stay in registers until they are summed.
+template <class T, int HD, int G, bool kFull>
+inline void score_keys8(float* scores, const float* q, const T* keys, const T* ahead_end, int64_t n, float scale) {
+  constexpr int NV = HD / 16;
+  __m512 a[G][8];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {
+    if (kFull || i < n) {
+      const T* row = keys + i * HD;
+      if (ahead_end - row > kAhead<T, HD> * HD) prefetch_row<T, HD>(row + kAhead<T, HD> * HD);
+      __m512 k[NV];
+#pragma GCC unroll 16
+      for (int v = 0; v < NV; ++v) k[v] = load16(row + 16 * v);
+#pragma GCC unroll 8
+      for (int g = 0; g < G; ++g) {
+        a[g][i] = _mm512_mul_ps(_mm512_loadu_ps(q + g * HD), k[0]);
+#pragma GCC unroll 16
+        for (int v = 1; v < NV; ++v) a[g][i] = _mm512_fmadd_ps(_mm512_loadu_ps(q + g * HD + 16 * v), k[v], a[g][i]);
+      }
+    } else {
+      for (int g = 0; g < G; ++g) a[g][i] = _mm512_setzero_ps();
+    }
+  }
+  const __m256 s = _mm256_set1_ps(scale);
+#pragma GCC unroll 8
+  for (int g = 0; g < G; ++g) {
+    const __m256 r = _mm256_mul_ps(sum_lanes8(a[g]), s);
+    if constexpr (kFull) _mm256_storeu_ps(scores + g * kAttentionBlock, r);
+    else _mm256_mask_storeu_ps(scores + g * kAttentionBlock, static_cast<__mmask8>((1u << n) - 1u), r);
+  }
+}
+
+// score_keys8 over all the heads of the group, as many at a time as the registers hold.
+template <class T, int HD>
+void score_group(float* scores, const float* q, const T* keys, const T* ahead_end, int64_t n, int64_t group,
+                 float scale) {
+  constexpr int HP = std::max(1, (28 - HD / 16) / 8);
+  for (int64_t g = 0; g < group;) {
+    const int64_t hp = std::min<int64_t>(HP, group - g);
+    float* sg = scores + g * kAttentionBlock;
+    const float* qg = q + g * HD;
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8)
+      switch (hp) {
+        case 1: score_keys8<T, HD, 1, true>(sg + j, qg, keys + j * HD, ahead_end, 8, scale); break;
+        case 2: if constexpr (HP >= 2) score_keys8<T, HD, 2, true>(sg + j, qg, keys + j * HD, ahead_end, 8, scale); break;
+        default: if constexpr (HP >= 3) score_keys8<T, HD, 3, true>(sg + j, qg, keys + j * HD, ahead_end, 8, scale); break;
+      }
+    if (j < n)
+      switch (hp) {
+        case 1: score_keys8<T, HD, 1, false>(sg + j, qg, keys + j * HD, ahead_end, n - j, scale); break;
+        case 2: if constexpr (HP >= 2) score_keys8<T, HD, 2, false>(sg + j, qg, keys + j * HD, ahead_end, n - j, scale); break;
+        default: if constexpr (HP >= 3) score_keys8<T, HD, 3, false>(sg + j, qg, keys + j * HD, ahead_end, n - j, scale); break;
+      }
+    g += hp;
+  }
+}
+
+// acc[g] (HD) += p[g * kAttentionBlock + t] * values[t] (HD) over t < len, for the G heads
+// g < G: each value row is loaded (and converted) once for the G heads, whose accumulators
+// stay in registers (two sets, even and odd rows, when G * HD / 16 < 8 chains).
+template <class T, int HD, int G>
+void weigh_heads(float* acc, const float* p, const T* values, const T* ahead_end, int64_t len) {
+  constexpr int NV = HD / 16, SETS = G * NV < 8 ? 2 : 1;
+  __m512 a[SETS][G][NV];
+  for (int g = 0; g < G; ++g)
+    for (int v = 0; v < NV; ++v) {
+      a[0][g][v] = _mm512_loadu_ps(acc + g * HD + 16 * v);
+      if constexpr (SETS == 2) a[SETS - 1][g][v] = _mm512_setzero_ps();
+    }
+  int64_t t = 0;
+  for (; t + SETS <= len; t += SETS)
+    for (int e = 0; e < SETS; ++e) {
+      const T* row = values + (t + e) * HD;
+      if (ahead_end - row > kAhead<T, HD> * HD) prefetch_row<T, HD>(row + kAhead<T, HD> * HD);
+      __m512 x[NV];
+      for (int v = 0; v < NV; ++v) x[v] = load16(row + 16 * v);
+      for (int g = 0; g < G; ++g) {
+        const __m512 pt = _mm512_set1_ps(p[g * kAttentionBlock + t + e]);
+        for (int v = 0; v < NV; ++v) a[e][g][v] = _mm512_fmadd_ps(pt, x[v], a[e][g][v]);
+      }
+    }
+  for (; t < len; ++t) {
+    const T* row = values + t * HD;
+    for (int g = 0; g < G; ++g) {
+      const __m512 pt = _mm512_set1_ps(p[g * kAttentionBlock + t]);
+      for (int v = 0; v < NV; ++v) a[0][g][v] = _mm512_fmadd_ps(pt, load16(row + 16 * v), a[0][g][v]);
+    }
+  }
+  for (int g = 0; g < G; ++g)
+    for (int v = 0; v < NV; ++v) {
+      __m512 sum = a[0][g][v];
+      if constexpr (SETS == 2) sum = _mm512_add_ps(sum, a[SETS - 1][g][v]);
+      _mm512_storeu_ps(acc + g * HD + 16 * v, sum);
+    }
+}
+
+// weigh_heads over all the heads of the group, as many at a time as keep 24 accumulators.
+template <class T, int HD>
+void weigh_group(float* acc, const float* p, const T* values, const T* ahead_end, int64_t len, int64_t group) {
+  constexpr int HP = std::max(1, 24 / (HD / 16));
+  for (int64_t g = 0; g < group;) {
+    const int64_t hp = std::min<int64_t>(HP, group - g);
+    float* ag = acc + g * HD;
+    const float* pg = p + g * kAttentionBlock;
+    switch (hp) {
+      case 1: weigh_heads<T, HD, 1>(ag, pg, values, ahead_end, len); break;
+      case 2: if constexpr (HP >= 2) weigh_heads<T, HD, 2>(ag, pg, values, ahead_end, len); break;
+      case 3: if constexpr (HP >= 3) weigh_heads<T, HD, 3>(ag, pg, values, ahead_end, len); break;
+      case 4: if constexpr (HP >= 4) weigh_heads<T, HD, 4>(ag, pg, values, ahead_end, len); break;
+      case 5: if constexpr (HP >= 5) weigh_heads<T, HD, 5>(ag, pg, values, ahead_end, len); break;
+      default: if constexpr (HP >= 6) weigh_heads<T, HD, 6>(ag, pg, values, ahead_end, len); break;
+    }
+    g += hp;
+  }
+}
+#endif
+
 // See attention_block: keys and values of type T (float or half bits), head_dim HD (0: run time).
 template <class T, int HD>
 void block_of(float* part, const float* q, const T* keys, const T* values, int64_t capacity, int64_t p0, int64_t n,
               int64_t group, int64_t head_dim_at_run_time, const AttentionOptions& o, float* scratch) {
   const int64_t hd = HD ? HD : head_dim_at_run_time;
-  const int64_t tile = tile_keys(hd);  // floats are read in place, halves converted a tile at a time
   float* scores = scratch;                         // (group, kAttentionBlock)
-  float* converted = scratch + group * kAttentionBlock;  // (tile, head_dim) keys or values as floats
   float *m = part, *l = part + group, *acc = part + 2 * group;  // (group), (group), (group, head_dim)
+#if defined(__AVX512F__)
+  // a half cache: halves converted in registers, each row read once for the group's heads
+  if constexpr (std::is_same_v<T, uint16_t> && HD > 0 && HD % 16 == 0) {
+    const T* keys_end = keys + capacity * HD;
+    for (int64_t j = 0; j < n;) {  // runs of contiguous slots (two where a ring wraps)
+      const int64_t slot = (p0 + j) % capacity, run = std::min(n - j, capacity - slot);
+      score_group<T, HD>(scores + j, q, keys + slot * HD, keys_end, run, group, o.scale);
+      j += run;
+    }
+    for (int64_t g = 0; g < group; ++g) {
+      float* s = scores + g * kAttentionBlock;
+      softcap_scores(s, n, o.softcap);
+      m[g] = kernels::max_of(s, n);
+      l[g] = static_cast<float>(kernels::exp_into(s, s, n, m[g]));
+    }
+    std::fill(acc, acc + group * hd, 0.0f);
+    const T* values_end = values + capacity * HD;
+    for (int64_t j = 0; j < n;) {
+      const int64_t slot = (p0 + j) % capacity, run = std::min(n - j, capacity - slot);
+      weigh_group<T, HD>(acc, scores + j, values + slot * HD, values_end, run, group);
+      j += run;
+    }
+    return;
+  }
+#endif
+  const int64_t tile = tile_keys(hd);  // floats are read in place, halves converted a tile at a time
+  float* converted = scratch + group * kAttentionBlock;  // (tile, head_dim) keys or values as floats
   // runs of contiguous slots (two where a ring wraps), tiles within them
   const auto for_tiles = [&](const T* base, auto&& use) {
     for (int64_t j = 0; j < n;) {
