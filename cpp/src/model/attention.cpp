@@ -95,20 +95,25 @@ const float* as_floats(const uint16_t* src, int64_t elements, float* tile) {
 }
 
 #if defined(__AVX512F__)
-// out (16) = the sums of the 16 lanes of each of a[0..15] (a transpose-and-add tree: about
-// three instructions per sum instead of a reduction each).
-inline __m512 sum_lanes16(__m512* a) {
-  __m512 b[8], c[4];
-  for (int i = 0; i < 8; ++i)
+// out (8) = the sums of the 16 lanes of each of a[0..7] (a transpose-and-add tree:
+// about three instructions per sum instead of a reduction each).
+inline __m256 sum_lanes8(const __m512* a) {
+  __m512 b[4], c[2];
+  for (int i = 0; i < 4; ++i)
     b[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]), _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < 2; ++i) {
     const __m512d x = _mm512_castps_pd(b[2 * i]), y = _mm512_castps_pd(b[2 * i + 1]);
     c[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)), _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
   }
   // c[i]: keys 4i..4i+3 in every 128-bit lane, each lane a partial sum
-  const __m512 d0 = _mm512_add_ps(_mm512_shuffle_f32x4(c[0], c[1], 0x44), _mm512_shuffle_f32x4(c[0], c[1], 0xEE));
-  const __m512 d1 = _mm512_add_ps(_mm512_shuffle_f32x4(c[2], c[3], 0x44), _mm512_shuffle_f32x4(c[2], c[3], 0xEE));
-  return _mm512_add_ps(_mm512_shuffle_f32x4(d0, d1, 0x88), _mm512_shuffle_f32x4(d0, d1, 0xDD));
+  const __m512 d = _mm512_add_ps(_mm512_shuffle_f32x4(c[0], c[1], 0x44), _mm512_shuffle_f32x4(c[0], c[1], 0xEE));
+  return _mm512_castps512_ps256(_mm512_add_ps(_mm512_shuffle_f32x4(d, d, 0x88), _mm512_shuffle_f32x4(d, d, 0xDD)));
+}
+
+// out (16) = the sums of the 16 lanes of each of a[0..15]: sum_lanes8 of each half.
+inline __m512 sum_lanes16(const __m512* a) {
+  const __m512d low = _mm512_castps_pd(_mm512_castps256_ps512(sum_lanes8(a)));
+  return _mm512_castpd_ps(_mm512_insertf64x4(low, _mm256_castps_pd(sum_lanes8(a + 8)), 1));
 }
 #endif
 
@@ -190,19 +195,6 @@ inline void prefetch_row(const T* p) {
 template <class T, int HD>
 inline constexpr int64_t kAhead = std::max<int64_t>(4, 8192 / (HD * static_cast<int64_t>(sizeof(T))));
 
-// out (8) = the sums of the 16 lanes of each of a[0..7] (sum_lanes16's tree for 8 keys).
-inline __m256 sum_lanes8(const __m512* a) {
-  __m512 b[4], c[2];
-  for (int i = 0; i < 4; ++i)
-    b[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]), _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
-  for (int i = 0; i < 2; ++i) {
-    const __m512d x = _mm512_castps_pd(b[2 * i]), y = _mm512_castps_pd(b[2 * i + 1]);
-    c[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)), _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
-  }
-  // c[i]: keys 4i..4i+3 in every 128-bit lane, each lane a partial sum
-  const __m512 d = _mm512_add_ps(_mm512_shuffle_f32x4(c[0], c[1], 0x44), _mm512_shuffle_f32x4(c[0], c[1], 0xEE));
-  return _mm512_castps512_ps256(_mm512_add_ps(_mm512_shuffle_f32x4(d, d, 0x88), _mm512_shuffle_f32x4(d, d, 0xDD)));
-}
 
 // scores[g * kAttentionBlock + i] (i < n <= 8) = scale * keys[i] (HD) . q[g] (HD), for the
 // G heads g < G: each key is loaded (and converted) once for the G heads, and the 8 x G
