@@ -316,6 +316,29 @@ void weigh_group(float* acc, const float* p, const T* values, const T* ahead_end
 }
 #endif
 
+// use(j, slot, run) for the runs of contiguous slots holding positions [p0, p0 + n) of a
+// row's ring of `capacity` slots: one run, two where the ring wraps (j: the run's first
+// position, counted from p0).
+template <class Use>
+inline void for_slot_runs(int64_t p0, int64_t n, int64_t capacity, Use&& use) {
+  for (int64_t j = 0; j < n;) {
+    const int64_t slot = (p0 + j) % capacity, run = std::min(n - j, capacity - slot);
+    use(j, slot, run);
+    j += run;
+  }
+}
+
+// Each head g of the group: scores (n, at g * kAttentionBlock) soft-capped, then replaced
+// by exp(score - m[g]); m[g] is their max and l[g] the sum of the exps.
+inline void softmax_heads(float* scores, int64_t group, int64_t n, float softcap, float* m, float* l) {
+  for (int64_t g = 0; g < group; ++g) {
+    float* s = scores + g * kAttentionBlock;
+    softcap_scores(s, n, softcap);
+    m[g] = kernels::max_of(s, n);
+    l[g] = static_cast<float>(kernels::exp_into(s, s, n, m[g]));
+  }
+}
+
 // See attention_block: keys and values of type T (float or half bits), head_dim HD (0: run time).
 template <class T, int HD>
 void block_of(float* part, const float* q, const T* keys, const T* values, int64_t capacity, int64_t p0, int64_t n,
@@ -327,49 +350,33 @@ void block_of(float* part, const float* q, const T* keys, const T* values, int64
   // a half cache: halves converted in registers, each row read once for the group's heads
   if constexpr (std::is_same_v<T, uint16_t> && HD > 0 && HD % 16 == 0) {
     const T* keys_end = keys + capacity * HD;
-    for (int64_t j = 0; j < n;) {  // runs of contiguous slots (two where a ring wraps)
-      const int64_t slot = (p0 + j) % capacity, run = std::min(n - j, capacity - slot);
+    for_slot_runs(p0, n, capacity, [&](int64_t j, int64_t slot, int64_t run) {
       score_group<T, HD>(scores + j, q, keys + slot * HD, keys_end, run, group, o.scale);
-      j += run;
-    }
-    for (int64_t g = 0; g < group; ++g) {
-      float* s = scores + g * kAttentionBlock;
-      softcap_scores(s, n, o.softcap);
-      m[g] = kernels::max_of(s, n);
-      l[g] = static_cast<float>(kernels::exp_into(s, s, n, m[g]));
-    }
+    });
+    softmax_heads(scores, group, n, o.softcap, m, l);
     std::fill(acc, acc + group * hd, 0.0f);
     const T* values_end = values + capacity * HD;
-    for (int64_t j = 0; j < n;) {
-      const int64_t slot = (p0 + j) % capacity, run = std::min(n - j, capacity - slot);
+    for_slot_runs(p0, n, capacity, [&](int64_t j, int64_t slot, int64_t run) {
       weigh_group<T, HD>(acc, scores + j, values + slot * HD, values_end, run, group);
-      j += run;
-    }
+    });
     return;
   }
 #endif
   const int64_t tile = tile_keys(hd);  // floats are read in place, halves converted a tile at a time
   float* converted = scratch + group * kAttentionBlock;  // (tile, head_dim) keys or values as floats
-  // runs of contiguous slots (two where a ring wraps), tiles within them
+  // tiles within the runs of contiguous slots
   const auto for_tiles = [&](const T* base, auto&& use) {
-    for (int64_t j = 0; j < n;) {
-      const int64_t slot = (p0 + j) % capacity, run = std::min(n - j, capacity - slot);
+    for_slot_runs(p0, n, capacity, [&](int64_t j, int64_t slot, int64_t run) {
       for (int64_t jj = 0; jj < run; jj += tile) {
         const int64_t tn = std::min(tile, run - jj);
         use(j + jj, tn, as_floats(base + (slot + jj) * hd, tn * hd, converted));
       }
-      j += run;
-    }
+    });
   };
   for_tiles(keys, [&](int64_t j, int64_t tn, const float* k) {
     for (int64_t g = 0; g < group; ++g) score_tile<HD>(scores + g * kAttentionBlock + j, q + g * hd, k, tn, hd, o.scale);
   });
-  for (int64_t g = 0; g < group; ++g) {
-    float* s = scores + g * kAttentionBlock;
-    softcap_scores(s, n, o.softcap);
-    m[g] = kernels::max_of(s, n);
-    l[g] = static_cast<float>(kernels::exp_into(s, s, n, m[g]));
-  }
+  softmax_heads(scores, group, n, o.softcap, m, l);
   std::fill(acc, acc + group * hd, 0.0f);
   for_tiles(values, [&](int64_t j, int64_t tn, const float* v) {
     for (int64_t g = 0; g < group; ++g) weigh_tile<HD>(acc + g * hd, scores + g * kAttentionBlock + j, v, tn, hd);
