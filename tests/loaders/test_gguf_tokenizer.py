@@ -208,6 +208,14 @@ def test_merges_naming_unknown_tokens_are_refused(tmp_path, byte_level):
             metadata={"tokenizer.ggml.merges": ["Ġ t", "Ġ zzzz"]})
     _raises(tmp_path, r"tokenizer.ggml.merges\[0\]", byte_level, merges=False,
             metadata={"tokenizer.ggml.merges": ["a b c"]})
+    # both tokens known, the token they merge into is not
+    _raises(tmp_path, r"tokenizer.ggml.merges\[1\]", byte_level, merges=False,
+            metadata={"tokenizer.ggml.merges": ["Ġ t", "} {"]})
+
+
+def test_sentencepiece_merges_naming_unknown_tokens_are_refused(tmp_path, sentencepiece):
+    _raises(tmp_path, r"tokenizer.ggml.merges\[1\].*missing from tokenizer.ggml.tokens", sentencepiece,
+            model="llama", merges=False, metadata={"tokenizer.ggml.merges": ["▁ t", "▁ zzzz"]})
 
 
 def test_token_types_of_wrong_length_are_refused(tmp_path, byte_level):

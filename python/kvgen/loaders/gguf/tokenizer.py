@@ -135,6 +135,7 @@ def _bytes_to_unicode() -> dict[int, str]:
     return dict(zip(printable, map(chr, codes)))
 
 
+_MERGES_KEY = "tokenizer.ggml.merges"
 _BYTE_SPELLING = _bytes_to_unicode()
 _BYTE_ALPHABET = frozenset(_BYTE_SPELLING.values())
 
@@ -143,24 +144,46 @@ def _byte_level_vocab(tokens: list[str]) -> dict[str, int]:
     """Vocabulary for a byte-level BPE: tokens already in the byte alphabet as they are, any
     other token re-spelled byte by byte (transformers' ``byte_level_tokenizer``)."""
     alphabet, spelling = _BYTE_ALPHABET, _BYTE_SPELLING
+    if alphabet.issuperset("".join(tokens)):  # llama.cpp's files: every token already spelled so
+        return dict(zip(tokens, range(len(tokens))))
     return {
         token if alphabet.issuperset(token) else "".join(spelling[b] for b in token.encode("utf-8")): index
         for index, token in enumerate(tokens)
     }
 
 
-def _parse_merges(merges: list[str], vocab: dict[str, int]) -> list[tuple[str, str]]:
-    key = "tokenizer.ggml.merges"
+def _parse_merges(merges: list[str]) -> list[tuple[str, str]]:
+    """The merges as token pairs; ValueError naming the first entry that is not two tokens
+    joined by one space. Whether the tokens are in the vocabulary is checked by the BPE
+    model itself as it is built (_bpe)."""
     pairs = [tuple(merge.split(" ")) for merge in merges]
-    for index, pair in enumerate(pairs):
-        if len(pair) != 2:
-            raise ValueError(f"GGUF metadata {key}[{index}] = {merges[index]!r} is not two tokens joined by one space")
-        left, right = pair
-        if left not in vocab or right not in vocab or left + right not in vocab:
-            raise ValueError(
-                f"GGUF metadata {key}[{index}] = {merges[index]!r} names a token missing from tokenizer.ggml.tokens"
-            )
+    if any(len(pair) != 2 for pair in pairs):
+        index = next(i for i, pair in enumerate(pairs) if len(pair) != 2)
+        raise ValueError(f"GGUF metadata {_MERGES_KEY}[{index}] = {merges[index]!r} is not two tokens joined by one "
+                         "space")
     return pairs  # type: ignore[return-value]
+
+
+def _missing_merge_token(pairs: list[tuple[str, str]], vocab: dict[str, int]) -> Optional[int]:
+    """The index of the first merge naming a token (or a merged token) missing from vocab."""
+    for index, (left, right) in enumerate(pairs):
+        if left not in vocab or right not in vocab or left + right not in vocab:
+            return index
+    return None
+
+
+def _bpe(vocab: dict[str, int], pairs: list[tuple[str, str]], merges: Optional[list[str]], **options) -> Tokenizer:
+    """A tokenizer over the BPE model of vocab and pairs. The model refuses merges naming
+    tokens outside vocab; that error becomes a ValueError naming the file's merge entry
+    (merges: the file's strings the pairs came from; None when the pairs were derived)."""
+    try:
+        return Tokenizer(models.BPE(vocab=vocab, merges=pairs, dropout=None, **options))
+    except Exception as error:  # tokenizers raises a plain Exception
+        index = _missing_merge_token(pairs, vocab) if merges is not None else None
+        if index is None:
+            raise ValueError(f"GGUF tokenizer: the BPE model cannot be built ({error})") from None
+        raise ValueError(f"GGUF metadata {_MERGES_KEY}[{index}] = {merges[index]!r} names a token missing from "
+                         "tokenizer.ggml.tokens") from None
 
 
 def _merges_from_scores(vocab: dict[str, int], scores: dict[str, float]) -> list[tuple[str, str]]:
@@ -236,9 +259,8 @@ def tokenizer_from_gguf(reader: GGUFFile) -> GGUFTokenizerInfo:
 
     if model == "gpt2":
         vocab = _byte_level_vocab(tokens)
-        pairs = _parse_merges(merges, vocab) if merges is not None else []
-        tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=pairs, dropout=None, continuing_subword_prefix="",
-                                         end_of_word_suffix="", fuse_unk=False))
+        pairs = _parse_merges(merges) if merges is not None else []
+        tokenizer = _bpe(vocab, pairs, merges, continuing_subword_prefix="", end_of_word_suffix="", fuse_unk=False)
         tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
         tokenizer.decoder = decoders.ByteLevel()
         class_defaults = ["<|endoftext|>"]  # GPT2Tokenizer's unk/bos/eos
@@ -250,7 +272,7 @@ def tokenizer_from_gguf(reader: GGUFFile) -> GGUFTokenizerInfo:
             spelled = tokens
         vocab = {token: index for index, token in enumerate(spelled)}
         if merges is not None:
-            pairs = _parse_merges(merges, vocab)
+            pairs = _parse_merges(merges)
         elif gemma:  # Gemma's scores do not follow its merge order; the tokens' order in the file does
             pairs = _merges_from_scores(vocab, {token: -index for index, token in enumerate(spelled)})
         else:
@@ -262,8 +284,7 @@ def tokenizer_from_gguf(reader: GGUFFile) -> GGUFTokenizerInfo:
                 raise ValueError(f"GGUF metadata tokenizer.ggml.scores has {len(scores)} entries for {count} tokens")
             pairs = _merges_from_scores(vocab, dict(zip(spelled, scores.tolist())))
         unk = {"unk_token": "<unk>"} if gemma and "<unk>" in vocab else {}
-        tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=pairs, fuse_unk=True, byte_fallback=True, dropout=None,
-                                         **unk))
+        tokenizer = _bpe(vocab, pairs, merges, fuse_unk=True, byte_fallback=True, **unk)
         if gemma:  # GemmaTokenizer: spaces become U+2581 before the split; nothing to strip when decoding
             tokenizer.normalizer = normalizers.Replace(" ", "\u2581")
             tokenizer.pre_tokenizer = pre_tokenizers.Split(" ", behavior="merged_with_previous", invert=False)
