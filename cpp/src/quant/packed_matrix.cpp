@@ -55,24 +55,26 @@ void set_quant(uint8_t* tile, int r, int k, uint32_t u) {
   }
 }
 
-// Stores the 32 quants u[k] of row r at once (each byte written whole, no read-modify-write
-// per weight): the same places as set_quant.
+void store_u32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
+
+// Stores the 32 quants u[k] of row r at once: the same places as set_quant, four bytes (one
+// row's slice of a vector) per store, each computed in one 32-bit word (a mask or shift of
+// the word acts on its four bytes alike: every shifted field stays inside its byte).
 template <class L>
 void set_row_quants(uint8_t* tile, int r, const uint8_t* u) {
-  for (int c = 0; c < 4; ++c)
-    for (int j = 0; j < 4; ++j)
-      tile[L::kQuantsAt + 64 * c + 4 * r + j] =
-          static_cast<uint8_t>((u[4 * c + j] & 0xFu) | ((u[4 * c + 16 + j] & 0xFu) << 4));
+  constexpr uint32_t kLowNibbles = 0x0F0F0F0Fu;
+  for (int c = 0; c < 4; ++c)  // weights 4c.. in the low nibbles, 4c + 16.. in the high ones
+    store_u32(tile + L::kQuantsAt + 64 * c + 4 * r,
+              (load_u32(u + 4 * c) & kLowNibbles) | ((load_u32(u + 4 * c + 16) & kLowNibbles) << 4));
   if constexpr (L::kExtraBits > 0) {
     constexpr int per_byte = 8 / L::kExtraBits;  // vectors sharing a plane byte
-    constexpr uint32_t mask = (1u << L::kExtraBits) - 1;
-    for (int p = 0; p < L::kExtraBits; ++p)
-      for (int j = 0; j < 4; ++j) {
-        uint32_t byte = 0;
-        for (int i = 0; i < per_byte; ++i)
-          byte |= ((static_cast<uint32_t>(u[4 * (p * per_byte + i) + j]) >> 4) & mask) << (L::kExtraBits * i);
-        tile[L::kHighBitsAt + 64 * p + 4 * r + j] = static_cast<uint8_t>(byte);
-      }
+    constexpr uint32_t mask = ((1u << L::kExtraBits) - 1) * 0x01010101u;
+    for (int p = 0; p < L::kExtraBits; ++p) {
+      uint32_t word = 0;
+      for (int i = 0; i < per_byte; ++i)
+        word |= ((load_u32(u + 4 * (p * per_byte + i)) >> 4) & mask) << (L::kExtraBits * i);
+      store_u32(tile + L::kHighBitsAt + 64 * p + 4 * r, word);
+    }
   }
 }
 
