@@ -69,6 +69,34 @@ void an_idle_pool_wakes_up() {
   CHECK_EQ(count.load(), 3 * 64);
 }
 
+// A worker asleep after an idle spell is woken for the next section and joins it: the
+// caller's only item waits until the other item has run, which only a worker can take (the
+// caller is busy in its own), after idle spells around the workers' spin time, over and
+// over; a lost wake-up fails with a timeout instead of hanging.
+void sleeping_workers_are_woken_for_the_next_section() {
+  ThreadPool pool(2);
+  std::atomic<bool> timed_out{false};
+  for (int s = 0; s < 300 && !timed_out.load(); ++s) {
+    std::this_thread::sleep_for(std::chrono::microseconds(s % 5 == 0 ? 2000 : 10 * (s % 7) * (s % 7)));
+    std::atomic<bool> other_ran{false};
+    pool.for_each(2, [&](int64_t i, int) {
+      if (i == 1) {
+        other_ran = true;
+        return;
+      }
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (!other_ran.load())
+        if (std::chrono::steady_clock::now() > deadline) {
+          timed_out = true;
+          return;
+        } else {
+          std::this_thread::yield();
+        }
+    });
+  }
+  CHECK(!timed_out.load());
+}
+
 // Workers that wake after the caller has handed out every item must leave that section
 // alone (it lives on the caller's stack and is gone soon after): many short sections, each
 // with its own counters, some after a pause long enough for the workers to fall asleep.
@@ -168,6 +196,7 @@ int main() {
       TEST_CASE(an_exception_reaches_the_caller_and_the_pool_goes_on),
       TEST_CASE(callers_on_several_threads_take_turns),
       TEST_CASE(an_idle_pool_wakes_up),
+      TEST_CASE(sleeping_workers_are_woken_for_the_next_section),
       TEST_CASE(late_workers_leave_a_finished_section_alone),
       TEST_CASE(each_thread_walks_its_span_in_order_and_thieves_take_short_runs),
       TEST_CASE(sizes_outside_the_limits_are_refused),

@@ -146,9 +146,10 @@ def test_chat_encodes_special_token_text_in_content_as_text(smollm2_model):
 
 def test_int8_logits_do_not_depend_on_the_thread_count(smollm2_model):
     # At SmolLM2's width a 300-token prefill splits its norms, rope, SwiGLU, residual adds
-    # and activation quantization among the threads, and a decode step splits each input's
-    # quantization by blocks: every value is still computed by one thread with the same
-    # code, so the logits are the same bits at 1, 2 and 3 threads.
+    # and activation quantization among the threads, and a decode step of 4 rows splits each
+    # input's quantization by blocks (72 blocks of the 576-wide inputs): every value is still
+    # computed by one thread with the same code, so the logits are the same bits at 1, 2 and
+    # 3 threads.
     from kvgen import _core
 
     assert not smollm2_model.exact
@@ -157,11 +158,13 @@ def test_int8_logits_do_not_depend_on_the_thread_count(smollm2_model):
     try:
         for n in (1, 2, 3):
             kvgen.set_num_threads(n)
-            slots = _core._ModelSlots(smollm2_model._core, 1, 512)
+            slots = _core._ModelSlots(smollm2_model._core, 4, 512)
             slots.forward([(0, np.arange(100, 400))])
             prefill = slots.logits[0].copy()
-            slots.forward([(0, [int(np.argmax(prefill))])])
-            results.append((prefill, slots.logits[0].copy()))
+            slots.forward([(r, np.arange(500 + 7 * r, 520 + 7 * r)) for r in range(1, 4)])
+            nexts = [int(np.argmax(prefill))] + [int(np.argmax(slots.logits[r])) for r in range(1, 4)]
+            slots.forward([(r, [nexts[r]]) for r in range(4)])
+            results.append((prefill, slots.logits[:4].copy()))
     finally:
         kvgen.set_num_threads(before)
     for prefill, decode in results[1:]:

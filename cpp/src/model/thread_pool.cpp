@@ -185,8 +185,13 @@ bool ThreadPool::join(uint32_t generation) {
 void ThreadPool::worker(int t) {
   uint32_t seen = 0;
   for (;;) {
-    if (!spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; }))
+    if (!spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; })) {
+      // counted before it sleeps (the fences pair with run's: either run sees the count, or
+      // the wait sees the new generation and does not sleep)
+      sleepers_.fetch_add(1, std::memory_order_seq_cst);
+      std::atomic_thread_fence(std::memory_order_seq_cst);
       generation_.wait(seen, std::memory_order_acquire);
+    }
     const uint32_t now = generation_.load(std::memory_order_acquire);
     if (now == seen) continue;  // spurious wake-up
     seen = now;
@@ -224,8 +229,13 @@ void ThreadPool::run(Section& s) {
     finished_.store(0, std::memory_order_relaxed);
     const uint32_t generation = generation_.load(std::memory_order_relaxed) + 1;  // only run() moves it
     joins_.store(uint64_t{generation} << 32, std::memory_order_release);
-    generation_.store(generation, std::memory_order_release);
-    generation_.notify_all();
+    generation_.store(generation, std::memory_order_seq_cst);
+    // Wake the workers only if one went to sleep since the last wake-up: a futex wake is a
+    // system call on this thread's path (under load, where workers sleep and wake late,
+    // libstdc++'s own check made one per section, most of them waking nobody)
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (sleepers_.load(std::memory_order_relaxed) > 0 && sleepers_.exchange(0, std::memory_order_seq_cst) > 0)
+      generation_.notify_all();
     caller_items = take_items(s, 0);
     // Every item is handed out: close the section to workers that have not joined yet (they
     // are asleep or their core is taken: waiting for them would cost the section their

@@ -78,7 +78,11 @@ CpuPath active_cpu_path() {
 }
 
 const KernelTable& kernels_for(CpuPath path) {
-  choose_cpu_path(cpu_path_name(path), supported_cpu_paths());  // throws if this CPU lacks it
+  // Every product of a decode step asks (hundreds a step): compare enums, and spell the
+  // path out only to throw, if this CPU lacks it
+  const std::vector<CpuPath>& supported = supported_cpu_paths();
+  if (std::find(supported.begin(), supported.end(), path) == supported.end())
+    choose_cpu_path(cpu_path_name(path), supported);  // throws
   // Each table is built on first use, so no code of a path runs before its check.
   switch (path) {
 #if KVGEN_X86_KERNELS

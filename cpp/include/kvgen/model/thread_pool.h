@@ -88,6 +88,9 @@ class ThreadPool {
   std::mutex section_mutex_;             // one section at a time
   Section* section_ = nullptr;           // the current section (set before generation_ moves)
   std::atomic<uint32_t> generation_{0};  // bumped to start a section (workers wait on it)
+  // Workers that went to sleep on generation_ since run() last woke them (run() clears it
+  // and wakes them only when it is not 0).
+  std::atomic<int32_t> sleepers_{0};
   // Who may join the current section: (its generation << 32) | workers joined, kClosed set
   // once the caller has handed out every item (a worker that comes later leaves it alone).
   std::atomic<uint64_t> joins_{0};
