@@ -73,6 +73,37 @@ def test_verify_logits_are_step_by_step_decode_logits_and_rollback_forgets(model
     assert np.array_equal(slots.logits[0], fresh.logits[0])
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_verify_chunks_crossing_a_key_block_give_each_positions_decode_logits(model, threads):
+    """A verify chunk's positions share each 256-position block of keys and values; every
+    position still gets its own decode step's logits, bit for bit, where the chunk crosses into
+    a new block (its first positions see one block fewer), for each chunk length, and beside
+    a prefill chunk of another row and a decode row (batch order: verify, prefill, decode)."""
+    before = kvgen.get_num_threads()
+    kvgen.set_num_threads(threads)
+    try:
+        rng = np.random.default_rng(threads)
+        context = 250
+        slots = _core._ModelSlots(model._core, 3, 280, verify_positions=16)
+        slots.forward([(1, rng.integers(100, 40000, size=context)), (2, rng.integers(100, 40000, size=5))])
+        for n in (2, 7, 16):
+            drafts = rng.integers(100, 40000, size=n)
+            steps = []
+            for t in drafts:
+                slots.forward([(1, np.array([t]))])
+                steps.append(slots.logits[1].copy())
+            slots.truncate(1, context)
+            for beside in ([], [(0, rng.integers(100, 40000, size=40)), (2, np.array([7]))]):
+                slots.forward([(1, drafts), *beside], verify=[1])
+                for i, expected in enumerate(steps):
+                    assert np.array_equal(slots.verify_logits[1, i], expected), f"{n} positions: position {i}"
+                slots.truncate(1, context)
+                slots.reset(0)
+                slots.truncate(2, 5)
+    finally:
+        kvgen.set_num_threads(before)
+
+
 def test_verify_and_truncate_refuse_bad_requests(model):
     slots = _core._ModelSlots(model._core, 2, 64, verify_positions=4)
     slots.forward([(0, np.array([1, 2, 3]))])
