@@ -44,7 +44,8 @@ def test_generate_with_an_int8_kv_cache(model):
     out = run("generate", prompt, "--max-new-tokens", "12", "--kv-cache-dtype", "int8", "--no-summary")
     assert out.returncode == 0, out.stderr
     int8 = kvgen.Model.load(model.path, kv_cache_dtype="int8")
-    assert out.stdout == prompt + kvgen.Generator(int8, kvgen.GenerationConfig(max_new_tokens=12)).generate(prompt) + "\n"
+    expected = kvgen.Generator(int8, kvgen.GenerationConfig(max_new_tokens=12)).generate(prompt)
+    assert out.stdout == prompt + expected + "\n"
 
 
 def test_sampling_options_and_seed_are_reproducible():

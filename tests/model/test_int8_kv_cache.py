@@ -167,6 +167,34 @@ def test_decode_across_a_block_boundary_matches_transformers(tmp_path, head_dim,
             assert off_plain > 5 * off_rounded, f"step {i}: {off_plain:.3%} from plain transformers, {off_rounded:.3%}"
 
 
+def test_reorder_and_copy_row_carry_the_scales(int8_model):
+    """Slots holding different texts: a slot that takes another's positions (a beam reorder
+    that copies, copy_row) must then give that slot's logits exactly, which needs the copied
+    int8 elements' own scales (each row's scale is its own max|x| / 127)."""
+    texts = ["The river runs past the old mill every evening.", "Bees make honey from the nectar of flowers.",
+             "Seven ships sailed north through the cold grey sea."]
+    ids = [np.asarray(int8_model.encode(t), dtype=np.int64) for t in texts]
+    n = min(len(x) for x in ids)
+    slots = _core._ModelSlots(int8_model._core, 3, 64)
+    for i in range(3):
+        slots.forward([(i, ids[i][:n])])
+    nxt = np.asarray([42], dtype=np.int64)
+
+    def next_logits(slot: int) -> np.ndarray:
+        slots.forward([(slot, nxt)])
+        out = np.array(slots.logits[slot])
+        slots.truncate(slot, n)
+        return out
+
+    want = next_logits(0)
+    assert not np.array_equal(want, next_logits(1))
+    slots.reorder(0, [0, 0, 1])  # slot 1: a copy of slot 0 in slot 2's block; slot 2 takes slot 1's block
+    np.testing.assert_array_equal(next_logits(1), want)
+    np.testing.assert_array_equal(next_logits(0), want)
+    slots.copy_row(1, 2)
+    np.testing.assert_array_equal(next_logits(2), want)
+
+
 def test_beam_search_scores_are_those_of_the_beams_tokens(int8_model):
     """Beam search reorders the cache at every step (a beam taken by two children is copied):
     each returned beam's score must be the sum of its tokens' log-probs as a fresh cache,

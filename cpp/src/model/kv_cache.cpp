@@ -55,7 +55,10 @@ float quantize_row(int8_t* q, const float* x, int64_t n) {
   float top = 0.0f;
   for (int64_t i = 0; i < n; ++i) top = std::max(top, std::fabs(x[i]));
   const float inv = top > 0.0f ? 127.0f / top : 0.0f;
-  for (int64_t i = 0; i < n; ++i) q[i] = static_cast<int8_t>(std::nearbyint(std::clamp(x[i] * inv, -127.0f, 127.0f)));
+  for (int64_t i = 0; i < n; ++i) {
+    const float y = x[i] * inv;  // a NaN (a broken model's key) becomes -127, never an undefined conversion
+    q[i] = static_cast<int8_t>(std::nearbyint(y >= -127.0f ? (y <= 127.0f ? y : 127.0f) : -127.0f));
+  }
   return top / 127.0f;
 }
 
