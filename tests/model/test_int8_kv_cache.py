@@ -5,11 +5,12 @@ the 99% argmax bar of the default cache; everything that moves cached positions 
 reorders, the prefix cache, speculative rollback) must carry the scales with them.
 
 SmolLM2, teacher-forced over the first N_TEXT tokens of tests/data's text, against
-transformers' float32 logits (measured over 1,100 tokens: argmax agreement 98.5% in one
-forward pass, 98.4% through decode attention; perplexity +0.08% / +0.15%; the default half
-cache: 99.9%). Over the first 320 tokens both paths measured 99.1%; INT8_MIN_ARGMAX_AGREEMENT
-is the floor, below which something beyond the int8 rounding is wrong (a cache whose scales
-were lost or misplaced agrees at a few percent)."""
+transformers' float32 logits: measured argmax agreement 98.5% in one forward pass and 98.1%
+through decode attention (16 positions a pass), perplexity +0.08% / +0.09%; the default half
+cache: 99.9% both ways. INT8_MIN_ARGMAX_AGREEMENT (97%) sits about 12 positions below the
+lower figure, to absorb summation-order changes between builds (a sanitizer build vectorizes
+the float loops differently, and a flipped int8 rounding moves a near-tie); llama.cpp's own
+f16 cache agrees at 97.2% on the whole text (bench_perplexity.py)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from kvgen import _core
 from kvgen.generation.engine import Engine, one_request
 from kvgen.generation.request_setup import RequestSetup
 
-N_TEXT = 320
+N_TEXT = 1100
 INT8_MIN_ARGMAX_AGREEMENT = 0.97
 INT8_MAX_PERPLEXITY_REL_DIFF = 0.01
 # float32 weights: kvgen's decode logits against transformers' with keys and values rounded the
@@ -132,10 +133,10 @@ def _hf_logits(hf, ids, int8_keys_and_values: bool) -> np.ndarray:
 @pytest.mark.parametrize("head_dim, heads, kv_heads", [(64, 7, 1), (128, 8, 2), (256, 4, 2), (64, 2, 2), (48, 4, 2)])
 def test_decode_across_a_block_boundary_matches_transformers(tmp_path, head_dim, heads, kv_heads):
     """Float32 weights, so the cache is the only rounding: kvgen's decode logits match
-    transformers' with its keys and values rounded the same way (measured: within 0.06% of
-    the largest logit at these steps; 1% at the worst of 257 positions, where an element's
-    rounding flips), and differ from plain transformers' by far more (this random model's
-    attention is sharp: 23% of the largest logit; the half cache: 1%)."""
+    transformers' with its keys and values rounded the same way (measured on the first shape:
+    within 0.06% of the largest logit at these steps; 1% at the worst of 257 positions, where
+    an element's rounding flips), and differ from plain transformers' by far more (there, this
+    random model's sharp attention puts them 23% of the largest logit away; the half cache 1%)."""
     hidden = 96 if 96 % heads == 0 else 32 * heads
     hf = random_llama(seed=5, vocab_size=211, hidden_size=hidden, head_dim=head_dim, num_attention_heads=heads,
                       num_key_value_heads=kv_heads, num_hidden_layers=2, max_position_embeddings=300)
