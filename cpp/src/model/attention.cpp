@@ -387,76 +387,6 @@ void block_of(float* part, const float* q, const T* keys, const T* values, int64
   });
 }
 
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__)
-#define KVGEN_INT8_KEYS_VNNI 1
-// scores[g * kAttentionBlock + i] (i < n <= 8) = qscale[g] * (q16[g] . keys[i]) in int32 sums
-// (vpdpwssd: int16 queries times int8 keys widened to int16, 32 multiply-adds an instruction),
-// for the G heads g < G; the key's own scale is applied by the caller.
-template <int HD, int G, bool kFull>
-inline void score_keys8_int(float* scores, const int16_t* q16, const float* qscale, const int8_t* keys,
-                            const int8_t* ahead_end, int64_t n) {
-  constexpr int NV = HD / 32;
-  __m512 a[G][8];
-#pragma GCC unroll 8
-  for (int i = 0; i < 8; ++i) {
-    if (kFull || i < n) {
-      const int8_t* row = keys + i * HD;
-      if (ahead_end - row > kAhead<int8_t, HD> * HD) prefetch_row<int8_t, HD>(row + kAhead<int8_t, HD> * HD);
-      __m512i k[NV];
-#pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v)
-        k[v] = _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 32 * v)));
-#pragma GCC unroll 8
-      for (int g = 0; g < G; ++g) {
-        __m512i s = _mm512_setzero_si512();
-#pragma GCC unroll 8
-        for (int v = 0; v < NV; ++v)
-          s = _mm512_dpwssd_epi32(s, _mm512_loadu_si512(q16 + g * HD + 32 * v), k[v]);
-        a[g][i] = _mm512_cvtepi32_ps(s);
-      }
-    } else {
-      for (int g = 0; g < G; ++g) a[g][i] = _mm512_setzero_ps();
-    }
-  }
-#pragma GCC unroll 8
-  for (int g = 0; g < G; ++g) {
-    const __m256 r = _mm256_mul_ps(sum_lanes8(a[g]), _mm256_set1_ps(qscale[g]));
-    if constexpr (kFull) _mm256_storeu_ps(scores + g * kAttentionBlock, r);
-    else _mm256_mask_storeu_ps(scores + g * kAttentionBlock, static_cast<__mmask8>((1u << n) - 1u), r);
-  }
-}
-
-// score_keys8_int over all the heads of the group, as many at a time as the registers hold.
-template <int HD>
-void score_group_int(float* scores, const int16_t* q16, const float* qscale, const int8_t* keys,
-                     const int8_t* ahead_end, int64_t n, int64_t group) {
-  constexpr int HP = std::max(1, (28 - HD / 32) / 8);
-  for (int64_t g = 0; g < group;) {
-    const int64_t hp = std::min<int64_t>(HP, group - g);
-    float* sg = scores + g * kAttentionBlock;
-    const int16_t* qg = q16 + g * HD;
-    const float* qs = qscale + g;
-    int64_t j = 0;
-    for (; j + 8 <= n; j += 8)
-      switch (hp) {
-        case 1: score_keys8_int<HD, 1, true>(sg + j, qg, qs, keys + j * HD, ahead_end, 8); break;
-        case 2: if constexpr (HP >= 2) score_keys8_int<HD, 2, true>(sg + j, qg, qs, keys + j * HD, ahead_end, 8); break;
-        default: if constexpr (HP >= 3) score_keys8_int<HD, 3, true>(sg + j, qg, qs, keys + j * HD, ahead_end, 8); break;
-      }
-    if (j < n)
-      switch (hp) {
-        case 1: score_keys8_int<HD, 1, false>(sg + j, qg, qs, keys + j * HD, ahead_end, n - j); break;
-        case 2: if constexpr (HP >= 2) score_keys8_int<HD, 2, false>(sg + j, qg, qs, keys + j * HD, ahead_end, n - j); break;
-        default: if constexpr (HP >= 3) score_keys8_int<HD, 3, false>(sg + j, qg, qs, keys + j * HD, ahead_end, n - j); break;
-      }
-    g += hp;
-  }
-}
-
-// The most group * head_dim query elements quantized to int16 on the stack (more: float scores).
-inline constexpr int64_t kMaxInt16Query = 4096;
-#endif
-
 // block_of for an Int8 cache: keys and values int8 with a scale per slot (ks, vs: (capacity)).
 // A key's scale multiplies its score after the dot product, a value's its softmax weight
 // before the weighted sum, so the register path reads int8 rows as block_of reads halves.
@@ -477,29 +407,6 @@ void block_of_int8(float* part, const float* q, const int8_t* keys, const int8_t
 #if defined(__AVX512F__)
   if constexpr (HD > 0 && HD % 16 == 0) {
     const int8_t* keys_end = keys + capacity * HD;
-#if defined(KVGEN_INT8_KEYS_VNNI)
-    if (HD % 32 == 0 && group * HD <= kMaxInt16Query) {
-      // the group's queries as int16 with a scale per head (max|q| / 32767: 2^-15 of the
-      // largest element, far below the keys' int8 rounding), scores as integer dot products
-      alignas(64) int16_t q16[kMaxInt16Query];
-      float qscale[kMaxInt16Query / 32];
-      for (int64_t g = 0; g < group; ++g) {
-        const float* qg = q + g * HD;
-        float top = 0.0f;
-        for (int64_t d = 0; d < HD; ++d) top = std::max(top, std::fabs(qg[d]));
-        const float inv = top > 0.0f ? 32767.0f / top : 0.0f;
-        for (int64_t d = 0; d < HD; ++d) {
-          const float y = qg[d] * inv;
-          q16[g * HD + d] = static_cast<int16_t>(std::nearbyint(y >= -32767.0f ? (y <= 32767.0f ? y : 32767.0f) : -32767.0f));
-        }
-        qscale[g] = o.scale * top / 32767.0f;
-      }
-      for_slot_runs(p0, n, capacity, [&](int64_t j, int64_t slot, int64_t run) {
-        score_group_int<HD>(scores + j, q16, qscale, keys + slot * HD, keys_end, run, group);
-        scale_run(ks, j, slot, run);
-      });
-    } else
-#endif
     for_slot_runs(p0, n, capacity, [&](int64_t j, int64_t slot, int64_t run) {
       score_group<int8_t, HD>(scores + j, q, keys + slot * HD, keys_end, run, group, o.scale);
       scale_run(ks, j, slot, run);
