@@ -69,6 +69,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--positions", type=lambda v: [] if v == "none" else [int(t) for t in v.split(",")],
                    help="GGUF files part: prompt lengths of the position sweep on the Q4_1 file, comma-separated "
                         "(default 64,512,1024,2048,3000; 64,512 with --quick; none: no sweep)")
+    p.add_argument("--no-kv-int8", dest="kv_int8", action="store_false",
+                   help="position sweep: without the int8 KV cache variants (kvgen kv_cache_dtype='int8', "
+                        "llama.cpp type_k/type_v q8_0 with flash attention)")
     p.add_argument("--hf", choices=("first", "all", "none"), default="first",
                    help="GGUF files part: where transformers runs (default first: the first file at the most threads)")
     args = harness.parse_args(p)

@@ -9,11 +9,15 @@ all positions per engine, the same token ids for every engine:
 * ``kvgen-int8``: ``activations="int8"`` (one level, llama.cpp's arithmetic);
 * ``kvgen-exact``: ``kvgen.Model.load(path, exact=True)`` (quantized weights, float
   activations); skipped with a note where this kvgen has no ``exact``;
+* ``kvgen-kv-int8``: ``kv_cache_dtype="int8"`` (the default mode with an int8 KV cache, a scale
+  per position and KV head); skipped with a note where this kvgen lacks it;
 * ``HF``: transformers' ``AutoModelForCausalLM.from_pretrained(dir, gguf_file=...)`` in float32
   (the file's weights dequantized at load): the reference, what kvgen promises to match;
 * ``llama.cpp``: llama-cpp-python's ``Llama(..., logits_all=True).eval(ids)``, its logits of
   every position (``Llama.scores``); skipped with a note when llama-cpp-python is missing
-  (``pip install -r benchmarks/requirements-peers.txt``).
+  (``pip install -r benchmarks/requirements-peers.txt``);
+* ``llama.cpp-kv-q8_0``: the same with ``type_k``/``type_v`` q8_0 (and flash attention, which a
+  quantized V cache needs); skipped with a note where the peer refuses it.
 
 The engines are the adapters of ``engines/``; the protocol is ``PROTOCOL.md``.
 
@@ -108,8 +112,17 @@ def measure_file(path: Path, args: argparse.Namespace, llama_cpp) -> dict:
     same_ids = tokenizer_check(path, text, all_ids, llm)
     print(f"\n{path.name}: {n} of {len(all_ids)} tokens of {TEXT.name}; tokenizers giving kvgen's ids: " +
           ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in same_ids.items()))
+    llm_q8 = None
+    if llama_cpp:
+        try:
+            llm_q8 = LlamaCppEngine(path, args.threads, n_ctx=n, logits_all=True, type_k=llama_cpp.GGML_TYPE_Q8_0,
+                                    type_v=llama_cpp.GGML_TYPE_Q8_0, flash_attn=True)
+        except Exception as e:  # noqa: BLE001 - any failure of the peer's build: skipped, said so
+            print(f"skipped: llama.cpp-kv-q8_0 ({type(e).__name__}: {e})")
     engines = {"kvgen": kv, "kvgen-int8": kvgen_mode("kvgen-int8", path, activations="int8"),
-               "kvgen-exact": kvgen_mode("kvgen-exact", path, exact=True), "HF": hf, "llama.cpp": llm}
+               "kvgen-exact": kvgen_mode("kvgen-exact", path, exact=True),
+               "kvgen-kv-int8": kvgen_mode("kvgen-kv-int8", path, kv_cache_dtype="int8"), "HF": hf, "llama.cpp": llm,
+               "llama.cpp-kv-q8_0": llm_q8}
     logits, seconds = {}, {}
     for name, engine in engines.items():
         if engine is None:
@@ -126,7 +139,7 @@ def measure_file(path: Path, args: argparse.Namespace, llama_cpp) -> dict:
 
 def print_table(rows: dict) -> None:
     table = harness.Table([
-        harness.Column("engine", 12, lambda r: r[0], left=True),
+        harness.Column("engine", 17, lambda r: r[0], left=True),
         harness.Column("perplexity", 10, lambda r: f"{r[1]['perplexity']:.4f}"),
         harness.Column("x HF", 8, lambda r: f"{r[1]['perplexity_ratio']:.5f}"),
         harness.Column("argmax=HF", 9, lambda r: f"{100 * r[1]['argmax_agreement']:.2f}%"),

@@ -72,6 +72,7 @@ FULL = {"prefill": 512, "decode": (64, 256), "sanity_tokens": 32, "positions": (
 QUICK = {"prefill": 128, "decode": (64, 32), "sanity_tokens": 8, "positions": ((64, 512), 16)}
 POSITIONS_FILE = "q4_1"  # the position sweep runs on this file (SmolLM2-135M Q4_1)
 POSITION_TARGET = 0.8  # kvgen decode tokens/s at the last position / at the first
+KV_INT8, LLAMA_Q8_0 = "kvgen int8 KV", "llama.cpp q8_0 KV"  # the sweep's int8 KV cache variants
 CHAIN = {"temperature": 0.8, "top_k": 40, "top_p": 0.95, "repetition_penalty": 1.1}
 SAMPLING = {**CHAIN, "seed": models.SEED}
 # kvgen / llama.cpp greedy decode tokens/s
@@ -185,15 +186,27 @@ def run_positions(path: Path, kvgen_engine_: KvgenEngine, ids_of, work: dict, th
     to the first position."""
     positions, new = work["positions"]
     engines = {"kvgen": kvgen_engine_}
+    titles = {n: t for n, t in RATIO_TITLES.items() if n != "HF"}
+    if args.kv_int8:  # the int8 KV cache: kvgen's option and llama.cpp's q8_0 keys and values
+        engines[KV_INT8] = KvgenEngine(path, kv_cache_dtype="int8")
+        titles[KV_INT8] = "int8/kv"
     if llama_cpp:
         engines["llama.cpp"] = LlamaCppEngine(path, max(thread_counts), n_ctx=max(positions) + new + 16)
+        if args.kv_int8:
+            try:  # a quantized V cache needs flash attention in llama.cpp
+                engines[LLAMA_Q8_0] = LlamaCppEngine(path, max(thread_counts), n_ctx=max(positions) + new + 16,
+                                                     type_k=llama_cpp.GGML_TYPE_Q8_0, type_v=llama_cpp.GGML_TYPE_Q8_0,
+                                                     flash_attn=True)
+                titles[LLAMA_Q8_0] = "q8_0/kv"
+            except Exception as e:  # noqa: BLE001 - any failure of the peer's build: skipped, said so
+                print(f"llama.cpp with a q8_0 KV cache skipped: {type(e).__name__}: {e}")
     ids = ids_of(max(positions))
     out = {"positions": list(positions), "new_tokens": new, "configs": []}
     for threads in thread_counts:
         set_threads(engines, threads)
         print(f"\n-- position sweep, {models.FILE_LABELS[POSITIONS_FILE]}, {threads} thread(s): greedy decode-only "
               f"tokens/s of {new} tokens after a prompt of each length --")
-        table = workload_table(list(engines), {n: t for n, t in RATIO_TITLES.items() if n in engines})
+        table = workload_table(list(engines), {n: t for n, t in titles.items() if n in engines})
         table.print_header()
         results = []
         for p in positions:
@@ -207,9 +220,15 @@ def run_positions(path: Path, kvgen_engine_: KvgenEngine, ids_of, work: dict, th
         x = to_first["kvgen"][-1]
         targets = [harness.target(f"{threads} thread(s): kvgen decode at {positions[-1]} >= {POSITION_TARGET:g}x its "
                                   f"speed at {positions[0]}", x, x >= POSITION_TARGET, f"{x:.2f}x")]
+        if KV_INT8 in engines:
+            x = to_first[KV_INT8][-1]
+            targets.append(harness.target(f"{threads} thread(s): kvgen with an int8 KV cache at {positions[-1]} >= "
+                                          f"{POSITION_TARGET:g}x its speed at {positions[0]}", x,
+                                          x >= POSITION_TARGET, f"{x:.2f}x"))
         out["configs"].append({"threads": threads, "results": results, "tokens_per_s": speed,
                                "ratio_to_first": to_first, "targets": targets,
-                               "kv_cache_bytes": kvgen_engine_.kv_cache_bytes})
+                               "kv_cache_bytes": {n: e.kv_cache_bytes for n, e in engines.items()
+                                                  if isinstance(e, KvgenEngine)}})
     return out
 
 

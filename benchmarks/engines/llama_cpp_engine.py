@@ -78,12 +78,13 @@ def version_in(python: str, module: str = "llama_cpp", engines: str = NAME) -> s
 # ---- in process ----------------------------------------------------------------------
 
 
-def load(path: Path | str, threads: int, n_ctx: int = N_CTX, logits_all: bool = False):
-    """``llama_cpp.Llama`` on a GGUF file, ``threads`` for decode and for prompt batches."""
+def load(path: Path | str, threads: int, n_ctx: int = N_CTX, logits_all: bool = False, **extra):
+    """``llama_cpp.Llama`` on a GGUF file, ``threads`` for decode and for prompt batches;
+    ``extra``: more ``Llama`` arguments (e.g. ``type_k``/``type_v``, ``flash_attn``)."""
     import llama_cpp
 
     return llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
-                           n_batch=N_BATCH, verbose=False, logits_all=logits_all)
+                           n_batch=N_BATCH, verbose=False, logits_all=logits_all, **extra)
 
 
 def sampler(llm, sampling: dict | None = None, history=(), json_schema: dict | None = None):
@@ -130,8 +131,8 @@ def decode_loop(llm, s, prompt: list[int], max_tokens: int, eos: int | None = No
 class LlamaCppEngine:
     """llama-cpp-python's ``Llama`` on a GGUF file and its low-level loop (see the module)."""
 
-    def __init__(self, path: Path | str, threads: int, n_ctx: int = N_CTX, logits_all: bool = False):
-        self.llm = load(path, threads, n_ctx, logits_all)
+    def __init__(self, path: Path | str, threads: int, n_ctx: int = N_CTX, logits_all: bool = False, **extra):
+        self.llm = load(path, threads, n_ctx, logits_all, **extra)
 
     def set_threads(self, threads: int) -> None:
         """Threads of decode and of prompt batches (the context keeps them for later evals)."""

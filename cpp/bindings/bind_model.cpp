@@ -329,6 +329,26 @@ naming its position: "input_ids[0, 3] = 300 is outside the vocabulary [0, 211)".
             p.core().set_activations(a);
           },
           "What quantized weights multiply: 'int8x2' (two-level int8), 'int8' or 'float' (see kvgen.Model).")
+      .def_property(
+          "kv_cache_dtype",
+          [](PyModel& p) -> std::string {
+            const std::optional<KVType> t = p.core().kv_choice();
+            if (!t) return "auto";
+            return *t == KVType::Float32 ? "float32" : *t == KVType::Float16 ? "float16" : "int8";
+          },
+          [](PyModel& p, const std::string& name) {
+            std::optional<KVType> t;
+            if (name == "float32") t = KVType::Float32;
+            else if (name == "float16") t = KVType::Float16;
+            else if (name == "int8") t = KVType::Int8;
+            else if (name != "auto")
+              throw ValueError("kv_cache_dtype='" + name + "' is not one of 'auto', 'float32', 'float16', 'int8'");
+            py::gil_scoped_release release;
+            std::lock_guard<std::mutex> lock(p.mutex);  // never in the middle of a forward pass
+            p.core().set_kv_choice(t);
+          },
+          "What caches made from now on store keys and values as: 'auto' (half with int8 activations on "
+          "quantized weights, float32 otherwise), 'float32', 'float16' or 'int8' (a scale per position and kv head).")
       .def(
           "kv_cache_bytes",
           [](PyModel& p, int64_t rows, int64_t positions) {
@@ -337,8 +357,8 @@ naming its position: "input_ids[0, 3] = 300 is outside the vocabulary [0, 211)".
                                       p.core().kv_type());
           },
           py::arg("rows"), py::arg("positions"),
-          "Bytes a KV cache for rows x positions takes (half keys and values outside exact mode on "
-          "int8-kernel weights, float32 otherwise).");
+          "Bytes a KV cache for rows x positions takes (its kv_cache_dtype; 'auto': half keys and values "
+          "outside exact mode on int8-kernel weights, float32 otherwise).");
 
   m.def(
       "set_num_threads", [](int n) { set_compute_threads(n); }, py::arg("n"),

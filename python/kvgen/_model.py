@@ -418,6 +418,20 @@ def _conv1d_to_linear(arrays: dict) -> dict:
     return {name: linear(name, w) for name, w in arrays.items()}
 
 
+KV_CACHE_DTYPES = ("auto", "float32", "float16", "int8")
+
+
+def _kv_cache_dtype(activations: str, kv_cache_dtype: str) -> str:
+    """Model.load's ``kv_cache_dtype``, checked against the activations mode: exact mode
+    (float activations) keeps float32 keys and values, so a lossy cache is refused."""
+    if kv_cache_dtype not in KV_CACHE_DTYPES:
+        raise ValueError(f"kv_cache_dtype={kv_cache_dtype!r:.60} is not one of {', '.join(map(repr, KV_CACHE_DTYPES))}")
+    if activations == "float" and kv_cache_dtype in ("float16", "int8"):
+        raise ValueError(f"exact=True (float activations) keeps float32 keys and values; kv_cache_dtype="
+                         f"{kv_cache_dtype!r} would round them (use 'auto' or 'float32', or drop exact)")
+    return kv_cache_dtype
+
+
 def _activations(exact: bool, activations: Optional[str]) -> str:
     """The activations mode from Model.load's ``exact`` / ``activations`` arguments."""
     if not isinstance(exact, bool):
@@ -503,16 +517,26 @@ class Model:
 
     @classmethod
     def load(cls, path: Union[str, os.PathLike], *, dtype: Optional[str] = None, exact: bool = False,
-             activations: Optional[str] = None) -> "Model":
+             activations: Optional[str] = None, kv_cache_dtype: str = "auto") -> "Model":
         """Loads a Hugging Face model directory or a GGUF file (see the class docstring).
 
         A GGUF file's quantized matrices stay quantized in memory and are computed on
         directly. ``dtype="q8_0"`` or ``"q4_0"`` quantizes a directory's float matrices the
         same way at load (GGUF files keep their own types). ``exact=True`` is
         ``activations="float"``; see ``Model.activations`` for the modes.
+        ``kv_cache_dtype`` is what the KV cache stores keys and values as (see
+        ``Model.kv_cache_dtype``): ``"int8"`` takes half the memory of the default and reads
+        half the bytes per decode step at long context, at a small loss of fidelity;
+        exact mode accepts only ``"auto"`` and ``"float32"`` (ValueError otherwise).
         """
         mode = _activations(exact, activations)
-        p = Path(path)
+        kv = _kv_cache_dtype(mode, kv_cache_dtype)
+        model = cls._load_path(Path(path), dtype, mode)
+        model._core.kv_cache_dtype = kv
+        return model
+
+    @classmethod
+    def _load_path(cls, p: Path, dtype: Optional[str], mode: str) -> "Model":
         if p.is_dir():
             return cls._load_directory(p, dtype, mode)
         if not p.exists():
@@ -607,7 +631,25 @@ class Model:
 
     @activations.setter
     def activations(self, value: str) -> None:
-        self._core.activations = _activations(False, value)
+        mode = _activations(False, value)
+        _kv_cache_dtype(mode, self.kv_cache_dtype)
+        self._core.activations = mode
+
+    @property
+    def kv_cache_dtype(self) -> str:
+        """What the KV cache stores keys and values as (read-only; ``Model.load``'s
+        ``kv_cache_dtype``):
+
+        - ``"auto"`` (the default): IEEE half with int8 activations on quantized weights,
+          float32 in exact mode and for float weights.
+        - ``"float32"``, ``"float16"``: that type whatever the activations.
+        - ``"int8"``: int8 with one float scale per position and KV head (max|x| / 127,
+          round to nearest): a quarter of float32's bytes plus 4 bytes per 64-128 values,
+          half the default's memory and half the bytes a decode step reads per cached
+          position. Lossy: see the README's KV cache section for its fidelity
+          (llama.cpp's ``--cache-type-k/-v q8_0``, vLLM's ``kv_cache_dtype``).
+        """
+        return self._core.kv_cache_dtype
 
     @property
     def exact(self) -> bool:
@@ -617,7 +659,9 @@ class Model:
 
     @exact.setter
     def exact(self, value: bool) -> None:
-        self._core.activations = _activations(value, None)
+        mode = _activations(value, None)
+        _kv_cache_dtype(mode, self.kv_cache_dtype)
+        self._core.activations = mode
 
     @property
     def weight_bytes(self) -> int:
@@ -798,4 +842,4 @@ class Model:
         return (f"Model({self.family}, layers={c.num_layers}, hidden={c.hidden_size}, heads={c.num_heads}, "
                 f"kv_heads={c.num_kv_heads}, vocab={c.vocab_size}, context={c.context_length}, "
                 f"tokenizer={self.tokenizer is not None}, chat_template={self.chat_template is not None}, "
-                f"path={str(self.path)!r})")
+                f"kv_cache_dtype={self.kv_cache_dtype!r}, path={str(self.path)!r})")

@@ -80,6 +80,9 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--activations", choices=("int8x2", "int8", "float"),
                      help="what quantized weights multiply (default int8x2; see kvgen.Model.activations)")
     gen.add_argument("--exact", action="store_true", help="the same as --activations float")
+    gen.add_argument("--kv-cache-dtype", choices=("auto", "float32", "float16", "int8"), default="auto",
+                     help="what the KV cache stores keys and values as (default auto: half, float32 with --exact; "
+                          "int8: half the memory, slightly lossy, as llama.cpp's -ctk/-ctv q8_0)")
     gen.add_argument("--no-summary", action="store_true", help="do not print the summary line")
 
     serve = commands.add_parser("serve", help="serve the model over an OpenAI-compatible HTTP API",
@@ -97,6 +100,9 @@ def _parser() -> argparse.ArgumentParser:
                             "that one's cached positions; outputs are the same)")
     serve.add_argument("--activations", choices=("int8x2", "int8", "float"),
                        help="what quantized weights multiply (default int8x2; see kvgen.Model.activations)")
+    serve.add_argument("--kv-cache-dtype", choices=("auto", "float32", "float16", "int8"), default="auto",
+                       help="what the KV cache stores keys and values as (default auto: half, float32 with --exact; "
+                            "int8: half the memory, slightly lossy, as llama.cpp's -ctk/-ctv q8_0)")
     spec = serve.add_argument_group("speculative decoding (vLLM: --speculative-config '{\"method\": \"ngram\", ...}'; "
                                     "llama.cpp: --draft-max, --spec-type ngram)")
     spec.add_argument("--speculative-ngram", type=int, metavar="N",
@@ -182,7 +188,7 @@ def _model_argument(parser: argparse.ArgumentParser) -> None:
 
 def _load(path: Optional[str], **modes):
     """The model at ``path`` (the default model without one); ``modes``: Model.load's
-    ``exact`` / ``activations``."""
+    ``exact`` / ``activations`` / ``kv_cache_dtype``."""
     import kvgen
 
     return kvgen.Model.load(path or kvgen.default_model_path(), **modes)
@@ -246,7 +252,7 @@ def _generate(args) -> int:
         raise ValueError("--system needs --chat")
     config = _config(args)
     _set_threads(args.threads)
-    model = _load(args.model, exact=args.exact, activations=args.activations)
+    model = _load(args.model, exact=args.exact, activations=args.activations, kv_cache_dtype=args.kv_cache_dtype)
     generator = kvgen.Generator(model, config, include_stop_str_in_output=args.include_stop)
     out = sys.stdout
     echo = ""
@@ -311,7 +317,7 @@ def _serve(args) -> int:
     from kvgen.server.app import listening_socket
 
     sock = listening_socket(args.host, args.port)  # a port in use or out of range: one line, before the model loads
-    model = _load(args.model, activations=args.activations)
+    model = _load(args.model, activations=args.activations, kv_cache_dtype=args.kv_cache_dtype)
     print(f"kvgen serve: {model.path.name} on http://{args.host}:{args.port}/v1 (max batch {args.max_batch})",
           file=sys.stderr, flush=True)
     from kvgen.server.app import ServerLimits

@@ -39,6 +39,15 @@ def test_generate_streams_the_greedy_continuation(model):
     assert summary and int(summary.group(1)) == len(model.encode(prompt))
 
 
+def test_generate_with_an_int8_kv_cache(model):
+    prompt = "The capital of France is"
+    out = run("generate", prompt, "--max-new-tokens", "12", "--kv-cache-dtype", "int8", "--no-summary")
+    assert out.returncode == 0, out.stderr
+    int8 = kvgen.Model.load(model.path, kv_cache_dtype="int8")
+    expected = kvgen.Generator(int8, kvgen.GenerationConfig(max_new_tokens=12)).generate(prompt)
+    assert out.stdout == prompt + expected + "\n"
+
+
 def test_sampling_options_and_seed_are_reproducible():
     args = ("generate", "Tell me a story", "-n", "16", "--temperature", "0.8", "--top-k", "40", "--top-p", "0.9",
             "--min-p", "0.05", "--repetition-penalty", "1.1", "--seed", "7", "--no-summary")
@@ -71,6 +80,7 @@ def test_beams_and_stop_strings():
     (("generate", "hi", "--system", "x"), "--system needs --chat"),
     (("generate", "", "-n", "3"), "the prompt is empty"),
     (("generate", "hi", "--threads", "0"), "--threads must be at least 1"),
+    (("generate", "hi", "--exact", "--kv-cache-dtype", "int8"), "kv_cache_dtype='int8'"),
 ])
 def test_bad_arguments_are_one_line_errors(args, message):
     out = run(*args)

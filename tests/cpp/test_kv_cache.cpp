@@ -1,6 +1,7 @@
 // KVCache::reorder and copy_row on a small cache whose every valid entry names where it
 // was written (row, layer, head, position, dim), so that after a reorder each entry
 // says which row it came from.
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -351,6 +352,88 @@ void half_rounding_is_ieee_nearest_even() {
   CHECK_EQ(back[2], 0x1p-24f);
 }
 
+// Int8 cache: 2 layers, 3 rows, 8 positions, 2 heads, head_dim 5; the element (row, layer,
+// head, position, dim) of a key is int8_source(...), of a value its negation times 0.5: each
+// (position, head) row has its own magnitude (so its own scale) and a largest element.
+constexpr int64_t kInt8Dim = 5;
+float int8_source(int64_t row, int64_t layer, int64_t head, int64_t pos, int64_t dim) {
+  const float magnitude = 0.01f * static_cast<float>(1 + row + 3 * layer + 7 * head + 11 * pos);  // the row's scale * 127
+  const float shape[kInt8Dim] = {1.0f, -0.3f, 0.77f, -1.0f / 3.0f, 0.001f};
+  return magnitude * shape[dim];
+}
+
+KVCache int8_cache(const std::vector<int64_t>& lengths) {
+  KVCache cache(2, 3, 8, 2, kInt8Dim, {}, KVType::Int8);
+  float k[2 * kInt8Dim], v[2 * kInt8Dim];
+  for (int64_t r = 0; r < 3; ++r) {
+    for (int64_t l = 0; l < 2; ++l)
+      for (int64_t p = 0; p < lengths[r]; ++p) {
+        for (int64_t h = 0; h < 2; ++h)
+          for (int64_t d = 0; d < kInt8Dim; ++d) {
+            k[h * kInt8Dim + d] = int8_source(r, l, h, p, d);
+            v[h * kInt8Dim + d] = -0.5f * int8_source(r, l, h, p, d);
+          }
+        cache.store(l, r, p, k, v);
+      }
+    cache.set_length(r, lengths[r]);
+  }
+  return cache;
+}
+
+// "" when every valid position of row r loads within half a step (scale / 2, scale =
+// max|x| / 127) of what row `source` was given, for source_length positions.
+std::string int8_row_difference(KVCache& cache, int64_t r, int64_t source, int64_t source_length) {
+  if (cache.length(r) != source_length)
+    return "length " + std::to_string(cache.length(r)) + ", expected " + std::to_string(source_length);
+  float k[kInt8Dim], v[kInt8Dim];
+  for (int64_t l = 0; l < 2; ++l)
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t p = 0; p < source_length; ++p) {
+        cache.load(k, v, l, r, h, p, 1);
+        const float key_step = std::fabs(int8_source(source, l, h, p, 0)) / 127.0f;
+        for (int64_t d = 0; d < kInt8Dim; ++d) {
+          const float key = int8_source(source, l, h, p, d), value = -0.5f * key;
+          if (std::fabs(k[d] - key) > 0.5001f * key_step || std::fabs(v[d] - value) > 0.5001f * 0.5f * key_step)
+            return "at layer " + std::to_string(l) + ", head " + std::to_string(h) + ", position " +
+                   std::to_string(p) + ", dim " + std::to_string(d) + ": key " + std::to_string(k[d]) +
+                   ", expected " + std::to_string(key);
+        }
+        // the largest element is exact (scale = max|x| / 127), the rows' scales their own
+        if (k[0] != int8_source(source, l, h, p, 0) || v[0] != -0.5f * int8_source(source, l, h, p, 0))
+          return "the largest element of layer " + std::to_string(l) + ", head " + std::to_string(h) +
+                 ", position " + std::to_string(p) + " is not exact: " + std::to_string(k[0]);
+      }
+  return "";
+}
+
+void int8_cache_stores_reorders_and_copies_rows_with_their_scales() {
+  KVCache cache = int8_cache({5, 8, 1});
+  CHECK(cache.int8());
+  CHECK_EQ(cache.bytes(), int64_t{2 * 2 * 3 * 8 * 2 * (kInt8Dim + 4)});  // int8 elements and a float scale per row
+  CHECK_EQ(KVCache::bytes_for(2, 3, 8, 2, kInt8Dim, {}, KVType::Int8), cache.bytes());
+  for (int64_t r = 0; r < 3; ++r) CHECK_EQ(int8_row_difference(cache, r, r, std::vector<int64_t>{5, 8, 1}[r]), std::string());
+  // a zero row stores and loads as zeros
+  const float zeros[2 * kInt8Dim] = {};
+  cache.store(0, 2, 1, zeros, zeros);
+  float k[kInt8Dim], v[kInt8Dim];
+  cache.load(k, v, 0, 2, 1, 1, 1);
+  for (int64_t d = 0; d < kInt8Dim; ++d) CHECK(k[d] == 0.0f && v[d] == 0.0f);
+  const int64_t cycle[3] = {2, 0, 1};
+  cache.reorder(cycle);
+  CHECK_EQ(int8_row_difference(cache, 0, 2, 1), std::string());
+  CHECK_EQ(int8_row_difference(cache, 1, 0, 5), std::string());
+  CHECK_EQ(int8_row_difference(cache, 2, 1, 8), std::string());
+  const int64_t fan_out[3] = {2, 2, 1};  // row 2's block goes to two rows: one of them is a copy
+  cache.reorder(fan_out);
+  CHECK_EQ(int8_row_difference(cache, 0, 1, 8), std::string());
+  CHECK_EQ(int8_row_difference(cache, 1, 1, 8), std::string());
+  CHECK_EQ(int8_row_difference(cache, 2, 0, 5), std::string());
+  cache.copy_row(2, 0);
+  CHECK_EQ(int8_row_difference(cache, 0, 0, 5), std::string());
+  cache.truncate(0, 3);
+  CHECK_EQ(int8_row_difference(cache, 0, 0, 3), std::string());
+}
+
 }  // namespace
 
 int main() {
@@ -366,5 +449,6 @@ int main() {
       TEST_CASE(reorder_moves_only_the_positions_rows_do_not_share),
       TEST_CASE(half_cache_stores_reorders_and_copies_rows),
       TEST_CASE(half_rounding_is_ieee_nearest_even),
+      TEST_CASE(int8_cache_stores_reorders_and_copies_rows_with_their_scales),
   });
 }

@@ -182,6 +182,10 @@ inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
 inline __m512 load16(const uint16_t* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
+// int8 elements as floats (the row's scale is applied to its score or softmax weight).
+inline __m512 load16(const int8_t* p) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+}
 
 // Brings the cache lines of row (HD elements of T) at p towards L1 before they are read.
 template <class T, int HD>
@@ -383,6 +387,77 @@ void block_of(float* part, const float* q, const T* keys, const T* values, int64
   });
 }
 
+// block_of for an Int8 cache: keys and values int8 with a scale per slot (ks, vs: (capacity)).
+// A key's scale multiplies its score after the dot product, a value's its softmax weight
+// before the weighted sum, so the register path reads int8 rows as block_of reads halves.
+template <int HD>
+void block_of_int8(float* part, const float* q, const int8_t* keys, const int8_t* values, const float* ks,
+                   const float* vs, int64_t capacity, int64_t p0, int64_t n, int64_t group,
+                   int64_t head_dim_at_run_time, const AttentionOptions& o, float* scratch) {
+  const int64_t hd = HD ? HD : head_dim_at_run_time;
+  float* scores = scratch;                                      // (group, kAttentionBlock)
+  float *m = part, *l = part + group, *acc = part + 2 * group;  // (group), (group), (group, head_dim)
+  // scores[g][j + i] *= scale[slot + i] over a run of slots, for every head of the group
+  const auto scale_run = [&](const float* scale, int64_t j, int64_t slot, int64_t run) {
+    for (int64_t g = 0; g < group; ++g) {
+      float* s = scores + g * kAttentionBlock + j;
+      for (int64_t i = 0; i < run; ++i) s[i] *= scale[slot + i];
+    }
+  };
+#if defined(__AVX512F__)
+  if constexpr (HD > 0 && HD % 16 == 0) {
+    const int8_t* keys_end = keys + capacity * HD;
+    for_slot_runs(p0, n, capacity, [&](int64_t j, int64_t slot, int64_t run) {
+      score_group<int8_t, HD>(scores + j, q, keys + slot * HD, keys_end, run, group, o.scale);
+      scale_run(ks, j, slot, run);
+    });
+    softmax_heads(scores, group, n, o.softcap, m, l);
+    std::fill(acc, acc + group * hd, 0.0f);
+    const int8_t* values_end = values + capacity * HD;
+    for_slot_runs(p0, n, capacity, [&](int64_t j, int64_t slot, int64_t run) {
+      scale_run(vs, j, slot, run);
+      weigh_group<int8_t, HD>(acc, scores + j, values + slot * HD, values_end, run, group);
+    });
+    return;
+  }
+#endif
+  // elsewhere: a tile of rows at a time converted to floats with their scales
+  const int64_t tile = tile_keys(hd);
+  float* converted = scratch + group * kAttentionBlock;  // (tile, head_dim)
+  const auto for_tiles = [&](const int8_t* base, const float* scale, auto&& use) {
+    for_slot_runs(p0, n, capacity, [&](int64_t j, int64_t slot, int64_t run) {
+      for (int64_t jj = 0; jj < run; jj += tile) {
+        const int64_t tn = std::min(tile, run - jj);
+        for (int64_t i = 0; i < tn; ++i) {
+          const int8_t* src = base + (slot + jj + i) * hd;
+          const float si = scale[slot + jj + i];
+          for (int64_t d = 0; d < hd; ++d) converted[i * hd + d] = static_cast<float>(src[d]) * si;
+        }
+        use(j + jj, tn, converted);
+      }
+    });
+  };
+  for_tiles(keys, ks, [&](int64_t j, int64_t tn, const float* k) {
+    for (int64_t g = 0; g < group; ++g) score_tile<HD>(scores + g * kAttentionBlock + j, q + g * hd, k, tn, hd, o.scale);
+  });
+  softmax_heads(scores, group, n, o.softcap, m, l);
+  std::fill(acc, acc + group * hd, 0.0f);
+  for_tiles(values, vs, [&](int64_t j, int64_t tn, const float* v) {
+    for (int64_t g = 0; g < group; ++g) weigh_tile<HD>(acc + g * hd, scores + g * kAttentionBlock + j, v, tn, hd);
+  });
+}
+
+void block_dispatch_int8(float* part, const float* q, const int8_t* keys, const int8_t* values, const float* ks,
+                         const float* vs, int64_t capacity, int64_t p0, int64_t n, int64_t group, int64_t head_dim,
+                         const AttentionOptions& o, float* scratch) {
+  switch (head_dim) {  // the common widths unrolled
+    case 64: block_of_int8<64>(part, q, keys, values, ks, vs, capacity, p0, n, group, 64, o, scratch); break;
+    case 128: block_of_int8<128>(part, q, keys, values, ks, vs, capacity, p0, n, group, 128, o, scratch); break;
+    case 256: block_of_int8<256>(part, q, keys, values, ks, vs, capacity, p0, n, group, 256, o, scratch); break;
+    default: block_of_int8<0>(part, q, keys, values, ks, vs, capacity, p0, n, group, head_dim, o, scratch);
+  }
+}
+
 template <class T>
 void block_dispatch(float* part, const float* q, const T* keys, const T* values, int64_t capacity, int64_t p0,
                     int64_t n, int64_t group, int64_t head_dim, const AttentionOptions& o, float* scratch) {
@@ -405,7 +480,11 @@ void attention_block(float* part, const float* q, KVCache& cache, int64_t layer,
   const int64_t hd = cache.head_dim(), lo = first_key(t, o.window);
   const int64_t p0 = lo + block * kAttentionBlock, n = std::min(kAttentionBlock, t + 1 - p0);
   const float* qg = q + kv_head * group * hd;
-  if (cache.half())
+  if (cache.int8())
+    block_dispatch_int8(part, qg, cache.int8_keys(layer, row, kv_head), cache.int8_values(layer, row, kv_head),
+                        cache.key_scales(layer, row, kv_head), cache.value_scales(layer, row, kv_head),
+                        cache.capacity(layer), p0, n, group, hd, o, scratch);
+  else if (cache.half())
     block_dispatch(part, qg, cache.half_keys(layer, row, kv_head), cache.half_values(layer, row, kv_head),
                    cache.capacity(layer), p0, n, group, hd, o, scratch);
   else
@@ -440,7 +519,7 @@ void causal_attention(float* out, int64_t ldo, const float* q, int64_t ldq, KVCa
   const int64_t lo = o.window > 0 ? std::max<int64_t>(0, start - o.window + 1) : 0;  // the first key any token sees
   const int64_t len = start + count - lo;  // keys visible to the last token
   KeySpan s{};
-  if (cache.half()) {  // the span as floats in kv: keys (len, head_dim), then values (len, head_dim)
+  if (cache.type() != KVType::Float32) {  // the span as floats in kv: keys (len, head_dim), then values (len, head_dim)
     const int64_t cap = cache.capacity(layer), first = lo % cap, n1 = std::min(len, cap - first);
     cache.load(kv, kv + len * head_dim, layer, row, h / group, first, n1);
     if (len > n1) cache.load(kv + n1 * head_dim, kv + (len + n1) * head_dim, layer, row, h / group, 0, len - n1);

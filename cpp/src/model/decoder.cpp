@@ -64,7 +64,7 @@ void DecoderModel::attend(float* out, const float* q, int64_t ldq, const float* 
     projector_.pool().for_each(H * n_blocks, [&](int64_t item, int t) {
       const int64_t head = item / n_blocks;
       const QueryBlock& qb = blocks[item % n_blocks];
-      float* kv_here = cache.half() ? scratch_.kv.data() + t * 2 * batch.end * hd : nullptr;
+      float* kv_here = cache.type() != KVType::Float32 ? scratch_.kv.data() + t * 2 * batch.end * hd : nullptr;
       const int64_t start = batch.starts[qb.ci] + qb.i0, count = qb.i1 - qb.i0;
       // a prompt's rest whose first block starts past its aligned start: the whole block, as a fresh
       // prefill computes it (the products' rounding depends on their row count), the rows of the
@@ -191,7 +191,7 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
     grow(scratch_.parts, items * block_part_floats(group, config_.head_dim));
     grow(scratch_.attention, threads * block_scratch_floats(group, config_.head_dim));
   }
-  if (b.any_in_blocks && cache.half())  // a prefill's spans of keys and values as floats
+  if (b.any_in_blocks && cache.type() != KVType::Float32)  // a prefill's spans of keys and values as floats
     grow(scratch_.kv, limits::checked_mul(threads, 2 * b.end * config_.head_dim, "attention keys and values"));
   for (const RowTokens& c : chunks)
     if (c.in_blocks) {  // a prompt's rest: padded query blocks

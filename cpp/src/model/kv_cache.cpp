@@ -3,6 +3,7 @@
 #include "kvgen/model/kv_cache.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -42,7 +43,30 @@ KVCache::KVCache(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_h
   elements_ = floats;
   k_ = storage(floats);
   v_ = storage(floats);
+  if (int8()) {
+    ks_ = xt::xtensor<float, 1>::from_shape({static_cast<size_t>(floats / head_dim)});
+    vs_ = xt::xtensor<float, 1>::from_shape({static_cast<size_t>(floats / head_dim)});
+  }
 }
+
+namespace {
+// q (n) = x (n) / scale rounded to the nearest int8, scale = max|x| / 127 (returned; 0 for a zero row).
+float quantize_row(int8_t* q, const float* x, int64_t n) {
+  float top = 0.0f;
+  for (int64_t i = 0; i < n; ++i) top = std::max(top, std::fabs(x[i]));
+  const float inv = top > 0.0f ? 127.0f / top : 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float y = x[i] * inv;  // a NaN (a broken model's key) becomes -127, never an undefined conversion
+    q[i] = static_cast<int8_t>(std::nearbyint(y >= -127.0f ? (y <= 127.0f ? y : 127.0f) : -127.0f));
+  }
+  return top / 127.0f;
+}
+
+// x (n) = q (n) * scale.
+void dequantize_row(float* x, const int8_t* q, float scale, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = static_cast<float>(q[i]) * scale;
+}
+}  // namespace
 
 xt::xtensor<float, 1> KVCache::storage(int64_t elements) const {
   const int64_t floats = (elements * element_bytes(type_) + 3) / 4;  // halves: two to a float
@@ -55,6 +79,9 @@ void KVCache::store(int64_t layer, int64_t row, int64_t slot, const float* k, co
     if (half()) {
       half::from_floats(halves(k_) + to, k + h * head_dim_, head_dim_);
       half::from_floats(halves(v_) + to, v + h * head_dim_, head_dim_);
+    } else if (int8()) {
+      ks_[to / head_dim_] = quantize_row(bytes_of(k_) + to, k + h * head_dim_, head_dim_);
+      vs_[to / head_dim_] = quantize_row(bytes_of(v_) + to, v + h * head_dim_, head_dim_);
     } else {
       std::memcpy(k_.data() + to, k + h * head_dim_, sizeof(float) * head_dim_);
       std::memcpy(v_.data() + to, v + h * head_dim_, sizeof(float) * head_dim_);
@@ -67,6 +94,12 @@ void KVCache::load(float* keys, float* values, int64_t layer, int64_t row, int64
   if (half()) {
     half::to_floats(keys, halves(k_) + from, n * head_dim_);
     half::to_floats(values, halves(v_) + from, n * head_dim_);
+  } else if (int8()) {
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t at_i = from + i * head_dim_;
+      dequantize_row(keys + i * head_dim_, bytes_of(k_) + at_i, ks_[at_i / head_dim_], head_dim_);
+      dequantize_row(values + i * head_dim_, bytes_of(v_) + at_i, vs_[at_i / head_dim_], head_dim_);
+    }
   } else {
     std::memcpy(keys, k_.data() + from, sizeof(float) * n * head_dim_);
     std::memcpy(values, v_.data() + from, sizeof(float) * n * head_dim_);
@@ -75,8 +108,10 @@ void KVCache::load(float* keys, float* values, int64_t layer, int64_t row, int64
 
 int64_t KVCache::bytes_for(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_heads, int64_t head_dim,
                            const std::vector<int64_t>& windows, KVType type) {
-  int64_t per_position = 2 * element_bytes(type);  // keys and values
-  for (int64_t n : {rows, kv_heads, head_dim}) per_position = limits::checked_mul(per_position, n, "KV cache bytes");
+  // keys and values (and an Int8 cache's scale per head's row)
+  int64_t per_position = limits::checked_mul(element_bytes(type), head_dim, "KV cache bytes");
+  per_position = limits::checked_mul(2, per_position + scale_bytes(type), "KV cache bytes");
+  for (int64_t n : {rows, kv_heads}) per_position = limits::checked_mul(per_position, n, "KV cache bytes");
   int64_t bytes = 0;
   for (int64_t l = 0; l < layers; ++l) {
     const int64_t slots = capacity_for(windows.empty() ? 0 : windows[l], max_context);
@@ -96,6 +131,12 @@ void KVCache::copy_slots(int64_t src, int64_t dst, int64_t from, int64_t len) {
     for (int64_t h = 0; h < kv_heads_; ++h) {
       std::memcpy(at(k_, block_offset(l, dst, h) + skip), at(k_, block_offset(l, src, h) + skip), bytes);
       std::memcpy(at(v_, block_offset(l, dst, h) + skip), at(v_, block_offset(l, src, h) + skip), bytes);
+      if (int8()) {  // the rows' scales
+        const int64_t d = block_offset(l, dst, h) / head_dim_ + first, s = block_offset(l, src, h) / head_dim_ + first;
+        const int64_t n = valid_slots(l, len) - first;
+        std::copy(ks_.data() + s, ks_.data() + s + n, ks_.data() + d);
+        std::copy(vs_.data() + s, vs_.data() + s + n, vs_.data() + d);
+      }
     }
   }
 }

@@ -28,6 +28,7 @@ class DecoderModel : public Model {
   void set_activations(Activations activations) override { projector_.set_activations(activations); }
   int64_t weight_bytes() const override { return weight_bytes_; }
   KVType kv_type() const override {
+    if (kv_choice_) return *kv_choice_;
     return int8_weights_ && activations() != Activations::Float ? KVType::Float16 : KVType::Float32;
   }
   void forward(const std::vector<RowTokens>& chunks, KVCache& cache, float* logits, bool all_positions) final;

@@ -8,7 +8,11 @@
 // search permutes rows without moving them): the keys one head attends over are
 // contiguous, so attention is a matrix product over a plain block (two, where a ring wraps).
 // Elements are float32 or IEEE half (KVType::Float16: half the bytes a decode step reads
-// at long context; the model's default int8 mode uses it, exact mode keeps float32).
+// at long context; the model's default int8 mode uses it, exact mode keeps float32), or
+// int8 (KVType::Int8, opt-in: a quarter of float32's bytes) with one float scale per
+// (position, kv head) row of head_dim elements, x ~ q * scale, scale = max|x| / 127
+// (symmetric rounding). The scales live in their own arrays in the same (layer, block,
+// kv_head, slot) layout and move with their elements.
 #pragma once
 
 #include <algorithm>
@@ -20,7 +24,7 @@
 namespace kvgen {
 
 // What the cache stores keys and values as.
-enum class KVType { Float32, Float16 };
+enum class KVType { Float32, Float16, Int8 };
 
 class KVCache {
  public:
@@ -34,6 +38,7 @@ class KVCache {
 
   KVType type() const { return type_; }
   bool half() const { return type_ == KVType::Float16; }
+  bool int8() const { return type_ == KVType::Int8; }
   int64_t kv_heads() const { return kv_heads_; }
   int64_t head_dim() const { return head_dim_; }
 
@@ -61,11 +66,17 @@ class KVCache {
   // The same block of a Float16 cache.
   uint16_t* half_keys(int64_t layer, int64_t row, int64_t head) { return halves(k_) + offset(layer, row, head); }
   uint16_t* half_values(int64_t layer, int64_t row, int64_t head) { return halves(v_) + offset(layer, row, head); }
+  // The same block of an Int8 cache, and its (capacity) scales: element x ~ q * scale[slot].
+  int8_t* int8_keys(int64_t layer, int64_t row, int64_t head) { return bytes_of(k_) + offset(layer, row, head); }
+  int8_t* int8_values(int64_t layer, int64_t row, int64_t head) { return bytes_of(v_) + offset(layer, row, head); }
+  float* key_scales(int64_t layer, int64_t row, int64_t head) { return ks_.data() + offset(layer, row, head) / head_dim_; }
+  float* value_scales(int64_t layer, int64_t row, int64_t head) { return vs_.data() + offset(layer, row, head) / head_dim_; }
   // Writes the keys k and values v (kv_heads * head_dim each) of one position into `slot`
-  // of every head of (layer, row), rounded to half in a Float16 cache.
+  // of every head of (layer, row), rounded to half in a Float16 cache, to int8 with a scale
+  // per head's row (max|x| / 127, round to nearest) in an Int8 cache.
   void store(int64_t layer, int64_t row, int64_t slot, const float* k, const float* v);
   // keys (n, head_dim), values (n, head_dim) = slots [first, first + n) of (layer, row,
-  // head) as floats (a copy, converted in a Float16 cache).
+  // head) as floats (a copy, converted in a Float16 or Int8 cache).
   void load(float* keys, float* values, int64_t layer, int64_t row, int64_t head, int64_t first, int64_t n);
 
   // Row r takes the contents of row parents[r] (before the call), for every r. A row's
@@ -84,10 +95,12 @@ class KVCache {
   // Row dst becomes a copy of row src (the positions they share are not copied, as in reorder).
   void copy_row(int64_t src, int64_t dst);
 
-  // Bytes held by keys and values.
-  int64_t bytes() const { return 2 * element_bytes(type_) * elements_; }
+  // Bytes held by keys and values (and an Int8 cache's scales).
+  int64_t bytes() const { return 2 * (element_bytes(type_) * elements_ + scale_bytes(type_) * (elements_ / head_dim_)); }
   // Bytes of one key or value element.
-  static int64_t element_bytes(KVType type) { return type == KVType::Float16 ? 2 : 4; }
+  static int64_t element_bytes(KVType type) { return type == KVType::Float16 ? 2 : type == KVType::Int8 ? 1 : 4; }
+  // Bytes of the scale of one row of head_dim keys (or values).
+  static int64_t scale_bytes(KVType type) { return type == KVType::Int8 ? 4 : 0; }
 
   // Bytes the keys and values of a cache of these sizes take (ValueError when the
   // product does not fit in int64): the one formula, for a cache that exists or not.
@@ -99,6 +112,7 @@ class KVCache {
  private:
   int64_t layers() const { return static_cast<int64_t>(capacity_.size()); }
   static uint16_t* halves(xt::xtensor<float, 1>& buf) { return reinterpret_cast<uint16_t*>(buf.data()); }
+  static int8_t* bytes_of(xt::xtensor<float, 1>& buf) { return reinterpret_cast<int8_t*>(buf.data()); }
   // Storage of `elements` keys (or values) of this cache's type, untouched (pages become
   // resident when written).
   xt::xtensor<float, 1> storage(int64_t elements) const;
@@ -134,8 +148,10 @@ class KVCache {
   std::vector<int64_t> capacity_;              // (layer) slots per row and head
   std::vector<int64_t> layer_offset_;          // (layer) where each layer starts in k_ / v_
   // per layer (block, kv_head, slot, head_dim), layer after layer: floats, or halves two to a
-  // float; as many blocks as rows, row r's in block physical_[r]
+  // float, or int8 four to a float; as many blocks as rows, row r's in block physical_[r]
   xt::xtensor<float, 1> k_, v_;
+  // Int8: per layer (block, kv_head, slot) the scale of each row of k_ / v_ (empty otherwise)
+  xt::xtensor<float, 1> ks_, vs_;
   std::vector<int64_t> length_;                // (rows)
   std::vector<int64_t> physical_;              // (rows) the block of each row
   // (blocks, max_context) per block and position, the id of the write it holds

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,12 +62,19 @@ class Model {
   // (its default mode on quantized weights: half keys and values change its logits far less
   // than the activations' rounding does), Float32 in exact mode and for float weights, whose
   // logits follow transformers' within float tolerance.
-  virtual KVType kv_type() const { return KVType::Float32; }
+  // A type chosen at load (Model.load's kv_cache_dtype) replaces that default.
+  virtual KVType kv_type() const { return kv_choice_.value_or(KVType::Float32); }
+  // The chosen type (none: the default above). Not to be changed while caches are in use.
+  std::optional<KVType> kv_choice() const { return kv_choice_; }
+  void set_kv_choice(std::optional<KVType> type) { kv_choice_ = type; }
 
   KVCache make_cache(int64_t rows, int64_t max_context) const {
     const ModelConfig& c = config();
     return KVCache(c.layers, rows, max_context, c.kv_heads, c.head_dim, c.layer_windows, kv_type());
   }
+
+ protected:
+  std::optional<KVType> kv_choice_;
 };
 
 }  // namespace kvgen
