@@ -17,13 +17,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from engine_steps import decode_step_logits_at
 from llama_models import random_llama
 from teacher_forcing import TEXT, perplexity
 
 import kvgen
 from kvgen import _core
-from kvgen.generation.engine import Engine, one_request
-from kvgen.generation.request_setup import RequestSetup
+from kvgen.generation.engine import Engine
 
 N_TEXT = 1100
 INT8_MIN_ARGMAX_AGREEMENT = 0.97
@@ -89,20 +89,6 @@ def test_smollm2_teacher_forced_agrees_with_transformers(int8_model, smollm2_hf_
         assert rel <= INT8_MAX_PERPLEXITY_REL_DIFF, f"{name}: perplexity {rel:.2%} from transformers'"
 
 
-def _decode_logits(model, prompts, new):
-    """Each greedy decode step's raw logits of every row, with their sequences."""
-    config = kvgen.GenerationConfig(max_new_tokens=new, min_new_tokens=new)
-    engine, request = one_request(model, prompts, RequestSetup(config))
-    steps = []
-    while True:
-        engine.step()
-        if request.next_tokens is not None:
-            session = request.generator
-            steps.append([(np.array(session.sequences[r]), session.last_logits[r].copy()) for r in range(len(prompts))])
-        if request.done():
-            return steps
-
-
 def _fake_int8(x: torch.Tensor) -> torch.Tensor:
     """x rounded as the int8 cache stores it: per row of head_dim, scale = max|x| / 127."""
     top = x.abs().amax(-1, keepdim=True)
@@ -144,14 +130,7 @@ def test_decode_across_a_block_boundary_matches_transformers(tmp_path, head_dim,
     model = kvgen.Model.load(tmp_path, kv_cache_dtype="int8")
     assert model.kv_cache_bytes(1, 10) == 2 * 2 * kv_heads * (head_dim + 4) * 10
     prompt = [[(11 * i + 2) % 211 for i in range(251)]]  # decode steps at positions 251..256: 1 block, then 2
-    before = kvgen.get_num_threads()
-    try:
-        kvgen.set_num_threads(1)
-        one = _decode_logits(model, prompt, 6)
-        kvgen.set_num_threads(2)
-        two = _decode_logits(model, prompt, 6)
-    finally:
-        kvgen.set_num_threads(before)
+    one, two = decode_step_logits_at(model, prompt, 6)
     assert len(one) == len(two) == 6
     seq = one[-1][0][0]
     rounded, plain = _hf_logits(hf, seq[:-1], True), _hf_logits(hf, seq[:-1], False)

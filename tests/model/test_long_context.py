@@ -7,11 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from engine_steps import decode_step_logits, decode_step_logits_at
 from llama_models import hf_from_gguf, random_llama, write_llama_gguf
 
 import kvgen
-from kvgen.generation.engine import one_request
-from kvgen.generation.request_setup import RequestSetup
 
 # head_dim 64 (the AVX-512 path), three query heads per kv head
 SHAPE = dict(vocab_size=211, hidden_size=96, head_dim=64, num_attention_heads=6, num_key_value_heads=2,
@@ -28,18 +27,9 @@ def llama(tmp_path_factory):
     return hf, directory
 
 
-def decode_logits(model, prompts=PROMPTS, new=NEW) -> list[np.ndarray]:
+def decode_logits(model, prompts=PROMPTS, new=NEW) -> list:
     """Each decode step's raw logits of every row (greedy, no processors), with their sequences."""
-    config = kvgen.GenerationConfig(max_new_tokens=new, min_new_tokens=new)
-    engine, request = one_request(model, prompts, RequestSetup(config))
-    steps = []
-    while True:
-        engine.step()
-        if request.next_tokens is not None:
-            session = request.generator
-            steps.append([(np.array(session.sequences[r]), session.last_logits[r].copy()) for r in range(len(prompts))])
-        if request.done():
-            return steps
+    return decode_step_logits(model, prompts, new)
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -99,14 +89,7 @@ def test_half_cache_decode_across_a_block_boundary(tmp_path, head_dim, heads, kv
     model = kvgen.Model.load(path)
     assert model.kv_cache_bytes(1, 10) == 2 * 2 * kv_heads * head_dim * 10  # halves
     prompt = [[(11 * i + 2) % 211 for i in range(251)]]  # decode steps at positions 251..256: 1 block, then 2
-    before = kvgen.get_num_threads()
-    try:
-        kvgen.set_num_threads(1)
-        one = decode_logits(model, prompt, 6)
-        kvgen.set_num_threads(2)
-        two = decode_logits(model, prompt, 6)
-    finally:
-        kvgen.set_num_threads(before)
+    one, two = decode_step_logits_at(model, prompt, 6)
     assert len(one) == len(two) == 6
     reference = hf_from_gguf(path)
     for step_one, step_two in zip(one, two, strict=True):
