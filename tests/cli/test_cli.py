@@ -89,6 +89,20 @@ def test_bad_arguments_are_one_line_errors(args, message):
     assert len(lines) == 1 and lines[0].startswith("kvgen: error:") and message in lines[0], out.stderr
 
 
+def test_kv_cache_dtype_reaches_serve_and_batch(tmp_path):
+    """--kv-cache-dtype gets to Model.load in serve and batch too: int8 keys and values with float
+    activations (exact mode) is refused by the load, with its message."""
+    line = {"custom_id": "a", "method": "POST", "url": "/v1/chat/completions",
+            "body": {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}}
+    requests = tmp_path / "in.jsonl"
+    requests.write_text(json.dumps(line) + "\n")
+    batch = ("batch", str(requests), "-o", str(tmp_path / "out.jsonl"), "--no-progress")
+    for args in (("serve", "--port", "0"), batch):
+        out = run(*args, "--activations", "float", "--kv-cache-dtype", "int8")
+        lines = out.stderr.strip().splitlines()
+        assert out.returncode == 2 and len(lines) == 1 and "kv_cache_dtype='int8'" in lines[0], (args, out.stderr)
+
+
 def test_argument_syntax_errors_exit_2():
     out = run("generate", "hi", "--max-new-tokens", "many")
     assert out.returncode == 2 and "invalid int value: 'many'" in out.stderr and "Traceback" not in out.stderr
