@@ -72,13 +72,15 @@ def dataset(local_ray, count: int = ROWS, blocks: int = 20):
 
 
 def test_the_udfs_load_the_model_with_the_kv_cache_dtype_asked_for(smollm2_model):
-    """Generate and BatchLines (built here, outside Ray) pass kv_cache_dtype to Model.load."""
+    """Generate and BatchLines (built here, outside Ray) pass kv_cache_dtype to Model.load. With
+    threads given, nothing asks Ray for the actor's CPUs (which would start a Ray here)."""
     before = kvgen.get_num_threads()
     try:
-        for udf in (kvgen.ray.Generate(smollm2_model.path, kv_cache_dtype="int8", max_tokens=2),
-                    kvgen.ray.BatchLines(smollm2_model.path, kv_cache_dtype="int8")):
+        for udf in (kvgen.ray.Generate(smollm2_model.path, threads=1, kv_cache_dtype="int8", max_tokens=2),
+                    kvgen.ray.BatchLines(smollm2_model.path, threads=1, kv_cache_dtype="int8")):
             assert udf.model.kv_cache_dtype == "int8"
-        assert kvgen.ray.Generate(smollm2_model.path).model.kv_cache_dtype == "auto"
+        assert kvgen.ray.Generate(smollm2_model.path, threads=1).model.kv_cache_dtype == "auto"
+        assert not ray.is_initialized()
     finally:
         kvgen.set_num_threads(before)
 
