@@ -226,6 +226,25 @@ def test_prompt_lookup_greedy_gives_plain_greedy_tokens(int8_model):
     plain = generator.generate(prompt)
     plain_ids = generator.last_result.sequences[0][0]
     speculative = generator.generate(prompt, prompt_lookup_num_tokens=8)
-    assert generator.last_stats.drafted_tokens > generator.last_stats.accepted_tokens > 0  # some drafts rejected
+    # how many drafts are rejected depends on the adaptive draft length, which follows the
+    # measured cost of a pass (the rollback itself is checked below, without timing)
+    assert generator.last_stats.accepted_tokens > 0
     assert np.array_equal(generator.last_result.sequences[0][0], plain_ids)
     assert speculative == plain
+
+
+def test_a_rolled_back_verify_chunk_leaves_no_trace_in_the_int8_cache(int8_model):
+    """Drafts verified in one pass and then rolled back (truncate): the next token written over
+    their positions gets the logits of a cache that never saw them, scales included."""
+    prompt = np.array(int8_model.encode("The capital of France is Paris. The capital of Italy is"))
+    drafts = [9, 500, 1200, 77, 3000]
+    slots = _core._ModelSlots(int8_model._core, 1, 128, verify_positions=8)
+    slots.forward([(0, prompt)])
+    slots.forward([(0, np.array(drafts))], verify=[0])
+    slots.truncate(0, prompt.size + 2)
+    slots.forward([(0, np.array([42]))])
+    fresh = _core._ModelSlots(int8_model._core, 1, 128)
+    fresh.forward([(0, prompt)])
+    fresh.forward([(0, np.array(drafts[:2]))])
+    fresh.forward([(0, np.array([42]))])
+    assert np.array_equal(slots.logits[0], fresh.logits[0])
