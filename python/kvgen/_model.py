@@ -21,6 +21,7 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from kvgen import _core
+from kvgen.families.capabilities import Capabilities, capabilities_of
 from kvgen.loaders.checkpoint import (
     read_chat_template,
     read_config,
@@ -511,6 +512,10 @@ class Model:
         # LongRoPE's switch (0: none): a sequence longer than this many positions is computed
         # with the long factors from its first position on (kvgen.generation.engine)
         self._long_rope_context = _long_rope_context(self.family, config, core)
+        # what the engine may do with it (kvgen.families.capabilities): it never reads the config
+        self.capabilities: Capabilities = capabilities_of(
+            sliding_window=bool(isinstance(config, dict) and config.get("sliding_window")),
+            long_rope_context=self._long_rope_context)
         self._token_strings: Optional[list[str]] = None
         if chat_template is not None:
             self._probe_chat_template()
@@ -631,7 +636,10 @@ class Model:
 
     @activations.setter
     def activations(self, value: str) -> None:
-        mode = _activations(False, value)
+        self._set_activations(_activations(False, value))
+
+    def _set_activations(self, mode: str) -> None:
+        """Switches the activations mode, refused where the KV cache's dtype does not allow it."""
         _kv_cache_dtype(mode, self.kv_cache_dtype)
         self._core.activations = mode
 
@@ -659,9 +667,7 @@ class Model:
 
     @exact.setter
     def exact(self, value: bool) -> None:
-        mode = _activations(value, None)
-        _kv_cache_dtype(mode, self.kv_cache_dtype)
-        self._core.activations = mode
+        self._set_activations(_activations(value, None))
 
     @property
     def weight_bytes(self) -> int:

@@ -18,6 +18,7 @@ LAYERS = [
     ("core", ["kvgen._core"]),
     ("helpers", ["kvgen._config", "kvgen._processor"]),
     ("loaders", ["kvgen.loaders.*"]),
+    ("families", ["kvgen.families.*"]),
     ("model", ["kvgen._model", "kvgen._default_model"]),
     ("generation", ["kvgen.generation.*"]),
     ("package", ["kvgen", "kvgen._generator"]),

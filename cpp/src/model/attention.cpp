@@ -87,10 +87,19 @@ void weigh_values(float* acc, const float* p, const float* values, int64_t len, 
 // Keys of a tile converted from half at a time (in L1 while every head of the group reads them).
 int64_t tile_keys(int64_t head_dim) { return std::max<int64_t>(1, 2048 / head_dim); }
 
-// n rows (head_dim) from src as floats: src itself when it holds floats, else converted into tile.
-const float* as_floats(const float* src, int64_t /*elements*/, float* /*tile*/) { return src; }
-const float* as_floats(const uint16_t* src, int64_t elements, float* tile) {
-  half::to_floats(tile, src, elements);
+// rows (each head_dim elements) from src as floats: src itself when it holds floats, else
+// converted into tile (int8 rows times their scales: scale[i] for row i).
+const float* as_floats(const float* src, int64_t /*rows*/, int64_t /*head_dim*/, const float* /*scale*/,
+                       float* /*tile*/) {
+  return src;
+}
+const float* as_floats(const uint16_t* src, int64_t rows, int64_t head_dim, const float* /*scale*/, float* tile) {
+  half::to_floats(tile, src, rows * head_dim);
+  return tile;
+}
+const float* as_floats(const int8_t* src, int64_t rows, int64_t head_dim, const float* scale, float* tile) {
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t d = 0; d < head_dim; ++d) tile[i * head_dim + d] = static_cast<float>(src[i * head_dim + d]) * scale[i];
   return tile;
 }
 
@@ -343,97 +352,51 @@ inline void softmax_heads(float* scores, int64_t group, int64_t n, float softcap
   }
 }
 
-// See attention_block: keys and values of type T (float or half bits), head_dim HD (0: run time).
+// See attention_block: keys and values of type T (float, half bits or int8), head_dim HD (0:
+// run time). An int8 cache's rows carry a scale each (ks, vs: (capacity); null otherwise): a
+// key's scale multiplies its score after the dot product, a value's its softmax weight before
+// the weighted sum, so the register path reads int8 rows as it reads halves.
 template <class T, int HD>
-void block_of(float* part, const float* q, const T* keys, const T* values, int64_t capacity, int64_t p0, int64_t n,
-              int64_t group, int64_t head_dim_at_run_time, const AttentionOptions& o, float* scratch) {
+void block_of(float* part, const float* q, const T* keys, const T* values, const float* ks, const float* vs,
+              int64_t capacity, int64_t p0, int64_t n, int64_t group, int64_t head_dim_at_run_time,
+              const AttentionOptions& o, float* scratch) {
   const int64_t hd = HD ? HD : head_dim_at_run_time;
   float* scores = scratch;                         // (group, kAttentionBlock)
   float *m = part, *l = part + group, *acc = part + 2 * group;  // (group), (group), (group, head_dim)
 #if defined(__AVX512F__)
-  // a half cache: halves converted in registers, each row read once for the group's heads
-  if constexpr (std::is_same_v<T, uint16_t> && HD > 0 && HD % 16 == 0) {
+  // a half or int8 cache: rows converted in registers, each read once for the group's heads
+  if constexpr ((std::is_same_v<T, uint16_t> || std::is_same_v<T, int8_t>) && HD > 0 && HD % 16 == 0) {
+    // scores[g][j + i] *= scale[slot + i] over a run of slots, for every head of the group
+    const auto scale_run = [&](const float* scale, int64_t j, int64_t slot, int64_t run) {
+      if constexpr (std::is_same_v<T, int8_t>)
+        for (int64_t g = 0; g < group; ++g) {
+          float* s = scores + g * kAttentionBlock + j;
+          for (int64_t i = 0; i < run; ++i) s[i] *= scale[slot + i];
+        }
+    };
     const T* keys_end = keys + capacity * HD;
     for_slot_runs(p0, n, capacity, [&](int64_t j, int64_t slot, int64_t run) {
       score_group<T, HD>(scores + j, q, keys + slot * HD, keys_end, run, group, o.scale);
+      scale_run(ks, j, slot, run);
     });
     softmax_heads(scores, group, n, o.softcap, m, l);
     std::fill(acc, acc + group * hd, 0.0f);
     const T* values_end = values + capacity * HD;
     for_slot_runs(p0, n, capacity, [&](int64_t j, int64_t slot, int64_t run) {
+      scale_run(vs, j, slot, run);
       weigh_group<T, HD>(acc, scores + j, values + slot * HD, values_end, run, group);
     });
     return;
   }
 #endif
-  const int64_t tile = tile_keys(hd);  // floats are read in place, halves converted a tile at a time
+  const int64_t tile = tile_keys(hd);  // floats are read in place, others converted a tile at a time
   float* converted = scratch + group * kAttentionBlock;  // (tile, head_dim) keys or values as floats
   // tiles within the runs of contiguous slots
-  const auto for_tiles = [&](const T* base, auto&& use) {
+  const auto for_tiles = [&](const T* base, const float* scale, auto&& use) {
     for_slot_runs(p0, n, capacity, [&](int64_t j, int64_t slot, int64_t run) {
       for (int64_t jj = 0; jj < run; jj += tile) {
         const int64_t tn = std::min(tile, run - jj);
-        use(j + jj, tn, as_floats(base + (slot + jj) * hd, tn * hd, converted));
-      }
-    });
-  };
-  for_tiles(keys, [&](int64_t j, int64_t tn, const float* k) {
-    for (int64_t g = 0; g < group; ++g) score_tile<HD>(scores + g * kAttentionBlock + j, q + g * hd, k, tn, hd, o.scale);
-  });
-  softmax_heads(scores, group, n, o.softcap, m, l);
-  std::fill(acc, acc + group * hd, 0.0f);
-  for_tiles(values, [&](int64_t j, int64_t tn, const float* v) {
-    for (int64_t g = 0; g < group; ++g) weigh_tile<HD>(acc + g * hd, scores + g * kAttentionBlock + j, v, tn, hd);
-  });
-}
-
-// block_of for an Int8 cache: keys and values int8 with a scale per slot (ks, vs: (capacity)).
-// A key's scale multiplies its score after the dot product, a value's its softmax weight
-// before the weighted sum, so the register path reads int8 rows as block_of reads halves.
-template <int HD>
-void block_of_int8(float* part, const float* q, const int8_t* keys, const int8_t* values, const float* ks,
-                   const float* vs, int64_t capacity, int64_t p0, int64_t n, int64_t group,
-                   int64_t head_dim_at_run_time, const AttentionOptions& o, float* scratch) {
-  const int64_t hd = HD ? HD : head_dim_at_run_time;
-  float* scores = scratch;                                      // (group, kAttentionBlock)
-  float *m = part, *l = part + group, *acc = part + 2 * group;  // (group), (group), (group, head_dim)
-  // scores[g][j + i] *= scale[slot + i] over a run of slots, for every head of the group
-  const auto scale_run = [&](const float* scale, int64_t j, int64_t slot, int64_t run) {
-    for (int64_t g = 0; g < group; ++g) {
-      float* s = scores + g * kAttentionBlock + j;
-      for (int64_t i = 0; i < run; ++i) s[i] *= scale[slot + i];
-    }
-  };
-#if defined(__AVX512F__)
-  if constexpr (HD > 0 && HD % 16 == 0) {
-    const int8_t* keys_end = keys + capacity * HD;
-    for_slot_runs(p0, n, capacity, [&](int64_t j, int64_t slot, int64_t run) {
-      score_group<int8_t, HD>(scores + j, q, keys + slot * HD, keys_end, run, group, o.scale);
-      scale_run(ks, j, slot, run);
-    });
-    softmax_heads(scores, group, n, o.softcap, m, l);
-    std::fill(acc, acc + group * hd, 0.0f);
-    const int8_t* values_end = values + capacity * HD;
-    for_slot_runs(p0, n, capacity, [&](int64_t j, int64_t slot, int64_t run) {
-      scale_run(vs, j, slot, run);
-      weigh_group<int8_t, HD>(acc, scores + j, values + slot * HD, values_end, run, group);
-    });
-    return;
-  }
-#endif
-  // elsewhere: a tile of rows at a time converted to floats with their scales
-  const int64_t tile = tile_keys(hd);
-  float* converted = scratch + group * kAttentionBlock;  // (tile, head_dim)
-  const auto for_tiles = [&](const int8_t* base, const float* scale, auto&& use) {
-    for_slot_runs(p0, n, capacity, [&](int64_t j, int64_t slot, int64_t run) {
-      for (int64_t jj = 0; jj < run; jj += tile) {
-        const int64_t tn = std::min(tile, run - jj);
-        for (int64_t i = 0; i < tn; ++i) {
-          const int8_t* src = base + (slot + jj + i) * hd;
-          const float si = scale[slot + jj + i];
-          for (int64_t d = 0; d < hd; ++d) converted[i * hd + d] = static_cast<float>(src[d]) * si;
-        }
-        use(j + jj, tn, converted);
+        use(j + jj, tn, as_floats(base + (slot + jj) * hd, tn, hd, scale ? scale + slot + jj : nullptr, converted));
       }
     });
   };
@@ -447,25 +410,15 @@ void block_of_int8(float* part, const float* q, const int8_t* keys, const int8_t
   });
 }
 
-void block_dispatch_int8(float* part, const float* q, const int8_t* keys, const int8_t* values, const float* ks,
-                         const float* vs, int64_t capacity, int64_t p0, int64_t n, int64_t group, int64_t head_dim,
-                         const AttentionOptions& o, float* scratch) {
-  switch (head_dim) {  // the common widths unrolled
-    case 64: block_of_int8<64>(part, q, keys, values, ks, vs, capacity, p0, n, group, 64, o, scratch); break;
-    case 128: block_of_int8<128>(part, q, keys, values, ks, vs, capacity, p0, n, group, 128, o, scratch); break;
-    case 256: block_of_int8<256>(part, q, keys, values, ks, vs, capacity, p0, n, group, 256, o, scratch); break;
-    default: block_of_int8<0>(part, q, keys, values, ks, vs, capacity, p0, n, group, head_dim, o, scratch);
-  }
-}
-
 template <class T>
-void block_dispatch(float* part, const float* q, const T* keys, const T* values, int64_t capacity, int64_t p0,
-                    int64_t n, int64_t group, int64_t head_dim, const AttentionOptions& o, float* scratch) {
+void block_dispatch(float* part, const float* q, const T* keys, const T* values, const float* ks, const float* vs,
+                    int64_t capacity, int64_t p0, int64_t n, int64_t group, int64_t head_dim,
+                    const AttentionOptions& o, float* scratch) {
   switch (head_dim) {  // the common widths unrolled
-    case 64: block_of<T, 64>(part, q, keys, values, capacity, p0, n, group, 64, o, scratch); break;
-    case 128: block_of<T, 128>(part, q, keys, values, capacity, p0, n, group, 128, o, scratch); break;
-    case 256: block_of<T, 256>(part, q, keys, values, capacity, p0, n, group, 256, o, scratch); break;
-    default: block_of<T, 0>(part, q, keys, values, capacity, p0, n, group, head_dim, o, scratch);
+    case 64: block_of<T, 64>(part, q, keys, values, ks, vs, capacity, p0, n, group, 64, o, scratch); break;
+    case 128: block_of<T, 128>(part, q, keys, values, ks, vs, capacity, p0, n, group, 128, o, scratch); break;
+    case 256: block_of<T, 256>(part, q, keys, values, ks, vs, capacity, p0, n, group, 256, o, scratch); break;
+    default: block_of<T, 0>(part, q, keys, values, ks, vs, capacity, p0, n, group, head_dim, o, scratch);
   }
 }
 
@@ -480,16 +433,17 @@ void attention_block(float* part, const float* q, KVCache& cache, int64_t layer,
   const int64_t hd = cache.head_dim(), lo = first_key(t, o.window);
   const int64_t p0 = lo + block * kAttentionBlock, n = std::min(kAttentionBlock, t + 1 - p0);
   const float* qg = q + kv_head * group * hd;
+  const int64_t cap = cache.capacity(layer);
   if (cache.int8())
-    block_dispatch_int8(part, qg, cache.int8_keys(layer, row, kv_head), cache.int8_values(layer, row, kv_head),
-                        cache.key_scales(layer, row, kv_head), cache.value_scales(layer, row, kv_head),
-                        cache.capacity(layer), p0, n, group, hd, o, scratch);
+    block_dispatch(part, qg, cache.int8_keys(layer, row, kv_head), cache.int8_values(layer, row, kv_head),
+                   cache.key_scales(layer, row, kv_head), cache.value_scales(layer, row, kv_head), cap, p0, n, group,
+                   hd, o, scratch);
   else if (cache.half())
-    block_dispatch(part, qg, cache.half_keys(layer, row, kv_head), cache.half_values(layer, row, kv_head),
-                   cache.capacity(layer), p0, n, group, hd, o, scratch);
+    block_dispatch(part, qg, cache.half_keys(layer, row, kv_head), cache.half_values(layer, row, kv_head), nullptr,
+                   nullptr, cap, p0, n, group, hd, o, scratch);
   else
-    block_dispatch(part, qg, cache.keys(layer, row, kv_head), cache.values(layer, row, kv_head),
-                   cache.capacity(layer), p0, n, group, hd, o, scratch);
+    block_dispatch(part, qg, cache.keys(layer, row, kv_head), cache.values(layer, row, kv_head), nullptr, nullptr,
+                   cap, p0, n, group, hd, o, scratch);
 }
 
 void merge_blocks(float* out, const float* parts, int64_t kv_heads, int64_t blocks, int64_t group, int64_t hd) {

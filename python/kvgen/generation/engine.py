@@ -65,6 +65,7 @@ import numpy as np
 
 from kvgen import _core
 from kvgen._core import GenerationConfig, StepResult
+from kvgen.families.capabilities import Capabilities
 from kvgen.generation.drafters import CostModel, DraftModel
 from kvgen.generation.request_setup import RequestSetup
 from kvgen.generation.results import GenerationResult, _result
@@ -212,10 +213,9 @@ class Engine:
                  max_draft_tokens: int = MAX_DRAFT_TOKENS):
         self.model = model
         self.prefix_cache = prefix_cache
-        # a prefix may end inside a chunk (see the module docstring): no sliding window, no LongRoPE
-        config = getattr(model, "config", None)
-        self._partial_prefix = (isinstance(config, dict) and not config.get("sliding_window")
-                                and not getattr(model, "_long_rope_context", 0))
+        # what the model allows (kvgen.families.capabilities): a prefix ending inside a chunk,
+        # rows computed again past a position, speculation
+        self.capabilities: Capabilities = model.capabilities
         # per slot: the prompt whose whole chunks it holds from position 0 and how many of its
         # positions are valid (None: nothing reusable), and when it was last taken
         self._slot_prompts: list[Optional[tuple[np.ndarray, int]]] = [None] * slots
@@ -290,9 +290,8 @@ class Engine:
         """Queues ``request`` for the next step (ValueError when it does not fit the slots or
         their context); with no scheduler thread, the caller runs ``step()``."""
         request.check_context(self.context)
-        if request.speculates and getattr(self.model, "_long_rope_context", 0):
-            raise ValueError("speculative decoding (prompt_lookup_num_tokens, assistant_model) does not run with a "
-                             "LongRoPE model (Phi-3 with long factors), whose rows are computed again at the switch")
+        if request.speculates:
+            self.capabilities.check_speculation("speculative decoding (prompt_lookup_num_tokens, assistant_model)")
         if request.rows > self.slots:
             raise ValueError(f"the request needs {request.rows} rows (num_return_sequences / num_beams per prompt), "
                              f"more than the engine's {self.slots} slots")
@@ -438,7 +437,7 @@ class Engine:
             differ = np.flatnonzero(cached[:n] != prompt[:n])
             common = int(differ[0]) if differ.size else n
             whole = common // PREFILL_CHUNK * PREFILL_CHUNK
-            if not (self._partial_prefix and whole + PREFILL_CHUNK <= min(valid, prompt.size)):
+            if not (self.capabilities.partial_prefix_reuse and whole + PREFILL_CHUNK <= min(valid, prompt.size)):
                 common = whole  # the chunk is kept whole or not at all
             if common > keep:
                 best, keep = s, common
@@ -467,7 +466,7 @@ class Engine:
     def _step(self) -> None:
         chunks, ready = [], []
         long_chunks: list = []  # LongRoPE rows past the original context: a pass of their own
-        switch = getattr(self.model, "_long_rope_context", 0)
+        switch = self.capabilities.recompute_past
         verify: list[int] = []  # slots whose chunks return the logits of every position
         in_blocks: list[int] = []  # slots fed the rest of a chunk whose first positions are cached
         budget = PREFILL_BUDGET

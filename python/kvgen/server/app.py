@@ -286,9 +286,7 @@ def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, mode
         # checked as the config fields they set (ValueError naming the field)
         GenerationConfig(prompt_lookup_num_tokens=speculative_ngram, max_matching_ngram_size=speculative_ngram_size)
         speculation = {"prompt_lookup_num_tokens": speculative_ngram, "max_matching_ngram_size": speculative_ngram_size}
-        if getattr(model, "_long_rope_context", 0):
-            raise ValueError("--speculative-ngram: speculative decoding does not run with a LongRoPE model (Phi-3 "
-                             "with long factors)")
+        model.capabilities.check_speculation("--speculative-ngram")
     server = Responder(model, engine, name, metrics, speculation)
     admission = _Admission(limits)
     background: set = set()  # the trimmer's tasks (held until done)
