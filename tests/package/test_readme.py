@@ -1,65 +1,42 @@
-"""The README's Python examples run as written, and print what their ``# ->`` comments say.
-
-A line ``print(expr)  # -> text`` in a README block is checked: ``str(expr)`` must equal
-``text``. Other comments describe; they are not outputs."""
-
-import re
-import warnings
-from pathlib import Path
+"""The README (the first-visit page; the guide is docs/): its Python examples run as written and
+print what their ``# ->`` comments say, its table of contents names every section, and its
+links lead to files and headings that exist."""
 
 import pytest
+from doc_examples import ROOT, anchor, broken_links, python_blocks, run_example
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
-PRINTED = re.compile(r"^(?P<indent>\s*)print\((?P<expr>.*)\)\s+# -> (?P<text>.*)$", re.M)
-
-
-def _checked(code: str) -> str:
-    """``code`` with each ``print(expr)  # -> text`` turned into a check of ``str(expr)``."""
-    return PRINTED.sub(lambda m: f"{m['indent']}__readme_output({m['expr']}, {m['text']!r})", code)
-
-
-def _readme_output(value, expected: str) -> None:
-    assert str(value) == expected, f"README says {expected!r}, the code prints {str(value)!r}"
+README = ROOT / "README.md"
+BLOCKS = python_blocks(README)
 
 
 def test_readme_has_examples():
     assert len(BLOCKS) >= 2
-    assert any(PRINTED.search(block) for block in BLOCKS), "no `# ->` output comment to check"
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    """A small GPT-2 with a tokenizer, standing in for the README's path/to/gpt2."""
-    from hf_models import save_text_gpt2
-
-    directory = tmp_path_factory.mktemp("readme_gpt2")
-    save_text_gpt2(directory)
-    return directory
+    assert any("# -> " in block for block in BLOCKS), "no `# ->` output comment to check"
 
 
 @pytest.mark.parametrize("index", range(len(BLOCKS)))
-def test_readme_example_runs(index, model_dir):
-    code = BLOCKS[index].replace('"path/to/gpt2"', repr(str(model_dir)))
-    # the README uses transformers' current API: its deprecations fail here (pyproject lets
-    # transformers' own warnings through elsewhere)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("error", message=".*(deprecated|will be removed).*", category=FutureWarning)
-        warnings.filterwarnings("error", message=".*(deprecated|will be removed).*", category=DeprecationWarning)
-        exec(compile(_checked(code), f"README.md python block {index}", "exec"), {"__readme_output": _readme_output})
+def test_readme_example_runs(index):
+    run_example(BLOCKS[index], f"README.md python block {index}")
 
 
 def test_readme_has_a_table_of_contents_naming_every_section():
     text = README.read_text()
     sections = [line[3:].strip() for line in text.splitlines() if line.startswith("## ") and line != "## Contents"]
     contents = text.split("## Contents", 1)[1].split("\n## ", 1)[0]
+    assert sections
     for section in sections:
-        assert f"[{section}](#" in contents, section
+        assert f"[{section}](#{anchor(section)})" in contents, section
 
 
-def test_readme_links_stay_inside_the_repository():
-    targets = re.findall(r"\]\(([^)#]+)\)", README.read_text())
-    for target in targets:
-        if "://" not in target:
-            assert not target.startswith(".."), target
-            assert (README.parent / target).exists(), target
+def test_readme_links_lead_to_files_and_headings_that_exist():
+    assert not broken_links(README)
+
+
+def test_readme_points_to_the_guide():
+    """The README is short: the guide's pages are linked from it, not copied into it."""
+    lines = README.read_text().splitlines()
+    assert len(lines) <= 400, len(lines)
+    for page in ["docs/installation.md", "docs/guide/sampling.md", "docs/guide/external-logits.md",
+                 "docs/guide/generation.md", "docs/guide/server.md", "docs/architecture.md",
+                 "docs/benchmarks/index.md"]:
+        assert f"]({page}" in README.read_text(), page

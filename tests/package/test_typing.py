@@ -1,5 +1,6 @@
-"""kvgen's public API type-checks as users write it: the README's Python blocks and a script
-over the API (tests/package/typecheck/public_api.py) pass mypy, and its deliberate mistakes are caught."""
+"""kvgen's public API type-checks as users write it: the Python blocks of the README and of the
+documentation pages (docs/) and a script over the API (tests/package/typecheck/public_api.py)
+pass mypy, and its deliberate mistakes are caught."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-README_BLOCKS = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
-# kvgen and what the API names are checked; torch and transformers (used by the README's
+DOC_PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+DOC_BLOCKS = [(page, block) for page in DOC_PAGES
+              for block in re.findall(r"```python\n(.*?)```", page.read_text(), re.S)]
+# kvgen and what the API names are checked; torch and transformers (used by the documentation's
 # examples) are read as Any: analysing them would take minutes and check nothing of kvgen's.
 MYPY_CONFIG = """\
 [mypy]
@@ -31,10 +34,10 @@ def mypy(targets: list[str], tmp_path: Path, *flags: str) -> subprocess.Complete
                            *targets], capture_output=True, text=True, cwd=tmp_path)
 
 
-def test_readme_blocks_and_the_api_script_type_check(tmp_path):
+def test_documentation_blocks_and_the_api_script_type_check(tmp_path):
     files = [ROOT / "tests" / "package" / "typecheck" / "public_api.py"]
-    for index, block in enumerate(README_BLOCKS):
-        files.append(tmp_path / f"readme_block_{index}.py")
+    for index, (page, block) in enumerate(DOC_BLOCKS):
+        files.append(tmp_path / f"{page.stem.replace('-', '_')}_block_{index}.py")
         files[-1].write_text(block)
     out = mypy([str(f) for f in files], tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
