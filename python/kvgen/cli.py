@@ -391,7 +391,7 @@ def _batch_requests(args, bad=None) -> list:
 
 
 def _batch(args) -> int:
-    from kvgen.batch import run, run_job
+    from kvgen.batch import BatchFileError, run, run_job
 
     if args.max_batch < 1:
         raise ValueError(f"--max-batch must be at least 1, got {args.max_batch}")
@@ -400,7 +400,11 @@ def _batch(args) -> int:
     if args.error_file is not None and args.error_file in (args.input, args.output):
         raise ValueError("--error-file must be neither INPUT nor OUTPUT")
     bad = [] if args.error_file is not None else None
-    requests = _batch_requests(args, bad)  # a bad file fails here, before the model loads
+    try:
+        requests = _batch_requests(args, bad)  # a bad file fails here, before the model loads
+    except BatchFileError as e:  # every bad line, one per line
+        print(f"kvgen: error: {e}", file=sys.stderr)
+        return 2
     if bad is not None:
         from kvgen.batch.files import write_errors
 

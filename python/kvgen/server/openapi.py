@@ -22,6 +22,7 @@ from pydantic import (
     Field,
     Tag,
     TypeAdapter,
+    WithJsonSchema,
     create_model,
     model_validator,
 )
@@ -67,13 +68,24 @@ def _valid_schema(value: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
+def _token_ids(value: dict[str, float]) -> dict[str, float]:
+    """``logit_bias`` when its keys are token ids in canonical ASCII decimal; ValueError naming
+    the first other key (int() would read "1_0", " 10 " and "١٠" as 10)."""
+    for key in value:
+        if not re.fullmatch(TOKEN_ID_KEY, key):
+            raise ValueError(f"key {key[:40]!r} is not a token id: write ids in ASCII decimal digits, without sign, "
+                             "spaces, separators or leading zeros")
+    return value
+
+
 #: A JSON schema object, checked against the JSON Schema meta-schema.
 JsonSchema = Annotated[dict[str, Any], AfterValidator(_valid_schema)]
 _Text = Annotated[str, Field(min_length=1)]
 _TokenId = Annotated[int, Field(ge=0)]
 #: ``logit_bias``: token id (canonical decimal) -> bias; the schema allows no other key.
-TokenBias = Annotated[dict[Annotated[str, Field(pattern=TOKEN_ID_KEY)], Annotated[float, Field(ge=-100.0, le=100.0)]],
-                      Field(json_schema_extra={"additionalProperties": False})]
+TokenBias = Annotated[dict[Annotated[str, WithJsonSchema({"type": "string", "pattern": TOKEN_ID_KEY})],
+                           Annotated[float, Field(ge=-100.0, le=100.0)]],
+                      Field(json_schema_extra={"additionalProperties": False}), AfterValidator(_token_ids)]
 
 
 class _Strict(BaseModel):
