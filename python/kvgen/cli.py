@@ -124,7 +124,7 @@ def _parser() -> argparse.ArgumentParser:
                         help="tokens held by all requests in flight; past it a 429 with Retry-After")
     limits.add_argument("--max-queued-requests", type=int, help="generations in flight; past it a 429")
     limits.add_argument("--max-tokenize-tokens", type=int,
-                        help="tokens one /tokenize request may count (default: 4 x the context, at least 65536)")
+                        help="tokens one /tokenize request may count (default: 2 x the context, at least 16384)")
     limits.add_argument("--header-timeout", type=float,
                         help="seconds a client has to send a request's headers (10); past it a 408 and the "
                              "connection closed")

@@ -129,6 +129,6 @@ def test_a_tokenize_answer_leaves_nothing_held(server):
 
 
 def test_the_default_limit_is_sized_from_the_context():
-    assert ServerLimits.sized(8, 32768).max_tokenize_tokens == 4 * 32768
-    assert ServerLimits.sized(8, 2048).max_tokenize_tokens == 1 << 16
+    assert ServerLimits.sized(8, 32768).max_tokenize_tokens == 2 * 32768
+    assert ServerLimits.sized(8, 2048).max_tokenize_tokens == 1 << 14
     assert ServerLimits.sized(8, 2048, max_tokenize_tokens=100).max_tokenize_tokens == 100

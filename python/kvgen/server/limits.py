@@ -31,7 +31,7 @@ class ServerLimits:
     max_queued_requests: int = 1024      # engine requests (prompts x n, or prompts under sampling) in flight
     max_body_bytes: int = 8 << 20
     request_timeout: Optional[float] = None  # seconds; None: no limit
-    max_tokenize_tokens: int = 1 << 16   # tokens one /tokenize request may count
+    max_tokenize_tokens: int = 1 << 14   # tokens one /tokenize request may count
     header_timeout: float = 10.0         # seconds from a connection's first byte to its request's last header
     body_timeout: float = 60.0           # seconds from the last header to the body's last byte
 
@@ -47,7 +47,7 @@ class ServerLimits:
         limits = cls(request=request,
                      max_queued_tokens=int(min(max(budget // 1024, 8 * context), 1 << 26)),
                      max_queued_requests=int(min(max(budget // (1 << 20), 4 * rows), 1 << 14)),
-                     max_tokenize_tokens=max(4 * context, 1 << 16))
+                     max_tokenize_tokens=max(2 * context, 1 << 14))
         limits.request.max_tokens = min(limits.request.max_tokens, limits.max_queued_tokens)
         for name, value in overrides.items():
             if value is None:

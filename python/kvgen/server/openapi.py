@@ -401,6 +401,6 @@ def add_request_bodies(schema: dict) -> dict:
         operation["requestBody"] = {"required": True, "content": {"application/json": {
             "schema": {"$ref": f"#/components/schemas/{name}"}}}}
         responses = operation.setdefault("responses", {})
-        for status in ("400", "401", "403", "413", "415", "429", "500", "503", "504"):
+        for status in ("400", "401", "403", "408", "413", "415", "429", "500", "503", "504"):
             responses[status] = _ERROR
     return schema

@@ -87,7 +87,7 @@ def _chat_ids(req: TokenizeChatRequest, model) -> list[int]:
         raise ApiError(f"'messages': {e}", param="messages", code="invalid_value") from None
 
 
-def tokenize(req: Union[TokenizeRequest, dict], model, limit: int = 1 << 16) -> dict:
+def tokenize(req: Union[TokenizeRequest, dict], model, limit: int = 1 << 14) -> dict:
     """The answer to POST /tokenize (``req``: tokenize_request's, or a body it checks first)."""
     if isinstance(req, dict):
         req = tokenize_request(req, limit)
