@@ -131,8 +131,15 @@ def error_of(data: bytes) -> dict:
 HEAD = b"POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n"
 
 
-def test_a_connection_that_sends_nothing_gets_a_408_and_is_closed(port):
+def test_a_connection_that_sends_nothing_is_closed_without_an_answer(port):
     with connect(port) as s:
+        data, took = read_until_closed(s, HEADER + SLACK + 5)
+    assert data == b"" and took < HEADER + SLACK, (data, took)
+
+
+def test_a_head_begun_and_not_finished_gets_a_408_in_openai_s_shape(port):
+    with connect(port) as s:
+        s.sendall(b"POST /echo HTTP/1.1\r\nHost: loc")
         data, took = read_until_closed(s, HEADER + SLACK + 5)
     assert status_of(data) == 408 and took < HEADER + SLACK, (data, took)
     error = error_of(data)

@@ -8,7 +8,8 @@ returns uvicorn's h11 protocol with two deadlines, each counted from the start o
 (not between bytes, which a dribbling client would reset):
 
 - ``header_timeout``: from a connection's opening (or, on a kept-alive connection, the next
-  request's first byte) to the end of the request's headers;
+  request's first byte) to the end of the request's headers (a connection that sent nothing
+  is closed without an answer);
 - ``body_timeout``: from the end of the headers to the body's last byte.
 
 While the server computes and writes the answer no deadline runs (``--request-timeout``
@@ -41,14 +42,17 @@ class DeadlineProtocol(H11Protocol):
     def connection_made(self, transport) -> None:  # type: ignore[override]
         self._deadline: Optional[object] = None  # asyncio.TimerHandle of the phase below
         self._phase: Optional[str] = None         # "head", "body" or None (nothing awaited from the client)
+        self._received = False                    # a byte came since the last answer
         super().connection_made(transport)
         self._watch()
 
     def data_received(self, data: bytes) -> None:
+        self._received = True
         super().data_received(data)
         self._watch()
 
     def on_response_complete(self) -> None:
+        self._received = False
         super().on_response_complete()
         self._watch()
 
@@ -86,7 +90,9 @@ class DeadlineProtocol(H11Protocol):
             return
         if phase == "head":
             body = _timeout_body("headers", self.header_timeout, "--header-timeout")
-            if self.conn.our_state is h11.IDLE:  # nothing of an answer written yet on this connection
+            # a 408 only to a request begun: on a connection that sent nothing, a client about to
+            # reuse it would read the 408 as its answer (it sees the close and retries instead)
+            if self._received and self.conn.our_state is h11.IDLE:
                 self.transport.write(b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
                                      b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body))
         else:
