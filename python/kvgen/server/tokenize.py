@@ -60,6 +60,10 @@ def tokenize_request(body: Any, limit: int) -> TokenizeRequest:
     its text is longer than ``limit`` tokens could hold."""
     chat = isinstance(body, dict) and "messages" in body
     req = _parsed(TokenizeChatRequest if chat else TokenizeCompletionRequest, body)
+    if chat:  # the messages' own checks first (tool-call arguments: JSON, nesting), as chat's
+        from kvgen.server.protocol import _messages
+
+        _messages([m.model_dump(exclude_none=True) for m in req.messages])
     size = text_size(req)
     if size > limit * TOKENIZE_CHARS_PER_TOKEN:
         raise ApiError(f"/tokenize counts at most {limit} tokens per request (kvgen serve --max-tokenize-tokens): "
