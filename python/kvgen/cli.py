@@ -112,7 +112,8 @@ def _parser() -> argparse.ArgumentParser:
                             "address and localhost")
     guard.add_argument("--allowed-origins", action="append", default=[], metavar="ORIGIN",
                        help="accept browser requests from the web page ORIGIN, e.g. https://app.example "
-                            "(repeatable; '*': any; default: loopback pages only)")
+                            "(repeatable; '*': any; default: loopback pages only); their pages get CORS headers "
+                            "and preflights are answered")
     limits = serve.add_argument_group("limits (defaults sized to the machine's memory)")
     limits.add_argument("--max-body-mb", type=float, default=8.0, help="largest request body in MB (8)")
     limits.add_argument("--request-timeout", type=float, help="seconds a request may run (default: no limit)")
@@ -122,6 +123,13 @@ def _parser() -> argparse.ArgumentParser:
     limits.add_argument("--max-queued-tokens", type=int,
                         help="tokens held by all requests in flight; past it a 429 with Retry-After")
     limits.add_argument("--max-queued-requests", type=int, help="generations in flight; past it a 429")
+    limits.add_argument("--max-tokenize-tokens", type=int,
+                        help="tokens one /tokenize request may count (default: 2 x the context, at least 16384)")
+    limits.add_argument("--header-timeout", type=float,
+                        help="seconds a client has to send a request's headers (10); past it a 408 and the "
+                             "connection closed")
+    limits.add_argument("--body-timeout", type=float,
+                        help="seconds a client has to send a request's body after its headers (60); past it a 408")
 
     batch = commands.add_parser(
         "batch", help="run a file of requests (OpenAI Batch API lines, or plain prompts) to an output file",
@@ -140,6 +148,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="what quantized weights multiply (default int8x2; see kvgen.Model.activations)")
     _kv_cache_dtype_argument(batch)
     batch.add_argument("--no-progress", action="store_true", help="no progress bar (the summary is still printed)")
+    batch.add_argument("--error-file", metavar="FILE",
+                       help="run the good lines of INPUT and write those that cannot run (not JSON, no custom_id, a "
+                            "custom_id used twice) to FILE, one error line each (default: such an INPUT is refused, "
+                            "every bad line listed)")
     ray = batch.add_argument_group("Ray (pip install 'kvgen[ray]')")
     ray.add_argument("--ray", metavar="ADDRESS", help="run on the Ray cluster at ADDRESS through Ray Data "
                                                       "('local': a Ray started here; 'auto': the running one)")
@@ -326,14 +338,16 @@ def _serve(args) -> int:
     from kvgen.server.app import ServerLimits
 
     for flag in ("max_body_mb", "request_timeout", "max_prompts", "max_sequences", "max_request_tokens",
-                 "max_queued_tokens", "max_queued_requests"):
+                 "max_queued_tokens", "max_queued_requests", "max_tokenize_tokens", "header_timeout", "body_timeout"):
         value = getattr(args, flag)
         if value is not None and value <= 0:
             raise ValueError(f"--{flag.replace('_', '-')} must be positive, got {value}")
     limits = ServerLimits.sized(args.max_batch, model.context_length, max_prompts=args.max_prompts,
                                 max_rows=args.max_sequences, max_tokens=args.max_request_tokens,
                                 max_queued_tokens=args.max_queued_tokens, max_queued_requests=args.max_queued_requests,
-                                max_body_bytes=int(args.max_body_mb * (1 << 20)), request_timeout=args.request_timeout)
+                                max_body_bytes=int(args.max_body_mb * (1 << 20)), request_timeout=args.request_timeout,
+                                max_tokenize_tokens=args.max_tokenize_tokens, header_timeout=args.header_timeout,
+                                body_timeout=args.body_timeout)
     serve(model, host=args.host, port=args.port, max_batch=args.max_batch, api_key=args.api_key, limits=limits,
           allowed_hosts=tuple(args.allowed_hosts), allowed_origins=tuple(args.allowed_origins), sock=sock,
           prefix_cache=not args.no_prefix_cache, speculative_ngram=args.speculative_ngram,
@@ -341,9 +355,9 @@ def _serve(args) -> int:
     return 0
 
 
-def _batch_requests(args) -> list:
+def _batch_requests(args, bad=None) -> list:
     """The request lines of ``kvgen batch``'s INPUT (Batch API lines, or plain prompts with
-    the body options)."""
+    the body options); its bad lines go to the list ``bad`` if given (else a BatchFileError)."""
     import json
 
     from kvgen.batch.files import body_settings, prompt_requests, read_requests
@@ -358,7 +372,7 @@ def _batch_requests(args) -> list:
         if given:
             raise ValueError(f"{given[0]} sets the body of plain prompts: give --text or --prompt-field (a Batch "
                              "API file's lines carry their own bodies)")
-        return read_requests(args.input)
+        return read_requests(args.input, bad=bad)
     if args.id_field and args.text:
         raise ValueError("--id-field needs --prompt-field (JSONL rows)")
     schema = None
@@ -373,17 +387,31 @@ def _batch_requests(args) -> list:
     settings = body_settings(max_tokens=args.max_tokens, temperature=temperature, top_p=args.top_p,
                              top_k=args.top_k, min_p=args.min_p, seed=args.seed, stop=args.stop, json_schema=schema)
     return prompt_requests(args.input, settings, prompt_field=args.prompt_field, id_field=args.id_field,
-                           chat=not args.completions, system=args.system)
+                           chat=not args.completions, system=args.system, bad=bad)
 
 
 def _batch(args) -> int:
-    from kvgen.batch import run, run_job
+    from kvgen.batch import BatchFileError, run, run_job
 
     if args.max_batch < 1:
         raise ValueError(f"--max-batch must be at least 1, got {args.max_batch}")
     if args.output == args.input:
         raise ValueError("-o/--output must not be the INPUT file")
-    requests = _batch_requests(args)  # a bad file fails here, before the model loads
+    if args.error_file is not None and args.error_file in (args.input, args.output):
+        raise ValueError("--error-file must be neither INPUT nor OUTPUT")
+    bad = [] if args.error_file is not None else None
+    try:
+        requests = _batch_requests(args, bad)  # a bad file fails here, before the model loads
+    except BatchFileError as e:  # every bad line, one per line
+        print(f"kvgen: error: {e}", file=sys.stderr)
+        return 2
+    if bad is not None:
+        from kvgen.batch.files import write_errors
+
+        write_errors(args.error_file, args.input, bad)
+        if bad:
+            print(f"kvgen batch: {len(bad)} lines of {args.input} cannot run; they are in {args.error_file}",
+                  file=sys.stderr, flush=True)
     if args.ray is not None:
         from kvgen.ray import batch_runner
 

@@ -22,3 +22,21 @@ def client(served):
     collector (an unclosed socket is a ResourceWarning, an error under pytest's settings)."""
     with openai.OpenAI(base_url=f"{served.url}/v1", api_key="none", max_retries=0, timeout=120) as c:
         yield c
+
+
+@pytest.fixture(scope="module")
+def local_app(smollm2_model):
+    """``make(**create_app options)``: the server in this process (Starlette's TestClient, Host
+    localhost), over the session's SmolLM2; each client closed (its engine too) at the end."""
+    import contextlib
+
+    from fastapi.testclient import TestClient
+
+    from kvgen.server.app import create_app
+
+    with contextlib.ExitStack() as stack:
+        def make(**options) -> TestClient:
+            options.setdefault("max_batch", 2)
+            app = create_app(smollm2_model, **options)
+            return stack.enter_context(TestClient(app, base_url="http://localhost", raise_server_exceptions=False))
+        yield make

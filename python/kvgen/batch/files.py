@@ -12,7 +12,14 @@ per request, in the order they finish::
      "response": {"status_code": 200, "request_id": "...", "body": {...}}, "error": null}
 
 A request that fails has the server's status and error JSON in ``response`` and OpenAI's
-``{"code", "message"}`` in ``error``. Plain prompts (a text file, one prompt per line, or a
+``{"code", "message"}`` in ``error``.
+
+An input line that cannot run at all (not JSON, no custom_id, a custom_id used twice) is a
+``BadLine``. By default a file with any is refused before anything runs, every bad line listed
+with its number and reason (as OpenAI validates a batch's file); given a list to collect them
+(``kvgen batch --error-file``), the good lines run and the bad ones are written to an error
+file, one line each: ``{"id", "custom_id", "response": null, "error": {"code": "invalid_line",
+"message", "line"}}``. Plain prompts (a text file, one prompt per line, or a
 JSONL file with a prompt field) become such requests with ``prompt_requests``.
 
 Resuming: ``completed_ids`` reads an output file left by an earlier run (cutting off a last
@@ -24,6 +31,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Optional
 
@@ -35,33 +43,90 @@ ROUTES = {"/v1/chat/completions": True, "/v1/completions": False}
 
 class BatchFileError(ValueError):
     """An input file that cannot be run at all (not JSON, a line without a custom_id, a custom_id
-    given twice, ...): raised before anything runs, naming the line."""
+    given twice, ...): raised before anything runs, naming every bad line (``bad``)."""
+
+    def __init__(self, message: str, bad: Iterable["BadLine"] = ()):
+        super().__init__(message)
+        self.bad = list(bad)
 
 
-def read_requests(path: os.PathLike | str) -> list[dict]:
-    """The request lines of a Batch API input file (blank lines skipped). BatchFileError for a
-    line that is not a JSON object with a string ``custom_id``, and for a ``custom_id`` given
-    twice; a line whose method, url or body is wrong is kept (its result is an error)."""
-    requests, seen = [], {}
-    with open(path, encoding="utf-8") as f:
+@dataclass
+class BadLine:
+    """An input line that cannot run: its number (from 1), why, and its custom_id if it has one."""
+
+    line: int
+    reason: str
+    custom_id: Optional[str] = None
+
+    def error_line(self, path: os.PathLike | str) -> dict:
+        """Its line in the error file (OpenAI's shape; ``line`` as OpenAI's batch errors give it)."""
+        return {"id": f"batch_req_{uuid.uuid4().hex}", "custom_id": self.custom_id, "response": None,
+                "error": {"code": "invalid_line", "message": f"{path}:{self.line}: {self.reason}", "line": self.line}}
+
+
+def _refused(path: os.PathLike | str, bad: list[BadLine]) -> BatchFileError:
+    """The error that lists every bad line of ``path``."""
+    lines = "\n".join(f"{path}:{b.line}: {b.reason}" for b in bad)
+    if len(bad) == 1:
+        return BatchFileError(lines, bad)
+    return BatchFileError(f"{path}: {len(bad)} lines cannot run (kvgen batch --error-file runs the others):\n{lines}",
+                          bad)
+
+
+def _settle(path: os.PathLike | str, found: list[BadLine], bad: Optional[list[BadLine]]) -> None:
+    """Hands the bad lines ``found`` to the caller's list ``bad``, or refuses the file for them."""
+    if bad is not None:
+        bad.extend(found)
+    elif found:
+        raise _refused(path, found)
+
+
+def _json_line(raw: bytes) -> tuple[Any, Optional[str]]:
+    """(the JSON value of a line, None), or (None, why it is not one)."""
+    try:
+        return json.loads(raw.decode("utf-8")), None
+    except UnicodeDecodeError as e:
+        return None, f"not UTF-8 text ({e.reason} at byte {e.start})"
+    except RecursionError:
+        return None, "not a JSON line (nested too deeply)"
+    except ValueError as e:
+        return None, f"not a JSON line ({e})"
+
+
+def read_requests(path: os.PathLike | str, *, bad: Optional[list[BadLine]] = None) -> list[dict]:
+    """The request lines of a Batch API input file (blank lines skipped). A line that is not a
+    JSON object with a string ``custom_id``, or whose ``custom_id`` an earlier line used, is a
+    BadLine: appended to ``bad`` and left out when ``bad`` is a list, else every one is listed in
+    a BatchFileError. A line whose method, url or body is wrong is kept (its result is an error)."""
+    requests, seen, found = [], {}, []
+    with open(path, "rb") as f:
         for number, line in enumerate(f, 1):
             if not line.strip():
                 continue
-            try:
-                item = json.loads(line)
-            except ValueError as e:
-                raise BatchFileError(f"{path}:{number}: not a JSON line ({e}); for plain prompts use --text or "
-                                     "--prompt-field") from None
+            item, why = _json_line(line)
+            if why is not None:
+                found.append(BadLine(number, f"{why}; for plain prompts use --text or --prompt-field"))
+                continue
             if not isinstance(item, dict) or not isinstance(item.get("custom_id"), str) or not item["custom_id"]:
-                raise BatchFileError(f"{path}:{number}: expected an object with a non-empty string 'custom_id' "
-                                     "(OpenAI's Batch API line: custom_id, method, url, body)")
+                found.append(BadLine(number, "expected an object with a non-empty string 'custom_id' (OpenAI's Batch "
+                                             "API line: custom_id, method, url, body)"))
+                continue
             cid = item["custom_id"]
             if cid in seen:
-                raise BatchFileError(f"{path}:{number}: custom_id {cid!r} is already used on line {seen[cid]}; "
-                                     "every request needs its own")
+                found.append(BadLine(number, f"custom_id {cid!r} is already used on line {seen[cid]}; every request "
+                                             "needs its own", cid))
+                continue
             seen[cid] = number
             requests.append(item)
+    _settle(path, found, bad)
     return requests
+
+
+def write_errors(path: os.PathLike | str, source: os.PathLike | str, bad: list[BadLine]) -> None:
+    """Writes the error file ``path``: one line per bad line of the input file ``source``."""
+    with open(path, "w", encoding="utf-8") as f:
+        for b in bad:
+            f.write(json.dumps(b.error_line(source), ensure_ascii=False) + "\n")
 
 
 def check_unique(requests: Iterable[dict]) -> None:
@@ -192,33 +257,45 @@ def prompt_request(custom_id: str, prompt: Any, settings: dict, *, chat: bool = 
 
 
 def prompt_requests(path: os.PathLike | str, settings: dict, *, prompt_field: Optional[str] = None,
-                    id_field: Optional[str] = None, chat: bool = True, system: Optional[str] = None) -> list[dict]:
+                    id_field: Optional[str] = None, chat: bool = True, system: Optional[str] = None,
+                    bad: Optional[list[BadLine]] = None) -> list[dict]:
     """Batch API request lines for a file of plain prompts: one prompt per line of text (without
     ``prompt_field``), or JSONL rows whose ``prompt_field`` holds the prompt (a string, or a list
-    of chat messages). custom_id: the row's ``id_field``, else ``line-N`` (N counts lines from 1)."""
-    out = []
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            text = line.rstrip("\r\n")
-            if not text.strip():
+    of chat messages). custom_id: the row's ``id_field``, else ``line-N`` (N counts lines from 1).
+    A row that cannot run is a BadLine, as in read_requests (``bad``)."""
+    out, seen, found = [], {}, []
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            if not raw.strip():
                 continue
             cid = f"line-{number}"
             if prompt_field is None:
-                prompt: Any = text
-            else:
                 try:
-                    row = json.loads(text)
-                except ValueError as e:
-                    raise BatchFileError(f"{path}:{number}: not a JSON line ({e})") from None
+                    prompt: Any = raw.decode("utf-8").rstrip("\r\n")
+                except UnicodeDecodeError as e:
+                    found.append(BadLine(number, f"not UTF-8 text ({e.reason} at byte {e.start})"))
+                    continue
+            else:
+                row, why = _json_line(raw)
+                if why is not None:
+                    found.append(BadLine(number, why))
+                    continue
                 if not isinstance(row, dict) or prompt_field not in row:
-                    raise BatchFileError(f"{path}:{number}: the row has no field {prompt_field!r} (--prompt-field)")
+                    found.append(BadLine(number, f"the row has no field {prompt_field!r} (--prompt-field)"))
+                    continue
                 prompt = row[prompt_field]
                 if id_field is not None:
                     if id_field not in row or row[id_field] is None:
-                        raise BatchFileError(f"{path}:{number}: the row has no field {id_field!r} (--id-field)")
+                        found.append(BadLine(number, f"the row has no field {id_field!r} (--id-field)"))
+                        continue
                     cid = str(row[id_field])
+            if cid in seen:
+                found.append(BadLine(number, f"custom_id {cid!r} is already used on line {seen[cid]}; every request "
+                                             "needs its own", cid))
+                continue
+            seen[cid] = number
             out.append(prompt_request(cid, prompt, settings, chat=chat, system=system))
-    check_unique(out)
+    _settle(path, found, bad)
     return out
 
 

@@ -72,7 +72,7 @@ def run(requests: Iterable[dict], model=None, *, max_batch: int = 8, window: Opt
 
         model = kvgen.load_default()
     limits = limits or RequestLimits(max_prompts=max(64, 4 * max_batch), max_rows=max(128, 8 * max_batch),
-                                     max_tokens=1 << 24)
+                                     max_tokens=1 << 24, max_n=max_batch)
     return _Run(requests, model, max_batch, window, limits, model_name, ordered, prefix_cache).results()
 
 

@@ -11,14 +11,35 @@ for ``max_tokens``, the request limits) and rules across fields are checked by t
 from __future__ import annotations
 
 import json
+import re
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, create_model
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    TypeAdapter,
+    WithJsonSchema,
+    create_model,
+    model_validator,
+)
+
+from kvgen._core import GenerationConfig
+from kvgen.server.errors import ApiError
 
 #: Stop strings per request at most (lm-eval's tasks pass several ``until`` strings).
 MAX_STOP_STRINGS = 32
 #: The most top_logprobs alternatives per token (GenerationConfig's limit; OpenAI's completions allow 5).
 MAX_TOP_LOGPROBS = 20
+#: The deepest nesting of JSON arrays and objects a body may hold (tool-call arguments, JSON
+#: schemas and ignored fields included): deeper values would exhaust the stacks of the JSON
+#: encoder, the schema checks and the chat template.
+MAX_JSON_DEPTH = 64
+#: A token id as a JSON object key (``logit_bias``): canonical ASCII decimal, no sign, no padding.
+TOKEN_ID_KEY = r"^(0|[1-9][0-9]{0,9})$"
 #: OpenAI's optional request fields that kvgen accepts and ignores (they steer OpenAI's own
 #: service: storage, billing, routing, reasoning models), so that clients that send them work.
 IGNORED_FIELDS = ("metadata", "store", "service_tier", "reasoning_effort",
@@ -47,9 +68,24 @@ def _valid_schema(value: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
+def _token_ids(value: dict[str, float]) -> dict[str, float]:
+    """``logit_bias`` when its keys are token ids in canonical ASCII decimal; ValueError naming
+    the first other key (int() would read "1_0", " 10 " and "١٠" as 10)."""
+    for key in value:
+        if not re.fullmatch(TOKEN_ID_KEY, key):
+            raise ValueError(f"key {key[:40]!r} is not a token id: write ids in ASCII decimal digits, without sign, "
+                             "spaces, separators or leading zeros")
+    return value
+
+
 #: A JSON schema object, checked against the JSON Schema meta-schema.
 JsonSchema = Annotated[dict[str, Any], AfterValidator(_valid_schema)]
 _Text = Annotated[str, Field(min_length=1)]
+_TokenId = Annotated[int, Field(ge=0)]
+#: ``logit_bias``: token id (canonical decimal) -> bias; the schema allows no other key.
+TokenBias = Annotated[dict[Annotated[str, WithJsonSchema({"type": "string", "pattern": TOKEN_ID_KEY})],
+                           Annotated[float, Field(ge=-100.0, le=100.0)]],
+                      Field(json_schema_extra={"additionalProperties": False}), AfterValidator(_token_ids)]
 
 
 class _Strict(BaseModel):
@@ -107,14 +143,43 @@ class TextPart(BaseModel):
     text: str
 
 
-class Message(BaseModel):
+class ToolCallFunction(BaseModel):
     model_config = ConfigDict(strict=True)  # other keys are ignored
+
+    name: str
+    arguments: Any = "{}"  # the arguments' JSON text (OpenAI's), or the object itself
+
+
+class ToolCall(BaseModel):
+    """A call in an assistant message's history."""
+
+    model_config = ConfigDict(strict=True)  # other keys are ignored
+
+    id: Optional[str] = None
+    type: Optional[str] = None
+    function: ToolCallFunction
+
+
+class Message(BaseModel):
+    """A chat message: its ``content`` is required, except in an assistant message that has
+    ``tool_calls`` (there it may be left out or null)."""
+
+    model_config = ConfigDict(strict=True, json_schema_extra={"anyOf": [
+        {"required": ["content"], "properties": {"content": {"not": {"type": "null"}}}},
+        {"required": ["role", "tool_calls"],
+         "properties": {"role": {"const": "assistant"}, "tool_calls": {"type": "array"}}}]})  # other keys ignored
 
     role: str
     content: Union[str, list[TextPart], None] = None  # null in an assistant message with tool_calls
-    tool_calls: Optional[list[dict[str, Any]]] = None
+    tool_calls: Optional[list[ToolCall]] = None
     tool_call_id: Optional[str] = None
     name: Optional[str] = None
+
+    @model_validator(mode="after")
+    def _content_given(self) -> "Message":
+        if self.content is None and not (self.role == "assistant" and self.tool_calls is not None):
+            raise ValueError("'content' is required (it may be null only in an assistant message with 'tool_calls')")
+        return self
 
 
 class FunctionSpec(_Strict):
@@ -151,7 +216,7 @@ class _SamplingFields(_Strict):
     seed: Optional[int] = Field(None, ge=0, le=2**64 - 1)
     presence_penalty: Optional[float] = Field(None, ge=-2.0, le=2.0)
     frequency_penalty: Optional[float] = Field(None, ge=-2.0, le=2.0)
-    logit_bias: Optional[dict[str, Annotated[float, Field(ge=-100.0, le=100.0)]]] = None  # token id -> bias
+    logit_bias: Optional[TokenBias] = None
     user: Optional[str] = None
     top_k: Optional[int] = Field(None, ge=0, le=2**31 - 1)
     min_p: Optional[float] = Field(None, ge=0.0, le=1.0)
@@ -167,6 +232,89 @@ class _SamplingFields(_Strict):
     guided_choice: Optional[list[_Text]] = Field(None, min_length=1)
     guided_json: Optional[JsonSchema] = None
 
+    def stop_strings(self) -> list[str]:
+        """``stop`` as a list (empty when left out)."""
+        return [self.stop] if isinstance(self.stop, str) else list(self.stop or [])
+
+    def include_usage(self) -> bool:
+        """``stream_options.include_usage``."""
+        return bool(self.stream_options is not None and self.stream_options.include_usage)
+
+    def constraint(self) -> Optional[tuple[str, str]]:
+        """(GenerationConfig field, value) of the structured-output field that is set (a JSON
+        schema as its text); ApiError when two are."""
+        values = {name: self._constraint_value(name) for name in CONSTRAINT_FIELDS}
+        given = [name for name, value in values.items() if value is not None]
+        if len(given) > 1:
+            raise ApiError(f"at most one of {', '.join(repr(n) for n in CONSTRAINT_FIELDS)} per request, got "
+                           f"{', '.join(repr(n) for n in given)}", param=given[1], code="invalid_value")
+        return (CONSTRAINT_FIELDS[given[0]], values[given[0]]) if given else None
+
+    def _constraint_value(self, name: str) -> Any:
+        value = getattr(self, name)
+        if value is None:
+            return None
+        if name == "guided_json":
+            return json.dumps(value)
+        if name == "response_format":
+            if value.type == "text":
+                return None
+            if value.type == "json_object":  # llama.cpp's and vLLM's "schema" narrows it
+                return json.dumps(value.schema_ if value.schema_ is not None else {"type": "object"})
+            return json.dumps(value.json_schema.schema_)
+        return value
+
+    def token_bias(self, vocab: int) -> dict[int, float]:
+        """``logit_bias`` with token ids as keys; ApiError for an id outside [0, vocab)."""
+        out = {}
+        for key, bias in (self.logit_bias or {}).items():
+            token = int(key)  # canonical decimal (TOKEN_ID_KEY)
+            if token >= vocab:
+                raise ApiError(f"'logit_bias': token id {token} is outside the vocabulary [0, {vocab})",
+                               param="logit_bias", code="invalid_value")
+            out[token] = bias
+        return out
+
+    def to_generation_config(self, max_tokens: int, vocab: int) -> GenerationConfig:
+        """The GenerationConfig these settings ask for (without the model's EOS ids): temperature
+        0 is greedy (the sampling fields then unused), no top-k unless asked, ``n`` rows of one
+        prompt when sampling. GenerationConfig's own checks (e.g. a temperature that float32
+        rounds to 0) are an ApiError naming the request's field."""
+        try:
+            config = self._config(max_tokens, vocab)
+        except (ValueError, TypeError, OverflowError) as e:
+            found = re.search(r"GenerationConfig\.(\w+)", str(e))
+            name = _CONFIG_TO_REQUEST.get(found.group(1), found.group(1)) if found else None
+            raise ApiError(str(e) if found else f"invalid settings: {e}", param=name, code="invalid_value") from None
+        constraint = self.constraint()
+        if constraint is not None:
+            setattr(config, *constraint)
+        return config
+
+    def _config(self, max_tokens: int, vocab: int) -> GenerationConfig:
+        temperature = 1.0 if self.temperature is None else self.temperature
+        sampling = temperature > 0
+        truncation = {"temperature": temperature, "top_p": 1.0 if self.top_p is None else self.top_p,
+                      "top_k": self.top_k or 0,
+                      **({"min_p": self.min_p} if self.min_p is not None else {})} if sampling else {}
+        return GenerationConfig(
+            max_new_tokens=max_tokens, do_sample=sampling, **truncation, seed=self.seed,
+            presence_penalty=self.presence_penalty or 0.0, frequency_penalty=self.frequency_penalty or 0.0,
+            repetition_penalty=1.0 if self.repetition_penalty is None else self.repetition_penalty,
+            logit_bias=self.token_bias(vocab), stop_strings=self.stop_strings(),
+            num_return_sequences=(self.n or 1) if sampling else 1,
+            prompt_lookup_num_tokens=self.prompt_lookup_num_tokens,
+            max_matching_ngram_size=self.max_matching_ngram_size)
+
+
+# request field -> the GenerationConfig constraint field it sets
+CONSTRAINT_FIELDS = {"response_format": "json_schema", "guided_json": "json_schema", "regex": "regex",
+                     "guided_regex": "regex", "grammar": "grammar", "guided_grammar": "grammar",
+                     "choices": "choices", "guided_choice": "choices"}
+# GenerationConfig field -> the request field that sets it (for errors the config raises)
+_CONFIG_TO_REQUEST = {"max_new_tokens": "max_tokens", "stop_strings": "stop", "num_return_sequences": "n",
+                      "json_schema": "response_format"}
+
 
 # with OpenAI's optional fields that kvgen accepts and ignores (kvgen.server.protocol.IGNORED_FIELDS)
 _Sampling = create_model("_Sampling", __base__=_SamplingFields, **{
@@ -177,7 +325,8 @@ _Sampling = create_model("_Sampling", __base__=_SamplingFields, **{
 class CompletionRequest(_Sampling):
     """POST /v1/completions."""
 
-    prompt: Union[str, list[str], list[int], list[list[int]]]
+    prompt: Union[_Text, Annotated[list[_Text], Field(min_length=1)], Annotated[list[_TokenId], Field(min_length=1)],
+                  Annotated[list[Annotated[list[_TokenId], Field(min_length=1)]], Field(min_length=1)]]
     logprobs: Optional[int] = Field(None, ge=0, le=MAX_TOP_LOGPROBS)
     echo: Optional[bool] = None
     suffix: Optional[str] = None
@@ -221,7 +370,7 @@ class DetokenizeRequest(_Strict):
     """POST /detokenize (vLLM's shape)."""
 
     model: Optional[str] = None
-    tokens: list[int]
+    tokens: list[_TokenId]
 
 
 _ERROR = {"description": "OpenAI's error JSON: {\"error\": {\"message\", \"type\", \"param\", \"code\"}}",
@@ -252,6 +401,6 @@ def add_request_bodies(schema: dict) -> dict:
         operation["requestBody"] = {"required": True, "content": {"application/json": {
             "schema": {"$ref": f"#/components/schemas/{name}"}}}}
         responses = operation.setdefault("responses", {})
-        for status in ("400", "401", "403", "413", "415", "429", "500", "503", "504"):
+        for status in ("400", "401", "403", "408", "413", "415", "429", "500", "503", "504"):
             responses[status] = _ERROR
     return schema

@@ -18,36 +18,28 @@ compiled when the engine takes the request (an invalid one is a 400 there).
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from kvgen._core import GenerationConfig
+from kvgen.server.errors import ApiError, invalid
 from kvgen.server.openapi import (
-    IGNORED_FIELDS,
+    IGNORED_FIELDS,  # noqa: F401 - a public name of this module
+    MAX_JSON_DEPTH,
     MAX_STOP_STRINGS,  # noqa: F401 - a public name of this module
     MAX_TOP_LOGPROBS,  # noqa: F401 - a public name of this module
     ChatRequest,
     CompletionRequest,
 )
 
+__all__ = ["ApiError", "GenerationRequest", "RequestLimits", "chat_request", "completion_request"]
+
 #: OpenAI's default for /v1/completions (chat has none: up to the context).
 COMPLETIONS_DEFAULT_MAX_TOKENS = 16
 
-
-class ApiError(Exception):
-    """An error the server answers with OpenAI's JSON shape: {"error": {message, type, param, code}}."""
-
-    def __init__(self, message: str, *, param: Optional[str] = None, code: Optional[str] = None, status: int = 400,
-                 kind: str = "invalid_request_error"):
-        super().__init__(message)
-        self.message, self.param, self.code, self.status, self.kind = message, param, code, status, kind
-
-    def body(self) -> dict:
-        """OpenAI's error JSON for this error."""
-        return {"error": {"message": self.message, "type": self.kind, "param": self.param, "code": self.code}}
+_fail = invalid
 
 
 @dataclass
@@ -57,6 +49,7 @@ class RequestLimits:
     max_prompts: int = 64             # prompts in one /v1/completions request
     max_rows: int = 128               # prompts x n: the sequences one request generates
     max_tokens: int = 1 << 20         # prompt tokens plus max_tokens x n, over all prompts
+    max_n: Optional[int] = None       # n under sampling: the rows one prompt decodes together (the engine's slots)
 
     def check_prompts(self, count: int, n: int) -> None:
         """ApiError when ``count`` prompts of ``n`` choices each are more than allowed."""
@@ -64,6 +57,13 @@ class RequestLimits:
             raise _fail("prompt", f"at most {self.max_prompts} prompts per request, got {count}")
         if count * n > self.max_rows:
             raise _fail("n", f"at most {self.max_rows} sequences per request (prompts x n), got {count} x {n}")
+
+    def check_n(self, n: int, sampling: bool) -> None:
+        """ApiError when ``n`` sampled choices of one prompt are more rows than the engine decodes
+        together (greedy choices repeat one row: any ``n`` within max_rows)."""
+        if sampling and self.max_n is not None and n > self.max_n:
+            raise _fail("n", f"at most {self.max_n} sampled choices per prompt (the rows decoded together, kvgen "
+                             f"serve --max-batch), got {n}")
 
     def check_tokens(self, prompts: list[list[int]], n: int, max_tokens: int) -> None:
         """ApiError when the prompts and the tokens they may generate are more than allowed."""
@@ -93,10 +93,6 @@ class GenerationRequest:
 
 
 # ---- validation: the pydantic models, their errors as ApiErrors naming the field ----
-
-def _fail(name: str, message: str) -> ApiError:
-    return ApiError(f"'{name}': {message}", param=name, code="invalid_value")
-
 
 # pydantic's tags for the member of a union that an error comes from (not field names)
 _TYPE_TAGS = {"str", "int", "float", "bool", "dict", "list", "none", "any"}
@@ -155,10 +151,30 @@ def _api_error(e: ValidationError) -> ApiError:
     return _fail(path, message if err["type"] == "value_error" else f"{message}, got {_shown(err['input'])}")
 
 
-def _check_text(body: dict) -> None:
-    """ApiError naming the field when a string of the body is not valid Unicode (a lone
-    surrogate such as "\\ud800", which JSON allows and no tokenizer takes)."""
-    stack = [(name, value) for name, value in body.items()]
+def _items(name: str, value: Any):
+    """The (path, item) pairs directly inside a JSON container."""
+    if isinstance(value, dict):
+        return ((f"{name}.{key}" if name else str(key), item) for key, item in value.items())
+    return ((f"{name}[{i}]", item) for i, item in enumerate(value))
+
+
+def check_depth(value: Any, name: str = "", limit: int = MAX_JSON_DEPTH) -> None:
+    """ApiError naming the first value nested deeper than ``limit`` arrays and objects (read
+    without recursion, so any depth is refused cleanly)."""
+    stack = [(name, value, 1)] if isinstance(value, (dict, list)) else []
+    while stack:
+        path, item, depth = stack.pop()
+        if depth > limit:
+            where = path or "body"
+            raise ApiError(f"'{where}': JSON nested more than {limit} levels deep", param=path or None,
+                           code="nested_too_deeply")
+        stack.extend((p, v, depth + 1) for p, v in _items(path, item) if isinstance(v, (dict, list)))
+
+
+def check_text(body: dict) -> None:
+    """ApiError naming the field when a string of the body (a key or a value) is not valid
+    Unicode (a lone surrogate such as "\\ud800", which JSON allows and no tokenizer takes)."""
+    stack: list[tuple[str, Any]] = list(body.items())
     while stack:
         name, value = stack.pop()
         if isinstance(value, str):
@@ -175,117 +191,31 @@ def _check_text(body: dict) -> None:
             stack.extend((name, item) for item in value)
 
 
-# request field -> the GenerationConfig constraint field it sets
-_CONSTRAINT_FIELDS = {"response_format": "json_schema", "guided_json": "json_schema", "regex": "regex",
-                      "guided_regex": "regex", "grammar": "grammar", "guided_grammar": "grammar",
-                      "choices": "choices", "guided_choice": "choices"}
-
-_REALS = ("temperature", "top_p", "presence_penalty", "frequency_penalty", "min_p", "repetition_penalty")
+Request = TypeVar("Request", bound=BaseModel)
 
 
-def _validated(body: Any, model: type[BaseModel], vocab: int) -> dict:
-    """The fields of ``body`` that are set (not null, not ignored), validated by ``model``, as
-    the request's values: numbers as floats, ``stop`` as a list, ``stream_options`` as
-    include_usage, a structured-output field as its JSON schema's text, ``logit_bias`` with
-    token ids (in the vocabulary) as keys."""
+def parse_body(body: Any, model: type[Request]) -> Request:
+    """``body`` as the request ``model`` (null fields left out, as if not given): ApiError
+    naming the field for a body that is not a JSON object, nests too deeply, holds a lone
+    surrogate, or that the model refuses."""
     if not isinstance(body, dict):
         raise ApiError("the request body must be a JSON object")
-    _check_text(body)
+    check_depth(body)
+    check_text(body)
     known = {f.alias or name for name, f in model.model_fields.items()}
     try:  # null is a field left out (a required one stays missing); unknown fields are refused
-        model.model_validate({k: v for k, v in body.items() if v is not None or k not in known})
+        return model.model_validate({k: v for k, v in body.items() if v is not None or k not in known})
     except ValidationError as e:
         raise _api_error(e) from None
-    values = {name: value for name, value in body.items() if value is not None and name not in IGNORED_FIELDS}
-    for name in _REALS:
-        if name in values:
-            values[name] = float(values[name])
-    if "stop" in values:
-        values["stop"] = [values["stop"]] if isinstance(values["stop"], str) else values["stop"]
-    if "stream_options" in values:
-        values["stream_options"] = bool(values["stream_options"].get("include_usage", False))
-    if "response_format" in values:
-        values["response_format"] = _response_format(values["response_format"])
-    if "guided_json" in values:
-        values["guided_json"] = json.dumps(values["guided_json"])
-    if "logit_bias" in values:
-        values["logit_bias"] = _logit_bias(values["logit_bias"], vocab)
-    return values
 
 
-def _logit_bias(value: dict, vocab: int) -> dict[int, float]:
-    out = {}
-    for key, bias in value.items():
-        try:
-            token = int(key)
-        except ValueError:
-            raise _fail("logit_bias", f"key {key!r} is not a token id") from None
-        if not 0 <= token < vocab:
-            raise _fail("logit_bias", f"token id {token} is outside the vocabulary [0, {vocab})")
-        out[token] = float(bias)
-    return out
-
-
-def _response_format(value: dict) -> Optional[str]:
-    """The JSON schema's text that OpenAI's (validated) response_format asks for; None for plain text."""
-    if value["type"] == "text":
-        return None
-    if value["type"] == "json_object":  # llama.cpp's and vLLM's "schema" narrows it
-        return json.dumps(value["schema"] if value.get("schema") is not None else {"type": "object"})
-    return json.dumps(value["json_schema"]["schema"])
-
-
-# GenerationConfig field -> the request field that sets it (for errors the config raises)
-_CONFIG_TO_REQUEST = {"max_new_tokens": "max_tokens", "stop_strings": "stop", "num_return_sequences": "n",
-                      "json_schema": "response_format"}
-
-
-def _config(values: dict, max_tokens: int, n: int) -> GenerationConfig:
-    """``_settings`` with GenerationConfig's own checks (e.g. a temperature that float32 rounds
-    to 0) as an ApiError naming the request's field."""
-    try:
-        return _settings(values, max_tokens, n)
-    except (ValueError, TypeError, OverflowError) as e:
-        found = re.search(r"GenerationConfig\.(\w+)", str(e))
-        name = _CONFIG_TO_REQUEST.get(found.group(1), found.group(1)) if found else None
-        raise ApiError(str(e) if found else f"invalid settings: {e}", param=name, code="invalid_value") from None
-
-
-def _settings(values: dict, max_tokens: int, n: int) -> GenerationConfig:
-    """OpenAI's settings as a GenerationConfig: temperature 0 is greedy; no top-k unless asked."""
-    temperature = values.get("temperature", 1.0)
-    sampling = temperature > 0
-    # the sampling fields only when sampling: greedy ignores them (and GenerationConfig says so)
-    truncation = {"temperature": temperature, "top_p": values.get("top_p", 1.0), "top_k": values.get("top_k", 0),
-                  **({"min_p": values["min_p"]} if "min_p" in values else {})} if sampling else {}
-    config = GenerationConfig(
-        max_new_tokens=max_tokens, do_sample=sampling, **truncation, seed=values.get("seed"),
-        presence_penalty=values.get("presence_penalty", 0.0), frequency_penalty=values.get("frequency_penalty", 0.0),
-        repetition_penalty=values.get("repetition_penalty", 1.0), logit_bias=values.get("logit_bias", {}),
-        stop_strings=values.get("stop", []), num_return_sequences=n if sampling else 1,
-        prompt_lookup_num_tokens=values.get("prompt_lookup_num_tokens"),
-        max_matching_ngram_size=values.get("max_matching_ngram_size"))
-    constraint = _constraint(values)
-    if constraint is not None:
-        setattr(config, *constraint)
-    return config
-
-
-def _constraint(values: dict) -> Optional[tuple[str, Any]]:
-    """(config field, value) of the request's structured-output field; ApiError for two at once."""
-    given = [name for name in _CONSTRAINT_FIELDS if values.get(name) is not None]
-    if len(given) > 1:
-        raise ApiError(f"at most one of {', '.join(repr(n) for n in _CONSTRAINT_FIELDS)} per request, got "
-                       f"{', '.join(repr(n) for n in given)}", param=given[1], code="invalid_value")
-    return (_CONSTRAINT_FIELDS[given[0]], values[given[0]]) if given else None
-
-
-def _max_tokens(values: dict, prompts: list[list[int]], context: int, default: Optional[int]) -> int:
+def _max_tokens(req: Any, prompts: list[list[int]], context: int, default: Optional[int]) -> int:
     """The new tokens asked for (default: what the context leaves); ApiError when a prompt does not fit."""
     longest = max(len(p) for p in prompts)
     if default is None:
         default = max(context - longest, 1)
-    max_tokens = values.get("max_completion_tokens", values.get("max_tokens", default))
+    asked = getattr(req, "max_completion_tokens", None)
+    max_tokens = asked if asked is not None else req.max_tokens if req.max_tokens is not None else default
     if longest + max_tokens > context:
         raise ApiError(f"This model's maximum context length is {context} tokens. However, you requested "
                        f"{longest + max_tokens} tokens ({longest} in the prompt, {max_tokens} in the completion). "
@@ -294,20 +224,25 @@ def _max_tokens(values: dict, prompts: list[list[int]], context: int, default: O
     return max_tokens
 
 
-def _request(values: dict, prompts: list[list[int]], context: int, default_max: Optional[int],
-             logprobs: bool, top_logprobs: int, limits: RequestLimits) -> GenerationRequest:
-    n = values.get("n", 1)
-    max_tokens = _max_tokens(values, prompts, context, default_max)
+def _request(req: Any, prompts: list[list[int]], model, default_max: Optional[int], logprobs: bool,
+             top_logprobs: int, limits: RequestLimits, grammar: Optional[str] = None) -> GenerationRequest:
+    """The GenerationRequest of a checked body ``req`` for ``prompts`` (``grammar``: the tool
+    calls' grammar, in place of any constraint of the body)."""
+    n = req.n or 1
+    max_tokens = _max_tokens(req, prompts, model.context_length, default_max)
     limits.check_tokens(prompts, n, max_tokens)
-    config = _config(values, max(max_tokens, 1), n)
+    config = req.to_generation_config(max(max_tokens, 1), model.vocab_size)
+    limits.check_n(n, config.do_sample)
+    if grammar is not None:
+        config.grammar = grammar
     config.top_logprobs = top_logprobs
-    if values.get("prompt_logprobs") is not None and values.get("stream"):
+    if req.prompt_logprobs is not None and req.stream:
         raise ApiError("'prompt_logprobs' is not supported with 'stream'", param="prompt_logprobs",
                        code="unsupported_value")
-    return GenerationRequest(prompts=prompts, config=config, n=n, stream=values.get("stream", False),
-                             include_usage=values.get("stream_options", False), logprobs=logprobs,
-                             top_logprobs=top_logprobs, echo=values.get("echo", False), stops=values.get("stop", []),
-                             generate=max_tokens > 0, prompt_logprobs=values.get("prompt_logprobs"))
+    return GenerationRequest(prompts=prompts, config=config, n=n, stream=bool(req.stream),
+                             include_usage=req.include_usage(), logprobs=logprobs, top_logprobs=top_logprobs,
+                             echo=bool(getattr(req, "echo", False)), stops=req.stop_strings(),
+                             generate=max_tokens > 0, prompt_logprobs=req.prompt_logprobs)
 
 
 def _prompt_ids(prompt: Any, model, limits: RequestLimits, n: int) -> list[list[int]]:
@@ -334,20 +269,19 @@ def _prompt_ids(prompt: Any, model, limits: RequestLimits, n: int) -> list[list[
 def completion_request(body: Any, model, limits: Optional[RequestLimits] = None) -> GenerationRequest:
     """The checked body of POST /v1/completions (within ``limits``, default RequestLimits())."""
     limits = limits or RequestLimits()
-    values = _validated(body, CompletionRequest, model.vocab_size)
-    if values.get("suffix"):
+    req = parse_body(body, CompletionRequest)
+    n = req.n or 1
+    if req.suffix:
         raise ApiError("'suffix' is not supported", param="suffix", code="unsupported_value")
-    if values.get("best_of", values.get("n", 1)) != values.get("n", 1):
+    if req.best_of is not None and req.best_of != n:
         raise ApiError("'best_of' must equal 'n' (kvgen returns every sequence it generates)", param="best_of")
-    if values.get("echo") and values.get("stream"):
+    if req.echo and req.stream:
         raise ApiError("'echo' is not supported with 'stream'", param="echo", code="unsupported_value")
-    if values.get("max_tokens") == 0 and not values.get("echo"):
+    if req.max_tokens == 0 and not req.echo:
         raise _fail("max_tokens", "0 needs 'echo': true (scoring the prompt); otherwise at least 1")
-    logprobs = values.get("logprobs")
-    n = values.get("n", 1)
     limits.check_prompts(1, n)
-    return _request(values, _prompt_ids(values["prompt"], model, limits, n), model.context_length,
-                    COMPLETIONS_DEFAULT_MAX_TOKENS, logprobs is not None, logprobs or 0, limits)
+    return _request(req, _prompt_ids(req.prompt, model, limits, n), model, COMPLETIONS_DEFAULT_MAX_TOKENS,
+                    req.logprobs is not None, req.logprobs or 0, limits)
 
 
 def _tools(value: list) -> list[dict]:
@@ -375,10 +309,15 @@ def _tool_calls(where: str, value: Any) -> list[dict]:
                                          "\"arguments\"}}")
         arguments = call["function"].get("arguments", "{}")
         if isinstance(arguments, str):
+            name = f"{where}[{k}].function.arguments"
             try:
                 arguments = json.loads(arguments)
+            except RecursionError:  # deeper than the parser's stack
+                raise ApiError(f"'{name}': JSON nested more than {MAX_JSON_DEPTH} levels deep", param=name,
+                               code="nested_too_deeply") from None
             except ValueError:
-                raise _fail(f"{where}[{k}].function.arguments", "not valid JSON") from None
+                raise _fail(name, "not valid JSON") from None
+            check_depth(arguments, name, MAX_JSON_DEPTH - 4)  # inside messages[i].tool_calls[k].function
         entry = {"type": "function", "function": {"name": call["function"]["name"], "arguments": arguments}}
         if isinstance(call.get("id"), str):
             entry["id"] = call["id"]
@@ -449,16 +388,17 @@ def chat_request(body: Any, model, limits: Optional[RequestLimits] = None) -> Ge
     """The checked body of POST /v1/chat/completions; the prompt is the model's chat template
     applied to the messages."""
     limits = limits or RequestLimits()
-    values = _validated(body, ChatRequest, model.vocab_size)
-    if values.get("max_tokens") == 0:
+    req = parse_body(body, ChatRequest)
+    if req.max_tokens == 0:
         raise _fail("max_tokens", "0 is out of range [1, inf]")
-    messages = _messages(values["messages"])
-    tools = _tools(values.get("tools", []))
-    choice = values.get("tool_choice", "auto" if tools else "none")
+    messages = _messages([m.model_dump(exclude_none=True) for m in req.messages])
+    tools = _tools([t.model_dump(exclude_none=True, by_alias=True) for t in req.tools or []])
+    choice = req.tool_choice if req.tool_choice is not None else "auto" if tools else "none"
     if choice != "none" and not tools:
         raise ApiError("'tool_choice' needs 'tools'", param="tool_choice")
-    if isinstance(choice, dict):
-        wanted = choice["function"]["name"]
+    wanted = None
+    if not isinstance(choice, str):
+        wanted = choice.function.name
         if wanted not in {t["function"]["name"] for t in tools}:
             raise _fail("tool_choice", f"{wanted!r} is not one of the tools")
     offered = tools if choice != "none" else []
@@ -472,24 +412,24 @@ def chat_request(body: Any, model, limits: Optional[RequestLimits] = None) -> Ge
         ids = model.encode_chat(messages, add_generation_prompt=True, **extra)
     except ValueError as e:
         raise _fail("messages", str(e)) from None
-    if choice == "required" or isinstance(choice, dict):
-        if _constraint(values) is not None:
+    grammar = None
+    parallel = req.parallel_tool_calls if req.parallel_tool_calls is not None else True
+    if choice == "required" or wanted is not None:
+        if req.constraint() is not None:
             raise ApiError("a constraint ('response_format', 'regex', ...) cannot be combined with tool_choice "
-                           f"{choice!r}", param="tool_choice")
+                           f"{choice if isinstance(choice, str) else choice.model_dump()!r}", param="tool_choice")
         from kvgen.server.tools import tool_grammar
 
         chosen = tools if choice == "required" else [t for t in tools if t["function"]["name"] == wanted]
-        values = {**values, "grammar": tool_grammar(chosen, parallel=values.get("parallel_tool_calls", True))}
-    elif choice == "auto" and _constraint(values) is None:  # text, or text then calls that follow the schemas
+        grammar = tool_grammar(chosen, parallel=parallel)
+    elif choice == "auto" and req.constraint() is None:  # text, or text then calls that follow the schemas
         from kvgen.server.tools import tool_grammar
 
-        values = {**values, "grammar": tool_grammar(tools, parallel=values.get("parallel_tool_calls", True),
-                                                     free_text=True)}
-    top = values.get("top_logprobs", 0)
-    if top and not values.get("logprobs"):
+        grammar = tool_grammar(tools, parallel=parallel, free_text=True)
+    top = req.top_logprobs or 0
+    if top and not req.logprobs:
         raise ApiError("'top_logprobs' needs 'logprobs': true", param="top_logprobs")
-    limits.check_prompts(1, values.get("n", 1))
-    prompts = [ids]
-    req = _request(values, prompts, model.context_length, None, values.get("logprobs", False), top, limits)
-    req.tools = offered
-    return req
+    limits.check_prompts(1, req.n or 1)
+    out = _request(req, [ids], model, None, bool(req.logprobs), top, limits, grammar=grammar)
+    out.tools = offered
+    return out

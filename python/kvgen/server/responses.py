@@ -135,7 +135,7 @@ class Completion:
         try:
             self.setup = set_up_request(model, req.config, end_of_turn=server.end_of_turn is not None)
         except ValueError as e:
-            raise ApiError(str(e)) from None
+            raise ApiError(str(e), code="invalid_value") from None
         self.config = self.setup.config
         self.choices: list[Choice] = []
         self.requests = []
@@ -162,7 +162,7 @@ class Completion:
                                                               on_update=post))
                 except ValueError as e:
                     self.cancel()
-                    raise ApiError(str(e)) from None
+                    raise ApiError(str(e), code="invalid_value") from None
                 except RuntimeError as e:  # the engine is closed: the server is shutting down
                     self.cancel()
                     raise ApiError(str(e), status=503, kind="server_error", code="shutting_down") from None

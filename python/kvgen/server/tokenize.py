@@ -9,50 +9,76 @@
   (lm-eval's ``local-completions`` then tokenizes through the server: no tokenizer of its own).
 
 The bodies are the pydantic models of kvgen.server.openapi; a body they refuse is a 400 that
-names the field.
+names the field. A /tokenize request counts at most ``limit`` tokens (``kvgen serve
+--max-tokenize-tokens``): a text longer than ``TOKENIZE_CHARS_PER_TOKEN`` characters per token
+of it is refused before it is encoded (the tokenizer holds the GIL while it encodes), and one
+that encodes to more tokens after.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Union
 
 from pydantic import BaseModel, ValidationError
 
 from kvgen.server.openapi import DetokenizeRequest, TokenizeChatRequest, TokenizeCompletionRequest
-from kvgen.server.protocol import ApiError
+from kvgen.server.protocol import ApiError, _api_error, check_depth, check_text
+
+#: A text longer than this many characters per token of the limit is refused unencoded.
+TOKENIZE_CHARS_PER_TOKEN = 8
+
+TokenizeRequest = Union[TokenizeCompletionRequest, TokenizeChatRequest]
 
 
 def _parsed(model: type[BaseModel], body: Any) -> Any:
     """``body`` as ``model``; ApiError naming the first field pydantic refuses."""
     if not isinstance(body, dict):
         raise ApiError("the request body must be a JSON object")
+    check_depth(body)
+    check_text(body)
     try:
         return model.model_validate(body)
     except ValidationError as e:
-        error = e.errors()[0]
-        where = ".".join(str(p) for p in error["loc"])
-        code = "unknown_field" if error["type"] == "extra_forbidden" else "invalid_value"
-        raise ApiError(f"'{where}': {error['msg']}", param=where, code=code) from None
+        raise _api_error(e) from None
 
 
-def _text_ok(name: str, text: str) -> None:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ApiError(f"'{name}': the text holds a lone surrogate; text must be valid Unicode", param=name,
-                       code="invalid_value") from None
+def _too_many(chat: bool, count: int, limit: int) -> ApiError:
+    return ApiError(f"/tokenize counts at most {limit} tokens per request (kvgen serve --max-tokenize-tokens): "
+                    f"{'the chat prompt of the messages' if chat else 'the prompt'} has {count}",
+                    param="messages" if chat else "prompt", code="request_too_large")
+
+
+def text_size(req: TokenizeRequest) -> int:
+    """The characters that the request asks to encode (the messages' strings, the tools' text)."""
+    if isinstance(req, TokenizeCompletionRequest):
+        return len(req.prompt)
+    return len(req.model_dump_json(include={"messages", "tools"}))
+
+
+def tokenize_request(body: Any, limit: int) -> TokenizeRequest:
+    """The checked body of POST /tokenize: ApiError naming the field, or naming the limit when
+    its text is longer than ``limit`` tokens could hold."""
+    chat = isinstance(body, dict) and "messages" in body
+    req = _parsed(TokenizeChatRequest if chat else TokenizeCompletionRequest, body)
+    if chat:  # the messages' own checks first (tool-call arguments: JSON, nesting), as chat's
+        from kvgen.server.protocol import _messages
+
+        _messages([m.model_dump(exclude_none=True) for m in req.messages])
+    size = text_size(req)
+    if size > limit * TOKENIZE_CHARS_PER_TOKEN:
+        raise ApiError(f"/tokenize counts at most {limit} tokens per request (kvgen serve --max-tokenize-tokens): "
+                       f"{'the messages hold' if chat else 'the prompt holds'} {size} characters, more than "
+                       f"{TOKENIZE_CHARS_PER_TOKEN} per token of the limit", param="messages" if chat else "prompt",
+                       code="request_too_large")
+    return req
 
 
 def _chat_ids(req: TokenizeChatRequest, model) -> list[int]:
     """The token ids that /v1/chat/completions would prefill for these messages and tools."""
     from kvgen.server.protocol import _messages, _supports_tools, _without_tool_syntax
 
-    raw = [m.model_dump(exclude_none=True) for m in req.messages]
-    for i, m in enumerate(raw):
-        if isinstance(m.get("content"), str):
-            _text_ok(f"messages[{i}].content", m["content"])
-    messages = _messages(raw)
-    tools = [t.model_dump(exclude_none=True) for t in req.tools or []]
+    messages = _messages([m.model_dump(exclude_none=True) for m in req.messages])
+    tools = [t.model_dump(exclude_none=True, by_alias=True) for t in req.tools or []]
     extra: dict[str, Any] = {}
     if _supports_tools(model.chat_template):
         if tools:
@@ -65,15 +91,14 @@ def _chat_ids(req: TokenizeChatRequest, model) -> list[int]:
         raise ApiError(f"'messages': {e}", param="messages", code="invalid_value") from None
 
 
-def tokenize(body: Any, model) -> dict:
-    """The answer to POST /tokenize."""
-    chat = isinstance(body, dict) and "messages" in body
-    req = _parsed(TokenizeChatRequest if chat else TokenizeCompletionRequest, body)
-    if chat:
-        ids = _chat_ids(req, model)
-    else:
-        _text_ok("prompt", req.prompt)
-        ids = model.encode(req.prompt, add_special_tokens=req.add_special_tokens)
+def tokenize(req: Union[TokenizeRequest, dict], model, limit: int = 1 << 14) -> dict:
+    """The answer to POST /tokenize (``req``: tokenize_request's, or a body it checks first)."""
+    if isinstance(req, dict):
+        req = tokenize_request(req, limit)
+    chat = isinstance(req, TokenizeChatRequest)
+    ids = _chat_ids(req, model) if chat else model.encode(req.prompt, add_special_tokens=req.add_special_tokens)
+    if len(ids) > limit:
+        raise _too_many(chat, len(ids), limit)
     strs = [model.decode([t]) for t in ids] if req.return_token_strs else None
     return {"count": len(ids), "max_model_len": model.context_length, "tokens": ids, "token_strs": strs}
 
