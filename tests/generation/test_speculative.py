@@ -9,7 +9,7 @@ import pytest
 
 import kvgen
 from kvgen import _core
-from kvgen.generation import engine as engine_module
+from kvgen.generation import speculative_rows as engine_module
 from kvgen.generation.drafters import CostModel
 
 

@@ -270,7 +270,7 @@ def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, mode
     no ``prompt_lookup_num_tokens`` draft up to this many tokens by prompt lookup (n-grams up
     to ``speculative_ngram_size``), verified as they are generated."""
     trimmer = _Trimmer()  # first: it sets the allocator's limits before the engine's threads start
-    engine = Engine(model, slots=max_batch, prefix_cache=prefix_cache)
+    engine = Engine.serving(model, max_batch, prefix_cache=prefix_cache)
     limits = limits or ServerLimits.sized(max_batch, model.context_length)
     name = model_name or (model.path.stem if getattr(model, "path", None) else "kvgen")
     metrics = None
@@ -294,7 +294,7 @@ def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, mode
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
         if server.engine.closed:  # served again after a shutdown (an in-process test client): a fresh engine
-            server.engine = app.state.engine = Engine(model, slots=max_batch, prefix_cache=prefix_cache)
+            server.engine = app.state.engine = Engine.serving(model, max_batch, prefix_cache=prefix_cache)
         yield
         server.engine.close()  # cancels what still runs
 
