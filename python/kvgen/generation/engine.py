@@ -32,6 +32,7 @@ from kvgen import _core
 from kvgen._core import GenerationConfig
 from kvgen.families.capabilities import Capabilities
 from kvgen.generation.engine_size import EngineSize
+from kvgen.generation.gather import generate_all
 from kvgen.generation.pass_plan import PassPlan, plan_pass
 from kvgen.generation.prefix_cache import PrefixCache, free_run
 from kvgen.generation.prompt_scores import check_scoring, score_pieces
@@ -83,9 +84,10 @@ class Engine:
 
     @classmethod
     def sized(cls, model, size: EngineSize) -> "Engine":
-        """An engine of ``size`` (kvgen.generation.engine_size: each entry point's rule)."""
-        return Engine(model, slots=size.slots, context=size.context, prefix_cache=size.prefix_cache,
-                      max_draft_tokens=size.draft_tokens)
+        """An engine of ``size`` (kvgen.generation.engine_size: each entry point's rule); the one
+        place an engine is constructed."""
+        return cls(model, slots=size.slots, context=size.context, prefix_cache=size.prefix_cache,
+                   max_draft_tokens=size.draft_tokens)
 
     @classmethod
     def serving(cls, model, max_batch: int, prefix_cache: bool = True) -> "Engine":
@@ -183,9 +185,7 @@ class Engine:
     def generate(self, prompts: Sequence[Sequence[int]], setups: Sequence[Union[RequestSetup, GenerationConfig]],
                  on_done: Optional[Callable[[int], None]] = None) -> list[GenerationResult]:
         """Runs every prompt with its set-up, all submitted at once; the results in input order
-        (kvgen.generation.batch_run.generate_all)."""
-        from kvgen.generation.batch_run import generate_all  # it runs engines: imported once used
-
+        (kvgen.generation.gather)."""
         return generate_all(self, prompts, setups, on_done)
 
     def close(self) -> None:
