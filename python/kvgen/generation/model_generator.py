@@ -101,7 +101,6 @@ class ModelGenerator:
                  skip_special_tokens: bool = True, include_stop_str_in_output: bool = True,
                  assistant_model: Optional[Model] = None, prefix_cache: bool = True) -> None:
         self.model = model
-        self.prefix_cache = prefix_cache
         self._engines = EnginePool(model, prefix_cache)  # the engine kept across calls (prefix_cache)
         self.assistant_model = assistant_model
         self.config = _as_config(config)
@@ -114,6 +113,15 @@ class ModelGenerator:
         self._setup({})  # an invalid constraint raises here
 
     # --- settings ---------------------------------------------------------------------------
+
+    @property
+    def prefix_cache(self) -> bool:
+        """Whether calls reuse the kept engine's cached prompts (see the class docstring)."""
+        return self._engines.prefix_cache
+
+    @prefix_cache.setter
+    def prefix_cache(self, value: bool) -> None:
+        self._engines.prefix_cache = bool(value)
 
     def _setup(self, overrides: Mapping[str, Any], end_of_turn: bool = False) -> RequestSetup:
         """The request set-up of one call: the generator's config and text options with ``overrides``."""
