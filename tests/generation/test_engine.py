@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import kvgen
-import kvgen.generation.engine
+import kvgen.generation.pass_plan
 from kvgen import _core
 from kvgen.generation.engine import Engine
 
@@ -53,7 +53,7 @@ def test_a_prompt_longer_than_a_prefill_chunk_gets_the_tokens_of_a_single_call(m
     """Both cut a prompt into chunks at the same offsets (one pass over the whole prompt would
     sum attention in another order), while the engine's other rows decode beside them."""
     long = model.encode(" ".join(f"word{i}" for i in range(140)))
-    assert len(long) > 2 * kvgen.generation.engine.PREFILL_CHUNK
+    assert len(long) > 2 * kvgen.generation.pass_plan.PREFILL_CHUNK
     prompts = [model.encode("Hi there"), long, model.encode("Count: 1, 2,"), long]
     config = kvgen.GenerationConfig(max_new_tokens=6, do_sample=True, seed=3)
     singles = [kvgen.Generator(model, config).generate([p]) for p in prompts]
@@ -214,7 +214,7 @@ def test_generate_stream_and_generate_batch_are_one_driver(model):
     ids and text pieces) and generate_batch beside other prompts: greedy with top log-probs,
     a seeded sampling chain with DRY, over a prompt shorter and one longer than a prefill chunk."""
     long = model.encode(" ".join(f"item{i}" for i in range(30)))
-    assert len(long) > kvgen.generation.engine.PREFILL_CHUNK
+    assert len(long) > kvgen.generation.pass_plan.PREFILL_CHUNK
     others = [model.encode("Count: 1, 2,"), model.encode("Once upon a time")]
     configs = [kvgen.GenerationConfig(max_new_tokens=10, top_logprobs=3),
                kvgen.GenerationConfig(max_new_tokens=10, do_sample=True, seed=5, temperature=0.8, top_p=0.9,

@@ -10,7 +10,7 @@ import numpy as np
 
 import kvgen
 from kvgen import _core
-from kvgen.generation.engine import PREFILL_CHUNK, SOLO_PREFILL_CHUNKS, TOKEN_BY_TOKEN_ATTENTION
+from kvgen.generation.pass_plan import PREFILL_CHUNK, SOLO_PREFILL_CHUNKS, TOKEN_BY_TOKEN_ATTENTION
 
 
 def test_a_prompt_gets_the_same_logits_in_one_pass_as_in_one_chunk_per_pass(smollm2_model):
@@ -49,7 +49,7 @@ def test_a_request_gets_the_same_tokens_in_passes_of_several_chunks_as_of_one(sm
     """Alone, a request feeds SOLO_PREFILL_CHUNKS chunks per pass; beside others, one chunk per
     pass. Prompts whose last piece is attended token by token (7 tokens) or with matrix products
     (20 tokens) get bit-identical tokens and log-probs either way."""
-    import kvgen.generation.engine as engine
+    import kvgen.generation.pass_plan as engine
 
     model = smollm2_model
     rng = np.random.default_rng(11)
@@ -68,7 +68,8 @@ def test_requests_that_arrive_together_prefill_in_the_same_passes(smollm2_model)
     """A pass carries the chunks of every request still prefilling, up to PREFILL_BUDGET tokens:
     4 prompts of 2 chunks beside a running row take at most 2 passes, not 8, and every request
     gets the tokens of its own generate call."""
-    from kvgen.generation.engine import PREFILL_BUDGET, Engine, Request
+    from kvgen.generation.engine import Engine, Request
+    from kvgen.generation.pass_plan import PREFILL_BUDGET
     from kvgen.generation.request_setup import RequestSetup
 
     model = smollm2_model

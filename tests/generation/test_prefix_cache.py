@@ -11,7 +11,8 @@ import pytest
 
 import kvgen
 from kvgen import _core
-from kvgen.generation.engine import PREFILL_CHUNK, Engine
+from kvgen.generation.engine import Engine
+from kvgen.generation.pass_plan import PREFILL_CHUNK
 
 SYSTEM = ("You are a careful assistant who answers briefly. The river runs past the old mill, and the miller "
           "counts the sacks of flour every evening before the lamps are lit. ") * 2
@@ -146,14 +147,16 @@ def test_a_call_while_another_runs_uses_an_engine_of_its_own(smollm2_model):
     assert gen.generate(prompts[1]) == alone[1] and gen.last_stats.cached_tokens > 0
 
 
-def test_the_kept_engine_grows_for_a_longer_prompt(smollm2_model):
+def test_the_kept_engine_grows_for_a_longer_prompt(smollm2_model, monkeypatch):
+    from kvgen.generation import engine_size
+
     model = smollm2_model
     config = kvgen.GenerationConfig(max_new_tokens=4)
     short, longer = model.encode(SYSTEM), model.encode(SYSTEM + SYSTEM)
     gen = kvgen.Generator(model, config)
-    gen.KEPT_CONTEXT = 16  # sized to the first call: the second needs more positions
+    monkeypatch.setattr(engine_size, "KEPT_CONTEXT", 16)  # sized to the first call: the second needs more positions
     out = [gen.generate([short]), gen.generate([longer])]
-    assert gen._engine is not None and gen._engine.context == len(longer) + 4
+    assert gen._engines.kept is not None and gen._engines.kept.context == len(longer) + 4
     assert gen.last_stats.cached_tokens == 0  # a new engine starts empty
     out.append(gen.generate([longer]))
     assert gen.last_stats.cached_tokens == _whole_chunks(len(longer) - 1)
@@ -169,12 +172,12 @@ def test_the_kept_engine_is_built_again_when_the_model_turns_exact(smollm2_model
     prompt = model.encode(SYSTEM)
     gen = kvgen.Generator(model, config)
     gen.generate([prompt])
-    half_bytes = gen._engine.kv_cache_bytes
+    half_bytes = gen._engines.kept.kv_cache_bytes
     try:
         model.exact = True
         out = gen.generate([prompt])
         assert gen.last_stats.cached_tokens == 0
-        assert gen._engine.kv_cache_bytes == 2 * half_bytes
+        assert gen._engines.kept.kv_cache_bytes == 2 * half_bytes
         assert _same(out, kvgen.Generator(model, config, prefix_cache=False).generate([prompt]))
     finally:
         model.exact = False

@@ -9,7 +9,7 @@ import pytest
 
 import kvgen
 from kvgen import _core
-from kvgen.generation import engine as engine_module
+from kvgen.generation import speculative_rows
 from kvgen.generation.drafters import CostModel
 
 
@@ -29,7 +29,7 @@ class _UntimedCost(CostModel):
 
 @pytest.fixture(autouse=True)
 def untimed_draft_cost(monkeypatch):
-    monkeypatch.setattr(engine_module, "_cost_model", lambda model: _UntimedCost())
+    monkeypatch.setattr(speculative_rows, "_cost_model", lambda model: _UntimedCost())
 
 
 @pytest.fixture(params=[False, True], ids=["default", "exact"])

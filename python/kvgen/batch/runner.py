@@ -34,10 +34,8 @@ async def _answer(responder: Responder, item: Any, limits: RequestLimits) -> dic
     try:
         chat, body = route_of(item)
         req = (chat_request if chat else completion_request)(body, responder.model, limits)
-        gen = Completion(responder, req)  # compiles the constraint, submits to the engine
-        if req.prompt_logprobs is not None or (req.echo and req.logprobs):
-            gen.score_prompts(max(req.prompt_logprobs or 0, req.top_logprobs if req.echo else 0))
-        async for _ in gen.steps():
+        gen = Completion(responder, req)  # compiles the constraint, submits to the engine (scoring too)
+        async for _ in gen.steps():  # every engine request done: the prompts are scored
             pass
         rid = f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}"
         return result_line(cid, responder.chat_body(gen, rid) if chat else responder.completion_body(gen, rid))
@@ -79,7 +77,7 @@ def run(requests: Iterable[dict], model=None, *, max_batch: int = 8, window: Opt
 class _Run:
     def __init__(self, requests, model, max_batch, window, limits, model_name, ordered, prefix_cache):
         self.requests, self.model, self.window, self.limits, self.ordered = requests, model, window, limits, ordered
-        self.engine = Engine(model, slots=max_batch, prefix_cache=prefix_cache)
+        self.engine = Engine.serving(model, max_batch, prefix_cache=prefix_cache)
         name = model_name or (model.path.stem if getattr(model, "path", None) else "kvgen")
         self.responder = Responder(model, self.engine, name)
         self.out: queue.Queue = queue.Queue()

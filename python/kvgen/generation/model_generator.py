@@ -5,7 +5,6 @@ templates, stop strings) and timing in Python."""
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any, Iterator, Mapping, Optional, Sequence, Union, cast, overload
 
@@ -15,9 +14,12 @@ import numpy.typing as npt
 from kvgen._config import from_hf
 from kvgen._core import GenerationConfig
 from kvgen._model import Model
+from kvgen.generation.batch_run import run_batch
 from kvgen.generation.constraints import Constraint
 from kvgen.generation.detokenize import IncrementalText, StopStringFilter, cut_at_stop
-from kvgen.generation.engine import Engine, Request, run_batch
+from kvgen.generation.engine import Engine
+from kvgen.generation.engine_pool import EnginePool
+from kvgen.generation.request import Request
 from kvgen.generation.request_setup import RequestSetup, TextOptions, set_up_request
 from kvgen.generation.results import GenerationResult, GenerationStats, TextPiece, _result
 
@@ -81,7 +83,7 @@ class ModelGenerator:
     drafted and accepted tokens. Not with beam search.
 
     Prefix cache (``prefix_cache=True``, the default): the generator keeps one engine across
-    calls, with the engine's prefix cache (kvgen.generation.engine), so a one-sequence call
+    calls (kvgen.generation.engine_pool), with the engine's prefix cache, so a one-sequence call
     whose prompt starts with an earlier call's prompt (the next turn of a ``chat``, a shared
     system prompt) reuses that prompt's cached positions and
     prefills only the rest; the outputs are bit-identical to ``prefix_cache=False`` (a fresh
@@ -99,10 +101,7 @@ class ModelGenerator:
                  skip_special_tokens: bool = True, include_stop_str_in_output: bool = True,
                  assistant_model: Optional[Model] = None, prefix_cache: bool = True) -> None:
         self.model = model
-        self.prefix_cache = prefix_cache
-        self._engine: Optional[Engine] = None  # kept across calls (prefix_cache), None until the first
-        self._engine_busy = False              # a call is running in self._engine
-        self._engine_lock = threading.Lock()
+        self._engines = EnginePool(model, prefix_cache)  # the engine kept across calls (prefix_cache)
         self.assistant_model = assistant_model
         self.config = _as_config(config)
         self.output_raw_logprobs = output_raw_logprobs
@@ -114,6 +113,15 @@ class ModelGenerator:
         self._setup({})  # an invalid constraint raises here
 
     # --- settings ---------------------------------------------------------------------------
+
+    @property
+    def prefix_cache(self) -> bool:
+        """Whether calls reuse the kept engine's cached prompts (see the class docstring)."""
+        return self._engines.prefix_cache
+
+    @prefix_cache.setter
+    def prefix_cache(self, value: bool) -> None:
+        self._engines.prefix_cache = bool(value)
 
     def _setup(self, overrides: Mapping[str, Any], end_of_turn: bool = False) -> RequestSetup:
         """The request set-up of one call: the generator's config and text options with ``overrides``."""
@@ -131,68 +139,15 @@ class ModelGenerator:
 
     # --- the request --------------------------------------------------------------------------
 
-    #: Positions the kept engine holds at least (the model's context when shorter), so that a
-    #: conversation grows in it without building it again.
-    KEPT_CONTEXT = 4096
-    #: Slots of the kept engine: a conversation keeps its slot while another prompt runs in between.
-    KEPT_SLOTS = 2
-
-    def _engine_for(self, request: Request) -> Engine:
-        """For a one-row ``request`` without a draft model, the kept engine when it is free (built again, longer, when
-        the request does not fit it); else an engine of the request's own size (only one-row
-        requests use the prefix cache: a larger one leaves the kept engine's slots as they are).
-        ValueError when the request does not fit the model's context."""
-        request.check_context(self.model.context_length)
-        draft = request.speculation_tokens if request.speculates else 0
-        if self.prefix_cache:
-            with self._engine_lock:
-                engine = self._engine
-                # a draft model's cache is sized by the engine's context: a request with one gets its own
-                if not self._engine_busy and request.rows == 1 and request.assistant_model is None:
-                    # built again too when the model's mode now asks for another KV cache type
-                    # (exact mode keeps float32 keys and values, the int8 modes halves)
-                    if (engine is None or request.positions > engine.context
-                            or draft + 1 > engine._slots.verify_positions
-                            or self.model.kv_cache_bytes(engine.slots, engine.context) != engine.kv_cache_bytes):
-                        slots = engine.slots if engine is not None else self.KEPT_SLOTS
-                        context = max(request.positions, engine.context if engine is not None else 1,
-                                      min(self.KEPT_CONTEXT, self.model.context_length))
-                        verify = max(draft, engine._slots.verify_positions - 1 if engine is not None else 0)
-                        self._engine = None
-                        engine = Engine(self.model, slots=slots, context=context, prefix_cache=True,
-                                        max_draft_tokens=verify)
-                    self._engine, self._engine_busy = engine, True
-                    return engine
-        return Engine(self.model, slots=request.rows, context=max(1, request.positions), max_draft_tokens=draft)
-
-    def _release(self, engine: Engine, request: Request, clean: bool) -> None:
-        """Ends a call's use of ``engine``: a request left unfinished is cancelled and dropped
-        (``clean``: the engine stopped between steps) or, after Ctrl-C or an error part-way
-        through a step, the kept engine is dropped with its cache."""
-        if engine is not self._engine:
-            return
-        try:
-            if clean and not request.done():
-                request.cancel()
-                engine.step()  # frees its slot; a cancelled request runs no forward pass
-        except BaseException:
-            clean = False
-            raise
-        finally:
-            with self._engine_lock:
-                if not clean or not request.done():
-                    self._engine = None
-                self._engine_busy = False
-
     def _start(self, ids: list[list[int]], setup: RequestSetup,
                sequence_ids: Optional[Sequence[int]] = None) -> tuple[Engine, Request]:
-        """The request of ``ids`` in an engine (see ``_engine_for``), stepped until it has its
-        first tokens; the caller ends with ``_release``."""
+        """The request of ``ids`` in an engine (EnginePool.acquire), stepped until it has its
+        first tokens; the caller ends with ``self._engines.release``."""
         self.last_stats = GenerationStats(prompt_tokens=sum(len(p) for p in ids))
         start = time.perf_counter()
         request = Request(ids, setup.step_generator(self.model, self.output_raw_logprobs), self.model.context_length,
                           sequence_ids=sequence_ids, assistant_model=setup.assistant_model)
-        engine = self._engine_for(request)
+        engine = self._engines.acquire(request)
         self.kv_cache_bytes = self.model.kv_cache_bytes(request.rows, request.positions)
         try:
             hits = engine.prefix_cache_hits
@@ -201,16 +156,16 @@ class ModelGenerator:
                 engine.step()  # a prompt chunk per step: Ctrl-C stops between them
             self.last_stats.cached_tokens = engine.prefix_cache_hits - hits
         except KeyboardInterrupt:
-            self._release(engine, request, clean=False)
+            self._engines.release(engine, request, clean=False)
             self._finish(request, setup, interrupted=True)
             raise
         except BaseException:
-            self._release(engine, request, clean=False)
+            self._engines.release(engine, request, clean=False)
             raise
         try:
             self._raise_error(request)
         except BaseException:
-            self._release(engine, request, clean=True)
+            self._engines.release(engine, request, clean=True)
             raise
         self.last_stats.prefill_seconds = time.perf_counter() - start
         return engine, request
@@ -287,7 +242,7 @@ class ModelGenerator:
             self._finish(request, setup, interrupted=True)
             raise
         finally:
-            self._release(engine, request, clean)
+            self._engines.release(engine, request, clean)
         result = self._finish(request, setup)
         if not as_text or result.texts is None:
             return result
@@ -355,7 +310,7 @@ class ModelGenerator:
             self._finish(request, setup, interrupted=True)
             raise
         finally:  # a stream closed early cancels its request
-            self._release(engine, request, clean)
+            self._engines.release(engine, request, clean)
         if stop_filter is not None and (rest := stop_filter.flush()):
             yield rest
         self._finish(request, setup)

@@ -65,7 +65,7 @@ def _engine(model, max_batch: int, prefix_cache: bool):
     ``prefix_cache``."""
     from kvgen.generation.engine import Engine
 
-    return Engine(model, slots=max_batch, prefix_cache=prefix_cache)
+    return Engine.serving(model, max_batch, prefix_cache=prefix_cache)
 
 
 def _metrics(serving: Serving):

@@ -10,10 +10,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Optional
 
-import numpy as np
-
 from kvgen.generation.detokenize import IncrementalText, StopStringFilter
-from kvgen.generation.engine import Engine, StepUpdate
+from kvgen.generation.engine import Engine, Request, StepUpdate
+from kvgen.generation.prompt_scores import TokenScore
 from kvgen.generation.request_setup import set_up_request
 from kvgen.server.metrics import Metrics, RequestTimer
 from kvgen.server.protocol import ApiError, GenerationRequest
@@ -29,31 +28,23 @@ def _floor(logprob: float) -> float:
     return logprob if logprob >= LOGPROB_FLOOR else LOGPROB_FLOOR  # also NaN
 
 
-#: The longest prompt whose log-probs a request may ask for (its logits are held at once:
-#: length x vocabulary float32, 200 MB for SmolLM2's 49,152 tokens).
+#: The longest prompt whose log-probs a request may ask for (each position's top alternatives
+#: are held until the response is written).
 MAX_SCORED_PROMPT = 1024
 
 
-def prompt_scores(model, prompt: list[int], top: int) -> list[tuple]:
-    """Per prompt token: (token, its log-probability given the tokens before it, the ``top``
-    most likely (token, log-probability) there, its rank there (1: the most likely)); the
-    first token has none (None, [], None). Model.forward's logits, log-softmax in float64."""
-    if len(prompt) > MAX_SCORED_PROMPT:
-        raise ApiError(f"prompt log-probs are computed for prompts of at most {MAX_SCORED_PROMPT} tokens, got "
-                       f"{len(prompt)}", param="prompt", code="invalid_value")
-    out: list[tuple] = [(prompt[0], None, [], None)]
-    if len(prompt) < 2:
-        return out
-    logits = model.forward(np.asarray(prompt, dtype=np.int64)[None, :-1])[0]  # [length - 1, vocab]
-    for i, row in enumerate(logits):
-        row = row.astype(np.float64)
-        peak = row.max()
-        logp = row - peak - np.log(np.exp(row - peak).sum())  # log-softmax
-        best = np.argsort(-logp, kind="stable")[:top] if top else []
-        chosen = float(logp[prompt[i + 1]])
-        out.append((prompt[i + 1], _floor(chosen), [(int(t), _floor(float(logp[t]))) for t in best],
-                    1 + int((logp > chosen).sum())))
-    return out
+def _floored(scores: list[TokenScore]) -> list[tuple]:
+    """A prompt's token scores (kvgen.generation.prompt_scores) with their log-probs floored."""
+    return [(token, None if lp is None else _floor(lp), [(t, _floor(alp)) for t, alp in top], rank)
+            for token, lp, top, rank in scores]
+
+
+def scoring_of(req: GenerationRequest) -> Optional[int]:
+    """The alternatives per prompt position a request's prompt scoring asks for (prompt_logprobs,
+    or echo with logprobs: top_logprobs); None when it scores no prompt."""
+    if req.prompt_logprobs is None and not (req.echo and req.logprobs):
+        return None
+    return max(req.prompt_logprobs or 0, req.top_logprobs if req.echo else 0)
 
 
 def error_of(error: BaseException) -> ApiError:
@@ -138,36 +129,36 @@ class Completion:
             raise ApiError(str(e), code="invalid_value") from None
         self.config = self.setup.config
         self.choices: list[Choice] = []
-        self.requests = []
+        self.requests: list[Request] = []
+        # prompt scoring (prompt_logprobs, echo with logprobs): the alternatives per position; the
+        # prompt's first engine request scores it as it is prefilled (kvgen.generation.prompt_scores)
+        self.score_top = scoring_of(req)
+        if self.score_top is not None:
+            longest = max(len(p) for p in req.prompts)
+            if longest > MAX_SCORED_PROMPT:
+                raise ApiError(f"prompt log-probs are computed for prompts of at most {MAX_SCORED_PROMPT} tokens, "
+                               f"got {longest}", param="prompt", code="invalid_value")
+        self.scoring: list[Request] = []  # per prompt, the engine request that scores it
+        self._prompt_scores: Optional[list[list[tuple]]] = None
         # one engine request per prompt (its n rows); greedy n > 1 repeats the prompt instead
         per_request = req.n if req.config.do_sample else 1
         for prompt in req.prompts:
+            scored = self.score_top is None
             for _ in range(req.n // per_request):
-                i = len(self.requests)
+                # max_tokens 0: the prompt alone, its choices end at once (a scoring request updates none)
+                i = len(self.requests) if req.generate else -1
                 for k in range(per_request):
                     text = IncrementalText(server.decode)
                     stops = StopStringFilter(req.stops) if req.stops else None
                     self.choices.append(Choice(len(self.choices), i, k, text, stops))
-
-                if not req.generate:  # max_tokens 0: the prompt alone (scored by prompt_scores)
-                    for c in self.choices[-per_request:]:
-                        c.finish_reason = "length"
-                    continue
-
-                def post(update: StepUpdate, i: int = i) -> None:
-                    loop.call_soon_threadsafe(self.updates.put_nowait, (i, update))
-
-                try:
-                    self.requests.append(server.engine.submit(prompt, self.setup, logprobs=req.logprobs,
-                                                              on_update=post))
-                except ValueError as e:
-                    self.cancel()
-                    raise ApiError(str(e), code="invalid_value") from None
-                except RuntimeError as e:  # the engine is closed: the server is shutting down
-                    self.cancel()
-                    raise ApiError(str(e), status=503, kind="server_error", code="shutting_down") from None
+                    if not req.generate:
+                        self.choices[-1].finish_reason = "length"
+                if req.generate:
+                    self._submit(prompt, loop, score=not scored)
+                    scored = True
+            if not scored:  # max_tokens 0: a request that only scores the prompt
+                self._submit(prompt, loop, score=True, generate=False)
         self.prompt_tokens = sum(len(p) for p in req.prompts)
-        self.prompt_scores: list[list[tuple]] = []
         self.timer = RequestTimer(server.metrics, len(self.requests), self.prompt_tokens)
         if arrival is not None:
             self.timer.arrival = arrival
@@ -177,9 +168,47 @@ class Completion:
         reason = self.choices[0].finish_reason if self.choices else None
         self.timer.finish(reason, sum(len(c.tokens) for c in self.choices), failed=self.error_status is not None)
 
-    def score_prompts(self, top: int) -> None:
-        """The prompts' token log-probs (prompt_scores, per prompt), for echo and prompt_logprobs."""
-        self.prompt_scores = [prompt_scores(self.server.model, p, top) for p in self.req.prompts]
+    def _submit(self, prompt: list[int], loop: asyncio.AbstractEventLoop, score: bool, generate: bool = True) -> None:
+        """Submits an engine request of ``prompt`` (``score``: it scores the prompt too)."""
+        i = len(self.requests)
+
+        def post(update: StepUpdate) -> None:
+            loop.call_soon_threadsafe(self.updates.put_nowait, (i, update))
+
+        try:
+            request = self.server.engine.submit(prompt, self.setup, logprobs=self.req.logprobs, on_update=post,
+                                                score_prompt=self.score_top if score else None, generate=generate)
+        except ValueError as e:
+            self.cancel()
+            raise ApiError(str(e), code="invalid_value") from None
+        except RuntimeError as e:  # the engine is closed: the server is shutting down
+            self.cancel()
+            raise ApiError(str(e), status=503, kind="server_error", code="shutting_down") from None
+        self.requests.append(request)
+        if score:
+            self.scoring.append(request)
+
+    def score_prompts(self, top: Optional[int] = None) -> None:
+        """Waits until every prompt is scored (its engine request's prefill: scoring runs in the
+        engine, interleaved with the other requests; ``top`` is the Completion's own, see
+        ``scoring_of``). A request cancelled before leaves its prompt's scores empty."""
+        for r in self.scoring:
+            try:
+                r.wait_scores()
+            except Exception as e:  # noqa: BLE001 - the request failed: answered as its steps would be
+                raise error_of(e) from None
+
+    @property
+    def prompt_scores(self) -> list[list[tuple]]:
+        """Per prompt, its tokens' (token, log-prob, top alternatives, rank), log-probs floored
+        (kvgen.generation.prompt_scores); empty for a prompt not scored (yet)."""
+        if self._prompt_scores is None:
+            scores = [r.prompt_scores for r in self.scoring]
+            out = [_floored(per[0]) if per is not None else [] for per in scores]
+            if all(per is not None for per in scores):
+                self._prompt_scores = out  # complete: kept
+            return out
+        return self._prompt_scores
 
     def cancel(self) -> None:
         """Cancels every engine request of this generation (their slots free at the next step)."""

@@ -1,0 +1,116 @@
+"""The engine's side of speculative decoding (kvgen.generation.speculation holds a request's
+drafting state): each speculating request's drafts for the next pass, sized to the room its
+rows have, and the verdict on them after it, with the slots rolled back by the rejected drafts
+without copying. The draft models' slots live here, beside the engine's, and a model's cost of
+a draft token (drafters.CostModel, which sets the draft lengths) is learnt over its engines."""
+
+from __future__ import annotations
+
+import time
+import weakref
+from typing import Any, Optional
+
+import numpy as np
+
+from kvgen.generation.drafters import CostModel, DraftModel
+from kvgen.generation.request import Request, StepUpdate
+from kvgen.generation.speculation import Speculation
+from kvgen.generation.step_updates import verified_updates
+
+# Per model, what a draft token costs in a forward pass, learnt over its engines (a
+# generate() call makes an engine of its own).
+_COST_MODELS: "weakref.WeakKeyDictionary[Any, CostModel]" = weakref.WeakKeyDictionary()
+
+
+def _cost_model(model: Any) -> CostModel:
+    try:
+        return _COST_MODELS.setdefault(model, CostModel())
+    except TypeError:  # an object without weak references: learnt per engine
+        return CostModel()
+
+
+class SpeculativeRows:
+    """Speculative decoding over an engine's slots (``_core._ModelSlots``) of ``model``."""
+
+    def __init__(self, model: Any, slots: Any):
+        self.model, self._slots = model, slots
+        self._cost = _cost_model(model)  # what a draft token costs in a forward pass (adaptive draft length)
+        self._drafters: dict[int, DraftModel] = {}  # id(draft model) -> its slots beside these
+        self._draft_seconds = 0.0  # spent drafting for the next pass
+        self._pass_cost = self._cost  # the cost model the next pass is timed for
+
+    def start(self, r: Request) -> None:
+        """An admitted request starts speculating (its draft model's prefill, if it has one)."""
+        assistant = None
+        assert r.first_slot is not None
+        if r.assistant_model is not None:
+            assistant = self._drafters.get(id(r.assistant_model))
+            if assistant is None:
+                assistant = DraftModel(r.assistant_model, self.model, self._slots.slots, self._slots.context)
+                self._drafters[id(r.assistant_model)] = assistant
+            for s in range(r.first_slot, r.first_slot + r.rows):
+                assistant.reset(s)
+        r.speculation = Speculation(r.generator.config, r.prompts, r.rows_per_prompt, assistant)
+        if assistant is not None:  # the draft model's prefill, with the request's
+            assistant.catch_up({r.first_slot + k: tokens for k, tokens in enumerate(r.speculation.tokens)})
+
+    def new_pass(self) -> None:
+        """Drafting for a new pass starts."""
+        self._draft_seconds = 0.0
+        self._pass_cost = self._cost
+
+    def set_drafts(self, r: Request) -> None:
+        """The request's drafts for the next pass (``r.drafts``, ``r.verifying``: none when no row drafts)."""
+        drafts = self._drafts(r)
+        r.drafts, r.verifying = (drafts, [len(d) for d in drafts]) if drafts is not None else ([], [])
+
+    def observe(self, seconds: float, rows: int, draft_tokens: int) -> None:
+        """A pass without prompt tokens took ``seconds`` for ``rows`` rows and ``draft_tokens``."""
+        self._pass_cost.observe(seconds + self._draft_seconds, rows, draft_tokens)
+
+    def _drafts(self, r: Request) -> Optional[list[list[int]]]:
+        """Each row's drafts for this step, or None when no row drafts (a plain step)."""
+        spec, first = r.speculation, r.first_slot
+        assert spec is not None and first is not None
+        limit = min(self._slots.verify_positions - 1, self._slots.max_rollback)
+        room = []
+        for k in range(r.rows):
+            prompt = r.prompts[k // r.rows_per_prompt]
+            generated = len(spec.tokens[k]) - prompt.size  # the next token included
+            left = r.generator.max_new_tokens(prompt.size) - generated  # new tokens still to come
+            # the chunk is the next token and the drafts: all within the slot
+            room.append(max(0, min(limit, left, self._slots.context - self._slots.length(first + k) - 1)))
+        start = time.perf_counter()
+        cost = self._cost if spec.assistant is None else spec.assistant.cost
+        drafts = spec.drafts(first, r.running, room, cost.beta)
+        self._draft_seconds += time.perf_counter() - start
+        if spec.assistant is not None:
+            self._pass_cost = spec.assistant.cost  # the pass times the draft model's drafting
+        return drafts if any(drafts) else None
+
+    def verify(self, r: Request) -> tuple[list[StepUpdate], bool]:
+        """Verifies the drafts the request's rows were fed with: (the updates to report, whether
+        the request is done). Raises what the verification raised (the request fails)."""
+        first, spec = r.first_slot, r.speculation
+        assert first is not None and spec is not None
+        lengths = np.asarray(r.verifying, dtype=np.int64)
+        r.verifying = []
+        logits = self._slots.verify_logits[first:first + r.rows]  # (rows, width, vocab), in place
+        drafts = np.zeros((r.rows, logits.shape[1] - 1), dtype=np.int64)  # (rows, k), padded
+        for k, d in enumerate(r.drafts):
+            drafts[k, :len(d)] = d
+        was_running = r.running
+        # under a constraint, the step generator masks each draft position along the drafts
+        result = r.generator.verify(logits, drafts, lengths)
+        for k in range(r.rows):
+            if was_running[k] and result.rollback[k]:
+                slot = first + k
+                self._slots.truncate(slot, self._slots.length(slot) - int(result.rollback[k]))
+        emitted = [[int(t) for t in e] for e in result.emitted]
+        spec.after_verify(emitted, result.accepted, lengths, was_running, first)
+        r.next_tokens = result.tokens
+        reasons = r.generator.finish_reasons
+        r.running = [reason is None for reason in reasons]
+        done = r.generator.is_done()  # a row whose grammar completed stopped after the verdict
+        updates = verified_updates(r, result, emitted, reasons, done) if r.on_update is not None else []
+        return updates, done
