@@ -401,7 +401,7 @@ def _batch(args) -> int:
 
 
 def _info(args) -> int:
-    from kvgen.loaders.families import FAMILIES
+    from kvgen.families import family_named
     from kvgen.loaders.quantize import tensor_handling
 
     if args.file and args.model:
@@ -410,7 +410,7 @@ def _info(args) -> int:
     print(repr(model))
     if model.description:
         print(model.description)
-    family = next(f for f in FAMILIES if f.name == model.family)
+    family = family_named(model.family)
     print(f"family: {family.name} (as transformers' {family.transformers_class}: {family.differs}); computed by "
           f"kvgen's {family.core} model")
     for qtype, count in model.tensor_types.items():
