@@ -1,6 +1,7 @@
-"""kvgen.Model: built-in models (GPT-2 and the families of kvgen.loaders.families: Llama, Qwen,
+"""kvgen.Model: built-in models (the families of kvgen.families: GPT-2, Llama, Mistral, Qwen,
 Gemma, Phi-3, Granite, SmolLM3, Qwen3-MoE) from Hugging Face checkpoint directories or GGUF
-files, with their tokenizer and chat template.
+files, with their tokenizer and chat template. Each family's module turns the file's config
+(or GGUF keys) into the C++ model; this module holds the ``Model`` class over it.
 
 Weights are NumPy arrays the C++ model reads in place or repacks: float32 matrices are used as
 read; quantized GGUF matrices stay quantized (repacked into the kernels' tiles,
@@ -12,7 +13,6 @@ rendered with jinja2 (kvgen.loaders.chat_template).
 
 from __future__ import annotations
 
-import math
 import operator
 import os
 from pathlib import Path
@@ -21,7 +21,7 @@ from typing import Any, Optional, Sequence, Union
 import numpy as np
 
 from kvgen import _core
-from kvgen.families.capabilities import Capabilities, capabilities_of
+from kvgen.families import Capabilities, capabilities_for, family_of_config, read_gguf
 from kvgen.loaders.checkpoint import (
     read_chat_template,
     read_config,
@@ -29,394 +29,11 @@ from kvgen.loaders.checkpoint import (
     read_weight_types,
     read_weights,
 )
-from kvgen.loaders.families import Family, family_of_config, split_fused
-from kvgen.loaders.rope import rotary
 
-# GPT-2 config values kvgen computes as transformers does; anything else is refused.
-_GPT2_ACTIVATIONS = {"gelu_new", "gelu_pytorch_tanh", "gelu"}
-_LLAMA_ACTIVATIONS = {"silu"}
-_GEMMA_ACTIVATIONS = {"gelu_pytorch_tanh", "gelu_new"}  # the tanh GELU, under both names
-# config key -> (value kvgen implements, what a different value means)
-_REFUSED = {
-    "gpt2": {"add_cross_attention": (False, "cross-attention (encoder-decoder GPT-2)")},
-    "llama": {"pretraining_tp": (1, None)},  # numerics only: accepted either way
-    "gemma": {"use_bidirectional_attention": (False, "bidirectional attention (an encoder)")},
-}
 _SENTINEL = "\u2063kvgen-end-of-turn\u2063"
 
 
-def _check_config(arch: str, config: dict) -> None:
-    if arch == "gpt2":
-        key, default, allowed = "activation_function", "gelu_new", _GPT2_ACTIVATIONS
-    elif arch == "gemma":
-        key, default, allowed = "hidden_activation", "gelu_pytorch_tanh", _GEMMA_ACTIVATIONS
-    else:
-        key, default, allowed = "hidden_act", "silu", _LLAMA_ACTIVATIONS
-    act = config.get(key)
-    act = default if act is None else act
-    if not isinstance(act, str) or act not in allowed:
-        raise ValueError(f"{arch} config: {key}={act!r:.60} is not supported (supported: "
-                         f"{', '.join(sorted(allowed))})")
-    for k, (value, what) in _REFUSED[arch].items():
-        if what and config.get(k) not in (None, value):
-            raise ValueError(f"{arch} config: {k}={config[k]!r:.60} ({what}) is not supported")
-
-
-# ---- typed reads of config values: a wrong type is a TypeError, a value out of range a
-# ValueError, each naming the key; sizes and limits are then checked by the C++
-# ModelConfig.validate() ----
-
-_INT64 = (-2**63, 2**63 - 1)
-
-
-def _describe(value: Any) -> str:
-    return f"{repr(value)[:60]} ({type(value).__name__})"
-
-
-def _present(config: dict, key: str) -> bool:
-    return config.get(key) is not None
-
-
-def _int(config: dict, key: str) -> int:
-    """config[key]: a Python int (bool, float and str are refused) that fits in 64 bits."""
-    if not _present(config, key):
-        raise ValueError(f"model config has no '{key}'")
-    value = config[key]
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"model config: {key} must be an integer, got {_describe(value)}")
-    if not _INT64[0] <= value <= _INT64[1]:
-        raise ValueError(f"model config: {key} = {str(value)[:40]} does not fit in 64 bits")
-    return value
-
-
-def _int_or(config: dict, key: str, fallback: int) -> int:
-    """config[key], or fallback when it is absent or None."""
-    return _int(config, key) if _present(config, key) else fallback
-
-
-def _positive(config: dict, key: str) -> int:
-    """config[key], at least 1 (a head count that later divides a width)."""
-    value = _int(config, key)
-    if value < 1:
-        raise ValueError(f"model config: {key} = {value} must be positive")
-    return value
-
-
-def _epsilon(config: dict, key: str) -> Optional[float]:
-    """config[key] as a finite, non-negative float32 value; None when absent."""
-    if not _present(config, key):
-        return None
-    value = config[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"model config: {key} must be a number, got {_describe(value)}")
-    try:
-        with np.errstate(over="ignore"):
-            epsilon = float(np.float32(value))
-    except OverflowError:  # an int beyond float64
-        epsilon = math.inf
-    if not math.isfinite(epsilon) or epsilon < 0:
-        raise ValueError(f"model config: {key} = {value!r} must be a finite, non-negative float32")
-    return epsilon
-
-
-def _bool(config: dict, key: str) -> Optional[bool]:
-    """config[key], True or False; None when absent."""
-    if not _present(config, key):
-        return None
-    value = config[key]
-    if not isinstance(value, bool):
-        raise TypeError(f"model config: {key} must be true or false, got {_describe(value)}")
-    return value
-
-
-def _given(**options: Any) -> dict:
-    """The options a config sets: the rest keep the C++ structs' defaults."""
-    return {name: value for name, value in options.items() if value is not None}
-
-
-def _gpt2_config(config: dict) -> "_core._ModelConfig":
-    vocab_size, context_length = _positive(config, "vocab_size"), _positive(config, "n_positions")
-    hidden, layers, heads = _positive(config, "n_embd"), _positive(config, "n_layer"), _positive(config, "n_head")
-    # transformers' default MLP width, saturated: a hidden size that large is refused by
-    # validate() (n_embd above its limit) before the width is looked at
-    intermediate = _int_or(config, "n_inner", min(4 * hidden, _INT64[1]))
-    return _core._ModelConfig(architecture="gpt2", vocab_size=vocab_size, context_length=context_length,
-                              hidden=hidden, layers=layers, heads=heads, kv_heads=heads, head_dim=hidden // heads,
-                              intermediate=intermediate)
-
-
-def _llama_config(config: dict, arch: str = "llama", family: Optional[Family] = None) -> "_core._ModelConfig":
-    vocab_size, context_length = _positive(config, "vocab_size"), _positive(config, "max_position_embeddings")
-    hidden, layers = _positive(config, "hidden_size"), _positive(config, "num_hidden_layers")
-    heads = _positive(config, "num_attention_heads")
-    kv_heads = _int_or(config, "num_key_value_heads", heads)
-    head_dim = _int_or(config, "head_dim", hidden // heads)
-    intermediate = _positive(config, "intermediate_size")
-    extra: dict[str, Any] = {}
-    if arch == "gemma":
-        extra["layer_windows"] = _gemma_windows(config, layers, family)
-    elif family is not None and family.sliding_layers is not None:
-        windows = _llama_windows(config, layers, family)
-        if windows is not None:
-            extra["layer_windows"] = windows
-    if family is not None and family.moe:
-        # transformers 5 writes num_local_experts (num_experts is its alias)
-        experts_key = "num_local_experts" if _present(config, "num_local_experts") else "num_experts"
-        extra.update(experts=_positive(config, experts_key),
-                     experts_per_token=_positive(config, "num_experts_per_tok"),
-                     expert_intermediate=_positive(config, "moe_intermediate_size"))
-    return _core._ModelConfig(architecture=arch, vocab_size=vocab_size, context_length=context_length,
-                              hidden=hidden, layers=layers, heads=heads, kv_heads=kv_heads, head_dim=head_dim,
-                              intermediate=intermediate, **extra)
-
-
-def _gemma_windows(config: dict, layers: int, family: Optional[Family]) -> list[int]:
-    """Per layer, Gemma's sliding window (0 for a full-attention layer), from the config's
-    ``layer_types`` or, in configs written before it, transformers' default pattern (a
-    full-attention layer every ``sliding_window_pattern``-th: 2 for Gemma 2, 6 for Gemma 3)."""
-    window = config.get("sliding_window")
-    if window is None:
-        return [0] * layers
-    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-        raise ValueError(f"model config: sliding_window = {window!r:.40} must be a positive integer")
-    types = config.get("layer_types")
-    if types is None:
-        default = family.gguf_swa_pattern if family is not None and family.gguf_swa_pattern else 2
-        pattern = config.get("sliding_window_pattern", default)
-        if isinstance(pattern, bool) or not isinstance(pattern, int) or pattern < 1:
-            raise ValueError(f"model config: sliding_window_pattern = {pattern!r:.40} must be a positive integer")
-        types = ["sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(layers)]
-    if not isinstance(types, list) or len(types) != layers or not set(types) <= {"sliding_attention",
-                                                                                "full_attention"}:
-        raise ValueError(f"model config: layer_types must name 'sliding_attention' or 'full_attention' for each of "
-                         f"the {layers} layers, got {types!r:.80}")
-    return [window if t == "sliding_attention" else 0 for t in types]
-
-
-def _llama_windows(config: dict, layers: int, family: Family) -> Optional[list[int]]:
-    """Per layer, the sliding window of a Llama-like family (0: full attention), as its
-    transformers class applies ``sliding_window`` (Family.sliding_layers); None: no window.
-
-    - "all" (Phi3Config, MistralConfig): every layer, whenever ``sliding_window`` is set.
-    - "max_window_layers" (Qwen2Config, Qwen3Config): the window counts only with
-      ``use_sliding_window`` true; then the layers ``layer_types`` names "sliding_attention",
-      or, in configs without it, the layers from ``max_window_layers`` (default 28) on.
-    - "layer_types" (SmolLM3Config): the layers ``layer_types`` names "sliding_attention" (the
-      mask SmolLM3Model gives them, whatever ``use_sliding_window`` says), or, in configs without
-      it, the rotary-free layers when ``use_sliding_window`` is true and ``sliding_window`` set."""
-    rule = family.sliding_layers
-    window = config.get("sliding_window")
-    types = config.get("layer_types")
-    if rule == "max_window_layers" and config.get("use_sliding_window") is not True:
-        window = None
-    if rule == "layer_types":
-        if types is None:
-            if config.get("use_sliding_window") is not True or window is None:
-                return None
-            rope = _rope_layers(family, config, layers) or [1] * layers
-            types = ["full_attention" if r else "sliding_attention" for r in rope]
-        elif isinstance(types, list) and "sliding_attention" not in types:
-            return None
-        elif window is None:  # transformers: "Could not find a `sliding_window` argument in the config"
-            raise ValueError("model config: layer_types names sliding_attention layers but sliding_window is not set")
-    if window is None:
-        return None
-    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-        raise ValueError(f"model config: sliding_window = {window!r:.40} must be a positive integer")
-    if rule == "all":
-        return [window] * layers
-    if types is None:
-        first = _int_or(config, "max_window_layers", 28)
-        if first < 0:
-            raise ValueError(f"model config: max_window_layers = {first} must not be negative")
-        types = ["sliding_attention" if i >= first else "full_attention" for i in range(layers)]
-    if not isinstance(types, list) or len(types) != layers or not set(types) <= {"sliding_attention",
-                                                                                "full_attention"}:
-        raise ValueError(f"model config: layer_types must name 'sliding_attention' or 'full_attention' for each of "
-                         f"the {layers} layers, got {types!r:.80}")
-    return [window if t == "sliding_attention" else 0 for t in types]
-
-
-def _model_config(arch: str, config: dict, family: Optional[Family] = None) -> "_core._ModelConfig":
-    """The sizes of a Hugging Face config dict, validated (ValueError naming the key)
-    before anything they size is computed (the rotary frequencies, from head_dim)."""
-    sizes = _gpt2_config(config) if arch == "gpt2" else _llama_config(config, arch, family)
-    sizes.validate()
-    return sizes
-
-
-def _gpt2_options(config: dict) -> "_core._GPT2Options":
-    # activation_function is one of _GPT2_ACTIVATIONS (_check_config): "gelu" is erf's
-    return _core._GPT2Options(exact_gelu=config.get("activation_function") == "gelu", **_given(
-        layer_norm_epsilon=_epsilon(config, "layer_norm_epsilon"),
-        scale_attn_weights=_bool(config, "scale_attn_weights"),
-        scale_attn_by_inverse_layer_idx=_bool(config, "scale_attn_by_inverse_layer_idx")))
-
-
-def _number(config: dict, key: str) -> Optional[float]:
-    """config[key] as a finite float32 value; None when absent."""
-    if not _present(config, key):
-        return None
-    value = config[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"model config: {key} = {value!r:.60} must be a finite number")
-    with np.errstate(over="ignore"):
-        single = float(np.float32(value))
-    if not math.isfinite(single):
-        raise ValueError(f"model config: {key} = {value!r:.60} does not fit in float32")
-    return single
-
-
-def _rope_layers(family: Family, config: dict, layers: int) -> Optional[list[int]]:
-    """Per layer, 1 where it applies the rotary embedding (SmolLM3's no_rope_layers, or
-    transformers' rule from no_rope_layer_interval); None: every layer."""
-    if not family.no_rope_layers:
-        return None
-    flags = config.get("no_rope_layers")
-    if flags is None:
-        interval = _positive(config, "no_rope_layer_interval") if _present(config, "no_rope_layer_interval") else 4
-        return [int((i + 1) % interval != 0) for i in range(layers)]
-    if not isinstance(flags, list) or len(flags) != layers or not all(f in (0, 1) and not isinstance(f, float)
-                                                                      for f in flags):
-        raise ValueError(f"model config: no_rope_layers must list 0 or 1 for each of the {layers} layers, got "
-                         f"{flags!r:.80}")
-    return [int(f) for f in flags]
-
-
-def _check_window(config: dict, context: int) -> None:
-    """Sliding-window attention that would bind within the context is refused (these
-    families run full attention); a window at least as long as the context changes nothing."""
-    window = config.get("sliding_window")
-    layer_types = config.get("layer_types")
-    sliding = window is not None and config.get("use_sliding_window", True) is not False
-    if isinstance(layer_types, list) and "sliding_attention" not in layer_types and "use_sliding_window" in config:
-        sliding = False
-    if sliding and (isinstance(window, bool) or not isinstance(window, int) or window < context):
-        raise ValueError(f"model config: sliding_window = {window!r:.40} is shorter than the context "
-                         f"({context} positions): sliding-window attention is not supported for this family")
-
-
-def _llama_options(family: Family, config: dict, sizes: "_core._ModelConfig",
-                   rope_freqs: Optional[np.ndarray]) -> "_core._LlamaOptions":
-    """The core options of a Llama-like family, from the config keys its transformers class
-    reads. rope_freqs: a GGUF file's rope_freqs tensor, dividing the computed frequencies."""
-    if family.sliding_layers is None:
-        _check_window(config, sizes.context_length)
-    rope = rotary(config, sizes.head_dim, partial=family.name == "phi3")
-    freq = rope.inv_freq
-    if rope_freqs is not None:
-        if rope_freqs.shape != freq.shape:
-            raise ValueError(f"rope_freqs has {rope_freqs.size} values for {freq.size} rotary frequencies")
-        freq = np.ascontiguousarray(freq / rope_freqs.astype(np.float32), dtype=np.float32)
-    options: dict[str, Any] = dict(rms_norm_eps=_epsilon(config, "rms_norm_eps"), rope_layers=_rope_layers(
-        family, config, sizes.layers))
-    if rope.dim != sizes.head_dim:
-        options["rotary_dim"] = rope.dim
-    if rope.inv_freq_long is not None:
-        options.update(inv_freq_long=rope.inv_freq_long, original_context=rope.original_context,
-                       rope_attention_factor=rope.attention_factor)
-    if family.multipliers:  # transformers' GraniteConfig defaults: 1.0 each
-        divisor = _number(config, "logits_scaling")
-        if divisor == 0:
-            raise ValueError("model config: logits_scaling must not be 0")
-        options.update(embedding_multiplier=_number(config, "embedding_multiplier"),
-                       residual_multiplier=_number(config, "residual_multiplier"),
-                       attention_scale=_number(config, "attention_multiplier") or 1.0,
-                       logit_scale=None if divisor is None else 1.0 / divisor)
-    if family.moe:
-        options["norm_topk_prob"] = _bool(config, "norm_topk_prob")
-    return _core._LlamaOptions(inv_freq=freq, **_given(**options))
-
-
-def _gemma_rope(config: dict, head_dim: int) -> tuple[np.ndarray, Optional[np.ndarray]]:
-    """Gemma's rotary frequencies: of the full-attention layers and of the sliding-window ones
-    (None: the same). transformers 5 writes them per layer type in ``rope_parameters``; older
-    Gemma 3 configs give the local base as ``rope_local_base_freq``."""
-    params = config.get("rope_parameters")
-    if isinstance(params, dict) and ("full_attention" in params or "sliding_attention" in params):
-        full = rotary({"rope_parameters": params.get("full_attention") or {}}, head_dim)
-        local = params.get("sliding_attention")
-        return full.inv_freq, None if local is None else rotary({"rope_parameters": local}, head_dim).inv_freq
-    full = rotary(config, head_dim)
-    local_base = _number(config, "rope_local_base_freq")
-    if local_base is None:
-        return full.inv_freq, None
-    return full.inv_freq, rotary({"rope_parameters": {"rope_type": "default", "rope_theta": local_base}},
-                                 head_dim).inv_freq
-
-
-def _gemma_options(config: dict, sizes: "_core._ModelConfig", norms_plus_one: bool) -> "_core._GemmaOptions":
-    """Gemma's core options from the config keys Gemma2/Gemma3's transformers classes read.
-    norms_plus_one: the file stores the norm weights as 1 + w (llama.cpp's converter)."""
-    inv_freq, local = _gemma_rope(config, sizes.head_dim)
-    scalar = _number(config, "query_pre_attn_scalar")
-    if scalar is not None and scalar <= 0:
-        raise ValueError(f"model config: query_pre_attn_scalar = {scalar!r} must be positive")
-    caps = {}
-    for key, option in (("attn_logit_softcapping", "attn_softcap"), ("final_logit_softcapping", "final_softcap")):
-        cap = _number(config, key)
-        if cap is not None and cap <= 0:
-            raise ValueError(f"model config: {key} = {cap!r} must be positive (or null)")
-        caps[option] = cap
-    # transformers scales the embeddings by the float32 value of sqrt(hidden) (as llama.cpp)
-    return _core._GemmaOptions(inv_freq=inv_freq, inv_freq_local=local, norm_offset=0.0 if norms_plus_one else 1.0,
-                               embed_scale=float(np.float32(math.sqrt(sizes.hidden))), **_given(
-        rms_norm_eps=_epsilon(config, "rms_norm_eps"),
-        attention_scale=None if scalar is None else float(np.float32(scalar ** -0.5)), **caps))
-
-
-def _build_core(family: Family, config: dict, arrays: dict, rope_freqs: Optional[np.ndarray] = None, *,
-                activations: str = "int8x2", norms_plus_one: bool = False) -> "_core._Model":
-    """The C++ model of ``family`` over ``arrays`` (Hugging Face names; float32 arrays or
-    kvgen.loaders.quantize.QuantizedTensor), from a Hugging Face config dict (a directory's
-    config.json or kvgen.loaders.gguf.model's translation). norms_plus_one: a GGUF file's
-    Gemma norm weights, stored as 1 + w."""
-    arch = family.core
-    _check_config(arch, config)
-    sizes = _model_config(arch, config, family)
-    if arch == "gpt2":
-        return _core._Model.gpt2(sizes, _gpt2_options(config), arrays, activations=activations)
-    if arch == "gemma":
-        return _core._Model.gemma(sizes, _gemma_options(config, sizes, norms_plus_one), arrays,
-                                  activations=activations)
-    arrays = split_fused(family, arrays, {"q": sizes.heads * sizes.head_dim, "kv": sizes.kv_heads * sizes.head_dim,
-                                          "i": sizes.intermediate})
-    return _core._Model.llama(sizes, _llama_options(family, config, sizes, rope_freqs), arrays,
-                              activations=activations)
-
-
-def _long_rope_context(family: str, config: dict, core: "_core._Model") -> int:
-    """The original context of a Llama-like model with LongRoPE's short and long factors
-    (rope_parameters' original_max_position_embeddings), 0 for any other model. transformers
-    computes a forward call with the long factors when its positions reach past it, and its
-    Phi-3 ``generate`` recomputes the whole sequence when generation crosses it."""
-    if core.architecture != "llama" or not isinstance(config, dict):
-        return 0
-    head_dim = config.get("head_dim") or core.hidden_size // core.num_heads
-    rope = rotary(config, head_dim, partial=family == "phi3")
-    return rope.original_context if rope.inv_freq_long is not None else 0
-
-
 ACTIVATIONS = ("int8x2", "int8", "float")
-
-
-def _conv1d_to_linear(arrays: dict) -> dict:
-    """GPT-2's Conv1D matrices, stored (in, out), transposed to the (out, in) layout the core
-    reads every matrix in (one copy at load; each thread then reads contiguous rows); its
-    position embeddings as float32 (the core reads them so, from a 16-bit checkpoint too)."""
-    from kvgen.loaders.quantize import GPT2_CONV1D, QuantizedTensor, to_float32
-
-    def linear(name: str, w: Any) -> Any:
-        if name.endswith("wpe.weight"):
-            return to_float32(w)
-        if len(w.shape) != 2 or not name.endswith(GPT2_CONV1D):
-            return w
-        if isinstance(w, QuantizedTensor):  # 16-bit: transpose the halves
-            halves = np.ascontiguousarray(w.data.view(np.uint16).reshape(w.shape).T)
-            return QuantizedTensor(w.type, halves.reshape(-1).view(np.uint8), tuple(reversed(w.shape)))
-        return np.ascontiguousarray(w.T)
-
-    return {name: linear(name, w) for name, w in arrays.items()}
 
 
 KV_CACHE_DTYPES = ("auto", "float32", "float16", "int8")
@@ -486,8 +103,8 @@ class Model:
     """A built-in model with its tokenizer, loaded with ``Model.load(path)``.
 
     ``path`` is a Hugging Face directory (config.json + safetensors in float32, float16 or
-    bfloat16) or a GGUF file, of one of the families in ``kvgen.loaders.families`` (gpt2,
-    llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, granite, smollm3, phi3).
+    bfloat16) or a GGUF file, of one of the families in ``kvgen.families`` (gpt2,
+    llama, mistral, qwen2, qwen3, qwen3moe, gemma2, gemma3, granite, smollm3, phi3).
     ``forward(input_ids)`` gives raw logits; ``kvgen.Generator(model, config)`` generates
     with it (KV-cached, prefill in 32-token chunks); ``apply_chat_template(messages)``
     formats a conversation.
@@ -499,7 +116,7 @@ class Model:
                  eos_token: Optional[str] = None, description: str = "", family: Optional[str] = None,
                  tensor_types: Optional[dict[str, int]] = None):
         self._core = core
-        self.family = family or core.architecture  # the model family (kvgen.loaders.families)
+        self.family = family or core.architecture  # the model family (kvgen.families)
         self.tensor_types = dict(tensor_types or {})  # the file's tensors by type: {"Q4_K": 120, "F32": 49}
         self.config = config
         self.path = path
@@ -509,13 +126,12 @@ class Model:
         self.chat_template = chat_template
         self.bos_token, self.eos_token = bos_token, eos_token
         self.description = description
+        # what the engine may do with it, as the family's module reads the file
+        # (kvgen.families.capabilities): the engine never reads the config
+        self.capabilities: Capabilities = capabilities_for(self.family, config, core)
         # LongRoPE's switch (0: none): a sequence longer than this many positions is computed
         # with the long factors from its first position on (kvgen.generation.engine)
-        self._long_rope_context = _long_rope_context(self.family, config, core)
-        # what the engine may do with it (kvgen.families.capabilities): it never reads the config
-        self.capabilities: Capabilities = capabilities_of(
-            sliding_window=bool(isinstance(config, dict) and config.get("sliding_window")),
-            long_rope_context=self._long_rope_context)
+        self._long_rope_context = self.capabilities.recompute_past
         self._token_strings: Optional[list[str]] = None
         if chat_template is not None:
             self._probe_chat_template()
@@ -560,19 +176,8 @@ class Model:
         config = read_config(directory)
         family = family_of_config(config, directory)
         try:
-            arrays = read_weights(directory)
-            if family.core == "gpt2":
-                arrays = _conv1d_to_linear(arrays)
-            if dtype is not None:
-                from kvgen.loaders.quantize import quantize_checkpoint
-
-                sizes = _model_config(family.core, config, family) if family.core == "llama" else None
-                if sizes is not None:  # fused matrices split before they are quantized
-                    arrays = split_fused(family, arrays, {"q": sizes.heads * sizes.head_dim,
-                                                          "kv": sizes.kv_heads * sizes.head_dim,
-                                                          "i": sizes.intermediate})
-                arrays = quantize_checkpoint(family.core, arrays, dtype)
-            core = _build_core(family, config, arrays, activations=activations)
+            arrays = family.checkpoint_arrays(config, read_weights(directory), dtype)
+            core = family.build_core(config, arrays, activations=activations)
         except (ValueError, TypeError) as e:
             if str(directory) in str(e):
                 raise
@@ -585,11 +190,9 @@ class Model:
 
     @classmethod
     def _load_gguf(cls, path: Path, activations: str) -> "Model":
-        from kvgen.loaders.gguf.model import read_gguf
-
-        g = read_gguf(path)
-        core = _build_core(g.family, g.config, g.arrays, rope_freqs=g.rope_freqs, activations=activations,
-                           norms_plus_one=g.norms_plus_one)
+        g = read_gguf(path)  # the file's keys and tensors, translated by its family's module
+        core = g.family.build_core(g.config, g.arrays, rope_freqs=g.rope_freqs, activations=activations,
+                                   norms_plus_one=g.norms_plus_one)
         g.arrays = {}  # the quantized blocks were repacked: let the file's map go
         t = g.tokenizer
         types = ", ".join(f"{n} x{k}" for n, k in g.metadata.get("tensor_types", {}).items())

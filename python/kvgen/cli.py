@@ -429,7 +429,7 @@ def _batch(args) -> int:
 
 
 def _info(args) -> int:
-    from kvgen.loaders.families import FAMILIES
+    from kvgen.families import family_named
     from kvgen.loaders.quantize import tensor_handling
 
     if args.file and args.model:
@@ -438,9 +438,17 @@ def _info(args) -> int:
     print(repr(model))
     if model.description:
         print(model.description)
-    family = next(f for f in FAMILIES if f.name == model.family)
+    family = family_named(model.family)
     print(f"family: {family.name} (as transformers' {family.transformers_class}: {family.differs}); computed by "
           f"kvgen's {family.core} model")
+    caps = model.capabilities  # what the engine may do with it (kvgen.families.capabilities)
+    facts = [f"prefix reuse inside a prefill chunk: {'yes' if caps.partial_prefix_reuse else 'no'}",
+             f"speculative decoding: {f'no ({caps.speculation_refused})' if caps.speculation_refused else 'yes'}"]
+    if caps.recompute_past:
+        facts.append(f"rows computed again past {caps.recompute_past} positions")
+    if caps.recurrent_state:
+        facts.append("a recurrent state per slot")
+    print(f"capabilities: {'; '.join(facts)}")
     for qtype, count in model.tensor_types.items():
         print(f"  {qtype} x{count}: {tensor_handling(qtype)}")
     print(f"weights: {model.weight_bytes / 1e6:.1f} MB (quantized matrices at their packed size); activations: "

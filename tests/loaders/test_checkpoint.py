@@ -135,16 +135,16 @@ def test_config_values_of_the_wrong_type_name_the_key(sandbox, llama_dir, tmp_pa
 
 
 def test_the_config_reader_refuses_wrong_types(llama_dir):
-    from kvgen._model import _gpt2_options, _model_config
+    from kvgen.families import gpt2, llama
 
     config = json.loads((llama_dir / "config.json").read_text())
     with pytest.raises(TypeError, match="n_positions must be an integer, got 1.5"):
-        _model_config("gpt2", {"vocab_size": 5, "n_positions": 1.5, "n_embd": 4, "n_layer": 1, "n_head": 1})
+        gpt2.FAMILY.sizes({"vocab_size": 5, "n_positions": 1.5, "n_embd": 4, "n_layer": 1, "n_head": 1})
     with pytest.raises(TypeError, match="scale_attn_weights must be true or false"):
-        _gpt2_options({"scale_attn_weights": "yes"})
+        gpt2.options({"scale_attn_weights": "yes"})
     with pytest.raises(ValueError, match=r"layer_norm_epsilon = 1e\+300 must be a finite, non-negative float32"):
-        _gpt2_options({"layer_norm_epsilon": 1e300})  # finite as a float64, not as the float32 kvgen computes in
-    assert _model_config("llama", config).head_dim == 4  # hidden_size / num_attention_heads
+        gpt2.options({"layer_norm_epsilon": 1e300})  # finite as a float64, not as the float32 kvgen computes in
+    assert llama.FAMILY.sizes(config).head_dim == 4  # hidden_size / num_attention_heads
 
 
 def test_the_binding_takes_typed_structs_not_config_dicts():

@@ -136,7 +136,7 @@ def test_reader_agrees_with_gguf_py_on_valid_files(good):
 
 
 def test_f32_tensors_are_views_over_the_file(good):
-    from kvgen.loaders.gguf.model import read_gguf
+    from kvgen.families import read_gguf
 
     model = read_gguf(good)
     embed = model.arrays["model.embed_tokens.weight"]

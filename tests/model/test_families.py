@@ -126,6 +126,8 @@ def test_kvgen_info_shows_the_family_and_each_tensor_type(files, capsys):
     out = capsys.readouterr().out
     assert "Model(phi3," in out and "Phi3ForCausalLM" in out and "computed by kvgen's llama model" in out
     assert "BF16 x" in out and "kept 16-bit" in out and "F32 x" in out
+    # the capabilities the family module derived from the file: LongRoPE's switch at 16
+    assert "capabilities: prefix reuse inside a prefill chunk: no" in out and "computed again past 16 positions" in out
     assert main(["info", str(paths["bf16"])]) == 0
     assert "BF16 x" in capsys.readouterr().out
 

@@ -15,8 +15,7 @@ from hf_models import assert_cached_decode_matches_hf, assert_generate_equals_hf
 from llama_models import K_QUANT_BLOCKS, random_k_quant
 
 import kvgen
-from kvgen._model import _build_core
-from kvgen.loaders.families import family_of_config
+from kvgen.families import family_of_config
 from kvgen.loaders.quantize import QuantizedTensor, quantize
 
 PAD = 0
@@ -218,7 +217,7 @@ def test_stacked_experts_stay_quantized_and_equal_transformers_on_their_values(w
     arrays, reference = _stacked_experts(wide_moe, qtype)
     E = config.num_experts
     family = family_of_config(config.to_dict(), "test")
-    core = _build_core(family, config.to_dict(), arrays, activations="float")
+    core = family.build_core(config.to_dict(), arrays, activations="float")
     ids = np.random.default_rng(6).integers(0, 150, (2, 20))
     np.testing.assert_allclose(core.forward(ids), hf_logits(reference, ids), atol=1e-4, rtol=1e-4)
     # the experts held at (at most) 16 bits a weight, never expanded to float32
@@ -245,7 +244,7 @@ def test_one_token_steps_of_quantized_experts_follow_transformers(wide_moe, qtyp
     try:
         for activations, threads in (("float", 1), ("int8x2", 1), ("int8x2", 2), ("int8", 2)):
             kvgen.set_num_threads(threads)
-            model = kvgen.Model(_build_core(family, config, dict(arrays), activations=activations), config, None)
+            model = kvgen.Model(family.build_core(config, dict(arrays), activations=activations), config, None)
             settings = kvgen.GenerationConfig(max_new_tokens=steps, min_new_tokens=steps, pad_token_id=PAD)
             engine, request = one_request(model, [[5, 9, 13, 4, 3, 6]], RequestSetup(settings))
             while request.next_tokens is None:  # prefill and the first step

@@ -1,0 +1,62 @@
+"""The check every family module passes (tests/families/test_<family>.py): a small random model of
+the family's transformers class, saved as a Hugging Face directory in float32 and in bfloat16
+and converted to GGUF by llama.cpp's own converter; kvgen loads each and computes transformers'
+logits and greedy tokens. One function, so a new family's test is a model and a call."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import torch
+import transformers
+from family_models import reference, save_family_model
+from hf_models import assert_generate_equals_hf
+from llama_cpp_convert import convert, converter, save_smollm2_tokenizer
+
+import kvgen
+from kvgen.families import family_named
+
+PAD = 0
+
+
+def logits(model: transformers.PreTrainedModel, ids: np.ndarray) -> np.ndarray:
+    with torch.inference_mode():
+        return model(torch.as_tensor(ids)).logits.numpy()
+
+
+def check_family(name: str, hf: transformers.PreTrainedModel, tmp_path: Path, smollm2_file: Path, *,
+                 gguf_family: Optional[str] = None,
+                 gguf_reference: Optional[transformers.PreTrainedModel] = None) -> dict[str, kvgen.Model]:
+    """Checks family ``name`` against ``hf`` (random weights, SmolLM2's vocabulary size, so that
+    llama.cpp's converter can write SmolLM2's tokenizer beside them):
+
+    - the family module names ``hf``'s class as its reference;
+    - the float32 directory, and llama.cpp's f32 GGUF file of it, give transformers' logits
+      (exact mode) at 1, 11 and 40 positions, and its greedy tokens;
+    - the bfloat16 directory gives transformers' logits on the same 16-bit weights.
+
+    ``gguf_family``, ``gguf_reference``: the family a GGUF file is read as and the model it
+    equals, where llama.cpp's converter writes the family as another (Mistral as Llama, without
+    its window). Returns the loaded models by variant ("f32", "bf16", "gguf")."""
+    assert family_named(name).transformers_class == type(hf).__name__
+    tokenizer = tmp_path / "tokenizer"
+    save_smollm2_tokenizer(tokenizer, smollm2_file)
+    paths = {"f32": save_family_model(hf, tmp_path / "f32", tokenizer),
+             "bf16": save_family_model(hf, tmp_path / "bf16", tokenizer, torch.bfloat16),
+             "gguf": tmp_path / "f32.gguf"}
+    convert(converter(), [(paths["f32"], paths["gguf"], "f32")])
+    references = {"f32": hf, "bf16": reference(type(hf), paths["bf16"]), "gguf": gguf_reference or hf}
+    models = {variant: kvgen.Model.load(path, exact=True) for variant, path in paths.items()}
+    assert {v: m.family for v, m in models.items()} == {"f32": name, "bf16": name, "gguf": gguf_family or name}
+    rng = np.random.default_rng(1)
+    for length in (1, 11, 40):
+        ids = rng.integers(0, hf.config.vocab_size, (2, length))
+        for variant, model in models.items():
+            np.testing.assert_allclose(model.forward(ids), logits(references[variant], ids), atol=2e-4, rtol=1e-4,
+                                       err_msg=f"{variant}, {length} positions")
+    prompts = [[5, 9, 13, 4, 3], [7, 8]]
+    assert_generate_equals_hf(models["f32"], hf, prompts, PAD, max_new_tokens=12, do_sample=False)
+    assert_generate_equals_hf(models["gguf"], references["gguf"], prompts, PAD, max_new_tokens=12, do_sample=False)
+    return models
