@@ -66,7 +66,8 @@ class DecoderModel : public Model {
   };
 
   // Called once per forward, after the request checks and before embed: grows the
-  // architecture's scratch (grow_rows) and position tables to what this batch needs.
+  // family's own scratch (grow_rows) and position tables to what this batch needs (the
+  // builders' scratch is grown just before, by reserve_builders).
   // Nothing is allocated later in the forward, and nothing at all once the largest
   // batch (the prefill, as a rule) has been seen; position tables are sized by the
   // positions generations use, not by the declared context.
