@@ -33,8 +33,9 @@ struct GemmaOptions {
   std::vector<float> inv_freq_local;
 };
 
-// The Gemma model of `tensors` (checked for presence and shape against config; ValueError
-// naming what is wrong). The model reads float32 tensors in place: they must outlive it.
+// A Gemma 2 / 3 model over `tensors`, every one checked for presence and shape against
+// config (ValueError naming what is wrong); q/k norms and projection biases are used
+// where present. The model reads float32 tensors in place: they must outlive it.
 std::unique_ptr<Model> make_gemma(ModelConfig config, GemmaOptions options, const TensorMap& tensors);
 
 }  // namespace kvgen

@@ -23,8 +23,8 @@ struct GPT2Options {
   bool exact_gelu = false;                      // "gelu" (erf) instead of "gelu_new" (tanh)
 };
 
-// The GPT2 model of `tensors` (checked for presence and shape against config; ValueError
-// naming what is wrong). The model reads float32 tensors in place: they must outlive it.
+// A GPT-2 over `tensors`, every one checked for presence and shape against config (names
+// with or without "transformer."; ValueError naming what is wrong). The model reads float32 tensors in place: they must outlive it.
 std::unique_ptr<Model> make_gpt2(ModelConfig config, GPT2Options options, const TensorMap& tensors);
 
 }  // namespace kvgen

@@ -53,8 +53,9 @@ struct LlamaOptions {
   bool norm_topk_prob = false;
 };
 
-// The Llama model of `tensors` (checked for presence and shape against config; ValueError
-// naming what is wrong). The model reads float32 tensors in place: they must outlive it.
+// A Llama-family model over `tensors`, every one checked for presence and shape against
+// config (ValueError naming what is wrong); optional biases (q/k/v/o_proj.bias,
+// gate/up/down_proj.bias), q/k norms and routers are used where present. The model reads float32 tensors in place: they must outlive it.
 std::unique_ptr<Model> make_llama(ModelConfig config, LlamaOptions options, const TensorMap& tensors);
 
 }  // namespace kvgen
