@@ -416,6 +416,16 @@ field. Differences from Hugging Face, on purpose:
 #include "kvgen/generation_config_fields.def"
 
   cls.def("validate", &Cfg::validate, "Raises ValueError naming a field out of its allowed range.");
+
+  // The fields that act only when sampling, from the schema's KVGEN_SAMPLING_FIELD lines:
+  // name -> (the value that leaves it out of a sampling chain, "transformers" for one of
+  // transformers' warpers or "kvgen" for one of kvgen's own), in schema order.
+  py::dict sampling_fields;
+#define KVGEN_CONFIG_FIELD(kind, name, default_value, doc)
+#define KVGEN_SAMPLING_FIELD(kind, name, default_value, off, sampler, doc) \
+  sampling_fields[#name] = py::make_tuple(Field<config_field::kind>::get(config_field::kind::type(off)), #sampler);
+#include "kvgen/generation_config_fields.def"
+  m.attr("_SAMPLING_FIELDS") = sampling_fields;
   cls.def_static(
       "fields",
       []() {

@@ -10,10 +10,10 @@
 #include "arrays.h"
 #include "kvgen/errors.h"
 #include "kvgen/limits.h"
-#include "kvgen/model/gemma.h"
-#include "kvgen/model/gpt2.h"
-#include "kvgen/model/llama.h"
-#include "kvgen/model/thread_pool.h"
+#include "kvgen/models/gemma.h"
+#include "kvgen/models/gpt2.h"
+#include "kvgen/models/llama.h"
+#include "kvgen/runtime/thread_pool.h"
 #include "py_model.h"
 
 namespace py = pybind11;
@@ -76,11 +76,12 @@ std::string activations_name(Activations a) {
   return a == Activations::Int8TwoLevel ? "int8x2" : a == Activations::Int8 ? "int8" : "float";
 }
 
-// Architecture `Arch` over `arrays`. The model repacks quantized tensors while it is built
-// (the GIL released meanwhile), so their blocks (often a memory-mapped file) can go; the
-// float32 arrays it reads in place are kept.
-template <class Arch, class Options>
-std::unique_ptr<PyModel> make_model(const std::string& architecture, const ModelConfig& config,
+// The model `make` builds over `arrays` (models/<family>.h's make_<family>). The model repacks
+// quantized tensors while it is built (the GIL released meanwhile), so their blocks (often a
+// memory-mapped file) can go; the float32 arrays it reads in place are kept.
+template <class Options>
+std::unique_ptr<PyModel> make_model(std::unique_ptr<Model> (*make)(ModelConfig, Options, const TensorMap&),
+                                    const std::string& architecture, const ModelConfig& config,
                                     const Options& options, const py::dict& arrays, const std::string& activations) {
   const Activations mode = parse_activations(activations);  // before any work
   expect_architecture(config, architecture);
@@ -88,7 +89,7 @@ std::unique_ptr<PyModel> make_model(const std::string& architecture, const Model
   auto pm = std::make_unique<PyModel>();
   {
     py::gil_scoped_release release;
-    pm->model = std::make_unique<Arch>(config, options, tensors);
+    pm->model = make(config, options, tensors);
   }
   pm->model->set_activations(mode);
   for (auto item : arrays)
@@ -98,17 +99,17 @@ std::unique_ptr<PyModel> make_model(const std::string& architecture, const Model
 
 std::unique_ptr<PyModel> make_gpt2(const ModelConfig& config, const GPT2Options& options, const py::dict& arrays,
                                    const std::string& activations) {
-  return make_model<GPT2>("gpt2", config, options, arrays, activations);
+  return make_model(&kvgen::make_gpt2, "gpt2", config, options, arrays, activations);
 }
 
 std::unique_ptr<PyModel> make_gemma(const ModelConfig& config, const GemmaOptions& options, const py::dict& arrays,
                                     const std::string& activations) {
-  return make_model<Gemma>("gemma", config, options, arrays, activations);
+  return make_model(&kvgen::make_gemma, "gemma", config, options, arrays, activations);
 }
 
 std::unique_ptr<PyModel> make_llama(const ModelConfig& config, const LlamaOptions& options, const py::dict& arrays,
                                     const std::string& activations) {
-  return make_model<Llama>("llama", config, options, arrays, activations);
+  return make_model(&kvgen::make_llama, "llama", config, options, arrays, activations);
 }
 
 // Model.forward: a fresh array per call, written by the forward pass in place, so a
@@ -140,7 +141,7 @@ py::array_t<float> forward(PyModel& pm, py::handle input_ids) {
 }  // namespace
 
 void register_model_config(py::module_& m) {
-  py::class_<ModelConfig>(m, "_ModelConfig", "The sizes of a built-in model (kvgen/model/model_config.h).")
+  py::class_<ModelConfig>(m, "_ModelConfig", "The sizes of a built-in model (kvgen/runtime/model_config.h).")
       .def(py::init([](std::string architecture, int64_t vocab_size, int64_t context_length, int64_t hidden,
                        int64_t layers, int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t intermediate,
                        std::vector<int64_t> layer_windows, int64_t experts, int64_t experts_per_token,
@@ -178,7 +179,7 @@ void register_model_config(py::module_& m) {
 
   // Each option's default is the C++ struct's: the facade passes only what the config sets.
   const GPT2Options gpt2;
-  py::class_<GPT2Options>(m, "_GPT2Options", "GPT-2's numerics options (kvgen/model/gpt2.h).")
+  py::class_<GPT2Options>(m, "_GPT2Options", "GPT-2's numerics options (kvgen/models/gpt2.h).")
       .def(py::init([](float layer_norm_epsilon, bool scale_attn_weights, bool scale_attn_by_inverse_layer_idx,
                        bool exact_gelu) {
              return GPT2Options{.layer_norm_epsilon = layer_norm_epsilon,
@@ -197,7 +198,7 @@ void register_model_config(py::module_& m) {
 
   const LlamaOptions llama;
   py::class_<LlamaOptions>(m, "_LlamaOptions",
-                           "Numerics options of the Llama-like families (kvgen/model/llama.h).")
+                           "Numerics options of the Llama-like families (kvgen/models/llama.h).")
       .def(py::init([](py::array_t<float, py::array::c_style> inv_freq, float rms_norm_eps, int64_t rotary_dim,
                        std::optional<py::array_t<float, py::array::c_style>> inv_freq_long,
                        int64_t original_context, float rope_attention_factor, std::vector<uint8_t> rope_layers,
@@ -253,7 +254,7 @@ void register_model_config(py::module_& m) {
 
 void register_gemma_options(py::module_& m) {
   const GemmaOptions gemma;
-  py::class_<GemmaOptions>(m, "_GemmaOptions", "Numerics options of Gemma 2 and 3 (kvgen/model/gemma.h).")
+  py::class_<GemmaOptions>(m, "_GemmaOptions", "Numerics options of Gemma 2 and 3 (kvgen/models/gemma.h).")
       .def(py::init([](py::array_t<float, py::array::c_style> inv_freq,
                        std::optional<py::array_t<float, py::array::c_style>> inv_freq_local, float rms_norm_eps,
                        float norm_offset, float embed_scale, float attention_scale, float attn_softcap,

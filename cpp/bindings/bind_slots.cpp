@@ -1,4 +1,4 @@
-// Binding of kvgen._core._ModelSlots: a SlotCache (kvgen/model/slot_cache.h) with the
+// Binding of kvgen._core._ModelSlots: a SlotCache (kvgen/runtime/slot_cache.h) with the
 // Python model it belongs to, for the engine (python/kvgen/generation/engine.py).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "kvgen/errors.h"
-#include "kvgen/model/attention.h"
-#include "kvgen/model/slot_cache.h"
+#include "kvgen/runtime/attention.h"
+#include "kvgen/runtime/slot_cache.h"
 #include "py_model.h"
 
 namespace py = pybind11;

@@ -7,7 +7,7 @@
 #include <memory>
 #include <mutex>
 
-#include "kvgen/model/model.h"
+#include "kvgen/runtime/model.h"
 
 namespace kvgen::bindings {
 

@@ -17,7 +17,7 @@ import os
 import warnings
 from typing import Any, Iterable, Mapping
 
-from kvgen._core import GenerationConfig
+from kvgen._core import _SAMPLING_FIELDS, GenerationConfig
 
 #: Names other tools use (OpenAI, vLLM, llama.cpp / llama-cpp-python, Ollama, transformers'
 #: older names) for a kvgen field or option, with what kvgen calls it.
@@ -99,14 +99,12 @@ def with_overrides(config: GenerationConfig, overrides: Mapping[str, Any]) -> Ge
     return merged
 
 
-# Fields that only act when sampling (do_sample=True), with the value that leaves each off.
-# transformers' GenerationConfig.validate warns for its seven (temperature ... eta_cutoff,
-# top_k at its default 50); kvgen adds its llama.cpp samplers that the chain skips as well.
-SAMPLING_ONLY_FIELDS: dict[str, Any] = {
-    "temperature": 1.0, "top_p": 1.0, "min_p": None, "typical_p": 1.0, "top_k": 50,
-    "epsilon_cutoff": 0.0, "eta_cutoff": 0.0,
-    "top_n_sigma": -1.0, "mirostat": 0, "xtc_probability": 0.0,
-}
+# Fields that only act when sampling (do_sample=True), from the schema (its KVGEN_SAMPLING_FIELD
+# lines), each with its default: transformers' GenerationConfig.validate warns for its seven
+# (temperature ... eta_cutoff) set to anything but their default (top_k: 50); kvgen adds its
+# llama.cpp samplers that the chain skips as well.
+_DEFAULTS = {name: default for name, _annotation, _nullable, default, _doc in GenerationConfig._schema()}
+SAMPLING_ONLY_FIELDS: dict[str, Any] = {name: _DEFAULTS[name] for name in _SAMPLING_FIELDS}
 
 _GREEDY_WRONG_PARAMETER = (
     "`do_sample` is not set to `True`. However, `{flag_name}` is set to `{flag_value}` -- this flag is "

@@ -428,6 +428,7 @@ def _quant_supported_paths() -> list[str]: ...
 def _quant_choose_path(requested: str | None, supported: Sequence[str]) -> str: ...
 
 
+_SAMPLING_FIELDS: dict[str, tuple[Any, str]]
 _PREFILL_CHUNK: int
 _TOKEN_BY_TOKEN_ATTENTION: int
 

@@ -22,11 +22,15 @@ class LogitsProcessor(_core.LogitsProcessor):
         return _core.LogitsProcessor.__call__(self, input_ids, scores)
 
 
-# transformers' warpers, each at the value that leaves it out of generate()'s chain. Passed
-# explicitly, they also override a model's generation_config.json (top_k=50 is transformers'
-# default whenever do_sample=True).
-_TRANSFORMERS_WARPERS_OFF = {"temperature": 1.0, "top_k": 0, "top_p": 1.0, "min_p": None, "typical_p": 1.0,
-                             "epsilon_cutoff": 0.0, "eta_cutoff": 0.0, "top_h": None}
+# transformers' warpers, each at the value that leaves it out of generate()'s chain: the kvgen
+# fields that are transformers warpers, at the value the schema gives them
+# (generation_config_fields.def), and top_h, a warper of transformers' that kvgen does not have.
+# Passed explicitly, they also override a model's generation_config.json (top_k=50 is
+# transformers' default whenever do_sample=True).
+_TRANSFORMERS_WARPERS_OFF = {
+    **{name: off for name, (off, sampler) in _core._SAMPLING_FIELDS.items() if sampler == "transformers"},
+    "top_h": None,
+}
 
 
 def transformers_generate_kwargs(config: _core.GenerationConfig) -> dict:

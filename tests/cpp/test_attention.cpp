@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "check.h"
-#include "kvgen/model/attention.h"
-#include "kvgen/model/kv_cache.h"
+#include "kvgen/runtime/attention.h"
+#include "kvgen/runtime/kv_cache.h"
 
 namespace {
 

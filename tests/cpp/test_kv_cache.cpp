@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "check.h"
-#include "kvgen/model/half.h"
-#include "kvgen/model/kv_cache.h"
+#include "kvgen/runtime/half.h"
+#include "kvgen/runtime/kv_cache.h"
 
 using kvgen::KVCache;
 using kvgen::KVType;

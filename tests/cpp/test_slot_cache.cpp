@@ -5,7 +5,7 @@
 
 #include "check.h"
 #include "kvgen/errors.h"
-#include "kvgen/model/slot_cache.h"
+#include "kvgen/runtime/slot_cache.h"
 
 using kvgen::RowTokens;
 using kvgen::SlotCache;

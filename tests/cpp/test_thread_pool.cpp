@@ -9,7 +9,7 @@
 
 #include "check.h"
 #include "kvgen/errors.h"
-#include "kvgen/model/thread_pool.h"
+#include "kvgen/runtime/thread_pool.h"
 #include "kvgen/platform.h"
 
 #if defined(__linux__)

@@ -5,6 +5,7 @@ with ``ast`` (every import, function-local ones included), so a lazy import cann
 from __future__ import annotations
 
 import ast
+import re
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
@@ -110,3 +111,96 @@ def test_the_import_reader_sees_lazy_and_submodule_imports(tmp_path):
                       "def f():\n    from kvgen._model import Model\n    from .loaders.gguf import model\n")
     assert kvgen_imports("kvgen._probe", source) == {"kvgen._core", "kvgen", "kvgen._config", "kvgen._model",
                                                      "kvgen.loaders.gguf.model"}
+
+
+# ---- the C++ layers ------------------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: Lowest first, as folders of the repository: a file may include headers of its own layer or of lower
+#: ones, never of higher (runtime <- models <- bindings: the runtime does not know the model families, and
+#: only the bindings know Python). "core" is what every layer may use: errors, limits, the generation
+#: config and generator, sampling, search, kernels, quantized weights. The C++ tests use the core without
+#: the bindings.
+CPP_LAYERS = [
+    ("core", ["cpp/include/kvgen", "cpp/src", "cpp/include/kvgen/kernels", "cpp/include/kvgen/quant",
+              "cpp/src/quant", "cpp/include/kvgen/sampling", "cpp/src/sampling", "cpp/include/kvgen/search",
+              "cpp/src/search"]),
+    ("runtime", ["cpp/include/kvgen/runtime", "cpp/src/runtime"]),
+    ("models", ["cpp/include/kvgen/models", "cpp/src/models"]),
+    ("C++ tests", ["tests/cpp"]),
+    ("bindings", ["cpp/bindings"]),
+]
+CPP_SUFFIXES = {".h", ".hpp", ".cpp", ".cc", ".inc", ".def"}
+#: Headers of the Python C API and of pybind11: the bindings' alone.
+PYTHON_HEADERS = ("Python.h", "pybind11/")
+INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.MULTILINE)
+
+
+def cpp_files() -> list[Path]:
+    return sorted(p for folder in ("cpp", "tests/cpp") for p in (ROOT / folder).rglob("*") if p.suffix in CPP_SUFFIXES)
+
+
+def cpp_layer_of(path: Path) -> int:
+    """The rank of the layer whose folder holds ``path`` itself (KeyError when none does)."""
+    folder = path.parent.relative_to(ROOT).as_posix()
+    for rank, (_, folders) in enumerate(CPP_LAYERS):
+        if folder in folders:
+            return rank
+    raise KeyError(folder)
+
+
+def cpp_includes(path: Path) -> list[tuple[str, Path | None]]:
+    """Every ``#include`` of ``path``: its text, and the repository file it names (a "kvgen/..." header
+    under cpp/include, or one beside ``path``), or None for a system or third-party header."""
+    found = []
+    for bracket, name in INCLUDE.findall(path.read_text(errors="replace")):
+        target = None
+        if bracket == '"':
+            target = next((c.resolve() for c in (ROOT / "cpp/include" / name, path.parent / name) if c.is_file()), None)
+        found.append((name, target))
+    return found
+
+
+def test_every_cpp_folder_has_a_layer():
+    missing = set()
+    for path in cpp_files():
+        try:
+            cpp_layer_of(path)
+        except KeyError:
+            missing.add(path.parent.relative_to(ROOT).as_posix())
+    assert not missing, f"{sorted(missing)}: give each folder a layer in CPP_LAYERS"
+    gone = [folder for _, folders in CPP_LAYERS for folder in folders if not (ROOT / folder).is_dir()]
+    assert not gone, f"CPP_LAYERS names folders that are gone: {gone}"
+
+
+def test_no_cpp_file_includes_a_higher_layer():
+    """The runtime includes no models/ header, the core neither, nothing includes the bindings."""
+    upward = [
+        f"{path.relative_to(ROOT)} ({CPP_LAYERS[cpp_layer_of(path)][0]}) includes {name} "
+        f"({CPP_LAYERS[cpp_layer_of(target)][0]})"
+        for path in cpp_files()
+        for name, target in cpp_includes(path)
+        if target is not None and target.is_relative_to(ROOT) and cpp_layer_of(target) > cpp_layer_of(path)
+    ]
+    assert not upward, "\n".join(upward)
+
+
+def test_only_the_bindings_include_python_headers():
+    offenders = [f"{path.relative_to(ROOT)} includes {name}"
+                 for path in cpp_files() if not path.is_relative_to(ROOT / "cpp/bindings")
+                 for name, _ in cpp_includes(path) if name.startswith(PYTHON_HEADERS)]
+    assert not offenders, "\n".join(offenders)
+
+
+def test_the_include_reader_sees_every_include(tmp_path):
+    """The checks above are only as good as ``cpp_includes``: a "kvgen/..." header resolves under
+    cpp/include, a quoted name beside the file resolves there, an angle-bracket one (indented, spaced)
+    is seen with no file; and the bindings' pybind11 includes are seen."""
+    (tmp_path / "local.h").write_text("")
+    source = tmp_path / "probe.cpp"
+    source.write_text('#include "local.h"\n  #  include <pybind11/pybind11.h>\n#include "kvgen/models/decoder.h"\n')
+    assert cpp_includes(source) == [("local.h", (tmp_path / "local.h").resolve()), ("pybind11/pybind11.h", None),
+                                    ("kvgen/models/decoder.h", (ROOT / "cpp/include/kvgen/models/decoder.h").resolve())]
+    assert any(name.startswith(PYTHON_HEADERS) for path in (ROOT / "cpp/bindings").iterdir()
+               for name, _ in cpp_includes(path))

@@ -1,6 +1,6 @@
 // The shared decoder forward loop: request checks, batch layout, cache bookkeeping,
 // attention against the cache, and the LM head.
-#include "kvgen/model/decoder.h"
+#include "kvgen/models/decoder.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,8 +9,8 @@
 
 #include "kvgen/errors.h"
 #include "kvgen/limits.h"
-#include "kvgen/model/attention.h"
-#include "kvgen/model/kernels.h"
+#include "kvgen/runtime/attention.h"
+#include "kvgen/runtime/kernels.h"
 
 namespace kvgen {
 
@@ -198,6 +198,7 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
       grow(scratch_.padded, threads * 2 * kPrefillChunk * config_.heads * config_.head_dim);
       break;
     }
+  reserve_builders(b);
   reserve(b);
 
   // ---- embeddings and blocks: x (n, C) ----

@@ -19,8 +19,8 @@
 #include <span>
 #include <vector>
 
-#include "kvgen/model/linear_weight.h"
-#include "kvgen/model/thread_pool.h"
+#include "kvgen/runtime/linear_weight.h"
+#include "kvgen/runtime/thread_pool.h"
 #include "kvgen/quant/activations.h"
 
 namespace kvgen {

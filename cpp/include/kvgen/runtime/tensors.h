@@ -1,7 +1,7 @@
 // Named tensors handed to a model loader: views over memory someone else owns (NumPy
 // arrays over loaded or memory-mapped files), checked by name, type and shape. A tensor is
 // float32, or raw GGUF blocks of a quantized type that the model repacks and computes on
-// directly (kvgen/model/linear_weight.h).
+// directly (kvgen/runtime/linear_weight.h).
 #pragma once
 
 #include <cstdint>
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "kvgen/model/linear_weight.h"
+#include "kvgen/runtime/linear_weight.h"
 
 namespace kvgen {
 

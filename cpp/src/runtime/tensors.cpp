@@ -1,5 +1,5 @@
 // TensorMap: name, type and shape checks with errors that name the tensor.
-#include "kvgen/model/tensors.h"
+#include "kvgen/runtime/tensors.h"
 
 #include <algorithm>
 #include <memory>

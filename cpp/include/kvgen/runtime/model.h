@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "kvgen/model/kv_cache.h"
-#include "kvgen/model/linear_weight.h"
-#include "kvgen/model/model_config.h"
+#include "kvgen/runtime/kv_cache.h"
+#include "kvgen/runtime/linear_weight.h"
+#include "kvgen/runtime/model_config.h"
 
 namespace kvgen {
 

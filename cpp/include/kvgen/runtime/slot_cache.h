@@ -16,8 +16,8 @@
 
 #include <xtensor/xtensor.hpp>
 
-#include "kvgen/model/kv_cache.h"
-#include "kvgen/model/model.h"
+#include "kvgen/runtime/kv_cache.h"
+#include "kvgen/runtime/model.h"
 
 namespace kvgen {
 

@@ -14,10 +14,10 @@
 
 #include <xtensor/xtensor.hpp>
 
-#include "kvgen/model/linear_weight.h"
-#include "kvgen/model/model_config.h"
-#include "kvgen/model/projector.h"
-#include "kvgen/model/tensors.h"
+#include "kvgen/runtime/linear_weight.h"
+#include "kvgen/runtime/model_config.h"
+#include "kvgen/runtime/projector.h"
+#include "kvgen/runtime/tensors.h"
 
 namespace kvgen {
 
@@ -43,8 +43,8 @@ class SparseMoe {
 
   // Grows the scratch to n tokens (the decoder's reserve; nothing is allocated later).
   void reserve(int64_t n);
-  // out (n, C) = the MoE MLP of h (n, C).
-  void forward(float* out, const float* h, int64_t n, const Layer& w, Projector& projector);
+  // The MoE MLP of h (n, C): a pointer to its output (n, C), valid until the next call.
+  const float* forward(const float* h, int64_t n, const Layer& w, Projector& projector);
 
  private:
   struct Scratch {
@@ -54,6 +54,7 @@ class SparseMoe {
     // token, row j holds its j-th expert's
     xt::xtensor<float, 2> gate, up;
     xt::xtensor<float, 2> expert;    // (max(n, k), C) its output; for one token, row j its j-th expert's
+    xt::xtensor<float, 2> out;       // (n, C) the mixture's output: the weighted sum of the chosen experts'
   };
   int64_t E_, k_, C_, Ie_;
   bool norm_topk_prob_;

@@ -1,7 +1,7 @@
 // Causal attention: S = scale * Q K^T over the cached keys (optionally soft-capped),
 // masked softmax, O = S V. The keys one call reads are positions [lo, start + count) in
 // position order: one block of the cache, or two where a sliding-window ring wraps.
-#include "kvgen/model/attention.h"
+#include "kvgen/runtime/attention.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,8 +12,8 @@
 #endif
 
 #include "kvgen/kernels/vector_math.h"
-#include "kvgen/model/half.h"
-#include "kvgen/model/kernels.h"
+#include "kvgen/runtime/half.h"
+#include "kvgen/runtime/kernels.h"
 
 namespace kvgen {
 namespace {

@@ -1,12 +1,12 @@
 // Transformer kernels: OpenBLAS for the matrix products, plain loops for the rest.
-#include "kvgen/model/kernels.h"
+#include "kvgen/runtime/kernels.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "kvgen/kernels/vector_math.h"
-#include "kvgen/model/blas.h"
+#include "kvgen/runtime/blas.h"
 
 extern "C" {
 void openblas_set_num_threads(int num_threads);

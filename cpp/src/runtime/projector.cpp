@@ -1,6 +1,6 @@
 // One parallel section per input: quantize once (two levels), then the threads take runs
 // of 16-row groups of the products in turn.
-#include "kvgen/model/projector.h"
+#include "kvgen/runtime/projector.h"
 
 #include <algorithm>
 #include <utility>

@@ -1,5 +1,5 @@
 // ModelConfig::validate: positive sizes within kvgen's limits, consistent with each other.
-#include "kvgen/model/model_config.h"
+#include "kvgen/runtime/model_config.h"
 
 #include "kvgen/errors.h"
 #include "kvgen/limits.h"

@@ -1,7 +1,7 @@
 // A projection's weight matrix W (out, in): float32 as the file stores it (read by
 // OpenBLAS), or quantized blocks repacked once at load (kvgen::quant::PackedMatrix, read
 // by the quantized kernels; never expanded to float). Products are split into units of 16
-// output rows, so that threads can share one product (kvgen/model/projector.h).
+// output rows, so that threads can share one product (kvgen/runtime/projector.h).
 #pragma once
 
 #include <cstdint>

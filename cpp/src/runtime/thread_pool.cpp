@@ -3,7 +3,7 @@
 // joined workers that finished ends it; waits spin for a bounded time, then use atomic
 // wait (a futex on Linux). Items are handed out from one span per participant (front:
 // its owner, back: thieves), each span one atomic word on a cache line of its own.
-#include "kvgen/model/thread_pool.h"
+#include "kvgen/runtime/thread_pool.h"
 
 #include <algorithm>
 #include <chrono>
@@ -19,7 +19,7 @@
 #endif
 
 #include "kvgen/errors.h"
-#include "kvgen/model/kernels.h"
+#include "kvgen/runtime/kernels.h"
 #include "kvgen/platform.h"
 
 namespace kvgen {

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "kvgen/model/kv_cache.h"
+#include "kvgen/runtime/kv_cache.h"
 
 namespace kvgen {
 

@@ -1,6 +1,6 @@
 // SlotCache: range checks, duplicate detection, beam reorders and row copies over the
 // KV cache of the engine's slots.
-#include "kvgen/model/slot_cache.h"
+#include "kvgen/runtime/slot_cache.h"
 
 #include <algorithm>
 #include <string>

@@ -1,6 +1,6 @@
 // KVCache: preallocated per-layer keys/values (sliding-window layers in rings); beam
 // search's reorder through the rows' blocks.
-#include "kvgen/model/kv_cache.h"
+#include "kvgen/runtime/kv_cache.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 
 #include "kvgen/errors.h"
 #include "kvgen/limits.h"
-#include "kvgen/model/half.h"
+#include "kvgen/runtime/half.h"
 
 namespace kvgen {
 

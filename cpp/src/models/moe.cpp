@@ -1,12 +1,12 @@
 // Sparse MoE MLP: routing (softmax, top-k), tokens grouped by expert, one pass per chosen
 // expert, following transformers' Qwen3MoeTopKRouter and Qwen3MoeExperts.
-#include "kvgen/model/moe.h"
+#include "kvgen/models/moe.h"
 
 #include <algorithm>
 #include <cstring>
 
 #include "kvgen/errors.h"
-#include "kvgen/model/kernels.h"
+#include "kvgen/runtime/kernels.h"
 
 namespace kvgen {
 
@@ -51,6 +51,7 @@ void SparseMoe::reserve(int64_t n) {
     scratch_.up = xt::xtensor<float, 2>::from_shape({static_cast<size_t>(std::max(n, k_)), static_cast<size_t>(Ie_)});
   }
   grow(scratch_.expert, C_);
+  grow(scratch_.out, C_);
   if (static_cast<int64_t>(scratch_.expert.shape(0)) < k_)  // for one token: a row per expert
     scratch_.expert = xt::xtensor<float, 2>::from_shape({static_cast<size_t>(k_), static_cast<size_t>(C_)});
   if (static_cast<int64_t>(chosen_.size()) < n * k_) {
@@ -61,7 +62,8 @@ void SparseMoe::reserve(int64_t n) {
   }
 }
 
-void SparseMoe::forward(float* out, const float* h, int64_t n, const Layer& w, Projector& projector) {
+const float* SparseMoe::forward(const float* h, int64_t n, const Layer& w, Projector& projector) {
+  float* out = scratch_.out.data();
   float* probs = scratch_.router.data();  // raw pointers from here on: the hot path
   float* rows = scratch_.rows.data();
   float* gate = scratch_.gate.data();
@@ -108,7 +110,7 @@ void SparseMoe::forward(float* out, const float* h, int64_t n, const Layer& w, P
         const float weight = weights_[j];
         for (int64_t c = 0; c < C_; ++c) out[c] += y[c] * weight;
       }
-    return;
+    return out;
   }
   // ---- the tokens of each expert, in token order (a counting sort) ----
   for (int64_t e = 0; e < E_; ++e) starts_[e + 1] += starts_[e];
@@ -137,6 +139,7 @@ void SparseMoe::forward(float* out, const float* h, int64_t n, const Layer& w, P
       for (int64_t c = 0; c < C_; ++c) o[c] += y[c] * weight;
     }
   }
+  return out;
 }
 
 }  // namespace kvgen

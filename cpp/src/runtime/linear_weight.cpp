@@ -1,11 +1,11 @@
 // Products of one weight matrix over a range of 16-row output groups.
-#include "kvgen/model/linear_weight.h"
+#include "kvgen/runtime/linear_weight.h"
 
 #include <algorithm>
 #include <cstring>
 
 #include "kvgen/errors.h"
-#include "kvgen/model/kernels.h"
+#include "kvgen/runtime/kernels.h"
 #include "kvgen/quant/matmul.h"
 
 namespace kvgen {

@@ -1,23 +1,27 @@
-// DecoderModel: the forward loop every built-in decoder-only architecture shares. It
-// checks the request (context overflow, token ids), lays the new tokens of all chunks
-// out as one (n, C) batch, runs the architecture's embedding and blocks over it, keeps
-// the cache lengths, and projects the last (or every) position onto the vocabulary.
-// An architecture (gpt2.h, llama.h) supplies only embed / block / final_norm and uses
-// attend() for the cached causal attention.
+// DecoderModel: the forward loop every built-in decoder-only family shares, and the
+// builders its blocks are made of. The loop checks the request (context overflow, token
+// ids), lays the new tokens of all chunks out as one (n, C) batch, runs the family's
+// embedding and blocks over it, keeps the cache lengths, and projects the last (or every)
+// position onto the vocabulary. A family (models/<family>.cpp) supplies embed / block /
+// final_norm, written top to bottom from the builders (builders.cpp): norms, residual
+// adds, the attention branch, the (gated) MLP, the mixture of experts; as llama.cpp's
+// src/models/<family>.cpp builds on llama-graph.cpp's build_norm / build_attn / build_ffn.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <xtensor/xtensor.hpp>
 
-#include "kvgen/model/attention.h"
-#include "kvgen/model/linear_weight.h"
-#include "kvgen/model/model.h"
-#include "kvgen/model/projector.h"
-#include "kvgen/model/tensors.h"
+#include "kvgen/models/moe.h"
+#include "kvgen/runtime/attention.h"
+#include "kvgen/runtime/linear_weight.h"
+#include "kvgen/runtime/model.h"
+#include "kvgen/runtime/projector.h"
+#include "kvgen/runtime/tensors.h"
 
 namespace kvgen {
 
@@ -34,9 +38,17 @@ class DecoderModel : public Model {
   void forward(const std::vector<RowTokens>& chunks, KVCache& cache, float* logits, bool all_positions) final;
 
  protected:
-  // Validates the config (ModelConfig::validate) before the architecture reads its
-  // tensors or allocates anything sized by it.
-  explicit DecoderModel(ModelConfig config) : config_(std::move(config)) { config_.validate(); }
+  // What the builders' scratch is shaped for: attention weights fused into one qkv matrix
+  // (else q, k and v apart), an MLP with a gate (else plain).
+  struct BlockLayout {
+    bool fused_qkv = false;
+    bool gated_mlp = true;
+  };
+  // Validates the config (ModelConfig::validate) before the family reads its tensors or
+  // allocates anything sized by it.
+  DecoderModel(ModelConfig config, BlockLayout layout) : config_(std::move(config)), layout_(layout) {
+    config_.validate();
+  }
 
   // The new tokens of one forward call, chunk after chunk.
   struct Batch {
@@ -54,7 +66,8 @@ class DecoderModel : public Model {
   };
 
   // Called once per forward, after the request checks and before embed: grows the
-  // architecture's scratch (grow_rows) and position tables to what this batch needs.
+  // family's own scratch (grow_rows) and position tables to what this batch needs (the
+  // builders' scratch is grown just before, by reserve_builders).
   // Nothing is allocated later in the forward, and nothing at all once the largest
   // batch (the prefill, as a rule) has been seen; position tables are sized by the
   // positions generations use, not by the declared context.
@@ -104,8 +117,8 @@ class DecoderModel : public Model {
 
   // A projection: its weights and an optional bias.
   struct Linear {
-    LinearWeight w;     // (out, in)
-    const float* bias;  // (out) or null
+    LinearWeight w;               // (out, in); empty (out() == 0) where a layer has none
+    const float* bias = nullptr;  // (out) or null
   };
   // Tensors of t, shape-checked (TensorMap) and counted toward weight_bytes(): a float32
   // vector (size), a matrix (out, in), and a projection (name.weight and, where present,
@@ -124,6 +137,70 @@ class DecoderModel : public Model {
   // float32 product position * inv_freq, its cos/sin taken in double, then times factor in
   // float32 (LongRoPE's attention factor, else 1). Positions already computed are kept.
   static void extend_rotary(RotaryTable& table, const std::vector<float>& inv_freq, float factor, int64_t end);
+
+  // ---- builders (builders.cpp): the pieces of a block ----
+  // Each runs over the batch's n rows. Row-wise steps (norms, rotary, activations, residual
+  // adds) run on the pool's threads where the rows pay for it (rows_in_parallel), and every
+  // product of one input in one parallel section of the projector.
+
+  // (n, C) the block's residual branch (a family's block works in it: the branch's normed
+  // input, then its output), valid for the current forward.
+  float* branch() { return builder_.branch.data(); }
+  // x (n, C) = the rows of `table` (vocab, C) of the batch's tokens, times scale unless it is 1.
+  void embed_tokens(float* x, const LinearWeight& table, const Batch& batch, float scale = 1.0f);
+  // out (n, width) = RMSNorm of x (n, width) with weight (width): x / sqrt(mean(x^2) + eps) * weight.
+  // out may be x.
+  void rms_norm(float* out, const float* x, const float* weight, int64_t n, int64_t width, float eps);
+  // out (n, width) = LayerNorm of x (n, width) with weight and bias (width). out may be x.
+  void layer_norm(float* out, const float* x, const float* weight, const float* bias, int64_t n, int64_t width,
+                  float eps);
+  // x (n, width) += h (n, width), h times scale first unless it is 1 (Granite's residual multiplier).
+  void add_residual(float* x, const float* h, int64_t n, int64_t width, float scale = 1.0f);
+
+  // The projections of an attention layer: q, k and v apart, or fused in one matrix.
+  struct AttentionWeights {
+    Linear q, k, v;   // q (H hd, C), k and v (KV hd, C); empty when qkv is set
+    Linear qkv;       // (H hd + 2 KV hd, C) q | k | v in one matrix (GPT-2's c_attn), or empty
+    Linear o;         // (C, H hd)
+    const float* q_norm = nullptr;  // (hd) per-head RMSNorm of the queries, or null
+    const float* k_norm = nullptr;  // (hd) per-head RMSNorm of the keys, set with q_norm
+  };
+  // How a layer attends.
+  struct AttentionParams {
+    float scale = 1.0f;                   // scores = scale * q . k
+    float softcap = 0.0f;                 // > 0: scores soft-capped (attention.h)
+    const RotaryTable* rotary = nullptr;  // (positions, rotary_dim / 2) cos, sin; null: no rotary embedding
+    int64_t rotary_dim = 0;               // leading dimensions of each head that rotate
+    float norm_eps = 0.0f;                // of q_norm and k_norm
+  };
+  // out (n, C) = the attention branch of h (n, C), its normed input: q, k and v projected in
+  // one parallel section, each head of q and k RMS-normed (where w has the norms) and
+  // rotated (where params.rotary is set), keys and values written to the cache at the
+  // tokens' positions, cached causal attention (attend), output projection. out may be h.
+  void attention(float* out, const float* h, const AttentionWeights& w, const AttentionParams& params,
+                 int64_t layer, const Batch& batch, KVCache& cache);
+
+  enum class Activation { SiLU, GeluTanh, GeluErf };  // silu; "gelu_new" / gelu_pytorch_tanh; "gelu"
+  // The projections of an MLP: gated (gate set) or plain.
+  struct MlpWeights {
+    Linear gate;  // (I, C), or empty: a plain MLP
+    Linear up;    // (I, C) (GPT-2's c_fc)
+    Linear down;  // (C, I) (GPT-2's c_proj)
+  };
+  // out (n, C) = down(act(gate(h)) * up(h)) of h (n, C) (SwiGLU, GeGLU), gate and up in one
+  // parallel section; without gate, down(act(up(h))). out may be h.
+  void mlp(float* out, const float* h, const MlpWeights& w, Activation act, int64_t n);
+
+  // Gives the model a sparse mixture of experts (ModelConfig::experts > 0; moe.h), before
+  // any read_experts.
+  void use_experts(bool norm_topk_prob);
+  // The experts of the layer under `prefix` where it has a router (SparseMoe::has_layer),
+  // counted toward weight_bytes(): their index for experts(); -1 where the layer has none
+  // or the model no mixture.
+  int64_t read_experts(const TensorMap& t, const std::string& prefix);
+  // The mixture of experts `index` of h (n, C): a pointer to its output (n, C), valid until
+  // the next call.
+  const float* experts(const float* h, int64_t index, int64_t n);
 
   ModelConfig config_;
   LinearWeight lm_head_;  // (vocab, C), set by the architecture
@@ -147,6 +224,20 @@ class DecoderModel : public Model {
     int64_t o, i0, i1;
   };
 
+  // Grows the builders' scratch to the batch (forward calls it before reserve).
+  void reserve_builders(const Batch& batch);
+
+  // Scratch of the builders, n = the batch's tokens (reserve_builders).
+  struct BuilderScratch {
+    xt::xtensor<float, 2> branch; // (n, C) a residual branch (branch())
+    xt::xtensor<float, 2> q;      // (n, H hd) queries; with fused weights (n, H hd + 2 KV hd): q | k | v
+    xt::xtensor<float, 2> k;      // (n, KV hd) keys, on their way into the cache (unfused weights)
+    xt::xtensor<float, 2> v;      // (n, KV hd) values, on their way into the cache (unfused weights)
+    xt::xtensor<float, 2> att;    // (n, H hd) attention output, heads side by side
+    xt::xtensor<float, 2> inner;  // (n, I) gate projection, then act(gate) * up; plain MLP: act(up)
+    xt::xtensor<float, 2> up;     // (n, I) up projection (gated MLP)
+  };
+
   // Scratch of the shared loop, n = the batch's tokens (reserved in forward).
   struct Scratch {
     std::vector<QueryBlock> query_blocks;  // attend's; its capacity kept across passes
@@ -164,6 +255,10 @@ class DecoderModel : public Model {
 
   Batch batch_;
   Scratch scratch_;
+  BuilderScratch builder_;
+  BlockLayout layout_;
+  std::unique_ptr<SparseMoe> experts_;          // routing and scratch of the sparse layers (use_experts)
+  std::vector<SparseMoe::Layer> expert_layers_; // the sparse layers' routers and experts (read_experts)
   int64_t weight_bytes_ = 0;
   bool int8_weights_ = false;  // some weight multiplies int8 activations outside exact mode
 };
