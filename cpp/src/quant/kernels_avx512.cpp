@@ -9,7 +9,6 @@
 #if KVGEN_X86_KERNELS
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -661,34 +660,6 @@ void lookup_matmul_float(const PackedView& w, const float* x, int64_t rows, int6
   avx2_kernels().matmul_float(w, x, rows, ldx, out, ldo, g0, g1);
 }
 
-// Their two-level products through the AVX2 int8 kernel: per 16-row group and up to
-// kLevelRows batch rows, both levels' products into stack buffers, then added (what the
-// other paths do with whole output rows).
-void lookup_matmul_int8x2(const PackedView& w, const Int8View& x, float* out, int64_t ldo, int64_t g0, int64_t g1) {
-  constexpr int64_t kLevelRows = 8;
-  const KernelTable& avx2 = avx2_kernels();
-  const int64_t M = x.rows / 2, xblocks = x.cols / kBlockSize;
-  int64_t tile_bytes = 0;
-  with_layout(w.type, [&]<class L>() { tile_bytes = L::kTileBytes; });
-  const auto rows_from = [&](int64_t first, int64_t count) {
-    return Int8View{x.q + first * x.cols, x.d + first * xblocks, x.s + first * xblocks,
-                    x.half_sums + 2 * first * xblocks, count, x.cols};
-  };
-  float level1[kLevelRows * kGroupRows], level2[kLevelRows * kGroupRows];
-  for (int64_t g = g0; g < g1; ++g) {
-    const int64_t rows_here = std::min(kGroupRows, w.rows - g * kGroupRows);
-    const PackedView group{w.data + g * w.blocks * tile_bytes, w.type, rows_here, w.cols, w.blocks, 1};
-    for (int64_t m0 = 0; m0 < M; m0 += kLevelRows) {
-      const int64_t mt = std::min(kLevelRows, M - m0);
-      avx2.matmul_int8(group, rows_from(m0, mt), level1, kGroupRows, 0, 1);
-      avx2.matmul_int8(group, rows_from(M + m0, mt), level2, kGroupRows, 0, 1);
-      for (int64_t m = 0; m < mt; ++m)
-        for (int64_t r = 0; r < rows_here; ++r)
-          out[(m0 + m) * ldo + g * kGroupRows + r] = level1[m * kGroupRows + r] + level2[m * kGroupRows + r];
-    }
-  }
-}
-
 #include "tile_driver.inc"  // with_tile, matmul_int8, matmul_float
 
 // Batch rows per pass of the two-level kernels: the tile's 8 unpacked vectors and a row's
@@ -705,7 +676,7 @@ bool matmul_int8x2(const PackedView& w, const Int8View& x, float* out, int64_t l
   bool done = false;
   with_layout(w.type, [&]<class L>() {
     if constexpr (L::kFamily == Family::Lookup) {
-      lookup_matmul_int8x2(w, x, out, ldo, g0, g1);
+      matmul_int8x2_by_levels(avx2_kernels().matmul_int8, w, x, out, ldo, g0, g1);  // AVX2's, by levels
       done = true;
     } else if constexpr (L::kFamily != Family::Dense) {
       if (M == 1) {  // batch-1 decode: its own stream kernels

@@ -215,6 +215,13 @@ using MatmulFloatFn = void (*)(const PackedView& w, const float* x, int64_t rows
 using MatmulInt8x2Fn = bool (*)(const PackedView& w, const Int8View& x, float* out, int64_t ldo, int64_t g0,
                                 int64_t g1);
 
+// A two-level product (MatmulInt8x2Fn's contract) from `int8`, a path's one-level kernel:
+// per 16-row group and up to 8 batch rows at a time, both levels' products into stack
+// buffers, then added. For the types a path has no two-level kernel of its own for (the
+// lookup-table types on AVX-512). Portable code (matmul.cpp): it only calls `int8`.
+void matmul_int8x2_by_levels(MatmulInt8Fn int8, const PackedView& w, const Int8View& x, float* out, int64_t ldo,
+                             int64_t g0, int64_t g1);
+
 struct KernelTable {
   MatmulInt8Fn matmul_int8;      // int8 activations (the fast path; not for has_int8_kernel() == false)
   MatmulFloatFn matmul_float;    // float activations, weights dequantized block by block
