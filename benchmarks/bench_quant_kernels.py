@@ -6,17 +6,21 @@ shapes (q/o 576x576, k/v 192x576, gate/up 1536x576, down 576x1536, the LM head
 K-quant runs only on shapes whose K is a multiple of 256), M = 1, 2 (batch-1 decode in one
 and two activation levels), 8 (4 beams in two levels) and 16 (8 batch rows in two levels:
 one pass over the weights on AVX-512), each GGUF type, each CPU path this CPU runs, int8 and exact (float)
-activations (F16 / BF16 have exact mode only). The reference is NumPy's float32 matmul on
+activations (F16 / BF16 have exact mode only), and on the default path both modes again on
+2 threads (the second thread takes half the 16-row groups; the binding releases the GIL).
+The lookup-table types IQ4_NL, IQ4_XS (K a multiple of 256) and MXFP4 have AVX2 and
+portable kernels; an AVX-512 CPU runs the AVX2 ones for them. The reference is NumPy's float32 matmul on
 the dequantized weights (OpenBLAS, 4 bytes per weight read). GB/s = the packed bytes of W
 over the median time of one product (int8 mode includes quantizing x, as a model pays it
-once per input). Weights are random (K-quants: random valid blocks, as gguf-py cannot
-quantize them); the speed does not depend on their values.
+once per input). Weights are random (K-quants and IQ4 types: random valid blocks, as
+gguf-py cannot quantize them); the speed does not depend on their values.
 
 Per configuration the reference and every path and mode are warmed up, calibrated to
 ~--round-s and interleaved for --rounds rounds (harness.measure); the figure is the
 median over rounds of the mean time per product.
 
-Run: ``taskset -c 0 python benchmarks/bench_quant_kernels.py [--quick]``. Timings on a
+Run: ``taskset -c 0,1 python benchmarks/bench_quant_kernels.py [--quick] [--types Q4_0,Q4_K,IQ4_NL]
+[--shapes "1k,ffn 1k"]``. Timings on a
 shared VM swing by 30-50%: compare rows of one run, not runs. Writes
 ``benchmarks/results/bench_quant_kernels.json`` (``--out``).
 """
@@ -26,6 +30,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -42,28 +47,55 @@ import harness  # noqa: E402  (benchmarks/ is not a package)
 SHAPES = {"q/o": (576, 576), "k/v": (192, 576), "gate/up": (1536, 576), "down": (576, 1536), "lm_head": (49152, 576),
           "1k": (1024, 1024), "ffn 1k": (2816, 1024)}
 QUICK_SHAPES = ("gate/up", "lm_head", "1k", "ffn 1k")
-TYPES = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16")
+TYPES = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16", "IQ4_NL", "IQ4_XS", "MXFP4")
 QUICK_TYPES = ("Q4_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16")
 K_QUANTS = {"Q4_K": 144, "Q5_K": 176, "Q6_K": 210}  # block bytes
+IQ_TYPES = {"IQ4_NL": (32, 18), "IQ4_XS": (256, 136)}  # (weights, bytes) of a block: random blocks
+SUPER = (*K_QUANTS, "IQ4_XS")  # rows of whole 256-weight super-blocks
 DENSE = ("F16", "BF16")  # no int8 mode
 ROWS = (1, 2, 8, 16)  # M: decode in one and two levels, 4 beams and 8 batch rows in two levels
 ROUND_S, QUICK_ROUND_S = 0.1, 0.03
 DEFAULT_OUT = harness.RESULTS / "bench_quant_kernels.json"
 
 
+_HELPER = ThreadPoolExecutor(1)  # the second thread of the 2-thread products
+
+
+def two_threads(packed, x: np.ndarray, exact: bool, path: str):
+    """A product on 2 threads: the helper computes the first half of the 16-row groups, the
+    caller the second (each writes NaN outside its range; the halves are not joined)."""
+    groups = -(-packed.rows // 16)
+    half = groups // 2
+
+    def call():
+        first = _HELPER.submit(packed.matmul, x, exact=exact, path=path, groups=(0, half))
+        packed.matmul(x, exact=exact, path=path, groups=(half, groups))
+        first.result()
+    return call
+
+
 def engines(packed, w32: np.ndarray, x: np.ndarray, paths: list[str], qtype: str) -> dict:
-    """The NumPy reference and every (path, activation mode) product, as zero-argument calls."""
+    """The NumPy reference and every (path, activation mode) product, as zero-argument calls;
+    on the default path (paths[0]) both modes on 2 threads too."""
     calls = {"numpy f32": lambda: x @ w32.T}
     for path in paths:
         for mode, exact in (("int8", False), ("exact", True)):
             if exact or qtype not in DENSE:
                 calls[f"{path} {mode}"] = lambda path=path, exact=exact: packed.matmul(x, exact=exact, path=path)
+                if path == paths[0]:
+                    calls[f"{path} {mode} 2t"] = two_threads(packed, x, exact, path)
     return calls
 
 
 def file_bytes(qtype: str, w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """The GGUF bytes of w as `qtype`; for K-quants random valid blocks of w's shape (random
-    bytes, small finite fp16 scales), since gguf-py does not quantize them."""
+    """The GGUF bytes of w as `qtype`; for K-quants and IQ4 types random valid blocks of w's
+    shape (random bytes, small finite fp16 scales), since gguf-py does not quantize them."""
+    if qtype in IQ_TYPES:
+        weights, size = IQ_TYPES[qtype]
+        n, k = w.shape
+        raw = rng.integers(0, 256, (n * k // weights, size), dtype=np.uint8)
+        raw[:, 0:2] = rng.uniform(0.0001, 0.001, (raw.shape[0], 1)).astype(np.float16).view(np.uint8)
+        return raw.reshape(-1)
     if qtype not in K_QUANTS:
         return np.ascontiguousarray(quantize(w, GGMLQuantizationType[qtype])).reshape(-1).view(np.uint8)
     n, k = w.shape
@@ -109,17 +141,21 @@ def main() -> None:
     parser = harness.cli(__doc__, DEFAULT_OUT, None, "",
                          "gate/up, lm_head, 1k, ffn 1k; Q4_1, Q8_0, the K-quants, F16, BF16; short rounds",
                          round_s=(ROUND_S, QUICK_ROUND_S))
-    parser.add_argument("--types", help="comma-separated GGUF types (default: all ten)")
+    parser.add_argument("--types", help="comma-separated GGUF types (default: all thirteen)")
+    parser.add_argument("--shapes", help=f"comma-separated shapes (default: all; of {', '.join(SHAPES)})")
     args = harness.parse_args(parser)
     types = args.types.split(",") if args.types else (QUICK_TYPES if args.quick else TYPES)
-    shapes = {k: v for k, v in SHAPES.items() if not args.quick or k in QUICK_SHAPES}
+    chosen = args.shapes.split(",") if args.shapes else (QUICK_SHAPES if args.quick else tuple(SHAPES))
+    shapes = {k: v for k, v in SHAPES.items() if k in chosen}
     paths = list(_core._quant_supported_paths())
     env = harness.begin({"gguf": importlib.metadata.version("gguf")},
-                        {"kvgen": 1, "numpy": os.environ["OPENBLAS_NUM_THREADS"]},
+                        {"kvgen": {"most columns": 1, "the 2t columns": 2},
+                         "numpy": os.environ["OPENBLAS_NUM_THREADS"]},
                         {"kvgen": "the kernels run on the calling thread", "numpy": "OpenBLAS"})
     print(f"\npaths: {', '.join(paths)} (default {_core._quant_cpu_path()}); {args.rounds} interleaved rounds of "
           f"~{args.round_s:g} s per engine; GB/s of weight bytes read (median over rounds)\n")
     names = ["numpy f32"] + [f"{p} {mode}" for p in paths for mode in ("int8", "exact")]
+    names[3:3] = [f"{paths[0]} int8 2t", f"{paths[0]} exact 2t"]
     tab = table(names)
     tab.print_header()
     rng = np.random.default_rng(0)
@@ -127,7 +163,7 @@ def main() -> None:
     for name, (n, k) in shapes.items():
         w = rng.standard_normal((n, k)).astype(np.float32)
         for qtype in types:
-            if qtype in K_QUANTS and k % 256 != 0:
+            if qtype in SUPER and k % 256 != 0:
                 continue  # K-quant rows are whole 256-weight super-blocks
             for r in bench_config(name, qtype, w, paths, args.rounds, args.round_s, rng):
                 results.append(r)

@@ -428,6 +428,21 @@ def _batch(args) -> int:
     return 0
 
 
+def _tensor_type_bytes(path) -> dict[str, int]:
+    """Bytes of a GGUF file's tensors by type (from its header); {} for anything else."""
+    from pathlib import Path
+
+    from kvgen.loaders.gguf.file import read_gguf_file
+    from kvgen.loaders.gguf.model import is_gguf
+
+    if path is None or not is_gguf(Path(path)):
+        return {}
+    sizes: dict[str, int] = {}
+    for t in read_gguf_file(Path(path)).tensors:
+        sizes[t.tensor_type.name] = sizes.get(t.tensor_type.name, 0) + t.nbytes
+    return sizes
+
+
 def _info(args) -> int:
     from kvgen.families import family_named
     from kvgen.loaders.quantize import tensor_handling
@@ -449,8 +464,10 @@ def _info(args) -> int:
     if caps.recurrent_state:
         facts.append("a recurrent state per slot")
     print(f"capabilities: {'; '.join(facts)}")
+    sizes = _tensor_type_bytes(model.path)
     for qtype, count in model.tensor_types.items():
-        print(f"  {qtype} x{count}: {tensor_handling(qtype)}")
+        size = f", {sizes[qtype]:,} bytes" if qtype in sizes else ""
+        print(f"  {qtype} x{count}{size}: {tensor_handling(qtype)}")
     print(f"weights: {model.weight_bytes / 1e6:.1f} MB (quantized matrices at their packed size); activations: "
           f"{model.activations}; KV cache per position: "
           f"{model.kv_cache_bytes(1, 1)} bytes")

@@ -1,8 +1,9 @@
 """The quantized-weight kernels (kvgen/quant/*) against an independent float64 reference.
 
 Weights are made by gguf-py's quantizer from random floats where gguf-py quantizes the type
-(the 32-weight block types, F16, BF16); for the K-quants (Q4_K, Q5_K, Q6_K), which gguf-py
-only dequantizes, they are random valid blocks (random bytes, random finite fp16 scales).
+(the 32-weight block types, F16, BF16, MXFP4); for the K-quants (Q4_K, Q5_K, Q6_K) and the
+IQ4 types (IQ4_NL, IQ4_XS), which gguf-py only dequantizes, they are random valid blocks
+(random bytes, random finite fp16 scales).
 Either way gguf-py's dequantizer expands them, so the reference shares no code with kvgen.
 Every type x every CPU path this CPU runs x both arithmetic modes (int8 only where the type
 has it: not F16 / BF16) x ragged shapes (rows not a multiple of 16, several block counts,
@@ -20,7 +21,8 @@ float64 product, within these bounds (u = 2**-24, the float32 unit roundoff):
   2 K/32 scaled terms (d_w d_x) dot_b and min_w s_b adds a few roundings, so
   |y - y64(x^)| <= (2 K/32 + 4) u sum_k (|w_k| + 2 |min_k|) |x^_k|, where min_k is the
   block's minimum (m, or -8 d / -16 d / -128 d for Q4_0 / Q5_0 / Q8_0; Q4_K / Q5_K: the
-  sub-block's dmin m_j) and |w - min| bounds the scaled quant. Q6_K keeps its -32 offset
+  sub-block's dmin m_j; the lookup-table types IQ4_NL, IQ4_XS, MXFP4: 0, their signed
+  values are inside the dots) and |w - min| bounds the scaled quant. Q6_K keeps its -32 offset
   inside the integer dots (two per 32-block, one per 16-weight scale, each bounded by
   sum |w x^| over its 16 weights), so min_k = 0 there and the same count holds.
   This is tight enough to catch any layout mistake.
@@ -39,6 +41,7 @@ import numpy as np
 import pytest
 from gguf import GGMLQuantizationType
 from gguf.quants import dequantize, quantize
+from llama_models import random_iq_blocks
 from sandbox import Sandbox
 
 from kvgen import _core
@@ -46,14 +49,20 @@ from kvgen import _core
 BLOCK_TYPES = ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"]
 K_TYPES = ["Q4_K", "Q5_K", "Q6_K"]
 DENSE_TYPES = ["F16", "BF16"]
-TYPES = BLOCK_TYPES + K_TYPES + DENSE_TYPES
-INT8_TYPES = BLOCK_TYPES + K_TYPES
+LOOKUP_TYPES = ["IQ4_NL", "IQ4_XS", "MXFP4"]  # 4-bit indices into 16 values
+IQ_TYPES = ["IQ4_NL", "IQ4_XS"]  # random blocks (gguf-py cannot quantize them)
+TYPES = BLOCK_TYPES + K_TYPES + DENSE_TYPES + LOOKUP_TYPES
+INT8_TYPES = BLOCK_TYPES + K_TYPES + LOOKUP_TYPES
 # (weights, bytes) of one GGUF block, as the GGUF spec gives them
 BLOCK = {"Q8_0": (32, 34), "Q4_0": (32, 18), "Q4_1": (32, 20), "Q5_0": (32, 22), "Q5_1": (32, 24),
-         "Q4_K": (256, 144), "Q5_K": (256, 176), "Q6_K": (256, 210), "F16": (1, 2), "BF16": (1, 2)}
+         "Q4_K": (256, 144), "Q5_K": (256, 176), "Q6_K": (256, 210), "F16": (1, 2), "BF16": (1, 2),
+         "IQ4_NL": (32, 18), "IQ4_XS": (256, 136), "MXFP4": (32, 17)}
+SUPER_TYPES = K_TYPES + ["IQ4_XS"]  # 256-weight super-blocks
 # Bytes of one packed 16-row K-quant tile: 16 file blocks plus the decoded sub-block scales
 # (kernel_abi.h: Q4_K 64 B of fp16 d / dmin + 256 B of 8-bit sc / m + 8 x 256 B of nibbles).
 K_TILE_BYTES = {"Q4_K": 2368, "Q5_K": 2880, "Q6_K": 3360}
+# IQ4_XS: 32 B of fp16 d + 128 B of int8 sub-block scales + 8 x 256 B of nibbles (file: 2176 B).
+K_TILE_BYTES["IQ4_XS"] = 2208
 # The minimum of a block without one, as a multiple of d (w = d * q, q = u + offset).
 MIN_OFFSET = {"Q8_0": -128.0, "Q4_0": -8.0, "Q5_0": -16.0}
 PATHS = _core._quant_supported_paths()
@@ -64,7 +73,7 @@ U = 2.0**-24
 
 
 def cols_for(qtype: str) -> list[int]:
-    return COLS["k" if qtype in K_TYPES else "dense" if qtype in DENSE_TYPES else "block"]
+    return COLS["k" if qtype in SUPER_TYPES else "dense" if qtype in DENSE_TYPES else "block"]
 
 
 def random_k_blocks(qtype: str, rows: int, cols: int, rng: np.random.Generator) -> np.ndarray:
@@ -102,6 +111,9 @@ class Case:
         gtype = GGMLQuantizationType[qtype]
         if qtype in K_TYPES:
             self.raw = random_k_blocks(qtype, rows, cols, rng).reshape(-1)
+        elif qtype in IQ_TYPES:  # per-row magnitudes: weights up to about 0.1 .. 3
+            magnitude = 1e-3 if qtype == "IQ4_NL" else 3e-5
+            self.raw = random_iq_blocks((rows, cols), qtype, seed, magnitude * rng.uniform(1, 20)).reshape(-1)
         else:
             # rows of different scales and offsets, so d and m vary (m matters for Q4_1 / Q5_1)
             scale, offset = rng.uniform(0.02, 2.0, (rows, 1)), rng.uniform(-0.5, 0.5, (rows, 1))
@@ -114,7 +126,7 @@ class Case:
     def minimums(self, qtype: str, rows: int, cols: int) -> np.ndarray:
         if qtype in K_TYPES:
             return k_minimums(qtype, self.raw, rows, cols)
-        if qtype in DENSE_TYPES:
+        if qtype in DENSE_TYPES + LOOKUP_TYPES:
             return np.zeros((rows, cols))
         blocks = self.raw.reshape(rows * cols // 32, BLOCK[qtype][1])
         d = blocks[:, 0:2].copy().view(np.float16).astype(np.float64).reshape(rows, cols // 32)
@@ -245,7 +257,7 @@ def test_packed_size_is_about_the_files(qtype):
             row_bytes = cols // weights * block_bytes
             assert c.raw.nbytes == rows * row_bytes
             padded_rows = -(-rows // 16) * 16
-            if qtype in K_TYPES:  # the decoded scales: under 3% more than the file's blocks
+            if qtype in SUPER_TYPES:  # the decoded scales: under 3% more than the file's blocks
                 assert c.packed.nbytes == padded_rows // 16 * cols // 256 * K_TILE_BYTES[qtype]
                 assert c.packed.nbytes <= 1.03 * padded_rows * row_bytes
             else:  # the file's bytes plus the last group's padding
@@ -275,7 +287,42 @@ def test_dequantize_rows_is_the_files_values(qtype):
         c.packed.dequantize_rows(np.array([33]))
 
 
-@pytest.mark.parametrize("qtype", ["Q4_1", "Q4_K", "Q6_K"])
+def test_mxfp4_dequantizes_every_exponent_and_code_as_gguf():
+    """Every E8M0 exponent (0, 1: float32 subnormal scales; 253 and up: some values overflow to
+    inf, as gguf-py's do) with every E2M1 code, in both nibbles, bit for bit."""
+    e = np.repeat(np.arange(256, dtype=np.uint8), 16)  # a row per (exponent, code)
+    codes = np.tile(np.arange(16, dtype=np.uint8), 256)
+    qs = np.repeat((codes | ((15 - codes) << 4))[:, None], 16, axis=1)  # low nibble code, high 15 - code
+    raw = np.ascontiguousarray(np.concatenate([e[:, None], qs], axis=1))  # (4096, 17): one block per row
+    packed = _core._quant_pack(raw.reshape(-1), "MXFP4", 4096, 32)
+    with np.errstate(over="ignore"):
+        expected = dequantize(raw, GGMLQuantizationType.MXFP4)
+    assert np.isinf(expected).any() and (expected[:32] != 0).any() and np.all(expected[:32] < 1e-37)
+    np.testing.assert_array_equal(packed.dequantize_rows(np.arange(4096)).view(np.uint32), expected.view(np.uint32))
+
+
+@pytest.mark.parametrize("qtype", IQ_TYPES)
+def test_iq4_grid_is_ggufs(qtype):
+    """Each of the 16 indices in both nibbles, with d = 1 (IQ4_XS: every 6-bit sub-block scale
+    too), reads back as gguf-py's grid value, bit for bit."""
+    weights, size = BLOCK[qtype]
+    rows = 64
+    raw = np.zeros((rows, size), np.uint8)
+    raw[:, 0:2] = np.frombuffer(np.float16(1).tobytes(), np.uint8)
+    qs = raw[:, 8:] if qtype == "IQ4_XS" else raw[:, 2:]
+    qs[:] = (np.arange(qs.size) % 16 | ((np.arange(qs.size) * 7 + 3) % 16) << 4).reshape(qs.shape).astype(np.uint8)
+    if qtype == "IQ4_XS":  # ls_j = row + j (mod 64): 6 bits as 4 low (bytes 4-7) and 2 high (uint16 at 2)
+        ls = (np.arange(rows)[:, None] + np.arange(8)[None, :]) % 64
+        raw[:, 4:8] = (ls[:, 0::2] & 15) | ((ls[:, 1::2] & 15) << 4)
+        high = ((ls >> 4) << (2 * np.arange(8))).sum(axis=1).astype(np.uint16)
+        raw[:, 2:4] = high[:, None].view(np.uint8)
+    packed = _core._quant_pack(raw.reshape(-1), qtype, rows, weights)
+    expected = dequantize(raw, GGMLQuantizationType[qtype])
+    assert len(np.unique(expected)) > 16 if qtype == "IQ4_XS" else len(np.unique(expected)) == 16
+    np.testing.assert_array_equal(packed.dequantize_rows(np.arange(rows)).view(np.uint32), expected.view(np.uint32))
+
+
+@pytest.mark.parametrize("qtype", ["Q4_1", "Q4_K", "Q6_K", "IQ4_XS"])
 def test_a_matrix_repacked_on_several_threads_is_the_files(qtype):
     """A matrix of several MB is repacked by several threads (one per MB, up to the cores),
     each a range of 16-row groups: every row reads back as gguf-py's values."""
@@ -355,12 +402,13 @@ def test_bad_arguments_raise():
         w.matmul(np.zeros((2, 64), np.float32), path="sse9")
 
 
-@pytest.mark.parametrize("qtype", K_TYPES)
+@pytest.mark.parametrize("qtype", SUPER_TYPES)
 def test_k_quants_need_cols_a_multiple_of_256(qtype):
     raw = case(qtype, 2, 512).raw
+    family = "IQ4_XS" if qtype == "IQ4_XS" else "K-quant"
     for cols in (128, 384, 576):  # a multiple of 32 is not enough
         with pytest.raises(ValueError, match=f"{qtype} matrix: cols = {cols} must be a positive multiple of 256 "
-                                             r"\(the K-quant super-block size\)"):
+                                             rf"\(the {family} super-block size\)"):
             _core._quant_pack(raw, qtype, 2, cols)
     assert _core._quant_pack(raw, qtype.lower(), 2, 512).type == qtype
 

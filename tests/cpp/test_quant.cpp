@@ -2,7 +2,8 @@
 // must give back each weight, d * (u + offset) or d * u + m), and the int8 and float
 // matmuls match the plain product on every CPU path this machine runs. Scales, minimums
 // and activations are small powers of two and integers, so every product and sum is
-// exact in float32 and the kernels must agree with the plain product bit for bit.
+// exact in float32 and the kernels must agree with the plain product bit for bit. The
+// lookup-table types (IQ4_NL, MXFP4) likewise, with the values of their 16-entry tables.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -217,6 +218,77 @@ void matmuls_match_the_plain_product_on_every_cpu_path() {
   }
 }
 
+// IQ4_NL / MXFP4 blocks: d (fp16 from kScaleBits; MXFP4: the exponent byte 128 + log2 d,
+// 2^(e - 128) being its halved scale) and 32 indices u, weight = d * value[u].
+FileMatrix lookup_file_matrix(QuantType type, int64_t rows, int64_t cols) {
+  const bool mxfp4 = type == QuantType::MXFP4;
+  const int8_t* values = mxfp4 ? kE2m1Values : kIq4Values;
+  constexpr uint8_t kExponents[] = {128, 127, 126, 129};  // 2^(e - 128) = kScales
+  FileMatrix m;
+  m.weights.resize(rows * cols);
+  for (int64_t n = 0; n < rows; ++n)
+    for (int64_t b = 0; b < cols / 32; ++b) {
+      const int scale = static_cast<int>((n + b) % 4);
+      if (mxfp4)
+        m.raw.push_back(kExponents[scale]);
+      else
+        append_u16(m.raw, kScaleBits[scale]);
+      uint32_t u[32];
+      for (int k = 0; k < 32; ++k) {
+        u[k] = static_cast<uint32_t>(n * 7 + (b * 32 + k) * 5 + 3) % 16;
+        m.weights[n * cols + b * 32 + k] = kScales[scale] * static_cast<float>(values[u[k]]);
+      }
+      for (int j = 0; j < 16; ++j) m.raw.push_back(static_cast<uint8_t>(u[j] | u[j + 16] << 4));
+    }
+  return m;
+}
+
+// The lookup-table types on every path, in one and two levels: the two-level product by
+// levels (what the AVX-512 path runs for them, with the AVX2 kernel) is tested here through
+// each path's one-level kernel. Integer activations with a +-127 per block quantize exactly,
+// so the second level is zero and every product is the plain one.
+void lookup_types_match_the_plain_product_in_one_and_two_levels() {
+  const std::vector<float> x = activations();
+  QuantizedActivations xq(kBatch, kCols), x2(2 * kBatch, kCols);
+  xq.quantize(x.data(), kBatch, kCols);
+  x2.quantize_two_level(x.data(), kBatch, kCols);
+  const int64_t ldo = kRows + 3;
+  constexpr float kFill = 12345.0f;
+  for (CpuPath path : supported_cpu_paths())
+    for (QuantType type : {QuantType::IQ4_NL, QuantType::MXFP4}) {
+      const FileMatrix file = lookup_file_matrix(type, kRows, kCols);
+      CHECK_EQ(static_cast<int64_t>(file.raw.size()), kRows * kCols / 32 * block_bytes(type));
+      const PackedMatrix w(type, file.raw.data(), static_cast<int64_t>(file.raw.size()), kRows, kCols);
+      const std::vector<float> expected = plain_product(x, file.weights, ldo, kFill);
+      const int before = kvgen::test::failure_count();
+      for (int64_t n = 0; n < kRows; ++n) {
+        std::vector<float> row(kCols);
+        w.dequantize_row(n, row.data());
+        CHECK_EQ(row, std::vector<float>(file.weights.begin() + n * kCols, file.weights.begin() + (n + 1) * kCols));
+      }
+      std::vector<float> out(kBatch * ldo, kFill);
+      matmul_int8(w, xq, out.data(), ldo, all_groups(w), path);
+      CHECK_EQ(out, expected);
+      std::fill(out.begin(), out.end(), kFill);
+      matmul_float(w, x.data(), kBatch, kCols, out.data(), ldo, all_groups(w), path);
+      CHECK_EQ(out, expected);
+      std::fill(out.begin(), out.end(), kFill);
+      matmul_int8x2_by_levels(kernels_for(path).matmul_int8, w.view(), x2.view(), out.data(), ldo, 0, w.groups());
+      CHECK_EQ(out, expected);
+      std::fill(out.begin(), out.end(), kFill);  // the second group only: row 16
+      matmul_int8x2_by_levels(kernels_for(path).matmul_int8, w.view(), x2.view(), out.data(), ldo, 1, 2);
+      std::vector<float> second_group(kBatch * ldo, kFill);
+      for (int64_t m = 0; m < kBatch; ++m) second_group[m * ldo + 16] = expected[m * ldo + 16];
+      CHECK_EQ(out, second_group);
+      if (has_int8x2_kernels(path)) {  // the path's own two-level entry (AVX-512: the same by levels)
+        std::fill(out.begin(), out.end(), kFill);
+        CHECK(matmul_int8x2(w, x2, out.data(), ldo, all_groups(w), path));
+        CHECK_EQ(out, expected);
+      }
+      if (kvgen::test::failure_count() != before)
+        std::cerr << "  (on cpu path " << cpu_path_name(path) << ", " << quant_type_name(type) << ")\n";
+    }
+}
 
 // Every CPU path quantizes activations (one and two levels) to the very bytes and floats
 // of the portable code: random blocks at many scales, and blocks of zeros, of ties at
@@ -273,6 +345,7 @@ int main() {
       TEST_CASE(repack_rejects_bad_shapes),
       TEST_CASE(rows_of_a_stacked_repack_read_as_their_own_matrix),
       TEST_CASE(matmuls_match_the_plain_product_on_every_cpu_path),
+      TEST_CASE(lookup_types_match_the_plain_product_in_one_and_two_levels),
       TEST_CASE(quantized_activations_are_the_portable_ones_on_every_cpu_path),
   });
 }

@@ -49,13 +49,38 @@ def random_k_quant(shape: tuple, qtype: str, seed: int) -> np.ndarray:
     return blocks.reshape(rows, -1)
 
 
+# The i-quant types with a 16-value grid: (weights, bytes) of a block. gguf-py cannot quantize
+# them either: random blocks with fp16 scales d of about ``magnitude``, either sign (IQ4_XS:
+# its 6-bit sub-block scales random too, so each weight is up to 32 * 127 d).
+IQ_BLOCKS = {"IQ4_NL": (32, 18), "IQ4_XS": (256, 136)}
+
+
+def random_iq_blocks(shape: tuple, qtype: str, seed: int, magnitude: float) -> np.ndarray:
+    """Random blocks of an IQ4 type for a (rows, cols) tensor, one row of blocks per row."""
+    weights, size = IQ_BLOCKS[qtype]
+    rows, cols = shape
+    rng = np.random.default_rng(seed)
+    blocks = rng.integers(0, 256, (rows, cols // weights, size), dtype=np.uint8)
+    d = magnitude * rng.uniform(0.5, 1.5, blocks.shape[:2]) * rng.choice([-1, 1], blocks.shape[:2])
+    blocks[:, :, 0:2] = d.astype(np.float16)[..., None].view(np.uint8)
+    return blocks.reshape(rows, -1)
+
+
+# Scale of the random blocks a model's matrices get: weights of a few hundredths, as the
+# K-quants' 1e-3 scales give.
+_IQ_MAGNITUDE = {"IQ4_NL": 3e-4, "IQ4_XS": 2e-5}
+
+
 def _add(writer: gguf.GGUFWriter, name: str, array: np.ndarray, qtype: str) -> None:
     """Adds a tensor stored as ``qtype`` (F32 for 1-D tensors, as llama.cpp keeps norms;
-    random blocks for K-quants)."""
+    random blocks for K-quants and IQ4 types)."""
     array = np.ascontiguousarray(array, dtype=np.float32)
     t = gguf.GGMLQuantizationType[qtype if array.ndim > 1 else "F32"]
+    seed = len(name) * 7919 + array.size
     if qtype in K_QUANT_BLOCKS and array.ndim > 1:
-        writer.add_tensor(name, random_k_quant(array.shape, qtype, len(name) * 7919 + array.size), raw_dtype=t)
+        writer.add_tensor(name, random_k_quant(array.shape, qtype, seed), raw_dtype=t)
+    elif qtype in IQ_BLOCKS and array.ndim > 1:
+        writer.add_tensor(name, random_iq_blocks(array.shape, qtype, seed, _IQ_MAGNITUDE[qtype]), raw_dtype=t)
     elif t == gguf.GGMLQuantizationType.F32:
         writer.add_tensor(name, array)
     else:
@@ -72,11 +97,14 @@ def _finish(writer: gguf.GGUFWriter) -> None:
 def write_llama_gguf(model: transformers.LlamaForCausalLM, path: Path, qtype: str = "F32",
                      tokenizer_writer=None, rope_scaling: Optional[dict] = None, *, arch: str = "llama",
                      heads: Optional[int] = None, skip: Sequence[str] = (),
-                     extra: Optional[dict[str, np.ndarray]] = None) -> Path:
-    """Writes ``model`` as a llama GGUF file with 2-D tensors stored as ``qtype``.
+                     extra: Optional[dict[str, np.ndarray]] = None,
+                     types: Optional[dict[str, str]] = None) -> Path:
+    """Writes ``model`` as a llama GGUF file with 2-D tensors stored as ``qtype``, or as
+    ``types[suffix]`` for the tensors whose GGUF name ends with that suffix (a mixed file:
+    ``{"attn_q.weight": "IQ4_NL", "output.weight": "Q6_K"}``).
 
     For malformed files: ``arch`` and ``heads`` override the metadata, ``skip`` leaves
-    tensors out, ``extra`` adds tensors (a uint8 array is written as raw Q4_K blocks)."""
+    tensors out, ``extra`` adds tensors (a uint8 array is written as raw IQ2_XXS blocks)."""
     c = model.config
     sd = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
     w = gguf.GGUFWriter(str(path), arch)
@@ -84,7 +112,7 @@ def write_llama_gguf(model: transformers.LlamaForCausalLM, path: Path, qtype: st
 
     def add(name: str, array: np.ndarray) -> None:
         if name not in skip:
-            _add(w, name, array, qtype)
+            _add(w, name, array, next((t for suffix, t in (types or {}).items() if name.endswith(suffix)), qtype))
 
     w.add_name("random llama")
     w.add_vocab_size(c.vocab_size)
@@ -132,7 +160,7 @@ def write_llama_gguf(model: transformers.LlamaForCausalLM, path: Path, qtype: st
                 add(f"blk.{layer}.{gg}.{kind}", t)
     for name, array in (extra or {}).items():
         if array.dtype == np.uint8:
-            w.add_tensor(name, array, raw_dtype=gguf.GGMLQuantizationType.IQ4_NL)
+            w.add_tensor(name, array, raw_dtype=gguf.GGMLQuantizationType.IQ2_XXS)
         else:
             _add(w, name, array, qtype)
     _finish(w)

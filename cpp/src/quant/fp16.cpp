@@ -1,4 +1,4 @@
-// Half to float by bit manipulation (no F16C needed).
+// Half and E8M0 to float by bit manipulation (no F16C needed).
 #include "kvgen/quant/fp16.h"
 
 #include <bit>
@@ -16,6 +16,10 @@ float fp16_to_float(uint16_t h) {
     return sign ? -magnitude : magnitude;
   }
   return std::bit_cast<float>(sign | ((exponent + 112) << 23) | (mantissa << 13));
+}
+
+float e8m0_to_float_half(uint8_t e) {
+  return std::bit_cast<float>(e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23);
 }
 
 }  // namespace kvgen::quant

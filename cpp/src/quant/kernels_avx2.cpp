@@ -366,7 +366,150 @@ void float_dense_rows(const PackedView& w, const float* x, int64_t ldx, int64_t 
   }
 }
 
+// --- lookup-table types (IQ4_NL, IQ4_XS, MXFP4): each 4-bit index selects one of 16 int8
+// values, 32 at a time with vpshufb; a tile is kUnits units of 32 weights (kernel_abi.h).
+
+// The 16 values in both 128-bit lanes (vpshufb looks up within each lane).
+template <class L>
+[[gnu::always_inline]] inline __m256i value_table() {
+  return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(L::kValues)));
+}
+
+// Half h's 8 row scales of unit j (d; IQ4_XS: d (ls_j - 32)), as floats: exact.
+template <class L>
+[[gnu::always_inline]] inline __m256 lookup_scales(const uint8_t* tile, int h, int j) {
+  __m256 d;
+  if constexpr (L::kScale == ScaleKind::Half) {
+    d = load_halves(tile + L::kScalesAt + 16 * h);
+  } else {  // 2^(e - 128): (e - 1) << 23 for e >= 2, the subnormals 0x200000 << e for e = 0, 1
+    const __m256i e =
+        _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(tile + L::kScalesAt + kHalfRows * h)));
+    const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+    const __m256i subnormal = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+    d = _mm256_castsi256_ps(_mm256_blendv_epi8(normal, subnormal, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e)));
+  }
+  if constexpr (L::kSuper) d = scaled_bytes<true>(tile + L::kSubScalesAt + kGroupRows * j, h, d);
+  return d;
+}
+
+// Half h of unit chunk c as values: weights 4c..4c+3 (low) and 4c+16..4c+19 (high) of 8 rows.
+template <class L>
+[[gnu::always_inline]] inline void value_chunks(const uint8_t* unit, int h, int c, __m256i table, __m256i& low,
+                                                __m256i& high) {
+  nibble_chunks<typename L::Sub>(unit, h, c, low, high);
+  low = _mm256_shuffle_epi8(table, low);
+  high = _mm256_shuffle_epi8(table, high);
+}
+
+// dot[m] (lane r) = sum_k value[r][k] * xq[m][k] over half h of one unit, signed x signed as
+// |w| x (x with w's sign): each maddubs pair is at most 2 * 127 * 127 < 2^15.
+template <class L, int MT>
+[[gnu::always_inline]] inline void lookup_dots(const uint8_t* unit, int h, const int8_t* const* xq, __m256i* dot) {
+  const __m256i table = value_table<L>(), ones = _mm256_set1_epi16(1);
+  for (int m = 0; m < MT; ++m) dot[m] = _mm256_setzero_si256();
+  for (int c = 0; c < 4; ++c) {
+    __m256i low, high;
+    value_chunks<L>(unit, h, c, table, low, high);
+    const __m256i low_abs = _mm256_sign_epi8(low, low), high_abs = _mm256_sign_epi8(high, high);
+    for (int m = 0; m < MT; ++m) {
+      const __m256i xl = _mm256_sign_epi8(_mm256_set1_epi32(load_i32(xq[m] + 4 * c)), low);
+      const __m256i xh = _mm256_sign_epi8(_mm256_set1_epi32(load_i32(xq[m] + 16 + 4 * c)), high);
+      dot[m] = _mm256_add_epi32(dot[m], _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(low_abs, xl), ones),
+                                                         _mm256_madd_epi16(_mm256_maddubs_epi16(high_abs, xh), ones)));
+    }
+  }
+}
+
+// Activation rows [m0, m0 + MT) x groups [g0, g1): acc += (scale d_x) dot per unit.
+template <class L, int MT>
+void int8_lookup_rows(const PackedView& w, const Int8View& x, int64_t m0, float* out, int64_t ldo, int64_t g0,
+                      int64_t g1) {
+  const int64_t xblocks = x.cols / kBlockSize;
+  for (int64_t g = g0; g < g1; ++g)
+    for (int h = 0; h < 2; ++h) {
+      const int64_t rows_here = rows_in_half(w, g, h);
+      if (rows_here == 0) continue;
+      const uint8_t* tile = w.data + g * w.blocks * L::kTileBytes;
+      __m256 acc[MT];
+      for (int m = 0; m < MT; ++m) acc[m] = _mm256_setzero_ps();
+      for (int64_t b = 0; b < w.blocks; ++b, tile += L::kTileBytes)
+        for (int j = 0; j < L::kUnits; ++j) {
+          const int64_t xb = b * L::kUnits + j;  // the activations' 32-block
+          const int8_t* xq[MT];
+          for (int m = 0; m < MT; ++m) xq[m] = x.q + (m0 + m) * x.cols + xb * kBlockSize;
+          __m256i dot[MT];
+          lookup_dots<L, MT>(tile + L::kUnitsAt + j * L::Sub::kTileBytes, h, xq, dot);
+          const __m256 scale = lookup_scales<L>(tile, h, j);
+          for (int m = 0; m < MT; ++m)
+            acc[m] = _mm256_fmadd_ps(_mm256_mul_ps(scale, _mm256_set1_ps(x.d[(m0 + m) * xblocks + xb])),
+                                     _mm256_cvtepi32_ps(dot[m]), acc[m]);
+        }
+      store_half<MT>(acc, rows_here, out + m0 * ldo + g * kGroupRows + h * kHalfRows, ldo);
+    }
+}
+
+// acc[m] += W[:, k] * x[m][k] for the 4 weights k = k0..k0+3 whose signed values are the
+// bytes of each lane of v; each weight scale * value is exact (kernel_abi.h).
+template <int MT>
+[[gnu::always_inline]] inline void fma_signed_lanes(__m256i v, __m256 scale, const float* const* xb, int k0,
+                                                    __m256* acc) {
+  for (int j = 0; j < 4; ++j) {
+    const __m256i value = _mm256_srai_epi32(_mm256_slli_epi32(v, 24 - 8 * j), 24);  // byte j, sign-extended
+    const __m256 wk = _mm256_mul_ps(scale, _mm256_cvtepi32_ps(value));
+    for (int m = 0; m < MT; ++m) acc[m] = _mm256_fmadd_ps(wk, _mm256_set1_ps(xb[m][k0 + j]), acc[m]);
+  }
+}
+
+template <class L, int MT>
+void float_lookup_rows(const PackedView& w, const float* x, int64_t ldx, int64_t m0, float* out, int64_t ldo,
+                       int64_t g0, int64_t g1) {
+  const __m256i table = value_table<L>();
+  for (int64_t g = g0; g < g1; ++g)
+    for (int h = 0; h < 2; ++h) {
+      const int64_t rows_here = rows_in_half(w, g, h);
+      if (rows_here == 0) continue;
+      const uint8_t* tile = w.data + g * w.blocks * L::kTileBytes;
+      __m256 acc[MT];
+      for (int m = 0; m < MT; ++m) acc[m] = _mm256_setzero_ps();
+      for (int64_t b = 0; b < w.blocks; ++b, tile += L::kTileBytes)
+        for (int j = 0; j < L::kUnits; ++j) {
+          const float* xb[MT];
+          for (int m = 0; m < MT; ++m) xb[m] = x + (m0 + m) * ldx + (b * L::kUnits + j) * kBlockSize;
+          const __m256 scale = lookup_scales<L>(tile, h, j);
+          const uint8_t* unit = tile + L::kUnitsAt + j * L::Sub::kTileBytes;
+          for (int c = 0; c < 4; ++c) {
+            __m256i low, high;
+            value_chunks<L>(unit, h, c, table, low, high);
+            fma_signed_lanes<MT>(low, scale, xb, 4 * c, acc);
+            fma_signed_lanes<MT>(high, scale, xb, 16 + 4 * c, acc);
+          }
+        }
+      store_half<MT>(acc, rows_here, out + m0 * ldo + g * kGroupRows + h * kHalfRows, ldo);
+    }
+}
+
+void lookup_matmul_int8(const PackedView& w, const Int8View& x, float* out, int64_t ldo, int64_t g0, int64_t g1);
+void lookup_matmul_float(const PackedView& w, const float* x, int64_t rows, int64_t ldx, float* out, int64_t ldo,
+                         int64_t g0, int64_t g1);
+
 #include "tile_driver.inc"  // with_tile, matmul_int8, matmul_float
+
+void lookup_matmul_int8(const PackedView& w, const Int8View& x, float* out, int64_t ldo, int64_t g0, int64_t g1) {
+  with_layout(w.type, [&]<class L>() {
+    if constexpr (L::kFamily == Family::Lookup)
+      for (int64_t m0 = 0; m0 < x.rows; m0 += kMaxTile)
+        with_tile(x.rows - m0, [&]<int MT>() { int8_lookup_rows<L, MT>(w, x, m0, out, ldo, g0, g1); });
+  });
+}
+
+void lookup_matmul_float(const PackedView& w, const float* x, int64_t rows, int64_t ldx, float* out, int64_t ldo,
+                         int64_t g0, int64_t g1) {
+  with_layout(w.type, [&]<class L>() {
+    if constexpr (L::kFamily == Family::Lookup)
+      for (int64_t m0 = 0; m0 < rows; m0 += kMaxTile)
+        with_tile(rows - m0, [&]<int MT>() { float_lookup_rows<L, MT>(w, x, ldx, m0, out, ldo, g0, g1); });
+  });
+}
 
 }  // namespace
 

@@ -81,10 +81,30 @@ void unpack_super_unit(const uint8_t* tile, int j, Unit& t) {
       for (int r = 0; r < kGroupRows; ++r) t.q[k][r] -= 32;
 }
 
+// Unit j (0..kUnits-1) of a lookup-table tile: q = the table's value of each index, min 0.
+template <class L>
+void unpack_lookup_unit(const uint8_t* tile, int j, Unit& t) {
+  for (int r = 0; r < kGroupRows; ++r) {
+    float d;
+    if constexpr (L::kScale == ScaleKind::Half)
+      d = load_half(tile + L::kScalesAt + 2 * r);
+    else
+      d = e8m0_to_float_half(tile[L::kScalesAt + r]);
+    if constexpr (L::kSuper) d *= static_cast<float>(static_cast<int8_t>(tile[L::kSubScalesAt + kGroupRows * j + r]));
+    t.scale[0][r] = t.scale[1][r] = d;
+    t.min[r] = 0.0f;
+  }
+  unpack_quants<typename L::Sub>(tile + L::kUnitsAt + j * L::Sub::kTileBytes, t.q);
+  for (int k = 0; k < kBlockSize; ++k)
+    for (int r = 0; r < kGroupRows; ++r) t.q[k][r] = L::kValues[t.q[k][r]];
+}
+
 template <class L>
 constexpr int units_per_tile() {
   if constexpr (L::kFamily == Family::Super)
     return L::kSubBlocks;
+  else if constexpr (L::kFamily == Family::Lookup)
+    return L::kUnits;
   else
     return 1;
 }
@@ -102,6 +122,8 @@ template <class L>
 void unpack_unit(const uint8_t* tile, int j, Unit& t) {
   if constexpr (L::kFamily == Family::Super)
     unpack_super_unit<L>(tile, j, t);
+  else if constexpr (L::kFamily == Family::Lookup)
+    unpack_lookup_unit<L>(tile, j, t);
   else
     unpack_block_tile<L>(tile, t);
 }

@@ -218,6 +218,56 @@ float dense_value(const uint8_t* p) {
     return load_half(p);
 }
 
+// --- lookup-table types (IQ4_NL, IQ4_XS, MXFP4)
+
+// Sub-block j's 6-bit scale ls_j of an IQ4_XS block: its low 4 bits in nibble j % 2 of
+// byte 4 + j / 2, its high 2 bits at bits 2j of the uint16 at byte 2.
+int iq4_xs_scale(const uint8_t* block, int j) {
+  const int low = (block[4 + j / 2] >> (4 * (j % 2))) & 0xF;
+  const int high = (load_u16(block + 2) >> (2 * j)) & 0x3;
+  return low | (high << 4);
+}
+
+// One file block into row r of a lookup tile: the scale bytes, then each 32-weight unit's 16
+// bytes of nibbles, 4 bytes per chunk (both nibbles move together, as for Q4_0).
+template <class L>
+void pack_lookup_block(const uint8_t* block, int r, uint8_t* tile) {
+  const uint8_t* qs;
+  if constexpr (L::kScale == ScaleKind::Half) {
+    std::memcpy(tile + L::kScalesAt + 2 * r, block, 2);
+    qs = block + (L::kSuper ? 8 : 2);
+  } else {
+    tile[L::kScalesAt + r] = block[0];
+    qs = block + 1;
+  }
+  if constexpr (L::kSuper)
+    for (int j = 0; j < L::kUnits; ++j)
+      tile[L::kSubScalesAt + kGroupRows * j + r] = static_cast<uint8_t>(static_cast<int8_t>(iq4_xs_scale(block, j) - 32));
+  for (int j = 0; j < L::kUnits; ++j)
+    for (int c = 0; c < 4; ++c) std::memcpy(tile + L::kUnitsAt + j * L::Sub::kTileBytes + 64 * c + 4 * r, qs + 16 * j + 4 * c, 4);
+}
+
+template <class L>
+float lookup_row_scale(const uint8_t* tile, int r) {
+  if constexpr (L::kScale == ScaleKind::Half)
+    return load_half(tile + L::kScalesAt + 2 * r);
+  else
+    return e8m0_to_float_half(tile[L::kScalesAt + r]);
+}
+
+template <class L>
+void dequantize_lookup_row(const uint8_t* tile, int r, float* out) {
+  const float d = lookup_row_scale<L>(tile, r);
+  for (int j = 0; j < L::kUnits; ++j) {
+    // gguf: (d * (ls - 32)) * value for IQ4_XS, d * value otherwise; every product exact
+    const float scale =
+        L::kSuper ? d * static_cast<float>(static_cast<int8_t>(tile[L::kSubScalesAt + kGroupRows * j + r])) : d;
+    const uint8_t* unit = tile + L::kUnitsAt + j * L::Sub::kTileBytes;
+    for (int k = 0; k < 32; ++k)
+      out[32 * j + k] = scale * static_cast<float>(L::kValues[get_quant<typename L::Sub>(unit, r, k)]);
+  }
+}
+
 // --- one switch per operation over the families
 
 template <class L>
@@ -226,6 +276,8 @@ void pack_file_block(const uint8_t* block, int r, uint8_t* tile) {
     pack_block<L>(block, r, tile);
   else if constexpr (L::kFamily == Family::Super)
     pack_super_block<L>(block, r, tile);
+  else if constexpr (L::kFamily == Family::Lookup)
+    pack_lookup_block<L>(block, r, tile);
   else
     std::memcpy(tile + 2 * r, block, 2);
 }
@@ -236,6 +288,8 @@ void dequantize_tile_row(const uint8_t* tile, int r, float* out) {
     dequantize_block_row<L>(tile, r, out);
   else if constexpr (L::kFamily == Family::Super)
     dequantize_super_row<L>(tile, r, out);
+  else if constexpr (L::kFamily == Family::Lookup)
+    dequantize_lookup_row<L>(tile, r, out);
   else
     *out = dense_value<L>(tile + 2 * r);
 }
@@ -294,7 +348,9 @@ int64_t tile_bytes(QuantType type) {
 void check_cols(QuantType type, int64_t cols) {
   const int64_t unit = block_weights(type);
   if (cols < unit || cols % unit != 0) {
-    const std::string rule = unit == kSuperBlockSize ? " (the K-quant super-block size)" : " (the block size)";
+    const std::string rule = unit != kSuperBlockSize              ? " (the block size)"
+                             : type == QuantType::IQ4_XS ? " (the IQ4_XS super-block size)"
+                                                         : " (the K-quant super-block size)";
     throw ValueError(std::string(quant_type_name(type)) + " matrix: cols = " + std::to_string(cols) +
                      " must be a positive multiple of " + std::to_string(unit) + (unit > 1 ? rule : ""));
   }

@@ -9,7 +9,8 @@ namespace kvgen::quant {
 
 namespace {
 constexpr QuantType kAll[] = {QuantType::Q8_0, QuantType::Q4_0, QuantType::Q4_1, QuantType::Q5_0, QuantType::Q5_1,
-                              QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K, QuantType::F16,  QuantType::BF16};
+                              QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K, QuantType::F16,  QuantType::BF16, QuantType::IQ4_NL, QuantType::IQ4_XS,
+                              QuantType::MXFP4};
 
 std::string all_names() {
   std::string out;
@@ -30,6 +31,9 @@ const char* quant_type_name(QuantType type) {
     case QuantType::Q6_K: return "Q6_K";
     case QuantType::F16: return "F16";
     case QuantType::BF16: return "BF16";
+    case QuantType::IQ4_NL: return "IQ4_NL";
+    case QuantType::IQ4_XS: return "IQ4_XS";
+    case QuantType::MXFP4: return "MXFP4";
   }
   return "?";
 }
@@ -46,7 +50,8 @@ int64_t block_weights(QuantType type) {
   switch (type) {
     case QuantType::Q4_K:
     case QuantType::Q5_K:
-    case QuantType::Q6_K: return kSuperBlockSize;
+    case QuantType::Q6_K:
+    case QuantType::IQ4_XS: return kSuperBlockSize;
     case QuantType::F16:
     case QuantType::BF16: return 1;
     default: return kBlockSize;
@@ -65,6 +70,9 @@ int64_t block_bytes(QuantType type) {
     case QuantType::Q6_K: return 128 + 64 + 16 + 2;       // 256 nibbles, 256 x 2 high bits, 16 x int8 sc, d
     case QuantType::F16:
     case QuantType::BF16: return 2;
+    case QuantType::IQ4_NL: return 2 + 16;                // d, 32 nibbles (grid indices)
+    case QuantType::IQ4_XS: return 2 + 2 + 4 + 128;       // d, 8 x 2 high bits of ls, 8 x 4 low bits, 256 nibbles
+    case QuantType::MXFP4: return 1 + 16;                 // E8M0 exponent, 32 nibbles (E2M1 codes)
   }
   return 0;
 }

@@ -6,8 +6,9 @@ The core repacks the blocks once into its interleaved tile layout and computes o
 directly; they are never expanded to float32 as a whole.
 
 - ``PACKED_TYPES``: the types the core computes on (F16 and BF16 with float activations
-  only). Other quantized GGUF types (Q2_K, Q3_K) are converted at load by ``requantize``
-  (dequantized with gguf-py, then quantized to Q8_0, whose error is far below theirs).
+  only; the lookup-table types IQ4_NL, IQ4_XS and MXFP4 as their 4-bit indices). Other
+  quantized GGUF types (Q2_K, Q3_K) are converted at load by ``requantize`` (dequantized with
+  gguf-py, then quantized to Q8_0, whose error is far below theirs).
 - ``quantize_checkpoint``: ``Model.load(directory, dtype="q8_0" | "q4_0")`` quantizes a
   float checkpoint's matrices with gguf-py's quantizers (llama.cpp's arithmetic).
 - ``check_finite_scales``: a hostile file's NaN or inf block scale is refused by name,
@@ -23,13 +24,17 @@ from typing import NamedTuple
 
 import numpy as np
 
-PACKED_TYPES = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16")
+PACKED_TYPES = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16", "IQ4_NL", "IQ4_XS",
+                "MXFP4")
 LOAD_DTYPES = ("q8_0", "q4_0")  # Model.load(directory, dtype=...)
 
 # type -> (bytes per block, byte offsets of its fp16 scales / minimums within a block)
 _SCALE_OFFSETS = {"Q8_0": (34, (0,)), "Q4_0": (18, (0,)), "Q4_1": (20, (0, 2)), "Q5_0": (22, (0,)),
                   "Q5_1": (24, (0, 2)), "Q2_K": (84, (80, 82)), "Q3_K": (110, (108,)), "Q4_K": (144, (0, 2)),
-                  "Q5_K": (176, (0, 2)), "Q6_K": (210, (208,))}
+                  "Q5_K": (176, (0, 2)), "Q6_K": (210, (208,)), "IQ4_NL": (18, (0,)), "IQ4_XS": (136, (0,))}
+# MXFP4's scale is a power of two 2^(e - 128) (never NaN), but from e = 253 on, 2^(e - 128)
+# times its largest value (12) overflows float32: such blocks are dequantized and checked.
+_MXFP4_BLOCK_BYTES, _MXFP4_LARGE_EXPONENT = 17, 253
 
 
 class QuantizedTensor(NamedTuple):
@@ -63,6 +68,15 @@ def check_finite_scales(qtype: str, raw: np.ndarray) -> bool:
         halves = raw.view(np.uint16)
         exponent = np.uint16(0x7C00) if qtype == "F16" else np.uint16(0x7F80)
         return not bool(np.any((halves & exponent) == exponent))
+    if qtype == "MXFP4":
+        blocks = raw.reshape(-1, _MXFP4_BLOCK_BYTES)
+        large = blocks[blocks[:, 0] >= _MXFP4_LARGE_EXPONENT]
+        if not len(large):
+            return True
+        import gguf
+
+        with np.errstate(over="ignore"):
+            return bool(np.isfinite(gguf.quants.dequantize(large, gguf.GGMLQuantizationType.MXFP4)).all())
     block_bytes, offsets = _SCALE_OFFSETS[qtype]
     blocks = raw.reshape(-1, block_bytes)
     return all(bool(np.isfinite(blocks[:, o:o + 2].view(np.float16)).all()) for o in offsets)

@@ -14,7 +14,7 @@ namespace kvgen::quant {
 inline constexpr int64_t kGroupRows = 16;
 
 // How a type's tiles are built: kernels and packing branch on it at compile time.
-enum class Family { Block, Super, Dense };
+enum class Family { Block, Super, Dense, Lookup };
 
 // One tile = 16 rows x one 32-weight block, stored as
 //   scales  16 x fp16 (32 B)                 d of each row
@@ -91,6 +91,45 @@ struct DenseLayout {
   static constexpr int64_t kTileBytes = 2 * kGroupRows;
 };
 
+// How a lookup-table tile stores its per-row scales.
+enum class ScaleKind {
+  Half,  // fp16 d (IQ4_NL, IQ4_XS)
+  E8M0,  // one byte e: 2^(e - 128) as gguf's e8m0_to_fp32_half reads it (e < 2: the float32
+         // subnormals 2^-128, 2^-127) (MXFP4)
+};
+
+// The 16 values a lookup type's 4-bit index selects, as the formats define them.
+// IQ4_NL / IQ4_XS: the non-linear grid of llama.cpp's IQ4_NL format (gguf-py's
+// gguf.quants.IQ4_NL.kvalues; the tests check every entry against it).
+inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+// MXFP4: the OCP Microscaling spec's E2M1 code points (sign, 2-bit exponent, 1-bit
+// mantissa: 0, 0.5, 1, 1.5, 2, 3, 4, 6), doubled to integers; the scale is halved to match.
+inline constexpr int8_t kE2m1Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+// One lookup-table tile = 16 rows x (Super ? 256 : 32) weights, as units of 32 weights
+// (the activations' blocks), every unit's quants in the 4-bit nibble format of TileLayout
+// (SubTileLayout<4>: 256 B, byte 4r+j of chunk c = weights 4c+j (low nibble) and 4c+16+j
+// (high nibble) of row r, the file's own nibble order), each nibble an index into kValues:
+//   scales   16 x fp16 (32 B) or 16 x E8M0 (16 B)    d of each row
+//   sub      8 x 16 int8 (Super only)                byte 16j + r = ls_j - 32 of row r
+//   units    kUnits x 256 B
+// w = d * value[u] (Super: (d * (ls_j - 32)) * value[u]); both products are exact in
+// float32 (11 + 6 + 7 significant bits at most), so every weight is gguf's value. Sizes:
+// IQ4_NL 288 B and MXFP4 272 B (16 file blocks), IQ4_XS 2208 B (file: 2176).
+template <ScaleKind Scale, bool Super, const int8_t* Values>
+struct LookupLayout {
+  static constexpr Family kFamily = Family::Lookup;
+  static constexpr ScaleKind kScale = Scale;
+  static constexpr bool kSuper = Super;
+  static constexpr const int8_t* kValues = Values;
+  static constexpr int kUnits = Super ? 8 : 1;
+  static constexpr int64_t kScalesAt = 0;
+  static constexpr int64_t kSubScalesAt = Scale == ScaleKind::Half ? 2 * kGroupRows : kGroupRows;
+  static constexpr int64_t kUnitsAt = kSubScalesAt + (Super ? kGroupRows * kUnits : 0);
+  using Sub = SubTileLayout<4>;
+  static constexpr int64_t kTileBytes = kUnitsAt + kUnits * Sub::kTileBytes;
+};
+
 template <QuantType T>
 struct Layout;
 template <>
@@ -113,6 +152,12 @@ template <>
 struct Layout<QuantType::F16> : DenseLayout<false> {};
 template <>
 struct Layout<QuantType::BF16> : DenseLayout<true> {};
+template <>
+struct Layout<QuantType::IQ4_NL> : LookupLayout<ScaleKind::Half, false, kIq4Values> {};
+template <>
+struct Layout<QuantType::IQ4_XS> : LookupLayout<ScaleKind::Half, true, kIq4Values> {};
+template <>
+struct Layout<QuantType::MXFP4> : LookupLayout<ScaleKind::E8M0, false, kE2m1Values> {};
 
 // Calls f.template operator()<Layout<type>>(). Only ever instantiated with a lambda local
 // to one file, so each instantiation is private to the file (and its instruction set).
@@ -129,6 +174,9 @@ void with_layout(QuantType type, F&& f) {
     case QuantType::Q6_K: f.template operator()<Layout<QuantType::Q6_K>>(); break;
     case QuantType::F16: f.template operator()<Layout<QuantType::F16>>(); break;
     case QuantType::BF16: f.template operator()<Layout<QuantType::BF16>>(); break;
+    case QuantType::IQ4_NL: f.template operator()<Layout<QuantType::IQ4_NL>>(); break;
+    case QuantType::IQ4_XS: f.template operator()<Layout<QuantType::IQ4_XS>>(); break;
+    case QuantType::MXFP4: f.template operator()<Layout<QuantType::MXFP4>>(); break;
   }
 }
 
@@ -166,6 +214,13 @@ using MatmulFloatFn = void (*)(const PackedView& w, const float* x, int64_t rows
 // Returns false, writing nothing, for a type this path has no such kernel for.
 using MatmulInt8x2Fn = bool (*)(const PackedView& w, const Int8View& x, float* out, int64_t ldo, int64_t g0,
                                 int64_t g1);
+
+// A two-level product (MatmulInt8x2Fn's contract) from `int8`, a path's one-level kernel:
+// per 16-row group and up to 8 batch rows at a time, both levels' products into stack
+// buffers, then added. For the types a path has no two-level kernel of its own for (the
+// lookup-table types on AVX-512). Portable code (matmul.cpp): it only calls `int8`.
+void matmul_int8x2_by_levels(MatmulInt8Fn int8, const PackedView& w, const Int8View& x, float* out, int64_t ldo,
+                             int64_t g0, int64_t g1);
 
 struct KernelTable {
   MatmulInt8Fn matmul_int8;      // int8 activations (the fast path; not for has_int8_kernel() == false)

@@ -13,7 +13,11 @@ namespace kvgen::quant {
 //   Q4_K / Q5_K: w = d * sc_j * q - dmin * m_j (8 sub-blocks of 32, 4- or 5-bit q);
 //   Q6_K: w = d * sc_j * (q - 32) (16 sub-blocks of 16, 6-bit q, int8 sc_j).
 // * Dense 16-bit floats: F16 (IEEE half) and BF16 (bfloat16), one weight per "block".
-enum class QuantType : int32_t { Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, F16, BF16 };
+// * Lookup-table types, w = scale * value[u] with u a 4-bit index into 16 int8 values:
+//   IQ4_NL (32-weight blocks, fp16 d, the non-linear 4-bit grid), IQ4_XS (256-weight
+//   super-blocks, fp16 d and a 6-bit scale per 32: scale = d * (ls - 32), the same grid),
+//   MXFP4 (32-weight blocks, an E8M0 power-of-two scale, E2M1 values).
+enum class QuantType : int32_t { Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, F16, BF16, IQ4_NL, IQ4_XS, MXFP4 };
 
 // Weights per 32-weight block, and per block of the activations quantized to int8.
 inline constexpr int64_t kBlockSize = 32;
@@ -26,12 +30,12 @@ const char* quant_type_name(QuantType type);
 // The type named `name` (case-insensitive); ValueError listing the allowed names otherwise.
 QuantType parse_quant_type(const std::string& name);
 
-// Weights per block of `type` in a GGUF file: 32, 256 (K-quants) or 1 (F16, BF16). A
+// Weights per block of `type` in a GGUF file: 32, 256 (K-quants, IQ4_XS) or 1 (F16, BF16). A
 // matrix's cols must be a multiple of it.
 int64_t block_weights(QuantType type);
 
 // Bytes of one block in a GGUF file: Q8_0 34, Q4_0 18, Q4_1 20, Q5_0 22, Q5_1 24,
-// Q4_K 144, Q5_K 176, Q6_K 210, F16 and BF16 2.
+// Q4_K 144, Q5_K 176, Q6_K 210, F16 and BF16 2, IQ4_NL 18, IQ4_XS 136, MXFP4 17.
 int64_t block_bytes(QuantType type);
 
 // Whether matmul_int8 (int8 activations) runs on `type`: false for the dense F16 / BF16,

@@ -28,7 +28,7 @@ from kvgen.loaders.gguf.metadata import read_float, read_int, read_string
 from kvgen.loaders.quantize import PACKED_TYPES, QuantizedTensor, check_finite_scales, requantize
 
 SUPPORTED_TENSOR_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K",
-                          "Q6_K")
+                          "Q6_K", "IQ4_NL", "IQ4_XS", "MXFP4")
 
 
 def is_gguf(path: Path) -> bool:

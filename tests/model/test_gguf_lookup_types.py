@@ -1,0 +1,116 @@
+"""GGUF files whose matrices are of the lookup-table types (IQ4_NL, IQ4_XS, MXFP4), alone and
+mixed with K-quants in one file, as Unsloth's "UD" files and GPT-OSS's MXFP4 experts are.
+
+Random Llamas 256 wide (IQ4_XS and the K-quants need rows of 256 weights): the IQ4 matrices
+hold random blocks (gguf-py cannot quantize to them), MXFP4 ones gguf-py's quantization of
+the model's weights. The reference is transformers loading the same file (it dequantizes
+with the gguf package): exact mode must match it as float32 does; the default mode
+(two-level int8 activations) must pick the same token almost everywhere.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import torch
+from gguf.quants import dequantize
+from llama_models import hf_from_gguf, random_llama, write_llama_gguf
+
+import kvgen
+from kvgen import _core
+from kvgen.loaders.gguf.file import read_gguf_file
+
+LOOKUP_TYPES = ["IQ4_NL", "IQ4_XS", "MXFP4"]
+# A mixed file: Q4_K with IQ4_NL attention, an IQ4_XS down projection, MXFP4 up projection
+# and a Q6_K LM head.
+MIXED = {"attn_q.weight": "IQ4_NL", "attn_k.weight": "IQ4_NL", "attn_v.weight": "IQ4_NL",
+         "attn_output.weight": "IQ4_NL", "ffn_down.weight": "IQ4_XS", "ffn_up.weight": "MXFP4",
+         "output.weight": "Q6_K"}
+
+
+@pytest.fixture(scope="module")
+def wide_model():
+    return random_llama(vocab_size=64, hidden_size=256, intermediate_size=512, num_attention_heads=4,
+                        num_key_value_heads=2, num_hidden_layers=2, max_position_embeddings=64,
+                        tie_word_embeddings=False)
+
+
+def hf_logits(model, ids: np.ndarray) -> np.ndarray:
+    with torch.inference_mode():
+        return model(torch.from_numpy(ids)).logits.numpy()
+
+
+def check_every_tensor_dequantizes_as_gguf(path) -> None:
+    """Each quantized matrix of the file, repacked by the core, reads back as gguf's values."""
+    for t in read_gguf_file(path).tensors:
+        if len(t.shape) < 2 or t.tensor_type.name == "F32":
+            continue
+        rows, cols = int(np.prod(t.shape[1:])), t.shape[0]
+        packed = _core._quant_pack(np.ascontiguousarray(t.data).reshape(-1), t.tensor_type.name, rows, cols)
+        expected = dequantize(t.data.reshape(rows, -1), t.tensor_type)
+        got = packed.dequantize_rows(np.arange(rows))
+        np.testing.assert_array_equal(got.view(np.uint32), expected.view(np.uint32), err_msg=t.name)
+
+
+def check_against_transformers(path, ids: np.ndarray) -> kvgen.Model:
+    ref = hf_logits(hf_from_gguf(path), ids)
+    assert np.isfinite(ref).all() and ref.std() > 1e-2  # real values, not NaNs compared with NaNs
+    model = kvgen.Model.load(path, exact=True)
+    # float32 summation order only: its noise grows with the logits' size (MXFP4's reach 17)
+    np.testing.assert_allclose(model.forward(ids), ref, atol=1e-4 + 2e-5 * np.abs(ref).max(), rtol=1e-4)
+    return model
+
+
+def argmax_agreement(path, ids: np.ndarray) -> float:
+    """Share of teacher-forced positions where the default mode picks exact mode's token."""
+    exact = kvgen.Model.load(path, exact=True).forward(ids)
+    default = kvgen.Model.load(path)
+    assert default.activations == "int8x2"
+    out = default.forward(ids)
+    assert np.abs(out - exact).max() > 0  # a different computation
+    return float((out.argmax(-1) == exact.argmax(-1)).mean())
+
+
+@pytest.mark.parametrize("qtype", LOOKUP_TYPES)
+def test_lookup_type_gguf_matches_transformers_loading_the_same_file(wide_model, tmp_path, qtype):
+    path = write_llama_gguf(wide_model, tmp_path / f"{qtype}.gguf", qtype)
+    check_every_tensor_dequantizes_as_gguf(path)
+    ids = np.random.default_rng(4).integers(0, 64, (2, 24))
+    model = check_against_transformers(path, ids)
+    assert f"{qtype} x16" in model.description  # embeddings, 2 x 7 projections, LM head
+    long_ids = np.random.default_rng(5).integers(0, 64, (4, 48))
+    assert argmax_agreement(path, long_ids) >= 0.97
+
+
+def test_mixed_file_loads_runs_and_is_listed_by_type(wide_model, tmp_path, capsys):
+    path = write_llama_gguf(wide_model, tmp_path / "mixed.gguf", "Q4_K", types=MIXED)
+    check_every_tensor_dequantizes_as_gguf(path)
+    ids = np.random.default_rng(6).integers(0, 64, (2, 24))
+    model = check_against_transformers(path, ids)
+    assert model.tensor_types == {"IQ4_NL": 8, "F32": 5, "Q4_K": 3, "MXFP4": 2, "IQ4_XS": 2, "Q6_K": 1}
+    assert argmax_agreement(path, np.random.default_rng(7).integers(0, 64, (4, 48))) >= 0.97
+    from kvgen.cli import main
+
+    assert main(["info", str(path)]) == 0
+    listing = capsys.readouterr().out
+    sizes = {}
+    for t in read_gguf_file(path).tensors:
+        sizes[t.tensor_type.name] = sizes.get(t.tensor_type.name, 0) + t.nbytes
+    for qtype, count in model.tensor_types.items():
+        line = re.search(rf"^  {qtype} x{count}, ([\d,]+) bytes: (.*)$", listing, re.M)
+        assert line, listing
+        assert int(line.group(1).replace(",", "")) == sizes[qtype]
+        assert ("kept quantized" in line.group(2)) == (qtype != "F32")
+
+
+def test_mxfp4_blocks_that_overflow_are_refused(wide_model, tmp_path):
+    # e = 254: 2^126 * 12 is past float32's range; the loader names the tensor
+    path = write_llama_gguf(wide_model, tmp_path / "big.gguf", "MXFP4")
+    with open(path, "r+b") as f:
+        t = next(t for t in read_gguf_file(path).tensors if t.name == "blk.0.ffn_up.weight")
+        f.seek(t.offset)
+        f.write(bytes([254, 0x77]))  # the first block's exponent, and a code of 12 (7)
+    with pytest.raises(ValueError, match="'blk.0.ffn_up.weight' holds values that are not finite"):
+        kvgen.Model.load(path)
