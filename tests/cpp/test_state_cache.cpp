@@ -29,8 +29,15 @@ void fill_row(StateCache& c, int64_t row, float tag) {
   }
 }
 
-// The tag row `row` was filled with, or -1 when its floats do not all carry one tag.
+// The tag (>= 1) row `row` was filled with, 0 when it is all zero (the initial state), or
+// -1 when its floats are neither.
 float tag_of(StateCache& c, int64_t row) {
+  bool zero = true;
+  for (int64_t l = 0; l < c.layers(); ++l) {
+    for (int64_t i = 0; i < c.conv_floats(l); ++i) zero = zero && c.conv(l, row)[i] == 0.0f;
+    for (int64_t i = 0; i < c.recurrent_floats(l); ++i) zero = zero && c.recurrent(l, row)[i] == 0.0f;
+  }
+  if (zero) return 0;
   const float tag = (c.conv(0, row)[0]) / 1000;
   for (int64_t l = 0; l < c.layers(); ++l) {
     for (int64_t i = 0; i < c.conv_floats(l); ++i)
