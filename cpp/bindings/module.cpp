@@ -12,6 +12,7 @@ void register_generator(py::module_& m);
 void register_model(py::module_& m);
 void register_slots(py::module_& m);
 void register_quant(py::module_& m);
+void register_recurrent(py::module_& m);
 }  // namespace kvgen::bindings
 
 PYBIND11_MODULE(_core, m) {
@@ -29,4 +30,5 @@ PYBIND11_MODULE(_core, m) {
   kvgen::bindings::register_slots(m);
   kvgen::bindings::register_generator(m);
   kvgen::bindings::register_quant(m);
+  kvgen::bindings::register_recurrent(m);
 }

@@ -455,3 +455,50 @@ class _ModelSlots:
     def reset(self, slot: int) -> None: ...
     def copy_row(self, src: int, dst: int) -> None: ...
     def reorder(self, first: int, parents: Sequence[int]) -> None: ...
+
+
+# ---- recurrent mixers and their state (private, for the tests) ----
+
+def _causal_conv1d(x: npt.NDArray[np.float32], weight: npt.NDArray[np.float32],
+                   bias: npt.NDArray[np.float32] | None, window: npt.NDArray[np.float32],
+                   silu: bool) -> npt.NDArray[np.float32]:
+    """(tokens, channels) causal depthwise convolution of x after `window` (channels, kernel - 1),
+    which is advanced in place; weight (channels, kernel)."""
+def _gated_delta_gates(a: npt.NDArray[np.float32], b: npt.NDArray[np.float32], A_log: npt.NDArray[np.float32],
+                       dt_bias: npt.NDArray[np.float32]) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+    """(g, beta) = (-exp(A_log) * softplus(a + dt_bias), sigmoid(b)), each (tokens, heads)."""
+def _gated_delta_rule(query: npt.NDArray[np.float32], key: npt.NDArray[np.float32], value: npt.NDArray[np.float32],
+                      g: npt.NDArray[np.float32], beta: npt.NDArray[np.float32], state: npt.NDArray[np.float32], *,
+                      chunked: bool, use_qk_l2norm: bool = True, chunk_size: int = 64) -> npt.NDArray[np.float32]:
+    """(tokens, value_heads, value_dim) of the gated delta rule; state (value_heads, key_dim, value_dim)
+    is updated in place. query, key (tokens, key_heads, key_dim), value (tokens, value_heads, value_dim)."""
+def _gated_rms_norm(x: npt.NDArray[np.float32], z: npt.NDArray[np.float32], weight: npt.NDArray[np.float32],
+                    eps: float) -> npt.NDArray[np.float32]:
+    """weight * x / sqrt(mean(x^2) + eps) * silu(z) per row of (rows, dim)."""
+def _short_conv(bcx: npt.NDArray[np.float32], weight: npt.NDArray[np.float32], bias: npt.NDArray[np.float32] | None,
+                window: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """LFM2's C * conv(B * x) from bcx (tokens, 3 * channels); window (channels, kernel - 1) advanced in place."""
+
+class _StateCache:
+    """Per row and recurrent layer: a conv window and a recurrent matrix, float32.
+    layers: (conv_channels, conv_kernel, heads, key_dim, value_dim) per layer."""
+    def __init__(self, layers: Sequence[tuple[int, int, int, int, int]], rows: int, snapshots: int = 0) -> None: ...
+    @property
+    def rows(self) -> int: ...
+    @property
+    def layers(self) -> int: ...
+    @property
+    def snapshots(self) -> int: ...
+    @property
+    def bytes(self) -> int: ...
+    @staticmethod
+    def bytes_for(layers: Sequence[tuple[int, int, int, int, int]], rows: int, snapshots: int = 0) -> int: ...
+    def conv(self, layer: int, row: int) -> npt.NDArray[np.float32]:
+        """A writable view of (layer, row)'s (conv_channels, conv_kernel - 1) window, valid until the next reorder."""
+    def recurrent(self, layer: int, row: int) -> npt.NDArray[np.float32]:
+        """A writable view of (layer, row)'s (heads, key_dim, value_dim) matrix, valid until the next reorder."""
+    def reorder(self, parents: npt.NDArray[np.integer] | Sequence[int]) -> None: ...
+    def copy_row(self, src: int, dst: int) -> None: ...
+    def reset(self, row: int) -> None: ...
+    def snapshot(self, row: int, slot: int) -> None: ...
+    def restore(self, slot: int, row: int) -> None: ...

@@ -1,0 +1,200 @@
+// Gated DeltaNet: gates, the delta rule (recurrent and chunked) and the gated RMSNorm
+// (gated_delta_net.h). Follows transformers' torch_recurrent_gated_delta_rule and
+// torch_chunk_gated_delta_rule (modeling_qwen3_next.py) step for step.
+#include "kvgen/models/gated_delta_net.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "kvgen/errors.h"
+#include "kvgen/runtime/thread_pool.h"
+
+namespace kvgen {
+namespace {
+
+void check_shape(const DeltaRuleShape& s) {
+  if (s.tokens < 0 || s.key_heads < 1 || s.value_heads < 1 || s.key_dim < 1 || s.value_dim < 1)
+    throw ValueError("gated delta rule: tokens = " + std::to_string(s.tokens) + ", key_heads = " +
+                     std::to_string(s.key_heads) + ", value_heads = " + std::to_string(s.value_heads) +
+                     ", key_dim = " + std::to_string(s.key_dim) + ", value_dim = " + std::to_string(s.value_dim) +
+                     " (heads and dims must be at least 1)");
+  if (s.value_heads % s.key_heads != 0)
+    throw ValueError("gated delta rule: value_heads = " + std::to_string(s.value_heads) +
+                     " is not a multiple of key_heads = " + std::to_string(s.key_heads));
+}
+
+// qs, ks (tokens, key_heads, key_dim) = q * key_dim^-0.5 and k, both L2-normalised first
+// (x * rsqrt(sum x^2 + 1e-6), transformers' l2norm) when l2norm.
+void prepare_qk(std::vector<float>& qs, std::vector<float>& ks, const float* q, const float* k, bool l2norm,
+                const DeltaRuleShape& s) {
+  const int64_t rows = s.tokens * s.key_heads, d = s.key_dim;
+  qs.assign(q, q + rows * d);
+  ks.assign(k, k + rows * d);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  for (int64_t r = 0; r < rows; ++r) {
+    float* qr = qs.data() + r * d;
+    float* kr = ks.data() + r * d;
+    float qq = 0.0f, kk = 0.0f;
+    if (l2norm)
+      for (int64_t i = 0; i < d; ++i) {
+        qq += qr[i] * qr[i];
+        kk += kr[i] * kr[i];
+      }
+    const float qf = (l2norm ? 1.0f / std::sqrt(qq + 1e-6f) : 1.0f) * scale;
+    const float kf = l2norm ? 1.0f / std::sqrt(kk + 1e-6f) : 1.0f;
+    for (int64_t i = 0; i < d; ++i) {
+      qr[i] *= qf;
+      kr[i] *= kf;
+    }
+  }
+}
+
+float dot(const float* a, const float* b, int64_t n) {
+  float s = 0.0f;
+  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+// y (n) += a * x (n)
+void axpy(float* y, float a, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
+}  // namespace
+
+void gated_delta_gates(float* g, float* beta, const float* a, const float* b, const float* a_log,
+                       const float* dt_bias, int64_t tokens, int64_t heads) {
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t h = 0; h < heads; ++h) {
+      const int64_t i = t * heads + h;
+      const float x = a[i] + dt_bias[h];
+      const float softplus = x > 20.0f ? x : std::log1p(std::exp(x));  // torch's threshold
+      g[i] = -std::exp(a_log[h]) * softplus;
+      beta[i] = 1.0f / (1.0f + std::exp(-b[i]));
+    }
+}
+
+void gated_delta_rule_recurrent(float* out, float* state, const float* q, const float* k, const float* v,
+                                const float* g, const float* beta, bool l2norm_qk, const DeltaRuleShape& s) {
+  check_shape(s);
+  std::vector<float> qs, ks;  // (tokens, key_heads, key_dim)
+  prepare_qk(qs, ks, q, k, l2norm_qk, s);
+  const int64_t T = s.tokens, Hk = s.key_heads, Hv = s.value_heads, Dk = s.key_dim, Dv = s.value_dim;
+  const int64_t group = Hv / Hk;
+  auto pool = compute_pool();
+  std::vector<float> scratch(static_cast<size_t>(pool->size() * Dv));  // (threads, value_dim) the delta
+  pool->for_each(
+      Hv,
+      [&](int64_t h, int thread) {
+        float* S = state + h * Dk * Dv;  // (key_dim, value_dim)
+        float* delta = scratch.data() + thread * Dv;
+        for (int64_t t = 0; t < T; ++t) {
+          const float* qt = qs.data() + (t * Hk + h / group) * Dk;  // (key_dim)
+          const float* kt = ks.data() + (t * Hk + h / group) * Dk;
+          const float* vt = v + (t * Hv + h) * Dv;  // (value_dim)
+          float* ot = out + (t * Hv + h) * Dv;
+          const float decay = std::exp(g[t * Hv + h]), b = beta[t * Hv + h];
+          // S *= decay; delta = beta * (v - S^T k)
+          std::fill_n(delta, Dv, 0.0f);
+          for (int64_t i = 0; i < Dk; ++i) {
+            float* Si = S + i * Dv;
+            for (int64_t j = 0; j < Dv; ++j) Si[j] *= decay;
+            axpy(delta, kt[i], Si, Dv);
+          }
+          for (int64_t j = 0; j < Dv; ++j) delta[j] = (vt[j] - delta[j]) * b;
+          // S += k delta^T; out = S^T q
+          std::fill_n(ot, Dv, 0.0f);
+          for (int64_t i = 0; i < Dk; ++i) {
+            float* Si = S + i * Dv;
+            axpy(Si, kt[i], delta, Dv);
+            axpy(ot, qt[i], Si, Dv);
+          }
+        }
+      },
+      "gated_delta_rule_recurrent", Dv);
+}
+
+void gated_delta_rule_chunked(float* out, float* state, const float* q, const float* k, const float* v,
+                              const float* g, const float* beta, bool l2norm_qk, const DeltaRuleShape& s,
+                              int64_t chunk_size) {
+  check_shape(s);
+  if (chunk_size < 1 || chunk_size > 4096)
+    throw ValueError("gated delta rule: chunk_size = " + std::to_string(chunk_size) + " must be in [1, 4096]");
+  std::vector<float> qs, ks;  // (tokens, key_heads, key_dim)
+  prepare_qk(qs, ks, q, k, l2norm_qk, s);
+  const int64_t T = s.tokens, Hk = s.key_heads, Hv = s.value_heads, Dk = s.key_dim, Dv = s.value_dim;
+  const int64_t group = Hv / Hk, C = chunk_size;
+  auto pool = compute_pool();
+  // per thread: cum (C), U (C, value_dim), W (C, key_dim)
+  const int64_t per_thread = C + C * Dv + C * Dk;
+  std::vector<float> scratch(static_cast<size_t>(pool->size() * per_thread));
+  pool->for_each(
+      Hv,
+      [&](int64_t h, int thread) {
+        float* S = state + h * Dk * Dv;  // (key_dim, value_dim)
+        float* cum = scratch.data() + thread * per_thread;  // (C) cumulative log decay in the chunk
+        float* U = cum + C;                                 // (C, value_dim) new values, then v_new
+        float* W = U + C * Dv;                              // (C, key_dim) decayed keys read against S
+        auto q_at = [&](int64_t t) { return qs.data() + (t * Hk + h / group) * Dk; };
+        auto k_at = [&](int64_t t) { return ks.data() + (t * Hk + h / group) * Dk; };
+        for (int64_t c0 = 0; c0 < T; c0 += C) {
+          const int64_t n = std::min(C, T - c0);  // a short last chunk equals transformers' zero padding
+          float acc = 0.0f;
+          for (int64_t i = 0; i < n; ++i) cum[i] = acc += g[(c0 + i) * Hv + h];
+          // U = (I + L)^-1 (beta v), W = (I + L)^-1 (beta e^cum k), L strictly lower with
+          // L_ij = beta_i (k_i . k_j) e^(cum_i - cum_j): forward substitution, row by row
+          for (int64_t i = 0; i < n; ++i) {
+            const float bi = beta[(c0 + i) * Hv + h];
+            const float* ki = k_at(c0 + i);
+            float* Ui = U + i * Dv;
+            float* Wi = W + i * Dk;
+            const float* vi = v + ((c0 + i) * Hv + h) * Dv;
+            for (int64_t d = 0; d < Dv; ++d) Ui[d] = bi * vi[d];
+            const float ei = bi * std::exp(cum[i]);
+            for (int64_t d = 0; d < Dk; ++d) Wi[d] = ei * ki[d];
+            for (int64_t j = 0; j < i; ++j) {
+              const float lij = bi * dot(ki, k_at(c0 + j), Dk) * std::exp(cum[i] - cum[j]);
+              axpy(Ui, -lij, U + j * Dv, Dv);
+              axpy(Wi, -lij, W + j * Dk, Dk);
+            }
+          }
+          // v_new = U - W S (in U)
+          for (int64_t i = 0; i < n; ++i)
+            for (int64_t d = 0; d < Dk; ++d) axpy(U + i * Dv, -W[i * Dk + d], S + d * Dv, Dv);
+          // out_i = e^cum_i q_i^T S + sum_{j <= i} (q_i . k_j) e^(cum_i - cum_j) v_new_j
+          for (int64_t i = 0; i < n; ++i) {
+            const float* qi = q_at(c0 + i);
+            float* oi = out + ((c0 + i) * Hv + h) * Dv;
+            std::fill_n(oi, Dv, 0.0f);
+            const float ei = std::exp(cum[i]);
+            for (int64_t d = 0; d < Dk; ++d) axpy(oi, ei * qi[d], S + d * Dv, Dv);
+            for (int64_t j = 0; j <= i; ++j)
+              axpy(oi, dot(qi, k_at(c0 + j), Dk) * std::exp(cum[i] - cum[j]), U + j * Dv, Dv);
+          }
+          // S = S e^cum_last + sum_j e^(cum_last - cum_j) k_j v_new_j^T
+          const float last = cum[n - 1], chunk_decay = std::exp(last);
+          for (int64_t d = 0; d < Dk * Dv; ++d) S[d] *= chunk_decay;
+          for (int64_t j = 0; j < n; ++j) {
+            const float* kj = k_at(c0 + j);
+            const float ej = std::exp(last - cum[j]);
+            for (int64_t d = 0; d < Dk; ++d) axpy(S + d * Dv, ej * kj[d], U + j * Dv, Dv);
+          }
+        }
+      },
+      "gated_delta_rule_chunked", Dv);
+}
+
+void gated_rms_norm(float* out, const float* x, const float* z, const float* weight, float eps, int64_t rows,
+                    int64_t dim) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * dim;  // (dim)
+    const float* zr = z + r * dim;
+    float* o = out + r * dim;
+    const float inv = 1.0f / std::sqrt(dot(xr, xr, dim) / static_cast<float>(dim) + eps);
+    for (int64_t i = 0; i < dim; ++i) o[i] = weight[i] * (xr[i] * inv) * (zr[i] / (1.0f + std::exp(-zr[i])));
+  }
+}
+
+}  // namespace kvgen

@@ -1,0 +1,180 @@
+// StateCache (kvgen/runtime/state_cache.h): sizes from the layer shapes, the row
+// operations (reorder, copy_row, reset, snapshot / restore) on hand-filled rows, and the
+// size checks that keep a hostile file from allocating absurdly.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "check.h"
+#include "kvgen/errors.h"
+#include "kvgen/runtime/state_cache.h"
+
+namespace {
+
+using kvgen::RecurrentLayerShape;
+using kvgen::StateCache;
+using kvgen::ValueError;
+
+// A Gated DeltaNet layer (conv over 6 channels, kernel 4; 2 heads of 3 x 2) and an LFM2
+// short-convolution layer (5 channels, kernel 3, no recurrent matrix).
+std::vector<RecurrentLayerShape> two_layers() { return {{6, 4, 2, 3, 2}, {5, 3, 0, 0, 0}}; }
+
+// Fills every float of row `row` with tag * 1000 + its index in the row.
+void fill_row(StateCache& c, int64_t row, float tag) {
+  for (int64_t l = 0; l < c.layers(); ++l) {
+    float* conv = c.conv(l, row);
+    for (int64_t i = 0; i < c.conv_floats(l); ++i) conv[i] = tag * 1000 + i;
+    float* rec = c.recurrent(l, row);
+    for (int64_t i = 0; i < c.recurrent_floats(l); ++i) rec[i] = tag * 1000 + 500 + i;
+  }
+}
+
+// The tag (>= 1) row `row` was filled with, 0 when it is all zero (the initial state), or
+// -1 when its floats are neither.
+float tag_of(StateCache& c, int64_t row) {
+  bool zero = true;
+  for (int64_t l = 0; l < c.layers(); ++l) {
+    for (int64_t i = 0; i < c.conv_floats(l); ++i) zero = zero && c.conv(l, row)[i] == 0.0f;
+    for (int64_t i = 0; i < c.recurrent_floats(l); ++i) zero = zero && c.recurrent(l, row)[i] == 0.0f;
+  }
+  if (zero) return 0;
+  const float tag = (c.conv(0, row)[0]) / 1000;
+  for (int64_t l = 0; l < c.layers(); ++l) {
+    for (int64_t i = 0; i < c.conv_floats(l); ++i)
+      if (c.conv(l, row)[i] != tag * 1000 + i) return -1;
+    for (int64_t i = 0; i < c.recurrent_floats(l); ++i)
+      if (c.recurrent(l, row)[i] != tag * 1000 + 500 + i) return -1;
+  }
+  return tag;
+}
+
+std::vector<float> tags(StateCache& c) {
+  std::vector<float> out;
+  for (int64_t r = 0; r < c.rows(); ++r) out.push_back(tag_of(c, r));
+  return out;
+}
+
+void sizes_follow_the_layer_shapes() {
+  StateCache c(two_layers(), 3, 2);
+  CHECK_EQ(c.conv_floats(0), int64_t{6 * 3});
+  CHECK_EQ(c.recurrent_floats(0), int64_t{2 * 3 * 2});
+  CHECK_EQ(c.conv_floats(1), int64_t{5 * 2});
+  CHECK_EQ(c.recurrent_floats(1), int64_t{0});
+  CHECK_EQ(c.row_floats(), int64_t{18 + 12 + 10});
+  CHECK_EQ(c.bytes(), int64_t{(3 + 2) * 40 * 4});
+  CHECK_EQ(StateCache::bytes_for(two_layers(), 3, 2), c.bytes());
+  // layers do not overlap: writing one leaves the others' floats alone
+  fill_row(c, 0, 1);
+  fill_row(c, 1, 2);
+  CHECK_EQ(tags(c), (std::vector<float>{1, 2, 0}));
+}
+
+void state_starts_at_zero_and_reset_zeroes_a_row() {
+  StateCache c(two_layers(), 2);
+  CHECK_EQ(tag_of(c, 0), 0.0f);
+  fill_row(c, 0, 4);
+  fill_row(c, 1, 5);
+  c.reset(0);
+  CHECK_EQ(tags(c), (std::vector<float>{0, 5}));
+}
+
+void reorder_permutes_and_fans_out() {
+  StateCache c(two_layers(), 4);
+  for (int64_t r = 0; r < 4; ++r) fill_row(c, r, static_cast<float>(r + 1));
+  const int64_t swap[4] = {1, 0, 3, 2};
+  c.reorder(swap);
+  CHECK_EQ(tags(c), (std::vector<float>{2, 1, 4, 3}));
+  const int64_t fan_out[4] = {2, 2, 2, 0};  // row 2 (tag 4) to three rows, row 0 (tag 2) to row 3
+  c.reorder(fan_out);
+  CHECK_EQ(tags(c), (std::vector<float>{4, 4, 4, 2}));
+  // the rows are copies, not aliases: writing one leaves the others
+  fill_row(c, 1, 9);
+  CHECK_EQ(tags(c), (std::vector<float>{4, 9, 4, 2}));
+  const int64_t identity[4] = {0, 1, 2, 3};
+  c.reorder(identity);
+  CHECK_EQ(tags(c), (std::vector<float>{4, 9, 4, 2}));
+  const int64_t bad[4] = {0, 1, 4, 3};
+  CHECK_THROWS(c.reorder(bad), ValueError);
+  CHECK_EQ(tags(c), (std::vector<float>{4, 9, 4, 2}));  // a refused reorder changes nothing
+}
+
+void copy_row_copies_and_keeps_rows_apart() {
+  StateCache c(two_layers(), 3);
+  for (int64_t r = 0; r < 3; ++r) fill_row(c, r, static_cast<float>(r + 1));
+  c.copy_row(0, 2);
+  CHECK_EQ(tags(c), (std::vector<float>{1, 2, 1}));
+  fill_row(c, 2, 7);
+  CHECK_EQ(tags(c), (std::vector<float>{1, 2, 7}));
+  CHECK_THROWS(c.copy_row(0, 3), ValueError);
+  CHECK_THROWS(c.copy_row(-1, 0), ValueError);
+}
+
+void snapshot_and_restore() {
+  StateCache c(two_layers(), 2, 2);
+  fill_row(c, 0, 3);
+  c.snapshot(0, 1);
+  fill_row(c, 0, 6);  // the row moves on (a draft token that will be rejected)
+  CHECK_EQ(tag_of(c, 0), 6.0f);
+  c.restore(1, 0);
+  CHECK_EQ(tag_of(c, 0), 3.0f);
+  c.restore(1, 1);  // a prefix-cache snapshot starts another row
+  CHECK_EQ(tags(c), (std::vector<float>{3, 3}));
+  // a reorder moves rows, not snapshots
+  fill_row(c, 1, 8);
+  const int64_t swap[2] = {1, 0};
+  c.reorder(swap);
+  CHECK_EQ(tags(c), (std::vector<float>{8, 3}));
+  c.restore(1, 0);
+  CHECK_EQ(tags(c), (std::vector<float>{3, 3}));
+  CHECK_THROWS(c.restore(0, 0), ValueError);  // never taken
+  CHECK_THROWS(c.snapshot(0, 2), ValueError);
+  CHECK_THROWS(c.restore(-1, 0), ValueError);
+  StateCache none(two_layers(), 1);
+  CHECK_THROWS(none.snapshot(0, 0), ValueError);
+}
+
+// The error's text, or "" when `make` does not throw ValueError.
+template <class F>
+std::string value_error(F make) {
+  try {
+    make();
+  } catch (const ValueError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+void hostile_sizes_are_refused_before_allocating() {
+  auto with = [](RecurrentLayerShape s) { return std::vector<RecurrentLayerShape>{s}; };
+  CHECK(contains(value_error([&] { StateCache c(with({-1, 4, 0, 0, 0}), 1); }), "conv_channels = -1"));
+  CHECK(contains(value_error([&] { StateCache c(with({8, 0, 0, 0, 0}), 1); }), "conv_kernel = 0"));
+  CHECK(contains(value_error([&] { StateCache c(with({8, 4, 5000, 1, 1}), 1); }), "heads = 5000"));
+  CHECK(contains(value_error([&] { StateCache c(with({8, 4, 1, int64_t{1} << 40, 1}), 1); }), "key_dim"));
+  CHECK(contains(value_error([&] { StateCache c(with({8, 4, 1, 1, 1}), -2); }), "rows = -2"));
+  CHECK(contains(value_error([&] { StateCache c(with({8, 4, 1, 1, 1}), 1, int64_t{1} << 20); }), "snapshots"));
+  // each size within its limit, the total far above: 4096 heads of 2^20 x 2^20
+  const std::string total = value_error([&] { StateCache c(with({8, 4, 4096, 1 << 20, 1 << 20}), 1); });
+  CHECK(contains(total, "overflows") || contains(total, "above kvgen's limit"));
+  // 64 layers of 64 heads of 1024 x 1024 floats: 16 GiB a row, 256 GiB for 16 rows > kMaxBytes
+  std::vector<RecurrentLayerShape> big(64, {8, 4, 64, 1024, 1024});
+  CHECK(contains(value_error([&] { StateCache::bytes_for(big, 16); }), "above kvgen's limit"));
+  CHECK_EQ(StateCache::bytes_for(big, 1), int64_t{64} * (8 * 3 + 64 * 1024 * 1024) * 4);
+  // empty layers (a layer that keeps nothing) and zero rows are fine
+  StateCache empty(with({0, 0, 0, 0, 0}), 0);
+  CHECK_EQ(empty.bytes(), int64_t{0});
+}
+
+}  // namespace
+
+int main() {
+  return kvgen::test::run_all({
+      TEST_CASE(sizes_follow_the_layer_shapes),
+      TEST_CASE(state_starts_at_zero_and_reset_zeroes_a_row),
+      TEST_CASE(reorder_permutes_and_fans_out),
+      TEST_CASE(copy_row_copies_and_keeps_rows_apart),
+      TEST_CASE(snapshot_and_restore),
+      TEST_CASE(hostile_sizes_are_refused_before_allocating),
+  });
+}
