@@ -110,7 +110,8 @@ class TextPart(BaseModel):
 class Message(BaseModel):
     model_config = ConfigDict(strict=True)  # other keys are ignored
 
-    role: str
+    # a role name; which roles a model accepts is its chat template's (kvgen.loaders.chat_template)
+    role: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
     content: Union[str, list[TextPart], None] = None  # null in an assistant message with tool_calls
     tool_calls: Optional[list[dict[str, Any]]] = None
     tool_call_id: Optional[str] = None
