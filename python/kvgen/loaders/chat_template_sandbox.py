@@ -496,8 +496,9 @@ class _LimitedEnvironment(ImmutableSandboxedEnvironment):
     def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805 - Jinja's names
         budget = _current()
         budget.tick()
-        owner = getattr(__obj, "__self__", None)
-        name = getattr(__obj, "__name__", "")
+        method = getattr(__obj, "__wrapped__", __obj)  # the sandbox wraps str.format
+        owner = getattr(method, "__self__", None)
+        name = getattr(method, "__name__", "")
         if isinstance(owner, str) and name == "join" and len(args) == 1 and not kwargs:
             items = list(args[0])
             if all(isinstance(x, str) for x in items):
