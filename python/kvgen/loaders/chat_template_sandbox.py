@@ -396,6 +396,13 @@ def _iterate(value: Any) -> Iterator:
         yield UserText(item) if user else item
 
 
+def _slice(value: Any, start: Any, stop: Any, step: Any) -> Any:
+    """``value[start:stop:step]``, a user string's slice the user's."""
+    _current().tick()
+    result = value[start:stop:step]
+    return mark_user(result) if isinstance(value, UserText) else result
+
+
 class _GenerationTag(jinja2.ext.Extension):
     """``{% generation %}...{% endgeneration %}``: renders its body (transformers uses the tag to
     mark assistant tokens; the text is the same)."""
@@ -557,8 +564,9 @@ def _check_binop(budget: _Budget, operator: str, left: Any, right: Any) -> None:
 
 
 class _Instrument(jinja2.visitor.NodeTransformer):
-    """Rewrites a parsed template so that ``~`` is a checked, tracking join and every ``for``
-    loop (and unpacking assignment) goes through a checked, tracking iterator."""
+    """Rewrites a parsed template so that ``~`` is a checked, tracking join, every ``for`` loop
+    (and unpacking assignment) goes through a checked, tracking iterator, and slicing (which
+    Jinja compiles to plain Python, past the sandbox's getitem) keeps user text the user's."""
 
     def visit_Concat(self, node: jinja2.nodes.Concat) -> jinja2.nodes.Node:
         self.generic_visit(node)
@@ -569,6 +577,14 @@ class _Instrument(jinja2.visitor.NodeTransformer):
         self.generic_visit(node)
         node.iter = jinja2.nodes.Filter(node.iter, "kvgen_iterate", [], [], None, None, lineno=node.lineno)
         return node
+
+    def visit_Getitem(self, node: jinja2.nodes.Getitem) -> jinja2.nodes.Node:
+        self.generic_visit(node)
+        if not isinstance(node.arg, jinja2.nodes.Slice):
+            return node  # the sandbox's getitem sees it
+        bounds = [part if part is not None else jinja2.nodes.Const(None) for part in
+                  (node.arg.start, node.arg.stop, node.arg.step)]
+        return jinja2.nodes.Filter(node.node, "kvgen_slice", bounds, [], None, None, lineno=node.lineno)
 
     def visit_Assign(self, node: jinja2.nodes.Assign) -> jinja2.nodes.Node:
         self.generic_visit(node)
@@ -589,6 +605,7 @@ def _environment() -> _LimitedEnvironment:
     env.filters = {name: _tracking(f, name) for name, f in env.filters.items()}
     env.filters["kvgen_concat"] = lambda values: join_tracked(values)
     env.filters["kvgen_iterate"] = _iterate
+    env.filters["kvgen_slice"] = _slice
     return env
 
 
