@@ -332,8 +332,9 @@ class Model:
 
     def _probe_chat_template(self) -> None:
         """Renders the chat template once (the end-of-turn probe's conversation): a template
-        past the rendering limits (time, size, recursion: kvgen.loaders.chat_template) is a
-        ValueError at load, not a hang at the first chat; other errors wait for a real chat."""
+        past the rendering limits (time, memory, size, recursion, compiling included:
+        kvgen.loaders.chat_template) is a ValueError at load, not a hang; other errors, and
+        limits that only a longer conversation reaches, fail the chat that meets them."""
         from kvgen.loaders.chat_template import ChatTemplateLimitError, render_chat
 
         try:
@@ -349,27 +350,59 @@ class Model:
                     special_tokens_in_content: bool = False, **extra) -> list[int]:
         """The token ids of a conversation rendered with the chat template (no BOS added).
 
-        Text in a message's content that spells a special token (``<|im_end|>``) is encoded as
-        plain text, so that a user cannot forge a turn of another role; only the template's
-        own text becomes special tokens. ``special_tokens_in_content=True`` encodes the whole
-        rendered text as it is (transformers' ``apply_chat_template(tokenize=True)`` does)."""
-        text = self.apply_chat_template(messages, add_generation_prompt=add_generation_prompt, **extra)
+        Only the template's own text becomes special tokens: text from the caller (a message's
+        content, name or tool calls, the tools, ...) that spells a special token (``<|im_end|>``)
+        is encoded as plain text, so that a user cannot forge a turn of another role. The
+        rendering tracks which characters came from the caller (``render_chat_spans``); the
+        whole text is encoded as transformers' ``apply_chat_template(tokenize=True)`` does, and
+        when a special token of that encoding touches the caller's text, the caller's spans are
+        encoded apart as plain text instead. ``special_tokens_in_content=True`` encodes the
+        whole rendered text as it is, special-token text in contents included."""
+        from kvgen.loaders.chat_template import render_chat_spans
+
+        given: Any = messages if isinstance(messages, str) else list(messages)
+        rendered = render_chat_spans(self._need_chat_template(), given, add_generation_prompt=add_generation_prompt,
+                                     bos_token=self.bos_token, eos_token=self.eos_token, **extra)
         tokenizer = self._need_tokenizer()
-        if special_tokens_in_content:
-            return self.encode(text, add_special_tokens=False)
-        spans = self._content_spans(messages, text, add_generation_prompt, extra)
+        text, spans = rendered.text, rendered.user_spans
+        whole = tokenizer.encode(text, add_special_tokens=False)
+        if special_tokens_in_content or not self._special_token_in_spans(whole.ids, whole.offsets, spans):
+            return whole.ids
         plain = self._plain_text_tokenizer()
         ids: list[int] = []
         at = 0
         for start, end in spans:
             if start > at:
                 ids += tokenizer.encode(text[at:start], add_special_tokens=False).ids
-            if end > start:
-                ids += plain.encode(text[start:end], add_special_tokens=False).ids
+            ids += plain.encode(text[start:end], add_special_tokens=False).ids
             at = end
         if at < len(text):
             ids += tokenizer.encode(text[at:], add_special_tokens=False).ids
         return ids
+
+    def _special_token_in_spans(self, ids: Sequence[int], offsets: Sequence[tuple[int, int]],
+                                spans: Sequence[tuple[int, int]]) -> bool:
+        """Whether any special token among ``ids`` (at character ``offsets``) overlaps one of
+        the sorted, disjoint ``spans``."""
+        import bisect
+
+        if not spans:
+            return False
+        specials = self._special_token_ids()
+        starts = [a for a, _ in spans]
+        for token, (start, end) in zip(ids, offsets):
+            if token in specials:
+                i = bisect.bisect_right(starts, max(start, end - 1)) - 1
+                if i >= 0 and spans[i][1] > start and end > spans[i][0]:
+                    return True
+        return False
+
+    def _special_token_ids(self) -> frozenset:
+        """The ids of the tokenizer's special added tokens (those a user must not forge)."""
+        if getattr(self, "_special_ids", None) is None:
+            decoder = self._need_tokenizer().get_added_tokens_decoder()
+            self._special_ids = frozenset(i for i, token in decoder.items() if token.special)
+        return self._special_ids
 
     def _plain_text_tokenizer(self) -> Any:
         """A copy of the tokenizer that encodes special-token text as plain text."""
@@ -381,48 +414,17 @@ class Model:
             self._plain_tokenizer = plain
         return self._plain_tokenizer
 
-    def _content_spans(self, messages: Sequence[dict], text: str, add_generation_prompt: bool,
-                       extra: dict) -> list[tuple[int, int]]:
-        """Where each message's content lies in ``text`` (the rendered conversation): rendered
-        again with markers around every content; when the template changes the content (the
-        marked text, markers removed, differs), each content is searched in order instead."""
-        marks = ("\ue000", "\ue001")
-        contents = [m.get("content") if isinstance(m, dict) else None for m in messages]
-        if not any(marks[0] in c or marks[1] in c for c in contents if isinstance(c, str)):
-            marked = [dict(m, content=f"{marks[0]}{c}{marks[1]}") if isinstance(c, str) else m
-                      for m, c in zip(messages, contents)]
-            rendered = self.apply_chat_template(marked, add_generation_prompt=add_generation_prompt, **extra)
-            if rendered.replace(marks[0], "").replace(marks[1], "") == text:
-                spans, at, removed = [], 0, 0
-                while True:
-                    start = rendered.find(marks[0], at)
-                    if start < 0:
-                        return spans
-                    end = rendered.find(marks[1], start)
-                    if end < 0:
-                        break
-                    spans.append((start - removed, end - removed - 1))
-                    removed += 2
-                    at = end + 1
-        spans, at = [], 0
-        for c in contents:
-            if not isinstance(c, str) or not c.strip():
-                continue
-            for candidate in (c, c.strip()):
-                start = text.find(candidate, at)
-                if start >= 0:
-                    spans.append((start, start + len(candidate)))
-                    at = start + len(candidate)
-                    break
-        return spans
-
     @property
     def end_of_turn_token_id(self) -> Optional[int]:
         """The special token the chat template puts after an assistant reply (e.g.
-        ``<|im_end|>``), found by rendering a reply; the EOS id when the template ends
-        turns with plain text; None without a chat template."""
+        ``<|im_end|>``), found by rendering a reply (once per template); the EOS id when the
+        template ends turns with plain text; None without a chat template."""
         if self.chat_template is None or self.tokenizer is None:
             return None
+        key = (self.chat_template, self.bos_token, self.eos_token, self.eos_token_id)
+        cached = getattr(self, "_end_of_turn", None)
+        if cached is not None and cached[0] == key:
+            return cached[1]
         from kvgen.loaders.chat_template import render_chat
 
         text = render_chat(self.chat_template, [{"role": "user", "content": "hi"},
@@ -431,9 +433,9 @@ class Model:
         after = text[text.find(_SENTINEL) + len(_SENTINEL):] if _SENTINEL in text else ""
         specials = {tok.content: i for i, tok in self.tokenizer.get_added_tokens_decoder().items() if tok.special}
         matches = [s for s in specials if s and after.lstrip(" ").startswith(s)]
-        if matches:
-            return specials[max(matches, key=len)]
-        return _first_id(self.eos_token_id)
+        found = specials[max(matches, key=len)] if matches else _first_id(self.eos_token_id)
+        self._end_of_turn = (key, found)
+        return found
 
     def _need_tokenizer(self):
         if self.tokenizer is None:

@@ -169,7 +169,8 @@ class Message(BaseModel):
         {"required": ["role", "tool_calls"],
          "properties": {"role": {"const": "assistant"}, "tool_calls": {"type": "array"}}}]})  # other keys ignored
 
-    role: str
+    # a role name; which roles a model accepts is its chat template's (kvgen.loaders.chat_template)
+    role: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
     content: Union[str, list[TextPart], None] = None  # null in an assistant message with tool_calls
     tool_calls: Optional[list[ToolCall]] = None
     tool_call_id: Optional[str] = None
