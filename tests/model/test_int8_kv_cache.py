@@ -1,5 +1,5 @@
 """The opt-in int8 KV cache (``kvgen.Model.load(path, kv_cache_dtype="int8")``): keys and
-values as int8 with one float scale per position and KV head (cpp/include/kvgen/model/
+values as int8 with one float scale per position and KV head (cpp/include/kvgen/runtime/
 kv_cache.h). It is lossy, so it is held to bounds measured against transformers rather than to
 the 99% argmax bar of the default cache; everything that moves cached positions (beam
 reorders, the prefix cache, speculative rollback) must carry the scales with them.

@@ -1,5 +1,5 @@
 """Decode at long context: a token's attention is cut into blocks of 256 positions that the
-threads share (cpp/src/model/attention.cpp), and the KV cache is kept in half precision
+threads share (cpp/src/runtime/attention.cpp), and the KV cache is kept in half precision
 outside exact mode on int8-kernel weights. Transformers is the oracle."""
 
 from __future__ import annotations

@@ -24,6 +24,9 @@ warn_unused_ignores = True
 [mypy-torch.*,transformers.*,matplotlib.*]
 follow_imports = skip
 ignore_missing_imports = True
+# the test helpers that the adding-a-family page's test example imports (tests/support/)
+[mypy-family_check,family_models]
+ignore_missing_imports = True
 """
 
 

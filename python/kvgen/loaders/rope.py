@@ -101,7 +101,7 @@ def _llama3(freq: np.ndarray, params: dict) -> np.ndarray:
 
 
 class Rotary(NamedTuple):
-    """The rotary embedding of a model, as the core takes it (kvgen/model/llama.h)."""
+    """The rotary embedding of a model, as the core takes it (kvgen/models/llama.h)."""
 
     dim: int                         # leading dimensions of a head that rotate
     inv_freq: np.ndarray             # (dim / 2) float32, scaling applied

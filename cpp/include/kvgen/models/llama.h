@@ -6,7 +6,7 @@
 // un-permute and split (fused qkv / gate_up) their tensors to these.
 //
 // The families that differ from Llama only in these facts run here too, each fact read
-// from the file by the loaders (kvgen/loaders/families.py), none from a family name:
+// from the file by the loaders (kvgen/families/), none from a family name:
 // - q/k/v (and MLP) biases where the tensors exist (Qwen2);
 // - per-head RMSNorm of q and k before the rotary embedding where self_attn.q_norm /
 //   k_norm exist (Qwen3);
