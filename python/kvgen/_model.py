@@ -257,7 +257,7 @@ class Model:
         - ``"int8"``: int8 with one float scale per position and KV head (max|x| / 127,
           round to nearest): a quarter of float32's bytes plus 4 bytes per 64-128 values,
           half the default's memory and half the bytes a decode step reads per cached
-          position. Lossy: see the README's KV cache section for its fidelity
+          position. Lossy: see docs/guide/quantization.md (KV cache precision) for its fidelity
           (llama.cpp's ``--cache-type-k/-v q8_0``, vLLM's ``kv_cache_dtype``).
         """
         return self._core.kv_cache_dtype
