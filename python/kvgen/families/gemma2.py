@@ -127,13 +127,7 @@ class GemmaFamily(Family):
     def from_gguf(self, gguf: GGUFContents) -> GGUFModel:
         path = gguf.path
         a = self.gguf_architecture + "."
-        hidden = gguf.size(a + "embedding_length")
-        heads = gguf.size(a + "attention.head_count")
-        kv_heads = gguf.size(a + "attention.head_count_kv", heads)
-        head_dim = gguf.size(a + "attention.key_length", max(hidden // heads, 1))
-        if heads % kv_heads:
-            raise ValueError(f"{path}: attention.head_count = {heads} is not a multiple of head_count_kv = "
-                             f"{kv_heads}")
+        hidden, heads, kv_heads, head_dim = gguf.attention_shape(self.gguf_architecture)
         if gguf.size(a + "attention.value_length", head_dim) != head_dim:
             raise ValueError(f"{path}: attention.value_length differs from key_length = {head_dim}")
         if gguf.size(a + "rope.dimension_count", head_dim) != head_dim:

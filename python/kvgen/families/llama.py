@@ -241,13 +241,7 @@ class LlamaFamily(Family):
         of experts' 3-D expert tensors stay whole, cut into matrices by the core."""
         path = gguf.path
         a = self.gguf_architecture + "."
-        hidden = gguf.size(a + "embedding_length")
-        heads = gguf.size(a + "attention.head_count")
-        kv_heads = gguf.size(a + "attention.head_count_kv", heads)
-        head_dim = gguf.size(a + "attention.key_length", max(hidden // heads, 1))
-        if heads < 1 or kv_heads < 1 or heads % kv_heads:
-            raise ValueError(f"{path}: attention.head_count = {heads} is not a positive multiple of "
-                             f"head_count_kv = {kv_heads}")
+        hidden, heads, kv_heads, head_dim = gguf.attention_shape(self.gguf_architecture)
         value_dim = gguf.size(a + "attention.value_length", head_dim)
         if value_dim != head_dim:
             raise ValueError(f"{path}: attention.value_length = {value_dim} differs from key_length = {head_dim}")

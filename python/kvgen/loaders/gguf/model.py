@@ -80,6 +80,19 @@ class GGUFContents:
             raise ValueError(f"{self.path}: GGUF metadata {key} = {value} is not a positive size")
         return value
 
+    def attention_shape(self, architecture: str) -> tuple[int, int, int, int]:
+        """(hidden, heads, kv_heads, head_dim) of a transformer's ``architecture`` keys; ValueError
+        when the heads are not a positive multiple of the kv heads."""
+        a = architecture + "."
+        hidden = self.size(a + "embedding_length")
+        heads = self.size(a + "attention.head_count")
+        kv_heads = self.size(a + "attention.head_count_kv", heads)
+        head_dim = self.size(a + "attention.key_length", max(hidden // heads, 1))
+        if heads % kv_heads:
+            raise ValueError(f"{self.path}: attention.head_count = {heads} is not a positive multiple of "
+                             f"head_count_kv = {kv_heads}")
+        return hidden, heads, kv_heads, head_dim
+
     def flags(self, key: str, count: int) -> Optional[list[bool]]:
         """Metadata ``key`` when it is an array of ``count`` flags (bools or integers); None
         when it is absent or not an array (a scalar under the same key)."""
