@@ -48,9 +48,12 @@ class _Worker:
     """One worker process and its pipes."""
 
     def __init__(self) -> None:
+        # The worker runs Python and Jinja2 only: no preloaded library of the parent's (a sanitizer's
+        # runtime reserves terabytes of address space, which the worker's RLIMIT_AS would refuse)
+        env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
         self.process = subprocess.Popen([sys.executable, "-I", str(Path(__file__).resolve()), str(_SANDBOX)],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                        close_fds=True)
+                                        close_fds=True, env=env)
         ready = self._read(time.monotonic() + START_SECONDS)
         if ready is None or json.loads(ready) != {"ready": True}:
             self.kill()
