@@ -39,6 +39,11 @@ class Capabilities:
             raise ValueError(f"{what} does not run with this model: {self.speculation_refused}")
 
 
+def windowed(config: object) -> bool:
+    """Whether a Hugging Face config dict gives its layers a sliding window."""
+    return bool(isinstance(config, dict) and config.get("sliding_window"))
+
+
 def capabilities_of(*, sliding_window: bool, long_rope_context: int) -> Capabilities:
     """The capabilities of a transformer whose layers keep only KV rows: ``sliding_window``
     when any layer attends over a window, ``long_rope_context`` LongRoPE's switch (0: none)."""

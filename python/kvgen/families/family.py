@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
 import numpy as np
 
-from kvgen.families.capabilities import Capabilities, capabilities_of
+from kvgen.families.capabilities import Capabilities, capabilities_of, windowed
 
 if TYPE_CHECKING:
     from kvgen import _core
@@ -101,5 +101,5 @@ class Family:
 
     def capabilities(self, config: dict, core: "_core._Model") -> Capabilities:
         """What the engine may do with a model of this family loaded from ``config``."""
-        return capabilities_of(sliding_window=bool(isinstance(config, dict) and config.get("sliding_window")),
+        return capabilities_of(sliding_window=windowed(config),
                                long_rope_context=self.long_rope_context(config, core))

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 from kvgen.families import gemma2, gemma3, gpt2, granite, llama, mistral, phi3, qwen2, qwen3, qwen3moe, smollm3
-from kvgen.families.capabilities import Capabilities, capabilities_of
+from kvgen.families.capabilities import Capabilities, capabilities_of, windowed
 from kvgen.families.family import Family, GGUFModel
 
 if TYPE_CHECKING:
@@ -74,5 +74,5 @@ def capabilities_for(family: str, config: dict, core: "_core._Model") -> Capabil
     known = family_named(family)
     if known is not None:
         return known.capabilities(config, core)
-    return capabilities_of(sliding_window=bool(isinstance(config, dict) and config.get("sliding_window")),
+    return capabilities_of(sliding_window=windowed(config),
                            long_rope_context=0)
