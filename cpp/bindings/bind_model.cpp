@@ -15,6 +15,7 @@
 #include "kvgen/models/llama.h"
 #include "kvgen/runtime/thread_pool.h"
 #include "py_model.h"
+#include "recurrent_shapes.h"
 
 namespace py = pybind11;
 
@@ -145,21 +146,24 @@ void register_model_config(py::module_& m) {
       .def(py::init([](std::string architecture, int64_t vocab_size, int64_t context_length, int64_t hidden,
                        int64_t layers, int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t intermediate,
                        std::vector<int64_t> layer_windows, int64_t experts, int64_t experts_per_token,
-                       int64_t expert_intermediate) {
+                       int64_t expert_intermediate, const std::vector<LayerTuple>& recurrent_layers) {
              return ModelConfig{.architecture = std::move(architecture), .vocab_size = vocab_size,
                                 .context_length = context_length, .hidden = hidden, .layers = layers,
                                 .heads = heads, .kv_heads = kv_heads, .head_dim = head_dim,
                                 .intermediate = intermediate, .layer_windows = std::move(layer_windows),
                                 .experts = experts, .experts_per_token = experts_per_token,
-                                .expert_intermediate = expert_intermediate};
+                                .expert_intermediate = expert_intermediate,
+                                .recurrent_layers = layer_shapes(recurrent_layers)};
            }),
            py::kw_only(), py::arg("architecture"), py::arg("vocab_size"), py::arg("context_length"),
            py::arg("hidden"), py::arg("layers"), py::arg("heads"), py::arg("kv_heads"), py::arg("head_dim"),
            py::arg("intermediate"), py::arg("layer_windows") = std::vector<int64_t>(), py::arg("experts") = 0,
            py::arg("experts_per_token") = 0, py::arg("expert_intermediate") = 0,
+           py::arg("recurrent_layers") = std::vector<LayerTuple>(),
            "layer_windows: per layer, the sliding window (0 = full attention; empty = every layer full); "
            "experts > 0: a mixture of experts of that many experts, experts_per_token chosen per token, each "
-           "expert_intermediate wide.")
+           "expert_intermediate wide; recurrent_layers: per layer of a hybrid model, (conv_channels, conv_kernel, "
+           "heads, key_dim, value_dim) of the state it keeps, all zeros for a layer that attends (empty = none).")
       .def_readonly("architecture", &ModelConfig::architecture)
       .def_readonly("vocab_size", &ModelConfig::vocab_size)
       .def_readonly("context_length", &ModelConfig::context_length)
@@ -173,6 +177,8 @@ void register_model_config(py::module_& m) {
       .def_readonly("experts", &ModelConfig::experts)
       .def_readonly("experts_per_token", &ModelConfig::experts_per_token)
       .def_readonly("expert_intermediate", &ModelConfig::expert_intermediate)
+      .def_property_readonly("recurrent_layers",
+                             [](const ModelConfig& c) { return layer_tuples(c.recurrent_layers); })
       .def("validate", &ModelConfig::validate,
            "ValueError naming the config key when a size is not positive, above its limit or inconsistent "
            "(the models' constructors run it too).");
@@ -355,11 +361,11 @@ naming its position: "input_ids[0, 3] = 300 is outside the vocabulary [0, 211)".
           [](PyModel& p, int64_t rows, int64_t positions) {
             const ModelConfig& c = p.core().config();
             return KVCache::bytes_for(c.layers, rows, positions, c.kv_heads, c.head_dim, c.layer_windows,
-                                      p.core().kv_type());
+                                      p.core().kv_type(), c.recurrent_layers);
           },
           py::arg("rows"), py::arg("positions"),
           "Bytes a KV cache for rows x positions takes (its kv_cache_dtype; 'auto': half keys and values "
-          "outside exact mode on int8-kernel weights, float32 otherwise).");
+          "outside exact mode on int8-kernel weights, float32 otherwise), a hybrid model's recurrent state included.");
 
   m.def(
       "set_num_threads", [](int n) { set_compute_threads(n); }, py::arg("n"),

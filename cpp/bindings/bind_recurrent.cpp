@@ -18,6 +18,7 @@
 #include "kvgen/models/gated_delta_net.h"
 #include "kvgen/models/short_conv.h"
 #include "kvgen/runtime/state_cache.h"
+#include "recurrent_shapes.h"
 
 namespace py = pybind11;
 
@@ -134,15 +135,6 @@ FloatArray short_conv(py::handle bcx_obj, py::handle weight_obj, py::handle bias
   const float* b = bias ? bias->data() : nullptr;
   py::gil_scoped_release release;
   kvgen::short_conv(o, w, bcx.data(), weight.data(), b, tokens, channels, kernel);
-  return out;
-}
-
-using LayerTuple = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>;
-
-std::vector<RecurrentLayerShape> layer_shapes(const std::vector<LayerTuple>& layers) {
-  std::vector<RecurrentLayerShape> out;
-  for (const auto& [channels, kernel, heads, key_dim, value_dim] : layers)
-    out.push_back({channels, kernel, heads, key_dim, value_dim});
   return out;
 }
 

@@ -7,6 +7,7 @@
 
 #include "check.h"
 #include "kvgen/errors.h"
+#include "kvgen/runtime/kv_cache.h"
 #include "kvgen/runtime/state_cache.h"
 
 namespace {
@@ -133,6 +134,44 @@ void snapshot_and_restore() {
   CHECK_THROWS(none.snapshot(0, 0), ValueError);
 }
 
+// A hybrid model's KV cache: layers 0 and 2 recurrent, 1 attends. Its state moves with
+// the rows: reorder, copy_row and a reset (length 0) reach it, a truncate that would step
+// it back is refused, and the recurrent layers hold no keys or values.
+void kv_cache_moves_the_state_with_its_rows() {
+  const std::vector<RecurrentLayerShape> layers = {{6, 4, 2, 3, 2}, {}, {5, 3, 0, 0, 0}};
+  kvgen::KVCache cache(3, 3, 16, 2, 4, {}, kvgen::KVType::Float32, layers);
+  StateCache* state = cache.state();
+  CHECK(state != nullptr);
+  CHECK_EQ(state->rows(), int64_t{3});
+  CHECK_EQ(cache.capacity(0), int64_t{0});
+  CHECK_EQ(cache.capacity(1), int64_t{16});
+  CHECK_EQ(cache.capacity(2), int64_t{0});
+  const int64_t kv_bytes = kvgen::KVCache::bytes_for(1, 3, 16, 2, 4);  // the one attending layer's
+  CHECK_EQ(cache.bytes(), kv_bytes + state->bytes());
+  CHECK_EQ(kvgen::KVCache::bytes_for(3, 3, 16, 2, 4, {}, kvgen::KVType::Float32, layers), cache.bytes());
+  for (int64_t r = 0; r < 3; ++r) {
+    fill_row(*state, r, static_cast<float>(r + 1));
+    cache.set_length(r, 5 + r);
+  }
+  const int64_t parents[3] = {2, 2, 0};
+  cache.reorder(parents);
+  CHECK_EQ(tags(*state), (std::vector<float>{3, 3, 1}));
+  CHECK_EQ(cache.length(1), int64_t{7});
+  cache.copy_row(2, 0);
+  CHECK_EQ(tags(*state), (std::vector<float>{1, 3, 1}));
+  CHECK_THROWS(cache.truncate(1, 3), ValueError);  // a state of 7 positions cannot step back to 3
+  CHECK_EQ(tags(*state), (std::vector<float>{1, 3, 1}));
+  cache.truncate(1, 7);  // to its own length: nothing to undo
+  CHECK_EQ(tags(*state), (std::vector<float>{1, 3, 1}));
+  cache.truncate(1, 0);  // a new sequence: the initial state
+  CHECK_EQ(tags(*state), (std::vector<float>{1, 0, 1}));
+  cache.set_length(2, 0);
+  CHECK_EQ(tags(*state), (std::vector<float>{1, 0, 0}));
+  // no recurrent layer: no state; shapes that do not match the layers are refused
+  CHECK(kvgen::KVCache(2, 1, 8, 1, 2).state() == nullptr);
+  CHECK_THROWS(kvgen::KVCache(2, 1, 8, 1, 2, {}, kvgen::KVType::Float32, layers), ValueError);
+}
+
 // The error's text, or "" when `make` does not throw ValueError.
 template <class F>
 std::string value_error(F make) {
@@ -175,6 +214,7 @@ int main() {
       TEST_CASE(reorder_permutes_and_fans_out),
       TEST_CASE(copy_row_copies_and_keeps_rows_apart),
       TEST_CASE(snapshot_and_restore),
+      TEST_CASE(kv_cache_moves_the_state_with_its_rows),
       TEST_CASE(hostile_sizes_are_refused_before_allocating),
   });
 }

@@ -17,16 +17,30 @@ int64_t KVCache::capacity_for(int64_t window, int64_t max_context) {
   return window > 0 && window < max_context - kRingSlack ? window + kRingSlack : max_context;
 }
 
+int64_t KVCache::layer_capacity(int64_t l, const std::vector<int64_t>& windows,
+                                const std::vector<RecurrentLayerShape>& recurrent, int64_t max_context) {
+  if (!recurrent.empty() && (recurrent[l].conv_channels > 0 || recurrent[l].heads > 0)) return 0;
+  return capacity_for(windows.empty() ? 0 : windows[l], max_context);
+}
+
+namespace {
+bool any_recurrent(const std::vector<RecurrentLayerShape>& layers) {
+  return std::any_of(layers.begin(), layers.end(),
+                     [](const RecurrentLayerShape& s) { return s.conv_channels > 0 || s.heads > 0; });
+}
+}  // namespace
+
 KVCache::KVCache(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_heads, int64_t head_dim,
-                 const std::vector<int64_t>& windows, KVType type)
+                 const std::vector<int64_t>& windows, KVType type, const std::vector<RecurrentLayerShape>& recurrent)
     : max_context_(max_context), kv_heads_(kv_heads), head_dim_(head_dim), type_(type) {
   // The element count must fit before anything is allocated (bytes_for checks it).
-  bytes_for(layers, rows, max_context, kv_heads, head_dim, windows, type);
+  bytes_for(layers, rows, max_context, kv_heads, head_dim, windows, type, recurrent);
+  if (any_recurrent(recurrent)) state_ = std::make_unique<StateCache>(recurrent, rows);
   int64_t floats = 0;
   for (int64_t l = 0; l < layers; ++l) {
     const int64_t window = windows.empty() ? 0 : windows[l];
-    capacity_.push_back(capacity_for(window, max_context));
-    if (capacity_.back() < max_context && capacity_.back() - window + 1 < max_rollback_) {
+    capacity_.push_back(layer_capacity(l, windows, recurrent, max_context));
+    if (capacity_.back() > 0 && capacity_.back() < max_context && capacity_.back() - window + 1 < max_rollback_) {
       // a ring: after writing up to position E - 1 it holds E - capacity .. E - 1, and the
       // window of position T needs T - window + 1 .. T
       max_rollback_ = capacity_.back() - window + 1;
@@ -107,17 +121,25 @@ void KVCache::load(float* keys, float* values, int64_t layer, int64_t row, int64
 }
 
 int64_t KVCache::bytes_for(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_heads, int64_t head_dim,
-                           const std::vector<int64_t>& windows, KVType type) {
+                           const std::vector<int64_t>& windows, KVType type,
+                           const std::vector<RecurrentLayerShape>& recurrent) {
+  if (!recurrent.empty() && static_cast<int64_t>(recurrent.size()) != layers)
+    throw ValueError(std::to_string(recurrent.size()) + " recurrent layer shapes for " + std::to_string(layers) +
+                     " layers");
   // keys and values (and an Int8 cache's scale per head's row)
   int64_t per_position = limits::checked_mul(element_bytes(type), head_dim, "KV cache bytes");
   per_position = limits::checked_mul(2, per_position + scale_bytes(type), "KV cache bytes");
   for (int64_t n : {rows, kv_heads}) per_position = limits::checked_mul(per_position, n, "KV cache bytes");
   int64_t bytes = 0;
   for (int64_t l = 0; l < layers; ++l) {
-    const int64_t slots = capacity_for(windows.empty() ? 0 : windows[l], max_context);
+    const int64_t slots = layer_capacity(l, windows, recurrent, max_context);
     const int64_t layer = limits::checked_mul(per_position, slots, "KV cache bytes");
     if (__builtin_add_overflow(bytes, layer, &bytes))
       throw ValueError("KV cache bytes: the size of " + std::to_string(layers) + " layers overflows");
+  }
+  if (any_recurrent(recurrent)) {
+    const int64_t state = StateCache::bytes_for(recurrent, rows);
+    if (__builtin_add_overflow(bytes, state, &bytes)) throw ValueError("KV cache bytes: the recurrent state overflows");
   }
   return bytes;
 }
@@ -142,6 +164,7 @@ void KVCache::copy_slots(int64_t src, int64_t dst, int64_t from, int64_t len) {
 }
 
 void KVCache::set_length(int64_t row, int64_t n) {
+  if (n == 0 && state_) state_->reset(row);
   uint64_t* ids = written(physical_[row]);
   for (int64_t p = length_[row]; p < std::min(n, max_context_); ++p) ids[p] = next_write_++;
   length_[row] = n;
@@ -170,11 +193,19 @@ void KVCache::truncate(int64_t row, int64_t length) {
                      " positions: layer " + std::to_string(ring_layer_) + "'s sliding-window ring (window " +
                      std::to_string(ring_window_) + ") keeps only " + std::to_string(max_rollback_) +
                      " positions beyond its window");
+  if (state_ && length != length_[row]) {
+    if (length != 0)
+      throw ValueError("cannot truncate row " + std::to_string(row) + " to " + std::to_string(length) +
+                       " positions: the model's recurrent layers keep a state of all " +
+                       std::to_string(length_[row]) + " positions, which cannot step back");
+    state_->reset(row);
+  }
   length_[row] = length;
 }
 
 void KVCache::copy_row(int64_t src, int64_t dst) {
   if (src == dst) return;
+  if (state_) state_->copy_row(src, dst);
   take_block(physical_[src], length_[src], physical_[dst], length_[dst]);
   length_[dst] = length_[src];
 }
@@ -219,6 +250,7 @@ void KVCache::reorder(const int64_t* parents) {
   }
   std::swap(physical_, new_physical_);
   std::swap(length_, new_length_);
+  if (state_) state_->reorder(parents);
 }
 
 }  // namespace kvgen

@@ -68,6 +68,12 @@ void ModelConfig::validate() const {
                        " must be a positive integer");
     limits::check_at_most(prefix + "moe_intermediate_size", expert_intermediate, limits::kMaxWidth);
   }
+  if (!recurrent_layers.empty()) {
+    if (static_cast<int64_t>(recurrent_layers.size()) != layers)
+      throw ValueError(prefix + std::to_string(recurrent_layers.size()) + " recurrent layer shapes for " +
+                       std::to_string(layers) + " layers");
+    StateCache::bytes_for(recurrent_layers, 1);  // every width within its limit, one row's state within kMaxBytes
+  }
 }
 
 }  // namespace kvgen

@@ -251,8 +251,11 @@ class Engine:
                 return  # first come, first served: a large request is not overtaken
             r = self._waiting.pop(0)
             reuse = 0
-            if self.prefix_cache and r.rows == 1:  # a scored prompt's every position is computed: none reused
-                first, reuse = self._prefixes.place(r.prompts[0], self._free, self._slots, r.score_top is None)
+            if self.prefix_cache and r.rows == 1:
+                # a scored prompt's every position is computed, and a recurrent state holds a
+                # slot's whole past (it cannot be cut back to a shared prefix): none reused
+                reusable = r.score_top is None and not self.capabilities.recurrent_state
+                first, reuse = self._prefixes.place(r.prompts[0], self._free, self._slots, reusable)
             for s in range(first, first + r.rows):
                 self._free[s] = False
                 self._prefixes.take(s)

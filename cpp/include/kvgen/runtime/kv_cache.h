@@ -17,9 +17,12 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include <xtensor/xtensor.hpp>
+
+#include "kvgen/runtime/state_cache.h"
 
 namespace kvgen {
 
@@ -33,8 +36,15 @@ class KVCache {
 
   // windows: per layer, 0 = full attention, w > 0 = a sliding window of w positions
   // (empty = every layer full).
+  // recurrent: per layer of a hybrid model, the recurrent state it keeps (ModelConfig::
+  // recurrent_layers; empty = none). Such a layer keeps no keys or values; its state lives
+  // in state(), which every row operation below moves with the row's positions.
   KVCache(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_heads, int64_t head_dim,
-          const std::vector<int64_t>& windows = {}, KVType type = KVType::Float32);
+          const std::vector<int64_t>& windows = {}, KVType type = KVType::Float32,
+          const std::vector<RecurrentLayerShape>& recurrent = {});
+  // The recurrent layers' state of every row (a hybrid model), or null: indexed by the
+  // model's layer (a layer that attends has an empty shape there).
+  StateCache* state() { return state_.get(); }
 
   KVType type() const { return type_; }
   bool half() const { return type_ == KVType::Float16; }
@@ -46,13 +56,16 @@ class KVCache {
   int64_t max_context() const { return max_context_; }
   int64_t length(int64_t row) const { return length_[row]; }
   // The row holds n positions. Positions it gains (from length(row) to n) were just written
-  // (store): each gets a new write id (see reorder).
+  // (store): each gets a new write id (see reorder). n = 0 also resets the row's recurrent
+  // state (a new sequence starts there).
   void set_length(int64_t row, int64_t n);
   // Rolls row back to its first `length` positions without copying (speculative decoding
   // discards rejected drafts): the next forward writes over the rest. A sliding-window
   // ring keeps only kRingSlack + 1 positions beyond its window, so a rollback of more
   // positions than that is refused (ValueError naming the layer) rather than leaving the
-  // window with overwritten keys; so is a length outside [0, length(row)].
+  // window with overwritten keys; so is a length outside [0, length(row)]. A recurrent
+  // state holds its row's whole past in a fixed size and cannot step back: with one, only
+  // a truncate to 0 (the state reset) or to the row's length is accepted.
   void truncate(int64_t row, int64_t length);
   // The most positions truncate may discard (INT64_MAX when no layer keeps a ring).
   int64_t max_rollback() const { return max_rollback_; }
@@ -95,19 +108,27 @@ class KVCache {
   // Row dst becomes a copy of row src (the positions they share are not copied, as in reorder).
   void copy_row(int64_t src, int64_t dst);
 
-  // Bytes held by keys and values (and an Int8 cache's scales).
-  int64_t bytes() const { return 2 * (element_bytes(type_) * elements_ + scale_bytes(type_) * (elements_ / head_dim_)); }
+  // Bytes held by keys and values (and an Int8 cache's scales) and the recurrent state.
+  int64_t bytes() const {
+    return 2 * (element_bytes(type_) * elements_ + scale_bytes(type_) * (elements_ / head_dim_)) +
+           (state_ ? state_->bytes() : 0);
+  }
   // Bytes of one key or value element.
   static int64_t element_bytes(KVType type) { return type == KVType::Float16 ? 2 : type == KVType::Int8 ? 1 : 4; }
   // Bytes of the scale of one row of head_dim keys (or values).
   static int64_t scale_bytes(KVType type) { return type == KVType::Int8 ? 4 : 0; }
 
-  // Bytes the keys and values of a cache of these sizes take (ValueError when the
-  // product does not fit in int64): the one formula, for a cache that exists or not.
+  // Bytes the keys and values (and recurrent state) of a cache of these sizes take
+  // (ValueError when the product does not fit in int64): the one formula, for a cache that
+  // exists or not.
   static int64_t bytes_for(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_heads, int64_t head_dim,
-                           const std::vector<int64_t>& windows = {}, KVType type = KVType::Float32);
+                           const std::vector<int64_t>& windows = {}, KVType type = KVType::Float32,
+                           const std::vector<RecurrentLayerShape>& recurrent = {});
   // The slots a layer of window `window` (0 = full) keeps in a cache of max_context positions.
   static int64_t capacity_for(int64_t window, int64_t max_context);
+  // The slots layer l keeps: capacity_for its window, none where it is recurrent.
+  static int64_t layer_capacity(int64_t l, const std::vector<int64_t>& windows,
+                                const std::vector<RecurrentLayerShape>& recurrent, int64_t max_context);
 
  private:
   int64_t layers() const { return static_cast<int64_t>(capacity_.size()); }
@@ -162,6 +183,7 @@ class KVCache {
   int64_t ring_layer_ = -1, ring_window_ = 0;
   std::vector<int64_t> children_, spare_, new_physical_, new_length_;  // reorder bookkeeping
   std::vector<uint8_t> given_;
+  std::unique_ptr<StateCache> state_;  // the recurrent layers' state (null: none)
 };
 
 }  // namespace kvgen

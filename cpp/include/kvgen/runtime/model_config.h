@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "kvgen/runtime/state_cache.h"
+
 namespace kvgen {
 
 struct ModelConfig {
@@ -30,16 +32,26 @@ struct ModelConfig {
   int64_t experts = 0;
   int64_t experts_per_token = 0;
   int64_t expert_intermediate = 0;
+  // Hybrid models: per layer, the recurrent state it keeps per sequence (state_cache.h); a
+  // layer whose shape is all zeros attends (keeps KV rows). Empty = every layer attends.
+  std::vector<RecurrentLayerShape> recurrent_layers;
 
   // The attention window of `layer` (0 = all positions).
   int64_t window(int64_t layer) const { return layer_windows.empty() ? 0 : layer_windows[layer]; }
+  // Whether `layer` keeps a recurrent state (and no KV rows of its own).
+  bool recurrent(int64_t layer) const {
+    if (recurrent_layers.empty()) return false;
+    const RecurrentLayerShape& s = recurrent_layers[layer];
+    return s.conv_channels > 0 || s.heads > 0;
+  }
 
   // ValueError for an architecture kvgen does not run, or one naming the config key
   // (Hugging Face name of the architecture) when a size is not positive, is above its
   // limit in kvgen/limits.h, or disagrees with another: heads a multiple of kv_heads,
   // heads x head_dim within kMaxWidth, head_dim even for rotary embeddings (llama),
   // hidden = heads x head_dim (gpt2); one window per layer, each within the context
-  // limit; experts within kMaxExperts with 1 <= experts_per_token <= experts.
+  // limit; experts within kMaxExperts with 1 <= experts_per_token <= experts; one recurrent
+  // shape per layer, each within the limits of StateCache (state_cache.h).
   void validate() const;
 };
 

@@ -30,10 +30,12 @@ class SlotCache {
   // windows: per layer, 0 (full attention) or the sliding window its ring keeps (KVCache).
   // verify_positions: the longest chunk whose every position's logits a forward may return
   // (0: none); their buffer, (slots, verify_positions, vocab), is reserved here, once.
-  // type: what the KV cache stores (kv_cache.h).
+  // type: what the KV cache stores (kv_cache.h). recurrent: the recurrent state of each
+  // layer of a hybrid model (ModelConfig::recurrent_layers), kept per slot beside the KV
+  // rows and moved with them by reset, copy_row and reorder (truncate refuses to step it back).
   SlotCache(int64_t layers, int64_t slots, int64_t context, int64_t kv_heads, int64_t head_dim, int64_t vocab,
             const std::vector<int64_t>& windows = {}, int64_t verify_positions = 0,
-            KVType type = KVType::Float32);
+            KVType type = KVType::Float32, const std::vector<RecurrentLayerShape>& recurrent = {});
   // The same for `model` (its kv_type() now); context is at most the model's.
   static SlotCache for_model(const Model& model, int64_t slots, int64_t context, int64_t verify_positions = 0);
 
