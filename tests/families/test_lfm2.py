@@ -183,3 +183,24 @@ def test_a_layer_pattern_that_does_not_match_the_tensors_names_the_layer(hf):
     narrow = {name: (w[:, :, :2].copy() if name.endswith("conv.conv.weight") else w) for name, w in arrays.items()}
     with pytest.raises(ValueError, match="model.layers.0.conv.conv.weight"):
         lfm2.FAMILY.build_core(config, narrow)
+
+
+def test_quantized_matrices_compute_as_their_dequantized_weights(checked, hf):
+    """A directory loaded with dtype="q8_0" (every projection of both layer kinds, the MLP and
+    the embeddings quantized) computes, in exact mode, transformers' logits over the same
+    matrices rounded through Q8_0."""
+    import copy
+
+    import gguf
+
+    model = kvgen.Model.load(checked["f32"].path, dtype="q8_0", exact=True)
+    rounded = copy.deepcopy(hf)
+    q8 = gguf.GGMLQuantizationType.Q8_0
+    with torch.no_grad():
+        for name, p in rounded.named_parameters():
+            if p.dim() == 2 and name.endswith(lfm2._MATRICES):
+                blocks = gguf.quants.quantize(p.numpy(), q8)
+                p.copy_(torch.from_numpy(gguf.quants.dequantize(blocks, q8).reshape(p.shape)))
+    assert model.weight_bytes < checked["f32"].weight_bytes / 3
+    ids = np.random.default_rng(5).integers(0, VOCAB, (1, 24))
+    np.testing.assert_allclose(model.forward(ids), logits(rounded, ids), atol=2e-4, rtol=1e-4)
