@@ -204,3 +204,21 @@ def test_quantized_matrices_compute_as_their_dequantized_weights(checked, hf):
     assert model.weight_bytes < checked["f32"].weight_bytes / 3
     ids = np.random.default_rng(5).integers(0, VOCAB, (1, 24))
     np.testing.assert_allclose(model.forward(ids), logits(rounded, ids), atol=2e-4, rtol=1e-4)
+
+
+def test_a_gguf_whose_layer_pattern_does_not_match_its_tensors_names_the_layer(checked, tmp_path):
+    import shutil
+
+    import gguf
+
+    path = tmp_path / "swapped.gguf"
+    shutil.copy(checked["gguf"].path, path)
+    reader = gguf.GGUFReader(path, "r+")  # the file mapped writable
+    field = reader.fields["lfm2.attention.head_count_kv"]
+    assert [int(field.parts[i][0]) for i in field.data] == [0, 2, 0, 2]
+    field.parts[field.data[0]][0] = 2  # layer 0, a convolution, said to attend with 2 kv heads
+    reader.data.flush()
+    del reader, field
+    with pytest.raises(ValueError, match="layer 0 is an attention layer by lfm2.attention.head_count_kv but the file "
+                                         "has blk.0.shortconv"):
+        kvgen.Model.load(path)

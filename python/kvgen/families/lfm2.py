@@ -158,31 +158,36 @@ class Lfm2Family(Family):
         ``shortconv.l_cache``, the depthwise kernel as (channels, kernel), ``embedding_norm`` as
         ``token_embd_norm``; it permutes nothing (llama.cpp rotates LFM2 in its "neox" layout,
         as transformers does)."""
+        from gguf.constants import GGUFValueType
+
         from kvgen.loaders.gguf.metadata import INTEGER_TYPES, read_number_array
 
         path = gguf.path
-        a = self.gguf_architecture + "."
+        a = "lfm2."
         hidden = gguf.size(a + "embedding_length")
         heads = gguf.size(a + "attention.head_count")
         layers = gguf.size(a + "block_count")
         head_dim = gguf.size(a + "attention.key_length", max(hidden // heads, 1))
         key = a + "attention.head_count_kv"
-        try:
-            per_layer = read_number_array(gguf.reader, key, INTEGER_TYPES, "head counts")
-        except ValueError as e:
-            raise ValueError(f"{path}: {e}") from None
-        if per_layer is None:  # a scalar: every layer attends
+        stored = gguf.reader.fields.get(key)
+        if stored is not None and stored.type == GGUFValueType.ARRAY:  # per layer, as llama.cpp's converter writes it
+            try:
+                counts = read_number_array(gguf.reader, key, set(INTEGER_TYPES), "head counts")
+            except ValueError as e:
+                raise ValueError(f"{path}: {e}") from None
+            per_layer = [int(k) for k in (() if counts is None else counts)]
+        else:  # a scalar: every layer attends
             per_layer = [gguf.size(key, heads)] * layers
         if len(per_layer) != layers:
             raise ValueError(f"{path}: {key} has {len(per_layer)} entries for {layers} layers")
-        kv_counts = {int(k) for k in per_layer if k != 0}
+        kv_counts = {k for k in per_layer if k != 0}
         if len(kv_counts) > 1 or any(k < 0 for k in kv_counts):
-            raise ValueError(f"{path}: {key} = {list(per_layer)[:8]} must be 0 (a convolution layer) or one kv head "
+            raise ValueError(f"{path}: {key} = {per_layer[:8]} must be 0 (a convolution layer) or one kv head "
                              f"count for every attention layer")
         kv_heads = kv_counts.pop() if kv_counts else heads
         if heads % kv_heads:
             raise ValueError(f"{path}: attention.head_count = {heads} is not a multiple of head_count_kv = {kv_heads}")
-        conv = [int(k) == 0 for k in per_layer]
+        conv = [k == 0 for k in per_layer]
         embed_shape = gguf.shape("token_embd.weight")
         if len(embed_shape) != 2 or embed_shape[1] != hidden:
             raise ValueError(f"{path}: token_embd.weight has shape {embed_shape}, expected (vocab, {hidden})")
