@@ -42,6 +42,16 @@ def random_lfm2(seed: int = 0, **overrides) -> transformers.Lfm2ForCausalLM:
     return model
 
 
+@pytest.fixture(scope="module", autouse=True)
+def one_torch_thread():
+    """transformers' small products on one thread: torch's threads and kvgen's, alternating on few
+    cores, wait for each other (a cached-decode check took 9.7 s on 2 threads, 0.24 s on one)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="module")
 def hf():
     return random_lfm2()
@@ -59,10 +69,17 @@ def model(checked):
     return checked["f32"]
 
 
-def test_lfm2_equals_transformers(checked):
+def test_lfm2_equals_transformers(checked, capsys):
+    from kvgen.cli import main
+
     gguf = checked["gguf"]
     assert gguf.capabilities.recurrent_state and gguf.capabilities.speculation_refused
     assert gguf.tokenizer is not None and gguf.encode("The mill") == checked["f32"].encode("The mill")
+    assert main(["info", str(gguf.path)]) == 0  # kvgen info names the state and what it rules out
+    out = capsys.readouterr().out
+    assert "Lfm2ForCausalLM" in out and "computed by kvgen's lfm2 model" in out
+    assert "a recurrent state per slot (the prefix cache reuses no prompt's positions)" in out
+    assert "speculative decoding: no (LFM2's short convolutions keep a state per sequence" in out
 
 
 def test_a_convolution_with_biases_and_the_attention_layers_by_index(tmp_path):
@@ -207,18 +224,18 @@ def test_quantized_matrices_compute_as_their_dequantized_weights(checked, hf):
 
 
 def test_a_gguf_whose_layer_pattern_does_not_match_its_tensors_names_the_layer(checked, tmp_path):
-    import shutil
+    import struct
 
-    import gguf
-
+    data = bytearray(checked["gguf"].path.read_bytes())
+    key = b"lfm2.attention.head_count_kv"
+    at = data.index(key) + len(key)  # then the value: type, item type, count, items (GGUF's layout)
+    kind, item, count = struct.unpack_from("<IIQ", data, at)
+    assert (kind, count) == (9, 4) and item in (4, 5)  # an array of 4 (u)int32
+    fmt = "<4I" if item == 4 else "<4i"
+    assert struct.unpack_from(fmt, data, at + 16) == (0, 2, 0, 2)
+    struct.pack_into(fmt, data, at + 16, 2, 2, 0, 2)  # layer 0, a convolution, said to attend with 2 kv heads
     path = tmp_path / "swapped.gguf"
-    shutil.copy(checked["gguf"].path, path)
-    reader = gguf.GGUFReader(path, "r+")  # the file mapped writable
-    field = reader.fields["lfm2.attention.head_count_kv"]
-    assert [int(field.parts[i][0]) for i in field.data] == [0, 2, 0, 2]
-    field.parts[field.data[0]][0] = 2  # layer 0, a convolution, said to attend with 2 kv heads
-    reader.data.flush()
-    del reader, field
+    path.write_bytes(data)
     with pytest.raises(ValueError, match="layer 0 is an attention layer by lfm2.attention.head_count_kv but the file "
                                          "has blk.0.shortconv"):
         kvgen.Model.load(path)
