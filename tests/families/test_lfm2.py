@@ -168,6 +168,10 @@ def test_the_layer_pattern_and_the_feed_forward_width_follow_transformers():
             object.__setattr__(config, "block_ffn_dim_multiplier", None)
         assert lfm2.feed_forward_width(config.to_dict()) == transformers.models.lfm2.modeling_lfm2.Lfm2MLP(
             config).w1.out_features
+    # LiquidAI's own config.json names the width block_ff_dim, which Lfm2Config takes over intermediate_size
+    liquid = dict(block_ff_dim=300, intermediate_size=100, block_multiple_of=32)
+    assert lfm2.feed_forward_width(liquid) == transformers.models.lfm2.modeling_lfm2.Lfm2MLP(
+        transformers.Lfm2Config(hidden_size=64, **liquid)).w1.out_features == 224
 
 
 @pytest.mark.parametrize("change, message", [

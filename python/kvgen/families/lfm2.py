@@ -138,7 +138,8 @@ class Lfm2Family(Family):
         if rope_freqs is not None or norms_plus_one:
             raise ValueError("lfm2: a GGUF file's rope_freqs or 1 + w norms are not LFM2's")
         arrays = dict(arrays)
-        if config.get("tie_word_embeddings", config.get("tie_embedding", True)) is not False:
+        # Lfm2Config: tie_embedding (LiquidAI's own key) over tie_word_embeddings, tied by default
+        if config.get("tie_embedding", config.get("tie_word_embeddings", True)) is not False:
             arrays.pop("lm_head.weight", None)  # tied: transformers' head is the embedding table
         for name, w in arrays.items():  # nn.Conv1d's (channels, 1, kernel) depthwise weight, as (channels, kernel)
             if name.endswith("conv.conv.weight") and len(w.shape) == 3 and w.shape[1] == 1:
