@@ -1,6 +1,6 @@
 """End-to-end generation speed: kvgen against transformers + torch, CTranslate2 and llama.cpp.
 
-Three parts, ``--model gpt2|smollm2|batch|all`` (default all), each a module of ``decode/``
+Four parts, ``--model gpt2|smollm2|batch|lfm2|all`` (default all), each a module of ``decode/``
 whose docstring says what it measures:
 
 * ``gpt2`` (``decode/gpt2.py``): a GPT-2-small-shaped model with random weights (kvgen float32
@@ -12,6 +12,8 @@ whose docstring says what it measures:
   positions 64-3000 (kvgen and llama.cpp).
 * ``batch`` (``decode/batch.py``): kvgen's batched decode (4 beams, batch 8) against its
   batch-1 greedy.
+* ``lfm2`` (``decode/lfm2.py``): an LFM2-350M-shaped hybrid (random weights, q8_0) against the
+  same model with every layer attending, kvgen alone: prefill, and decode at positions 64 and 4,000.
 
 The models are made once under ``~/.cache/kvgen-bench/`` (``decode/models.py``); the engines
 are the adapters of ``engines/``; the protocol (pinning, equal threads, warm-up, interleaved
@@ -26,9 +28,10 @@ Run (pinned, as the protocol asks):
     taskset -c 0,1 python benchmarks/bench_decode.py --model smollm2 --new-tokens 128   # ~8 minutes
     taskset -c 0,1 python benchmarks/bench_decode.py --model smollm2 --quick            # ~2 minutes
     taskset -c 0,1 python benchmarks/bench_decode.py --model batch    # ~1 minute
+    taskset -c 0,1 python benchmarks/bench_decode.py --model lfm2 --quick   # ~5 minutes
 
 ``--threads N`` (default 2) for every engine, ``--rounds`` (default 5), ``--new-tokens``
-(decode workload), ``--model-dir``, ``--out`` (GPT-2 part), ``--out-smollm2``, ``--out-batch``;
+(decode workload), ``--model-dir``, ``--out`` (GPT-2 part), ``--out-smollm2``, ``--out-batch``, ``--out-lfm2``;
 the GGUF files part also takes ``--files``, ``--thread-counts``, ``--positions``, ``--hf`` and ``--gguf``.
 Without ``--model``, every part runs, GPT-2 first.
 """
@@ -41,7 +44,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402  (benchmarks/ is not a package)
-from decode import batch, gguf, gpt2, models  # noqa: E402
+from decode import batch, gguf, gpt2, lfm2, models  # noqa: E402
 from engines import hf_engine  # noqa: E402
 
 THREADS = 2
@@ -52,16 +55,18 @@ def parse_args() -> argparse.Namespace:
                     "fewer new tokens, two context points", rounds=5)
     p.add_argument("--model-dir", type=Path, default=models.DEFAULT_MODEL_DIR,
                    help=f"where the random model is built once (default {models.DEFAULT_MODEL_DIR})")
-    p.add_argument("--model", choices=("gpt2", "smollm2", "batch", "all"), default="all",
+    p.add_argument("--model", choices=("gpt2", "smollm2", "batch", "lfm2", "all"), default="all",
                    help="which part: the random GPT-2 (kvgen, HF, CTranslate2), the GGUF files (SmolLM2 Q4_1 and "
-                        "Q8_0, a random Llama in Q4_K_M: kvgen, llama.cpp, HF), kvgen's batched decode, or all "
-                        "(default)")
+                        "Q8_0, a random Llama in Q4_K_M: kvgen, llama.cpp, HF), kvgen's batched decode, an "
+                        "LFM2-shaped hybrid against context (kvgen), or all (default)")
     p.add_argument("--new-tokens", type=int, help="new tokens of the decode workload (default 256, 32 with --quick)")
     p.add_argument("--gguf", type=Path, help="the SmolLM2 GGUF file (default kvgen.default_model_path())")
     p.add_argument("--out-smollm2", type=Path, default=gguf.DEFAULT_OUT,
                    help=f"JSON output of the GGUF files part (default {gguf.DEFAULT_OUT})")
     p.add_argument("--out-batch", type=Path, default=batch.DEFAULT_OUT,
                    help=f"JSON output of the batched decode part (default {batch.DEFAULT_OUT})")
+    p.add_argument("--out-lfm2", type=Path, default=lfm2.DEFAULT_OUT,
+                   help=f"JSON output of the LFM2 part (default {lfm2.DEFAULT_OUT})")
     p.add_argument("--files", type=lambda v: v.split(","), help=f"GGUF files part: comma-separated, of "
                    f"{','.join(models.FILE_KINDS)} (default all; q4_1 with --quick)")
     p.add_argument("--thread-counts", type=lambda v: [int(t) for t in v.split(",")],
@@ -91,6 +96,8 @@ def main() -> None:
         gguf.run_gguf(args)
     if args.model in ("batch", "all"):
         batch.run_batch(args)
+    if args.model in ("lfm2", "all"):
+        lfm2.run_lfm2(args)
 
 
 if __name__ == "__main__":

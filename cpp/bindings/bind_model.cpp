@@ -12,6 +12,7 @@
 #include "kvgen/limits.h"
 #include "kvgen/models/gemma.h"
 #include "kvgen/models/gpt2.h"
+#include "kvgen/models/lfm2.h"
 #include "kvgen/models/llama.h"
 #include "kvgen/runtime/thread_pool.h"
 #include "py_model.h"
@@ -111,6 +112,11 @@ std::unique_ptr<PyModel> make_gemma(const ModelConfig& config, const GemmaOption
 std::unique_ptr<PyModel> make_llama(const ModelConfig& config, const LlamaOptions& options, const py::dict& arrays,
                                     const std::string& activations) {
   return make_model(&kvgen::make_llama, "llama", config, options, arrays, activations);
+}
+
+std::unique_ptr<PyModel> make_lfm2(const ModelConfig& config, const Lfm2Options& options, const py::dict& arrays,
+                                   const std::string& activations) {
+  return make_model(&kvgen::make_lfm2, "lfm2", config, options, arrays, activations);
 }
 
 // Model.forward: a fresh array per call, written by the forward pass in place, so a
@@ -293,9 +299,27 @@ void register_gemma_options(py::module_& m) {
       .def_readonly("final_softcap", &GemmaOptions::final_softcap);
 }
 
+void register_lfm2_options(py::module_& m) {
+  const Lfm2Options lfm2;
+  py::class_<Lfm2Options>(m, "_Lfm2Options", "Numerics options of LFM2 (kvgen/models/lfm2.h).")
+      .def(py::init([](py::array_t<float, py::array::c_style> inv_freq, float norm_eps) {
+             if (inv_freq.ndim() != 1) throw ValueError("rope inverse frequencies must be a 1-D array");
+             return Lfm2Options{.norm_eps = norm_eps,
+                                .inv_freq = std::vector<float>(inv_freq.data(), inv_freq.data() + inv_freq.size())};
+           }),
+           py::kw_only(), py::arg("inv_freq"), py::arg("norm_eps") = lfm2.norm_eps,
+           "inv_freq: the head_dim / 2 rotary inverse frequencies, scaling applied (kvgen.loaders.rope); "
+           "norm_eps: every RMSNorm's epsilon.")
+      .def_readonly("norm_eps", &Lfm2Options::norm_eps)
+      .def_property_readonly("inv_freq", [](const Lfm2Options& o) {
+        return py::array_t<float>(static_cast<py::ssize_t>(o.inv_freq.size()), o.inv_freq.data());
+      });
+}
+
 void register_model(py::module_& m) {
   register_model_config(m);
   register_gemma_options(m);
+  register_lfm2_options(m);
   py::class_<PyModel>(m, "_Model", "A built-in model over weights held in NumPy arrays (see kvgen.Model).")
       .def_static("gpt2", &make_gpt2, py::arg("config"), py::arg("options"), py::arg("arrays"),
                   py::kw_only(), py::arg("activations") = "int8x2",
@@ -308,6 +332,11 @@ void register_model(py::module_& m) {
       .def_static("gemma", &make_gemma, py::arg("config"), py::arg("options"), py::arg("arrays"),
                   py::kw_only(), py::arg("activations") = "int8x2",
                   "A Gemma 2 or Gemma 3 model of these sizes and options over its tensors by Hugging Face name "
+                  "(float32 arrays, or (type, uint8 blocks, shape, mapped) tuples of quantized matrices).")
+      .def_static("lfm2", &make_lfm2, py::arg("config"), py::arg("options"), py::arg("arrays"),
+                  py::kw_only(), py::arg("activations") = "int8x2",
+                  "An LFM2 model (short convolutions beside attention; config.recurrent_layers names the "
+                  "convolution layers) of these sizes and options over its tensors by Hugging Face name "
                   "(float32 arrays, or (type, uint8 blocks, shape, mapped) tuples of quantized matrices).")
       .def("forward", &forward, py::arg("input_ids"), R"doc(
 Logits [rows, length, vocab] for input_ids [rows, length] (all positions, no cache kept).

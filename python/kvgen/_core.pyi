@@ -362,6 +362,13 @@ class _GemmaOptions:
     @property
     def final_softcap(self) -> float: ...
 
+class _Lfm2Options:
+    def __init__(self, *, inv_freq: npt.NDArray[np.float32], norm_eps: float = 1e-5) -> None: ...
+    @property
+    def norm_eps(self) -> float: ...
+    @property
+    def inv_freq(self) -> npt.NDArray[np.float32]: ...
+
 _Tensor = npt.NDArray[np.float32] | tuple[str, npt.NDArray[np.uint8], tuple[int, ...], bool]
 
 class _Model:
@@ -374,6 +381,9 @@ class _Model:
     @staticmethod
     def gemma(config: _ModelConfig, options: _GemmaOptions, arrays: dict[str, _Tensor], *,
               activations: str = "int8x2") -> _Model: ...
+    @staticmethod
+    def lfm2(config: _ModelConfig, options: _Lfm2Options, arrays: dict[str, _Tensor], *,
+             activations: str = "int8x2") -> _Model: ...
     def forward(self, input_ids: Any) -> npt.NDArray[np.float32]:
         """Logits [rows, length, vocab]: a new array the caller owns (later calls never change it)."""
     @property

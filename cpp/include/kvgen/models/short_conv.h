@@ -13,5 +13,9 @@ namespace kvgen {
 // weight (channels, kernel), bias (channels) or null.
 void short_conv(float* out, float* window, const float* bcx, const float* weight, const float* bias,
                 int64_t tokens, int64_t channels, int64_t kernel);
+// The same with the caller's scratch bx (tokens, channels) for B * x, so that a model's
+// forward allocates nothing.
+void short_conv(float* out, float* window, float* bx, const float* bcx, const float* weight, const float* bias,
+                int64_t tokens, int64_t channels, int64_t kernel);
 
 }  // namespace kvgen
