@@ -462,7 +462,7 @@ def _info(args) -> int:
     if caps.recompute_past:
         facts.append(f"rows computed again past {caps.recompute_past} positions")
     if caps.recurrent_state:
-        facts.append("a recurrent state per slot")
+        facts.append("a recurrent state per slot (no prefix of a prompt is reused from the cache)")
     print(f"capabilities: {'; '.join(facts)}")
     sizes = _tensor_type_bytes(model.path)
     for qtype, count in model.tensor_types.items():

@@ -259,4 +259,4 @@ class Qwen35Family(Family):
 
 FAMILY = Qwen35Family("qwen3_5", ("qwen3_5_text", "qwen3_5"), "qwen35", "Qwen3_5ForCausalLM",
                       "hybrid: Gated DeltaNet layers with a recurrent state, and gated full attention (sigmoid "
-                      "output gate, (1 + w) q/k norms, partial rotary) every 4th layer")
+                      "output gate, (1 + w) q/k norms, partial rotary) where layer_types says (every 4th by default)")

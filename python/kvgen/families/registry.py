@@ -6,8 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-from kvgen.families import gemma2, gemma3, gpt2, granite, llama, mistral, phi3, qwen2, qwen3, qwen3moe, smollm3
-from kvgen.families import qwen3_5
+from kvgen.families import gemma2, gemma3, gpt2, granite, llama, mistral, phi3, qwen2, qwen3, qwen3_5, qwen3moe, smollm3
 from kvgen.families.capabilities import Capabilities, capabilities_of, windowed
 from kvgen.families.family import Family, GGUFModel
 
