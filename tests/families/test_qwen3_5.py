@@ -111,6 +111,12 @@ def test_a_conditional_generation_directory_loads_its_text_model(hf, directories
     missing, unexpected = whole.load_state_dict(state, strict=False)
     assert not unexpected and all(k.startswith("model.visual.") for k in missing)
     path = save_family_model(whole, directories["root"] / "conditional", directories["tokenizer"])
+    # a vision tensor that kvgen would refuse to read (int32): the vision tower stays unread
+    from safetensors.numpy import load_file, save_file
+
+    tensors = load_file(path / "model.safetensors")
+    save_file({**tensors, "model.visual.unread": np.zeros(3, np.int32)}, path / "model.safetensors",
+              metadata={"format": "pt"})
     loaded = kvgen.Model.load(path, exact=True)
     assert loaded.family == "qwen3_5"
     check_logits(loaded, whole, lengths=(11,), what="ConditionalGeneration")
