@@ -142,9 +142,10 @@ def test_n_rows_share_the_prompts_state(model):
 
 
 def test_a_batch_of_different_lengths_equals_one_by_one(model):
-    """Each prompt gets the tokens of its own generate call. (The log-probabilities agree to
-    float rounding, not bit for bit: a DeltaNet layer's row still depends on the rows beside it
-    in the last bits, which the attention-only families do not.)"""
+    """Each prompt gets the tokens of its own generate call, and its log-probabilities to float
+    rounding (a 70-token prompt is fed in one pass alone, a chunk per pass in the batch). Not
+    bit for bit: a DeltaNet layer's rows still depend on the rows beside them in the last bits,
+    which the attention-only families' quantized models do not (left open)."""
     rng = np.random.default_rng(3)
     prompts = [rng.integers(0, VOCAB, n).tolist() for n in (3, 70, 12, 1)]
     config = kvgen.GenerationConfig(max_new_tokens=6, eos_token_id=[])
@@ -218,3 +219,16 @@ def test_llama_cpps_file_gives_transformers_logits_tokenizer_and_template(hf, di
     assert gguf.tokenizer.encode(text).ids == directory.tokenizer.encode(text).ids
     messages = [{"role": "user", "content": "Hi"}]
     assert gguf.apply_chat_template(messages) == directory.apply_chat_template(messages)
+
+
+def test_dtype_quantizes_every_projection_of_the_deltanet(hf):
+    """Model.load(directory, dtype=...) quantizes in_proj_a / in_proj_b too (their names do not
+    end in _proj.weight): no product runs on float32 weights beside the quantized ones."""
+    from kvgen.families import qwen3_5
+    from kvgen.loaders.quantize import QuantizedTensor
+
+    arrays = {k: v.detach().numpy() for k, v in hf.state_dict().items()}
+    quantized = qwen3_5.FAMILY.checkpoint_arrays(hf.config.to_dict(), arrays, "q8_0")
+    for name in ("in_proj_a", "in_proj_b", "in_proj_qkv", "in_proj_z", "out_proj"):
+        assert isinstance(quantized[f"model.layers.0.linear_attn.{name}.weight"], QuantizedTensor), name
+    assert quantized["model.layers.0.linear_attn.conv1d.weight"].shape == (2 * 2 * 16 + 4 * 16, 4)

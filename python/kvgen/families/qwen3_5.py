@@ -41,6 +41,10 @@ _LANGUAGE_MODEL = "model.language_model."
 #: and the multi-token-prediction head (kvgen reads neither).
 _NOT_TEXT = ("model.visual.", "mtp.", "model.mtp.")
 
+#: The DeltaNet's projections whose names do not end in ``_proj.weight``: quantized with the others
+#: by Model.load(directory, dtype=...), so that no product of the model runs on float32 weights.
+_GATE_INPUTS = ("linear_attn.in_proj_a.weight", "linear_attn.in_proj_b.weight")
+
 SPECULATION_REFUSED = ("its linear-attention layers keep a recurrent state, which a rejected draft would have to "
                        "roll back (state snapshots per position are not implemented)")
 
@@ -138,9 +142,13 @@ class Qwen35Family(Family):
             out[name] = w
         if dtype is None:
             return out
-        from kvgen.loaders.quantize import quantize_checkpoint
+        from kvgen.loaders.quantize import quantize, quantize_checkpoint, to_float32
 
-        return quantize_checkpoint("llama", out, dtype)  # the same matrix names (*_proj.weight)
+        out = quantize_checkpoint("llama", out, dtype)  # the *_proj.weight matrices, as Llama's
+        for name, w in out.items():  # and the DeltaNet's gate inputs (in_proj_a, in_proj_b)
+            if name.endswith(_GATE_INPUTS) and w.shape[1] % 32 == 0:
+                out[name] = quantize(to_float32(w), dtype.upper())
+        return out
 
     def build_core(self, config: dict, arrays: dict, *, activations: str = "int8x2",
                    rope_freqs: Optional[np.ndarray] = None, norms_plus_one: bool = False) -> "_core._Model":
