@@ -41,9 +41,9 @@ _LANGUAGE_MODEL = "model.language_model."
 #: and the multi-token-prediction head (kvgen reads neither).
 _NOT_TEXT = ("model.visual.", "mtp.", "model.mtp.")
 
-#: The DeltaNet's projections whose names do not end in ``_proj.weight``: quantized with the others
-#: by Model.load(directory, dtype=...), so that no product of the model runs on float32 weights.
-_GATE_INPUTS = ("linear_attn.in_proj_a.weight", "linear_attn.in_proj_b.weight")
+#: The DeltaNet's input projections, whose names do not end in ``_proj.weight``: quantized with the
+#: others by Model.load(directory, dtype=...), so that no product runs on float32 weights.
+_IN_PROJECTIONS = tuple(f"linear_attn.in_proj_{p}.weight" for p in ("qkv", "z", "a", "b"))
 
 SPECULATION_REFUSED = ("its linear-attention layers keep a recurrent state, which a rejected draft would have to "
                        "roll back (state snapshots per position are not implemented)")
@@ -145,8 +145,8 @@ class Qwen35Family(Family):
         from kvgen.loaders.quantize import quantize, quantize_checkpoint, to_float32
 
         out = quantize_checkpoint("llama", out, dtype)  # the *_proj.weight matrices, as Llama's
-        for name, w in out.items():  # and the DeltaNet's gate inputs (in_proj_a, in_proj_b)
-            if name.endswith(_GATE_INPUTS) and w.shape[1] % 32 == 0:
+        for name, w in out.items():  # and the DeltaNet's input projections
+            if name.endswith(_IN_PROJECTIONS) and w.shape[1] % 32 == 0:
                 out[name] = quantize(to_float32(w), dtype.upper())
         return out
 
