@@ -14,6 +14,7 @@
 #include "kvgen/models/gpt2.h"
 #include "kvgen/models/lfm2.h"
 #include "kvgen/models/llama.h"
+#include "kvgen/models/qwen35.h"
 #include "kvgen/runtime/thread_pool.h"
 #include "py_model.h"
 #include "recurrent_shapes.h"
@@ -117,6 +118,11 @@ std::unique_ptr<PyModel> make_llama(const ModelConfig& config, const LlamaOption
 std::unique_ptr<PyModel> make_lfm2(const ModelConfig& config, const Lfm2Options& options, const py::dict& arrays,
                                    const std::string& activations) {
   return make_model(&kvgen::make_lfm2, "lfm2", config, options, arrays, activations);
+}
+
+std::unique_ptr<PyModel> make_qwen35(const ModelConfig& config, const Qwen35Options& options, const py::dict& arrays,
+                                     const std::string& activations) {
+  return make_model(&kvgen::make_qwen35, "qwen35", config, options, arrays, activations);
 }
 
 // Model.forward: a fresh array per call, written by the forward pass in place, so a
@@ -316,10 +322,42 @@ void register_lfm2_options(py::module_& m) {
       });
 }
 
+void register_qwen35_options(py::module_& m) {
+  const Qwen35Options qwen35;
+  py::class_<Qwen35Options>(m, "_Qwen35Options", "Numerics options of Qwen3.5 (kvgen/models/qwen35.h).")
+      .def(py::init([](py::array_t<float, py::array::c_style> inv_freq, int64_t rotary_dim, float rms_norm_eps,
+                       float norm_offset, int64_t linear_key_heads, bool value_heads_tiled, int64_t chunk_size) {
+             if (inv_freq.ndim() != 1) throw ValueError("rope inverse frequencies must be a 1-D array");
+             return Qwen35Options{.rms_norm_eps = rms_norm_eps,
+                                  .inv_freq = std::vector<float>(inv_freq.data(), inv_freq.data() + inv_freq.size()),
+                                  .rotary_dim = rotary_dim,
+                                  .norm_offset = norm_offset,
+                                  .linear_key_heads = linear_key_heads,
+                                  .value_heads_tiled = value_heads_tiled,
+                                  .chunk_size = chunk_size};
+           }),
+           py::kw_only(), py::arg("inv_freq"), py::arg("rotary_dim") = qwen35.rotary_dim,
+           py::arg("rms_norm_eps") = qwen35.rms_norm_eps, py::arg("norm_offset") = qwen35.norm_offset,
+           py::arg("linear_key_heads") = qwen35.linear_key_heads,
+           py::arg("value_heads_tiled") = qwen35.value_heads_tiled, py::arg("chunk_size") = qwen35.chunk_size,
+           "inv_freq: (rotary_dim / 2) rotary inverse frequencies; rotary_dim 0 = head_dim; norm_offset: added to "
+           "the (1 + w) RMSNorm weights (1 for Hugging Face checkpoints, 0 for GGUF files, which store 1 + w); "
+           "linear_key_heads: the Gated DeltaNet's key heads; value_heads_tiled: its value heads are ordered "
+           "tiled over the key heads (llama.cpp's files), not grouped by key head; chunk_size: tokens per chunk of the chunked delta "
+           "rule.")
+      .def_readonly("rms_norm_eps", &Qwen35Options::rms_norm_eps)
+      .def_readonly("rotary_dim", &Qwen35Options::rotary_dim)
+      .def_readonly("norm_offset", &Qwen35Options::norm_offset)
+      .def_readonly("linear_key_heads", &Qwen35Options::linear_key_heads)
+      .def_readonly("value_heads_tiled", &Qwen35Options::value_heads_tiled)
+      .def_readonly("chunk_size", &Qwen35Options::chunk_size);
+}
+
 void register_model(py::module_& m) {
   register_model_config(m);
   register_gemma_options(m);
   register_lfm2_options(m);
+  register_qwen35_options(m);
   py::class_<PyModel>(m, "_Model", "A built-in model over weights held in NumPy arrays (see kvgen.Model).")
       .def_static("gpt2", &make_gpt2, py::arg("config"), py::arg("options"), py::arg("arrays"),
                   py::kw_only(), py::arg("activations") = "int8x2",
@@ -338,6 +376,10 @@ void register_model(py::module_& m) {
                   "An LFM2 model (short convolutions beside attention; config.recurrent_layers names the "
                   "convolution layers) of these sizes and options over its tensors by Hugging Face name "
                   "(float32 arrays, or (type, uint8 blocks, shape, mapped) tuples of quantized matrices).")
+      .def_static("qwen35", &make_qwen35, py::arg("config"), py::arg("options"), py::arg("arrays"),
+                  py::kw_only(), py::arg("activations") = "int8x2",
+                  "A Qwen3.5 model (Gated DeltaNet and gated attention layers; config.recurrent_layers says which) "
+                  "of these sizes and options over its tensors by Hugging Face name.")
       .def("forward", &forward, py::arg("input_ids"), R"doc(
 Logits [rows, length, vocab] for input_ids [rows, length] (all positions, no cache kept).
 

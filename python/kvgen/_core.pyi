@@ -369,6 +369,23 @@ class _Lfm2Options:
     @property
     def inv_freq(self) -> npt.NDArray[np.float32]: ...
 
+class _Qwen35Options:
+    def __init__(self, *, inv_freq: npt.NDArray[np.float32], rotary_dim: int = 0, rms_norm_eps: float = 1e-6,
+                 norm_offset: float = 1.0, linear_key_heads: int = 0, value_heads_tiled: bool = False,
+                 chunk_size: int = 64) -> None: ...
+    @property
+    def rms_norm_eps(self) -> float: ...
+    @property
+    def rotary_dim(self) -> int: ...
+    @property
+    def norm_offset(self) -> float: ...
+    @property
+    def linear_key_heads(self) -> int: ...
+    @property
+    def value_heads_tiled(self) -> bool: ...
+    @property
+    def chunk_size(self) -> int: ...
+
 _Tensor = npt.NDArray[np.float32] | tuple[str, npt.NDArray[np.uint8], tuple[int, ...], bool]
 
 class _Model:
@@ -384,6 +401,9 @@ class _Model:
     @staticmethod
     def lfm2(config: _ModelConfig, options: _Lfm2Options, arrays: dict[str, _Tensor], *,
              activations: str = "int8x2") -> _Model: ...
+    @staticmethod
+    def qwen35(config: _ModelConfig, options: _Qwen35Options, arrays: dict[str, _Tensor], *,
+               activations: str = "int8x2") -> _Model: ...
     def forward(self, input_ids: Any) -> npt.NDArray[np.float32]:
         """Logits [rows, length, vocab]: a new array the caller owns (later calls never change it)."""
     @property

@@ -176,7 +176,7 @@ class Model:
         config = read_config(directory)
         family = family_of_config(config, directory)
         try:
-            arrays = family.checkpoint_arrays(config, read_weights(directory), dtype)
+            arrays = family.checkpoint_arrays(config, read_weights(directory, family.unread_prefixes), dtype)
             core = family.build_core(config, arrays, activations=activations)
         except (ValueError, TypeError) as e:
             if str(directory) in str(e):

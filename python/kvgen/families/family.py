@@ -57,6 +57,9 @@ class Family:
     #: config key -> (the value kvgen implements, what a different value means; None: numerics
     #: only, accepted either way).
     refused: ClassVar[dict[str, tuple[Any, Optional[str]]]] = {}
+    #: Tensor name prefixes of a directory that the family leaves unread (a vision tower beside
+    #: the text model).
+    unread_prefixes: ClassVar[tuple[str, ...]] = ()
 
     def check_config(self, config: dict) -> None:
         """ValueError naming a config key whose value kvgen does not compute as transformers."""

@@ -60,15 +60,16 @@ def read_config(directory: Path) -> dict:
                      "kvgen.Model.load expects a Hugging Face model directory")
 
 
-def read_weights(directory: Path) -> dict[str, Any]:
-    """Every tensor of model.safetensors, or of the shards model.safetensors.index.json lists."""
+def read_weights(directory: Path, skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Every tensor of model.safetensors, or of the shards model.safetensors.index.json lists,
+    but those whose names start with one of ``skip`` (left unread)."""
     index = model_file(directory, "model.safetensors.index.json")
     if index.is_file():
         arrays: dict[str, np.ndarray] = {}
         for shard in _shards(directory, index):
-            arrays.update(_read_safetensors(shard))
+            arrays.update(_read_safetensors(shard, skip))
         return arrays
-    return _read_safetensors(model_file(directory, "model.safetensors"))
+    return _read_safetensors(model_file(directory, "model.safetensors"), skip)
 
 
 def read_weight_types(directory: Path) -> dict[str, int]:
@@ -113,7 +114,7 @@ _DTYPE_NAMES = {"F16": "float16", "BF16": "bfloat16", "F64": "float64", "F8_E4M3
 _HALF_TYPES = ("F16", "BF16")
 
 
-def _read_safetensors(path: Path) -> dict[str, Any]:
+def _read_safetensors(path: Path, skip: tuple[str, ...] = ()) -> dict[str, Any]:
     """The tensors of one safetensors file: float32 ones as NumPy arrays; float16 and bfloat16
     matrices as F16 / BF16 ``QuantizedTensor``s over the file's pages (memory-mapped, computed
     on by the core's 16-bit kernels or quantized at load, never expanded to float32 as a
@@ -130,7 +131,7 @@ def _read_safetensors(path: Path) -> dict[str, Any]:
     try:
         with safe_open(str(path), framework="np") as f:
             for name in f.keys():
-                if name.endswith(_NOT_WEIGHTS):
+                if name.endswith(_NOT_WEIGHTS) or name.startswith(skip):
                     continue
                 tensor = f.get_slice(name)
                 dtype = tensor.get_dtype()

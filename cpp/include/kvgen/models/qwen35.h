@@ -1,0 +1,52 @@
+// Qwen3.5 decoder as transformers' Qwen3_5ForCausalLM computes it (modeling_qwen3_5.py): a
+// hybrid of Gated DeltaNet layers (linear attention with a recurrent state, gated_delta_net.h,
+// after a causal conv1d with SiLU over the fused q/k/v, causal_conv.h) and gated
+// full-attention layers (the q projection twice as wide, its second half per head a sigmoid
+// gate on the attention output; q/k RMSNorm per head; partial rotary embeddings), each
+// followed by a SwiGLU MLP. Every RMSNorm but the DeltaNet's gated one computes
+// x_normed * (1 + w) (Qwen3_5RMSNorm; norm_offset, 0 where the file stores 1 + w).
+//
+// Which layers are recurrent, and the state each keeps, is ModelConfig::recurrent_layers:
+// (conv_channels = 2 key_heads key_dim + value_heads value_dim, conv_kernel, value_heads,
+// key_dim, value_dim). A recurrent layer runs over each chunk of the batch from its row's
+// state (KVCache::state()): the chunked delta rule for a prefill chunk, the recurrent form for
+// a one-token step, as transformers does.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "kvgen/runtime/model.h"
+#include "kvgen/runtime/model_config.h"
+#include "kvgen/runtime/tensors.h"
+
+namespace kvgen {
+
+struct Qwen35Options {
+  float rms_norm_eps = 1e-6f;
+  // (rotary_dim / 2) rotary inverse frequencies (the facade computes them as transformers).
+  std::vector<float> inv_freq;
+  // Leading dimensions of each attention head that rotate (partial_rotary_factor); 0: all.
+  int64_t rotary_dim = 0;
+  // Added to the weights of the (1 + w) RMSNorms: 1 for transformers' checkpoints, 0 for
+  // llama.cpp's files (its converter stores 1 + w).
+  float norm_offset = 1.0f;
+  // Key heads of the Gated DeltaNet layers (linear_num_key_heads); the value heads are the
+  // recurrent layers' heads.
+  int64_t linear_key_heads = 0;
+  // The Gated DeltaNet's value heads are ordered tiled over the key heads (value head h reads
+  // key head h % key_heads: llama.cpp's converter reorders them so) instead of grouped by key
+  // head (h / (value_heads / key_heads): transformers' order).
+  bool value_heads_tiled = false;
+  // Tokens per chunk of the chunked delta rule (transformers' 64).
+  int64_t chunk_size = 64;
+};
+
+// A Qwen3.5 model over `tensors` (Hugging Face names of Qwen3_5ForCausalLM; conv1d weights
+// (conv_channels, conv_kernel)), every one checked for presence and shape against config
+// (ValueError naming the layer for a layer whose tensors do not match its kind or whose state
+// shape does not match its heads). Float32 tensors are read in place: they must outlive it.
+std::unique_ptr<Model> make_qwen35(ModelConfig config, Qwen35Options options, const TensorMap& tensors);
+
+}  // namespace kvgen

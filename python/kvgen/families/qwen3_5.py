@@ -1,0 +1,270 @@
+"""Qwen3.5 (Qwen3_5ForCausalLM, and the text model of Qwen3_5ForConditionalGeneration): a hybrid
+of Gated DeltaNet layers, which keep a recurrent state per sequence instead of KV rows, and gated
+full-attention layers (a sigmoid output gate from a q projection twice as wide, (1 + w) q/k
+RMSNorm, partial rotary embeddings), each before a SwiGLU MLP. Computed by the core's "qwen35"
+model (cpp/include/kvgen/models/qwen35.h).
+
+The checkpoints are published as ``Qwen3_5ForConditionalGeneration`` directories (model_type
+``qwen3_5``): the text model's config sits under ``text_config`` and its tensors under
+``model.language_model.``, beside a vision tower (``model.visual.``) that kvgen leaves unread.
+A text-only directory (``qwen3_5_text``) has them at the top level, as Qwen3_5ForCausalLM saves it.
+
+Which layers are recurrent is ``layer_types`` (``linear_attention`` / ``full_attention``; by
+default every ``full_attention_interval``-th layer attends, as transformers); each recurrent
+layer's state is the convolution window over the fused q/k/v (2 key heads x key_dim + value heads
+x value_dim channels, ``linear_conv_kernel_dim`` wide) and the delta rule's matrix per value head
+(``linear_key_head_dim`` x ``linear_value_head_dim``).
+
+The rotary embedding is multimodal in transformers (``mrope_section``); for text the three
+position ids are the token's position, and it is the ordinary rotary embedding of
+``partial_rotary_factor`` (0.25 by default) of head_dim.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+
+from kvgen import _core
+from kvgen.families.capabilities import Capabilities
+from kvgen.families.config_values import epsilon, given, integer_or, positive
+from kvgen.families.family import Family, GGUFModel
+from kvgen.families.llama import read_sizes
+from kvgen.loaders.gguf.model import GGUFContents
+from kvgen.loaders.rope import rotary
+
+#: The prefix of the text model's tensors in a Qwen3_5ForConditionalGeneration directory.
+_LANGUAGE_MODEL = "model.language_model."
+#: Tensors of a ConditionalGeneration directory that are not the text model's: the vision tower
+#: and the multi-token-prediction head (kvgen reads neither).
+_NOT_TEXT = ("model.visual.", "mtp.", "model.mtp.")
+
+#: The DeltaNet's input projections, whose names do not end in ``_proj.weight``: quantized with the
+#: others by Model.load(directory, dtype=...), so that no product runs on float32 weights.
+_IN_PROJECTIONS = tuple(f"linear_attn.in_proj_{p}.weight" for p in ("qkv", "z", "a", "b"))
+
+SPECULATION_REFUSED = ("its linear-attention layers keep a recurrent state, which a rejected draft would have to "
+                       "roll back (state snapshots per position are not implemented)")
+
+
+def text_config(config: dict) -> dict:
+    """The text model's config: ``text_config`` of a ConditionalGeneration config (model_type
+    ``qwen3_5``), else the config itself. ValueError when text_config is not an object."""
+    if config.get("model_type") != "qwen3_5":
+        return config
+    text = config.get("text_config")
+    if not isinstance(text, dict):
+        raise ValueError(f"model config: model_type 'qwen3_5' needs a text_config object, got {text!r:.60}")
+    return text
+
+
+def layer_kinds(config: dict, layers: int) -> list[bool]:
+    """Per layer, whether it is a Gated DeltaNet (linear_attention) layer: ``layer_types``, or
+    transformers' default (a full-attention layer every ``full_attention_interval``-th)."""
+    types = config.get("layer_types")
+    if types is None:
+        interval = integer_or(config, "full_attention_interval", 4)
+        if interval < 1:
+            raise ValueError(f"model config: full_attention_interval = {interval} must be positive")
+        return [bool((i + 1) % interval) for i in range(layers)]
+    if not isinstance(types, list) or len(types) != layers:
+        raise ValueError(f"model config: layer_types must list {layers} layer kinds (num_hidden_layers), got "
+                         f"{types!r:.80}")
+    kinds = []
+    for i, t in enumerate(types):
+        if t not in ("linear_attention", "full_attention"):
+            raise ValueError(f"model config: layer_types[{i}] = {t!r:.40} is not linear_attention or full_attention")
+        kinds.append(t == "linear_attention")
+    return kinds
+
+
+@dataclass(frozen=True)
+class Qwen35Family(Family):
+    """Qwen3.5's translation into the core's "qwen35" model."""
+
+    core = "qwen35"
+    activation = ("hidden_act", "silu", frozenset({"silu"}))
+    unread_prefixes = _NOT_TEXT
+
+    def check_config(self, config: dict) -> None:
+        super().check_config(text_config(config))
+
+    # ---- a Hugging Face config ----
+
+    def sizes(self, config: dict) -> "_core._ModelConfig":
+        text = text_config(config)
+        read = read_sizes(text)
+        kinds = layer_kinds(text, read["layers"])
+        key_dim, value_dim = positive(text, "linear_key_head_dim"), positive(text, "linear_value_head_dim")
+        key_heads, value_heads = positive(text, "linear_num_key_heads"), positive(text, "linear_num_value_heads")
+        kernel = positive(text, "linear_conv_kernel_dim")
+        if value_heads % key_heads:
+            raise ValueError(f"model config: linear_num_value_heads = {value_heads} is not a multiple of "
+                             f"linear_num_key_heads = {key_heads}")
+        channels = 2 * key_heads * key_dim + value_heads * value_dim
+        state = (channels, kernel, value_heads, key_dim, value_dim)
+        sizes = _core._ModelConfig(architecture=self.core, **read,
+                                   recurrent_layers=[state if r else (0, 0, 0, 0, 0) for r in kinds])
+        sizes.validate()
+        return sizes
+
+    def options(self, config: dict, sizes: "_core._ModelConfig", norms_plus_one: bool) -> "_core._Qwen35Options":
+        """The core options from the text config. norms_plus_one: a llama.cpp file, which stores
+        the (1 + w) norms' weights as 1 + w and orders the DeltaNet's value heads tiled over
+        its key heads."""
+        text = dict(text_config(config))
+        params = text.get("rope_parameters")
+        if "partial_rotary_factor" not in text and not (isinstance(params, dict) and "partial_rotary_factor" in params):
+            text["partial_rotary_factor"] = 0.25  # Qwen3_5TextConfig's default
+        rope = rotary(text, sizes.head_dim, partial=True)
+        if rope.inv_freq_long is not None:
+            raise ValueError("model config: LongRoPE scaling is not supported for qwen3_5")
+        return _core._Qwen35Options(inv_freq=rope.inv_freq, rotary_dim=rope.dim,
+                                    norm_offset=0.0 if norms_plus_one else 1.0,
+                                    linear_key_heads=positive(text, "linear_num_key_heads"),
+                                    value_heads_tiled=norms_plus_one,
+                                    **given(rms_norm_eps=epsilon(text, "rms_norm_eps")))
+
+    def checkpoint_arrays(self, config: dict, arrays: dict, dtype: Optional[str]) -> dict:
+        """The text model's tensors by Qwen3_5ForCausalLM's names (a ConditionalGeneration
+        directory's ``model.language_model.`` ones renamed, its vision tower and MTP head left
+        out), conv1d weights as (channels, kernel); quantized to ``dtype`` like Llama's."""
+        out: dict[str, Any] = {}
+        for name, w in arrays.items():
+            if name.startswith(_NOT_TEXT):
+                continue
+            if name.startswith(_LANGUAGE_MODEL):
+                name = "model." + name[len(_LANGUAGE_MODEL):]
+            if name.endswith("linear_attn.conv1d.weight") and len(w.shape) == 3 and w.shape[1] == 1:
+                w = w.reshape(w.shape[0], w.shape[2])  # (channels, 1, kernel): a view
+            out[name] = w
+        if dtype is None:
+            return out
+        from kvgen.loaders.quantize import quantize, quantize_checkpoint, to_float32
+
+        out = quantize_checkpoint("llama", out, dtype)  # the *_proj.weight matrices, as Llama's
+        for name, w in out.items():  # and the DeltaNet's input projections
+            if name.endswith(_IN_PROJECTIONS) and w.shape[1] % 32 == 0:
+                out[name] = quantize(to_float32(w), dtype.upper())
+        return out
+
+    def build_core(self, config: dict, arrays: dict, *, activations: str = "int8x2",
+                   rope_freqs: Optional[np.ndarray] = None, norms_plus_one: bool = False) -> "_core._Model":
+        self.check_config(config)
+        sizes = self.sizes(config)
+        if rope_freqs is not None:
+            raise ValueError("qwen3_5: a rope_freqs tensor is not supported")
+        arrays = self.checkpoint_arrays(config, arrays, None)
+        return _core._Model.qwen35(sizes, self.options(config, sizes, norms_plus_one), arrays,
+                                   activations=activations)
+
+    def capabilities(self, config: dict, core: "_core._Model") -> Capabilities:
+        """A recurrent state per slot: no prefix reuse (the engine recomputes the prompt) and no
+        speculation (a rejected draft cannot be rolled back without state snapshots)."""
+        return Capabilities(partial_prefix_reuse=False, speculation_refused=SPECULATION_REFUSED,
+                            recurrent_state=True)
+
+    # ---- a GGUF file ----
+
+    def from_gguf(self, gguf: GGUFContents) -> GGUFModel:
+        """A llama.cpp ``qwen35`` file: its ``ssm.*`` keys give the DeltaNet's sizes
+        (state_size = key_dim, group_count = key heads, time_step_rank = value heads,
+        inner_size = value heads x value_dim), ``attention.recurrent_layers`` the layer kinds.
+        The converter stores -exp(A_log) (``ssm_a``: read back as its log), the (1 + w) norms as
+        1 + w (the gated one as w), and the value heads tiled over the key heads, which the core
+        reads as they are (``options``). The MTP head (``nextn`` layers) is refused."""
+        path = gguf.path
+        a = self.gguf_architecture + "."
+        hidden, heads, kv_heads, head_dim = gguf.attention_shape(self.gguf_architecture)
+        if gguf.size(a + "attention.value_length", head_dim) != head_dim:
+            raise ValueError(f"{path}: attention.value_length differs from key_length = {head_dim}")
+        if gguf.get(a + "nextn_predict_layers", int, 0):
+            raise ValueError(f"{path}: a multi-token-prediction head (nextn_predict_layers) is not supported")
+        L = gguf.size(a + "block_count")
+        embed_shape = gguf.shape("token_embd.weight")
+        if len(embed_shape) != 2 or embed_shape[1] != hidden:
+            raise ValueError(f"{path}: token_embd.weight has shape {embed_shape}, expected (vocab, {hidden})")
+        vocab, C = embed_shape[0], hidden
+        value_heads, inner = gguf.size(a + "ssm.time_step_rank"), gguf.size(a + "ssm.inner_size")
+        if inner % value_heads:
+            raise ValueError(f"{path}: ssm.inner_size = {inner} is not a multiple of ssm.time_step_rank = "
+                             f"{value_heads}")
+        recurrent = gguf.flags(a + "attention.recurrent_layers", L)
+        if recurrent is None:
+            interval = gguf.size(a + "full_attention_interval", 4)
+            recurrent = [bool((i + 1) % interval) for i in range(L)]
+        rope_dims = gguf.size(a + "rope.dimension_count", head_dim)
+        if rope_dims > head_dim or rope_dims % 2:
+            raise ValueError(f"{path}: rope.dimension_count = {rope_dims} must be even and within head_dim {head_dim}")
+        factor = rope_dims / head_dim
+        if int(head_dim * factor) != rope_dims:
+            factor = float(np.nextafter(factor, 1.0))
+        config: dict[str, Any] = {
+            "model_type": self.model_types[0], "vocab_size": vocab,
+            "max_position_embeddings": gguf.size(a + "context_length"), "hidden_size": hidden,
+            "num_hidden_layers": L, "num_attention_heads": heads, "num_key_value_heads": kv_heads,
+            "head_dim": head_dim, "intermediate_size": gguf.size(a + "feed_forward_length"),
+            "rms_norm_eps": gguf.get(a + "attention.layer_norm_rms_epsilon", float),
+            "linear_conv_kernel_dim": gguf.size(a + "ssm.conv_kernel"),
+            "linear_key_head_dim": gguf.size(a + "ssm.state_size"),
+            "linear_num_key_heads": gguf.size(a + "ssm.group_count"),
+            "linear_num_value_heads": value_heads, "linear_value_head_dim": inner // value_heads,
+            "layer_types": ["linear_attention" if r else "full_attention" for r in recurrent],
+            "rope_parameters": {"rope_type": "default", "rope_theta": gguf.get(a + "rope.freq_base", float, 10000.0),
+                                "partial_rotary_factor": factor},
+            "tie_word_embeddings": "output.weight" not in gguf.tensors,
+        }
+        if gguf.get(a + "rope.scaling.type", str, "none") != "none":
+            raise ValueError(f"{path}: rope scaling is not supported for {self.name}")
+        sizes = self.sizes(config)  # the state shapes checked against the heads before any tensor is read
+        I, Hk, dk = config["intermediate_size"], config["linear_num_key_heads"], config["linear_key_head_dim"]
+        dv, K = config["linear_value_head_dim"], config["linear_conv_kernel_dim"]
+        channels = 2 * Hk * dk + value_heads * dv
+        arrays: dict[str, Any] = {"model.embed_tokens.weight": gguf.matrix("token_embd.weight", embed_shape),
+                                  "model.norm.weight": gguf.vector("output_norm.weight", (C,))}
+        used = {"token_embd.weight", "output_norm.weight"}
+        if "output.weight" in gguf.tensors:
+            arrays["lm_head.weight"] = gguf.matrix("output.weight", (vocab, C))
+            used.add("output.weight")
+        q, kv = heads * head_dim, kv_heads * head_dim
+        common = {"attn_norm": ("input_layernorm", (C,)), "post_attention_norm": ("post_attention_layernorm", (C,)),
+                  "ffn_gate": ("mlp.gate_proj", (I, C)), "ffn_up": ("mlp.up_proj", (I, C)),
+                  "ffn_down": ("mlp.down_proj", (C, I))}
+        attention = {"attn_q": ("self_attn.q_proj", (2 * q, C)), "attn_k": ("self_attn.k_proj", (kv, C)),
+                     "attn_v": ("self_attn.v_proj", (kv, C)), "attn_output": ("self_attn.o_proj", (C, q)),
+                     "attn_q_norm": ("self_attn.q_norm", (head_dim,)), "attn_k_norm": ("self_attn.k_norm", (head_dim,))}
+        linear = {"attn_qkv": ("linear_attn.in_proj_qkv", (channels, C)),
+                  "attn_gate": ("linear_attn.in_proj_z", (value_heads * dv, C)),
+                  "ssm_beta": ("linear_attn.in_proj_b", (value_heads, C)),
+                  "ssm_alpha": ("linear_attn.in_proj_a", (value_heads, C)),
+                  "ssm_out": ("linear_attn.out_proj", (C, value_heads * dv)),
+                  "ssm_conv1d": ("linear_attn.conv1d", (channels, K)),
+                  "ssm_norm": ("linear_attn.norm", (dv,))}
+        for layer in range(L):
+            kind = linear if sizes.recurrent_layers[layer][0] else attention
+            for gg, (hf, shape) in {**common, **kind}.items():
+                src = f"blk.{layer}.{gg}.weight"
+                if src not in gguf.tensors:
+                    raise ValueError(f"{path}: layer {layer} is a {'linear' if kind is linear else 'full'}-attention "
+                                     f"layer (attention.recurrent_layers) but has no {src}")
+                read = gguf.matrix if len(shape) == 2 and gg != "ssm_conv1d" else gguf.vector
+                arrays[f"model.layers.{layer}.{hf}.weight"] = read(src, shape)
+                used.add(src)
+            if kind is linear:
+                p = f"blk.{layer}."
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    a_log = np.log(-gguf.vector(p + "ssm_a", (value_heads,))).astype(np.float32)
+                if not np.all(np.isfinite(a_log)):
+                    raise ValueError(f"{path}: {p}ssm_a holds values that are not negative (it stores -exp(A_log))")
+                arrays[f"model.layers.{layer}.linear_attn.A_log"] = a_log
+                arrays[f"model.layers.{layer}.linear_attn.dt_bias"] = gguf.vector(p + "ssm_dt.bias", (value_heads,))
+                used |= {p + "ssm_a", p + "ssm_dt.bias"}
+        gguf.check_all_used(used)
+        return GGUFModel(self, config, arrays, norms_plus_one=True)
+
+
+FAMILY = Qwen35Family("qwen3_5", ("qwen3_5_text", "qwen3_5"), "qwen35", "Qwen3_5ForCausalLM",
+                      "hybrid: Gated DeltaNet layers with a recurrent state, and gated full attention (sigmoid "
+                      "output gate, (1 + w) q/k norms, partial rotary) where layer_types says (every 4th by default)")
