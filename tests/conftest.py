@@ -9,11 +9,32 @@ imported inside the fixtures, so runs that need none of them do not pay for it."
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
 import kvgen
+
+
+def pytest_runtest_setup(item):
+    """transformers' reference products run on one torch thread: on a machine of few cores,
+    torch's threads (which keep spinning after each product) and kvgen's thread pool wait for
+    each other, and a cached-decode comparison took 9.7 s on 2 torch threads against 0.24 s on
+    one. torch is imported by the test modules that use it; the first test after that sets it."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.get_num_threads() != 1:
+        torch.set_num_threads(1)
+
+
+def pytest_collection_modifyitems(items):
+    """Tests that load the real SmolLM2-135M model (kvgen's, transformers' or its file) carry the
+    ``real_model`` mark: the sanitizer stage of CI leaves them out (the tiny random models of the
+    other tests drive the same kernels and engine paths in a fraction of the time)."""
+    real = {"smollm2_file", "smollm2_model", "smollm2_hf_model", "smollm2_hf_tokenizer", "smollm2_tokenizer_info"}
+    for item in items:
+        if real & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.real_model)
 
 
 @pytest.fixture(scope="session")

@@ -42,16 +42,6 @@ def random_lfm2(seed: int = 0, **overrides) -> transformers.Lfm2ForCausalLM:
     return model
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    """transformers' small products on one thread: torch's threads and kvgen's, alternating on few
-    cores, wait for each other (a cached-decode check took 9.7 s on 2 threads, 0.24 s on one)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="module")
 def hf():
     return random_lfm2()
