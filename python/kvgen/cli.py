@@ -468,9 +468,11 @@ def _info(args) -> int:
     for qtype, count in model.tensor_types.items():
         size = f", {sizes[qtype]:,} bytes" if qtype in sizes else ""
         print(f"  {qtype} x{count}{size}: {tensor_handling(qtype)}")
+    per_position = model.kv_cache_bytes(1, 2) - model.kv_cache_bytes(1, 1)
+    state = model.kv_cache_bytes(1, 1) - per_position  # a hybrid's recurrent state, whatever the length
     print(f"weights: {model.weight_bytes / 1e6:.1f} MB (quantized matrices at their packed size); activations: "
-          f"{model.activations}; KV cache per position: "
-          f"{model.kv_cache_bytes(1, 1)} bytes")
+          f"{model.activations}; KV cache per position: {per_position} bytes"
+          + (f"; recurrent state per sequence: {state} bytes" if state else ""))
     return 0
 
 

@@ -59,7 +59,7 @@ def model(checked):
     return checked["f32"]
 
 
-def test_lfm2_equals_transformers(checked, capsys):
+def test_lfm2_equals_transformers(checked, hf, capsys):
     from kvgen.cli import main
 
     gguf = checked["gguf"]
@@ -70,6 +70,10 @@ def test_lfm2_equals_transformers(checked, capsys):
     assert "Lfm2ForCausalLM" in out and "computed by kvgen's lfm2 model" in out
     assert "a recurrent state per slot (the prefix cache reuses no prompt's positions)" in out
     assert "speculative decoding: no (LFM2's short convolutions keep a state per sequence" in out
+    # the state: a window of L_cache - 1 inputs of every channel per convolution layer, in float32
+    c = hf.config
+    conv_layers = c.layer_types.count("conv")
+    assert f"recurrent state per sequence: {conv_layers * c.hidden_size * (c.conv_L_cache - 1) * 4} bytes" in out
 
 
 def test_a_convolution_with_biases_and_the_attention_layers_by_index(tmp_path):
