@@ -7,8 +7,15 @@ body that ``kvgen serve`` would answer (see ``runner``). ``files`` reads and wri
 summary. The same job on a Ray cluster: kvgen.ray.
 """
 
-from kvgen.batch.files import BatchFileError, prompt_requests, read_requests
-from kvgen.batch.job import JobSummary, run_job
-from kvgen.batch.runner import run
+try:
+    from kvgen.batch.files import BatchFileError, prompt_requests, read_requests
+    from kvgen.batch.job import JobSummary, run_job
+    from kvgen.batch.runner import run
+except ModuleNotFoundError as e:  # the batch extra's pydantic (request validation) is missing
+    if e.name != "pydantic":
+        raise
+    raise ModuleNotFoundError(
+        f"kvgen batch needs pydantic: pip install 'kvgen[batch]' ({e})", name=e.name
+    ) from None
 
 __all__ = ["BatchFileError", "JobSummary", "prompt_requests", "read_requests", "run", "run_job"]
