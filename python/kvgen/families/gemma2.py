@@ -133,9 +133,7 @@ class GemmaFamily(Family):
         if gguf.size(a + "rope.dimension_count", head_dim) != head_dim:
             raise ValueError(f"{path}: partial rotary embeddings are not supported for {self.name}")
         L = gguf.size(a + "block_count")
-        embed_shape = gguf.shape("token_embd.weight")
-        if len(embed_shape) != 2 or embed_shape[1] != hidden:
-            raise ValueError(f"{path}: token_embd.weight has shape {embed_shape}, expected (vocab, {hidden})")
+        embed_shape = gguf.embedding_shape(hidden)
         vocab, C = embed_shape[0], hidden
         config: dict[str, Any] = {
             "model_type": self.model_types[0],

@@ -82,9 +82,7 @@ class GPT2Family(Family):
         if C % heads:
             raise ValueError(f"{gguf.path}: embedding_length = {C} does not split into attention.head_count = "
                              f"{heads} heads")
-        wte_shape = gguf.shape("token_embd.weight")
-        if len(wte_shape) != 2 or wte_shape[1] != C:
-            raise ValueError(f"{gguf.path}: token_embd.weight has shape {wte_shape}, expected (vocab, {C})")
+        wte_shape = gguf.embedding_shape(C)
         wte = gguf.matrix("token_embd.weight", wte_shape)
         config = {
             "model_type": "gpt2",

@@ -189,9 +189,7 @@ class Lfm2Family(Family):
         if heads % kv_heads:
             raise ValueError(f"{path}: attention.head_count = {heads} is not a multiple of head_count_kv = {kv_heads}")
         conv = [k == 0 for k in per_layer]
-        embed_shape = gguf.shape("token_embd.weight")
-        if len(embed_shape) != 2 or embed_shape[1] != hidden:
-            raise ValueError(f"{path}: token_embd.weight has shape {embed_shape}, expected (vocab, {hidden})")
+        embed_shape = gguf.embedding_shape(hidden)
         vocab = embed_shape[0]
         kernel = gguf.size(a + "shortconv.l_cache", _CONV_KERNEL)
         ffn = gguf.size(a + "feed_forward_length")

@@ -249,9 +249,7 @@ class LlamaFamily(Family):
         if rope_dims > head_dim or rope_dims % 2 or (rope_dims != head_dim and not self.partial_rotary):
             raise ValueError(f"{path}: rope.dimension_count = {rope_dims} of head_dim {head_dim} is not supported "
                              f"for {self.name} (kvgen rotates all of head_dim, or an even part of it for phi3)")
-        embed_shape = gguf.shape("token_embd.weight")
-        if len(embed_shape) != 2 or embed_shape[1] != hidden:
-            raise ValueError(f"{path}: token_embd.weight has shape {embed_shape}, expected (vocab, {hidden})")
+        embed_shape = gguf.embedding_shape(hidden)
         vocab = embed_shape[0]
         embed = gguf.matrix("token_embd.weight", embed_shape)
         context = gguf.size(a + "context_length")

@@ -183,9 +183,7 @@ class Qwen35Family(Family):
         if gguf.get(a + "nextn_predict_layers", int, 0):
             raise ValueError(f"{path}: a multi-token-prediction head (nextn_predict_layers) is not supported")
         L = gguf.size(a + "block_count")
-        embed_shape = gguf.shape("token_embd.weight")
-        if len(embed_shape) != 2 or embed_shape[1] != hidden:
-            raise ValueError(f"{path}: token_embd.weight has shape {embed_shape}, expected (vocab, {hidden})")
+        embed_shape = gguf.embedding_shape(hidden)
         vocab, C = embed_shape[0], hidden
         value_heads, inner = gguf.size(a + "ssm.time_step_rank"), gguf.size(a + "ssm.inner_size")
         if inner % value_heads:

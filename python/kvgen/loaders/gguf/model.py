@@ -93,6 +93,14 @@ class GGUFContents:
                              f"head_count_kv = {kv_heads}")
         return hidden, heads, kv_heads, head_dim
 
+    def embedding_shape(self, hidden: int) -> tuple[int, int]:
+        """(vocab, hidden): the shape of ``token_embd.weight``; ValueError when it is not a
+        matrix of ``hidden`` columns."""
+        shape = self.shape("token_embd.weight")
+        if len(shape) != 2 or shape[1] != hidden:
+            raise ValueError(f"{self.path}: token_embd.weight has shape {shape}, expected (vocab, {hidden})")
+        return shape[0], shape[1]
+
     def flags(self, key: str, count: int) -> Optional[list[bool]]:
         """Metadata ``key`` when it is an array of ``count`` flags (bools or integers); None
         when it is absent or not an array (a scalar under the same key)."""
