@@ -39,6 +39,44 @@ _TOKENIZER_CACHE_SIZE = 8
 _MASK_WORKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvgen-mask")
 
 
+# Keywords whose value is one subschema, a list of them, or a map of names to them.
+_ONE_SUBSCHEMA = ("additionalProperties", "items", "not", "if", "then", "else", "contains",
+                  "unevaluatedItems", "propertyNames")
+_SUBSCHEMA_LISTS = ("anyOf", "oneOf", "prefixItems")
+_SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+
+
+def closed_objects(schema: Any, *, close: bool = True) -> Any:
+    """A copy of a JSON schema in which every object schema that declares ``properties`` allows
+    only those (and its ``patternProperties``) unless it says otherwise: a missing
+    ``additionalProperties`` becomes false, as OpenAI's strict mode and vLLM's structured
+    output read a schema. A small model otherwise fills an open object with keys it invents
+    (often the schema's own words). An explicit ``additionalProperties`` (true or a schema) or
+    ``unevaluatedProperties`` is kept; an object without ``properties`` (a free mapping) stays
+    open. ``allOf`` branches are not closed themselves (each would forbid the others'
+    properties), only the schemas inside them."""
+    if isinstance(schema, list):
+        return [closed_objects(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = dict(schema)
+    for key in _ONE_SUBSCHEMA:
+        if isinstance(out.get(key), (dict, list)):
+            out[key] = closed_objects(out[key])
+    for key in _SUBSCHEMA_LISTS:
+        if isinstance(out.get(key), list):
+            out[key] = [closed_objects(s) for s in out[key]]
+    if isinstance(out.get("allOf"), list):
+        out["allOf"] = [closed_objects(s, close=False) for s in out["allOf"]]
+    for key in _SUBSCHEMA_MAPS:
+        if isinstance(out.get(key), dict):
+            out[key] = {name: closed_objects(s) for name, s in out[key].items()}
+    if (close and isinstance(out.get("properties"), dict) and "additionalProperties" not in out
+            and "unevaluatedProperties" not in out and "allOf" not in out):
+        out["additionalProperties"] = False
+    return out
+
+
 def constraint_field(config: GenerationConfig) -> Optional[str]:
     """The name of the config's constraint field, or None when the output is free."""
     for name in ("json_schema", "regex", "grammar", "choices"):
@@ -57,7 +95,7 @@ def _grammar(config: GenerationConfig, field: str) -> str:
             raise ValueError(f"GenerationConfig.json_schema is not valid JSON: {e}") from None
         if not isinstance(schema, dict):
             raise ValueError(f"GenerationConfig.json_schema must be a JSON object (a schema), got {config.json_schema}")
-        return llguidance.LLMatcher.grammar_from_json_schema(schema, defaults=_JSON_OPTIONS)
+        return llguidance.LLMatcher.grammar_from_json_schema(closed_objects(schema), defaults=_JSON_OPTIONS)
     if field == "regex":
         return llguidance.LLMatcher.grammar_from_regex(config.regex)
     if field == "grammar":

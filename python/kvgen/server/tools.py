@@ -23,6 +23,8 @@ import re
 import uuid
 from typing import Any, Optional
 
+from kvgen.generation.constraints import closed_objects
+
 _HERMES = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
 
 
@@ -90,7 +92,7 @@ def parse_tool_calls(text: str, tool_names: set[str]) -> tuple[Optional[str], li
 
 def _call_schema(tool: dict) -> dict:
     function = tool["function"]
-    parameters = function.get("parameters") or {"type": "object", "properties": {}}
+    parameters = closed_objects(function.get("parameters") or {"type": "object", "properties": {}})
     return {"type": "object", "properties": {"name": {"const": function["name"]}, "arguments": parameters},
             "required": ["name", "arguments"], "additionalProperties": False}
 
