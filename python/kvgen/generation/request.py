@@ -180,6 +180,12 @@ class Request:
             raise TimeoutError("the request is still running")
         if self.error is not None:
             raise self.error
+        return self.embeddings
+
+    @property
+    def embeddings(self) -> Optional[np.ndarray]:
+        """An embedding request's pooled vectors (float32 [prompts, hidden], not normalised) once
+        every prompt is pooled (before the request is marked done); None before."""
         if not self.poolers or not all(p.complete for p in self.poolers):
             return None
         return np.stack([p.vector() for p in self.poolers])
