@@ -10,7 +10,9 @@ key, 404 / 405 for unknown routes); the server keeps serving. A client that disc
 mid-stream cancels its request, whose slots go to the next one at the following step; so does
 one that hangs up while waiting for a non-streamed answer.
 
-POST /v1/embeddings (OpenAI's embeddings) is served by kvgen.server.embeddings.
+POST /v1/embeddings (OpenAI's embeddings), /v1/responses (OpenAI's Responses API) and
+/v1/messages (Anthropic's Messages API) are served by kvgen.server.embeddings, responses_api
+and messages_api: the last two run as chat completions.
 
 Every request gets an answer: an error inside the engine, the tokenizer or the constraint
 ends that request alone, with a 400 for what it asked (e.g. a constraint the vocabulary
@@ -123,9 +125,13 @@ def _openapi(app: FastAPI):
             from fastapi.openapi.utils import get_openapi
 
             from kvgen.server.embeddings import EmbeddingRequest
+            from kvgen.server.messages_api import MessagesRequest
             from kvgen.server.openapi import add_request_bodies
+            from kvgen.server.responses_api import ResponsesRequest
 
-            extra = (("/v1/embeddings", EmbeddingRequest, "EmbeddingRequest"),)
+            extra = (("/v1/embeddings", EmbeddingRequest, "EmbeddingRequest"),
+                     ("/v1/responses", ResponsesRequest, "ResponsesRequest"),
+                     ("/v1/messages", MessagesRequest, "MessagesRequest"))
             app.openapi_schema = add_request_bodies(get_openapi(title=app.title, version=app.version,
                                                                 routes=app.routes), extra)
         return app.openapi_schema
@@ -171,13 +177,25 @@ def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, mode
     _add_error_handlers(app, serving)
 
     from kvgen.server.embeddings import Embeddings
+    from kvgen.server.messages_api import MessagesApi
+    from kvgen.server.responses_api import ResponsesApi
 
-    embeddings = Embeddings(serving, pooling)
+    embeddings, responses_api, messages_api = Embeddings(serving, pooling), ResponsesApi(serving), MessagesApi(serving)
 
     @app.post("/v1/embeddings")
     async def create_embeddings(request: Request):
         """OpenAI's embeddings: each input's final hidden states pooled and normalised."""
         return await embeddings.create(request)
+
+    @app.post("/v1/responses")
+    async def create_response(request: Request):
+        """OpenAI's Responses API (no stored state), run as a chat completion."""
+        return await responses_api.create(request)
+
+    @app.post("/v1/messages")
+    async def create_message(request: Request):
+        """Anthropic's Messages API, run as a chat completion."""
+        return await messages_api.create(request)
 
     @app.post("/v1/completions")
     async def completions(request: Request):
