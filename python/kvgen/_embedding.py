@@ -6,8 +6,9 @@ Poolings (kvgen.loaders.pooling names them): ``"last"``, the last token's hidden
 embedding models such as Qwen3-Embedding: sentence-transformers' ``lasttoken``); ``"mean"``, the
 mean over the text's tokens (transformers' masked mean); ``"cls"``, the first token's.
 ``Model.embed`` feeds the texts here, all of them in each forward pass, a chunk of
-PREFILL_CHUNK tokens each, as the engine cuts prompts (kvgen serve's /v1/embeddings runs the
-same pooling in the engine, kvgen.generation.engine).
+PREFILL_CHUNK tokens each, as the engine cuts prompts (a text past LongRoPE's switch in one
+piece, alone, as the engine feeds it); kvgen serve's /v1/embeddings runs the same pooling in
+the engine (kvgen.generation.engine).
 """
 
 from __future__ import annotations
@@ -121,38 +122,44 @@ def token_lists(model: Any, texts: Any) -> list[list[int]]:
     return out
 
 
-def embed_prompts(core: Any, prompts: Sequence[Sequence[int]], pooling: str) -> np.ndarray:
+def embed_prompts(core: Any, prompts: Sequence[Sequence[int]], pooling: str, recompute_past: int = 0) -> np.ndarray:
     """The pooled final hidden states (float32 [len(prompts), hidden], not normalised) of the
     checked token-id lists ``prompts`` on the C++ model ``core`` (``_core._Model``), in groups
-    whose KV cache takes at most EMBED_CACHE_BYTES."""
+    whose KV cache takes at most EMBED_CACHE_BYTES. ``recompute_past``: LongRoPE's switch
+    (Capabilities.recompute_past; 0: none): a prompt longer than it is computed with the long
+    factors throughout, in one piece and a forward pass of its own, as the engine computes it."""
     out = np.empty((len(prompts), core.hidden_size), dtype=np.float32)
+    past = [i for i, p in enumerate(prompts) if recompute_past and len(p) > recompute_past]
+    for i in past:
+        out[i] = _embed_group(core, [prompts[i]], pooling, piece=len(prompts[i]))[0]
+    rest = [i for i in range(len(prompts)) if i not in set(past)]
     first = 0
-    while first < len(prompts):
-        end, longest = first + 1, len(prompts[first])
-        while end < len(prompts) and core.kv_cache_bytes(end + 1 - first, max(longest, len(prompts[end]))) \
+    while first < len(rest):
+        end, longest = first + 1, len(prompts[rest[first]])
+        while end < len(rest) and core.kv_cache_bytes(end + 1 - first, max(longest, len(prompts[rest[end]]))) \
                 <= EMBED_CACHE_BYTES:
-            longest = max(longest, len(prompts[end]))
+            longest = max(longest, len(prompts[rest[end]]))
             end += 1
-        out[first:end] = _embed_group(core, prompts[first:end], pooling)
+        out[rest[first:end]] = _embed_group(core, [prompts[i] for i in rest[first:end]], pooling)
         first = end
     return out
 
 
-def _embed_group(core: Any, prompts: Sequence[Sequence[int]], pooling: str) -> np.ndarray:
+def _embed_group(core: Any, prompts: Sequence[Sequence[int]], pooling: str, piece: int = PREFILL_CHUNK) -> np.ndarray:
     """embed_prompts for prompts that share one KV cache: each forward pass feeds every prompt
-    still running its next PREFILL_CHUNK tokens."""
+    still running its next ``piece`` tokens."""
     arrays = [np.asarray(p, dtype=np.int64) for p in prompts]
     longest = max(a.size for a in arrays)
     width = core.hidden_size
     slots = _core._ModelSlots(core, len(arrays), longest)
     poolers = [Pooler(pooling, a.size, width) for a in arrays]
-    for start in range(0, longest, PREFILL_CHUNK):
+    for start in range(0, longest, piece):
         chunks, hidden = [], []
         for slot, a in enumerate(arrays):
             if a.size > start:
-                piece = a[start:start + PREFILL_CHUNK]
-                chunks.append((slot, piece))
-                hidden.append((slot, np.empty((piece.size, width), dtype=np.float32)))
+                tokens = a[start:start + piece]
+                chunks.append((slot, tokens))
+                hidden.append((slot, np.empty((tokens.size, width), dtype=np.float32)))
         slots.forward(chunks, hidden=hidden)
         for slot, states in hidden:
             poolers[slot].add(start, states)

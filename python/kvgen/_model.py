@@ -236,7 +236,7 @@ class Model:
         if not isinstance(normalize, bool):
             raise TypeError(f"normalize must be a bool, got {normalize!r:.60}")
         chosen = choose_pooling(pooling, self.pooling, self.path)
-        vectors = embed_prompts(self._core, token_lists(self, texts), chosen)
+        vectors = embed_prompts(self._core, token_lists(self, texts), chosen, self.capabilities.recompute_past)
         return normalized(vectors) if normalize else vectors
 
     @property

@@ -88,6 +88,31 @@ def test_gguf_pooling_type_is_read(tmp_path):
     np.testing.assert_allclose(plain.embed(texts), reference_embeddings(hf.model, None, texts, "last"), atol=2e-6)
 
 
+def test_long_rope_texts_past_the_switch_equal_transformers_in_model_embed_and_the_engine(directories, tmp_path):
+    """Phi-3's LongRoPE (switch at 16 positions): a text longer than that is computed with the long
+    factors from its first position, by Model.embed and by the engine's embedding requests."""
+    from family_models import random_family_model
+
+    from kvgen._embedding import normalized
+    from kvgen.generation.engine import Engine
+
+    hf = random_family_model("phi3")
+    hf.save_pretrained(tmp_path / "phi3")
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(directories[None] / name, tmp_path / "phi3" / name)
+    model = kvgen.Model.load(tmp_path / "phi3")
+    assert model.capabilities.recompute_past == 16
+    rng = np.random.default_rng(0)
+    texts = [rng.integers(0, 49152, n).tolist() for n in (9, 40, 16, 61)]
+    for pooling in ("last", "mean"):
+        expected = np.concatenate([reference_embeddings(hf.model, None, [t], pooling) for t in texts])
+        np.testing.assert_allclose(model.embed(texts, pooling=pooling), expected, atol=2e-6, err_msg=pooling)
+        with Engine(model, slots=2) as engine:
+            requests = [engine.submit_embedding(t, pooling) for t in texts]
+            got = normalized(np.concatenate([r.wait_embeddings(60) for r in requests]))
+        np.testing.assert_allclose(got, expected, atol=2e-6, err_msg=pooling)
+
+
 def _pooling_files(directory, modules=None, pooling=None):
     if modules is not None:
         (directory / "modules.json").write_text(json.dumps(modules))
