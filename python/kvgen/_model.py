@@ -29,6 +29,7 @@ from kvgen.loaders.checkpoint import (
     read_weight_types,
     read_weights,
 )
+from kvgen.loaders.pooling import directory_pooling
 
 _SENTINEL = "\u2063kvgen-end-of-turn\u2063"
 
@@ -114,7 +115,7 @@ class Model:
                  bos_token_id: Optional[int] = None, eos_token_id: Union[int, list, None] = None,
                  chat_template: Optional[str] = None, bos_token: Optional[str] = None,
                  eos_token: Optional[str] = None, description: str = "", family: Optional[str] = None,
-                 tensor_types: Optional[dict[str, int]] = None):
+                 tensor_types: Optional[dict[str, int]] = None, pooling: Optional[str] = None):
         self._core = core
         self.family = family or core.architecture  # the model family (kvgen.families)
         self.tensor_types = dict(tensor_types or {})  # the file's tensors by type: {"Q4_K": 120, "F32": 49}
@@ -126,6 +127,8 @@ class Model:
         self.chat_template = chat_template
         self.bos_token, self.eos_token = bos_token, eos_token
         self.description = description
+        # the embeddings' pooling the files declare (kvgen.loaders.pooling), None when they declare none
+        self.pooling = pooling
         # what the engine may do with it, as the family's module reads the file
         # (kvgen.families.capabilities): the engine never reads the config
         self.capabilities: Capabilities = capabilities_for(self.family, config, core)
@@ -183,10 +186,11 @@ class Model:
                 raise
             raise type(e)(f"{directory}: {e}") from None
         tokenizer = read_tokenizer(directory)
+        pooling = directory_pooling(directory)
         bos, eos = _token_ids(config, "bos_token_id"), _token_ids(config, "eos_token_id")
         return cls(core, config, directory, tokenizer, bos_token_id=_first_id(bos), eos_token_id=eos,
                    chat_template=read_chat_template(directory), family=family.name,
-                   tensor_types=read_weight_types(directory))
+                   tensor_types=read_weight_types(directory), pooling=pooling)
 
     @classmethod
     def _load_gguf(cls, path: Path, activations: str) -> "Model":
@@ -197,7 +201,8 @@ class Model:
         t = g.tokenizer
         types = ", ".join(f"{n} x{k}" for n, k in g.metadata.get("tensor_types", {}).items())
         description = f"{g.metadata.get('name') or path.name} ({types})"
-        facts = dict(description=description, family=g.family.name, tensor_types=g.metadata.get("tensor_types"))
+        facts = dict(description=description, family=g.family.name, tensor_types=g.metadata.get("tensor_types"),
+                     pooling=g.pooling)
         if t is None:
             return cls(core, g.config, path, **facts)
         return cls(core, g.config, path, t.tokenizer, bos_token_id=t.bos_token_id, eos_token_id=t.eos_token_id,
@@ -211,6 +216,28 @@ class Model:
         outside [0, vocab_size) is a ValueError naming its position and value.
         """
         return self._core.forward(input_ids)
+
+    def embed(self, texts, *, pooling: Optional[str] = None, normalize: bool = True) -> np.ndarray:
+        """Embeddings of ``texts`` (a string, a list of strings, a token-id list or a list of
+        those): float32 [n, hidden_size], one row per text, each its final-normed hidden states
+        (the LM head's input) pooled, then divided by its L2 norm unless ``normalize=False``.
+
+        ``pooling``: ``"last"`` (the last token's hidden state: decoder embedding models such as
+        Qwen3-Embedding), ``"mean"`` (the mean over the text's tokens) or ``"cls"`` (the first
+        token's); None takes what the model's files declare (``Model.pooling``: a
+        sentence-transformers directory's ``1_Pooling/config.json``, a GGUF file's
+        ``pooling_type``), else ``"last"``. Texts are encoded with the tokenizer's special tokens
+        (as sentence-transformers encodes them); a text of no tokens or longer than the context
+        is a ValueError naming it. The texts run together, in 32-token chunks, with the GIL
+        released during each forward pass (kvgen._embedding).
+        """
+        from kvgen._embedding import choose_pooling, embed_prompts, normalized, token_lists
+
+        if not isinstance(normalize, bool):
+            raise TypeError(f"normalize must be a bool, got {normalize!r:.60}")
+        chosen = choose_pooling(pooling, self.pooling, self.path)
+        vectors = embed_prompts(self._core, token_lists(self, texts), chosen, self.capabilities.recompute_past)
+        return normalized(vectors) if normalize else vectors
 
     @property
     def architecture(self) -> str:

@@ -93,6 +93,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-batch", type=int, default=8, help="rows decoded together at most (8)")
     serve.add_argument("--threads", type=int, help="threads of the forward pass (default: the CPUs available)")
     serve.add_argument("--api-key", help="require 'Authorization: Bearer KEY' on every request")
+    serve.add_argument("--pooling", choices=("last", "mean", "cls"),
+                       help="the pooling of /v1/embeddings (default: what the model declares, else last)")
     serve.add_argument("--no-prefix-cache", action="store_true",
                        help="prefill every prompt whole (default: a prompt that starts as an earlier one did reuses "
                             "that one's cached positions; outputs are the same)")
@@ -351,7 +353,8 @@ def _serve(args) -> int:
     serve(model, host=args.host, port=args.port, max_batch=args.max_batch, api_key=args.api_key, limits=limits,
           allowed_hosts=tuple(args.allowed_hosts), allowed_origins=tuple(args.allowed_origins), sock=sock,
           prefix_cache=not args.no_prefix_cache, speculative_ngram=args.speculative_ngram,
-          speculative_ngram_size=args.speculative_ngram_size)
+          speculative_ngram_size=args.speculative_ngram_size,
+          pooling=args.pooling)
     return 0
 
 

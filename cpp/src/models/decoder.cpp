@@ -150,6 +150,9 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
       throw ValueError("context overflow: row " + std::to_string(c.row) + " would reach position " +
                        std::to_string(start + c.count) + ", beyond the " + std::to_string(limit) +
                        " positions available");
+    if (c.hidden != nullptr && (c.logits != nullptr || all_positions))
+      throw ValueError("the chunk of row " + std::to_string(c.row) +
+                       " asks for hidden states and logits at once; a chunk gets one or the other");
     for (int64_t i = 0; i < c.count; ++i)
       if (c.tokens[i] < 0 || c.tokens[i] >= V)
         throw ValueError("token id " + std::to_string(c.tokens[i]) + " is outside the vocabulary [0, " +
@@ -207,7 +210,7 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
   for (int64_t l = 0; l < config_.layers; ++l) block(l, x, b, cache);
   for (size_t ci = 0; ci < chunks.size(); ++ci) cache.set_length(chunks[ci].row, b.starts[ci] + chunks[ci].count);
 
-  // ---- final norm and LM head ----
+  // ---- final norm; the hidden states of the chunks that ask for them, the LM head for the rest ----
   float* h = scratch_.normed.data();
   if (all_positions) {
     final_norm(h, x, n);
@@ -215,22 +218,42 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
     softcap_logits(logits, n, V);
     return;
   }
-  int64_t m = 0;  // rows of h: the last token of each chunk, every token of a chunk that asks for them
-  bool all_of_some = false;
+  // rows of h: the last token of each chunk, every token of a chunk that asks for its logits or
+  // its hidden states
+  const auto rows_of = [](const RowTokens& c) { return c.logits != nullptr || c.hidden != nullptr ? c.count : 1; };
+  int64_t m = 0;
+  bool all_of_some = false, hidden_of_some = false;
   for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci) {
-    const int64_t take = chunks[ci].logits != nullptr ? chunks[ci].count : 1;
+    const int64_t take = rows_of(chunks[ci]);
     all_of_some = all_of_some || chunks[ci].logits != nullptr;
+    hidden_of_some = hidden_of_some || chunks[ci].hidden != nullptr;
     std::memcpy(h + m * C, x + (o + chunks[ci].count - take) * C, sizeof(float) * C * take);
     m += take;
   }
   final_norm(h, h, m);
-  if (all_of_some) {  // one GEMM, then each chunk's rows of logits to where it asked
+  if (hidden_of_some) {  // the hidden states out; the other chunks' rows move up, in order, for the LM head
+    int64_t kept = 0;
+    for (size_t ci = 0, r = 0; ci < chunks.size(); ++ci) {
+      const int64_t take = rows_of(chunks[ci]);
+      if (chunks[ci].hidden != nullptr) {
+        std::memcpy(chunks[ci].hidden, h + r * C, sizeof(float) * C * take);
+      } else {
+        if (kept != static_cast<int64_t>(r)) std::memmove(h + kept * C, h + r * C, sizeof(float) * C * take);
+        kept += take;
+      }
+      r += take;
+    }
+    m = kept;
+    if (m == 0) return;
+  }
+  if (all_of_some || hidden_of_some) {  // one GEMM, then each chunk's rows of logits to where it asked
     grow_rows(scratch_.logits, m, V);
     float* tmp = scratch_.logits.data();
     projector_.project(h, m, C, {{&lm_head_, nullptr, tmp, V}});
     softcap_logits(tmp, m, V);
     for (size_t ci = 0, r = 0; ci < chunks.size(); ++ci) {
       const RowTokens& c = chunks[ci];
+      if (c.hidden != nullptr) continue;
       const int64_t take = c.logits != nullptr ? c.count : 1;
       float* dst = c.logits != nullptr ? c.logits : logits + c.row * V;
       std::memcpy(dst, tmp + r * V, sizeof(float) * V * take);

@@ -35,6 +35,7 @@ class GGUFModel:
     norms_plus_one: bool = False      # Gemma's norm weights stored as 1 + w (llama.cpp's converter)
     tokenizer: Any = None             # kvgen.loaders.gguf.tokenizer.GGUFTokenizerInfo, or None
     metadata: dict = field(default_factory=dict)  # name and tensor type counts, for repr and the CLI
+    pooling: Optional[str] = None     # the embeddings' pooling the file declares (kvgen.loaders.pooling)
 
 
 @dataclass(frozen=True)

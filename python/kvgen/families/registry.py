@@ -76,11 +76,13 @@ def read_gguf(path: Path) -> GGUFModel:
     """Reads a GGUF file (kvgen.loaders.gguf.model) and translates it with its family's module;
     ValueError naming the problem for malformed or unsupported files."""
     from kvgen.loaders.gguf.model import open_gguf
+    from kvgen.loaders.pooling import gguf_pooling
 
     contents = open_gguf(path)
     model = family_of_gguf(contents.architecture, path).from_gguf(contents)
     model.tokenizer = contents.tokenizer()
     model.metadata = contents.description()
+    model.pooling = gguf_pooling(contents.get(f"{contents.architecture}.pooling_type", int, None), path)
     return model
 
 

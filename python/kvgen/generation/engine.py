@@ -16,6 +16,10 @@ constraint) whose rows are a contiguous range of slots, so its step reads
    by speculative_rows, a scored prompt's chunks give their scores (prompt_scores);
 4. steps each request whose logits are ready and reports the new tokens (step_updates).
 
+An embedding request (``submit_embedding``) is prefilled like any prompt, its chunks returning
+their final hidden states instead of logits, pooled by the request; it ends with its prefill.
+It reuses no cached prefix (mean pooling needs every position's hidden state).
+
 A request with a constraint (json_schema, regex, grammar or choices) is compiled against the
 model's tokenizer when it is submitted (ValueError naming the problem); its step fills the
 rows' next masks in the mask worker (kvgen.generation.constraints), overlapping the next pass.
@@ -27,6 +31,8 @@ import queue
 import threading
 import time
 from typing import Callable, Optional, Sequence, Union
+
+import numpy as np
 
 from kvgen import _core
 from kvgen._core import GenerationConfig
@@ -142,6 +148,19 @@ class Engine:
         request = Request([prompt], setup.step_generator(self.model), self.context, logprobs=logprobs,
                           on_update=on_update, assistant_model=setup.assistant_model, score_prompt=score_prompt,
                           generate=generate)
+        return self._submit(request)
+
+    def submit_embedding(self, prompt: Sequence[int], pooling: str,
+                         on_update: Optional[Callable[[StepUpdate], None]] = None) -> Request:
+        """Queues an embedding of ``prompt`` (token ids; ``pooling``: kvgen._embedding's "last",
+        "mean" or "cls") and runs it in the scheduler thread: ``wait_embeddings()`` gives its
+        pooled vector (not normalised). ``on_update`` is told when it ends, as ``submit``'s."""
+        request = Request.embedding([prompt], pooling, self.model._core.hidden_size, self.context,
+                                    on_update=on_update)
+        return self._submit(request)
+
+    def _submit(self, request: Request) -> Request:
+        """``add`` from any thread, the scheduler thread started on first use."""
         request._wake = lambda: self._inbox.put(None)
         with self._lock:
             if self._closed:
@@ -252,9 +271,9 @@ class Engine:
             r = self._waiting.pop(0)
             reuse = 0
             if self.prefix_cache and r.rows == 1:
-                # a scored prompt's every position is computed, and a recurrent state holds a
-                # slot's whole past (it cannot be cut back to a shared prefix): none reused
-                reusable = r.score_top is None and not self.capabilities.recurrent_state
+                # a scored or embedded prompt's every position is computed, and a recurrent state
+                # holds a slot's whole past (it cannot be cut back to a shared prefix): none reused
+                reusable = r.score_top is None and not r.poolers and not self.capabilities.recurrent_state
                 first, reuse = self._prefixes.place(r.prompts[0], self._free, self._slots, reusable)
             for s in range(first, first + r.rows):
                 self._free[s] = False
@@ -286,26 +305,33 @@ class Engine:
             self._advance(r)
 
     def _run(self, plan: PassPlan) -> None:
-        """The plan's forward passes; then the scored chunks' scores."""
+        """The plan's forward passes; then the scored chunks' scores and the embedded chunks' hidden states."""
         for c in plan.long_chunks:
             if c.restart:
                 self._slots.reset(c.slot)
+        # each embedded chunk's hidden states (count, hidden), written by the forward pass
+        hidden = {c.slot: np.empty((c.tokens.size, self.model._core.hidden_size), dtype=np.float32)
+                  for c in plan.chunks + plan.long_chunks if c.hidden}
         start = time.perf_counter()
         if plan.chunks or not plan.long_chunks:
             chunks = plan.chunks
             self._slots.forward([(c.slot, c.tokens) for c in chunks], [c.slot for c in chunks if c.all_logits],
-                                [c.slot for c in chunks if c.in_blocks])
+                                [c.slot for c in chunks if c.in_blocks],
+                                [(c.slot, hidden[c.slot]) for c in chunks if c.hidden])
         if plan.long_chunks:
-            self._slots.forward([(c.slot, c.tokens) for c in plan.long_chunks])
+            self._slots.forward([(c.slot, c.tokens) for c in plan.long_chunks],
+                                hidden=[(c.slot, hidden[c.slot]) for c in plan.long_chunks if c.hidden])
         if plan.decodes_only:  # a decode-only pass times what draft tokens cost
             self._speculative.observe(time.perf_counter() - start, plan.decode_rows, plan.draft_tokens)
         if plan.scored:
             score_pieces(plan.scored, self._slots.verify_logits, self._logits)
+        for piece in plan.embedded:
+            piece.request.add_hidden(piece.prompt, piece.start, hidden[piece.slot])
 
     def _advance(self, r: Request) -> None:
         first = r.first_slot
         assert first is not None
-        if not r.generates:  # the prompt was scored: nothing more to do
+        if not r.generates:  # the prompt was scored or embedded: nothing more to do
             self._notify(r, StepUpdate([None] * r.rows, None, ["length"] * r.rows, True))
             self._retire(r)
             return
@@ -365,12 +391,12 @@ class Engine:
         self._finish(r, cancelled=cancelled, error=error)
 
     def _finish(self, r: Request, *, cancelled: bool = False, error: Optional[BaseException] = None) -> None:
-        if error is None:
+        if error is None and r.generator is not None:  # an embedding request has no result but its vectors
             try:
                 r.result = _result(r.generator._hypotheses(), strip_prompt=True)
             except Exception as e:  # noqa: BLE001 - the request fails, its listener is told
                 error = e
-        if error is None:
+        if error is None and r.result is not None:
             if cancelled:
                 r.result.finish_reasons = [[f or "cancelled" for f in per] for per in r.result.finish_reasons]
         r.error = error

@@ -18,6 +18,11 @@ position, as verification does, at most as many positions per pass as the slot c
 (``scoring_positions``, whole chunks): its prompt interleaves with the other rows' decode steps
 like any prompt.
 
+An embedding request (``request.poolers``) feeds its chunks with their hidden states asked for
+(``Chunk.hidden``: the final-normed hidden states of every position, and no logits), pooled by
+the request after the pass: like a scored prompt, it interleaves with the other rows' decode
+steps within the same budget of prompt tokens.
+
 A request whose rows verify drafts (``request.verifying``, speculative decoding) feeds each
 running row its next token and drafts as one chunk with the logits of every position.
 
@@ -65,6 +70,7 @@ class Chunk:
     all_logits: bool = False  # the logits of every position (verification, prompt scoring), not the last one's
     in_blocks: bool = False   # the rest of a prompt chunk whose first positions are cached (the prefix cache)
     restart: bool = False     # the slot is emptied first: the row is computed again from its first token
+    hidden: bool = False      # the final hidden states of every position instead of logits (embeddings)
 
 
 @dataclass(frozen=True)
@@ -78,6 +84,16 @@ class ScoredPiece:
     count: int    # its tokens
 
 
+@dataclass(frozen=True)
+class EmbeddedPiece:
+    """A prompt chunk whose hidden states are pooled into its prompt's embedding."""
+
+    request: Any
+    prompt: int   # which prompt of the request
+    slot: int
+    start: int    # the prompt position of the chunk's first token
+
+
 @dataclass
 class PassPlan:
     """What one forward pass carries and what follows it."""
@@ -86,6 +102,7 @@ class PassPlan:
     long_chunks: list[Chunk] = field(default_factory=list)  # LongRoPE rows past the switch: a pass of their own
     fed: list[tuple[Any, int]] = field(default_factory=list)  # (prefilling request, its prompt positions fed after)
     scored: list[ScoredPiece] = field(default_factory=list)   # the chunks that score their prompt
+    embedded: list[EmbeddedPiece] = field(default_factory=list)  # the chunks whose hidden states are pooled
     ready: list[Any] = field(default_factory=list)  # the requests whose logits are ready after the pass: stepped
     prefill_tokens: int = 0  # prompt tokens in the pass
     decode_rows: int = 0     # running rows fed their next token
@@ -122,9 +139,11 @@ def plan_pass(requests: Sequence[Any], *, scoring_positions: int, recompute_past
                 continue  # the pass already carries other prompt tokens
             budget = 0
             for i, p in enumerate(r.prompts):
-                chunk = Chunk(first + i * r.rows_per_prompt, p)
+                chunk = Chunk(first + i * r.rows_per_prompt, p, hidden=bool(r.poolers))
                 (plan.long_chunks if p.size > switch else plan.chunks).append(chunk)
                 plan.prefill_tokens += p.size
+                if r.poolers:
+                    plan.embedded.append(EmbeddedPiece(r, i, chunk.slot, 0))
             plan.fed.append((r, r.longest))
             plan.ready.append(r)
             continue
@@ -162,9 +181,11 @@ def _plan_prefill(plan: PassPlan, r: Any, budget: int, scoring_positions: int) -
     if size > budget and budget < PREFILL_BUDGET:
         return 0  # the pass already carries other prompt tokens
     for i, slot, piece in pieces:
-        plan.chunks.append(Chunk(slot, piece, all_logits=scores, in_blocks=rest and i == 0))
+        plan.chunks.append(Chunk(slot, piece, all_logits=scores, in_blocks=rest and i == 0, hidden=bool(r.poolers)))
         if scores:
             plan.scored.append(ScoredPiece(r, i, slot, r.fed, piece.size))
+        if r.poolers:
+            plan.embedded.append(EmbeddedPiece(r, i, slot, r.fed))
     plan.prefill_tokens += size
     fed = min(r.fed + take, r.longest)
     plan.fed.append((r, fed))

@@ -9,6 +9,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
+from kvgen._embedding import Pooler
 from kvgen.generation.prompt_scores import PromptScorer, TokenScore
 from kvgen.generation.results import GenerationResult
 from kvgen.generation.speculation import DEFAULT_ASSISTANT_TOKENS, Speculation, wants_speculation
@@ -39,17 +40,18 @@ class Request:
     ``score_prompt=n``: the prompts are scored as they are prefilled (``wait_scores()``: per
     prompt, each token's log-probability, rank and ``n`` most likely tokens; see
     kvgen.generation.prompt_scores); ``generate=False``: the request ends there, generating
-    nothing (its one update: done, finish reason "length")."""
+    nothing (its one update: done, finish reason "length").
+
+    An embedding request (``Request.embedding``) has no step generator: its prompts' hidden
+    states are pooled as they are prefilled (``wait_embeddings()``), and it ends there."""
 
     def __init__(self, prompts: Sequence[Sequence[int]], generator: StepGenerator, context: int, *,
                  sequence_ids: Optional[Sequence[int]] = None, logprobs: bool = False,
                  on_update: Optional[Callable[[StepUpdate], None]] = None, assistant_model: Any = None,
                  score_prompt: Optional[int] = None, generate: bool = True):
-        lengths = [len(p) for p in prompts]
-        if not lengths or min(lengths) == 0:
-            raise ValueError("a prompt must hold at least one token id")
+        self._start(prompts, on_update)
         self.generator = generator
-        self._check_context(lengths, context)  # before the generator's own limits, which name no context
+        self._check_context([len(p) for p in prompts], context)  # before the generator's limits, which name none
         # checks the config and the prompts, in the caller's thread
         self.generator.append_tokens(prompts, sequence_ids=sequence_ids)
         self.prompts = [np.asarray(p, dtype=np.int64) for p in prompts]
@@ -59,17 +61,7 @@ class Request:
         # the last token generated is never fed back, so prompt + new tokens fit in the slot
         self.positions = max(p.size + max(self.generator.max_new_tokens(p.size), 0) for p in self.prompts)
         self.logprobs = logprobs
-        self.on_update = on_update
-        self.first_slot: Optional[int] = None
-        self.fed = 0                              # prompt positions fed (the same offset for every prompt)
-        self.longest = max(p.size for p in self.prompts)
-        self.next_tokens: Optional[np.ndarray] = None
         self.running = [True] * self.rows
-        self.result: Optional[GenerationResult] = None
-        self.error: Optional[BaseException] = None
-        self.cancelled = False
-        self._done = threading.Event()
-        self._wake: Callable[[], None] = lambda: None
         # speculative decoding: the draft model (built by the engine), this request's state
         self.assistant_model = assistant_model
         self.speculates = wants_speculation(generator.config, assistant_model)
@@ -84,14 +76,62 @@ class Request:
             raise ValueError(f"score_prompt must be >= 0 (the alternatives per position), got {score_prompt}")
         self.score_top = score_prompt
         self.scorers = [PromptScorer(p, score_prompt) for p in self.prompts] if score_prompt is not None else []
-        self._scored = threading.Event()
         self.generates = generate
         if not generate and score_prompt is None:
             raise ValueError("a request that generates nothing scores its prompt: pass score_prompt")
 
+    def _start(self, prompts: Sequence[Sequence[int]], on_update: Optional[Callable[[StepUpdate], None]]) -> None:
+        """What every request holds besides its prompts: where the engine is with them."""
+        if not prompts or min(len(p) for p in prompts) == 0:
+            raise ValueError("a prompt must hold at least one token id")
+        self.on_update = on_update
+        self.first_slot: Optional[int] = None
+        self.fed = 0                              # prompt positions fed (the same offset for every prompt)
+        self.longest = max(len(p) for p in prompts)
+        self.next_tokens: Optional[np.ndarray] = None
+        self.result: Optional[GenerationResult] = None
+        self.error: Optional[BaseException] = None
+        self.cancelled = False
+        self._done = threading.Event()
+        self._scored = threading.Event()
+        self._wake: Callable[[], None] = lambda: None
+        self.poolers: list[Pooler] = []           # an embedding request's, one per prompt
+
+    @classmethod
+    def embedding(cls, prompts: Sequence[Sequence[int]], pooling: str, hidden_size: int, context: int, *,
+                  on_update: Optional[Callable[[StepUpdate], None]] = None) -> "Request":
+        """A request that pools its prompts' final hidden states (kvgen._embedding: ``pooling``
+        "last", "mean" or "cls"; ``hidden_size``: the model's) as they are prefilled, then ends
+        (its one update: done, finish reason "length"); no step generator, one row per prompt.
+        ValueError when a prompt is longer than ``context``."""
+        self = cls.__new__(cls)
+        self._start(prompts, on_update)
+        self.prompts = [np.asarray(p, dtype=np.int64) for p in prompts]
+        self._check_context_of_embeddings(context)
+        self.generator = None  # type: ignore[assignment]
+        self.rows, self.rows_per_prompt, self.beams = len(self.prompts), 1, False
+        self.positions = self.longest
+        self.logprobs = False
+        self.running = [True] * self.rows
+        self.assistant_model, self.speculates, self.speculation, self.speculation_tokens = None, False, None, 0
+        self.verifying, self.drafts = [], []
+        self.score_top, self.scorers = None, []
+        self.generates = False
+        self.poolers = [Pooler(pooling, p.size, hidden_size) for p in self.prompts]
+        return self
+
     def check_context(self, context: int) -> None:
         """ValueError when a prompt plus its new tokens does not fit ``context`` positions."""
+        if self.generator is None:  # an embedding request: its prompts alone
+            self._check_context_of_embeddings(context)
+            return
         self._check_context([p.size for p in self.prompts], context)
+
+    def _check_context_of_embeddings(self, context: int) -> None:
+        longest = max(p.size for p in self.prompts)
+        if longest > context:
+            raise ValueError(f"context overflow: the text has {longest} tokens, beyond the {context} positions "
+                             "available")
 
     def _check_context(self, lengths: Sequence[int], context: int) -> None:
         for length in lengths:
@@ -127,6 +167,28 @@ class Request:
         self.scorers[prompt].add(start, logits)
         if all(s.complete for s in self.scorers):
             self._scored.set()
+
+    def add_hidden(self, prompt: int, start: int, hidden: np.ndarray) -> None:
+        """(The engine) the final hidden states of a chunk of prompt ``prompt`` from ``start``."""
+        self.poolers[prompt].add(start, hidden)
+
+    def wait_embeddings(self, timeout: Optional[float] = None) -> Optional[np.ndarray]:
+        """Blocks until the request is done; an embedding request's pooled vectors (float32
+        [prompts, hidden], not normalised); None when it was cancelled first (the error it failed
+        with is raised)."""
+        if not self._done.wait(timeout):
+            raise TimeoutError("the request is still running")
+        if self.error is not None:
+            raise self.error
+        return self.embeddings
+
+    @property
+    def embeddings(self) -> Optional[np.ndarray]:
+        """An embedding request's pooled vectors (float32 [prompts, hidden], not normalised) once
+        every prompt is pooled (before the request is marked done); None before."""
+        if not self.poolers or not all(p.complete for p in self.poolers):
+            return None
+        return np.stack([p.vector() for p in self.poolers])
 
     def mark_done(self) -> None:
         """(The engine) the request has ended: whoever waits for it wakes."""

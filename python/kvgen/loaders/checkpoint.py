@@ -68,8 +68,18 @@ def read_weights(directory: Path, skip: tuple[str, ...] = ()) -> dict[str, Any]:
         arrays: dict[str, np.ndarray] = {}
         for shard in _shards(directory, index):
             arrays.update(_read_safetensors(shard, skip))
+        return _with_model_prefix(arrays)
+    return _with_model_prefix(_read_safetensors(model_file(directory, "model.safetensors"), skip))
+
+
+def _with_model_prefix(arrays: dict[str, Any]) -> dict[str, Any]:
+    """A base model's tensors (transformers' ``AutoModel`` class, Qwen3Model: how embedding models
+    such as Qwen3-Embedding are saved) are named without the ``model.`` prefix of the
+    ``...ForCausalLM`` class, and have no LM head: they get the prefix, so that the family reads
+    them as its own (its LM head is then the embedding matrix)."""
+    if "embed_tokens.weight" not in arrays or any(name.startswith("model.") for name in arrays):
         return arrays
-    return _read_safetensors(model_file(directory, "model.safetensors"), skip)
+    return {f"model.{name}": array for name, array in arrays.items()}
 
 
 def read_weight_types(directory: Path) -> dict[str, int]:

@@ -10,6 +10,10 @@ key, 404 / 405 for unknown routes); the server keeps serving. A client that disc
 mid-stream cancels its request, whose slots go to the next one at the following step; so does
 one that hangs up while waiting for a non-streamed answer.
 
+POST /v1/embeddings (OpenAI's embeddings), /v1/responses (OpenAI's Responses API) and
+/v1/messages (Anthropic's Messages API) are served by kvgen.server.embeddings, responses_api
+and messages_api: the last two run as chat completions.
+
 Every request gets an answer: an error inside the engine, the tokenizer or the constraint
 ends that request alone, with a 400 for what it asked (e.g. a constraint the vocabulary
 cannot satisfy) or a 500 with a short message (the traceback goes to the log); a stream gets
@@ -120,10 +124,16 @@ def _openapi(app: FastAPI):
         if app.openapi_schema is None:
             from fastapi.openapi.utils import get_openapi
 
+            from kvgen.server.embeddings import EmbeddingRequest
+            from kvgen.server.messages_api import MessagesRequest
             from kvgen.server.openapi import add_request_bodies
+            from kvgen.server.responses_api import ResponsesRequest
 
+            extra = (("/v1/embeddings", EmbeddingRequest, "EmbeddingRequest"),
+                     ("/v1/responses", ResponsesRequest, "ResponsesRequest"),
+                     ("/v1/messages", MessagesRequest, "MessagesRequest"))
             app.openapi_schema = add_request_bodies(get_openapi(title=app.title, version=app.version,
-                                                                routes=app.routes))
+                                                                routes=app.routes), extra)
         return app.openapi_schema
     return openapi
 
@@ -131,14 +141,16 @@ def _openapi(app: FastAPI):
 def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, model_name: Optional[str] = None,
                limits: Optional[ServerLimits] = None, host: str = "127.0.0.1", allowed_hosts: tuple[str, ...] = (),
                allowed_origins: tuple[str, ...] = (), prefix_cache: bool = True,
-               speculative_ngram: Optional[int] = None, speculative_ngram_size: Optional[int] = None) -> FastAPI:
+               speculative_ngram: Optional[int] = None, speculative_ngram_size: Optional[int] = None,
+               pooling: Optional[str] = None) -> FastAPI:
     """The FastAPI application serving ``model`` with an Engine of ``max_batch`` slots (reusing
     cached prompt prefixes with ``prefix_cache``), within ``limits`` (default:
     ServerLimits.sized to the machine), for clients that reach it as ``host`` (its bound
     address), localhost or one of ``allowed_hosts``, and web pages of ``allowed_origins``.
     ``speculative_ngram``: requests that set no ``prompt_lookup_num_tokens`` draft up to this
     many tokens by prompt lookup (n-grams up to ``speculative_ngram_size``), verified as they
-    are generated."""
+    are generated. ``pooling``: the pooling of /v1/embeddings ("last", "mean", "cls"; None:
+    what the model declares, else "last")."""
     trimmer = Trimmer()  # first: it sets the allocator's limits before the engine's threads start
     speculation = _speculation(model, speculative_ngram, speculative_ngram_size)
     limits = limits or ServerLimits.sized(max_batch, model.context_length)
@@ -163,6 +175,27 @@ def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, mode
     app.add_middleware(Guard, host=host, allowed_hosts=tuple(allowed_hosts), allowed_origins=tuple(allowed_origins),
                        api_key=api_key)
     _add_error_handlers(app, serving)
+
+    from kvgen.server.embeddings import Embeddings
+    from kvgen.server.messages_api import MessagesApi
+    from kvgen.server.responses_api import ResponsesApi
+
+    embeddings, responses_api, messages_api = Embeddings(serving, pooling), ResponsesApi(serving), MessagesApi(serving)
+
+    @app.post("/v1/embeddings")
+    async def create_embeddings(request: Request):
+        """OpenAI's embeddings: each input's final hidden states pooled and normalised."""
+        return await embeddings.create(request)
+
+    @app.post("/v1/responses")
+    async def create_response(request: Request):
+        """OpenAI's Responses API (no stored state), run as a chat completion."""
+        return await responses_api.create(request)
+
+    @app.post("/v1/messages")
+    async def create_message(request: Request):
+        """Anthropic's Messages API, run as a chat completion."""
+        return await messages_api.create(request)
 
     @app.post("/v1/completions")
     async def completions(request: Request):
@@ -229,7 +262,7 @@ def serve(model, *, host: str = "127.0.0.1", port: int = 8000, max_batch: int = 
           limits: Optional[ServerLimits] = None, allowed_hosts: tuple[str, ...] = (),
           allowed_origins: tuple[str, ...] = (), shutdown_timeout: float = 3.0,
           sock: Optional[socket.socket] = None, prefix_cache: bool = True, speculative_ngram: Optional[int] = None,
-          speculative_ngram_size: Optional[int] = None) -> None:
+          speculative_ngram_size: Optional[int] = None, pooling: Optional[str] = None) -> None:
     """Runs the server until interrupted; on SIGTERM or Ctrl-C, requests still running after
     ``shutdown_timeout`` seconds are cancelled and the server exits. ``sock``: a socket
     listening on ``host``:``port`` (default: bound here, see listening_socket). A connection
@@ -247,7 +280,8 @@ def serve(model, *, host: str = "127.0.0.1", port: int = 8000, max_batch: int = 
               "use the model", file=sys.stderr, flush=True)
     app = create_app(model, max_batch=max_batch, api_key=api_key, limits=limits, host=host,
                      allowed_hosts=allowed_hosts, allowed_origins=allowed_origins, prefix_cache=prefix_cache,
-                     speculative_ngram=speculative_ngram, speculative_ngram_size=speculative_ngram_size)
+                     speculative_ngram=speculative_ngram, speculative_ngram_size=speculative_ngram_size,
+                     pooling=pooling)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=shutdown_timeout,
                             http=protocol)
     with sock:

@@ -382,16 +382,17 @@ _ERROR_SCHEMA = {"type": "object", "required": ["error"], "properties": {"error"
                    "param": {"type": ["string", "null"]}, "code": {"type": ["string", "null"]}}}}}
 
 
-def add_request_bodies(schema: dict) -> dict:
+def add_request_bodies(schema: dict, extra: tuple[tuple[str, Any, str], ...] = ()) -> dict:
     """``schema`` (FastAPI's OpenAPI document) with the POST routes' JSON bodies and their
-    error responses."""
+    error responses; ``extra``: more (path, pydantic model, schema name) of routes defined in
+    their own modules."""
     components = schema.setdefault("components", {}).setdefault("schemas", {})
     components["ErrorResponse"] = _ERROR_SCHEMA
     bodies: tuple[tuple[str, Any, str], ...] = (
         ("/v1/completions", CompletionRequest, "CompletionRequest"),
         ("/v1/chat/completions", ChatRequest, "ChatRequest"),
         ("/tokenize", Union[TokenizeCompletionRequest, TokenizeChatRequest], "TokenizeRequest"),
-        ("/detokenize", DetokenizeRequest, "DetokenizeRequest"))
+        ("/detokenize", DetokenizeRequest, "DetokenizeRequest")) + tuple(extra)
     for path, model, name in bodies:
         if path not in schema["paths"]:
             continue

@@ -7,7 +7,7 @@ Content-Type), the API key, and CORS for the web pages of ``--allowed-origins``.
   need ``Content-Type: application/json`` (a form cannot post a JSON body): a page the user
   visits cannot post to the local server.
 - ``--api-key``: every request but ``/health`` and a CORS preflight (browsers send that
-  without credentials) needs ``Authorization: Bearer KEY``.
+  without credentials) needs ``Authorization: Bearer KEY`` (or Anthropic's ``x-api-key: KEY``).
 - CORS (the Fetch standard): for an origin of ``--allowed-origins`` (``*``: any), a preflight
   ``OPTIONS`` (with ``Access-Control-Request-Method``) is answered 204 with the methods and the
   headers it asks for, and every answer, errors included, carries
@@ -108,6 +108,8 @@ class Guard:
     def _request_refusal(self, scope, headers: dict) -> Optional[ApiError]:
         if self.key is not None and scope["path"] != "/health":
             given = headers.get("authorization", "").encode("latin-1")
+            if "x-api-key" in headers:  # Anthropic's SDK sends the key so
+                given = b"Bearer " + headers["x-api-key"].encode("latin-1")
             if not hmac.compare_digest(given, self.key):
                 return ApiError("Incorrect API key provided.", code="invalid_api_key", status=401)
         if scope["method"] == "POST":

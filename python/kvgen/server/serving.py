@@ -10,7 +10,7 @@ import json
 import time
 import uuid
 import weakref
-from typing import Any
+from typing import Any, AsyncIterator
 
 from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
@@ -84,6 +84,16 @@ class Serving:
         """POST /v1/completions or /v1/chat/completions: the answer, or its event stream."""
         arrival = time.perf_counter()
         body = await self.body(request)
+        _, answer = await self.generate(request, body, chat, arrival)
+        if isinstance(answer, dict):
+            return answer
+        return StreamingResponse(answer, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+
+    async def generate(self, request: Request, body: Any, chat: bool, arrival: float) -> tuple[Completion, Any]:
+        """The generation of a read ``body`` (a /v1/chat/completions body when ``chat``, else a
+        /v1/completions one), checked, admitted and run: its Completion and the response body,
+        or, streamed, an async iterator of its server-sent events (the Responses and Messages
+        APIs translate theirs into these, kvgen.server.responses_api and messages_api)."""
         parse = chat_request if chat else completion_request
         req = await run_in_threadpool(parse, body, self.model, self.limits.request)  # tokenizing, template rendering
         engine_requests = len(req.prompts) * (1 if req.config.do_sample else req.n)
@@ -104,7 +114,7 @@ class Serving:
             timer = loop.call_later(self.limits.request_timeout, expire)
         cid = f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}"
         if req.stream:
-            return self._streamed(gen, cid, chat, timer, release)
+            return gen, self._events(gen, cid, chat, timer, release)
         watcher = asyncio.ensure_future(_watch_disconnect(request, gen))
         try:
             if req.prompt_logprobs is not None or (req.echo and req.logprobs):
@@ -122,9 +132,9 @@ class Serving:
             if timer is not None:
                 timer.cancel()
             release()
-        return self.responder.chat_body(gen, cid) if chat else self.responder.completion_body(gen, cid)
+        return gen, self.responder.chat_body(gen, cid) if chat else self.responder.completion_body(gen, cid)
 
-    def _streamed(self, gen: Completion, cid: str, chat: bool, timer, release) -> StreamingResponse:
+    def _events(self, gen: Completion, cid: str, chat: bool, timer, release) -> AsyncIterator[str]:
         async def events():
             try:
                 async for event in self.responder.stream(gen, cid, chat):
@@ -138,7 +148,7 @@ class Serving:
         # a client gone before the first event: the stream is never started, so its finally
         # never runs; when it is dropped, its generation is cancelled and its share given back
         weakref.finalize(stream, lambda: (gen.cancel(), gen.finish_metrics(), release()))
-        return StreamingResponse(stream, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+        return stream
 
     async def tokenize(self, request: Request) -> Response:
         """POST /tokenize: checked, admitted as the tokens it may count, computed and serialised

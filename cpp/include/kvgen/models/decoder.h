@@ -2,7 +2,8 @@
 // builders its blocks are made of. The loop checks the request (context overflow, token
 // ids), lays the new tokens of all chunks out as one (n, C) batch, runs the family's
 // embedding and blocks over it, keeps the cache lengths, and projects the last (or every)
-// position onto the vocabulary. A family (models/<family>.cpp) supplies embed / block /
+// position onto the vocabulary, or hands out the final-normed hidden states of the chunks
+// that ask for them (RowTokens::hidden: embeddings). A family (models/<family>.cpp) supplies embed / block /
 // final_norm, written top to bottom from the builders (builders.cpp): norms, residual
 // adds, the attention branch, the (gated) MLP, the mixture of experts; as llama.cpp's
 // src/models/<family>.cpp builds on llama-graph.cpp's build_norm / build_attn / build_ffn.

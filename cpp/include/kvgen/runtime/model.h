@@ -36,6 +36,10 @@ struct RowTokens {
   // chunk is short, its first block computed whole from its aligned start (the cached positions'
   // queries padded), so that every position gets the numbers a fresh prefill gives it.
   bool in_blocks = false;
+  // Without all_positions: when set, the final-normed hidden states of every token of the chunk,
+  // (count, hidden), the LM head's input, are written here instead of any logits (embeddings:
+  // pooled by the caller). Not with `logits`.
+  float* hidden = nullptr;
 };
 
 class Model {
@@ -55,7 +59,8 @@ class Model {
   // writes their keys/values into the cache and advances the row's length. Logits:
   // with all_positions, of every token, chunk after chunk (sum of counts, vocab);
   // otherwise of each chunk's last token, at its row: logits + row * vocab (or of every
-  // token of a chunk that sets RowTokens::logits, there).
+  // token of a chunk that sets RowTokens::logits, there; none of a chunk that sets
+  // RowTokens::hidden, which gets its final-normed hidden states instead).
   virtual void forward(const std::vector<RowTokens>& chunks, KVCache& cache, float* logits, bool all_positions) = 0;
 
   // What a cache made now stores: Float16 where the model computes with int8 activations

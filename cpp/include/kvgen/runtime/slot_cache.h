@@ -61,6 +61,8 @@ class SlotCache {
   // when a chunk is refused: the model checks positions and token ids first).
   // all_logits: empty, or per chunk whether to write the logits of all its positions into
   // verify_logits() (at most verify_positions tokens) instead of its last one's into logits().
+  // A chunk that sets RowTokens::hidden gets its positions' final-normed hidden states there
+  // and no logits (its slot's logits row is left as it was).
   void forward(Model& model, const std::vector<RowTokens>& chunks, const std::vector<uint8_t>& all_logits = {});
 
   // The slot forgets its positions (a new request starts there).
