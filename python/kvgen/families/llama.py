@@ -192,8 +192,9 @@ class LlamaFamily(Family):
         if rope.dim != sizes.head_dim:
             options["rotary_dim"] = rope.dim
         if rope.inv_freq_long is not None:
-            options.update(inv_freq_long=rope.inv_freq_long, original_context=rope.original_context,
-                           rope_attention_factor=rope.attention_factor)
+            options.update(inv_freq_long=rope.inv_freq_long, original_context=rope.original_context)
+        if rope.attention_factor != 1.0:  # LongRoPE's, YaRN's: multiplies cos and sin
+            options["rope_attention_factor"] = rope.attention_factor
         options.update(self.extra_options(config))
         if self.moe:
             options["norm_topk_prob"] = boolean(config, "norm_topk_prob")
@@ -283,8 +284,11 @@ class LlamaFamily(Family):
             used |= {"rope_factors_long.weight", "rope_factors_short.weight"}
         elif scaling == "linear":
             rope.update(rope_type="linear", factor=gguf.get(a + "rope.scaling.factor", float))
+        elif scaling == "yarn":
+            rope.update(_yarn(gguf, a, context))
         elif scaling != "none":
-            raise ValueError(f"{path}: rope scaling {scaling!r} is not supported (supported: none, linear, longrope)")
+            raise ValueError(f"{path}: rope scaling {scaling!r} is not supported (supported: none, linear, yarn, "
+                             "longrope)")
         config["rope_parameters"] = rope
         config.update(self.gguf_config(gguf, config))
         if self.moe:  # llama.cpp always renormalises the chosen experts' weights
@@ -350,6 +354,25 @@ def _experts(gguf: GGUFContents, arrays: dict, used: set, layer: int, config: di
                           ("ffn_down_exps", "down_proj", (E, C, Ie))):
         arrays[f"model.layers.{layer}.mlp.experts.{hf}.weight"] = gguf.stacked(p + gg + ".weight", shape)
         used.add(p + gg + ".weight")
+
+
+def _yarn(gguf: GGUFContents, a: str, context: int) -> dict:
+    """YaRN's rope_parameters (transformers' names) from the keys llama.cpp's converter writes:
+    the factor and the original context always; the attention factor and beta_fast / beta_slow
+    where the checkpoint's config set them; the yarn_log_multiplier (the config's
+    mscale_all_dim, with mscale 1: llama.cpp's reading) where the family's converter writes it."""
+    params: dict[str, Any] = {"rope_type": "yarn", "factor": gguf.get(a + "rope.scaling.factor", float),
+                              "original_max_position_embeddings":
+                                  gguf.size(a + "rope.scaling.original_context_length", context)}
+    for key, hf in (("yarn_attn_factor", "attention_factor"), ("yarn_beta_fast", "beta_fast"),
+                    ("yarn_beta_slow", "beta_slow")):
+        value = gguf.get(a + "rope.scaling." + key, float, None)
+        if value is not None:
+            params[hf] = value
+    log_multiplier = gguf.get(a + "rope.scaling.yarn_log_multiplier", float, 0.0)
+    if log_multiplier:
+        params.update(mscale=1.0, mscale_all_dim=log_multiplier)
+    return params
 
 
 def _longrope(gguf: GGUFContents, a: str, rope_dims: int, context: int) -> dict:
