@@ -22,6 +22,7 @@ import numpy as np
 
 from kvgen import _core
 from kvgen.families import Capabilities, capabilities_for, family_of_config, read_gguf
+from kvgen.families.composite import text_checkpoint
 from kvgen.loaders.checkpoint import (
     read_chat_template,
     read_config,
@@ -173,10 +174,11 @@ class Model:
 
     @classmethod
     def _load_directory(cls, directory: Path, dtype: Optional[str], activations: str) -> "Model":
-        config = read_config(directory)
+        # a vision-language checkpoint: its text model (its other towers are never read)
+        config, rename = text_checkpoint(read_config(directory), directory)
         family = family_of_config(config, directory)
         try:
-            arrays = family.checkpoint_arrays(config, read_weights(directory), dtype)
+            arrays = family.checkpoint_arrays(config, read_weights(directory, rename), dtype)
             core = family.build_core(config, arrays, activations=activations)
         except (ValueError, TypeError) as e:
             if str(directory) in str(e):
@@ -186,7 +188,7 @@ class Model:
         bos, eos = _token_ids(config, "bos_token_id"), _token_ids(config, "eos_token_id")
         return cls(core, config, directory, tokenizer, bos_token_id=_first_id(bos), eos_token_id=eos,
                    chat_template=read_chat_template(directory), family=family.name,
-                   tensor_types=read_weight_types(directory))
+                   tensor_types=read_weight_types(directory, rename))
 
     @classmethod
     def _load_gguf(cls, path: Path, activations: str) -> "Model":
