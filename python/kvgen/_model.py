@@ -105,7 +105,8 @@ class Model:
 
     ``path`` is a Hugging Face directory (config.json + safetensors in float32, float16 or
     bfloat16) or a GGUF file, of one of the families in ``kvgen.families`` (gpt2,
-    llama, mistral, qwen2, qwen3, qwen3moe, gemma2, gemma3, granite, smollm3, phi3).
+    llama, mistral, qwen2, qwen3, qwen3moe, gemma2, gemma3, granite, smollm3, phi3, ministral3,
+    ernie4_5; and the text model of gemma3 / mistral3 vision-language checkpoints).
     ``forward(input_ids)`` gives raw logits; ``kvgen.Generator(model, config)`` generates
     with it (KV-cached, prefill in 32-token chunks); ``apply_chat_template(messages)``
     formats a conversation.

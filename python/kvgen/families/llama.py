@@ -88,6 +88,28 @@ def split_fused(fused: dict, arrays: dict, sizes: dict[str, int]) -> dict:
     return out
 
 
+def halves_from_pairs(arrays: dict, sizes: "_core._ModelConfig") -> dict:
+    """``arrays`` with the q_proj / k_proj rows (weights and biases) of each head reordered from
+    a rotary embedding over adjacent pairs of dimensions into kvgen's (i, i + head_dim / 2) pairs
+    (unpermute: llama.cpp's "norm" layout is the same order). A 16-bit matrix's rows are
+    reordered as they are stored (a copy of that matrix, not a conversion)."""
+    from kvgen.loaders.quantize import QuantizedTensor
+
+    heads = {"self_attn.q_proj": sizes.heads, "self_attn.k_proj": sizes.kv_heads}
+    out = dict(arrays)
+    for name, w in arrays.items():
+        stem, _, kind = name.rpartition(".")
+        count = next((h for suffix, h in heads.items() if stem.endswith(suffix)), 0)
+        if not count or kind not in ("weight", "bias"):
+            continue
+        if isinstance(w, QuantizedTensor):
+            rows = unpermute(w.data.reshape(w.shape[0], -1), count)
+            out[name] = QuantizedTensor(w.type, rows.reshape(-1), w.shape)
+        else:
+            out[name] = unpermute(np.asarray(w), count)
+    return out
+
+
 @dataclass(frozen=True)
 class LlamaFamily(Family):
     """A family the core's Llama model computes, with the facts its files do not state."""
@@ -112,6 +134,10 @@ class LlamaFamily(Family):
     fused: dict = field(default_factory=dict)
     # The rotary embedding may cover a part of head_dim (partial_rotary_factor).
     partial_rotary: bool = False
+    # The checkpoint rotates adjacent pairs of each head's dimensions (transformers' GLM-style
+    # rotate_half, ERNIE 4.5): its q/k rows are reordered per head into kvgen's (i, i + d/2)
+    # pairs at load, as llama.cpp's permuted files are (gguf_permuted_qk).
+    interleaved_rotary: bool = False
     # Mixture of experts: the layers with a router run their experts (num_local_experts /
     # num_experts, num_experts_per_tok, moe_intermediate_size, norm_topk_prob); llama.cpp
     # always renormalises the chosen experts' weights (its files do not store norm_topk_prob).
@@ -205,6 +231,8 @@ class LlamaFamily(Family):
                                                 "kv": sizes.kv_heads * sizes.head_dim, "i": sizes.intermediate})
 
     def checkpoint_arrays(self, config: dict, arrays: dict, dtype: Optional[str]) -> dict:
+        if self.interleaved_rotary:
+            arrays = halves_from_pairs(arrays, self.sizes(config))
         if dtype is not None:  # fused matrices split before they are quantized
             arrays = self._split(arrays, self.sizes(config))
         return super().checkpoint_arrays(config, arrays, dtype)

@@ -6,7 +6,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-from kvgen.families import gemma2, gemma3, gpt2, granite, llama, mistral, phi3, qwen2, qwen3, qwen3moe, smollm3
+from kvgen.families import (
+    ernie4_5,
+    gemma2,
+    gemma3,
+    gpt2,
+    granite,
+    llama,
+    ministral3,
+    mistral,
+    phi3,
+    qwen2,
+    qwen3,
+    qwen3moe,
+    smollm3,
+)
 from kvgen.families.capabilities import Capabilities, capabilities_of, windowed
 from kvgen.families.family import Family, GGUFModel
 
@@ -17,6 +31,7 @@ if TYPE_CHECKING:
 FAMILIES: tuple[Family, ...] = (
     gpt2.FAMILY, llama.FAMILY, mistral.FAMILY, qwen2.FAMILY, qwen3.FAMILY, granite.FAMILY, smollm3.FAMILY,
     qwen3moe.FAMILY, gemma2.FAMILY, gemma3.FAMILY, phi3.FAMILY,
+    ministral3.FAMILY, ernie4_5.FAMILY,
 )
 
 _BY_NAME = {f.name: f for f in FAMILIES}
