@@ -35,6 +35,9 @@ class GGUFModel:
     norms_plus_one: bool = False      # Gemma's norm weights stored as 1 + w (llama.cpp's converter)
     tokenizer: Any = None             # kvgen.loaders.gguf.tokenizer.GGUFTokenizerInfo, or None
     metadata: dict = field(default_factory=dict)  # name and tensor type counts, for repr and the CLI
+    # what kvgen computes as llama.cpp does because the file does not store it (a window its
+    # converter dropped): each a warning at load and a line of `kvgen info`
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

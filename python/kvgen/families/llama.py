@@ -138,6 +138,10 @@ class LlamaFamily(Family):
     # rotate_half, ERNIE 4.5): its q/k rows are reordered per head into kvgen's (i, i + d/2)
     # pairs at load, as llama.cpp's permuted files are (gguf_permuted_qk).
     interleaved_rotary: bool = False
+    # The model_type of this family's windowed relative, whose checkpoints llama.cpp's converter
+    # writes as files of this family's architecture without the window (Mistral's as "llama"
+    # files): such a file given its window (Model.load's sliding_window) is read as that family.
+    gguf_windowed_as: Optional[str] = None
     # Mixture of experts: the layers with a router run their experts (num_local_experts /
     # num_experts, num_experts_per_tok, moe_intermediate_size, norm_topk_prob); llama.cpp
     # always renormalises the chosen experts' weights (its files do not store norm_topk_prob).
@@ -297,9 +301,7 @@ class LlamaFamily(Family):
             "rms_norm_eps": gguf.get(a + "attention.layer_norm_rms_epsilon", float),
             "tie_word_embeddings": "output.weight" not in gguf.tensors,
         }
-        window = gguf.get(a + "attention.sliding_window", int, 0)
-        if window:  # llama.cpp: 0 = none (Phi-4)
-            config["sliding_window"] = window
+        config.update(self.gguf_window(gguf, config["num_hidden_layers"]))
         if rope_dims != head_dim:  # as transformers' int(head_dim * partial_rotary_factor) gives it back
             factor = rope_dims / head_dim
             config["partial_rotary_factor"] = factor if int(head_dim * factor) == rope_dims else \
@@ -367,7 +369,29 @@ class LlamaFamily(Family):
                     arrays[f"model.layers.{layer}.{hf}.{kind}"] = w
                     used.add(src)
         gguf.check_all_used(used)
-        return GGUFModel(self, config, arrays, rope_freqs=rope_freqs)
+        notes = []
+        if config.get("sliding_window") and self.sliding_layers is None and self.gguf_windowed_as:
+            config["model_type"] = self.gguf_windowed_as  # read as that family's (registry.read_gguf)
+        elif self.sliding_layers is not None and gguf.get(a + "attention.sliding_window", int, None) is None:
+            notes.append(f"the file stores no sliding window (llama.cpp's converter does not write {self.name}'s): "
+                         "kvgen runs full attention on every layer, as llama.cpp does; a checkpoint that windowed its "
+                         "layers computes otherwise past the window (Model.load(..., sliding_window=N), kvgen "
+                         "--sliding-window N)")
+        return GGUFModel(self, config, arrays, rope_freqs=rope_freqs, notes=notes)
+
+    def gguf_window(self, gguf: GGUFContents, layers: int) -> dict[str, Any]:
+        """The sliding-window keys of a file's config: ``attention.sliding_window`` (llama.cpp: 0 =
+        none, Phi-4), on the layers ``attention.sliding_window_pattern`` flags, else on every layer,
+        in the keys the family's rule reads (layer_windows)."""
+        a = self.gguf_architecture + "."
+        window = gguf.get(a + "attention.sliding_window", int, 0)
+        if not window:
+            return {}
+        if self.sliding_layers not in ("max_window_layers", "layer_types"):
+            return {"sliding_window": window}
+        pattern = gguf.flags(a + "attention.sliding_window_pattern", layers) or [True] * layers
+        return {"sliding_window": window, "use_sliding_window": True,
+                "layer_types": ["sliding_attention" if s else "full_attention" for s in pattern]}
 
 
 def _experts(gguf: GGUFContents, arrays: dict, used: set, layer: int, config: dict) -> None:
@@ -422,4 +446,4 @@ def _longrope(gguf: GGUFContents, a: str, rope_dims: int, context: int) -> dict:
 
 FAMILY = LlamaFamily("llama", ("llama",), "llama", "LlamaForCausalLM",
                      "Llama itself: RMSNorm, rotary embeddings, grouped-query attention, SwiGLU",
-                     gguf_permuted_qk=True)
+                     gguf_permuted_qk=True, gguf_windowed_as="mistral")

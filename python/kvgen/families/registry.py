@@ -26,6 +26,7 @@ from kvgen.families.family import Family, GGUFModel
 
 if TYPE_CHECKING:
     from kvgen import _core
+    from kvgen.loaders.gguf.model import GGUFContents
 
 #: Every family kvgen runs, in the order error messages list them.
 FAMILIES: tuple[Family, ...] = (
@@ -71,16 +72,35 @@ def family_of_gguf(architecture: str, where: object) -> Family:
     return family
 
 
-def read_gguf(path: Path) -> GGUFModel:
+def read_gguf(path: Path, sliding_window: Optional[int] = None) -> GGUFModel:
     """Reads a GGUF file (kvgen.loaders.gguf.model) and translates it with its family's module;
-    ValueError naming the problem for malformed or unsupported files."""
+    ValueError naming the problem for malformed or unsupported files. ``sliding_window``: the
+    window a file does not store (Model.load's), read as its ``attention.sliding_window`` key."""
     from kvgen.loaders.gguf.model import open_gguf
 
     contents = open_gguf(path)
+    if sliding_window is not None:
+        given_window(contents, sliding_window)
     model = family_of_gguf(contents.architecture, path).from_gguf(contents)
+    if model.config.get("model_type") not in model.family.model_types:  # another family's checkpoint (a
+        model.family = family_of_config(model.config, path)  # Mistral's llama file given its window)
     model.tokenizer = contents.tokenizer()
     model.metadata = contents.description()
     return model
+
+
+def given_window(contents: "GGUFContents", window: int) -> None:
+    """Makes ``contents`` read ``window`` as its ``<arch>.attention.sliding_window``: a window
+    llama.cpp's converter did not write (Mistral's, a windowed Qwen2's). ValueError when it is not
+    a positive integer, or when the file stores another (llama.cpp writes 0 for none)."""
+    from kvgen.families.config_values import checked_window
+
+    window = checked_window(window)
+    key = f"{contents.architecture}.attention.sliding_window"
+    stored = contents.get(key, int, 0)
+    if stored and stored != window:
+        raise ValueError(f"{contents.path}: the file stores {key} = {stored}; sliding_window={window} differs")
+    contents.overrides[key] = window
 
 
 def capabilities_for(family: str, config: dict, core: "_core._Model") -> Capabilities:
