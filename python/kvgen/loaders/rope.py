@@ -107,6 +107,20 @@ def _dynamic_base(dim: int, params: dict, context: Optional[int]) -> float:
             raise ValueError(f"rope scaling 'dynamic': factor = {factor!r} gives no finite rotary base") from None
 
 
+def _extension(params: dict, context: Optional[int]) -> tuple[int, float]:
+    """(original_max_position_embeddings, factor) of a scaling that extends the context it was
+    trained on (YaRN, LongRoPE): a factor left out is the context's growth over the original one,
+    as transformers computes it. ValueError naming a key of another type or out of range."""
+    original = params.get("original_max_position_embeddings")
+    if isinstance(original, bool) or not isinstance(original, int) or original < 1:
+        raise ValueError(f"rope scaling {params.get('rope_type')!r}: original_max_position_embeddings = "
+                         f"{original!r:.40} must be a positive integer")
+    factor = params.get("factor")
+    if factor is None:
+        factor = _context(params, context) / original
+    return original, _positive({**params, "factor": factor}, "factor")
+
+
 def _mscale(scale: float, mscale: float = 1.0) -> float:
     """YaRN's attention scale of a context ``scale`` times longer (transformers' get_mscale)."""
     if scale <= 1:
@@ -139,14 +153,7 @@ def yarn(dim: int, params: dict, context: Optional[int] = None) -> tuple[np.ndar
     base = _positive(params, "rope_theta", "rope_theta")
     if base == 1:
         raise ValueError("rope scaling 'yarn': rope_theta must not be 1")
-    original = params.get("original_max_position_embeddings")
-    if isinstance(original, bool) or not isinstance(original, int) or original < 1:
-        raise ValueError(f"rope scaling 'yarn': original_max_position_embeddings = {original!r:.40} must be a "
-                         "positive integer")
-    factor = params.get("factor")
-    if factor is None:  # transformers: the context's growth over the original one
-        factor = _context(params, context) / original
-    factor = _positive({**params, "factor": factor}, "factor")
+    original, factor = _extension(params, context)
     attention = params.get("attention_factor")
     if attention is None:
         mscale, mscale_all = (_number_or(params, key, 0.0) for key in ("mscale", "mscale_all_dim"))
@@ -246,15 +253,7 @@ def rotary(config: dict, head_dim: int, partial: bool = False) -> Rotary:
     if params.get("rope_type") != "longrope":
         return Rotary(dim, inv_freq(dim, params, context))
     params.setdefault("original_max_position_embeddings", config.get("original_max_position_embeddings"))
-    original = params.get("original_max_position_embeddings")
-    if isinstance(original, bool) or not isinstance(original, int) or original < 1:
-        raise ValueError(f"rope scaling 'longrope': original_max_position_embeddings = {original!r:.60} must be a "
-                         "positive integer")
-    factor = params.get("factor")
-    if factor is None:  # transformers: the context's growth over the original one
-        context = config.get("max_position_embeddings")
-        factor = context / original if isinstance(context, int) and not isinstance(context, bool) else 1.0
-    factor = _positive({"factor": factor, "rope_type": "longrope"}, "factor")
+    original, factor = _extension(params, context)
     attention = params.get("attention_factor")
     if attention is None:
         attention = 1.0 if factor <= 1.0 else math.sqrt(1 + math.log(factor) / math.log(original))
