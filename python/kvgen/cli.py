@@ -207,11 +207,21 @@ def _kv_cache_dtype_argument(parser) -> None:
 def _load(path: Optional[str], sliding_window: Optional[int] = None, **modes):
     """The model at ``path`` (the default model without one); ``modes``: Model.load's
     ``exact`` / ``activations`` / ``kv_cache_dtype``; ``sliding_window``: its own, where given."""
+    import warnings
+
     import kvgen
 
     if sliding_window is not None:
         modes["sliding_window"] = sliding_window
-    return kvgen.Model.load(path or kvgen.default_model_path(), **modes)
+    with warnings.catch_warnings(record=True) as caught:  # kvgen's notes on the file: one line each
+        warnings.simplefilter("always", kvgen.WindowNotStoredWarning)
+        model = kvgen.Model.load(path or kvgen.default_model_path(), **modes)
+    for w in caught:
+        if issubclass(w.category, kvgen.WindowNotStoredWarning):
+            print(f"kvgen: warning: {w.message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+    return model
 
 
 def _config(args):

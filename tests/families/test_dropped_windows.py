@@ -104,10 +104,11 @@ def test_kvgen_info_shows_the_window_and_the_note(files, capsys):
     from kvgen.cli import main
 
     path = files["qwen2"][2]
-    with pytest.warns(kvgen.WindowNotStoredWarning):
-        assert main(["info", str(path)]) == 0
-    out = capsys.readouterr().out
+    assert main(["info", str(path)]) == 0
+    out, err = capsys.readouterr()
     assert "attention: full (no sliding window)" in out and "note: the file stores no sliding window" in out
+    assert err.startswith(f"kvgen: warning: {path}: the file stores no sliding window") and err.count("\n") == 1
     assert main(["info", str(path), "--sliding-window", str(WINDOW)]) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert f"attention: a sliding window of {WINDOW} positions on 2 of 2 layers" in out and "note:" not in out
+    assert not err
