@@ -8,7 +8,7 @@ from kvgen._config import from_dict, from_hf
 from kvgen._core import GenerationConfig, StepResult, VerifyResult, get_num_threads, sample, set_num_threads
 from kvgen._default_model import default_model_path, load_default
 from kvgen._generator import Generator, generate, stream
-from kvgen._model import Model
+from kvgen._model import Model, WindowNotStoredWarning
 from kvgen._processor import LogitsProcessor, transformers_generate_kwargs
 from kvgen.generation.model_generator import ModelGenerator
 from kvgen.generation.results import GenerationResult, GenerationStats, TextPiece
@@ -30,6 +30,7 @@ __all__ = [
     "StepResult",
     "VerifyResult",
     "TextPiece",
+    "WindowNotStoredWarning",
     "default_model_path",
     "generate",
     "get_num_threads",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import operator
 import os
+import warnings
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
@@ -22,6 +23,7 @@ import numpy as np
 
 from kvgen import _core
 from kvgen.families import Capabilities, capabilities_for, family_of_config, read_gguf
+from kvgen.families.composite import text_checkpoint
 from kvgen.loaders.checkpoint import (
     read_chat_template,
     read_config,
@@ -32,6 +34,13 @@ from kvgen.loaders.checkpoint import (
 from kvgen.loaders.pooling import directory_pooling
 
 _SENTINEL = "\u2063kvgen-end-of-turn\u2063"
+
+
+class WindowNotStoredWarning(UserWarning):
+    """A GGUF file of a family that may window its layers stores no sliding window (llama.cpp's
+    converter drops it): kvgen runs full attention, as llama.cpp does (``Model.notes``). Give the
+    window with ``Model.load(..., sliding_window=N)``, or silence the warning for checkpoints that
+    had none: ``warnings.filterwarnings("ignore", category=kvgen.WindowNotStoredWarning)``."""
 
 
 ACTIVATIONS = ("int8x2", "int8", "float")
@@ -105,7 +114,8 @@ class Model:
 
     ``path`` is a Hugging Face directory (config.json + safetensors in float32, float16 or
     bfloat16) or a GGUF file, of one of the families in ``kvgen.families`` (gpt2,
-    llama, mistral, qwen2, qwen3, qwen3moe, gemma2, gemma3, granite, smollm3, phi3).
+    llama, mistral, qwen2, qwen3, qwen3moe, gemma2, gemma3, granite, smollm3, phi3, ministral3,
+    ernie4_5; and the text model of gemma3 / mistral3 vision-language checkpoints).
     ``forward(input_ids)`` gives raw logits; ``kvgen.Generator(model, config)`` generates
     with it (KV-cached, prefill in 32-token chunks); ``apply_chat_template(messages)``
     formats a conversation.
@@ -136,12 +146,16 @@ class Model:
         # with the long factors from its first position on (kvgen.generation.engine)
         self._long_rope_context = self.capabilities.recompute_past
         self._token_strings: Optional[list[str]] = None
+        # what kvgen computes as llama.cpp does because the file does not store it (a GGUF file
+        # without the sliding window its checkpoint had): each a warning at load, shown by kvgen info
+        self.notes: list[str] = []
         if chat_template is not None:
             self._probe_chat_template()
 
     @classmethod
     def load(cls, path: Union[str, os.PathLike], *, dtype: Optional[str] = None, exact: bool = False,
-             activations: Optional[str] = None, kv_cache_dtype: str = "auto") -> "Model":
+             activations: Optional[str] = None, kv_cache_dtype: str = "auto",
+             sliding_window: Optional[int] = None) -> "Model":
         """Loads a Hugging Face model directory or a GGUF file (see the class docstring).
 
         A GGUF file's quantized matrices stay quantized in memory and are computed on
@@ -152,16 +166,23 @@ class Model:
         ``Model.kv_cache_dtype``): ``"int8"`` takes half the memory of the default and reads
         half the bytes per decode step at long context, at a small loss of fidelity;
         exact mode accepts only ``"auto"`` and ``"float32"`` (ValueError otherwise).
+        ``sliding_window``: a GGUF file's sliding window where the file stores none (llama.cpp's
+        converter drops Mistral's and Qwen2's): every layer attends over the last
+        ``sliding_window`` positions, or the layers ``attention.sliding_window_pattern`` flags;
+        a llama file given one is read as Mistral (see ``Model.notes``).
         """
         mode = _activations(exact, activations)
         kv = _kv_cache_dtype(mode, kv_cache_dtype)
-        model = cls._load_path(Path(path), dtype, mode)
+        model = cls._load_path(Path(path), dtype, mode, sliding_window)
         model._core.kv_cache_dtype = kv
         return model
 
     @classmethod
-    def _load_path(cls, p: Path, dtype: Optional[str], mode: str) -> "Model":
+    def _load_path(cls, p: Path, dtype: Optional[str], mode: str, sliding_window: Optional[int] = None) -> "Model":
         if p.is_dir():
+            if sliding_window is not None:
+                raise ValueError(f"{p}: sliding_window={sliding_window!r:.40} applies to GGUF files; a directory's "
+                                 "config.json states its window (sliding_window, layer_types)")
             return cls._load_directory(p, dtype, mode)
         if not p.exists():
             raise FileNotFoundError(_not_found_message(p))
@@ -172,14 +193,15 @@ class Model:
         if dtype is not None:
             raise ValueError(f"{p}: dtype={dtype!r} applies to Hugging Face directories; a GGUF file's tensors keep "
                              "the types they were saved with")
-        return cls._load_gguf(p, mode)
+        return cls._load_gguf(p, mode, sliding_window)
 
     @classmethod
     def _load_directory(cls, directory: Path, dtype: Optional[str], activations: str) -> "Model":
-        config = read_config(directory)
+        # a vision-language checkpoint: its text model (its other towers are never read)
+        config, rename = text_checkpoint(read_config(directory), directory)
         family = family_of_config(config, directory)
         try:
-            arrays = family.checkpoint_arrays(config, read_weights(directory, family.unread_prefixes), dtype)
+            arrays = family.checkpoint_arrays(config, read_weights(directory, rename), dtype)
             core = family.build_core(config, arrays, activations=activations)
         except (ValueError, TypeError) as e:
             if str(directory) in str(e):
@@ -190,11 +212,11 @@ class Model:
         bos, eos = _token_ids(config, "bos_token_id"), _token_ids(config, "eos_token_id")
         return cls(core, config, directory, tokenizer, bos_token_id=_first_id(bos), eos_token_id=eos,
                    chat_template=read_chat_template(directory), family=family.name,
-                   tensor_types=read_weight_types(directory), pooling=pooling)
+                   tensor_types=read_weight_types(directory, rename), pooling=pooling)
 
     @classmethod
-    def _load_gguf(cls, path: Path, activations: str) -> "Model":
-        g = read_gguf(path)  # the file's keys and tensors, translated by its family's module
+    def _load_gguf(cls, path: Path, activations: str, sliding_window: Optional[int] = None) -> "Model":
+        g = read_gguf(path, sliding_window)  # the file's keys and tensors, translated by its family's module
         core = g.family.build_core(g.config, g.arrays, rope_freqs=g.rope_freqs, activations=activations,
                                    norms_plus_one=g.norms_plus_one)
         g.arrays = {}  # the quantized blocks were repacked: let the file's map go
@@ -204,9 +226,14 @@ class Model:
         facts = dict(description=description, family=g.family.name, tensor_types=g.metadata.get("tensor_types"),
                      pooling=g.pooling)
         if t is None:
-            return cls(core, g.config, path, **facts)
-        return cls(core, g.config, path, t.tokenizer, bos_token_id=t.bos_token_id, eos_token_id=t.eos_token_id,
-                   chat_template=t.chat_template, bos_token=t.bos_token, eos_token=t.eos_token, **facts)
+            model = cls(core, g.config, path, **facts)
+        else:
+            model = cls(core, g.config, path, t.tokenizer, bos_token_id=t.bos_token_id, eos_token_id=t.eos_token_id,
+                        chat_template=t.chat_template, bos_token=t.bos_token, eos_token=t.eos_token, **facts)
+        model.notes = list(g.notes)
+        for note in model.notes:
+            warnings.warn(f"{path}: {note}", WindowNotStoredWarning, stacklevel=4)
+        return model
 
     def forward(self, input_ids) -> np.ndarray:
         """Logits [rows, length, vocab] for ``input_ids`` [rows, length] (or one 1-D row).

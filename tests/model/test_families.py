@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from family_models import FAMILIES, random_family_model, reference, save_family_model
+from family_models import FAMILIES, random_family_model, reference, save_converter_tokenizer, save_family_model
 from hf_models import assert_generate_equals_hf
-from llama_cpp_convert import convert, converter, save_smollm2_tokenizer
+from llama_cpp_convert import convert, converter
 
 import kvgen
 
@@ -24,11 +24,10 @@ def files(request, tmp_path_factory, smollm2_file):
     """family -> (transformers model, {variant: path}): the float32 and bfloat16 directories and
     llama.cpp's GGUF conversions of them (f32, and bf16 from the bfloat16 directory: lossless)."""
     root = converter()
-    tokenizer = tmp_path_factory.mktemp("tokenizer")
-    save_smollm2_tokenizer(tokenizer, smollm2_file)
     out, jobs = {}, []
     for family in FAMILIES:
         base = tmp_path_factory.mktemp(family)
+        tokenizer = save_converter_tokenizer(base / "tokenizer", smollm2_file, family)
         hf = random_family_model(family)
         paths = {"f32": save_family_model(hf, base / "f32", tokenizer),
                  "bf16": save_family_model(hf, base / "bf16", tokenizer, torch.bfloat16)}

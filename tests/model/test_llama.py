@@ -108,8 +108,8 @@ def test_rope_frequencies_match_transformers(rope):
 
 
 def test_unsupported_rope_scaling_is_refused():
-    with pytest.raises(ValueError, match="rope scaling type 'yarn' is not supported"):
-        inv_freq(64, {"rope_type": "yarn", "factor": 2.0})
+    with pytest.raises(ValueError, match="rope scaling type 'proportional' is not supported"):
+        inv_freq(64, {"rope_type": "proportional", "factor": 2.0})
 
 
 # ---- GGUF tensor types ---------------------------------------------------------------

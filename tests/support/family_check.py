@@ -11,9 +11,9 @@ from typing import Optional
 import numpy as np
 import torch
 import transformers
-from family_models import reference, save_family_model
+from family_models import reference, save_converter_tokenizer, save_family_model
 from hf_models import assert_generate_equals_hf
-from llama_cpp_convert import convert, converter, save_smollm2_tokenizer
+from llama_cpp_convert import convert, converter
 
 import kvgen
 from kvgen.families import family_named
@@ -42,7 +42,7 @@ def check_family(name: str, hf: transformers.PreTrainedModel, tmp_path: Path, sm
     its window). Returns the loaded models by variant ("f32", "bf16", "gguf")."""
     assert family_named(name).transformers_class == type(hf).__name__
     tokenizer = tmp_path / "tokenizer"
-    save_smollm2_tokenizer(tokenizer, smollm2_file)
+    save_converter_tokenizer(tokenizer, smollm2_file, name)
     paths = {"f32": save_family_model(hf, tmp_path / "f32", tokenizer),
              "bf16": save_family_model(hf, tmp_path / "bf16", tokenizer, torch.bfloat16),
              "gguf": tmp_path / "f32.gguf"}

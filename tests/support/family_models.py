@@ -52,12 +52,39 @@ FAMILIES = {
                     tie_word_embeddings=True,
                     rope_parameters={"full_attention": dict(rope_type="linear", factor=2.0, rope_theta=1000000.0),
                                      "sliding_attention": dict(rope_type="default", rope_theta=10000.0)})),
+    # YaRN, and Llama 4's attention temperature past the original context of 48 positions
+    # (kvgen's context ends there: the family checks stay within it)
+    "ministral3": (transformers.Ministral3Config, transformers.Ministral3ForCausalLM,
+                   dict(head_dim=24, tie_word_embeddings=False, sliding_window=None,
+                        rope_parameters=dict(rope_type="yarn", rope_theta=1000000.0, factor=4.0,
+                                             original_max_position_embeddings=48, beta_fast=8.0, beta_slow=2.0,
+                                             mscale=1.0, mscale_all_dim=1.0, llama_4_scaling_beta=0.1))),
+    # the rotary embedding over adjacent pairs, biases on every projection
+    "ernie4_5": (transformers.Ernie4_5Config, transformers.Ernie4_5ForCausalLM,
+                 dict(head_dim=24, use_bias=True, rope_theta=500000.0, tie_word_embeddings=True)),
     # fused qkv and gate/up, Phi-4-mini's partial rotary 0.75, LongRoPE past 16 positions
     "phi3": (transformers.Phi3Config, transformers.Phi3ForCausalLM,
              dict(partial_rotary_factor=0.75, original_max_position_embeddings=16, tie_word_embeddings=False,
                   rope_scaling=dict(rope_type="longrope", short_factor=[1.0, 1.2, 1.5, 2.0, 1.1, 3.0],
                                     long_factor=[2.0, 3.0, 1.0, 4.0, 6.0, 8.0]))),
 }
+
+
+#: Families whose llama.cpp converter reads only a SentencePiece vocabulary (tokenizer.model).
+SENTENCEPIECE_VOCABULARY = ("ernie4_5",)
+
+
+def save_converter_tokenizer(directory: Path, smollm2_file: Path, family: str) -> Path:
+    """The tokenizer files llama.cpp's converter takes for ``family``: SmolLM2's
+    (tests/support/llama_cpp_convert.py), and beside it a small SentencePiece tokenizer.model for
+    the families of SENTENCEPIECE_VOCABULARY (the directory's tokenizer stays SmolLM2's)."""
+    from hf_models import TEXT_CORPUS
+    from llama_cpp_convert import save_smollm2_tokenizer
+
+    save_smollm2_tokenizer(directory, smollm2_file)
+    if family in SENTENCEPIECE_VOCABULARY:
+        save_sentencepiece_model(directory, TEXT_CORPUS)
+    return directory
 
 
 def random_family_model(family: str, seed: int = 0, **overrides) -> transformers.PreTrainedModel:
@@ -102,14 +129,10 @@ GEMMA_CHAT_TEMPLATE = (
 )
 
 
-def save_gemma_tokenizer(directory: Path, corpus: list[str], vocab_size: int = 600):
-    """A Gemma-style SentencePiece BPE trained offline with the ``sentencepiece`` package (Gemma's
-    trainer settings: byte fallback, no dummy prefix, spaces kept, digits split, whitespace-only
-    pieces, ids pad 0 / eos 1 / bos 2 / unk 3, ``<start_of_turn>``/``<end_of_turn>`` and runs of
-    spaces and newlines as user-defined pieces), saved in ``directory`` as ``tokenizer.model``
-    (what llama.cpp's converter reads) and as transformers' ``GemmaTokenizer`` converted from it
-    (``tokenizer.json``, ``tokenizer_config.json`` with Gemma's chat template). Returns that
-    ``GemmaTokenizer``, the reference."""
+def save_sentencepiece_model(directory: Path, corpus: list[str], vocab_size: int = 600) -> None:
+    """A Gemma-style SentencePiece BPE (see save_gemma_tokenizer) trained offline on ``corpus``,
+    saved as ``directory / "tokenizer.model"``: what llama.cpp's converters that read only a
+    SentencePiece vocabulary (Gemma's, ERNIE's) take."""
     import io
 
     import sentencepiece
@@ -126,6 +149,17 @@ def save_gemma_tokenizer(directory: Path, corpus: list[str], vocab_size: int = 6
                               "\u2581\u2581", "\u2581\u2581\u2581", "\u2581\u2581\u2581\u2581"],
         minloglevel=2)
     (directory / "tokenizer.model").write_bytes(model.getvalue())
+
+
+def save_gemma_tokenizer(directory: Path, corpus: list[str], vocab_size: int = 600):
+    """A Gemma-style SentencePiece BPE trained offline with the ``sentencepiece`` package (Gemma's
+    trainer settings: byte fallback, no dummy prefix, spaces kept, digits split, whitespace-only
+    pieces, ids pad 0 / eos 1 / bos 2 / unk 3, ``<start_of_turn>``/``<end_of_turn>`` and runs of
+    spaces and newlines as user-defined pieces), saved in ``directory`` as ``tokenizer.model``
+    (what llama.cpp's converter reads) and as transformers' ``GemmaTokenizer`` converted from it
+    (``tokenizer.json``, ``tokenizer_config.json`` with Gemma's chat template). Returns that
+    ``GemmaTokenizer``, the reference."""
+    save_sentencepiece_model(directory, corpus, vocab_size)
     tokenizer = transformers.GemmaTokenizer.from_pretrained(directory, add_bos_token=True)
     # Gemma's turn markers and <mask> are special tokens (skipped when decoding), as in its files
     tokenizer.add_tokens([transformers.AddedToken(t, special=True, normalized=False)

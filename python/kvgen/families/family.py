@@ -36,6 +36,9 @@ class GGUFModel:
     tokenizer: Any = None             # kvgen.loaders.gguf.tokenizer.GGUFTokenizerInfo, or None
     metadata: dict = field(default_factory=dict)  # name and tensor type counts, for repr and the CLI
     pooling: Optional[str] = None     # the embeddings' pooling the file declares (kvgen.loaders.pooling)
+    # what kvgen computes as llama.cpp does because the file does not store it (a window its
+    # converter dropped): each a warning at load and a line of `kvgen info`
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -58,9 +61,6 @@ class Family:
     #: config key -> (the value kvgen implements, what a different value means; None: numerics
     #: only, accepted either way).
     refused: ClassVar[dict[str, tuple[Any, Optional[str]]]] = {}
-    #: Tensor name prefixes of a directory that the family leaves unread (a vision tower beside
-    #: the text model).
-    unread_prefixes: ClassVar[tuple[str, ...]] = ()
 
     def check_config(self, config: dict) -> None:
         """ValueError naming a config key whose value kvgen does not compute as transformers."""

@@ -23,7 +23,7 @@ from kvgen.families.config_values import checked_window, epsilon, given, layer_w
 from kvgen.families.family import Family, GGUFModel
 from kvgen.families.llama import read_sizes
 from kvgen.loaders.gguf.model import GGUFContents
-from kvgen.loaders.rope import rotary
+from kvgen.loaders.rope import rope_parameters, rotary
 
 
 def gemma_rope(config: dict, head_dim: int) -> tuple[np.ndarray, Optional[np.ndarray]]:
@@ -32,15 +32,25 @@ def gemma_rope(config: dict, head_dim: int) -> tuple[np.ndarray, Optional[np.nda
     Gemma 3 configs give the local base as ``rope_local_base_freq``."""
     params = config.get("rope_parameters")
     if isinstance(params, dict) and ("full_attention" in params or "sliding_attention" in params):
-        full = rotary({"rope_parameters": params.get("full_attention") or {}}, head_dim)
+        full = _rotary({"rope_parameters": params.get("full_attention") or {}}, head_dim)
         local = params.get("sliding_attention")
-        return full.inv_freq, None if local is None else rotary({"rope_parameters": local}, head_dim).inv_freq
-    full = rotary(config, head_dim)
+        return full, None if local is None else _rotary({"rope_parameters": local}, head_dim)
+    full = _rotary(config, head_dim)
     local_base = number(config, "rope_local_base_freq")
     if local_base is None:
-        return full.inv_freq, None
-    return full.inv_freq, rotary({"rope_parameters": {"rope_type": "default", "rope_theta": local_base}},
-                                 head_dim).inv_freq
+        return full, None
+    return full, _rotary({"rope_parameters": {"rope_type": "default", "rope_theta": local_base}}, head_dim)
+
+
+def _rotary(config: dict, head_dim: int) -> np.ndarray:
+    """The inverse frequencies of a rotary embedding the Gemma core computes: without a cos/sin
+    attention factor (YaRN's, LongRoPE's) or a second set of frequencies."""
+    rope = rotary(config, head_dim)
+    if rope.attention_factor != 1.0 or rope.inv_freq_long is not None:
+        kind = rope_parameters(config)["rope_type"]
+        raise ValueError(f"rope scaling {kind!r} is not supported for Gemma (its cos/sin attention factor or its long "
+                         "frequencies)")
+    return rope.inv_freq
 
 
 @dataclass(frozen=True)

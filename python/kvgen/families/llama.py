@@ -88,6 +88,28 @@ def split_fused(fused: dict, arrays: dict, sizes: dict[str, int]) -> dict:
     return out
 
 
+def halves_from_pairs(arrays: dict, sizes: "_core._ModelConfig") -> dict:
+    """``arrays`` with the q_proj / k_proj rows (weights and biases) of each head reordered from
+    a rotary embedding over adjacent pairs of dimensions into kvgen's (i, i + head_dim / 2) pairs
+    (unpermute: llama.cpp's "norm" layout is the same order). A 16-bit matrix's rows are
+    reordered as they are stored (a copy of that matrix, not a conversion)."""
+    from kvgen.loaders.quantize import QuantizedTensor
+
+    heads = {"self_attn.q_proj": sizes.heads, "self_attn.k_proj": sizes.kv_heads}
+    out = dict(arrays)
+    for name, w in arrays.items():
+        stem, _, kind = name.rpartition(".")
+        count = next((h for suffix, h in heads.items() if stem.endswith(suffix)), 0)
+        if not count or kind not in ("weight", "bias"):
+            continue
+        if isinstance(w, QuantizedTensor):
+            rows = unpermute(w.data.reshape(w.shape[0], -1), count)
+            out[name] = QuantizedTensor(w.type, rows.reshape(-1), w.shape)
+        else:
+            out[name] = unpermute(np.asarray(w), count)
+    return out
+
+
 @dataclass(frozen=True)
 class LlamaFamily(Family):
     """A family the core's Llama model computes, with the facts its files do not state."""
@@ -112,6 +134,14 @@ class LlamaFamily(Family):
     fused: dict = field(default_factory=dict)
     # The rotary embedding may cover a part of head_dim (partial_rotary_factor).
     partial_rotary: bool = False
+    # The checkpoint rotates adjacent pairs of each head's dimensions (transformers' GLM-style
+    # rotate_half, ERNIE 4.5): its q/k rows are reordered per head into kvgen's (i, i + d/2)
+    # pairs at load, as llama.cpp's permuted files are (gguf_permuted_qk).
+    interleaved_rotary: bool = False
+    # The model_type of this family's windowed relative, whose checkpoints llama.cpp's converter
+    # writes as files of this family's architecture without the window (Mistral's as "llama"
+    # files): such a file given its window (Model.load's sliding_window) is read as that family.
+    gguf_windowed_as: Optional[str] = None
     # Mixture of experts: the layers with a router run their experts (num_local_experts /
     # num_experts, num_experts_per_tok, moe_intermediate_size, norm_topk_prob); llama.cpp
     # always renormalises the chosen experts' weights (its files do not store norm_topk_prob).
@@ -192,8 +222,9 @@ class LlamaFamily(Family):
         if rope.dim != sizes.head_dim:
             options["rotary_dim"] = rope.dim
         if rope.inv_freq_long is not None:
-            options.update(inv_freq_long=rope.inv_freq_long, original_context=rope.original_context,
-                           rope_attention_factor=rope.attention_factor)
+            options.update(inv_freq_long=rope.inv_freq_long, original_context=rope.original_context)
+        if rope.attention_factor != 1.0:  # LongRoPE's, YaRN's: multiplies cos and sin
+            options["rope_attention_factor"] = rope.attention_factor
         options.update(self.extra_options(config))
         if self.moe:
             options["norm_topk_prob"] = boolean(config, "norm_topk_prob")
@@ -204,6 +235,8 @@ class LlamaFamily(Family):
                                                 "kv": sizes.kv_heads * sizes.head_dim, "i": sizes.intermediate})
 
     def checkpoint_arrays(self, config: dict, arrays: dict, dtype: Optional[str]) -> dict:
+        if self.interleaved_rotary:
+            arrays = halves_from_pairs(arrays, self.sizes(config))
         if dtype is not None:  # fused matrices split before they are quantized
             arrays = self._split(arrays, self.sizes(config))
         return super().checkpoint_arrays(config, arrays, dtype)
@@ -266,9 +299,7 @@ class LlamaFamily(Family):
             "rms_norm_eps": gguf.get(a + "attention.layer_norm_rms_epsilon", float),
             "tie_word_embeddings": "output.weight" not in gguf.tensors,
         }
-        window = gguf.get(a + "attention.sliding_window", int, 0)
-        if window:  # llama.cpp: 0 = none (Phi-4)
-            config["sliding_window"] = window
+        config.update(self.gguf_window(gguf, config["num_hidden_layers"]))
         if rope_dims != head_dim:  # as transformers' int(head_dim * partial_rotary_factor) gives it back
             factor = rope_dims / head_dim
             config["partial_rotary_factor"] = factor if int(head_dim * factor) == rope_dims else \
@@ -281,8 +312,11 @@ class LlamaFamily(Family):
             used |= {"rope_factors_long.weight", "rope_factors_short.weight"}
         elif scaling == "linear":
             rope.update(rope_type="linear", factor=gguf.get(a + "rope.scaling.factor", float))
+        elif scaling == "yarn":
+            rope.update(_yarn(gguf, a, context))
         elif scaling != "none":
-            raise ValueError(f"{path}: rope scaling {scaling!r} is not supported (supported: none, linear, longrope)")
+            raise ValueError(f"{path}: rope scaling {scaling!r} is not supported (supported: none, linear, yarn, "
+                             "longrope)")
         config["rope_parameters"] = rope
         config.update(self.gguf_config(gguf, config))
         if self.moe:  # llama.cpp always renormalises the chosen experts' weights
@@ -333,7 +367,29 @@ class LlamaFamily(Family):
                     arrays[f"model.layers.{layer}.{hf}.{kind}"] = w
                     used.add(src)
         gguf.check_all_used(used)
-        return GGUFModel(self, config, arrays, rope_freqs=rope_freqs)
+        notes = []
+        if config.get("sliding_window") and self.sliding_layers is None and self.gguf_windowed_as:
+            config["model_type"] = self.gguf_windowed_as  # read as that family's (registry.read_gguf)
+        elif self.sliding_layers is not None and gguf.get(a + "attention.sliding_window", int, None) is None:
+            notes.append(f"the file stores no sliding window (llama.cpp's converter does not write {self.name}'s): "
+                         "kvgen runs full attention on every layer, as llama.cpp does; a checkpoint that windowed its "
+                         "layers computes otherwise past the window (Model.load(..., sliding_window=N), kvgen "
+                         "--sliding-window N)")
+        return GGUFModel(self, config, arrays, rope_freqs=rope_freqs, notes=notes)
+
+    def gguf_window(self, gguf: GGUFContents, layers: int) -> dict[str, Any]:
+        """The sliding-window keys of a file's config: ``attention.sliding_window`` (llama.cpp: 0 =
+        none, Phi-4), on the layers ``attention.sliding_window_pattern`` flags, else on every layer,
+        in the keys the family's rule reads (layer_windows)."""
+        a = self.gguf_architecture + "."
+        window = gguf.get(a + "attention.sliding_window", int, 0)
+        if not window:
+            return {}
+        if self.sliding_layers not in ("max_window_layers", "layer_types"):
+            return {"sliding_window": window}
+        pattern = gguf.flags(a + "attention.sliding_window_pattern", layers) or [True] * layers
+        return {"sliding_window": window, "use_sliding_window": True,
+                "layer_types": ["sliding_attention" if s else "full_attention" for s in pattern]}
 
 
 def _experts(gguf: GGUFContents, arrays: dict, used: set, layer: int, config: dict) -> None:
@@ -348,6 +404,25 @@ def _experts(gguf: GGUFContents, arrays: dict, used: set, layer: int, config: di
                           ("ffn_down_exps", "down_proj", (E, C, Ie))):
         arrays[f"model.layers.{layer}.mlp.experts.{hf}.weight"] = gguf.stacked(p + gg + ".weight", shape)
         used.add(p + gg + ".weight")
+
+
+def _yarn(gguf: GGUFContents, a: str, context: int) -> dict:
+    """YaRN's rope_parameters (transformers' names) from the keys llama.cpp's converter writes:
+    the factor and the original context always; the attention factor and beta_fast / beta_slow
+    where the checkpoint's config set them; the yarn_log_multiplier (the config's
+    mscale_all_dim, with mscale 1: llama.cpp's reading) where the family's converter writes it."""
+    params: dict[str, Any] = {"rope_type": "yarn", "factor": gguf.get(a + "rope.scaling.factor", float),
+                              "original_max_position_embeddings":
+                                  gguf.size(a + "rope.scaling.original_context_length", context)}
+    for key, hf in (("yarn_attn_factor", "attention_factor"), ("yarn_beta_fast", "beta_fast"),
+                    ("yarn_beta_slow", "beta_slow")):
+        value = gguf.get(a + "rope.scaling." + key, float, None)
+        if value is not None:
+            params[hf] = value
+    log_multiplier = gguf.get(a + "rope.scaling.yarn_log_multiplier", float, 0.0)
+    if log_multiplier:
+        params.update(mscale=1.0, mscale_all_dim=log_multiplier)
+    return params
 
 
 def _longrope(gguf: GGUFContents, a: str, rope_dims: int, context: int) -> dict:
@@ -369,4 +444,4 @@ def _longrope(gguf: GGUFContents, a: str, rope_dims: int, context: int) -> dict:
 
 FAMILY = LlamaFamily("llama", ("llama",), "llama", "LlamaForCausalLM",
                      "Llama itself: RMSNorm, rotary embeddings, grouped-query attention, SwiGLU",
-                     gguf_permuted_qk=True)
+                     gguf_permuted_qk=True, gguf_windowed_as="mistral")

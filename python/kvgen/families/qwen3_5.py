@@ -5,9 +5,8 @@ RMSNorm, partial rotary embeddings), each before a SwiGLU MLP. Computed by the c
 model (cpp/include/kvgen/models/qwen35.h).
 
 The checkpoints are published as ``Qwen3_5ForConditionalGeneration`` directories (model_type
-``qwen3_5``): the text model's config sits under ``text_config`` and its tensors under
-``model.language_model.``, beside a vision tower (``model.visual.``) that kvgen leaves unread.
-A text-only directory (``qwen3_5_text``) has them at the top level, as Qwen3_5ForCausalLM saves it.
+``qwen3_5``), read as their text model by kvgen.families.composite: ``text_config`` and the
+``model.language_model.`` tensors; the vision tower and the MTP head are never read.
 
 Which layers are recurrent is ``layer_types`` (``linear_attention`` / ``full_attention``; by
 default every ``full_attention_interval``-th layer attends, as transformers); each recurrent
@@ -35,29 +34,12 @@ from kvgen.families.llama import read_sizes
 from kvgen.loaders.gguf.model import GGUFContents
 from kvgen.loaders.rope import rotary
 
-#: The prefix of the text model's tensors in a Qwen3_5ForConditionalGeneration directory.
-_LANGUAGE_MODEL = "model.language_model."
-#: Tensors of a ConditionalGeneration directory that are not the text model's: the vision tower
-#: and the multi-token-prediction head (kvgen reads neither).
-_NOT_TEXT = ("model.visual.", "mtp.", "model.mtp.")
-
 #: The DeltaNet's input projections, whose names do not end in ``_proj.weight``: quantized with the
 #: others by Model.load(directory, dtype=...), so that no product runs on float32 weights.
 _IN_PROJECTIONS = tuple(f"linear_attn.in_proj_{p}.weight" for p in ("qkv", "z", "a", "b"))
 
 SPECULATION_REFUSED = ("its linear-attention layers keep a recurrent state, which a rejected draft would have to "
                        "roll back (state snapshots per position are not implemented)")
-
-
-def text_config(config: dict) -> dict:
-    """The text model's config: ``text_config`` of a ConditionalGeneration config (model_type
-    ``qwen3_5``), else the config itself. ValueError when text_config is not an object."""
-    if config.get("model_type") != "qwen3_5":
-        return config
-    text = config.get("text_config")
-    if not isinstance(text, dict):
-        raise ValueError(f"model config: model_type 'qwen3_5' needs a text_config object, got {text!r:.60}")
-    return text
 
 
 def layer_kinds(config: dict, layers: int) -> list[bool]:
@@ -86,15 +68,11 @@ class Qwen35Family(Family):
 
     core = "qwen35"
     activation = ("hidden_act", "silu", frozenset({"silu"}))
-    unread_prefixes = _NOT_TEXT
-
-    def check_config(self, config: dict) -> None:
-        super().check_config(text_config(config))
 
     # ---- a Hugging Face config ----
 
     def sizes(self, config: dict) -> "_core._ModelConfig":
-        text = text_config(config)
+        text = config
         read = read_sizes(text)
         kinds = layer_kinds(text, read["layers"])
         key_dim, value_dim = positive(text, "linear_key_head_dim"), positive(text, "linear_value_head_dim")
@@ -114,7 +92,7 @@ class Qwen35Family(Family):
         """The core options from the text config. norms_plus_one: a llama.cpp file, which stores
         the (1 + w) norms' weights as 1 + w and orders the DeltaNet's value heads tiled over
         its key heads."""
-        text = dict(text_config(config))
+        text = dict(config)
         params = text.get("rope_parameters")
         if "partial_rotary_factor" not in text and not (isinstance(params, dict) and "partial_rotary_factor" in params):
             text["partial_rotary_factor"] = 0.25  # Qwen3_5TextConfig's default
@@ -128,15 +106,10 @@ class Qwen35Family(Family):
                                     **given(rms_norm_eps=epsilon(text, "rms_norm_eps")))
 
     def checkpoint_arrays(self, config: dict, arrays: dict, dtype: Optional[str]) -> dict:
-        """The text model's tensors by Qwen3_5ForCausalLM's names (a ConditionalGeneration
-        directory's ``model.language_model.`` ones renamed, its vision tower and MTP head left
-        out), conv1d weights as (channels, kernel); quantized to ``dtype`` like Llama's."""
+        """The text model's tensors by Qwen3_5ForCausalLM's names, conv1d weights as (channels,
+        kernel); quantized to ``dtype`` like Llama's."""
         out: dict[str, Any] = {}
         for name, w in arrays.items():
-            if name.startswith(_NOT_TEXT):
-                continue
-            if name.startswith(_LANGUAGE_MODEL):
-                name = "model." + name[len(_LANGUAGE_MODEL):]
             if name.endswith("linear_attn.conv1d.weight") and len(w.shape) == 3 and w.shape[1] == 1:
                 w = w.reshape(w.shape[0], w.shape[2])  # (channels, 1, kernel): a view
             out[name] = w
@@ -263,6 +236,6 @@ class Qwen35Family(Family):
         return GGUFModel(self, config, arrays, norms_plus_one=True)
 
 
-FAMILY = Qwen35Family("qwen3_5", ("qwen3_5_text", "qwen3_5"), "qwen35", "Qwen3_5ForCausalLM",
+FAMILY = Qwen35Family("qwen3_5", ("qwen3_5_text",), "qwen35", "Qwen3_5ForCausalLM",
                       "hybrid: Gated DeltaNet layers with a recurrent state, and gated full attention (sigmoid "
                       "output gate, (1 + w) q/k norms, partial rotary) where layer_types says (every 4th by default)")

@@ -7,12 +7,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 from kvgen.families import (
+    ernie4_5,
     gemma2,
     gemma3,
     gpt2,
     granite,
     lfm2,
     llama,
+    ministral3,
     mistral,
     phi3,
     qwen2,
@@ -26,6 +28,7 @@ from kvgen.families.family import Family, GGUFModel
 
 if TYPE_CHECKING:
     from kvgen import _core
+    from kvgen.loaders.gguf.model import GGUFContents
 
 #: Every family kvgen runs, in the order error messages list them.
 FAMILIES: tuple[Family, ...] = (
@@ -33,6 +36,7 @@ FAMILIES: tuple[Family, ...] = (
     qwen3moe.FAMILY, gemma2.FAMILY, gemma3.FAMILY, phi3.FAMILY,
     lfm2.FAMILY,
     qwen3_5.FAMILY,
+    ministral3.FAMILY, ernie4_5.FAMILY,
 )
 
 _BY_NAME = {f.name: f for f in FAMILIES}
@@ -72,18 +76,37 @@ def family_of_gguf(architecture: str, where: object) -> Family:
     return family
 
 
-def read_gguf(path: Path) -> GGUFModel:
+def read_gguf(path: Path, sliding_window: Optional[int] = None) -> GGUFModel:
     """Reads a GGUF file (kvgen.loaders.gguf.model) and translates it with its family's module;
-    ValueError naming the problem for malformed or unsupported files."""
+    ValueError naming the problem for malformed or unsupported files. ``sliding_window``: the
+    window a file does not store (Model.load's), read as its ``attention.sliding_window`` key."""
     from kvgen.loaders.gguf.model import open_gguf
     from kvgen.loaders.pooling import gguf_pooling
 
     contents = open_gguf(path)
+    if sliding_window is not None:
+        given_window(contents, sliding_window)
     model = family_of_gguf(contents.architecture, path).from_gguf(contents)
+    if model.config.get("model_type") not in model.family.model_types:  # another family's checkpoint (a
+        model.family = family_of_config(model.config, path)  # Mistral's llama file given its window)
     model.tokenizer = contents.tokenizer()
     model.metadata = contents.description()
     model.pooling = gguf_pooling(contents.get(f"{contents.architecture}.pooling_type", int, None), path)
     return model
+
+
+def given_window(contents: "GGUFContents", window: int) -> None:
+    """Makes ``contents`` read ``window`` as its ``<arch>.attention.sliding_window``: a window
+    llama.cpp's converter did not write (Mistral's, a windowed Qwen2's). ValueError when it is not
+    a positive integer, or when the file stores another (llama.cpp writes 0 for none)."""
+    from kvgen.families.config_values import checked_window
+
+    window = checked_window(window)
+    key = f"{contents.architecture}.attention.sliding_window"
+    stored = contents.get(key, int, 0)
+    if stored and stored != window:
+        raise ValueError(f"{contents.path}: the file stores {key} = {stored}; sliding_window={window} differs")
+    contents.overrides[key] = window
 
 
 def capabilities_for(family: str, config: dict, core: "_core._Model") -> Capabilities:

@@ -8,9 +8,13 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
+
+#: Maps a stored tensor name to the name the model reads, or to None for a tensor left unread
+#: (a vision tower beside the text model: kvgen.families.composite).
+Rename = Callable[[str], Optional[str]]
 
 # Buffers some GPT-2 checkpoints carry that are not weights (the causal mask).
 _NOT_WEIGHTS = (".attn.bias", ".attn.masked_bias", ".rotary_emb.inv_freq")
@@ -60,16 +64,18 @@ def read_config(directory: Path) -> dict:
                      "kvgen.Model.load expects a Hugging Face model directory")
 
 
-def read_weights(directory: Path, skip: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Every tensor of model.safetensors, or of the shards model.safetensors.index.json lists,
-    but those whose names start with one of ``skip`` (left unread)."""
-    index = model_file(directory, "model.safetensors.index.json")
-    if index.is_file():
-        arrays: dict[str, np.ndarray] = {}
-        for shard in _shards(directory, index):
-            arrays.update(_read_safetensors(shard, skip))
-        return _with_model_prefix(arrays)
-    return _with_model_prefix(_read_safetensors(model_file(directory, "model.safetensors"), skip))
+def read_weights(directory: Path, rename: Optional[Rename] = None) -> dict[str, Any]:
+    """Every tensor of model.safetensors, or of the shards model.safetensors.index.json lists.
+    ``rename``: the tensors it names, under those names; the others are never read (nor a shard
+    that holds none of them)."""
+    arrays: dict[str, Any] = {}
+    for path in _weight_files(directory, rename):
+        for stored, array in _read_safetensors(path, rename).items():
+            name = stored if rename is None else rename(stored)
+            if name in arrays:
+                raise ValueError(f"{directory}: two tensors are read as {name!r} ({stored!r} is the second)")
+            arrays[name] = array
+    return _with_model_prefix(arrays)
 
 
 def _with_model_prefix(arrays: dict[str, Any]) -> dict[str, Any]:
@@ -82,30 +88,42 @@ def _with_model_prefix(arrays: dict[str, Any]) -> dict[str, Any]:
     return {f"model.{name}": array for name, array in arrays.items()}
 
 
-def read_weight_types(directory: Path) -> dict[str, int]:
-    """How many tensors of each safetensors dtype ("F32", "BF16", ...) the directory holds (headers only)."""
+def read_weight_types(directory: Path, rename: Optional[Rename] = None) -> dict[str, int]:
+    """How many tensors of each safetensors dtype ("F32", "BF16", ...) the directory holds (headers
+    only); ``rename``: of the tensors it names (see read_weights)."""
     from collections import Counter
 
     from safetensors import safe_open
 
-    index = directory / "model.safetensors.index.json"
-    files = _shards(directory, index) if index.is_file() else [directory / "model.safetensors"]
     counts: Counter = Counter()
-    for path in files:
+    for path in _weight_files(directory, rename):
         with safe_open(str(path), framework="np") as f:
-            counts.update(f.get_slice(name).get_dtype() for name in f.keys() if not name.endswith(_NOT_WEIGHTS))
+            counts.update(f.get_slice(name).get_dtype() for name in f.keys() if _kept(name, rename))
     return dict(counts.most_common())
 
 
-def _shards(directory: Path, index: Path) -> list[Path]:
+def _kept(name: str, rename: Optional[Rename]) -> bool:
+    return not name.endswith(_NOT_WEIGHTS) and (rename is None or rename(name) is not None)
+
+
+def _weight_files(directory: Path, rename: Optional[Rename]) -> list[Path]:
+    """model.safetensors, or the shards the index lists that hold a tensor ``rename`` keeps."""
+    index = model_file(directory, "model.safetensors.index.json")
+    if index.is_file():
+        return _shards(directory, index, rename)
+    return [model_file(directory, "model.safetensors")]
+
+
+def _shards(directory: Path, index: Path, rename: Optional[Rename] = None) -> list[Path]:
     """The shard files the index's weight_map (tensor name -> file name) lists, each
-    inside the directory (ValueError for another shape or a path leading out of it)."""
+    inside the directory (ValueError for another shape or a path leading out of it);
+    ``rename``: those that hold a tensor it keeps."""
     weight_map = read_json(index, "the shard index").get("weight_map")
     if not isinstance(weight_map, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in weight_map.items()):
         raise ValueError(f"{index}: 'weight_map' must be an object of tensor name -> shard file name")
     shards = []
-    for name in sorted(set(weight_map.values())):
+    for name in sorted({file for tensor, file in weight_map.items() if rename is None or rename(tensor) is not None}):
         # the name itself may not climb out (../x); a symlink may, into a Hugging Face cache's blobs
         lexical = Path(os.path.normpath(directory.absolute() / name)) if name else directory
         if not name or lexical == directory.absolute() or not lexical.is_relative_to(directory.absolute()):
@@ -124,8 +142,9 @@ _DTYPE_NAMES = {"F16": "float16", "BF16": "bfloat16", "F64": "float64", "F8_E4M3
 _HALF_TYPES = ("F16", "BF16")
 
 
-def _read_safetensors(path: Path, skip: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The tensors of one safetensors file: float32 ones as NumPy arrays; float16 and bfloat16
+def _read_safetensors(path: Path, rename: Optional[Rename] = None) -> dict[str, Any]:
+    """The tensors of one safetensors file by their stored names (``rename``: those it keeps;
+    the others are not read): float32 ones as NumPy arrays; float16 and bfloat16
     matrices as F16 / BF16 ``QuantizedTensor``s over the file's pages (memory-mapped, computed
     on by the core's 16-bit kernels or quantized at load, never expanded to float32 as a
     whole); 16-bit vectors (norms, biases) as float32 copies. ValueError for a file the
@@ -141,7 +160,7 @@ def _read_safetensors(path: Path, skip: tuple[str, ...] = ()) -> dict[str, Any]:
     try:
         with safe_open(str(path), framework="np") as f:
             for name in f.keys():
-                if name.endswith(_NOT_WEIGHTS) or name.startswith(skip):
+                if not _kept(name, rename):
                     continue
                 tensor = f.get_slice(name)
                 dtype = tensor.get_dtype()

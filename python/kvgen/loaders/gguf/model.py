@@ -40,18 +40,21 @@ def is_gguf(path: Path) -> bool:
         return False
 
 
-def open_gguf(path: Path) -> "GGUFContents":
-    """The keys and tensors of a GGUF file; ValueError naming the problem for a malformed one."""
-    return GGUFContents(read_gguf_file(path), path)
+def open_gguf(path: Path, overrides: Optional[dict[str, Any]] = None) -> "GGUFContents":
+    """The keys and tensors of a GGUF file; ValueError naming the problem for a malformed one.
+    ``overrides``: metadata values read instead of the file's (as llama.cpp's --override-kv)."""
+    return GGUFContents(read_gguf_file(path), path, overrides)
 
 
 class GGUFContents:
     """A GGUF file's metadata and tensors, read on demand with errors naming the file and the
     key or tensor. ``architecture`` is ``general.architecture``, which names the family."""
 
-    def __init__(self, reader: GGUFFile, path: Path):
+    def __init__(self, reader: GGUFFile, path: Path, overrides: Optional[dict[str, Any]] = None):
         self.reader, self.path = reader, path
         self.tensors: dict[str, GGUFTensor] = {t.name: t for t in reader.tensors}
+        # key -> a value given at load, read instead of the file's (Model.load's sliding_window)
+        self.overrides: dict[str, Any] = dict(overrides or {})
 
     @property
     def architecture(self) -> str:
@@ -62,9 +65,11 @@ class GGUFContents:
         when absent, ValueError when absent without one."""
         read = {str: read_string, int: read_int, float: read_float}[kind]
         try:
-            value = read(self.reader, key)
+            value = self.overrides[key] if key in self.overrides else read(self.reader, key)
         except ValueError as e:
             raise ValueError(f"{self.path}: {e}") from None
+        if key in self.overrides and not (isinstance(value, kind) and not isinstance(value, bool)):
+            raise TypeError(f"{self.path}: the value given for {key} must be a {kind.__name__}, got {value!r:.40}")
         if value is None:
             if default is ...:
                 raise ValueError(f"{self.path}: GGUF metadata has no {key!r}")
