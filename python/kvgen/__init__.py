@@ -1,6 +1,6 @@
 """kvgen: autoregressive text generation on the CPU.
 
-A C++ core (sampling kernels, search, KV-cached transformers) behind a small Python API.
+A C++ core (samplers, search, KV-cached transformers) behind a small Python API.
 """
 
 from kvgen import _config

@@ -141,7 +141,7 @@ def test_cancel_frees_the_slots_for_the_next_request(model):
 @pytest.mark.parametrize("how", ["finished", "cancelled"])
 def test_a_done_request_is_freed_by_refcounting_though_its_listener_holds_it(model, how):
     """A listener that holds its request (as the server's Completion does) forms no cycle once
-    the request is done: dropping the owner frees the request and its step generator (and
+    the request is done: dropping the owner frees the request and its token selector (and
     a constraint's matchers and their threads) at once, with the cyclic collector off."""
     import gc
     import weakref
@@ -158,7 +158,7 @@ def test_a_done_request_is_freed_by_refcounting_though_its_listener_holds_it(mod
             if how == "cancelled":
                 owner.request.cancel()
             owner.request.wait(timeout=60)
-            gone = weakref.ref(owner.request.generator), weakref.ref(owner)
+            gone = weakref.ref(owner.request.selector), weakref.ref(owner)
             del owner
             assert [ref() for ref in gone] == [None, None]
     finally:

@@ -120,10 +120,10 @@ ROOT = Path(__file__).resolve().parents[2]
 #: Lowest first, as folders of the repository: a file may include headers of its own layer or of lower
 #: ones, never of higher (runtime <- models <- bindings: the runtime does not know the model families, and
 #: only the bindings know Python). "core" is what every layer may use: errors, limits, the generation
-#: config and generator, sampling, search, kernels, quantized weights. The C++ tests use the core without
-#: the bindings.
+#: config and token selector, sampling, search, ops (a layer's float math), quantized weights. The C++
+#: tests use the core without the bindings.
 CPP_LAYERS = [
-    ("core", ["cpp/include/kvgen", "cpp/src", "cpp/include/kvgen/kernels", "cpp/include/kvgen/quant",
+    ("core", ["cpp/include/kvgen", "cpp/src", "cpp/include/kvgen/ops", "cpp/src/ops", "cpp/include/kvgen/quant",
               "cpp/src/quant", "cpp/include/kvgen/sampling", "cpp/src/sampling", "cpp/include/kvgen/search",
               "cpp/src/search"]),
     ("runtime", ["cpp/include/kvgen/runtime", "cpp/src/runtime"]),

@@ -1,4 +1,4 @@
-"""Generation: the step generator over logits (``step``), constrained decoding's masks
+"""Generation: the token selector over logits (``step``), constrained decoding's masks
 (``constraints``), the engine that runs requests through a built-in model with continuous
 batching (``engine``: its requests ``request``, the pass it plans ``pass_plan``, the prefix cache
 ``prefix_cache``, speculation ``speculation`` / ``speculative_rows`` / ``drafters``, prompt

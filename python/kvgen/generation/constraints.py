@@ -7,7 +7,7 @@ vocabulary (``Constraint``), keeps one matcher per row, and fills each row's mas
 words (bit t % 32 of word t // 32: token t allowed). ``RowMatchers`` follows the rows:
 it feeds each row's new token to its matcher, carries matchers along beam reorders, says
 which rows' grammars are complete, and computes the next masks in a worker thread (llguidance
-releases the GIL) while the caller runs the model's forward pass. The step generator
+releases the GIL) while the caller runs the model's forward pass. The token selector
 (kvgen.generation.step) applies them: kvgen.Generator and the engine's requests build on it.
 """
 
@@ -362,7 +362,7 @@ class RowMatchers:
 
     @staticmethod
     def running(generator: Any) -> list[bool]:
-        """The rows of ``generator`` (a step generator) that take a token
+        """The rows of ``generator`` (a token selector) that take a token
         in its next step: every beam row under beam search, else the unfinished rows."""
         if generator.num_beams > 1:
             return [True] * generator.rows

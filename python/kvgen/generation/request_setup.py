@@ -1,7 +1,7 @@
 """The request set-up: what every entry point (``generate``, ``stream``, ``chat``,
 ``generate_batch``, ``kvgen serve``) turns a model, a config, per-call overrides and text
 options into before the engine runs a request: the config with the model's EOS and
-end-of-turn rules, the text options, the compiled constraint, and the step generator with
+end-of-turn rules, the text options, the compiled constraint, and the token selector with
 the token texts when its processors need them (the core says when: ``needs_token_texts``)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any, Mapping, MutableMapping, Optional, Sequence, Union
 from kvgen._config import check_field_names, with_overrides
 from kvgen._core import GenerationConfig
 from kvgen.generation.constraints import Constraint, constraint_field
-from kvgen.generation.step import StepGenerator
+from kvgen.generation.step import TokenSelector
 
 
 @dataclass(frozen=True)
@@ -70,14 +70,14 @@ class RequestSetup:
     #: a draft model (a kvgen Model sharing the vocabulary) for speculative decoding, or None
     assistant_model: Any = None
 
-    def step_generator(self, model: Any, output_raw_logprobs: bool = False) -> StepGenerator:
-        """A fresh step generator for one request of this set-up, with the model's token texts
+    def token_selector(self, model: Any, output_raw_logprobs: bool = False) -> TokenSelector:
+        """A fresh token selector for one request of this set-up, with the model's token texts
         when the config's processors need them (stop strings, DRY's sequence breakers)."""
-        generator = StepGenerator(self.config, tokenizer=model, constraint=self.constraint,
+        selector = TokenSelector(self.config, tokenizer=model, constraint=self.constraint,
                                   output_raw_logprobs=output_raw_logprobs)
-        if generator.needs_token_texts:
-            generator.set_token_strings(model.token_strings())
-        return generator
+        if selector.needs_token_texts:
+            selector.set_token_strings(model.token_strings())
+        return selector
 
 
 def set_up_request(model: Any, config: GenerationConfig, overrides: Optional[Mapping[str, Any]] = None,

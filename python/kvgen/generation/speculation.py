@@ -1,8 +1,8 @@
 """A request's speculative decoding in the engine (kvgen.generation.engine): per row, the
 drafter's state (kvgen.generation.drafters), the draft length chosen for each step, and the
-bookkeeping of the verdicts that the step generator's ``verify`` returns. The engine feeds
+bookkeeping of the verdicts that the token selector's ``verify`` returns. The engine feeds
 each row ``[next token, drafts...]`` as one chunk, asks the slot cache for the logits of all
-its positions, verifies them with the request's step generator and rolls the slot back by
+its positions, verifies them with the request's token selector and rolls the slot back by
 the rejected drafts (``_ModelSlots.truncate``). Beam search is out of scope (ValueError)."""
 
 from __future__ import annotations
