@@ -255,6 +255,16 @@ class Completion:
         return usage
 
 
+def _legacy_delta(delta: dict) -> dict:
+    """A tool-call delta in the legacy ``function_call`` shape (the first call's name, then its
+    arguments in pieces); content deltas as they are."""
+    calls = delta.get("tool_calls")
+    if not calls:
+        return delta
+    function = calls[0].get("function") or {}
+    return {"function_call": {k: function[k] for k in ("name", "arguments") if k in function}}
+
+
 class Responder:
     """Writes OpenAI's response bodies and server-sent events for the served model."""
 
@@ -357,13 +367,22 @@ class Responder:
 
     def chat_message(self, gen: Completion, choice: Choice) -> tuple[dict, Optional[str]]:
         """The assistant message of a finished choice and its finish_reason: with tools, the
-        calls in its text become ``tool_calls`` (finish_reason "tool_calls")."""
+        calls in its text become ``tool_calls`` (finish_reason "tool_calls"; "length" for a
+        reply cut by max_tokens, its last call's arguments cut too, as OpenAI returns it), or
+        the legacy ``function_call`` (finish_reason "function_call") when the request gave
+        ``functions``."""
         if gen.req.tools:
             from kvgen.server.tools import parse_tool_calls
 
-            content, calls = parse_tool_calls(choice.emitted, {t["function"]["name"] for t in gen.req.tools})
+            cut = choice.finish_reason == "length"
+            content, calls = parse_tool_calls(choice.emitted, {t["function"]["name"] for t in gen.req.tools},
+                                              truncated=cut, parallel=gen.req.parallel_tool_calls)
+            if calls and gen.req.legacy_functions:
+                return ({"role": "assistant", "content": content, "function_call": calls[0]["function"]},
+                        "length" if cut else "function_call")
             if calls:
-                return {"role": "assistant", "content": content, "tool_calls": calls}, "tool_calls"
+                return {"role": "assistant", "content": content, "tool_calls": calls}, "length" if cut else "tool_calls"
+            return {"role": "assistant", "content": content}, choice.finish_reason
         return {"role": "assistant", "content": choice.emitted}, choice.finish_reason
 
     def chat_body(self, gen: Completion, cid: str) -> dict:
@@ -389,7 +408,13 @@ class Responder:
         from kvgen.server.tools import ToolCallStream
 
         names = {t["function"]["name"] for t in gen.req.tools}
-        parsers = {c.index: ToolCallStream(names) for c in gen.choices}
+        parsers = {c.index: ToolCallStream(names, parallel=gen.req.parallel_tool_calls) for c in gen.choices}
+        shaped = _legacy_delta if gen.req.legacy_functions else (lambda delta: delta)
+
+        def finish(c: Choice) -> Optional[str]:
+            if c.finish_reason == "length" or not parsers[c.index].calls:
+                return c.finish_reason
+            return "function_call" if gen.req.legacy_functions else "tool_calls"
         sent_tokens = {c.index: 0 for c in gen.choices}
         finished: set[int] = set()
 
@@ -405,18 +430,19 @@ class Responder:
                 if c.index in finished:
                     continue
                 ended = c.finish_reason is not None
-                for delta in parsers[c.index].feed(piece, final=ended):
-                    yield chunk([{"index": c.index, "delta": delta, "logprobs": logprobs_of(c), "finish_reason": None}])
+                for delta in parsers[c.index].feed(piece, final=ended, truncated=c.finish_reason == "length"):
+                    yield chunk([{"index": c.index, "delta": shaped(delta), "logprobs": logprobs_of(c),
+                                  "finish_reason": None}])
                 if ended:
                     finished.add(c.index)
-                    reason = "tool_calls" if parsers[c.index].calls else c.finish_reason
-                    yield chunk([{"index": c.index, "delta": {}, "logprobs": logprobs_of(c), "finish_reason": reason}])
+                    yield chunk([{"index": c.index, "delta": {}, "logprobs": logprobs_of(c),
+                                  "finish_reason": finish(c)}])
         for c in gen.choices:  # max_tokens 0 or a choice without steps: nothing more comes
             if c.index not in finished:
-                for delta in parsers[c.index].feed("", final=True):
-                    yield chunk([{"index": c.index, "delta": delta, "logprobs": logprobs_of(c), "finish_reason": None}])
-                reason = "tool_calls" if parsers[c.index].calls else c.finish_reason
-                yield chunk([{"index": c.index, "delta": {}, "logprobs": None, "finish_reason": reason}])
+                for delta in parsers[c.index].feed("", final=True, truncated=c.finish_reason == "length"):
+                    yield chunk([{"index": c.index, "delta": shaped(delta), "logprobs": logprobs_of(c),
+                                  "finish_reason": None}])
+                yield chunk([{"index": c.index, "delta": {}, "logprobs": None, "finish_reason": finish(c)}])
         if gen.req.include_usage:
             yield chunk([], gen.usage())
         yield "data: [DONE]\n\n"
