@@ -374,6 +374,7 @@ class TokenizeChatRequest(_Strict):
     messages: list[Message] = Field(min_length=1)
     tools: Optional[list[Tool]] = None
     add_generation_prompt: bool = True
+    chat_template_kwargs: Optional[TemplateKwargs] = None
     continue_final_message: Literal[False] = False
     add_special_tokens: Literal[False] = False  # the template writes the special tokens
     return_token_strs: Optional[bool] = False

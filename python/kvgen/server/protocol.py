@@ -34,6 +34,7 @@ from kvgen.server.openapi import (
     CompletionRequest,
     NamedToolChoice,
 )
+from kvgen.server.reasoning import THINK_END, THINK_START, ReasoningMode, json_with_reasoning, mode_for, with_reasoning
 
 __all__ = ["ApiError", "GenerationRequest", "RequestLimits", "chat_request", "completion_request"]
 
@@ -93,6 +94,7 @@ class GenerationRequest:
     tools: list[dict] = field(default_factory=list)  # chat's tools whose calls are parsed out of the reply
     parallel_tool_calls: bool = True  # False: one call at most
     legacy_functions: bool = False  # the request gave ``functions``: the reply has ``function_call``
+    reasoning: Optional[ReasoningMode] = None  # how the reply's reasoning is told from its answer
 
 
 # ---- validation: the pydantic models, their errors as ApiErrors naming the field ----
@@ -420,11 +422,40 @@ def _without_tool_syntax(messages: list[dict], tools: list[dict]) -> list[dict]:
     return out
 
 
-def chat_request(body: Any, model, limits: Optional[RequestLimits] = None) -> GenerationRequest:
+def _added_token(model, text: str) -> Optional[int]:
+    """The id of the tokenizer's added token spelled ``text``, if it has one."""
+    ids = model.encode(text, add_special_tokens=False)
+    if len(ids) == 1 and ids[0] in model.tokenizer.get_added_tokens_decoder():
+        return ids[0]
+    return None
+
+
+def need_chat_template(model, name: str) -> None:
+    """ApiError naming the served model (never its file) when it has no chat template."""
+    if model.chat_template is None:
+        raise ApiError(f"the model '{name}' has no chat template: use /v1/completions, or give the server (or the "
+                       "batch job) one with --chat-template FILE", param="messages", code="no_chat_template")
+
+
+def template_error(e: ValueError, model, name: str) -> str:
+    """The message of an error in rendering or encoding a chat, the model's file named by the
+    served name (a client never sees the server's paths)."""
+    text = str(e)
+    path = getattr(model, "path", None)
+    if path is not None:
+        text = text.replace(str(path), f"the model '{name}'")
+    return text
+
+
+def chat_request(body: Any, model, limits: Optional[RequestLimits] = None, model_name: str = "kvgen",
+                 reasoning_parser: Optional[str] = None) -> GenerationRequest:
     """The checked body of POST /v1/chat/completions; the prompt is the model's chat template
-    applied to the messages."""
+    applied to the messages (``model_name``: the served name, the one errors give).
+    ``reasoning_parser`` (kvgen.server.reasoning): the reply's reasoning is told apart, and a
+    constraint (tool calls, a JSON schema) applies after it."""
     limits = limits or RequestLimits()
     req = parse_body(body, ChatRequest)
+    need_chat_template(model, model_name)
     if req.max_tokens == 0:
         raise _fail("max_tokens", "0 is out of range [1, inf]")
     messages = _messages([m.model_dump(exclude_none=True) for m in req.messages])
@@ -448,7 +479,7 @@ def chat_request(body: Any, model, limits: Optional[RequestLimits] = None) -> Ge
     try:  # special-token text in a content is plain text: a user cannot forge a system turn
         ids = model.encode_chat(messages, add_generation_prompt=True, **extra)
     except ValueError as e:
-        raise _fail("messages", str(e)) from None
+        raise _fail("messages", template_error(e, model, model_name)) from None
     grammar = None
     legacy = req.functions is not None  # one function_call per reply
     parallel = not legacy and (req.parallel_tool_calls if req.parallel_tool_calls is not None else True)
@@ -468,6 +499,19 @@ def chat_request(body: Any, model, limits: Optional[RequestLimits] = None) -> Ge
     if top and not req.logprobs:
         raise ApiError("'top_logprobs' needs 'logprobs': true", param="top_logprobs")
     limits.check_prompts(1, req.n or 1)
+    # reasoning: read apart from the answer, and not constrained (the tool calls' or the JSON's
+    # grammar starts after it); the prompt's last tokens say whether the template opened it
+    mode = None
+    if reasoning_parser is not None and ids:
+        mode = mode_for(reasoning_parser, model.decode(ids[-8:], skip_special_tokens=False),
+                        (_added_token(model, THINK_START), _added_token(model, THINK_END)))
+    if mode is not None and grammar is not None:
+        grammar = with_reasoning(grammar, mode)
     out = _request(req, [ids], model, None, bool(req.logprobs), top, limits, grammar=grammar)
+    if mode is not None and out.config.json_schema is not None:
+        wrapped = json_with_reasoning(out.config.json_schema, mode)
+        if wrapped is not None:
+            out.config.json_schema, out.config.grammar = None, wrapped
     out.tools, out.parallel_tool_calls, out.legacy_functions = offered, parallel, legacy
+    out.reasoning = mode
     return out
