@@ -129,6 +129,9 @@ def test_legacy_functions_map_onto_tools(client, whole_call):
     out = client.chat.completions.create(model="m", messages=history, functions=functions, function_call="none",
                                          max_tokens=5, temperature=0)
     assert out.choices[0].message.content and out.choices[0].message.function_call is None
+    with pytest.raises(openai.BadRequestError, match="'missing' is not one of the functions"):
+        client.chat.completions.create(model="m", messages=QUESTION, functions=functions,
+                                       function_call={"name": "missing"}, max_tokens=2)
     with pytest.raises(openai.BadRequestError, match="not both"):
         client.chat.completions.create(model="m", messages=QUESTION, functions=functions, tools=[ADD], max_tokens=2)
 

@@ -108,9 +108,9 @@ def model(models):
 
 @pytest.fixture(scope="module")
 def clients(models):
-    """openai clients of servers: the spelled-marker model with its reasoning parsed ("auto")
-    and raw ("none"); the added-token model with the template that opens <think>, parsed
-    ("opening") and raw ("opening-raw")."""
+    """openai clients of servers: the spelled-marker model with its reasoning parsed ("auto"),
+    raw ("none") and read as harmony's channels ("harmony"); the added-token model with the
+    template that opens <think>, parsed ("opening") and raw ("opening-raw")."""
     import contextlib
     import copy
 
@@ -119,7 +119,8 @@ def clients(models):
     with contextlib.ExitStack() as stack:
         out = {}
         for name, served, parser in (("auto", models["spelled"], "auto"), ("none", models["spelled"], "none"),
-                                     ("opening", opening, "auto"), ("opening-raw", opening, "none")):
+                                     ("opening", opening, "auto"), ("opening-raw", opening, "none"),
+                                     ("harmony", models["spelled"], "harmony")):
             http = stack.enter_context(TestClient(create_app(served, max_batch=2, reasoning_parser=parser),
                                                   base_url="http://localhost"))
             out[name] = openai.OpenAI(base_url="http://localhost/v1", api_key="none", http_client=http, max_retries=0)
@@ -230,3 +231,17 @@ def test_responses_reasoning_items_and_messages_thinking_blocks(clients, model):
     answer = http.post("http://localhost/v1/messages", json={"model": "m", "max_tokens": 6, "temperature": 0,
                                                              "messages": MESSAGES}).json()
     assert [b["thinking"] for b in answer["content"] if b["type"] == "thinking"] == [thought]
+
+
+def test_harmony_channels_through_the_server(clients):
+    """GPT-OSS's channels, spelled by a regex (the vocabulary has no harmony tokens): analysis
+    is reasoning, final the answer, whole and streamed."""
+    regex = (r"<\|channel\|>analysis<\|message\|>[a-z ]{5,20}<\|end\|><\|start\|>assistant"
+             r"<\|channel\|>final<\|message\|>[a-z ]{3,12}")
+    args = dict(model="m", messages=MESSAGES, max_tokens=80, temperature=1.0, seed=5, extra_body={"regex": regex})
+    raw = clients["none"].chat.completions.create(**args).choices[0].message.content
+    analysis = raw[raw.index("<|message|>") + len("<|message|>"):raw.index("<|end|>")]
+    final = raw[raw.rindex("<|message|>") + len("<|message|>"):]
+    message = clients["harmony"].chat.completions.create(**args).choices[0].message
+    assert (message.reasoning_content, message.content) == (analysis, final)
+    assert _streamed(clients["harmony"], **args)[:2] == (analysis, final)

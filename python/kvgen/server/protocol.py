@@ -468,7 +468,9 @@ def chat_request(body: Any, model, limits: Optional[RequestLimits] = None, model
     if not isinstance(choice, str):
         wanted = choice.function.name
         if wanted not in {t["function"]["name"] for t in tools}:
-            raise _fail("tool_choice", f"{wanted!r} is not one of the tools")
+            legacy = req.functions is not None
+            raise _fail("function_call" if legacy else "tool_choice",
+                        f"{wanted!r} is not one of the {'functions' if legacy else 'tools'}")
     offered = tools if choice != "none" else []
     extra = _template_kwargs(req)
     if _supports_tools(model.chat_template):
