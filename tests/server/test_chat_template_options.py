@@ -125,3 +125,18 @@ def test_chat_template_kwargs_reach_the_template(local_app, smollm2_model):
                                                              "chat_template_kwargs": kwargs})
             error = answer.json()["error"]
             assert answer.status_code == 400 and "chat_template_kwargs" in error["param"], error
+
+
+def test_an_assistant_s_reasoning_in_the_history_reaches_the_template(smollm2_model):
+    """Qwen3's template renders the reasoning of the assistant turn after the last query
+    (its ``reasoning_content``), as transformers renders the same messages."""
+    model = copy.copy(smollm2_model)
+    model.chat_template = QWEN3_TEMPLATE.read_text()
+    history = MESSAGES + [{"role": "assistant", "content": "Hello.", "reasoning_content": "A greeting: greet back."}]
+    hf = transformers.PreTrainedTokenizerFast(tokenizer_object=model._need_tokenizer())
+    text = hf.apply_chat_template(history, chat_template=model.chat_template, add_generation_prompt=False,
+                                  tokenize=False)
+    assert "A greeting: greet back." in text
+    with TestClient(create_app(model, max_batch=1), base_url="http://localhost") as http:
+        answer = http.post("/tokenize", json={"messages": history, "add_generation_prompt": False}).json()
+    assert answer["tokens"] == model.encode(text, add_special_tokens=False)
