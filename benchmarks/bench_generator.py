@@ -181,13 +181,13 @@ class KvgenEngine:
         self.config = kvgen_config(case, new_tokens, **extra)
         self.prompts = case["prompts"].tolist()
         self.arrays = case["arrays"]
-        self.generator = None
+        self.selector = None
         self.lengths = []
 
     def start(self):
         g = kvgen.Generator(self.config)
         g.append_tokens(self.prompts)
-        self.generator = g
+        self.selector = g
         arrays = self.arrays
         return lambda n: g.step(arrays[n % N_LOGITS]).done
 

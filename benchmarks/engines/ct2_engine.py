@@ -46,7 +46,7 @@ class CT2Engine:
     def __init__(self, directory: Path, compute_type: str, threads: int):
         import ctranslate2
 
-        self.generator = ctranslate2.Generator(str(directory), device="cpu", compute_type=compute_type,
+        self.selector = ctranslate2.Generator(str(directory), device="cpu", compute_type=compute_type,
                                                intra_threads=threads, inter_threads=1)
 
     def generate(self, prompt: list[int], new_tokens: int, beams: int = 1) -> tuple[list[int], list[float]]:
@@ -54,7 +54,7 @@ class CT2Engine:
         not work with beams: an empty list there)."""
         stamps = []
         callback = (lambda step: stamps.append(time.perf_counter())) if beams == 1 else None
-        result = self.generator.generate_batch([token_strings(prompt)], max_length=new_tokens,
+        result = self.selector.generate_batch([token_strings(prompt)], max_length=new_tokens,
                                                min_length=new_tokens, sampling_topk=1, beam_size=beams,
                                                include_prompt_in_result=False, callback=callback)
         return list(result[0].sequences_ids[0]), stamps

@@ -212,7 +212,7 @@ class VerifyResult:
     @property
     def logprobs(self) -> npt.NDArray[np.float32]: ...
 
-class _Generator:
+class _TokenSelector:
     def __init__(
         self, config: GenerationConfig, batch_size: int | None = None, *,
         token_strings: Sequence[str | bytes] | None = None, output_raw_logprobs: bool = False,

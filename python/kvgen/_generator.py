@@ -13,10 +13,10 @@ from kvgen._core import GenerationConfig, StepResult
 from kvgen._model import Model
 from kvgen.generation.model_generator import ConfigLike, ModelGenerator
 from kvgen.generation.results import GenerationResult
-from kvgen.generation.step import ModelFn, StepGenerator
+from kvgen.generation.step import ModelFn, TokenSelector
 
 
-class Generator(StepGenerator):
+class Generator(TokenSelector):
     """Generation over logits computed elsewhere, one step at a time; or with a built-in model.
 
     ``Generator(model, config)`` with a ``kvgen.Model`` returns a ModelGenerator (type
@@ -50,7 +50,7 @@ class Generator(StepGenerator):
     appends what each row keeps (greedy: token for token plain greedy's; sampling: the
     rejection rule, exactly plain sampling's distribution; not under beam search). It returns
     a ``VerifyResult``: per row ``accepted``, ``rollback`` (KV positions to drop), ``emitted``
-    and the next ``tokens``. See StepGenerator.verify.
+    and the next ``tokens``. See TokenSelector.verify.
 
     The state readers (``sequences``, ``next_tokens``, ``last_logits``, ``result()``, ...)
     take the lock that ``step()`` holds, so other threads may read while one steps.

@@ -158,7 +158,7 @@ def test_a_done_request_is_freed_by_refcounting_though_its_listener_holds_it(mod
             if how == "cancelled":
                 owner.request.cancel()
             owner.request.wait(timeout=60)
-            gone = weakref.ref(owner.request.generator), weakref.ref(owner)
+            gone = weakref.ref(owner.request.selector), weakref.ref(owner)
             del owner
             assert [ref() for ref in gone] == [None, None]
     finally:

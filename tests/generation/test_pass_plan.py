@@ -22,7 +22,7 @@ C = PREFILL_CHUNK
 
 
 @dataclass
-class _Generator:
+class _TokenSelector:
     sequences: list = field(default_factory=list)
 
 
@@ -159,7 +159,7 @@ def test_long_rope_prompts_go_in_one_piece_and_rows_crossing_the_switch_restart(
     other = _Request([_prompt(C)], first_slot=2)
     lengths = {0: switch, 3: switch + 4}
     crossing = _decoding(0, token=11)
-    crossing.generator.sequences = [_prompt(switch + 1)]
+    crossing.selector.sequences = [_prompt(switch + 1)]
     past = _decoding(3, token=12)
     options = dict(scoring_positions=1, recompute_past=switch, slot_length=lengths.__getitem__)
     plan = plan_pass([crossing, past, other, long], **options)
@@ -168,6 +168,6 @@ def test_long_rope_prompts_go_in_one_piece_and_rows_crossing_the_switch_restart(
     assert [c.slot for c in plan.chunks] == [2]  # the long prompt waits: the pass carries other prompt tokens
     plan = plan_pass([long], **options)
     assert [(c.slot, c.tokens.size) for c in plan.long_chunks] == [(1, 3 * C)] and plan.ready == [long]
-    crossing.generator.sequences = [_prompt(switch + 3)]
+    crossing.selector.sequences = [_prompt(switch + 3)]
     with pytest.raises(RuntimeError, match="caches"):
         plan_pass([crossing], **options)

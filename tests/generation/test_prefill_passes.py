@@ -79,7 +79,7 @@ def test_requests_that_arrive_together_prefill_in_the_same_passes(smollm2_model)
     assert 4 * PREFILL_CHUNK <= PREFILL_BUDGET
 
     def request(p):
-        return Request([p], RequestSetup(config).step_generator(model), engine.context)
+        return Request([p], RequestSetup(config).token_selector(model), engine.context)
 
     engine = Engine(model, slots=5)
     running = engine.add(request(prompts[0]))
@@ -88,7 +88,7 @@ def test_requests_that_arrive_together_prefill_in_the_same_passes(smollm2_model)
     newcomers = [engine.add(request(p)) for p in prompts[1:]]
     engine.step()
     engine.step()
-    assert not any(r.prefilling for r in newcomers) and len(running.generator.sequences[0]) == 5 + 3
+    assert not any(r.prefilling for r in newcomers) and len(running.selector.sequences[0]) == 5 + 3
     requests = [running, *newcomers]
     while not all(r.done() for r in requests):
         engine.step()

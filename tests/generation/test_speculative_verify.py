@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import kvgen
-from kvgen.generation.step import StepGenerator
+from kvgen.generation.step import TokenSelector
 
 V = 8  # a small vocabulary keeps the exact reference distributions cheap
 
@@ -31,7 +31,7 @@ def _toy_logits(history: tuple, vocab: int, scale: float) -> np.ndarray:
 
 def run_steps(config, prompts, vocab: int = V, sequence_ids=None, scale: float = 2.0, **generator_kwargs):
     """Plain step() by step() generation over toy_logits; the generator at the end."""
-    g = StepGenerator(config, **generator_kwargs)
+    g = TokenSelector(config, **generator_kwargs)
     g.append_tokens(prompts, sequence_ids=sequence_ids)
     while not g.is_done():
         rows = [toy_logits(s, vocab, scale) if reason is None else np.zeros(vocab, np.float32)
@@ -53,7 +53,7 @@ def verify_logits(sequences, drafts, lengths, vocab: int = V) -> np.ndarray:
 def run_speculative(config, prompts, draft_fn, k: int, vocab: int = V, sequence_ids=None, rng=None,
                     **generator_kwargs):
     """Generation through verify(): draft_fn(row, sequence, rng) -> up to k draft tokens."""
-    g = StepGenerator(config, **generator_kwargs)
+    g = TokenSelector(config, **generator_kwargs)
     g.append_tokens(prompts, sequence_ids=sequence_ids)
     results = []
     while not g.is_done():
@@ -134,7 +134,7 @@ def test_greedy_verify_equals_step_by_step(name):
 
 def test_greedy_bonus_token_after_every_draft_is_accepted():
     config = kvgen.GenerationConfig(max_new_tokens=10, do_sample=False)
-    g = StepGenerator(config)
+    g = TokenSelector(config)
     g.append_tokens([[1, 2]])
     seq, drafts = [1, 2], []
     for _ in range(3):
@@ -156,7 +156,7 @@ def test_a_row_that_stops_inside_the_accepted_run_keeps_tokens_up_to_the_stop():
     first = int(np.argmax(toy_logits(seq)))
     eos = int(np.argmax(toy_logits(seq + [first])))
     config = kvgen.GenerationConfig(max_new_tokens=10, do_sample=False, eos_token_id=[eos])
-    g = StepGenerator(config)
+    g = TokenSelector(config)
     g.append_tokens([seq])
     drafts = np.array([[first, eos, 0]])
     res = g.verify(verify_logits(g.sequences, drafts, [3]), drafts)
@@ -165,7 +165,7 @@ def test_a_row_that_stops_inside_the_accepted_run_keeps_tokens_up_to_the_stop():
     assert g.finish_reasons == ["eos"] and res.done
     # max_new_tokens cuts an accepted run the same way
     config = kvgen.GenerationConfig(max_new_tokens=2, do_sample=False)
-    g = StepGenerator(config)
+    g = TokenSelector(config)
     g.append_tokens([seq])
     drafts = np.array([[first, eos, 0]])
     res = g.verify(verify_logits(g.sequences, drafts, [3]), drafts)
@@ -185,7 +185,7 @@ def test_finished_rows_emit_nothing_and_roll_back_their_drafts():
     seq = [1, 2]
     eos = int(np.argmax(toy_logits(seq)))
     config = kvgen.GenerationConfig(max_new_tokens=5, do_sample=False, eos_token_id=[eos])
-    g = StepGenerator(config)
+    g = TokenSelector(config)
     g.append_tokens([seq, [4, 4, 4]])
     logits = verify_logits(g.sequences, np.zeros((2, 0), np.int64), [0, 0])
     logits[1, 0, eos] = -np.inf  # row 1 goes on
@@ -204,7 +204,7 @@ def test_finished_rows_emit_nothing_and_roll_back_their_drafts():
 
 def test_verify_reads_the_logits_in_place_and_checks_its_inputs():
     config = kvgen.GenerationConfig(max_new_tokens=5, do_sample=False)
-    g = StepGenerator(config)
+    g = TokenSelector(config)
     g.append_tokens([[1, 2]])
     logits = np.zeros((1, 3, V), np.float32)
     logits[0, :, 2] = 1.0
@@ -222,7 +222,7 @@ def test_verify_reads_the_logits_in_place_and_checks_its_inputs():
         g.verify(logits, [[2, 2]], [3])
     with pytest.raises(ValueError, match="draft_probs must have shape"):
         g.verify(logits, [[2, 2]], draft_probs=np.zeros((1, 3, V), np.float32))
-    sampler = StepGenerator(kvgen.GenerationConfig(max_new_tokens=5, do_sample=True, seed=0))
+    sampler = TokenSelector(kvgen.GenerationConfig(max_new_tokens=5, do_sample=True, seed=0))
     sampler.append_tokens([[1, 2]])  # (greedy search reads no q)
     with pytest.raises(ValueError, match=r"draft_probs\[0, 0, 2\] = -1.0+: the draft probabilities must be finite"):
         sampler.verify(logits, [[2, 2]], draft_probs=np.full((1, 2, V), -1.0, np.float32))
@@ -242,7 +242,7 @@ def test_verify_reads_the_logits_in_place_and_checks_its_inputs():
 def test_verify_reads_a_torch_tensor_in_place():
     torch = pytest.importorskip("torch")
     config = kvgen.GenerationConfig(max_new_tokens=5, do_sample=False)
-    g = StepGenerator(config)
+    g = TokenSelector(config)
     g.append_tokens([[1, 2]])
     logits = torch.zeros((1, 2, V))
     logits[0, :, 4] = 1.0
@@ -253,14 +253,14 @@ def test_verify_reads_a_torch_tensor_in_place():
 
 
 def test_beam_search_is_refused():
-    g = StepGenerator(kvgen.GenerationConfig(max_new_tokens=5, num_beams=2))
+    g = TokenSelector(kvgen.GenerationConfig(max_new_tokens=5, num_beams=2))
     g.append_tokens([[1, 2]])
     with pytest.raises(ValueError, match="beam search"):
         g.verify(np.zeros((2, 2, V), np.float32), [[1], [1]])
 
 
 def test_verify_repr_and_fields():
-    g = StepGenerator(kvgen.GenerationConfig(max_new_tokens=5, do_sample=False))
+    g = TokenSelector(kvgen.GenerationConfig(max_new_tokens=5, do_sample=False))
     g.append_tokens([[1, 2]])
     res = g.verify(np.zeros((1, 1, V), np.float32), None)
     assert "VerifyResult(tokens=" in repr(res) and "rollback=" in repr(res)
@@ -323,7 +323,7 @@ def sample_speculative(mode: str, k: int = 2, config=None, sequence_ids=None, se
     the verifier's draws)."""
     config = config or kvgen.GenerationConfig(max_new_tokens=NEW, **SAMPLING)
     ids = list(range(RUNS)) if sequence_ids is None else list(sequence_ids)
-    g = StepGenerator(config)
+    g = TokenSelector(config)
     g.append_tokens([PROMPT] * len(ids), sequence_ids=ids)
     # the drafts' own randomness: a uniform per (row id, token index, draft position), so a
     # row drafts alike in any batch
@@ -434,13 +434,13 @@ def test_masks_per_position_are_honoured(sampling):
     config = kvgen.GenerationConfig(max_new_tokens=12, regex="unused: the masks are the caller's", **extra)
     prompts = [[1, 2], [3, 3, 4]]
 
-    ref = kvgen._core._Generator(config)
+    ref = kvgen._core._TokenSelector(config)
     ref.append_tokens(prompts)
     while not ref.is_done():
         ref.step(np.stack([toy_logits(s) for s in ref.sequences]),
                  allowed_tokens=np.stack([toy_mask(s) for s in ref.sequences]))
 
-    g = kvgen._core._Generator(config)
+    g = kvgen._core._TokenSelector(config)
     g.append_tokens(prompts)
     k = 3
     while not g.is_done():
@@ -465,7 +465,7 @@ def test_masks_per_position_are_honoured(sampling):
         for a, b in zip(g.sequences, ref.sequences):
             np.testing.assert_array_equal(a, b)
     with pytest.raises(ValueError, match="allows no token for row 0 at position 0"):
-        g2 = kvgen._core._Generator(config)
+        g2 = kvgen._core._TokenSelector(config)
         g2.append_tokens(prompts)
         g2.verify(np.zeros((2, 1, V), np.float32), None, allowed_tokens=np.zeros((2, 1, 1), np.uint32))
     with pytest.raises(ValueError, match=r"allowed_tokens must have shape \(2, 1, 1\)"):
@@ -551,7 +551,7 @@ def test_verify_releases_the_gil():
     config = kvgen.GenerationConfig(max_new_tokens=8, do_sample=True, top_p=0.9, seed=0)
 
     def main_thread_runs_during_verify() -> bool:
-        g = StepGenerator(config)
+        g = TokenSelector(config)
         g.append_tokens([[1]] * rows)
         drafts = np.argmax(logits[:, :k], axis=-1)
         entered, done = threading.Event(), threading.Event()

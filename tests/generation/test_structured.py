@@ -267,7 +267,7 @@ def test_mask_applies_before_top_k_and_top_p():
     logits = np.zeros((1, vocab), dtype=np.float32)
     logits[0, 0], logits[0, 40], logits[0, 65] = 10.0, 5.0, 4.0
     for seed in range(5):
-        g = _core._Generator(kvgen.GenerationConfig(regex="x", do_sample=True, top_k=1, top_p=0.5, seed=seed,
+        g = _core._TokenSelector(kvgen.GenerationConfig(regex="x", do_sample=True, top_k=1, top_p=0.5, seed=seed,
                                                     max_new_tokens=1))
         g.append_tokens([[1]])
         assert g.step(logits, allowed_tokens=bitmask(1, vocab, [40, 65])).tokens.tolist() == [40]
@@ -276,7 +276,7 @@ def test_mask_applies_before_top_k_and_top_p():
 def test_mask_applies_under_beam_search_before_the_log_softmax():
     vocab = 40
     logits = np.random.default_rng(0).standard_normal((2, vocab)).astype(np.float32)
-    g = _core._Generator(kvgen.GenerationConfig(regex="x", num_beams=2, max_new_tokens=1))
+    g = _core._TokenSelector(kvgen.GenerationConfig(regex="x", num_beams=2, max_new_tokens=1))
     g.append_tokens([[1]])
     g.step(logits, allowed_tokens=bitmask(2, vocab, [3, 33]))
     lp = g.last_logits
@@ -287,7 +287,7 @@ def test_mask_applies_under_beam_search_before_the_log_softmax():
 
 
 def test_an_empty_mask_is_a_clear_error():
-    g = _core._Generator(kvgen.GenerationConfig(regex="x", max_new_tokens=2))
+    g = _core._TokenSelector(kvgen.GenerationConfig(regex="x", max_new_tokens=2))
     g.append_tokens([[1]])
     with pytest.raises(ValueError, match="allows no token for row 0"):
         g.step(np.zeros((1, 40), dtype=np.float32), allowed_tokens=bitmask(1, 40, []))

@@ -109,10 +109,10 @@ def test_model_generation_read_while_it_advances(model):
     engine, request = session()
     while not request.done():
         engine.step()
-    expected = request.generator._hypotheses()
+    expected = request.selector._hypotheses()
 
     engine, request = session()
-    running = request.generator
+    running = request.selector
     stop, errors, reads = threading.Event(), [], []
 
     def read():

@@ -251,11 +251,11 @@ def test_one_token_steps_of_quantized_experts_follow_transformers(wide_moe, qtyp
                 engine.step()
             logits = []  # greedy, no processors: the processed logits of a step are its raw logits
             while True:
-                logits.append(np.array(request.generator.last_logits[0]))
+                logits.append(np.array(request.selector.last_logits[0]))
                 if request.done():
                     break
                 engine.step()
-            sequence = np.array(request.generator.sequences[0])
+            sequence = np.array(request.selector.sequences[0])
             assert len(logits) == steps and len(sequence) == 6 + steps
             full = model.forward(sequence[None, :-1])[0, 5:]
             # one int8 level: an activation that the cached step's attention (1e-7 from the full

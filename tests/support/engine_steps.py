@@ -17,7 +17,7 @@ def decode_step_logits(model, prompts, new: int) -> list[list[tuple[np.ndarray, 
     while True:
         engine.step()
         if request.next_tokens is not None:
-            session = request.generator
+            session = request.selector
             steps.append([(np.array(session.sequences[r]), session.last_logits[r].copy()) for r in range(len(prompts))])
         if request.done():
             return steps

@@ -104,7 +104,7 @@ def assert_cached_decode_matches_hf(kv_model, hf_model, context: int, pad: int) 
     engine, request = one_request(kv_model, [[5, 9, 13, 4, 3, 6], [7, 8]], RequestSetup(config))
     while request.next_tokens is None:  # prefill and the first step
         engine.step()
-    session = request.generator
+    session = request.selector
     steps = 0
     while True:
         # greedy with no processors: the processed logits are the raw logits of the last step

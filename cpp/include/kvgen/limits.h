@@ -16,9 +16,9 @@ inline constexpr int64_t kMaxVocab = (int64_t{1} << 31) - 1;
 // Positions a model may declare (context_length, max_position_embeddings, n_positions).
 // Tables that depend on the position are sized by what a generation uses, not by this.
 inline constexpr int64_t kMaxContext = int64_t{1} << 24;  // 16,777,216
-// Tokens in one row (prompt + generated) of a Generator; its history grows as it goes.
+// Tokens in one row (prompt + generated) of a TokenSelector; its history grows as it goes.
 inline constexpr int64_t kMaxSequenceLength = int64_t{1} << 24;
-// Rows of one Generator: prompts x (num_beams or num_return_sequences).
+// Rows of one TokenSelector: prompts x (num_beams or num_return_sequences).
 inline constexpr int64_t kMaxRows = int64_t{1} << 16;  // 65,536
 // Model widths read from a config or file (hidden, intermediate, heads x head_dim).
 inline constexpr int64_t kMaxWidth = int64_t{1} << 20;

@@ -8,11 +8,11 @@
 
 #include "kvgen/errors.h"
 #include "kvgen/models/decoder.h"
-#include "kvgen/runtime/kernels.h"
+#include "kvgen/ops/layer_ops.h"
 
 namespace kvgen {
 
-void DecoderModel::reserve_builders(const Batch& b) {
+void DecoderModel::reserve_builders(const ForwardPass& b) {
   const int64_t n = b.n, C = config_.hidden, I = config_.intermediate;
   const int64_t H = config_.heads, KV = config_.kv_heads, hd = config_.head_dim;
   grow_rows(builder_.branch, n, C);
@@ -29,36 +29,36 @@ void DecoderModel::reserve_builders(const Batch& b) {
   if (experts_) experts_->reserve(n);
 }
 
-void DecoderModel::embed_tokens(float* x, const LinearWeight& table, const Batch& b, float scale) {
+void DecoderModel::embed_tokens(float* x, const LinearWeight& table, const ForwardPass& b, float scale) {
   const int64_t C = config_.hidden;
   for (int64_t i = 0; i < b.n; ++i) table.row(b.tokens[i], x + i * C);
-  if (scale != 1.0f) kernels::scale_inplace(x, scale, b.n * C);
+  if (scale != 1.0f) ops::scale_inplace(x, scale, b.n * C);
 }
 
 void DecoderModel::rms_norm(float* out, const float* x, const float* weight, int64_t n, int64_t width, float eps) {
   rows_in_parallel(n, width, [&](int64_t r0, int64_t r1) {
-    kernels::rmsnorm(out + r0 * width, x + r0 * width, weight, r1 - r0, width, eps);
+    ops::rmsnorm(out + r0 * width, x + r0 * width, weight, r1 - r0, width, eps);
   });
 }
 
 void DecoderModel::layer_norm(float* out, const float* x, const float* weight, const float* bias, int64_t n,
                               int64_t width, float eps) {
   rows_in_parallel(n, width, [&](int64_t r0, int64_t r1) {
-    kernels::layernorm(out + r0 * width, x + r0 * width, weight, bias, r1 - r0, width, eps);
+    ops::layernorm(out + r0 * width, x + r0 * width, weight, bias, r1 - r0, width, eps);
   });
 }
 
 void DecoderModel::add_residual(float* x, const float* h, int64_t n, int64_t width, float scale) {
   rows_in_parallel(n, width, [&](int64_t r0, int64_t r1) {
     if (scale == 1.0f)
-      kernels::add_inplace(x + r0 * width, h + r0 * width, (r1 - r0) * width);
+      ops::add_inplace(x + r0 * width, h + r0 * width, (r1 - r0) * width);
     else
-      kernels::add_scaled_inplace(x + r0 * width, h + r0 * width, scale, (r1 - r0) * width);
+      ops::add_scaled_inplace(x + r0 * width, h + r0 * width, scale, (r1 - r0) * width);
   });
 }
 
 void DecoderModel::attention(float* out, const float* h, const AttentionWeights& w, const AttentionParams& params,
-                             int64_t layer, const Batch& b, KVCache& cache) {
+                             int64_t layer, const ForwardPass& b, KVCache& cache) {
   const int64_t n = b.n, C = config_.hidden;
   const int64_t H = config_.heads, KV = config_.kv_heads, hd = config_.head_dim;
   const bool fused = w.qkv.w.out() > 0;
@@ -81,13 +81,13 @@ void DecoderModel::attention(float* out, const float* h, const AttentionWeights&
     const float* sin = params.rotary != nullptr ? params.rotary->sin.data() : nullptr;
     rows_in_parallel(n, (H + KV) * hd, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; w.q_norm != nullptr && r < r1; ++r) {  // over each head's head_dim values
-        kernels::rmsnorm(q + r * ldq, q + r * ldq, w.q_norm, H, hd, params.norm_eps);
-        kernels::rmsnorm(k + r * ldk, k + r * ldk, w.k_norm, KV, hd, params.norm_eps);
+        ops::rmsnorm(q + r * ldq, q + r * ldq, w.q_norm, H, hd, params.norm_eps);
+        ops::rmsnorm(k + r * ldk, k + r * ldk, w.k_norm, KV, hd, params.norm_eps);
       }
       if (params.rotary != nullptr) {
         const int64_t* positions = b.positions.data() + r0;
-        kernels::rope(q + r0 * ldq, ldq, r1 - r0, H, hd, params.rotary_dim, positions, cos, sin);
-        kernels::rope(k + r0 * ldk, ldk, r1 - r0, KV, hd, params.rotary_dim, positions, cos, sin);
+        ops::rope(q + r0 * ldq, ldq, r1 - r0, H, hd, params.rotary_dim, positions, cos, sin);
+        ops::rope(k + r0 * ldk, ldk, r1 - r0, KV, hd, params.rotary_dim, positions, cos, sin);
       }
     });
   }
@@ -112,13 +112,13 @@ void DecoderModel::mlp(float* out, const float* h, const MlpWeights& w, Activati
     const float* u = up + r0 * I;
     const int64_t size = (r1 - r0) * I;
     if (act == Activation::SiLU && gated) {
-      kernels::silu_mul(a, u, size);
+      ops::silu_mul(a, u, size);
       return;
     }
     if (act == Activation::GeluTanh)
-      kernels::gelu_tanh(a, size);
+      ops::gelu_tanh(a, size);
     else
-      kernels::gelu_erf(a, size);
+      ops::gelu_erf(a, size);
     if (gated)
       for (int64_t i = 0; i < size; ++i) a[i] *= u[i];
   });

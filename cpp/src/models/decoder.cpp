@@ -10,7 +10,7 @@
 #include "kvgen/errors.h"
 #include "kvgen/limits.h"
 #include "kvgen/runtime/attention.h"
-#include "kvgen/runtime/kernels.h"
+#include "kvgen/ops/layer_ops.h"
 
 namespace kvgen {
 
@@ -28,7 +28,7 @@ void DecoderModel::grow_rows(xt::xtensor<float, 2>& buf, int64_t rows, int64_t w
 }
 
 void DecoderModel::attend(float* out, const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v,
-                          int64_t ldv, int64_t layer, const Batch& batch, KVCache& cache, float scale, float softcap) {
+                          int64_t ldv, int64_t layer, const ForwardPass& batch, KVCache& cache, float scale, float softcap) {
   const int64_t H = config_.heads, KV = config_.kv_heads, hd = config_.head_dim;
   const std::vector<RowTokens>& chunks = *batch.chunks;
   const AttentionOptions options{.scale = scale, .softcap = softcap, .window = config_.window(layer)};
@@ -90,7 +90,7 @@ void DecoderModel::attend(float* out, const float* q, int64_t ldq, const float* 
   }
 }
 
-void DecoderModel::attend_tokens(float* out, const float* q, int64_t ldq, int64_t layer, const Batch& batch,
+void DecoderModel::attend_tokens(float* out, const float* q, int64_t ldq, int64_t layer, const ForwardPass& batch,
                                  KVCache& cache, const AttentionOptions& options) {
   const int64_t H = config_.heads, KV = config_.kv_heads, hd = config_.head_dim, group = H / KV;
   const std::vector<RowTokens>& chunks = *batch.chunks;
@@ -131,7 +131,7 @@ void DecoderModel::softcap_logits(float* logits, int64_t rows, int64_t ld) const
 void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache, float* logits, bool all_positions) {
   const int64_t C = config_.hidden, V = config_.vocab_size;
   // ---- checks, before any work ----
-  Batch& b = batch_;
+  ForwardPass& b = batch_;
   b.chunks = &chunks;
   b.n = 0;
   b.max_scores = 0;

@@ -18,9 +18,9 @@ class Gemma : public DecoderModel {
   Gemma(ModelConfig config, GemmaOptions options, const TensorMap& t);
 
  protected:
-  void reserve(const Batch& b) override;
-  void embed(float* x, const Batch& b) override;
-  void block(int64_t layer, float* x, const Batch& b, KVCache& cache) override;
+  void reserve(const ForwardPass& b) override;
+  void embed(float* x, const ForwardPass& b) override;
+  void block(int64_t layer, float* x, const ForwardPass& b, KVCache& cache) override;
   void final_norm(float* out, const float* x, int64_t m) override;
 
  private:
@@ -106,16 +106,16 @@ const float* Gemma::norm_weight(const TensorMap& t, const std::string& name, int
   return norms_.data() + at;
 }
 
-void Gemma::reserve(const Batch& b) {
+void Gemma::reserve(const ForwardPass& b) {
   extend_rotary(global_.table, global_.inv_freq, 1.0f, b.end);
   if (!options_.inv_freq_local.empty()) extend_rotary(local_.table, local_.inv_freq, 1.0f, b.end);
 }
 
-void Gemma::embed(float* x, const Batch& b) {
+void Gemma::embed(float* x, const ForwardPass& b) {
   embed_tokens(x, embed_, b, options_.embed_scale);  // x (n, C), times sqrt(hidden)
 }
 
-void Gemma::block(int64_t l, float* x, const Batch& b, KVCache& cache) {
+void Gemma::block(int64_t l, float* x, const ForwardPass& b, KVCache& cache) {
   const int64_t n = b.n, C = config_.hidden, hd = config_.head_dim;
   const float eps = options_.rms_norm_eps;
   const Layer& w = layers_[l];

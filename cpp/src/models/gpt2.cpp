@@ -15,9 +15,9 @@ class GPT2 : public DecoderModel {
   GPT2(ModelConfig config, GPT2Options options, const TensorMap& t);
 
  protected:
-  void reserve(const Batch&) override {}
-  void embed(float* x, const Batch& b) override;
-  void block(int64_t layer, float* x, const Batch& b, KVCache& cache) override;
+  void reserve(const ForwardPass&) override {}
+  void embed(float* x, const ForwardPass& b) override;
+  void block(int64_t layer, float* x, const ForwardPass& b, KVCache& cache) override;
   void final_norm(float* out, const float* x, int64_t m) override;
 
  private:
@@ -73,7 +73,7 @@ GPT2::GPT2(ModelConfig config, GPT2Options options, const TensorMap& t)
   }
 }
 
-void GPT2::embed(float* x, const Batch& b) {
+void GPT2::embed(float* x, const ForwardPass& b) {
   const int64_t C = config_.hidden;
   embed_tokens(x, wte_, b);  // x (n, C) = token embedding + learned position embedding
   for (int64_t i = 0; i < b.n; ++i) {
@@ -83,7 +83,7 @@ void GPT2::embed(float* x, const Batch& b) {
   }
 }
 
-void GPT2::block(int64_t l, float* x, const Batch& b, KVCache& cache) {
+void GPT2::block(int64_t l, float* x, const ForwardPass& b, KVCache& cache) {
   const int64_t n = b.n, C = config_.hidden;
   const float eps = options_.layer_norm_epsilon;
   const Layer& w = layers_[l];

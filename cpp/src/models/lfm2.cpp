@@ -18,9 +18,9 @@ class Lfm2 : public DecoderModel {
   Lfm2(ModelConfig config, Lfm2Options options, const TensorMap& t);
 
  protected:
-  void reserve(const Batch& b) override;
-  void embed(float* x, const Batch& b) override;
-  void block(int64_t layer, float* x, const Batch& b, KVCache& cache) override;
+  void reserve(const ForwardPass& b) override;
+  void embed(float* x, const ForwardPass& b) override;
+  void block(int64_t layer, float* x, const ForwardPass& b, KVCache& cache) override;
   void final_norm(float* out, const float* x, int64_t m) override;
 
  private:
@@ -41,7 +41,7 @@ class Lfm2 : public DecoderModel {
   };
 
   // out (n, C) = the short convolution of h (n, C) over each chunk's row's window of `layer`.
-  void convolve(float* out, const float* h, const ShortConv& w, int64_t layer, const Batch& b, KVCache& cache);
+  void convolve(float* out, const float* h, const ShortConv& w, int64_t layer, const ForwardPass& b, KVCache& cache);
 
   Lfm2Options options_;
   int64_t kernel_ = 0;  // the convolution layers' conv_L_cache
@@ -116,7 +116,7 @@ Lfm2::Lfm2(ModelConfig config, Lfm2Options options, const TensorMap& t)
   }
 }
 
-void Lfm2::reserve(const Batch& b) {
+void Lfm2::reserve(const ForwardPass& b) {
   extend_rotary(rotary_, options_.inv_freq, 1.0f, b.end);
   if (kernel_ > 0) {
     grow_rows(bcx_, b.n, 3 * config_.hidden);
@@ -125,11 +125,11 @@ void Lfm2::reserve(const Batch& b) {
   }
 }
 
-void Lfm2::embed(float* x, const Batch& b) {
+void Lfm2::embed(float* x, const ForwardPass& b) {
   embed_tokens(x, embed_, b);  // x (n, C)
 }
 
-void Lfm2::convolve(float* out, const float* h, const ShortConv& w, int64_t layer, const Batch& b, KVCache& cache) {
+void Lfm2::convolve(float* out, const float* h, const ShortConv& w, int64_t layer, const ForwardPass& b, KVCache& cache) {
   const int64_t n = b.n, C = config_.hidden;
   float* bcx = bcx_.data();  // (n, 3 C)
   float* bx = bx_.data();    // (n, C)
@@ -145,7 +145,7 @@ void Lfm2::convolve(float* out, const float* h, const ShortConv& w, int64_t laye
   projector_.project(y, n, C, {{&w.out.w, w.out.bias, out, C}});
 }
 
-void Lfm2::block(int64_t l, float* x, const Batch& b, KVCache& cache) {
+void Lfm2::block(int64_t l, float* x, const ForwardPass& b, KVCache& cache) {
   const int64_t n = b.n, C = config_.hidden;
   const float eps = options_.norm_eps;
   const Layer& w = layers_[l];

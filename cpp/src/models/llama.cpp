@@ -8,7 +8,7 @@
 
 #include "kvgen/errors.h"
 #include "kvgen/models/decoder.h"
-#include "kvgen/runtime/kernels.h"
+#include "kvgen/ops/layer_ops.h"
 
 namespace kvgen {
 namespace {
@@ -18,9 +18,9 @@ class Llama : public DecoderModel {
   Llama(ModelConfig config, LlamaOptions options, const TensorMap& t);
 
  protected:
-  void reserve(const Batch& b) override;
-  void embed(float* x, const Batch& b) override;
-  void block(int64_t layer, float* x, const Batch& b, KVCache& cache) override;
+  void reserve(const ForwardPass& b) override;
+  void embed(float* x, const ForwardPass& b) override;
+  void block(int64_t layer, float* x, const ForwardPass& b, KVCache& cache) override;
   void final_norm(float* out, const float* x, int64_t m) override;
 
  private:
@@ -105,7 +105,7 @@ Llama::Llama(ModelConfig config, LlamaOptions options, const TensorMap& t)
   }
 }
 
-void Llama::reserve(const Batch& b) {
+void Llama::reserve(const ForwardPass& b) {
   // LongRoPE: transformers takes the long frequencies for a call whose positions pass original_context
   const bool use_long = !options_.inv_freq_long.empty() && b.end > options_.original_context;
   rotary_ = use_long ? &long_ : &short_;
@@ -113,11 +113,11 @@ void Llama::reserve(const Batch& b) {
                 options_.rope_attention_factor, b.end);
 }
 
-void Llama::embed(float* x, const Batch& b) {
+void Llama::embed(float* x, const ForwardPass& b) {
   embed_tokens(x, embed_, b, options_.embedding_multiplier);  // x (n, C)
 }
 
-void Llama::block(int64_t l, float* x, const Batch& b, KVCache& cache) {
+void Llama::block(int64_t l, float* x, const ForwardPass& b, KVCache& cache) {
   const int64_t n = b.n, C = config_.hidden;
   const float eps = options_.rms_norm_eps, residual = options_.residual_multiplier;
   const Layer& w = layers_[l];
@@ -142,7 +142,7 @@ void Llama::block(int64_t l, float* x, const Batch& b, KVCache& cache) {
 void Llama::final_norm(float* out, const float* x, int64_t m) {
   rms_norm(out, x, norm_, m, config_.hidden, options_.rms_norm_eps);
   // the LM head is linear: scaling its input scales the logits
-  if (options_.logit_scale != 1.0f) kernels::scale_inplace(out, options_.logit_scale, m * config_.hidden);
+  if (options_.logit_scale != 1.0f) ops::scale_inplace(out, options_.logit_scale, m * config_.hidden);
 }
 
 }  // namespace

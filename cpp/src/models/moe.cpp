@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "kvgen/errors.h"
-#include "kvgen/runtime/kernels.h"
+#include "kvgen/ops/layer_ops.h"
 
 namespace kvgen {
 
@@ -74,7 +74,7 @@ const float* SparseMoe::forward(const float* h, int64_t n, const Layer& w, Proje
     w.router.multiply(probs, E_, h, C_, nullptr, 1, 0, w.router.units(), projector.activations());
   else
     projector.project(h, n, C_, {{&w.router, nullptr, probs, E_}});
-  kernels::softmax_rows(probs, n, E_, nullptr);
+  ops::softmax_rows(probs, n, E_, nullptr);
   std::fill(starts_.begin(), starts_.end(), 0);
   for (int64_t t = 0; t < n; ++t) {
     const float* p = probs + t * E_;
@@ -98,7 +98,7 @@ const float* SparseMoe::forward(const float* h, int64_t n, const Layer& w, Proje
       products_.push_back({&w.up[e], nullptr, up + j * Ie_, Ie_});
     }
     projector.project(h, 1, C_, products_);
-    kernels::silu_mul(gate, up, k_ * Ie_);
+    ops::silu_mul(gate, up, k_ * Ie_);
     products_.clear();  // row j of expert (k, C) = expert chosen_[j]'s down of row j of gate
     for (int64_t j = 0; j < k_; ++j) products_.push_back({&w.down[chosen_[j]], nullptr, expert + j * C_, C_});
     projector.project_each(gate, Ie_, products_);
@@ -130,7 +130,7 @@ const float* SparseMoe::forward(const float* h, int64_t n, const Layer& w, Proje
     if (m == 0) continue;  // not chosen: its weights are not read
     for (int64_t j = 0; j < m; ++j) std::memcpy(rows + j * C_, h + order_[first + j] * C_, sizeof(float) * C_);
     projector.project(rows, m, C_, {{&w.gate[e], nullptr, gate, Ie_}, {&w.up[e], nullptr, up, Ie_}});
-    kernels::silu_mul(gate, up, m * Ie_);
+    ops::silu_mul(gate, up, m * Ie_);
     projector.project(gate, m, Ie_, {{&w.down[e], nullptr, expert, C_}});
     for (int64_t j = 0; j < m; ++j) {
       float* o = out + order_[first + j] * C_;

@@ -18,7 +18,7 @@
 #include "kvgen/models/causal_conv.h"
 #include "kvgen/models/decoder.h"
 #include "kvgen/models/gated_delta_net.h"
-#include "kvgen/runtime/kernels.h"
+#include "kvgen/ops/layer_ops.h"
 
 namespace kvgen {
 namespace {
@@ -28,9 +28,9 @@ class Qwen35 : public DecoderModel {
   Qwen35(ModelConfig config, Qwen35Options options, const TensorMap& t);
 
  protected:
-  void reserve(const Batch& b) override;
-  void embed(float* x, const Batch& b) override;
-  void block(int64_t layer, float* x, const Batch& b, KVCache& cache) override;
+  void reserve(const ForwardPass& b) override;
+  void embed(float* x, const ForwardPass& b) override;
+  void block(int64_t layer, float* x, const ForwardPass& b, KVCache& cache) override;
   void final_norm(float* out, const float* x, int64_t m) override;
 
  private:
@@ -66,8 +66,8 @@ class Qwen35 : public DecoderModel {
 
   // A norm weight as the model multiplies it: w + norm_offset (1 + w in float32, as torch).
   const float* norm_weight(const TensorMap& t, const std::string& name, int64_t size);
-  void attention_branch(float* h, const Attention& w, int64_t layer, const Batch& b, KVCache& cache);
-  void delta_branch(float* h, const DeltaNet& w, int64_t layer, const Batch& b, KVCache& cache);
+  void attention_branch(float* h, const Attention& w, int64_t layer, const ForwardPass& b, KVCache& cache);
+  void delta_branch(float* h, const DeltaNet& w, int64_t layer, const ForwardPass& b, KVCache& cache);
 
   Qwen35Options options_;
   int64_t rotary_dim_;
@@ -192,7 +192,7 @@ const float* Qwen35::norm_weight(const TensorMap& t, const std::string& name, in
   return norms_.data() + at;
 }
 
-void Qwen35::reserve(const Batch& b) {
+void Qwen35::reserve(const ForwardPass& b) {
   extend_rotary(rotary_, options_.inv_freq, 1.0f, b.end);
   const int64_t n = b.n, H = config_.heads, KV = config_.kv_heads, hd = config_.head_dim;
   grow_rows(s_.qg, n, 2 * H * hd);
@@ -209,11 +209,11 @@ void Qwen35::reserve(const Batch& b) {
   grow_rows(s_.dk, n, query_heads_ * shape_.key_dim);
 }
 
-void Qwen35::embed(float* x, const Batch& b) {
+void Qwen35::embed(float* x, const ForwardPass& b) {
   embed_tokens(x, embed_, b);  // x (n, C)
 }
 
-void Qwen35::block(int64_t l, float* x, const Batch& b, KVCache& cache) {
+void Qwen35::block(int64_t l, float* x, const ForwardPass& b, KVCache& cache) {
   const int64_t n = b.n, C = config_.hidden;
   const float eps = options_.rms_norm_eps;
   const Layer& w = layers_[l];
@@ -231,7 +231,7 @@ void Qwen35::block(int64_t l, float* x, const Batch& b, KVCache& cache) {
   add_residual(x, h, n, C);
 }
 
-void Qwen35::attention_branch(float* h, const Attention& w, int64_t layer, const Batch& b, KVCache& cache) {
+void Qwen35::attention_branch(float* h, const Attention& w, int64_t layer, const ForwardPass& b, KVCache& cache) {
   const int64_t n = b.n, C = config_.hidden;
   const int64_t H = config_.heads, KV = config_.kv_heads, hd = config_.head_dim;
   float *qg = s_.qg.data(), *q = s_.q.data(), *gate = s_.gate.data(), *k = s_.k.data(), *v = s_.v.data();
@@ -247,12 +247,12 @@ void Qwen35::attention_branch(float* h, const Attention& w, int64_t layer, const
         std::memcpy(q + (r * H + head) * hd, src, hd * sizeof(float));
         std::memcpy(gate + (r * H + head) * hd, src + hd, hd * sizeof(float));
       }
-      kernels::rmsnorm(q + r * H * hd, q + r * H * hd, w.q_norm, H, hd, options_.rms_norm_eps);
-      kernels::rmsnorm(k + r * KV * hd, k + r * KV * hd, w.k_norm, KV, hd, options_.rms_norm_eps);
+      ops::rmsnorm(q + r * H * hd, q + r * H * hd, w.q_norm, H, hd, options_.rms_norm_eps);
+      ops::rmsnorm(k + r * KV * hd, k + r * KV * hd, w.k_norm, KV, hd, options_.rms_norm_eps);
     }
     const int64_t* positions = b.positions.data() + r0;
-    kernels::rope(q + r0 * H * hd, H * hd, r1 - r0, H, hd, rotary_dim_, positions, cos, sin);
-    kernels::rope(k + r0 * KV * hd, KV * hd, r1 - r0, KV, hd, rotary_dim_, positions, cos, sin);
+    ops::rope(q + r0 * H * hd, H * hd, r1 - r0, H, hd, rotary_dim_, positions, cos, sin);
+    ops::rope(k + r0 * KV * hd, KV * hd, r1 - r0, KV, hd, rotary_dim_, positions, cos, sin);
   });
   float* att = s_.att.data();  // (n, H hd)
   attend(att, q, H * hd, k, KV * hd, v, KV * hd, layer, b, cache, attention_scale_);
@@ -263,7 +263,7 @@ void Qwen35::attention_branch(float* h, const Attention& w, int64_t layer, const
   projector_.project(att, n, H * hd, {{&w.o.w, w.o.bias, h, C}});
 }
 
-void Qwen35::delta_branch(float* h, const DeltaNet& w, int64_t layer, const Batch& b, KVCache& cache) {
+void Qwen35::delta_branch(float* h, const DeltaNet& w, int64_t layer, const ForwardPass& b, KVCache& cache) {
   const int64_t n = b.n, C = config_.hidden;
   const int64_t conv = shape_.conv_channels, K = shape_.conv_kernel, Hv = shape_.heads, Hk = key_heads_;
   const int64_t Hq = query_heads_;

@@ -662,7 +662,7 @@ void lookup_matmul_float(const PackedView& w, const float* x, int64_t rows, int6
 
 #include "tile_driver.inc"  // with_tile, matmul_int8, matmul_float
 
-// Batch rows per pass of the two-level kernels: the tile's 8 unpacked vectors and a row's
+// ForwardPass rows per pass of the two-level kernels: the tile's 8 unpacked vectors and a row's
 // two levels' dot chains stay in registers beside the accumulators.
 constexpr int kTwoLevelTileRows = 8;
 

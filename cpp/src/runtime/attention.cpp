@@ -11,9 +11,9 @@
 #include <immintrin.h>
 #endif
 
-#include "kvgen/kernels/vector_math.h"
+#include "kvgen/ops/vector_math.h"
 #include "kvgen/runtime/half.h"
-#include "kvgen/runtime/kernels.h"
+#include "kvgen/ops/layer_ops.h"
 
 namespace kvgen {
 namespace {
@@ -347,8 +347,8 @@ inline void softmax_heads(float* scores, int64_t group, int64_t n, float softcap
   for (int64_t g = 0; g < group; ++g) {
     float* s = scores + g * kAttentionBlock;
     softcap_scores(s, n, softcap);
-    m[g] = kernels::max_of(s, n);
-    l[g] = static_cast<float>(kernels::exp_into(s, s, n, m[g]));
+    m[g] = ops::max_of(s, n);
+    l[g] = static_cast<float>(ops::exp_into(s, s, n, m[g]));
   }
 }
 
@@ -458,11 +458,11 @@ void merge_blocks(float* out, const float* parts, int64_t kv_heads, int64_t bloc
       float total = 0.0f;
       for (int64_t b = 0; b < blocks; ++b) {
         const float* pb = first + b * part;
-        const float w = pb[g] == top ? 1.0f : kernels::fast_exp(pb[g] - top);  // rescales exp(score - block max)
+        const float w = pb[g] == top ? 1.0f : ops::fast_exp(pb[g] - top);  // rescales exp(score - block max)
         total += w * pb[group + g];
-        kernels::add_scaled_inplace(oh, pb + 2 * group + g * hd, w, hd);
+        ops::add_scaled_inplace(oh, pb + 2 * group + g * hd, w, hd);
       }
-      kernels::scale_inplace(oh, 1.0f / total, hd);
+      ops::scale_inplace(oh, 1.0f / total, hd);
     }
 }
 
@@ -482,10 +482,10 @@ void causal_attention(float* out, int64_t ldo, const float* q, int64_t ldq, KVCa
     s = key_span(cache, layer, row, h / group, lo, len, head_dim);
   }
   // scores (count, len) = scale * q_h (count, head_dim) @ keys^T, key block after key block
-  kernels::matmul(scores, q + h * head_dim, s.k1, count, s.n1, head_dim, /*b_transposed=*/true,
+  ops::matmul(scores, q + h * head_dim, s.k1, count, s.n1, head_dim, /*b_transposed=*/true,
                   /*accumulate=*/false, /*lda=*/ldq, /*ldb=*/head_dim, /*ldc=*/len, /*alpha=*/o.scale);
   if (s.n2)
-    kernels::matmul(scores + s.n1, q + h * head_dim, s.k2, count, s.n2, head_dim, /*b_transposed=*/true,
+    ops::matmul(scores + s.n1, q + h * head_dim, s.k2, count, s.n2, head_dim, /*b_transposed=*/true,
                     /*accumulate=*/false, /*lda=*/ldq, /*ldb=*/head_dim, /*ldc=*/len, /*alpha=*/o.scale);
   softcap_scores(scores, count * len, o.softcap);
   // token i (position start + i) sees the keys [a, b) of the row: its window, up to itself
@@ -494,14 +494,14 @@ void causal_attention(float* out, int64_t ldo, const float* q, int64_t ldq, KVCa
     const int64_t t = start + i;
     const int64_t a = o.window > 0 ? std::max<int64_t>(0, t - o.window + 1 - lo) : 0, b = t + 1 - lo;
     std::fill(row_scores, row_scores + a, 0.0f);
-    kernels::softmax_rows(row_scores + a, 1, b - a, nullptr);
+    ops::softmax_rows(row_scores + a, 1, b - a, nullptr);
     std::fill(row_scores + b, row_scores + len, 0.0f);
   }
   // out_h (count, head_dim) = scores @ values (len, head_dim), value block after value block
-  kernels::matmul(out + h * head_dim, scores, s.v1, count, head_dim, s.n1, /*b_transposed=*/false,
+  ops::matmul(out + h * head_dim, scores, s.v1, count, head_dim, s.n1, /*b_transposed=*/false,
                   /*accumulate=*/false, /*lda=*/len, /*ldb=*/head_dim, /*ldc=*/ldo);
   if (s.n2)
-    kernels::matmul(out + h * head_dim, scores + s.n1, s.v2, count, head_dim, s.n2, /*b_transposed=*/false,
+    ops::matmul(out + h * head_dim, scores + s.n1, s.v2, count, head_dim, s.n2, /*b_transposed=*/false,
                     /*accumulate=*/true, /*lda=*/len, /*ldb=*/head_dim, /*ldc=*/ldo);
 }
 

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "kvgen/errors.h"
-#include "kvgen/runtime/kernels.h"
+#include "kvgen/ops/layer_ops.h"
 #include "kvgen/quant/matmul.h"
 
 namespace kvgen {
@@ -41,7 +41,7 @@ void LinearWeight::multiply(float* y, int64_t ldy, const float* x, int64_t ldx, 
   }
   const int64_t n0 = 16 * u0, n1 = std::min(out_, 16 * u1);
   // rows n0..n1 of W (out, in): one contiguous stretch of memory
-  kernels::matmul(y + n0, x, dense_ + n0 * in_, rows, n1 - n0, in_, /*b_transposed=*/true, /*accumulate=*/false,
+  ops::matmul(y + n0, x, dense_ + n0 * in_, rows, n1 - n0, in_, /*b_transposed=*/true, /*accumulate=*/false,
                   /*lda=*/ldx, /*ldb=*/in_, /*ldc=*/ldy);
 }
 

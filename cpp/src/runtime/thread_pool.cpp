@@ -19,7 +19,7 @@
 #endif
 
 #include "kvgen/errors.h"
-#include "kvgen/runtime/kernels.h"
+#include "kvgen/ops/layer_ops.h"
 #include "kvgen/platform.h"
 
 namespace kvgen {
@@ -300,7 +300,7 @@ std::shared_ptr<ThreadPool> compute_pool() {
   std::lock_guard<std::mutex> lock(pool_mutex);
   if (!pool) {
     forget_pool_in_children();
-    kernels::set_blas_threads(1);
+    ops::set_blas_threads(1);
     pool = std::make_shared<ThreadPool>(default_compute_threads());
   }
   return pool;
@@ -309,7 +309,7 @@ std::shared_ptr<ThreadPool> compute_pool() {
 void set_compute_threads(int n) {
   if (n < 1 || n > 1024) throw ValueError("number of threads = " + std::to_string(n) + " must be in [1, 1024]");
   std::lock_guard<std::mutex> lock(pool_mutex);
-  kernels::set_blas_threads(1);
+  ops::set_blas_threads(1);
   forget_pool_in_children();
   if (pool && pool->size() == n) return;
   pool = std::make_shared<ThreadPool>(n);  // the old pool's workers end with its last holder

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "kvgen/kernels/vector_math.h"
+#include "kvgen/ops/vector_math.h"
 #include "kvgen/sampling/selection.h"
 
 namespace kvgen {
@@ -58,7 +58,7 @@ void Candidates::sort_descending() {
 
 void Candidates::materialize() {
   if (dense_) return;
-  std::fill(row_, row_ + vocab_, kernels::kNegInf);
+  std::fill(row_, row_ + vocab_, ops::kNegInf);
   for (int64_t j = 0; j < size_; ++j) row_[ids_[j]] = vals_[j];
 }
 

@@ -7,14 +7,14 @@
 #include <cmath>
 #include <sstream>
 
-#include "kvgen/kernels/vector_math.h"
+#include "kvgen/ops/vector_math.h"
 #include "kvgen/sampling/rng.h"
 #include "kvgen/sampling/selection.h"
 
 namespace kvgen {
 namespace {
 
-using kernels::kNegInf;
+using ops::kNegInf;
 
 // llama.cpp's caps: breakers longer than 40 bytes are cut, tails longer than 20 tokens too.
 constexpr size_t kMaxBreakerBytes = 40;
@@ -182,7 +182,7 @@ void TopNSigma::apply(Candidates& c, const RowContext&, Workspace& ws) const {
       sum += v[j];
       ++finite;
     }
-  if (finite == 0 || max == kernels::kPosInf) return;
+  if (finite == 0 || max == ops::kPosInf) return;
   const double mean = sum / static_cast<double>(finite);
   double squares = 0.0;
   for (int64_t j = 0; j < n; ++j)
@@ -206,8 +206,8 @@ void Xtc::apply(Candidates& c, const RowContext& ctx, Workspace& ws) const {
   if (!(Philox4x32::uniform(ctx.seed, ctx.sequence, ctx.step, kLane) < probability_)) return;
   const float* v = c.values();
   float* w = ws.weights.data();
-  const float m = kernels::max_of(v, n);
-  const double sum = kernels::softmax_weights_into(w, v, n, m);
+  const float m = ops::max_of(v, n);
+  const double sum = ops::softmax_weights_into(w, v, n, m);
   if (!(sum > 0.0)) return;
   // the top choices: p >= threshold (float, as llama.cpp's probabilities); the least likely
   // of them stays (among equal ones, the last in descending order: the largest position)
@@ -241,9 +241,9 @@ void MirostatTruncation::apply(Candidates& c, const RowContext& ctx, Workspace& 
 void MirostatTruncation::apply_v1(Candidates& c, float mu, Workspace& ws) const {
   const int64_t n = c.size();
   const float* v = c.values();
-  const float m = kernels::max_of(v, n);
-  if (!(m > kNegInf) || m == kernels::kPosInf) return;
-  const float sum = static_cast<float>(kernels::softmax_sum(v, n, m));
+  const float m = ops::max_of(v, n);
+  if (!(m > kNegInf) || m == ops::kPosInf) return;
+  const float sum = static_cast<float>(ops::softmax_sum(v, n, m));
   // the top m probabilities in descending order
   const int64_t top = std::min(kM, n);
   const int32_t* pos;
@@ -278,8 +278,8 @@ void MirostatTruncation::apply_v2(Candidates& c, float mu, Workspace& ws) const 
   const int64_t n = c.size();
   const float* v = c.values();
   float* w = ws.weights.data();
-  const float m = kernels::max_of(v, n);
-  const double sum = kernels::softmax_weights_into(w, v, n, m);
+  const float m = ops::max_of(v, n);
+  const double sum = ops::softmax_weights_into(w, v, n, m);
   if (!(sum > 0.0)) return;
   // keep the tokens whose surprise -log2 p is at most mu: p >= 2^-mu, compared on the
   // weights (no log per token)

@@ -7,13 +7,13 @@
 #include <limits>
 #include <sstream>
 
-#include "kvgen/kernels/vector_math.h"
+#include "kvgen/ops/vector_math.h"
 #include "kvgen/sampling/selection.h"
 
 namespace kvgen {
 namespace {
 
-using kernels::kNegInf;
+using ops::kNegInf;
 
 // Calls fn(value&) on the value of token `id` if it is still a candidate.
 template <class F>
@@ -51,15 +51,15 @@ void clear_counts(Workspace& ws) {
 }
 
 // Softmax statistics of the candidates: max, the weights into ws.weights (exp(v - max),
-// or 1 at the +inf entries when the max is +inf: see kernels::softmax_weights_into),
+// or 1 at the +inf entries when the max is +inf: see ops::softmax_weights_into),
 // their sum.
 struct SoftmaxStats {
   float max;
   double sum;
 };
 SoftmaxStats softmax_weights(const float* vals, int64_t n, Workspace& ws) {
-  const float m = kernels::max_of(vals, n);
-  const double s = kernels::softmax_weights_into(ws.weights.data(), vals, n, m);
+  const float m = ops::max_of(vals, n);
+  const double s = ops::softmax_weights_into(ws.weights.data(), vals, n, m);
   return {m, s};
 }
 
@@ -67,7 +67,7 @@ SoftmaxStats softmax_weights(const float* vals, int64_t n, Workspace& ws) {
 // skipped, like torch.nansum in HF).
 double entropy(const float* vals, const float* weights, int64_t n, SoftmaxStats st) {
   const double log_sum = std::log(st.sum);
-  if (st.max == kernels::kPosInf) return log_sum;  // `sum` +inf tokens, equally likely
+  if (st.max == ops::kPosInf) return log_sum;  // `sum` +inf tokens, equally likely
   double acc = 0.0;
   for (int64_t i = 0; i < n; ++i)
     if (weights[i] > 0.0f) acc += static_cast<double>(weights[i]) * ((vals[i] - st.max) - log_sum);
@@ -308,7 +308,7 @@ void MinP::apply(Candidates& c, const RowContext&, Workspace& ws) const {
   const float* v = c.values();
   const int64_t n = c.size();
   // p_i < min_p * p_max  <=>  v_i - max < log(min_p)
-  float threshold = kernels::max_of(v, n) + static_cast<float>(std::log(min_p_));
+  float threshold = ops::max_of(v, n) + static_cast<float>(std::log(min_p_));
   if (min_keep_ > 1) threshold = std::min(threshold, selection::kth_largest(v, n, std::min(min_keep_, n), ws));
   const int64_t count = selection::collect_at_least(v, n, threshold, ws.chosen.data());
   if (count < n) c.keep(ws.chosen.data(), count, !c.dense() && c.sorted());
@@ -326,7 +326,7 @@ void Typical::apply(Candidates& c, const RowContext&, Workspace& ws) const {
   const float fent = static_cast<float>(ent);
   // key: |surprisal - entropy|, smaller = more typical
   float* keys = ws.keys.data();
-  for (int64_t i = 0; i < n; ++i) keys[i] = std::fabs(-kernels::log_softmax_at(v[i], st.max, log_sum) - fent);
+  for (int64_t i = 0; i < n; ++i) keys[i] = std::fabs(-ops::log_softmax_at(v[i], st.max, log_sum) - fent);
   const int64_t count = selection::smallest_prefix_by_mass(keys, w, n, mass_ * st.sum,
                                                            min_keep_, ws.chosen.data(), ws);
   c.keep(ws.chosen.data(), count, false);
@@ -357,7 +357,7 @@ std::string ProbabilityCutoff::describe() const {
 void LogSoftmax::apply(Candidates& c, const RowContext&, Workspace&) const {
   float* v = c.values();
   const int64_t n = c.size();
-  kernels::log_softmax_into(v, v, n, kernels::log_sum_exp(v, n));
+  ops::log_softmax_into(v, v, n, ops::log_sum_exp(v, n));
 }
 
 }  // namespace kvgen

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "kvgen/errors.h"
-#include "kvgen/kernels/vector_math.h"
+#include "kvgen/ops/vector_math.h"
 #include "kvgen/sampling/rng.h"
 
 namespace kvgen {
@@ -52,7 +52,7 @@ void Sampler::check_inputs(const float* logits, int64_t rows, int64_t vocab, con
         throw ValueError(msg.str());
       }
     }
-    if (!config_.remove_invalid_values && kernels::has_nan(logits + r * vocab, vocab)) {
+    if (!config_.remove_invalid_values && ops::has_nan(logits + r * vocab, vocab)) {
       std::ostringstream msg;
       msg << "logits row " << r << " contains NaN (set remove_invalid_values=True to replace NaN by 0)";
       throw ValueError(msg.str());
@@ -100,8 +100,8 @@ void Sampler::sample(const RowLogits& logits, const TokenHistory& history, const
 int64_t Sampler::pick(Candidates& c, double uniform, float* logprob, RowNorm* norm, int64_t row) {
   const float* v = c.values();
   const int64_t n = c.size();
-  const float m = kernels::max_of(v, n);
-  if (!(m > kernels::kNegInf)) {
+  const float m = ops::max_of(v, n);
+  if (!(m > ops::kNegInf)) {
     std::ostringstream msg;
     msg << "logits row " << row << ": every token has probability 0 after processing (all -inf)";
     throw ValueError(msg.str());
@@ -110,22 +110,22 @@ int64_t Sampler::pick(Candidates& c, double uniform, float* logprob, RowNorm* no
   double sum = 0.0;
   if (config_.is_greedy()) {
     // argmax; among equal logits the smallest token id, as torch.argmax
-    pos = kernels::find_first(v, n, m);
+    pos = ops::find_first(v, n, m);
     if (!c.dense())
       for (int64_t j = pos + 1; j < n; ++j)
         if (v[j] == m && c.id_at(j) < c.id_at(pos)) pos = j;
-    if (logprob) sum = kernels::softmax_sum(v, n, m);  // only when asked: a pass over the row
+    if (logprob) sum = ops::softmax_sum(v, n, m);  // only when asked: a pass over the row
   } else {
     float* w = ws_.weights.data();
-    sum = kernels::softmax_weights_into(w, v, n, m);
-    pos = kernels::find_cumulative(w, n, uniform * sum);
+    sum = ops::softmax_weights_into(w, v, n, m);
+    pos = ops::find_cumulative(w, n, uniform * sum);
   }
   if (pos < 0 || pos >= n) {  // unreachable: the max's own weight is positive
     std::ostringstream msg;
     msg << "internal error: logits row " << row << " picked no candidate (max " << m << ", weight sum " << sum << ")";
     throw ValueError(msg.str());
   }
-  if (logprob) *logprob = static_cast<float>(kernels::log_softmax_at(v[pos], m, std::log(sum)));
+  if (logprob) *logprob = static_cast<float>(ops::log_softmax_at(v[pos], m, std::log(sum)));
   if (norm) *norm = {m, std::log(sum)};
   return c.id_at(pos);
 }

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kvgen/kernels/vector_math.h"
+#include "kvgen/ops/vector_math.h"
 #include "kvgen/limits.h"
 #include "kvgen/sampling/rng.h"
 #include "kvgen/sampling/selection.h"
@@ -63,7 +63,7 @@ BeamSearch::BeamSearch(const GenerationConfig& config, int64_t batch)
 }
 
 float BeamSearch::raw_logprob(const BeamStepInput& in, int64_t r, int64_t t) {
-  return in.raw_logits ? kernels::log_softmax_entry(in.raw_logits + r * in.vocab, in.vocab, t, in.raw_lse[r]) : 0.0f;
+  return in.raw_logits ? ops::log_softmax_entry(in.raw_logits + r * in.vocab, in.vocab, t, in.raw_lse[r]) : 0.0f;
 }
 
 void BeamSearch::select_top(const BeamStepInput& in, int64_t b) {
@@ -91,17 +91,17 @@ void BeamSearch::select_sampled(const BeamStepInput& in, int64_t b, const BeamDr
   draw_weights_.resize(n);
   float* w = draw_weights_.data();
   const float* rows = in.logprobs + b * beams_ * vocab;
-  float m = kernels::kNegInf;
+  float m = ops::kNegInf;
   for (int64_t j = 0; j < beams_; ++j)
-    m = std::max(m, kernels::max_of(rows + j * vocab, vocab) + running_score_[b * beams_ + j]);
+    m = std::max(m, ops::max_of(rows + j * vocab, vocab) + running_score_[b * beams_ + j]);
   double total = 0.0;
   for (int64_t j = 0; j < beams_; ++j)
-    total += kernels::exp_into(w + j * vocab, rows + j * vocab, vocab, m - running_score_[b * beams_ + j]);
+    total += ops::exp_into(w + j * vocab, rows + j * vocab, vocab, m - running_score_[b * beams_ + j]);
   cands_.clear();
   for (int64_t k = 0; k < keep_ && total > 0.0; ++k) {
     const double u = Philox4x32::uniform(keys.seed, keys.input_keys[b], static_cast<uint64_t>(keys.step),
                                          static_cast<uint32_t>(k + 1));
-    const int64_t idx = kernels::find_cumulative(w, n, u * total);
+    const int64_t idx = ops::find_cumulative(w, n, u * total);
     if (idx < 0) break;
     total -= w[idx];
     w[idx] = 0.0f;

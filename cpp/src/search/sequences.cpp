@@ -15,7 +15,7 @@ constexpr int64_t kInitialNewTokens = 32;
 // A zeroed (rows, cols) buffer.
 template <class T>
 xt::xtensor<T, 2> zeroed(int64_t rows, int64_t cols) {
-  limits::checked_mul(rows, cols, "Generator history (rows x tokens)");
+  limits::checked_mul(rows, cols, "TokenSelector history (rows x tokens)");
   return xt::zeros<T>({static_cast<size_t>(rows), static_cast<size_t>(cols)});
 }
 

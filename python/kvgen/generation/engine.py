@@ -145,7 +145,7 @@ class Engine:
         settings, an invalid constraint and a prompt over the context raise ValueError here.
         ``score_prompt`` and ``generate``: prompt scoring (see Request)."""
         setup = setup if isinstance(setup, RequestSetup) else RequestSetup(setup)
-        request = Request([prompt], setup.step_generator(self.model), self.context, logprobs=logprobs,
+        request = Request([prompt], setup.token_selector(self.model), self.context, logprobs=logprobs,
                           on_update=on_update, assistant_model=setup.assistant_model, score_prompt=score_prompt,
                           generate=generate)
         return self._submit(request)
@@ -352,7 +352,7 @@ class Engine:
             return
         was_running = r.running
         try:
-            step = r.generator.step(self._logits[first:first + r.rows])
+            step = r.selector.step(self._logits[first:first + r.rows])
             if r.beams and step.beam_indices is not None and not step.done:
                 self._slots.reorder(first, step.beam_indices.tolist())
         except Exception as e:
@@ -363,9 +363,9 @@ class Engine:
             r.speculation.after_step(step.tokens, was_running)
         if r.beams:
             r.running = [not step.done] * r.rows
-            reasons = [None] * r.rows if not step.done else r.generator.finish_reasons
+            reasons = [None] * r.rows if not step.done else r.selector.finish_reasons
         else:
-            reasons = r.generator.finish_reasons
+            reasons = r.selector.finish_reasons
             r.running = [reason is None for reason in reasons]
         if r.on_update is not None:
             self._notify(r, step_update(r, step, was_running, reasons))
@@ -391,9 +391,9 @@ class Engine:
         self._finish(r, cancelled=cancelled, error=error)
 
     def _finish(self, r: Request, *, cancelled: bool = False, error: Optional[BaseException] = None) -> None:
-        if error is None and r.generator is not None:  # an embedding request has no result but its vectors
+        if error is None and r.selector is not None:  # an embedding request has no result but its vectors
             try:
-                r.result = _result(r.generator._hypotheses(), strip_prompt=True)
+                r.result = _result(r.selector._hypotheses(), strip_prompt=True)
             except Exception as e:  # noqa: BLE001 - the request fails, its listener is told
                 error = e
         if error is None and r.result is not None:
@@ -418,7 +418,7 @@ def one_request(model, prompts: Sequence[Sequence[int]], setup: RequestSetup, *,
     """An engine sized for one request of ``prompts`` (EngineSize.for_request: all its rows in
     slots, the cache as long as its longest prompt plus new tokens), with the request added: the
     caller runs ``engine.step()`` until ``request.done()``. Bad settings and a context overflow raise here."""
-    request = Request(prompts, setup.step_generator(model, output_raw_logprobs), model.context_length,
+    request = Request(prompts, setup.token_selector(model, output_raw_logprobs), model.context_length,
                       sequence_ids=sequence_ids, assistant_model=setup.assistant_model)
     engine = Engine.sized(model, EngineSize.for_request(request))
     engine.add(request)

@@ -50,7 +50,7 @@ class EngineSize:
                   max_batch: int) -> EngineSize:
         """``generate_batch``: sized to the longest prompt plus its new tokens (a longer request
         fails when it is submitted, naming the overflow)."""
-        need = max(len(p) + max(_core._Generator(c).max_new_tokens(len(p)), 0) for p, c in zip(prompts, configs))
+        need = max(len(p) + max(_core._TokenSelector(c).max_new_tokens(len(p)), 0) for p, c in zip(prompts, configs))
         return cls(max_batch, max(1, min(need, model.context_length)))
 
     @classmethod

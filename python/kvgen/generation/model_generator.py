@@ -145,7 +145,7 @@ class ModelGenerator:
         first tokens; the caller ends with ``self._engines.release``."""
         self.last_stats = GenerationStats(prompt_tokens=sum(len(p) for p in ids))
         start = time.perf_counter()
-        request = Request(ids, setup.step_generator(self.model, self.output_raw_logprobs), self.model.context_length,
+        request = Request(ids, setup.token_selector(self.model, self.output_raw_logprobs), self.model.context_length,
                           sequence_ids=sequence_ids, assistant_model=setup.assistant_model)
         engine = self._engines.acquire(request)
         self.kv_cache_bytes = self.model.kv_cache_bytes(request.rows, request.positions)
@@ -199,13 +199,13 @@ class ModelGenerator:
     def _finish(self, request: Request, setup: RequestSetup, interrupted: bool = False) -> GenerationResult:
         result = request.result
         if result is None or interrupted:
-            result = _result(request.generator._hypotheses(), strip_prompt=True)
+            result = _result(request.selector._hypotheses(), strip_prompt=True)
         if interrupted:  # rows still running when Ctrl-C came have no finish reason of their own
             result.finish_reasons = [[r or "interrupted" for r in per] for per in result.finish_reasons]
         self._with_texts(result, setup)
         self.last_stats.new_tokens = sum(len(per[0]) for per in result.sequences)
         self.last_stats.decode_tokens = max((len(per[0]) - 1 for per in result.sequences), default=0)
-        generator = request.generator
+        generator = request.selector
         self.last_stats.drafted_tokens = int(generator.drafted_tokens.sum())
         self.last_stats.accepted_tokens = int(generator.accepted_tokens.sum())
         self.last_result = result
@@ -318,7 +318,7 @@ class ModelGenerator:
     def _pieces(self, engine: Engine, request: Request, ids: list[list[int]], as_text: bool,
                 options: TextOptions) -> Iterator[Any]:
         """Steps the request to its end, yielding each step's new text (or tokens)."""
-        generator = request.generator
+        generator = request.selector
         skip_special = options.skip_special_tokens
         text = IncrementalText(lambda tokens: self.model.decode(tokens, skip_special))
         read = 0  # generated tokens already in a piece

@@ -206,7 +206,7 @@ def _plan_decode(plan: PassPlan, r: Any, switch: Optional[int], slot_length: Cal
         if switch and cached == switch:
             # the row crosses LongRoPE's switch: computed again, with the long factors (transformers'
             # Phi-3 drops its cache here); its cached positions had the short ones
-            sequences = r.generator.sequences if sequences is None else sequences
+            sequences = r.selector.sequences if sequences is None else sequences
             if sequences[k].size != cached + 1:
                 raise RuntimeError(f"slot {slot} caches {cached} positions for {sequences[k].size} tokens")
             plan.long_chunks.append(Chunk(slot, sequences[k], restart=True))

@@ -13,7 +13,7 @@ from kvgen._embedding import Pooler
 from kvgen.generation.prompt_scores import PromptScorer, TokenScore
 from kvgen.generation.results import GenerationResult
 from kvgen.generation.speculation import DEFAULT_ASSISTANT_TOKENS, Speculation, wants_speculation
-from kvgen.generation.step import StepGenerator
+from kvgen.generation.step import TokenSelector
 
 
 @dataclass
@@ -33,7 +33,7 @@ class StepUpdate:
 
 class Request:
     """A generation run by an Engine: one or more prompts (token ids) with one step generator
-    (``setup.step_generator``: a fresh one per request). ``wait()`` for its GenerationResult,
+    (``setup.token_selector``: a fresh one per request). ``wait()`` for its GenerationResult,
     ``cancel()`` to stop it (its slots are freed at the next step). ``sequence_ids`` key the
     prompts' random draws (see kvgen.Generator).
 
@@ -45,21 +45,21 @@ class Request:
     An embedding request (``Request.embedding``) has no step generator: its prompts' hidden
     states are pooled as they are prefilled (``wait_embeddings()``), and it ends there."""
 
-    def __init__(self, prompts: Sequence[Sequence[int]], generator: StepGenerator, context: int, *,
+    def __init__(self, prompts: Sequence[Sequence[int]], generator: TokenSelector, context: int, *,
                  sequence_ids: Optional[Sequence[int]] = None, logprobs: bool = False,
                  on_update: Optional[Callable[[StepUpdate], None]] = None, assistant_model: Any = None,
                  score_prompt: Optional[int] = None, generate: bool = True):
         self._start(prompts, on_update)
-        self.generator = generator
+        self.selector = generator
         self._check_context([len(p) for p in prompts], context)  # before the generator's limits, which name none
         # checks the config and the prompts, in the caller's thread
-        self.generator.append_tokens(prompts, sequence_ids=sequence_ids)
+        self.selector.append_tokens(prompts, sequence_ids=sequence_ids)
         self.prompts = [np.asarray(p, dtype=np.int64) for p in prompts]
-        self.rows = self.generator.rows
+        self.rows = self.selector.rows
         self.rows_per_prompt = self.rows // len(self.prompts)
-        self.beams = self.generator.num_beams > 1
+        self.beams = self.selector.num_beams > 1
         # the last token generated is never fed back, so prompt + new tokens fit in the slot
-        self.positions = max(p.size + max(self.generator.max_new_tokens(p.size), 0) for p in self.prompts)
+        self.positions = max(p.size + max(self.selector.max_new_tokens(p.size), 0) for p in self.prompts)
         self.logprobs = logprobs
         self.running = [True] * self.rows
         # speculative decoding: the draft model (built by the engine), this request's state
@@ -108,7 +108,7 @@ class Request:
         self._start(prompts, on_update)
         self.prompts = [np.asarray(p, dtype=np.int64) for p in prompts]
         self._check_context_of_embeddings(context)
-        self.generator = None  # type: ignore[assignment]
+        self.selector = None  # type: ignore[assignment]
         self.rows, self.rows_per_prompt, self.beams = len(self.prompts), 1, False
         self.positions = self.longest
         self.logprobs = False
@@ -122,7 +122,7 @@ class Request:
 
     def check_context(self, context: int) -> None:
         """ValueError when a prompt plus its new tokens does not fit ``context`` positions."""
-        if self.generator is None:  # an embedding request: its prompts alone
+        if self.selector is None:  # an embedding request: its prompts alone
             self._check_context_of_embeddings(context)
             return
         self._check_context([p.size for p in self.prompts], context)
@@ -135,7 +135,7 @@ class Request:
 
     def _check_context(self, lengths: Sequence[int], context: int) -> None:
         for length in lengths:
-            new = max(self.generator.max_new_tokens(length), 0)
+            new = max(self.selector.max_new_tokens(length), 0)
             if length > context or new > context - length:
                 raise ValueError(f"context overflow: the prompt has {length} tokens and may generate {new} more, "
                                  f"beyond the {context} positions available; shorten the prompt or lower "

@@ -13,7 +13,7 @@ from typing import Any, Mapping, MutableMapping, Optional, Sequence, Union
 from kvgen._config import check_field_names, with_overrides
 from kvgen._core import GenerationConfig
 from kvgen.generation.constraints import Constraint, constraint_field
-from kvgen.generation.step import StepGenerator
+from kvgen.generation.step import TokenSelector
 
 
 @dataclass(frozen=True)
@@ -70,10 +70,10 @@ class RequestSetup:
     #: a draft model (a kvgen Model sharing the vocabulary) for speculative decoding, or None
     assistant_model: Any = None
 
-    def step_generator(self, model: Any, output_raw_logprobs: bool = False) -> StepGenerator:
+    def token_selector(self, model: Any, output_raw_logprobs: bool = False) -> TokenSelector:
         """A fresh step generator for one request of this set-up, with the model's token texts
         when the config's processors need them (stop strings, DRY's sequence breakers)."""
-        generator = StepGenerator(self.config, tokenizer=model, constraint=self.constraint,
+        generator = TokenSelector(self.config, tokenizer=model, constraint=self.constraint,
                                   output_raw_logprobs=output_raw_logprobs)
         if generator.needs_token_texts:
             generator.set_token_strings(model.token_strings())

@@ -50,7 +50,7 @@ class SpeculativeRows:
                 self._drafters[id(r.assistant_model)] = assistant
             for s in range(r.first_slot, r.first_slot + r.rows):
                 assistant.reset(s)
-        r.speculation = Speculation(r.generator.config, r.prompts, r.rows_per_prompt, assistant)
+        r.speculation = Speculation(r.selector.config, r.prompts, r.rows_per_prompt, assistant)
         if assistant is not None:  # the draft model's prefill, with the request's
             assistant.catch_up({r.first_slot + k: tokens for k, tokens in enumerate(r.speculation.tokens)})
 
@@ -77,7 +77,7 @@ class SpeculativeRows:
         for k in range(r.rows):
             prompt = r.prompts[k // r.rows_per_prompt]
             generated = len(spec.tokens[k]) - prompt.size  # the next token included
-            left = r.generator.max_new_tokens(prompt.size) - generated  # new tokens still to come
+            left = r.selector.max_new_tokens(prompt.size) - generated  # new tokens still to come
             # the chunk is the next token and the drafts: all within the slot
             room.append(max(0, min(limit, left, self._slots.context - self._slots.length(first + k) - 1)))
         start = time.perf_counter()
@@ -101,7 +101,7 @@ class SpeculativeRows:
             drafts[k, :len(d)] = d
         was_running = r.running
         # under a constraint, the step generator masks each draft position along the drafts
-        result = r.generator.verify(logits, drafts, lengths)
+        result = r.selector.verify(logits, drafts, lengths)
         for k in range(r.rows):
             if was_running[k] and result.rollback[k]:
                 slot = first + k
@@ -109,8 +109,8 @@ class SpeculativeRows:
         emitted = [[int(t) for t in e] for e in result.emitted]
         spec.after_verify(emitted, result.accepted, lengths, was_running, first)
         r.next_tokens = result.tokens
-        reasons = r.generator.finish_reasons
+        reasons = r.selector.finish_reasons
         r.running = [reason is None for reason in reasons]
-        done = r.generator.is_done()  # a row whose grammar completed stopped after the verdict
+        done = r.selector.is_done()  # a row whose grammar completed stopped after the verdict
         updates = verified_updates(r, result, emitted, reasons, done) if r.on_update is not None else []
         return updates, done

@@ -22,7 +22,7 @@ from kvgen.generation.results import GenerationResult, _result
 ModelFn = Callable[[list, Optional[np.ndarray]], np.ndarray]
 
 
-class StepGenerator(_core._Generator):
+class TokenSelector(_core._TokenSelector):
     """The step generator: the core's step loop over logits computed elsewhere (kvgen.Generator is
     its public face), with the rows' allowed tokens computed by llguidance when the config has a
     constraint; each step fills the masks of the next one in the mask worker, overlapping the
@@ -51,7 +51,7 @@ class StepGenerator(_core._Generator):
         """Processes the next-token logits [rows, vocab] (float32, C-contiguous, read in
         place) and picks a token per row; returns a StepResult. Under a constraint the
         allowed tokens come from the tokenizer; ``allowed_tokens`` (a bitmask of your own)
-        belongs to the core class ``kvgen._core._Generator``."""
+        belongs to the core class ``kvgen._core._TokenSelector``."""
         if self._constraint is None:
             return super().step(logits, allowed_tokens=allowed_tokens)
         if allowed_tokens is not None:
@@ -87,7 +87,7 @@ class StepGenerator(_core._Generator):
           that each draft was sampled from; None means one-hot q (prompt lookup / n-gram drafts).
         - ``allowed_tokens`` [rows, k + 1, ceil(vocab / 32)] uint32 or None: an allowed-token
             bitmask per position, computed along the draft prefix; only on the core class
-          ``kvgen._core._Generator``: with a tokenizer, this Generator computes them with
+          ``kvgen._core._TokenSelector``: with a tokenizer, this Generator computes them with
           llguidance (a row's drafts are cut where its grammar refuses one or ends, which keeps
           the output exact; the cut drafts count in ``rollback``).
 

@@ -49,9 +49,9 @@ def verified_updates(r: Request, result: VerifyResult, emitted: list[list[int]],
 def _emitted_top_logprobs(r: Request, emitted: list[list[int]]) -> Optional[list[list[TopLogprobs]]]:
     """Per row, the top-n (id, log-prob) pairs of each token the verify step emitted (its last
     ones in the row's hypothesis); None when the config asks for none."""
-    if not r.generator.config.top_logprobs:
+    if not r.selector.config.top_logprobs:
         return None
-    rows = [h for per in r.generator._hypotheses() for h in per]
+    rows = [h for per in r.selector._hypotheses() for h in per]
     tops = []
     for h, e in zip(rows, emitted):
         ids, lps, count = h["top_ids"], h["top_logprobs"], len(h["logprobs"])

@@ -248,9 +248,9 @@ class Completion:
         usage = {"prompt_tokens": self.prompt_tokens, "completion_tokens": completion,
                  "total_tokens": self.prompt_tokens + completion}
         # speculative decoding (kvgen's extra field): draft tokens verified and accepted
-        drafted = sum(int(r.generator.drafted_tokens.sum()) for r in self.requests)
+        drafted = sum(int(r.selector.drafted_tokens.sum()) for r in self.requests)
         if drafted:
-            accepted = sum(int(r.generator.accepted_tokens.sum()) for r in self.requests)
+            accepted = sum(int(r.selector.accepted_tokens.sum()) for r in self.requests)
             usage["speculative"] = {"drafted_tokens": drafted, "accepted_tokens": accepted,
                                     "acceptance_rate": accepted / drafted}
         return usage

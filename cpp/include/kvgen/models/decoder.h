@@ -52,7 +52,7 @@ class DecoderModel : public Model {
   }
 
   // The new tokens of one forward call, chunk after chunk.
-  struct Batch {
+  struct ForwardPass {
     const std::vector<RowTokens>* chunks = nullptr;
     std::vector<int64_t> starts;     // (chunks) cached length of each chunk's row
     std::vector<int64_t> positions;  // (n) position of every token
@@ -72,11 +72,11 @@ class DecoderModel : public Model {
   // Nothing is allocated later in the forward, and nothing at all once the largest
   // batch (the prefill, as a rule) has been seen; position tables are sized by the
   // positions generations use, not by the declared context.
-  virtual void reserve(const Batch& batch) = 0;
+  virtual void reserve(const ForwardPass& batch) = 0;
   // x (n, C): the input embeddings of the batch's tokens.
-  virtual void embed(float* x, const Batch& batch) = 0;
+  virtual void embed(float* x, const ForwardPass& batch) = 0;
   // One residual block over x (n, C) in place; writes the layer's keys/values.
-  virtual void block(int64_t layer, float* x, const Batch& batch, KVCache& cache) = 0;
+  virtual void block(int64_t layer, float* x, const ForwardPass& batch, KVCache& cache) = 0;
   // out (m, C) = the final norm of x (m, C).
   virtual void final_norm(float* out, const float* x, int64_t m) = 0;
 
@@ -87,7 +87,7 @@ class DecoderModel : public Model {
   // window) sees only its window, and its ring of slots is written and read a block of
   // tokens at a time, so that no key is overwritten before the tokens that see it have.
   void attend(float* out, const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v, int64_t ldv,
-              int64_t layer, const Batch& batch, KVCache& cache, float scale, float softcap = 0.0f);
+              int64_t layer, const ForwardPass& batch, KVCache& cache, float scale, float softcap = 0.0f);
 
   // Runs f(r0, r1) over row ranges that cover [0, n) of a row-wise step over (n, width)
   // values (norms, rope, activations, residual adds): on the pool's threads where the rows
@@ -148,7 +148,7 @@ class DecoderModel : public Model {
   // input, then its output), valid for the current forward.
   float* branch() { return builder_.branch.data(); }
   // x (n, C) = the rows of `table` (vocab, C) of the batch's tokens, times scale unless it is 1.
-  void embed_tokens(float* x, const LinearWeight& table, const Batch& batch, float scale = 1.0f);
+  void embed_tokens(float* x, const LinearWeight& table, const ForwardPass& batch, float scale = 1.0f);
   // out (n, width) = RMSNorm of x (n, width) with weight (width): x / sqrt(mean(x^2) + eps) * weight.
   // out may be x.
   void rms_norm(float* out, const float* x, const float* weight, int64_t n, int64_t width, float eps);
@@ -179,7 +179,7 @@ class DecoderModel : public Model {
   // rotated (where params.rotary is set), keys and values written to the cache at the
   // tokens' positions, cached causal attention (attend), output projection. out may be h.
   void attention(float* out, const float* h, const AttentionWeights& w, const AttentionParams& params,
-                 int64_t layer, const Batch& batch, KVCache& cache);
+                 int64_t layer, const ForwardPass& batch, KVCache& cache);
 
   enum class Activation { SiLU, GeluTanh, GeluErf };  // silu; "gelu_new" / gelu_pytorch_tanh; "gelu"
   // The projections of an MLP: gated (gate set) or plain.
@@ -212,7 +212,7 @@ class DecoderModel : public Model {
   // attend() for chunks of at most kTokenByTokenAttention tokens, whose keys and values
   // are in the cache: every token's attention cut into items of one kv head and one block
   // of positions (attention.h) that the threads share, then merged token by token.
-  void attend_tokens(float* out, const float* q, int64_t ldq, int64_t layer, const Batch& batch, KVCache& cache,
+  void attend_tokens(float* out, const float* q, int64_t ldq, int64_t layer, const ForwardPass& batch, KVCache& cache,
                      const AttentionOptions& options);
 
   // The final-logit soft-cap over rows of logits (rows, vocab; row stride ld).
@@ -226,7 +226,7 @@ class DecoderModel : public Model {
   };
 
   // Grows the builders' scratch to the batch (forward calls it before reserve).
-  void reserve_builders(const Batch& batch);
+  void reserve_builders(const ForwardPass& batch);
 
   // Scratch of the builders, n = the batch's tokens (reserve_builders).
   struct BuilderScratch {
@@ -244,8 +244,8 @@ class DecoderModel : public Model {
     std::vector<QueryBlock> query_blocks;  // attend's; its capacity kept across passes
     xt::xtensor<float, 2> x;       // (n, C) the residual stream
     xt::xtensor<float, 2> normed;  // (n, C) final norm of the rows the LM head reads
-    xt::xtensor<float, 1> scores;  // (threads, Batch::max_scores) each thread's attention probabilities
-    xt::xtensor<float, 1> kv;      // (threads, 2, Batch::end, head_dim) a prefill's keys, values as floats (half cache)
+    xt::xtensor<float, 1> scores;  // (threads, ForwardPass::max_scores) each thread's attention probabilities
+    xt::xtensor<float, 1> kv;      // (threads, 2, ForwardPass::end, head_dim) a prefill's keys, values as floats (half cache)
     xt::xtensor<float, 1> padded;  // (threads, 2, kPrefillChunk, heads * head_dim) a padded query block's queries, outputs
     xt::xtensor<float, 1> parts;   // (items, block_part_floats) decode: each item's partial attention
     xt::xtensor<float, 1> attention;  // (threads, block_scratch_floats) decode: each thread's scratch
@@ -254,7 +254,7 @@ class DecoderModel : public Model {
     xt::xtensor<float, 2> logits;  // (chunks, vocab) LM head output when rows are out of order
   };
 
-  Batch batch_;
+  ForwardPass batch_;
   Scratch scratch_;
   BuilderScratch builder_;
   BlockLayout layout_;

@@ -19,12 +19,12 @@
 //
 // The allowed-token mask comes after every logits processor (a bias cannot revive a
 // token the grammar forbids) and before the warpers (top-k, top-p, ... see only allowed
-// tokens). Under beam search the Generator also applies it before the log-softmax, so
+// tokens). Under beam search the TokenSelector also applies it before the log-softmax, so
 // beam scores are log-probabilities over the allowed tokens.
 //
 // Mirostat (L, mirostat = 1 or 2) is a sampler: as in llama.cpp, it replaces the warpers
 // after the temperature (13 then mirostat's truncation; 12b, 14-19b are not applied), and
-// the token is drawn from what it keeps; the Generator updates each row's mu from the draw.
+// the token is drawn from what it keeps; the TokenSelector updates each row's mu from the draw.
 // DRY sits with the penalties (llama.cpp: penalties, DRY, top-n-sigma, top-k, typical,
 // top-p, min-p, XTC, temperature); llama.cpp's XTC and top-n-sigma see the logits before
 // the temperature, kvgen's (HF's warper order) after it: the same tokens at temperature 1,

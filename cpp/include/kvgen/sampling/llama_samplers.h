@@ -2,7 +2,7 @@
 // src/llama-sampling.cpp (llama_sampler_init_dry / _top_n_sigma / _xtc / _mirostat /
 // _mirostat_v2): DRY, top-n-sigma, XTC, and mirostat's truncation. Like every processor
 // they hold no per-row state: XTC's coin comes from the row's draw key and mirostat's mu
-// from RowContext (the Generator keeps one mu per row and moves it with beam reorders).
+// from RowContext (the TokenSelector keeps one mu per row and moves it with beam reorders).
 #pragma once
 
 #include <cstdint>

@@ -46,7 +46,7 @@ struct DrawKeys {
 };
 
 // The softmax normalizer of a processed row: log p(x) = (x - max) - log_sum (as
-// kernels::log_softmax_at), so callers reuse it instead of another pass over the row.
+// ops::log_softmax_at), so callers reuse it instead of another pass over the row.
 struct RowNorm {
   float max = 0.0f;
   double log_sum = 0.0;

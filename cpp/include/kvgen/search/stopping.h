@@ -51,7 +51,7 @@ class StopRules {
   std::vector<std::string> texts_;
   // (longest stop string + 2 x longest token text) bytes: the text check() matches, kept
   // so that a step allocates nothing; check() is const but writes it, so one StopRules
-  // serves one thread at a time (as the Generator that owns it).
+  // serves one thread at a time (as the TokenSelector that owns it).
   mutable std::string tail_;
   std::optional<int64_t> max_length_, max_new_tokens_;
 };

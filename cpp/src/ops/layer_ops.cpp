@@ -1,19 +1,19 @@
 // Transformer kernels: OpenBLAS for the matrix products, plain loops for the rest.
-#include "kvgen/runtime/kernels.h"
+#include "kvgen/ops/layer_ops.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
-#include "kvgen/kernels/vector_math.h"
-#include "kvgen/runtime/blas.h"
+#include "kvgen/ops/vector_math.h"
+#include "kvgen/ops/blas.h"
 
 extern "C" {
 void openblas_set_num_threads(int num_threads);
 int openblas_get_num_threads(void);
 }
 
-namespace kvgen::kernels {
+namespace kvgen::ops {
 
 void matmul(float* out, const float* a, const float* b, int64_t M, int64_t N, int64_t K, bool b_transposed,
             bool accumulate, int64_t lda, int64_t ldb, int64_t ldc, float alpha) {
@@ -134,4 +134,4 @@ void softmax_rows(float* x, int64_t M, int64_t N, const int64_t* valid) {
 void set_blas_threads(int n) { openblas_set_num_threads(n); }
 int blas_threads() { return openblas_get_num_threads(); }
 
-}  // namespace kvgen::kernels
+}  // namespace kvgen::ops

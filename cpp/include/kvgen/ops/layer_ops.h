@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-namespace kvgen::kernels {
+namespace kvgen::ops {
 
 // out (M, N) = (accumulate ? out : 0) + alpha * a (M, K) @ b, with b (K, N) or, if b_transposed,
 // b (N, K). lda / ldb / ldc are the row strides (0 = dense). Callers name the flags and
@@ -54,4 +54,4 @@ void softmax_rows(float* x, int64_t M, int64_t N, const int64_t* valid);
 void set_blas_threads(int n);
 int blas_threads();
 
-}  // namespace kvgen::kernels
+}  // namespace kvgen::ops

@@ -1,4 +1,4 @@
-// Generator: owns the generation loop's state for a batch of prompts. Each step takes
+// TokenSelector: owns the generation loop's state for a batch of prompts. Each step takes
 // the next-token logits of every row (from any model), processes them, picks tokens
 // (greedy, sampling or beam search), applies the stopping rules, and says which tokens
 // to feed next and, under beam search, which row each new row continues (so the caller
@@ -94,9 +94,9 @@ struct StepOutput {
   std::vector<float> emitted_logprobs;    // (rows, positions) their processed log-probs, -inf past num_emitted[r]
 };
 
-class Generator {
+class TokenSelector {
  public:
-  explicit Generator(GenerationConfig config);
+  explicit TokenSelector(GenerationConfig config);
 
   const GenerationConfig& config() const { return sampler_.config(); }
 

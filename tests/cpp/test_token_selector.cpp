@@ -1,4 +1,4 @@
-// Generator end to end on hand-made logits, without Python: greedy picks, keyed sampling
+// TokenSelector end to end on hand-made logits, without Python: greedy picks, keyed sampling
 // draws, beam search (parents, length penalty, early stopping, n-best) and the stopping
 // rules (EOS, max_new_tokens / max_length, min_new_tokens, stop sequences, stop strings),
 // and speculative verification (verify(): greedy runs, the rejection rule's keyed coins).
@@ -14,7 +14,7 @@
 
 #include "check.h"
 #include "kvgen/errors.h"
-#include "kvgen/generator.h"
+#include "kvgen/token_selector.h"
 #include "kvgen/sampling/rng.h"
 
 using namespace kvgen;
@@ -38,17 +38,17 @@ std::vector<float> rows_of(const std::vector<std::vector<float>>& rows) {
   return out;
 }
 
-void step(Generator& g, const std::vector<std::vector<float>>& rows) {
+void step(TokenSelector& g, const std::vector<std::vector<float>>& rows) {
   const std::vector<float> logits = rows_of(rows);
   g.step(logits.data(), g.rows(), kVocab);
 }
 
-std::vector<int64_t> row_tokens(const Generator& g, int64_t r) {
+std::vector<int64_t> row_tokens(const TokenSelector& g, int64_t r) {
   const Sequences& s = g.sequences();
   return std::vector<int64_t>(s.tokens(r), s.tokens(r) + s.length(r));
 }
 
-std::vector<int64_t> next_tokens(const Generator& g) {
+std::vector<int64_t> next_tokens(const TokenSelector& g) {
   return std::vector<int64_t>(g.next_tokens(), g.next_tokens() + g.rows());
 }
 
@@ -70,7 +70,7 @@ GenerationConfig greedy_config(int64_t max_new_tokens) {
 void greedy_takes_the_argmax_and_reports_its_logprob() {
   GenerationConfig config = greedy_config(3);
   config.top_logprobs = 2;
-  Generator g(config);
+  TokenSelector g(config);
   g.set_keep_raw_logprobs(true);
   g.append_tokens({{0}, {1, 2}});
   CHECK_EQ(g.rows(), int64_t{2});
@@ -120,7 +120,7 @@ void greedy_takes_the_argmax_and_reports_its_logprob() {
 }
 
 void a_step_that_throws_changes_nothing() {
-  Generator g(greedy_config(3));
+  TokenSelector g(greedy_config(3));
   g.append_tokens({{0}});
   step(g, {{0, 1, 0, 0}});
   const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -137,7 +137,7 @@ void a_constraint_mask_limits_the_tokens() {
   // one uint32 word per row here (vocab 4), bit t set when token t is allowed.
   GenerationConfig config = greedy_config(3);
   config.regex = "[ab]+";
-  Generator g(config);
+  TokenSelector g(config);
   g.append_tokens({{0}, {0}});
   const std::vector<float> logits = rows_of({{0, 0, 0, 5}, {0, 0, 0, 5}});
   CHECK_THROWS(g.step(logits.data(), 2, kVocab), ValueError);  // no mask
@@ -151,7 +151,7 @@ void a_constraint_mask_limits_the_tokens() {
   CHECK_NEAR(g.last_step().logprobs[0], 0.0, 1e-6);  // the only allowed token has all the mass
   CHECK_NEAR(g.last_step().logprobs[1], 5.0 - std::log(std::exp(5.0) + 1.0), 1e-6);
 
-  Generator free(greedy_config(3));  // and without a constraint a mask is refused
+  TokenSelector free(greedy_config(3));  // and without a constraint a mask is refused
   free.append_tokens({{0}, {0}});
   CHECK_THROWS(free.step(logits.data(), 2, kVocab, allowed.data()), ValueError);
 }
@@ -161,7 +161,7 @@ void a_constraint_mask_limits_the_tokens() {
 void eos_finishes_a_row_and_pads_it() {
   GenerationConfig config = greedy_config(4);
   config.eos_token_id = {3};
-  Generator g(config);
+  TokenSelector g(config);
   g.append_tokens({{0}, {0}});
   CHECK_EQ(g.pad_token(), int64_t{3});  // pad_token_id unset: Hugging Face's eos_token_id[0]
   step(g, {{0, 0, 0, 1}, {0, 1, 0, 0}});
@@ -183,7 +183,7 @@ void eos_finishes_a_row_and_pads_it() {
 
   GenerationConfig padded = config;
   padded.pad_token_id = 0;
-  Generator p(padded);
+  TokenSelector p(padded);
   p.append_tokens({{0}, {0}});
   step(p, {{0, 0, 0, 1}, {0, 1, 0, 0}});
   CHECK_EQ(next_tokens(p), (std::vector<int64_t>{3, 1}));  // the step's tokens, EOS included
@@ -194,7 +194,7 @@ void eos_finishes_a_row_and_pads_it() {
 void max_new_tokens_and_max_length_bound_the_generation() {
   GenerationConfig config;
   config.max_length = 5;  // prompt of 3: two new tokens
-  Generator g(config);
+  TokenSelector g(config);
   g.append_tokens({{0, 1, 2}});
   CHECK_EQ(g.max_new_tokens(3), int64_t{2});
   step(g, {{1, 0, 0, 0}});
@@ -204,7 +204,7 @@ void max_new_tokens_and_max_length_bound_the_generation() {
   CHECK(g.done());
   CHECK_EQ(g.sequences().generated(0), int64_t{2});
 
-  Generator full(config);  // a prompt that already has max_length tokens has nothing to generate
+  TokenSelector full(config);  // a prompt that already has max_length tokens has nothing to generate
   CHECK_THROWS(full.append_tokens({{0, 1, 2, 3, 0}}), ValueError);
 }
 
@@ -214,7 +214,7 @@ void min_new_tokens_holds_eos_back() {
   GenerationConfig config = greedy_config(10);
   config.eos_token_id = {3};
   config.min_new_tokens = 2;
-  Generator g(config);
+  TokenSelector g(config);
   g.append_tokens({{0}});
   const std::vector<float> row{0, 1, 0, 5};
   step(g, {row});
@@ -232,7 +232,7 @@ void stop_sequences_match_generated_tokens_only() {
   // across the prompt: that does not count. Generated 1, 2 then stops.
   GenerationConfig config = greedy_config(10);
   config.stop_sequences = {{1, 2}};
-  Generator g(config);
+  TokenSelector g(config);
   g.append_tokens({{1}});
   step(g, {{0, 0, 1, 0}});
   CHECK(g.finish_reason(0) == FinishReason::None);
@@ -249,11 +249,11 @@ void stop_strings_match_the_token_texts() {
   config.stop_strings = {"bc"};
   const std::vector<std::string> texts{"x", "b", "c", "cd"};
 
-  Generator missing(config);  // stop strings need the texts
+  TokenSelector missing(config);  // stop strings need the texts
   CHECK_THROWS(missing.append_tokens({{0}}), ValueError);
 
   // "x" "b" "c": the string ends in the last token
-  Generator g(config);
+  TokenSelector g(config);
   g.set_token_texts(texts);
   g.append_tokens({{0}, {0}, {1, 2}});
   step(g, {{0, 1, 0, 0}, {0, 1, 0, 0}, {1, 0, 0, 0}});
@@ -266,20 +266,20 @@ void stop_strings_match_the_token_texts() {
   CHECK(g.finish_reason(2) == FinishReason::None);
 
   // a prompt ending in "b" and the first token "c": the string spans prompt and generation
-  Generator across(config);
+  TokenSelector across(config);
   across.set_token_texts(texts);
   across.append_tokens({{1}});
   step(across, {{0, 0, 1, 0}});
   CHECK(across.finish_reason(0) == FinishReason::Stop);
 
-  Generator short_texts(config);  // a text for every token id the logits have
+  TokenSelector short_texts(config);  // a text for every token id the logits have
   short_texts.set_token_texts({"x", "b"});
   short_texts.append_tokens({{0}});
   CHECK_THROWS(step(short_texts, {{0, 0, 1, 0}}), ValueError);
 }
 
 void stop_row_finishes_a_row() {
-  Generator g(greedy_config(10));
+  TokenSelector g(greedy_config(10));
   g.append_tokens({{0}, {0}});
   step(g, {{0, 1, 0, 0}, {0, 1, 0, 0}});
   g.stop_row(0);
@@ -311,7 +311,7 @@ std::vector<float> sampling_row(int64_t step_index) {
 // generated tokens.
 std::vector<std::vector<int64_t>> sample_rows(uint64_t seed, const std::vector<std::vector<int64_t>>& prompts,
                                               const std::vector<int64_t>& sequence_ids) {
-  Generator g(sampling_config(seed));
+  TokenSelector g(sampling_config(seed));
   g.append_tokens(prompts, sequence_ids);
   for (int64_t s = 0; !g.done(); ++s) step(g, std::vector<std::vector<float>>(g.rows(), sampling_row(s)));
   std::vector<std::vector<int64_t>> out;
@@ -346,7 +346,7 @@ void sampling_with_a_seed_repeats_and_does_not_depend_on_the_batch() {
   // num_return_sequences = 2: row k of prompt i draws with key i * 2 + k
   GenerationConfig two = sampling_config(7);
   two.num_return_sequences = 2;
-  Generator g(two);
+  TokenSelector g(two);
   g.append_tokens({{0}}, {3});
   step(g, {sampling_row(0), sampling_row(0)});
   for (int64_t k = 0; k < 2; ++k)
@@ -383,14 +383,14 @@ const std::vector<std::vector<std::vector<double>>> kBeamSteps = {
     {{.3, .1, .1, .5}, {.2, .1, .1, .6}},
 };
 
-void beam_step(Generator& g, const std::vector<std::vector<double>>& probs) {
+void beam_step(TokenSelector& g, const std::vector<std::vector<double>>& probs) {
   step(g, {log_of(probs[0]), log_of(probs[1])});
 }
 
 void beam_search_follows_parents_and_keeps_the_best_hypotheses() {
   GenerationConfig config = beam_config(1.0, EarlyStopping::False);
   config.top_logprobs = 2;
-  Generator g(config);
+  TokenSelector g(config);
   g.append_tokens({{0}});
   CHECK(g.is_beam_search());
   CHECK(g.beam_indices() == nullptr);  // before the first step
@@ -439,7 +439,7 @@ void beam_search_follows_parents_and_keeps_the_best_hypotheses() {
 void length_penalty_reorders_the_hypotheses() {
   // length_penalty 2: scores divide by generated ** 2. A = log .5 = -0.693,
   // C = log .06 / 9 = -0.313, D = log .05625 / 9 = -0.320: longer ones win, A drops out.
-  Generator g(beam_config(2.0, EarlyStopping::False));
+  TokenSelector g(beam_config(2.0, EarlyStopping::False));
   g.append_tokens({{0}});
   for (const auto& probs : kBeamSteps) beam_step(g, probs);
   CHECK(g.done());  // the best running beam, log .03375 / 9 = -0.376, cannot beat D
@@ -452,7 +452,7 @@ void length_penalty_reorders_the_hypotheses() {
   // n-best: num_return_sequences = 1 returns the best alone
   GenerationConfig one = beam_config(2.0, EarlyStopping::False);
   one.num_return_sequences = 1;
-  Generator h(one);
+  TokenSelector h(one);
   h.append_tokens({{0}});
   for (const auto& probs : kBeamSteps) beam_step(h, probs);
   CHECK_EQ(h.results()[0].size(), size_t{1});
@@ -462,7 +462,7 @@ void length_penalty_reorders_the_hypotheses() {
 void early_stopping_rules() {
   // "never" with length_penalty > 0 bounds a running beam by the longest it may grow
   // (max_new_tokens = 10): log .03375 / 10 ** 2 = -0.034 beats D, so it goes on.
-  Generator never(beam_config(2.0, EarlyStopping::Never));
+  TokenSelector never(beam_config(2.0, EarlyStopping::Never));
   never.append_tokens({{0}});
   for (const auto& probs : kBeamSteps) beam_step(never, probs);
   CHECK(!never.done());
@@ -477,9 +477,9 @@ void early_stopping_rules() {
       {{.45, .1, .05, .4}, {.45, .1, .05, .4}},
       {{.45, .03, .02, .5}, {.97, .01, .01, .01}},
   };
-  Generator heuristic(beam_config(1.0, EarlyStopping::False));
-  Generator eager(beam_config(1.0, EarlyStopping::True));
-  for (Generator* g : {&heuristic, &eager}) {
+  TokenSelector heuristic(beam_config(1.0, EarlyStopping::False));
+  TokenSelector eager(beam_config(1.0, EarlyStopping::True));
+  for (TokenSelector* g : {&heuristic, &eager}) {
     g->append_tokens({{0}});
     for (const auto& probs : steps) beam_step(*g, probs);
   }
@@ -496,7 +496,7 @@ void early_stopping_rules() {
 // ---- speculative verification ------------------------------------------------------------
 
 // verify() over (rows, positions, vocab) logits given as rows of positions.
-StepOutput verify(Generator& g, const std::vector<std::vector<std::vector<float>>>& rows,
+StepOutput verify(TokenSelector& g, const std::vector<std::vector<std::vector<float>>>& rows,
                   const std::vector<std::vector<int64_t>>& drafts, const std::vector<int64_t>& lengths,
                   const std::vector<float>* q = nullptr) {
   const int64_t positions = static_cast<int64_t>(rows[0].size()), k = positions - 1;
@@ -513,7 +513,7 @@ StepOutput verify(Generator& g, const std::vector<std::vector<std::vector<float>
 }
 
 void greedy_verify_accepts_drafts_while_they_equal_the_argmax() {
-  Generator g(greedy_config(10));
+  TokenSelector g(greedy_config(10));
   g.append_tokens({{0}, {1}});
   // row 0: argmaxes 1, 2, 0, 3 at the four positions; drafts 1, 2, 3: two accepted, then 0
   // row 1: no draft: the argmax of its first position (2), as step() would pick
@@ -545,7 +545,7 @@ void greedy_verify_accepts_drafts_while_they_equal_the_argmax() {
 void verify_stops_a_row_inside_its_accepted_run() {
   GenerationConfig c = greedy_config(10);
   c.eos_token_id = {3};
-  Generator g(c);
+  TokenSelector g(c);
   g.append_tokens({{0}});
   const std::vector<float> a1{0, 2, 0, 0}, a3{0, 0, 0, 2};
   // the second draft is EOS and accepted: the row keeps [1, 3], the third draft is not read
@@ -556,7 +556,7 @@ void verify_stops_a_row_inside_its_accepted_run() {
   CHECK(g.done() && out.done);
   CHECK(g.finish_reason(0) == FinishReason::Eos);
   // max_new_tokens: a run longer than the room left is cut at the limit
-  Generator h(greedy_config(2));
+  TokenSelector h(greedy_config(2));
   h.append_tokens({{0}});
   out = verify(h, {{a1, a1, a1, a1}}, {{1, 1, 1}}, {3});
   CHECK_EQ(out.num_emitted, (std::vector<int64_t>{2}));
@@ -564,7 +564,7 @@ void verify_stops_a_row_inside_its_accepted_run() {
 }
 
 void a_verify_that_throws_changes_nothing() {
-  Generator g(greedy_config(5));
+  TokenSelector g(greedy_config(5));
   g.append_tokens({{0}});
   const std::vector<float> a1{0, 2, 0, 0};
   CHECK_THROWS(verify(g, {{a1, a1}}, {{4}}, {1}), ValueError);     // draft outside the vocabulary
@@ -574,7 +574,7 @@ void a_verify_that_throws_changes_nothing() {
   CHECK_EQ(g.steps(), int64_t{0});
   CHECK_EQ(row_tokens(g, 0), (std::vector<int64_t>{0}));
   CHECK_EQ(g.drafted_tokens(0), int64_t{0});
-  Generator beams(beam_config(1.0, EarlyStopping::False));
+  TokenSelector beams(beam_config(1.0, EarlyStopping::False));
   beams.append_tokens({{0}});
   CHECK_THROWS(verify(beams, {{a1, a1}, {a1, a1}}, {{1}, {1}}, {1, 1}), ValueError);  // beams: out of scope
 }
@@ -589,7 +589,7 @@ void sampling_verify_uses_the_rejection_rule_with_keyed_coins() {
   int accepted = 0, rejected = 0;
   for (int64_t id = 0; id < 40; ++id) {
     GenerationConfig c = sampling_config(seed);
-    Generator g(c);
+    TokenSelector g(c);
     g.append_tokens({{0}}, {id});
     const StepOutput out = verify(g, {{flat, flat}}, {{1}}, {1});
     const double coin = Philox4x32::uniform(seed, static_cast<uint64_t>(id), 0, 2);
@@ -608,7 +608,7 @@ void sampling_verify_uses_the_rejection_rule_with_keyed_coins() {
   // coin * 1/2 < 1/4; the residual max(p - q, 0) is 1/4 at 0, 2, 3 and 0 at 1 (as above)
   const std::vector<float> q{0.5f / 3, 0.5f, 0.5f / 3, 0.5f / 3};
   for (int64_t id = 0; id < 20; ++id) {
-    Generator g(sampling_config(seed));
+    TokenSelector g(sampling_config(seed));
     g.append_tokens({{0}}, {id});
     const StepOutput out = verify(g, {{flat, flat}}, {{1}}, {1}, &q);
     const double coin = Philox4x32::uniform(seed, static_cast<uint64_t>(id), 0, 2);
@@ -620,7 +620,7 @@ void rows_draw_at_their_own_token_index_after_uneven_verifies() {
   // Row 0 accepts two drafts (p(x) = 1), row 1 none: the next step() draws row 0 at its
   // token index 3 and row 1 at 1, as they would after step() by step() generation.
   const uint64_t seed = 5;
-  Generator g(sampling_config(seed));
+  TokenSelector g(sampling_config(seed));
   g.append_tokens({{0}, {0}});
   const std::vector<float> only1{-kInf, 0, -kInf, -kInf}, flat{0, 0, 0, 0};
   verify(g, {{only1, only1, only1}, {only1, only1, only1}}, {{1, 1}, {}}, {2, 0});

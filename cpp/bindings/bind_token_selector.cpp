@@ -1,4 +1,4 @@
-// Binding of kvgen::Generator (the step API over external logits) and its results.
+// Binding of kvgen::TokenSelector (the step API over external logits) and its results.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -9,7 +9,7 @@
 
 #include "arrays.h"
 #include "kvgen/errors.h"
-#include "kvgen/generator.h"
+#include "kvgen/token_selector.h"
 
 namespace py = pybind11;
 
@@ -107,22 +107,22 @@ py::object int_array_or_none(const std::optional<std::vector<int64_t>>& v) {
   return v ? py::object(copy_array(v->data(), static_cast<int64_t>(v->size()))) : py::object(py::none());
 }
 
-std::vector<int64_t> next_tokens_of(const Generator& g) { return {g.next_tokens(), g.next_tokens() + g.rows()}; }
+std::vector<int64_t> next_tokens_of(const TokenSelector& g) { return {g.next_tokens(), g.next_tokens() + g.rows()}; }
 
-std::optional<std::vector<int64_t>> beam_indices_of(const Generator& g) {
+std::optional<std::vector<int64_t>> beam_indices_of(const TokenSelector& g) {
   const int64_t* p = g.beam_indices();
   if (!p) return std::nullopt;
   return std::vector<int64_t>(p, p + g.rows());
 }
 
-std::vector<std::vector<int64_t>> sequences_of(const Generator& g) {
+std::vector<std::vector<int64_t>> sequences_of(const TokenSelector& g) {
   const Sequences& s = g.sequences();
   std::vector<std::vector<int64_t>> out(s.rows());
   for (int64_t r = 0; r < s.rows(); ++r) out[r].assign(s.tokens(r), s.tokens(r) + s.length(r));
   return out;
 }
 
-std::vector<FinishReason> finish_reasons_of(const Generator& g) {
+std::vector<FinishReason> finish_reasons_of(const TokenSelector& g) {
   std::vector<FinishReason> out(g.rows());
   for (int64_t r = 0; r < g.rows(); ++r) out[r] = g.finish_reason(r);
   return out;
@@ -146,13 +146,13 @@ struct LogitsBuffer {
   int64_t rows = 0, vocab = 0;
 };
 
-LogitsBuffer last_logits_buffer(Generator& g) {
+LogitsBuffer last_logits_buffer(TokenSelector& g) {
   if (g.steps() == 0) return {};
   return {g.processed_logits(), g.rows(), g.vocab()};
 }
 
 // A view over the generator's buffer, kept alive by owner (the buffer lives as long as
-// the generator: see Generator::processed_logits).
+// the generator: see TokenSelector::processed_logits).
 py::object logits_view_of(const LogitsBuffer& b, py::handle owner) {
   if (!b.data) return py::none();
   const auto rows = static_cast<py::ssize_t>(b.rows), vocab = static_cast<py::ssize_t>(b.vocab);
@@ -196,7 +196,7 @@ py::list hypotheses_of(const std::vector<std::vector<Hypothesis>>& results) {
   return out;
 }
 
-// What Generator.step returns.
+// What TokenSelector.step returns.
 struct StepResult {
   py::array_t<int64_t> tokens;
   py::object beam_indices;
@@ -216,7 +216,7 @@ py::object matrix_or_none(const std::vector<T>& v, int64_t n) {
   return out;
 }
 
-// What Generator.verify returns (see VerifyResult's docstrings).
+// What TokenSelector.verify returns (see VerifyResult's docstrings).
 struct VerifyResult {
   py::array_t<int64_t> tokens;
   bool done;
@@ -270,9 +270,9 @@ auto under_lock(std::mutex& mutex, G& generator, F&& f) {
   return f(generator);
 }
 
-class PyGenerator {
+class PyTokenSelector {
  public:
-  PyGenerator(const GenerationConfig& config, std::optional<int64_t> batch_size, py::object token_strings,
+  PyTokenSelector(const GenerationConfig& config, std::optional<int64_t> batch_size, py::object token_strings,
               bool output_raw_logprobs)
       : gen_(config), expected_batch_(batch_size) {
     if (batch_size && *batch_size < 1) throw ValueError("batch_size must be >= 1, got " + std::to_string(*batch_size));
@@ -280,7 +280,7 @@ class PyGenerator {
     gen_.set_keep_raw_logprobs(output_raw_logprobs);
   }
 
-  // f(Generator&) under the generator's mutex (see under_lock).
+  // f(TokenSelector&) under the generator's mutex (see under_lock).
   template <class F>
   auto read(F&& f) {
     return under_lock(mutex_, gen_, std::forward<F>(f));
@@ -290,9 +290,9 @@ class PyGenerator {
     auto lists = prompt_lists(prompts);
     auto ids = sequence_id_list(sequence_ids);
     if (expected_batch_ && static_cast<int64_t>(lists.size()) != *expected_batch_)
-      throw ValueError("got " + std::to_string(lists.size()) + " prompts, but the Generator was made for batch_size " +
+      throw ValueError("got " + std::to_string(lists.size()) + " prompts, but the TokenSelector was made for batch_size " +
                        std::to_string(*expected_batch_));
-    read([&](Generator& g) {
+    read([&](TokenSelector& g) {
       g.append_tokens(lists, ids);
       return 0;
     });
@@ -303,7 +303,7 @@ class PyGenerator {
     MaskView mask = mask_view(allowed_tokens, lv.rows, lv.vocab);
     // the step and the copy of its outcome in one critical section: another thread's
     // step cannot slip in between
-    const StepOutput o = read([&](Generator& g) {
+    const StepOutput o = read([&](TokenSelector& g) {
       g.step(lv.data, lv.rows, lv.vocab, mask.data);
       return g.last_step();
     });
@@ -336,7 +336,7 @@ class PyGenerator {
                          std::to_string(q.positions) + ", " + std::to_string(q.vocab) + ")");
     }
     MaskView mask = position_mask_view(allowed_tokens, rows, lv.positions, vocab);
-    const StepOutput o = read([&](Generator& g) {
+    const StepOutput o = read([&](TokenSelector& g) {
       g.verify(lv.data, rows, lv.positions, vocab, draft_ids.empty() ? nullptr : draft_ids.data(), lengths.data(),
                q.data, mask.data);
       return g.last_step();
@@ -345,56 +345,56 @@ class PyGenerator {
   }
 
  private:
-  Generator gen_;
+  TokenSelector gen_;
   std::optional<int64_t> expected_batch_;
   std::mutex mutex_;  // held by every call that reads or changes gen_
 };
 
-// Binds the state readers shared by both generator classes. W::read(f) runs f(Generator&)
+// Binds the state readers shared by both generator classes. W::read(f) runs f(TokenSelector&)
 // under the lock that the class's step / advance holds.
 template <class W>
 void def_generator_state(py::class_<W>& cls) {
   const auto get = [](auto f) {
-    return [f](W& w) { return w.read([&](Generator& g) { return f(static_cast<const Generator&>(g)); }); };
+    return [f](W& w) { return w.read([&](TokenSelector& g) { return f(static_cast<const TokenSelector&>(g)); }); };
   };
-  cls.def("is_done", get([](const Generator& g) { return g.done(); }), "True when generation has finished.")
-      .def_property_readonly("rows", get([](const Generator& g) { return g.rows(); }),
+  cls.def("is_done", get([](const TokenSelector& g) { return g.done(); }), "True when generation has finished.")
+      .def_property_readonly("rows", get([](const TokenSelector& g) { return g.rows(); }),
                              "Rows of logits each step expects: batch_size x (num_beams or num_return_sequences).")
-      .def_property_readonly("batch_size", get([](const Generator& g) { return g.batch_size(); }),
+      .def_property_readonly("batch_size", get([](const TokenSelector& g) { return g.batch_size(); }),
                              "Number of prompts (0 before append_tokens).")
-      .def_property_readonly("num_beams", get([](const Generator& g) { return g.config().num_beams; }),
+      .def_property_readonly("num_beams", get([](const TokenSelector& g) { return g.config().num_beams; }),
                              "Beams per prompt (1 without beam search).")
-      .def_property_readonly("step_count", get([](const Generator& g) { return g.steps(); }), "Steps taken.")
-      .def_property_readonly("config", get([](const Generator& g) { return g.config(); }),
+      .def_property_readonly("step_count", get([](const TokenSelector& g) { return g.steps(); }), "Steps taken.")
+      .def_property_readonly("config", get([](const TokenSelector& g) { return g.config(); }),
                              "A copy of the GenerationConfig.")
       .def_property_readonly(
           "next_tokens",
           [](W& w) {
-            auto t = w.read([](Generator& g) { return next_tokens_of(g); });
+            auto t = w.read([](TokenSelector& g) { return next_tokens_of(g); });
             return copy_array(t.data(), static_cast<int64_t>(t.size()));
           },
           "int64 [rows]: the tokens to feed the model next.")
       .def_property_readonly(
-          "beam_indices", [](W& w) { return int_array_or_none(w.read([](Generator& g) { return beam_indices_of(g); })); },
+          "beam_indices", [](W& w) { return int_array_or_none(w.read([](TokenSelector& g) { return beam_indices_of(g); })); },
           "int64 [rows]: parent row of each row after the last beam step; None otherwise.")
       .def_property_readonly(
-          "sequences", [](W& w) { return list_of_arrays(w.read([](Generator& g) { return sequences_of(g); })); },
+          "sequences", [](W& w) { return list_of_arrays(w.read([](TokenSelector& g) { return sequences_of(g); })); },
           "The current token ids of every row (prompt + generated), as a list of int64 arrays.")
       .def_property_readonly(
-          "finish_reasons", [](W& w) { return reason_list(w.read([](Generator& g) { return finish_reasons_of(g); })); },
+          "finish_reasons", [](W& w) { return reason_list(w.read([](TokenSelector& g) { return finish_reasons_of(g); })); },
           "Per row: 'eos', 'length', 'stop' or None while running (None for running beams; beam hypotheses carry "
           "theirs in result()).")
       .def_property_readonly(
           "last_logits",
           [](py::object self) {
-            LogitsBuffer b = self.cast<W&>().read([](Generator& g) { return last_logits_buffer(g); });
+            LogitsBuffer b = self.cast<W&>().read([](TokenSelector& g) { return last_logits_buffer(g); });
             return logits_view_of(b, self);
           },
           "The last step's processed logits [rows, vocab], a view over the generator's buffer (see kvgen.Generator).")
       .def_property_readonly(
           "mirostat_mu",
           [](W& w) {
-            auto mu = w.read([](Generator& g) {
+            auto mu = w.read([](TokenSelector& g) {
               return g.started() ? std::vector<float>(g.mirostat_mu(), g.mirostat_mu() + g.rows()) : std::vector<float>();
             });
             return copy_array(mu.data(), static_cast<int64_t>(mu.size()));
@@ -404,7 +404,7 @@ void def_generator_state(py::class_<W>& cls) {
       .def(
           "_last_step",
           [](W& w) {
-            const StepOutput o = w.read([](Generator& g) { return g.last_step(); });
+            const StepOutput o = w.read([](TokenSelector& g) { return g.last_step(); });
             return py::make_tuple(copy_array(o.logprobs.data(), static_cast<int64_t>(o.logprobs.size())),
                                   matrix_or_none(o.top_ids, o.top_n), matrix_or_none(o.top_logprobs, o.top_n),
                                   matrix_or_none(o.raw_top_ids, o.top_n), matrix_or_none(o.raw_top_logprobs, o.top_n));
@@ -413,7 +413,7 @@ void def_generator_state(py::class_<W>& cls) {
       .def_property_readonly(
           "drafted_tokens",
           [](W& w) {
-            auto v = w.read([](Generator& g) {
+            auto v = w.read([](TokenSelector& g) {
               std::vector<int64_t> out(g.started() ? g.rows() : 0);
               for (size_t r = 0; r < out.size(); ++r) out[r] = g.drafted_tokens(static_cast<int64_t>(r));
               return out;
@@ -424,7 +424,7 @@ void def_generator_state(py::class_<W>& cls) {
       .def_property_readonly(
           "accepted_tokens",
           [](W& w) {
-            auto v = w.read([](Generator& g) {
+            auto v = w.read([](TokenSelector& g) {
               std::vector<int64_t> out(g.started() ? g.rows() : 0);
               for (size_t r = 0; r < out.size(); ++r) out[r] = g.accepted_tokens(static_cast<int64_t>(r));
               return out;
@@ -435,19 +435,19 @@ void def_generator_state(py::class_<W>& cls) {
       .def(
           "max_new_tokens",
           [](W& w, int64_t prompt_length) {
-            return w.read([&](Generator& g) { return g.max_new_tokens(prompt_length); });
+            return w.read([&](TokenSelector& g) { return g.max_new_tokens(prompt_length); });
           },
           py::arg("prompt_length"), "New tokens a prompt of this length may generate at most (the config's limit).")
-      .def("_hypotheses", [](W& w) { return hypotheses_of(w.read([](Generator& g) { return g.results(); })); })
+      .def("_hypotheses", [](W& w) { return hypotheses_of(w.read([](TokenSelector& g) { return g.results(); })); })
       .def(
-          "_stop_row", [](W& w, int64_t r) { w.read([r](Generator& g) { g.stop_row(r); return 0; }); }, py::arg("row"),
+          "_stop_row", [](W& w, int64_t r) { w.read([r](TokenSelector& g) { g.stop_row(r); return 0; }); }, py::arg("row"),
           "Finishes row r with finish reason 'stop' (its constraint is complete). Greedy / sampling only.");
 }
 
 }  // namespace
 
 void register_generator(py::module_& m) {
-  py::class_<StepResult>(m, "StepResult", "What Generator.step() returns: the tokens of this step and the beam parents.")
+  py::class_<StepResult>(m, "StepResult", "What TokenSelector.step() returns: the tokens of this step and the beam parents.")
       .def(py::init([](py::array_t<int64_t> tokens, py::object beam_indices, bool done, py::object logprobs,
                        py::object top_token_ids, py::object top_logprobs, py::object raw_top_token_ids,
                        py::object raw_top_logprobs) {
@@ -482,7 +482,7 @@ void register_generator(py::module_& m) {
       });
 
   py::class_<VerifyResult>(m, "VerifyResult",
-                           "What Generator.verify() returns: per row, the draft tokens accepted, the tokens "
+                           "What TokenSelector.verify() returns: per row, the draft tokens accepted, the tokens "
                            "appended, the token to feed next and the KV-cache positions to roll back.")
       .def(py::init([](py::array_t<int64_t> tokens, bool done, py::array_t<int64_t> accepted,
                        py::array_t<int64_t> rollback, py::array_t<int64_t> num_emitted, py::list emitted,
@@ -519,27 +519,27 @@ void register_generator(py::module_& m) {
                ", done=" + (v.done ? "True" : "False") + ")";
       });
 
-  py::class_<PyGenerator> gen(m, "_Generator", "The C++ generation loop over external logits (see kvgen.Generator).");
+  py::class_<PyTokenSelector> gen(m, "_TokenSelector", "The C++ generation loop over external logits (see kvgen.Generator).");
   gen.def(py::init<const GenerationConfig&, std::optional<int64_t>, py::object, bool>(), py::arg("config"),
           py::arg("batch_size") = py::none(), py::kw_only(), py::arg("token_strings") = py::none(),
           py::arg("output_raw_logprobs") = false)
-      .def("append_tokens", &PyGenerator::append_tokens, py::arg("prompts"), py::kw_only(),
+      .def("append_tokens", &PyTokenSelector::append_tokens, py::arg("prompts"), py::kw_only(),
            py::arg("sequence_ids") = py::none(),
            "Sets the prompts (token-id lists) and their sequence_ids (see kvgen.Generator).")
-      .def("step", &PyGenerator::step, py::arg("logits"), py::kw_only(), py::arg("allowed_tokens") = py::none(),
+      .def("step", &PyTokenSelector::step, py::arg("logits"), py::kw_only(), py::arg("allowed_tokens") = py::none(),
            "Picks a token per row from the next-token logits [rows, vocab]; a StepResult (see kvgen.Generator).")
-      .def("verify", &PyGenerator::verify, py::arg("logits"), py::arg("drafts"), py::arg("draft_lengths") = py::none(),
+      .def("verify", &PyTokenSelector::verify, py::arg("logits"), py::arg("drafts"), py::arg("draft_lengths") = py::none(),
            py::kw_only(), py::arg("draft_probs") = py::none(), py::arg("allowed_tokens") = py::none(),
            "Speculative verification of draft tokens over logits [rows, k + 1, vocab]; a VerifyResult (see "
            "kvgen.generation.step.StepGenerator.verify).")
       .def_property_readonly(
-          "needs_token_texts", [](PyGenerator& w) { return w.read([](Generator& g) { return g.needs_token_texts(); }); },
+          "needs_token_texts", [](PyTokenSelector& w) { return w.read([](TokenSelector& g) { return g.needs_token_texts(); }); },
           "True when the config needs token_strings (stop_strings, DRY's sequence breakers) and none were given.")
       .def(
           "set_token_strings",
-          [](PyGenerator& w, py::handle texts) {
+          [](PyTokenSelector& w, py::handle texts) {
             auto t = token_texts(texts);
-            w.read([&](Generator& g) {
+            w.read([&](TokenSelector& g) {
               g.set_token_texts(std::move(t));
               return 0;
             });

@@ -1,5 +1,5 @@
-// Generator: prompts -> rows, the per-step loop for sampling and beam search, results.
-#include "kvgen/generator.h"
+// TokenSelector: prompts -> rows, the per-step loop for sampling and beam search, results.
+#include "kvgen/token_selector.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "kvgen/errors.h"
-#include "kvgen/kernels/vector_math.h"
+#include "kvgen/ops/vector_math.h"
 #include "kvgen/limits.h"
 #include "kvgen/sampling/rng.h"
 #include "kvgen/sampling/top_logprobs.h"
@@ -19,7 +19,7 @@ namespace {
 // Checked where verify() reads it (q(x) of every draft, the whole row after a rejection), so
 // a large vocabulary costs no extra pass per draft.
 void check_draft_prob(float value, int64_t r, int64_t j, int64_t t) {
-  if (value >= 0.0f && value < kernels::kPosInf) return;
+  if (value >= 0.0f && value < ops::kPosInf) return;
   throw ValueError("draft_probs[" + std::to_string(r) + ", " + std::to_string(j) + ", " + std::to_string(t) +
                    "] = " + std::to_string(value) + ": the draft probabilities must be finite and >= 0");
 }
@@ -36,22 +36,22 @@ constexpr uint32_t kResidualLane = 3;
 
 }  // namespace
 
-float Generator::next_mirostat_mu(float mu, float token_logprob) const {
+float TokenSelector::next_mirostat_mu(float mu, float token_logprob) const {
   // llama.cpp: mu -= eta * (observed surprise - tau), the surprise -log2 p in bits
   const float surprise = -token_logprob / static_cast<float>(M_LN2);
   return mu - static_cast<float>(config().mirostat_eta) * (surprise - static_cast<float>(config().mirostat_tau));
 }
 
-Generator::Generator(GenerationConfig config)
+TokenSelector::TokenSelector(GenerationConfig config)
     : sampler_(config), stops_(config), seed_(config.resolved_seed()), pad_(pad_of(config)) {}
 
-void Generator::set_token_texts(std::vector<std::string> texts) {
+void TokenSelector::set_token_texts(std::vector<std::string> texts) {
   if (started()) throw ValueError("set the token texts before append_tokens()");
   sampler_.set_token_texts(texts);
   stops_.set_token_texts(std::move(texts));
 }
 
-void Generator::check_prompts(const std::vector<std::vector<int64_t>>& prompts,
+void TokenSelector::check_prompts(const std::vector<std::vector<int64_t>>& prompts,
                               const std::vector<int64_t>& sequence_ids) const {
   const GenerationConfig& cfg = config();
   if (prompts.empty()) throw ValueError("append_tokens() needs at least one prompt");
@@ -92,7 +92,7 @@ void Generator::check_prompts(const std::vector<std::vector<int64_t>>& prompts,
   }
 }
 
-void Generator::set_draw_keys(int64_t batch, int64_t per_input, const std::vector<int64_t>& sequence_ids) {
+void TokenSelector::set_draw_keys(int64_t batch, int64_t per_input, const std::vector<int64_t>& sequence_ids) {
   // Row k of input b draws with key id_b * per_input + k (unsigned, wrapping): distinct
   // within a prompt, equal to the row index for the default ids 0, 1, 2, ...
   state_.input_keys.resize(batch);
@@ -106,10 +106,10 @@ void Generator::set_draw_keys(int64_t batch, int64_t per_input, const std::vecto
   }
 }
 
-void Generator::append_tokens(const std::vector<std::vector<int64_t>>& prompts,
+void TokenSelector::append_tokens(const std::vector<std::vector<int64_t>>& prompts,
                               const std::vector<int64_t>& sequence_ids) {
   const GenerationConfig& cfg = config();
-  if (started()) throw ValueError("append_tokens() was already called: a Generator runs one batch of prompts");
+  if (started()) throw ValueError("append_tokens() was already called: a TokenSelector runs one batch of prompts");
   if (stops_.needs_token_texts())  // needs_token_texts(): the same two rules
     throw ValueError("GenerationConfig.stop_strings needs the text of every token: pass token_strings= (or a tokenizer)");
   if (sampler_.needs_token_texts())
@@ -160,13 +160,13 @@ void Generator::append_tokens(const std::vector<std::vector<int64_t>>& prompts,
   batch_ = batch;  // last: started() is true only once the set-up is complete
 }
 
-bool Generator::done() const {
+bool TokenSelector::done() const {
   if (!started()) return false;
   if (beam_) return beam_->done();
   return std::none_of(state_.active.begin(), state_.active.end(), [](uint8_t a) { return a != 0; });
 }
 
-void Generator::check_allowed(const uint32_t* allowed) const {
+void TokenSelector::check_allowed(const uint32_t* allowed) const {
   if (!config().has_constraint()) {
     if (allowed) throw ValueError("an allowed-token mask was given, but the GenerationConfig has no constraint");
     return;
@@ -174,7 +174,7 @@ void Generator::check_allowed(const uint32_t* allowed) const {
   if (!allowed)
     throw ValueError("the GenerationConfig has a constraint (json_schema, regex, grammar or choices): each step "
                      "needs the allowed-token mask, which kvgen computes from a tokenizer (pass tokenizer= to the "
-                     "Generator)");
+                     "TokenSelector)");
   const int64_t words = (vocab_ + 31) / 32;
   for (int64_t r = 0; r < rows(); ++r)
     if (row_running(r) && !allows_any_token(allowed + r * words, vocab_))
@@ -182,7 +182,7 @@ void Generator::check_allowed(const uint32_t* allowed) const {
                        " (its mask is empty); the grammar cannot go on from the tokens generated so far");
 }
 
-void Generator::stop_row(int64_t r) {
+void TokenSelector::stop_row(int64_t r) {
   if (beam_) throw ValueError("stop_row() is for greedy / sampling rows; beam search finishes through EOS");
   if (r < 0 || r >= rows()) throw ValueError("stop_row: row " + std::to_string(r) + " is out of range");
   if (!state_.active[r]) return;
@@ -194,7 +194,7 @@ void Generator::stop_row(int64_t r) {
 // Checks a step's or verify's logits shape against the rows and the vocabulary of the first
 // call, and allocates the processed-logits buffer at the first call (last_logits views it for
 // the generator's lifetime). True at the first call.
-bool Generator::accept_logits_shape(int64_t rows, int64_t vocab) {
+bool TokenSelector::accept_logits_shape(int64_t rows, int64_t vocab) {
   if (rows != this->rows()) {
     std::ostringstream msg;
     msg << "logits has " << rows << " rows, expected " << this->rows() << " (" << batch_ << " prompts x "
@@ -211,7 +211,7 @@ bool Generator::accept_logits_shape(int64_t rows, int64_t vocab) {
   return true;
 }
 
-void Generator::step(const float* logits, int64_t rows, int64_t vocab, const uint32_t* allowed) {
+void TokenSelector::step(const float* logits, int64_t rows, int64_t vocab, const uint32_t* allowed) {
   if (!started()) throw ValueError("call append_tokens(prompts) before step()");
   if (done()) throw ValueError("the generation is finished (is_done() is True): nothing more to step");
   const bool first = accept_logits_shape(rows, vocab);
@@ -230,12 +230,12 @@ void Generator::step(const float* logits, int64_t rows, int64_t vocab, const uin
   verified_positions_ = 0;
 }
 
-void Generator::raw_log_sum_exp(const float* logits) {
-  // +inf for a row holding +inf, -inf for an all -inf row (never NaN): kernels::log_sum_exp
-  for (int64_t r = 0; r < rows(); ++r) scratch_.raw_lse[r] = kernels::log_sum_exp(logits + r * vocab_, vocab_);
+void TokenSelector::raw_log_sum_exp(const float* logits) {
+  // +inf for a row holding +inf, -inf for an all -inf row (never NaN): ops::log_sum_exp
+  for (int64_t r = 0; r < rows(); ++r) scratch_.raw_lse[r] = ops::log_sum_exp(logits + r * vocab_, vocab_);
 }
 
-void Generator::row_tops(const float* processed, RowNorm norm, bool processed_are_logprobs, const float* raw,
+void TokenSelector::row_tops(const float* processed, RowNorm norm, bool processed_are_logprobs, const float* raw,
                          float raw_lse, int64_t* ids, float* lp, int64_t* raw_ids, float* raw_lp) const {
   const int64_t n = config().top_logprobs;
   top_ids(processed, vocab_, n, ids);
@@ -243,14 +243,14 @@ void Generator::row_tops(const float* processed, RowNorm norm, bool processed_ar
   const float m = processed_are_logprobs ? 0.0f : norm.max;
   const double log_sum = processed_are_logprobs ? 0.0 : norm.log_sum;
   for (int64_t j = 0; j < n; ++j)
-    lp[j] = ids[j] < 0 ? kernels::kNegInf : static_cast<float>(kernels::log_softmax_at(processed[ids[j]], m, log_sum));
+    lp[j] = ids[j] < 0 ? ops::kNegInf : static_cast<float>(ops::log_softmax_at(processed[ids[j]], m, log_sum));
   if (!keep_raw_) return;
   top_ids(raw, vocab_, n, raw_ids);
   for (int64_t j = 0; j < n; ++j)
-    raw_lp[j] = raw_ids[j] < 0 ? kernels::kNegInf : kernels::log_softmax_entry(raw, vocab_, raw_ids[j], raw_lse);
+    raw_lp[j] = raw_ids[j] < 0 ? ops::kNegInf : ops::log_softmax_entry(raw, vocab_, raw_ids[j], raw_lse);
 }
 
-StepTops Generator::compute_tops(const float* logits, bool processed_are_logprobs, const uint8_t* only) {
+StepTops TokenSelector::compute_tops(const float* logits, bool processed_are_logprobs, const uint8_t* only) {
   const int64_t n = config().top_logprobs;
   if (n == 0) return {};
   StepScratch& sc = scratch_;
@@ -265,7 +265,7 @@ StepTops Generator::compute_tops(const float* logits, bool processed_are_logprob
           keep_raw_ ? sc.raw_top_logprobs.data() : nullptr};
 }
 
-void Generator::step_sampling(const float* logits, const uint32_t* allowed) {
+void TokenSelector::step_sampling(const float* logits, const uint32_t* allowed) {
   // Every row's outcome first (the sampler and the stop rules may throw), then the commit.
   RowState& st = state_;
   StepScratch& sc = scratch_;
@@ -294,7 +294,7 @@ void Generator::step_sampling(const float* logits, const uint32_t* allowed) {
     }
     const int64_t t = sc.drawn[r];
     st.next_tokens[r] = t;
-    const float raw = keep_raw_ ? kernels::log_softmax_entry(logits + r * vocab_, vocab_, t, sc.raw_lse[r]) : 0.0f;
+    const float raw = keep_raw_ ? ops::log_softmax_entry(logits + r * vocab_, vocab_, t, sc.raw_lse[r]) : 0.0f;
     st.seqs.append(r, t, sc.logprobs[r], raw, tops, r);
     if (mirostat) st.mirostat_mu[r] = next_mirostat_mu(st.mirostat_mu[r], sc.logprobs[r]);
     if (sc.hits[r] != FinishReason::None) {
@@ -304,7 +304,7 @@ void Generator::step_sampling(const float* logits, const uint32_t* allowed) {
   }
 }
 
-void Generator::step_beams(const float* logits, const uint32_t* allowed) {
+void TokenSelector::step_beams(const float* logits, const uint32_t* allowed) {
   // HF: log_softmax of the raw logits, then the processors (and warpers when sampling).
   // kvgen's rule where HF gives NaN: +inf entries share the mass (-log count each).
   // Constrained: the disallowed tokens are masked before the log-softmax, so that a beam's
@@ -320,12 +320,12 @@ void Generator::step_beams(const float* logits, const uint32_t* allowed) {
   for (int64_t r = 0; r < rows(); ++r) {
     float* row = lp + r * vocab_;
     if (!allowed) {
-      kernels::log_softmax_into(row, logits + r * vocab_, vocab_, sc.raw_lse[r]);
+      ops::log_softmax_into(row, logits + r * vocab_, vocab_, sc.raw_lse[r]);
       continue;
     }
     std::copy(logits + r * vocab_, logits + (r + 1) * vocab_, row);
     mask_disallowed_tokens(row, vocab_, history.row(r).allowed);
-    kernels::log_softmax_into(row, row, vocab_, kernels::log_sum_exp(row, vocab_));
+    ops::log_softmax_into(row, row, vocab_, ops::log_sum_exp(row, vocab_));
   }
   const DrawKeys keys{.seed = seed_, .sequence_ids = st.row_keys.data(), .step = steps_,
                       .mirostat_mu = st.mirostat_mu.data()};
@@ -342,13 +342,13 @@ void Generator::step_beams(const float* logits, const uint32_t* allowed) {
     for (int64_t r = 0; r < rows(); ++r) {
       const float* parent = lp + st.parents[r] * vocab_;
       sc.next_mu[r] = next_mirostat_mu(st.mirostat_mu[st.parents[r]],
-                                       parent[st.next_tokens[r]] - kernels::log_sum_exp(parent, vocab_));
+                                       parent[st.next_tokens[r]] - ops::log_sum_exp(parent, vocab_));
     }
     std::copy(sc.next_mu.begin(), sc.next_mu.end(), st.mirostat_mu.begin());
   }
 }
 
-void Generator::check_verify_inputs(int64_t positions, const int64_t* drafts, const int64_t* draft_lengths,
+void TokenSelector::check_verify_inputs(int64_t positions, const int64_t* drafts, const int64_t* draft_lengths,
                                     const float* draft_probs, const uint32_t* allowed) const {
   const int64_t k = positions - 1;
   if (!draft_lengths) throw ValueError("verify() needs draft_lengths (one per row)");
@@ -373,7 +373,7 @@ void Generator::check_verify_inputs(int64_t positions, const int64_t* drafts, co
   }
 }
 
-void Generator::verify(const float* logits, int64_t rows, int64_t positions, int64_t vocab, const int64_t* drafts,
+void TokenSelector::verify(const float* logits, int64_t rows, int64_t positions, int64_t vocab, const int64_t* drafts,
                        const int64_t* draft_lengths, const float* draft_probs, const uint32_t* allowed) {
   if (!started()) throw ValueError("call append_tokens(prompts) before verify()");
   if (beam_)
@@ -416,7 +416,7 @@ void Generator::verify(const float* logits, int64_t rows, int64_t positions, int
   verified_positions_ = positions;
 }
 
-void Generator::verify_row(int64_t r, const float* logits, int64_t positions, const int64_t* drafts,
+void TokenSelector::verify_row(int64_t r, const float* logits, int64_t positions, const int64_t* drafts,
                            int64_t draft_length, const float* draft_probs, const uint32_t* allowed) {
   RowState& st = state_;
   StepScratch& sc = scratch_;
@@ -454,7 +454,7 @@ void Generator::verify_row(int64_t r, const float* logits, int64_t positions, co
     bool accept = false;
     if (j < n_drafts) {
       const int64_t x = draft[j];
-      const double lpx = kernels::log_softmax_at(processed[x], norm.max, norm.log_sum);
+      const double lpx = ops::log_softmax_at(processed[x], norm.max, norm.log_sum);
       const float* q = draft_probs ? draft_probs + (r * k + j) * vocab : nullptr;
       if (greedy) {
         accept = drawn == x;
@@ -471,7 +471,7 @@ void Generator::verify_row(int64_t r, const float* logits, int64_t positions, co
       } else if (!greedy) {
         // the residual normalize(max(p - q, 0)); one-hot q: p without x
         float* w = sc.residual.data();
-        const double sum = kernels::softmax_weights_into(w, processed, vocab, norm.max);
+        const double sum = ops::softmax_weights_into(w, processed, vocab, norm.max);
         double total = 0.0;
         if (q) {
           for (int64_t t = 0; t < vocab; ++t) {
@@ -484,16 +484,16 @@ void Generator::verify_row(int64_t r, const float* logits, int64_t positions, co
           for (int64_t t = 0; t < vocab; ++t) total += w[t];
         }
         if (!(total > 0.0))  // p <= q everywhere (rounding): p itself
-          total = kernels::softmax_weights_into(w, processed, vocab, norm.max);
+          total = ops::softmax_weights_into(w, processed, vocab, norm.max);
         const double u = Philox4x32::uniform(seed_, key, static_cast<uint64_t>(step), kResidualLane);
-        token = kernels::find_cumulative(w, vocab, u * total);
-        token_lp = static_cast<float>(kernels::log_softmax_at(processed[token], norm.max, norm.log_sum));
+        token = ops::find_cumulative(w, vocab, u * total);
+        token_lp = static_cast<float>(ops::log_softmax_at(processed[token], norm.max, norm.log_sum));
       }
     }
     sc.spec_tokens[slot] = token;
     sc.spec_logprobs[slot] = token_lp;
-    const float raw_lse = keep_raw_ ? kernels::log_sum_exp(row, vocab) : 0.0f;
-    if (keep_raw_) sc.spec_raw[slot] = kernels::log_softmax_entry(row, vocab, token, raw_lse);
+    const float raw_lse = keep_raw_ ? ops::log_sum_exp(row, vocab) : 0.0f;
+    if (keep_raw_) sc.spec_raw[slot] = ops::log_softmax_entry(row, vocab, token, raw_lse);
     if (n_top)
       row_tops(processed, norm, false, row, raw_lse, sc.spec_top_ids.data() + slot * n_top,
                sc.spec_top_logprobs.data() + slot * n_top,
@@ -510,7 +510,7 @@ void Generator::verify_row(int64_t r, const float* logits, int64_t positions, co
   sc.spec_mu[r] = mu;
 }
 
-void Generator::commit_verified(int64_t positions, const int64_t* draft_lengths) {
+void TokenSelector::commit_verified(int64_t positions, const int64_t* draft_lengths) {
   RowState& st = state_;
   StepScratch& sc = scratch_;
   const int64_t n_top = config().top_logprobs;
@@ -543,7 +543,7 @@ void Generator::commit_verified(int64_t positions, const int64_t* draft_lengths)
   }
 }
 
-StepOutput Generator::last_step() const {
+StepOutput TokenSelector::last_step() const {
   const Sequences& s = state_.seqs;
   const int64_t n = s.top_n(), rows = this->rows();
   const bool raw = n > 0 && rows > 0 && s.raw_top_ids(0) != nullptr;
@@ -552,9 +552,9 @@ StepOutput Generator::last_step() const {
   if (const int64_t* p = beam_indices()) o.beam_indices.emplace(p, p + rows);
   o.done = done();
   o.top_n = n;
-  o.logprobs.assign(rows, kernels::kNegInf);
+  o.logprobs.assign(rows, ops::kNegInf);
   o.top_ids.assign(rows * n, -1);
-  o.top_logprobs.assign(rows * n, kernels::kNegInf);
+  o.top_logprobs.assign(rows * n, ops::kNegInf);
   if (raw) {
     o.raw_top_ids = o.top_ids;
     o.raw_top_logprobs = o.top_logprobs;
@@ -578,7 +578,7 @@ StepOutput Generator::last_step() const {
   o.rollback = state_.rollback;
   o.num_emitted = state_.emitted;
   o.emitted.assign(rows * P, -1);
-  o.emitted_logprobs.assign(rows * P, kernels::kNegInf);
+  o.emitted_logprobs.assign(rows * P, ops::kNegInf);
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t e = state_.emitted[r], from = s.generated(r) - e;
     std::copy(s.tokens(r) + s.length(r) - e, s.tokens(r) + s.length(r), o.emitted.begin() + r * P);
@@ -587,7 +587,7 @@ StepOutput Generator::last_step() const {
   return o;
 }
 
-std::vector<std::vector<Hypothesis>> Generator::results() const {
+std::vector<std::vector<Hypothesis>> TokenSelector::results() const {
   const int64_t want = config().num_return_sequences;
   if (beam_) return beam_->results(want);
   std::vector<std::vector<Hypothesis>> out(batch_);

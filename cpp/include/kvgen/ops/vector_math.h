@@ -10,7 +10,7 @@
 #include <bit>
 #include <limits>
 
-namespace kvgen::kernels {
+namespace kvgen::ops {
 
 inline constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
@@ -247,4 +247,4 @@ inline float log_softmax_entry(const float* x, int64_t n, int64_t i, float lse) 
   return x[i] - lse;
 }
 
-}  // namespace kvgen::kernels
+}  // namespace kvgen::ops
