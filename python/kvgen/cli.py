@@ -58,6 +58,7 @@ def _parser() -> argparse.ArgumentParser:
     gen.add_argument("--num-beams", type=int, default=1, help="beam search with this many beams (prints at the end)")
     gen.add_argument("--chat", action="store_true", help="format the prompt as a user turn with the chat template")
     gen.add_argument("--system", help="system message for --chat")
+    _chat_template_argument(gen)
     gen.add_argument("--stop", action="append", default=[], metavar="TEXT",
                      help="stop when the text contains TEXT (repeatable)")
     stop_text = gen.add_mutually_exclusive_group()
@@ -93,6 +94,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-batch", type=int, default=8, help="rows decoded together at most (8)")
     serve.add_argument("--threads", type=int, help="threads of the forward pass (default: the CPUs available)")
     serve.add_argument("--api-key", help="require 'Authorization: Bearer KEY' on every request")
+    _chat_template_argument(serve)
+    serve.add_argument("--reasoning-parser", choices=("auto", "none", "qwen3", "deepseek_r1", "harmony"),
+                       default="auto",
+                       help="how a thinking model's reasoning is told from its answer, returned as reasoning_content "
+                            "(default auto: from the chat template; none: all is content)")
     serve.add_argument("--pooling", choices=("last", "mean", "cls"),
                        help="the pooling of /v1/embeddings (default: what the model declares, else last)")
     serve.add_argument("--no-prefix-cache", action="store_true",
@@ -144,6 +150,7 @@ def _parser() -> argparse.ArgumentParser:
     batch.add_argument("input", metavar="INPUT", help="the requests (JSONL), or prompts with --text / --prompt-field")
     batch.add_argument("-o", "--output", required=True, metavar="OUTPUT", help="the result lines (JSONL), appended")
     _model_argument(batch)
+    _chat_template_argument(batch)
     batch.add_argument("--max-batch", type=int, default=8, help="rows decoded together at most (8)")
     batch.add_argument("--threads", type=int, help="threads of the forward pass (default: the CPUs available)")
     batch.add_argument("--activations", choices=("int8x2", "int8", "float"),
@@ -200,19 +207,31 @@ def _model_argument(parser: argparse.ArgumentParser) -> None:
                              "Mistral's and Qwen2's): every layer attends over the last N positions")
 
 
+def _chat_template_argument(parser) -> None:
+    parser.add_argument("--chat-template", metavar="FILE_OR_TEXT",
+                        help="the chat template to use instead of the model's (a Jinja file, or the template's text): "
+                             "a model without one, such as a base GGUF, can then chat")
+
+
 def _kv_cache_dtype_argument(parser) -> None:
     parser.add_argument("--kv-cache-dtype", choices=("auto", "float32", "float16", "int8"), default="auto",
                         help="what the KV cache stores keys and values as (default auto: half, float32 with "
                              "--exact; int8: half the memory, slightly lossy, as llama.cpp's -ctk/-ctv q8_0)")
 
 
-def _load(path: Optional[str], sliding_window: Optional[int] = None, **modes):
+def _load(path: Optional[str], sliding_window: Optional[int] = None, chat_template: Optional[str] = None, **modes):
     """The model at ``path`` (the default model without one); ``modes``: Model.load's
-    ``exact`` / ``activations`` / ``kv_cache_dtype``; ``sliding_window``: its own, where given."""
+    ``exact`` / ``activations`` / ``kv_cache_dtype``; ``sliding_window``: its own, where given;
+    ``chat_template``: --chat-template's value (a file or the template), in place of the model's."""
     import warnings
 
     import kvgen
 
+    template = None
+    if chat_template is not None:  # read before the model loads: a bad file is the first error
+        from kvgen.loaders.chat_template import chat_template_option
+
+        template = chat_template_option(chat_template)
     if sliding_window is not None:
         modes["sliding_window"] = sliding_window
     with warnings.catch_warnings(record=True) as caught:  # kvgen's notes on the file: one line each
@@ -223,6 +242,12 @@ def _load(path: Optional[str], sliding_window: Optional[int] = None, **modes):
             print(f"kvgen: warning: {w.message}", file=sys.stderr)
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+    if template is not None:
+        model.chat_template = template
+        try:  # rendered once in the sandbox: a template that fails says so now, naming the option
+            model.apply_chat_template([{"role": "user", "content": "hi"}])
+        except ValueError as e:
+            raise ValueError(f"--chat-template: {e}") from None
     return model
 
 
@@ -284,8 +309,10 @@ def _generate(args) -> int:
         raise ValueError("--system needs --chat")
     config = _config(args)
     _set_threads(args.threads)
-    model = _load(args.model, sliding_window=args.sliding_window, exact=args.exact, activations=args.activations,
-                  kv_cache_dtype=args.kv_cache_dtype)
+    if args.chat_template is not None and not args.chat:
+        raise ValueError("--chat-template needs --chat")
+    model = _load(args.model, sliding_window=args.sliding_window, chat_template=args.chat_template, exact=args.exact,
+                  activations=args.activations, kv_cache_dtype=args.kv_cache_dtype)
     generator = kvgen.Generator(model, config, include_stop_str_in_output=args.include_stop)
     out = sys.stdout
     echo = ""
@@ -350,8 +377,8 @@ def _serve(args) -> int:
     from kvgen.server.app import listening_socket
 
     sock = listening_socket(args.host, args.port)  # a port in use or out of range: one line, before the model loads
-    model = _load(args.model, sliding_window=args.sliding_window, activations=args.activations,
-                  kv_cache_dtype=args.kv_cache_dtype)
+    model = _load(args.model, sliding_window=args.sliding_window, chat_template=args.chat_template,
+                  activations=args.activations, kv_cache_dtype=args.kv_cache_dtype)
     print(f"kvgen serve: {model.path.name} on http://{args.host}:{args.port}/v1 (max batch {args.max_batch})",
           file=sys.stderr, flush=True)
     from kvgen.server.app import ServerLimits
@@ -371,7 +398,7 @@ def _serve(args) -> int:
           allowed_hosts=tuple(args.allowed_hosts), allowed_origins=tuple(args.allowed_origins), sock=sock,
           prefix_cache=not args.no_prefix_cache, speculative_ngram=args.speculative_ngram,
           speculative_ngram_size=args.speculative_ngram_size,
-          pooling=args.pooling)
+          pooling=args.pooling, reasoning_parser=args.reasoning_parser)
     return 0
 
 
@@ -435,16 +462,17 @@ def _batch(args) -> int:
     if args.ray is not None:
         from kvgen.ray import batch_runner
 
-        if args.sliding_window is not None:
-            raise ValueError("--sliding-window applies to models loaded here, not by --ray actors")
+        if args.sliding_window is not None or args.chat_template is not None:
+            flag = "--sliding-window" if args.sliding_window is not None else "--chat-template"
+            raise ValueError(f"{flag} applies to models loaded here, not by --ray actors")
 
         runner = batch_runner(args.ray, model=args.model, actors=args.ray_actors, cpus_per_actor=args.ray_cpus,
                               max_batch=args.max_batch, activations=args.activations,
                               kv_cache_dtype=args.kv_cache_dtype)
     else:
         _set_threads(args.threads)
-        model = _load(args.model, sliding_window=args.sliding_window, activations=args.activations,
-                      kv_cache_dtype=args.kv_cache_dtype)
+        model = _load(args.model, sliding_window=args.sliding_window, chat_template=args.chat_template,
+                      activations=args.activations, kv_cache_dtype=args.kv_cache_dtype)
 
         def runner(todo):
             return run(todo, model, max_batch=args.max_batch)

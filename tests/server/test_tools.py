@@ -163,9 +163,11 @@ def test_a_history_with_tool_calls_and_results(client, smollm2_model):
     prompt_tokens, text = _reference(smollm2_model, history, [WEATHER], tool_grammar([WEATHER], free_text=True),
                                      max_new_tokens=20)
     assert out.usage.prompt_tokens == prompt_tokens
-    content, calls = parse_tool_calls(text, {"get_weather"})
+    cut = out.choices[0].finish_reason == "length"  # the model calls again, cut by max_tokens
+    content, calls = parse_tool_calls(text, {"get_weather"}, truncated=cut)
     assert out.choices[0].message.content == content
-    assert _calls([c.model_dump() for c in out.choices[0].message.tool_calls or []]) == _calls(calls)
+    assert [(c.function.name, c.function.arguments) for c in out.choices[0].message.tool_calls or []] == \
+        [(c["function"]["name"], c["function"]["arguments"]) for c in calls]
 
 
 @pytest.mark.parametrize("tools, choice", [

@@ -13,13 +13,20 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, NamedTuple, Optional
 
-from kvgen.loaders.chat_template_sandbox import RENDER_CHARS, RENDER_SECONDS, STANDARD_ROLES, ChatTemplateLimitError
+from kvgen.loaders.chat_template_sandbox import (
+    RENDER_CHARS,
+    RENDER_SECONDS,
+    STANDARD_ROLES,
+    TEMPLATE_CHARS,
+    ChatTemplateLimitError,
+)
 from kvgen.loaders.chat_template_worker import KILL_MARGIN, WorkerError, pool
 
 __all__ = ["render_chat", "render_chat_spans", "RenderedChat", "ChatTemplateLimitError", "RENDER_SECONDS",
-           "RENDER_CHARS", "STANDARD_ROLES"]
+           "RENDER_CHARS", "STANDARD_ROLES", "chat_template_option"]
 
 # Names a message's reasoning is passed under; the first is the one chat templates read.
 _REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")
@@ -139,3 +146,28 @@ def render_chat_spans(template: str, messages: list[dict], *, add_generation_pro
                                             for a, b in spans):
         raise ChatTemplateLimitError("chat template: the rendering process answered with a malformed result")
     return RenderedChat(text, [(a, b) for a, b in spans])
+
+
+def chat_template_option(value: str, option: str = "--chat-template") -> str:
+    """The chat template that ``--chat-template VALUE`` names: the text of the file VALUE, or
+    VALUE itself when it is template text (it holds ``{{`` or ``{%``, as vLLM and llama.cpp
+    tell them apart). ValueError naming ``option`` for a file that cannot be read, text that
+    is neither, or a template longer than the sandbox accepts (``TEMPLATE_CHARS``); the
+    template itself renders in the sandbox as any model's does."""
+    if "{{" in value or "{%" in value:
+        text = value
+    else:
+        path = Path(value)
+        try:
+            if path.stat().st_size > 4 * TEMPLATE_CHARS:
+                raise ValueError(f"{option} {value}: the file is larger than a chat template may be "
+                                 f"({TEMPLATE_CHARS} characters)")
+            text = path.read_text(encoding="utf-8")
+        except OSError as e:
+            raise ValueError(f"{option} {value}: {e.strerror or e} (give a template file, or the template's text)") \
+                from None
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{option} {value}: not UTF-8 text ({e})") from None
+    if len(text) > TEMPLATE_CHARS:
+        raise ValueError(f"{option}: the template holds {len(text)} characters, more than {TEMPLATE_CHARS}")
+    return text

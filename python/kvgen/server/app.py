@@ -142,7 +142,7 @@ def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, mode
                limits: Optional[ServerLimits] = None, host: str = "127.0.0.1", allowed_hosts: tuple[str, ...] = (),
                allowed_origins: tuple[str, ...] = (), prefix_cache: bool = True,
                speculative_ngram: Optional[int] = None, speculative_ngram_size: Optional[int] = None,
-               pooling: Optional[str] = None) -> FastAPI:
+               pooling: Optional[str] = None, reasoning_parser: str = "auto") -> FastAPI:
     """The FastAPI application serving ``model`` with an Engine of ``max_batch`` slots (reusing
     cached prompt prefixes with ``prefix_cache``), within ``limits`` (default:
     ServerLimits.sized to the machine), for clients that reach it as ``host`` (its bound
@@ -150,14 +150,19 @@ def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, mode
     ``speculative_ngram``: requests that set no ``prompt_lookup_num_tokens`` draft up to this
     many tokens by prompt lookup (n-grams up to ``speculative_ngram_size``), verified as they
     are generated. ``pooling``: the pooling of /v1/embeddings ("last", "mean", "cls"; None:
-    what the model declares, else "last")."""
+    what the model declares, else "last"). ``reasoning_parser``: how chat replies' reasoning is
+    told from their answer (kvgen.server.reasoning: "auto" reads the chat template; "none",
+    "qwen3", "deepseek_r1", "harmony")."""
     trimmer = Trimmer()  # first: it sets the allocator's limits before the engine's threads start
     speculation = _speculation(model, speculative_ngram, speculative_ngram_size)
     limits = limits or ServerLimits.sized(max_batch, model.context_length)
     if limits.request.max_n is None:  # sampled choices of one prompt decode together: at most the slots
         limits = dataclasses.replace(limits, request=dataclasses.replace(limits.request, max_n=max_batch))
     name = model_name or (model.path.stem if getattr(model, "path", None) else "kvgen")
-    responder = Responder(model, _engine(model, max_batch, prefix_cache), name, None, speculation)
+    from kvgen.server.reasoning import parser_for
+
+    parser_for(reasoning_parser, None)  # an unknown parser: a ValueError before the engine starts
+    responder = Responder(model, _engine(model, max_batch, prefix_cache), name, None, speculation, reasoning_parser)
     serving = Serving(responder, limits, trimmer)
     responder.metrics = _metrics(serving)
 
@@ -262,7 +267,8 @@ def serve(model, *, host: str = "127.0.0.1", port: int = 8000, max_batch: int = 
           limits: Optional[ServerLimits] = None, allowed_hosts: tuple[str, ...] = (),
           allowed_origins: tuple[str, ...] = (), shutdown_timeout: float = 3.0,
           sock: Optional[socket.socket] = None, prefix_cache: bool = True, speculative_ngram: Optional[int] = None,
-          speculative_ngram_size: Optional[int] = None, pooling: Optional[str] = None) -> None:
+          speculative_ngram_size: Optional[int] = None, pooling: Optional[str] = None,
+          reasoning_parser: str = "auto") -> None:
     """Runs the server until interrupted; on SIGTERM or Ctrl-C, requests still running after
     ``shutdown_timeout`` seconds are cancelled and the server exits. ``sock``: a socket
     listening on ``host``:``port`` (default: bound here, see listening_socket). A connection
@@ -281,7 +287,7 @@ def serve(model, *, host: str = "127.0.0.1", port: int = 8000, max_batch: int = 
     app = create_app(model, max_batch=max_batch, api_key=api_key, limits=limits, host=host,
                      allowed_hosts=allowed_hosts, allowed_origins=allowed_origins, prefix_cache=prefix_cache,
                      speculative_ngram=speculative_ngram, speculative_ngram_size=speculative_ngram_size,
-                     pooling=pooling)
+                     pooling=pooling, reasoning_parser=reasoning_parser)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=shutdown_timeout,
                             http=protocol)
     with sock:

@@ -173,12 +173,15 @@ class Message(BaseModel):
     role: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
     content: Union[str, list[TextPart], None] = None  # null in an assistant message with tool_calls
     tool_calls: Optional[list[ToolCall]] = None
+    function_call: Optional[ToolCallFunction] = None  # the legacy form of one tool call
     tool_call_id: Optional[str] = None
     name: Optional[str] = None
+    reasoning_content: Optional[str] = None  # an assistant's reasoning, for templates that render it
 
     @model_validator(mode="after")
     def _content_given(self) -> "Message":
-        if self.content is None and not (self.role == "assistant" and self.tool_calls is not None):
+        calls = self.tool_calls is not None or self.function_call is not None
+        if self.content is None and not (self.role == "assistant" and calls):
             raise ValueError("'content' is required (it may be null only in an assistant message with 'tool_calls')")
         return self
 
@@ -334,6 +337,12 @@ class CompletionRequest(_Sampling):
     best_of: Optional[int] = Field(None, ge=1, le=128)
 
 
+#: chat_template_kwargs: template variables by name (Qwen3's ``enable_thinking``); the names the
+#: server sets itself are refused.
+TemplateKwargs = Annotated[dict[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")], Any],
+                           Field(max_length=32)]
+
+
 class ChatRequest(_Sampling):
     """POST /v1/chat/completions."""
 
@@ -341,6 +350,9 @@ class ChatRequest(_Sampling):
     tools: Optional[list[Tool]] = None
     tool_choice: Union[Literal["none", "auto", "required"], NamedToolChoice, None] = None
     parallel_tool_calls: Optional[bool] = None
+    functions: Optional[list[FunctionSpec]] = Field(None, min_length=1)  # legacy: tools
+    function_call: Union[Literal["none", "auto"], FunctionName, None] = None  # legacy: tool_choice
+    chat_template_kwargs: Optional[TemplateKwargs] = None
     logprobs: Optional[bool] = None
     top_logprobs: Optional[int] = Field(None, ge=0, le=MAX_TOP_LOGPROBS)
     max_completion_tokens: Optional[int] = Field(None, ge=1)
@@ -362,6 +374,7 @@ class TokenizeChatRequest(_Strict):
     messages: list[Message] = Field(min_length=1)
     tools: Optional[list[Tool]] = None
     add_generation_prompt: bool = True
+    chat_template_kwargs: Optional[TemplateKwargs] = None
     continue_final_message: Literal[False] = False
     add_special_tokens: Literal[False] = False  # the template writes the special tokens
     return_token_strs: Optional[bool] = False

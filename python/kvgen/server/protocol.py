@@ -32,7 +32,9 @@ from kvgen.server.openapi import (
     MAX_TOP_LOGPROBS,  # noqa: F401 - a public name of this module
     ChatRequest,
     CompletionRequest,
+    NamedToolChoice,
 )
+from kvgen.server.reasoning import THINK_END, THINK_START, ReasoningMode, json_with_reasoning, mode_for, with_reasoning
 
 __all__ = ["ApiError", "GenerationRequest", "RequestLimits", "chat_request", "completion_request"]
 
@@ -90,6 +92,9 @@ class GenerationRequest:
     generate: bool = True         # False: max_tokens 0 (echo: scoring the prompt only)
     prompt_logprobs: Optional[int] = None  # vLLM's: the prompt tokens' log-probs, with this many alternatives
     tools: list[dict] = field(default_factory=list)  # chat's tools whose calls are parsed out of the reply
+    parallel_tool_calls: bool = True  # False: one call at most
+    legacy_functions: bool = False  # the request gave ``functions``: the reply has ``function_call``
+    reasoning: Optional[ReasoningMode] = None  # how the reply's reasoning is told from its answer
 
 
 # ---- validation: the pydantic models, their errors as ApiErrors naming the field ----
@@ -333,7 +338,10 @@ def _messages(value: list) -> list[dict]:
         content = m.get("content")
         if isinstance(content, list):  # OpenAI's content parts: text only (the model says so)
             content = "".join(p["text"] for p in content)
-        message: dict[str, Any] = {"role": m["role"]}
+        # the legacy forms: an assistant's function_call is one tool call, a "function" message its result
+        message: dict[str, Any] = {"role": "tool" if m["role"] == "function" else m["role"]}
+        if m.get("function_call") is not None and m.get("tool_calls") is None and m["role"] == "assistant":
+            m = {**m, "tool_calls": [{"id": f"call_{i}", "type": "function", "function": m["function_call"]}]}
         if m.get("tool_calls") is not None and m["role"] == "assistant":
             message["tool_calls"] = _tool_calls(f"messages[{i}].tool_calls", m["tool_calls"])
             if content is None:
@@ -341,11 +349,41 @@ def _messages(value: list) -> list[dict]:
         if not isinstance(content, str):
             raise _fail(f"messages[{i}].content", "expected a string")
         message["content"] = content
-        for key in ("tool_call_id", "name"):
+        for key in ("tool_call_id", "name", "reasoning_content"):
             if isinstance(m.get(key), str):
                 message[key] = m[key]
         out.append(message)
     return out
+
+
+def _legacy_functions(req: Any) -> tuple[list[dict], Any]:
+    """The ``tools`` and ``tool_choice`` of a request's legacy ``functions`` and ``function_call``."""
+    if req.functions is None:
+        if req.function_call is not None:
+            raise ApiError("'function_call' needs 'functions'", param="function_call")
+        return [t.model_dump(exclude_none=True, by_alias=True) for t in req.tools or []], req.tool_choice
+    if req.tools is not None or req.tool_choice is not None:
+        raise ApiError("give 'tools' and 'tool_choice', or the legacy 'functions' and 'function_call', not both",
+                       param="functions")
+    tools = [{"type": "function", "function": f.model_dump(exclude_none=True, by_alias=True)} for f in req.functions]
+    choice = req.function_call
+    if choice is not None and not isinstance(choice, str):
+        choice = NamedToolChoice(type="function", function=choice)
+    return tools, choice
+
+
+def _template_kwargs(req: Any) -> dict:
+    """``chat_template_kwargs``: template variables, none of those the server sets itself."""
+    kwargs = dict(req.chat_template_kwargs or {})
+    taken = sorted(set(kwargs) & RESERVED_TEMPLATE_VARIABLES)
+    if taken:
+        raise _fail(f"chat_template_kwargs.{taken[0]}", "is set by the server (from the request's own fields)")
+    return kwargs
+
+
+#: Template variables that the server sets: chat_template_kwargs may not give them.
+RESERVED_TEMPLATE_VARIABLES = frozenset({"messages", "tools", "documents", "add_generation_prompt", "bos_token",
+                                         "eos_token", "tool_choice", "continue_final_message"})
 
 
 def _supports_tools(template: Optional[str]) -> bool:
@@ -384,25 +422,57 @@ def _without_tool_syntax(messages: list[dict], tools: list[dict]) -> list[dict]:
     return out
 
 
-def chat_request(body: Any, model, limits: Optional[RequestLimits] = None) -> GenerationRequest:
+def _added_token(model, text: str) -> Optional[int]:
+    """The id of the tokenizer's added token spelled ``text``, if it has one."""
+    ids = model.encode(text, add_special_tokens=False)
+    if len(ids) == 1 and ids[0] in model.tokenizer.get_added_tokens_decoder():
+        return ids[0]
+    return None
+
+
+def need_chat_template(model, name: str) -> None:
+    """ApiError naming the served model (never its file) when it has no chat template."""
+    if model.chat_template is None:
+        raise ApiError(f"the model '{name}' has no chat template: use /v1/completions, or give the server (or the "
+                       "batch job) one with --chat-template FILE", param="messages", code="no_chat_template")
+
+
+def template_error(e: ValueError, model, name: str) -> str:
+    """The message of an error in rendering or encoding a chat, the model's file named by the
+    served name (a client never sees the server's paths)."""
+    text = str(e)
+    path = getattr(model, "path", None)
+    if path is not None:
+        text = text.replace(str(path), f"the model '{name}'")
+    return text
+
+
+def chat_request(body: Any, model, limits: Optional[RequestLimits] = None, model_name: str = "kvgen",
+                 reasoning_parser: Optional[str] = None) -> GenerationRequest:
     """The checked body of POST /v1/chat/completions; the prompt is the model's chat template
-    applied to the messages."""
+    applied to the messages (``model_name``: the served name, the one errors give).
+    ``reasoning_parser`` (kvgen.server.reasoning): the reply's reasoning is told apart, and a
+    constraint (tool calls, a JSON schema) applies after it."""
     limits = limits or RequestLimits()
     req = parse_body(body, ChatRequest)
+    need_chat_template(model, model_name)
     if req.max_tokens == 0:
         raise _fail("max_tokens", "0 is out of range [1, inf]")
     messages = _messages([m.model_dump(exclude_none=True) for m in req.messages])
-    tools = _tools([t.model_dump(exclude_none=True, by_alias=True) for t in req.tools or []])
-    choice = req.tool_choice if req.tool_choice is not None else "auto" if tools else "none"
+    given_tools, given_choice = _legacy_functions(req)
+    tools = _tools(given_tools)
+    choice = given_choice if given_choice is not None else "auto" if tools else "none"
     if choice != "none" and not tools:
         raise ApiError("'tool_choice' needs 'tools'", param="tool_choice")
     wanted = None
     if not isinstance(choice, str):
         wanted = choice.function.name
         if wanted not in {t["function"]["name"] for t in tools}:
-            raise _fail("tool_choice", f"{wanted!r} is not one of the tools")
+            legacy = req.functions is not None
+            raise _fail("function_call" if legacy else "tool_choice",
+                        f"{wanted!r} is not one of the {'functions' if legacy else 'tools'}")
     offered = tools if choice != "none" else []
-    extra = {}
+    extra = _template_kwargs(req)
     if _supports_tools(model.chat_template):
         if offered:
             extra["tools"] = offered
@@ -411,9 +481,10 @@ def chat_request(body: Any, model, limits: Optional[RequestLimits] = None) -> Ge
     try:  # special-token text in a content is plain text: a user cannot forge a system turn
         ids = model.encode_chat(messages, add_generation_prompt=True, **extra)
     except ValueError as e:
-        raise _fail("messages", str(e)) from None
+        raise _fail("messages", template_error(e, model, model_name)) from None
     grammar = None
-    parallel = req.parallel_tool_calls if req.parallel_tool_calls is not None else True
+    legacy = req.functions is not None  # one function_call per reply
+    parallel = not legacy and (req.parallel_tool_calls if req.parallel_tool_calls is not None else True)
     if choice == "required" or wanted is not None:
         if req.constraint() is not None:
             raise ApiError("a constraint ('response_format', 'regex', ...) cannot be combined with tool_choice "
@@ -430,6 +501,19 @@ def chat_request(body: Any, model, limits: Optional[RequestLimits] = None) -> Ge
     if top and not req.logprobs:
         raise ApiError("'top_logprobs' needs 'logprobs': true", param="top_logprobs")
     limits.check_prompts(1, req.n or 1)
+    # reasoning: read apart from the answer, and not constrained (the tool calls' or the JSON's
+    # grammar starts after it); the prompt's last tokens say whether the template opened it
+    mode = None
+    if reasoning_parser is not None and ids:
+        mode = mode_for(reasoning_parser, model.decode(ids[-8:], skip_special_tokens=False),
+                        (_added_token(model, THINK_START), _added_token(model, THINK_END)))
+    if mode is not None and grammar is not None:
+        grammar = with_reasoning(grammar, mode)
     out = _request(req, [ids], model, None, bool(req.logprobs), top, limits, grammar=grammar)
-    out.tools = offered
+    if mode is not None and out.config.json_schema is not None:
+        wrapped = json_with_reasoning(out.config.json_schema, mode)
+        if wrapped is not None:
+            out.config.json_schema, out.config.grammar = None, wrapped
+    out.tools, out.parallel_tool_calls, out.legacy_functions = offered, parallel, legacy
+    out.reasoning = mode
     return out

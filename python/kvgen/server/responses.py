@@ -147,8 +147,9 @@ class Completion:
             for _ in range(req.n // per_request):
                 # max_tokens 0: the prompt alone, its choices end at once (a scoring request updates none)
                 i = len(self.requests) if req.generate else -1
+                keeps_special = req.reasoning is not None and req.reasoning.keeps_special_tokens
                 for k in range(per_request):
-                    text = IncrementalText(server.decode)
+                    text = IncrementalText(server.decode_special if keeps_special else server.decode)
                     stops = StopStringFilter(req.stops) if req.stops else None
                     self.choices.append(Choice(len(self.choices), i, k, text, stops))
                     if not req.generate:
@@ -255,20 +256,57 @@ class Completion:
         return usage
 
 
+def _no_reasoning(choice: Choice, piece: str, final: bool) -> tuple[str, str]:
+    return "", piece
+
+
+def _reasoning_splits(gen: Completion):
+    """``split(choice, piece, final)`` -> (reasoning, content) of each choice's text as it grows
+    (kvgen.server.reasoning.ReasoningSplitter), or all content when the reply has no reasoning."""
+    if gen.req.reasoning is None:
+        return _no_reasoning
+    from kvgen.server.reasoning import ReasoningSplitter
+
+    splitters = {c.index: ReasoningSplitter(gen.req.reasoning) for c in gen.choices}
+
+    def split(choice: Choice, piece: str, final: bool) -> tuple[str, str]:
+        return splitters[choice.index].feed(piece, final)
+
+    return split
+
+
+def _legacy_delta(delta: dict) -> dict:
+    """A tool-call delta in the legacy ``function_call`` shape (the first call's name, then its
+    arguments in pieces); content deltas as they are."""
+    calls = delta.get("tool_calls")
+    if not calls:
+        return delta
+    function = calls[0].get("function") or {}
+    return {"function_call": {k: function[k] for k in ("name", "arguments") if k in function}}
+
+
 class Responder:
     """Writes OpenAI's response bodies and server-sent events for the served model."""
 
     def __init__(self, model, engine: Engine, name: str, metrics: Optional[Metrics] = None,
-                 speculation: Optional[dict] = None):
+                 speculation: Optional[dict] = None, reasoning_parser: str = "auto"):
+        from kvgen.server.reasoning import parser_for
+
         self.model, self.engine, self.name, self.metrics = model, engine, name, metrics
         #: GenerationConfig fields of speculative decoding for requests that set none (--speculative-ngram)
         self.speculation = speculation or {}
+        #: the reasoning parser of chat replies (kvgen.server.reasoning; None: none), --reasoning-parser
+        self.reasoning_parser = parser_for(reasoning_parser, model.chat_template)
         self.end_of_turn = model.end_of_turn_token_id if model.chat_template else None
         self.created = int(time.time())
 
     def decode(self, tokens) -> str:
         """The text of generated tokens, special tokens (EOS, end of turn) left out."""
         return self.model.decode(tokens, skip_special_tokens=True)
+
+    def decode_special(self, tokens) -> str:
+        """The text of generated tokens with their special tokens (a harmony reply's markers)."""
+        return self.model.decode(tokens, skip_special_tokens=False)
 
     def token_text(self, token: int) -> str:
         """The text of one token, as log-probs report it."""
@@ -357,14 +395,31 @@ class Responder:
 
     def chat_message(self, gen: Completion, choice: Choice) -> tuple[dict, Optional[str]]:
         """The assistant message of a finished choice and its finish_reason: with tools, the
-        calls in its text become ``tool_calls`` (finish_reason "tool_calls")."""
+        calls in its text become ``tool_calls`` (finish_reason "tool_calls"; "length" for a
+        reply cut by max_tokens, its last call's arguments cut too, as OpenAI returns it), or
+        the legacy ``function_call`` (finish_reason "function_call") when the request gave
+        ``functions``."""
+        text, reasoning = choice.emitted, {}
+        if gen.req.reasoning is not None:  # the reasoning apart (kvgen.server.reasoning)
+            from kvgen.server.reasoning import split_reasoning
+
+            thought, text = split_reasoning(text, gen.req.reasoning)
+            if thought is not None:
+                reasoning = {"reasoning_content": thought}
         if gen.req.tools:
             from kvgen.server.tools import parse_tool_calls
 
-            content, calls = parse_tool_calls(choice.emitted, {t["function"]["name"] for t in gen.req.tools})
+            cut = choice.finish_reason == "length"
+            content, calls = parse_tool_calls(text, {t["function"]["name"] for t in gen.req.tools},
+                                              truncated=cut, parallel=gen.req.parallel_tool_calls)
+            if calls and gen.req.legacy_functions:
+                return ({"role": "assistant", "content": content, **reasoning, "function_call": calls[0]["function"]},
+                        "length" if cut else "function_call")
             if calls:
-                return {"role": "assistant", "content": content, "tool_calls": calls}, "tool_calls"
-        return {"role": "assistant", "content": choice.emitted}, choice.finish_reason
+                return ({"role": "assistant", "content": content, **reasoning, "tool_calls": calls},
+                        "length" if cut else "tool_calls")
+            return {"role": "assistant", "content": content, **reasoning}, choice.finish_reason
+        return {"role": "assistant", "content": text, **reasoning}, choice.finish_reason
 
     def chat_body(self, gen: Completion, cid: str) -> dict:
         """The /v1/chat/completions response of a finished generation."""
@@ -381,7 +436,7 @@ class Responder:
 
     # ---- streaming ----
 
-    async def _tool_stream(self, gen: Completion, chunk) -> AsyncIterator[str]:
+    async def _tool_stream(self, gen: Completion, chunk, split) -> AsyncIterator[str]:
         """The events of a streamed reply with tools (after the role chunks): content and tool
         calls as they are generated (kvgen.server.tools.ToolCallStream: a call's id and name,
         then its arguments in pieces), each choice's finish chunk, usage, [DONE]. A chunk
@@ -389,7 +444,13 @@ class Responder:
         from kvgen.server.tools import ToolCallStream
 
         names = {t["function"]["name"] for t in gen.req.tools}
-        parsers = {c.index: ToolCallStream(names) for c in gen.choices}
+        parsers = {c.index: ToolCallStream(names, parallel=gen.req.parallel_tool_calls) for c in gen.choices}
+        shaped = _legacy_delta if gen.req.legacy_functions else (lambda delta: delta)
+
+        def finish(c: Choice) -> Optional[str]:
+            if c.finish_reason == "length" or not parsers[c.index].calls:
+                return c.finish_reason
+            return "function_call" if gen.req.legacy_functions else "tool_calls"
         sent_tokens = {c.index: 0 for c in gen.choices}
         finished: set[int] = set()
 
@@ -405,18 +466,27 @@ class Responder:
                 if c.index in finished:
                     continue
                 ended = c.finish_reason is not None
-                for delta in parsers[c.index].feed(piece, final=ended):
-                    yield chunk([{"index": c.index, "delta": delta, "logprobs": logprobs_of(c), "finish_reason": None}])
+                thought, piece = split(c, piece, ended)
+                if thought:
+                    yield chunk([{"index": c.index, "delta": {"reasoning_content": thought}, "logprobs": None,
+                                  "finish_reason": None}])
+                for delta in parsers[c.index].feed(piece, final=ended, truncated=c.finish_reason == "length"):
+                    yield chunk([{"index": c.index, "delta": shaped(delta), "logprobs": logprobs_of(c),
+                                  "finish_reason": None}])
                 if ended:
                     finished.add(c.index)
-                    reason = "tool_calls" if parsers[c.index].calls else c.finish_reason
-                    yield chunk([{"index": c.index, "delta": {}, "logprobs": logprobs_of(c), "finish_reason": reason}])
+                    yield chunk([{"index": c.index, "delta": {}, "logprobs": logprobs_of(c),
+                                  "finish_reason": finish(c)}])
         for c in gen.choices:  # max_tokens 0 or a choice without steps: nothing more comes
             if c.index not in finished:
-                for delta in parsers[c.index].feed("", final=True):
-                    yield chunk([{"index": c.index, "delta": delta, "logprobs": logprobs_of(c), "finish_reason": None}])
-                reason = "tool_calls" if parsers[c.index].calls else c.finish_reason
-                yield chunk([{"index": c.index, "delta": {}, "logprobs": None, "finish_reason": reason}])
+                thought, rest = split(c, "", True)
+                if thought:
+                    yield chunk([{"index": c.index, "delta": {"reasoning_content": thought}, "logprobs": None,
+                                  "finish_reason": None}])
+                for delta in parsers[c.index].feed(rest, final=True, truncated=c.finish_reason == "length"):
+                    yield chunk([{"index": c.index, "delta": shaped(delta), "logprobs": logprobs_of(c),
+                                  "finish_reason": None}])
+                yield chunk([{"index": c.index, "delta": {}, "logprobs": None, "finish_reason": finish(c)}])
         if gen.req.include_usage:
             yield chunk([], gen.usage())
         yield "data: [DONE]\n\n"
@@ -441,14 +511,19 @@ class Responder:
                 for c in gen.choices:
                     yield chunk([{"index": c.index, "delta": {"role": "assistant", "content": ""}, "logprobs": None,
                                   "finish_reason": None}])
+            split = _reasoning_splits(gen) if chat else _no_reasoning
             if chat and gen.req.tools:
-                async for event in self._tool_stream(gen, chunk):
+                async for event in self._tool_stream(gen, chunk, split):
                     yield event
                 return
             sent_tokens = {c.index: 0 for c in gen.choices}
             sent_text = {c.index: 0 for c in gen.choices}
             async for step in gen.steps():
                 for c, piece in step:
+                    thought, piece = split(c, piece, c.finish_reason is not None)
+                    if thought:
+                        yield chunk([{"index": c.index, "delta": {"reasoning_content": thought}, "logprobs": None,
+                                      "finish_reason": None}])
                     start = sent_tokens[c.index]
                     if piece or (c.finish_reason is not None and len(c.tokens) > start):
                         sent_tokens[c.index] = len(c.tokens)

@@ -94,8 +94,11 @@ class Serving:
         /v1/completions one), checked, admitted and run: its Completion and the response body,
         or, streamed, an async iterator of its server-sent events (the Responses and Messages
         APIs translate theirs into these, kvgen.server.responses_api and messages_api)."""
-        parse = chat_request if chat else completion_request
-        req = await run_in_threadpool(parse, body, self.model, self.limits.request)  # tokenizing, template rendering
+        if chat:  # tokenizing, template rendering
+            req = await run_in_threadpool(chat_request, body, self.model, self.limits.request, self.responder.name,
+                                          self.responder.reasoning_parser)
+        else:
+            req = await run_in_threadpool(completion_request, body, self.model, self.limits.request)
         engine_requests = len(req.prompts) * (1 if req.config.do_sample else req.n)
         tokens = sum(len(p) for p in req.prompts) + len(req.prompts) * req.n * req.config.max_new_tokens
         self.admission.take(tokens, engine_requests)
@@ -160,7 +163,8 @@ class Serving:
         req = await run_in_threadpool(tokenize_request, body, limit)
         # its share: the tokens it may count (a token per character at most, and the chat template's)
         with self.admission.held(min(limit, text_size(req) + 1024), 1):
-            answer = await run_in_threadpool(lambda: _json_bytes(tokenize(req, self.model, limit)))
+            answer = await run_in_threadpool(lambda: _json_bytes(tokenize(req, self.model, limit,
+                                                                          self.responder.name)))
         self.trimmer.soon(self._idle)
         return Response(answer, media_type="application/json")
 

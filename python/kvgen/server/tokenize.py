@@ -73,13 +73,21 @@ def tokenize_request(body: Any, limit: int) -> TokenizeRequest:
     return req
 
 
-def _chat_ids(req: TokenizeChatRequest, model) -> list[int]:
+def _chat_ids(req: TokenizeChatRequest, model, name: str) -> list[int]:
     """The token ids that /v1/chat/completions would prefill for these messages and tools."""
-    from kvgen.server.protocol import _messages, _supports_tools, _without_tool_syntax
+    from kvgen.server.protocol import (
+        _messages,
+        _supports_tools,
+        _template_kwargs,
+        _without_tool_syntax,
+        need_chat_template,
+        template_error,
+    )
 
+    need_chat_template(model, name)
     messages = _messages([m.model_dump(exclude_none=True) for m in req.messages])
     tools = [t.model_dump(exclude_none=True, by_alias=True) for t in req.tools or []]
-    extra: dict[str, Any] = {}
+    extra: dict[str, Any] = _template_kwargs(req)
     if _supports_tools(model.chat_template):
         if tools:
             extra["tools"] = tools
@@ -88,15 +96,18 @@ def _chat_ids(req: TokenizeChatRequest, model) -> list[int]:
     try:
         return model.encode_chat(messages, add_generation_prompt=req.add_generation_prompt, **extra)
     except ValueError as e:
-        raise ApiError(f"'messages': {e}", param="messages", code="invalid_value") from None
+        raise ApiError(f"'messages': {template_error(e, model, name)}", param="messages", code="invalid_value") \
+            from None
 
 
-def tokenize(req: Union[TokenizeRequest, dict], model, limit: int = 1 << 14) -> dict:
-    """The answer to POST /tokenize (``req``: tokenize_request's, or a body it checks first)."""
+def tokenize(req: Union[TokenizeRequest, dict], model, limit: int = 1 << 14, model_name: str = "kvgen") -> dict:
+    """The answer to POST /tokenize (``req``: tokenize_request's, or a body it checks first;
+    ``model_name``: the served name, the one errors give)."""
     if isinstance(req, dict):
         req = tokenize_request(req, limit)
     chat = isinstance(req, TokenizeChatRequest)
-    ids = _chat_ids(req, model) if chat else model.encode(req.prompt, add_special_tokens=req.add_special_tokens)
+    ids = (_chat_ids(req, model, model_name) if chat
+           else model.encode(req.prompt, add_special_tokens=req.add_special_tokens))
     if len(ids) > limit:
         raise _too_many(chat, len(ids), limit)
     strs = [model.decode([t]) for t in ids] if req.return_token_strs else None

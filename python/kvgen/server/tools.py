@@ -5,7 +5,9 @@ Parsed forms:
 - Hermes / Qwen: ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>``, one block per
   call, text before the first block is the message's content (a missing closing tag at the
   end of the text is accepted; a last block cut off before its JSON ends, after complete
-  ones, is dropped);
+  ones, is dropped, unless the reply was cut by ``max_tokens``: then, as OpenAI returns such
+  a reply, it is a call whose ``arguments`` are the JSON text generated so far, and a start of
+  the ``<tool_call>`` tag at the end of the text is left out);
 - Llama 3.1: the whole reply is one JSON object ``{"name": ..., "parameters": {...}}`` (or
   several separated by ``;``), optionally after ``<|python_tag|>``.
 
@@ -49,9 +51,45 @@ def _call(obj: Any, names: set[str]) -> Optional[dict]:
             "function": {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)}}
 
 
-def parse_tool_calls(text: str, tool_names: set[str]) -> tuple[Optional[str], list[dict]]:
+def parse_tool_calls(text: str, tool_names: set[str], *, truncated: bool = False,
+                     parallel: bool = True) -> tuple[Optional[str], list[dict]]:
     """(content, tool_calls) of a reply: the text outside the calls (None when empty) and
-    OpenAI's ``tool_calls`` entries; ``([text], [])`` when the reply holds no call."""
+    OpenAI's ``tool_calls`` entries; ``([text], [])`` when the reply holds no call.
+    ``truncated``: the reply was cut by ``max_tokens``, so a last block cut off is a call with
+    the arguments generated so far (see the module's docstring). ``parallel`` False: the
+    first call only (``parallel_tool_calls=false``)."""
+    if truncated:
+        text = without_partial_tag(text)
+    content, calls = _parse(text, tool_names, truncated)
+    return content, calls if parallel else calls[:1]
+
+
+def without_partial_tag(text: str) -> str:
+    """``text`` without a start of the ``<tool_call>`` tag at its end (a reply cut inside the tag)."""
+    for k in range(min(len(_OPEN) - 1, len(text)), 0, -1):
+        if _OPEN.startswith(text[-k:]):
+            return text[:-k]
+    return text
+
+
+def cut_call(block: str, tool_names: set[str]) -> Optional[dict]:
+    """OpenAI's call of a Hermes block cut off by ``max_tokens`` (the text after ``<tool_call>``):
+    its name (a cut name completed when one tool alone begins so) and the arguments' JSON text
+    generated so far; None when not even the name can be told."""
+    match = _HEADER.match(block)
+    if match is not None and match.group(1) in tool_names:
+        name, arguments = match.group(1), block[match.end():].rstrip()
+    else:
+        begun = _NAME_BEGUN.match(block)
+        candidates = [n for n in tool_names if begun is not None and n.startswith(begun.group(1))]
+        if len(candidates) != 1:
+            return None
+        name, arguments = candidates[0], ""
+    return {"id": f"call_{uuid.uuid4().hex[:24]}", "type": "function",
+            "function": {"name": name, "arguments": arguments}}
+
+
+def _parse(text: str, tool_names: set[str], truncated: bool) -> tuple[Optional[str], list[dict]]:
     if "<tool_call>" in text:
         calls = []
         blocks = list(_HERMES.finditer(text))
@@ -60,9 +98,14 @@ def parse_tool_calls(text: str, tool_names: set[str]) -> tuple[Optional[str], li
                 call = _call(json.loads(block.group(1)), tool_names)
             except ValueError:
                 call = None
+            last_cut = k == len(blocks) - 1 and not block.group(0).rstrip().endswith("</tool_call>")
+            if call is None and last_cut and truncated:
+                call = cut_call(block.group(1), tool_names)  # cut by max_tokens: as OpenAI returns it
+                if call is None:
+                    break
             if call is None:
-                if calls and k == len(blocks) - 1 and not block.group(0).rstrip().endswith("</tool_call>"):
-                    break  # a last call cut off (max_tokens) after complete ones: dropped
+                if calls and last_cut:
+                    break  # a last call cut off after complete ones: dropped
                 return text, []
             calls.append(call)
         content = text[:text.index("<tool_call>")].strip()
@@ -116,6 +159,7 @@ def tool_grammar(tools: list[dict], *, parallel: bool = True, free_text: bool = 
 
 
 _HEADER = re.compile(r'\s*\{\s*"name"\s*:\s*"([A-Za-z0-9_-]{1,64})"\s*,\s*"arguments"\s*:\s*')
+_NAME_BEGUN = re.compile(r'\s*\{\s*"name"\s*:\s*"([A-Za-z0-9_-]{0,64})')
 _OPEN, _CLOSE = "<tool_call>", "</tool_call>"
 
 
@@ -129,8 +173,11 @@ class ToolCallStream:
     end (parse_tool_calls), as is a block whose JSON does not start with ``"name"`` then
     ``"arguments"``; such a block that is no call of a known tool is sent as content."""
 
-    def __init__(self, tool_names: set[str]):
+    def __init__(self, tool_names: set[str], *, parallel: bool = True):
+        """``parallel`` False: the first call alone (``parallel_tool_calls=false``)."""
         self.names = tool_names
+        self.parallel = parallel
+        self.truncated = False  # the reply was cut by max_tokens (told with the last piece)
         self.text = ""          # the reply so far
         self.at = 0             # how much of it is handled
         self.mode = "lead"      # lead (no text yet), text, held, between, header, arguments, block
@@ -141,9 +188,13 @@ class ToolCallStream:
         self.escaped = False
         self.block_start = 0
 
-    def feed(self, piece: str, final: bool = False) -> list[dict]:
-        """The deltas that ``piece`` (the reply's next text) releases; ``final``: the reply ended."""
+    def feed(self, piece: str, final: bool = False, truncated: bool = False) -> list[dict]:
+        """The deltas that ``piece`` (the reply's next text) releases; ``final``: the reply
+        ended, ``truncated``: cut by ``max_tokens`` (a call cut off is then sent as a call with
+        the arguments generated so far, and a start of the tag at the end is left out, as
+        parse_tool_calls(truncated=True) reads the whole reply)."""
         self.text += piece
+        self.truncated = truncated
         out: list[dict] = []
         while True:
             before = (self.mode, self.at)
@@ -234,6 +285,9 @@ class ToolCallStream:
             self.mode = "between"
 
     def _between(self, out: list[dict], final: bool) -> None:
+        if not self.parallel:  # one call only: what follows it is dropped
+            self.at = len(self.text)
+            return
         rest = self.text[self.at:]
         close = rest.find(_CLOSE)
         tag = rest.find(_OPEN, close + len(_CLOSE) if close >= 0 else 0)
@@ -252,7 +306,9 @@ class ToolCallStream:
             call = _call(json.loads(block), self.names)
         except ValueError:
             call = None
-        if call is not None:
+        if call is None and close < 0 and self.truncated:
+            self._cut_call(out, block)
+        elif call is not None:
             out.append({"tool_calls": [{"index": self.calls, **call}]})
             self.calls += 1
         else:
@@ -263,18 +319,34 @@ class ToolCallStream:
     def _held(self, out: list[dict], final: bool) -> None:
         pass
 
+    def _cut_call(self, out: list[dict], block: str) -> None:
+        """A block cut off by max_tokens: its call (the id and name, then the arguments so far),
+        or nothing when not even the name can be told."""
+        call = cut_call(block, self.names)
+        if call is not None:
+            arguments = call["function"]["arguments"]
+            call["function"]["arguments"] = ""
+            out.append({"tool_calls": [{"index": self.calls, **call}]})
+            if arguments:
+                out.append({"tool_calls": [{"index": self.calls, "function": {"arguments": arguments}}]})
+            self.calls += 1
+
     def _end(self, out: list[dict]) -> None:
         if self.mode == "held" or (self.mode == "lead" and self.text[self.at:]):
-            content, calls = parse_tool_calls(self.text[self.at:], self.names)
+            content, calls = parse_tool_calls(self.text[self.at:], self.names, truncated=self.truncated,
+                                              parallel=self.parallel)
             if calls:
                 out.extend({"tool_calls": [{"index": self.calls + k, **c}]} for k, c in enumerate(calls))
                 self.calls += len(calls)
             elif content:
                 out.append({"content": self.pending_space + content})
         elif self.mode == "text":
-            rest = self.pending_space + self.text[self.at:]
+            rest = self.text[self.at:]
+            rest = self.pending_space + (without_partial_tag(rest) if self.truncated else rest)
             if rest:
                 out.append({"content": rest})
+        elif self.mode == "header" and self.truncated:  # cut inside the call's name
+            self._cut_call(out, self.text[self.at:])
         elif self.mode == "header":  # a block cut off before its name: what the whole reply's parse
             self._block(out, True)   # would make of it
         self.pending_space = ""
