@@ -65,11 +65,11 @@ def test_lfm2_equals_transformers(checked, hf, capsys):
     gguf = checked["gguf"]
     assert gguf.capabilities.recurrent_state and gguf.capabilities.speculation_refused is None
     assert gguf.tokenizer is not None and gguf.encode("The mill") == checked["f32"].encode("The mill")
-    assert main(["info", str(gguf.path)]) == 0  # kvgen info names the state and what it rules out
+    assert main(["info", str(gguf.path)]) == 0  # kvgen info names the state and what it does
     out = capsys.readouterr().out
     assert "Lfm2ForCausalLM" in out and "computed by kvgen's lfm2 model" in out
-    assert "a recurrent state per slot (the prefix cache reuses no prompt's positions)" in out
-    assert "speculative decoding: no (LFM2's short convolutions keep a state per sequence" in out
+    assert "a recurrent state per slot (cached prefixes and speculative rollback resume from snapshots of it)" in out
+    assert "speculative decoding: yes" in out
     # the state: a window of L_cache - 1 inputs of every channel per convolution layer, in float32
     c = hf.config
     conv_layers = c.layer_types.count("conv")
