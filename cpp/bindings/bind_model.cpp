@@ -429,14 +429,16 @@ naming its position: "input_ids[0, 3] = 300 is outside the vocabulary [0, 211)".
           "quantized weights, float32 otherwise), 'float32', 'float16' or 'int8' (a scale per position and kv head).")
       .def(
           "kv_cache_bytes",
-          [](PyModel& p, int64_t rows, int64_t positions) {
+          [](PyModel& p, int64_t rows, int64_t positions, int64_t snapshots) {
             const ModelConfig& c = p.core().config();
             return KVCache::bytes_for(c.layers, rows, positions, c.kv_heads, c.head_dim, c.layer_windows,
-                                      p.core().kv_type(), c.recurrent_layers);
+                                      p.core().kv_type(), c.recurrent_layers, snapshots);
           },
-          py::arg("rows"), py::arg("positions"),
+          py::arg("rows"), py::arg("positions"), py::arg("snapshots") = 0,
           "Bytes a KV cache for rows x positions takes (its kv_cache_dtype; 'auto': half keys and values "
-          "outside exact mode on int8-kernel weights, float32 otherwise), a hybrid model's recurrent state included.");
+          "outside exact mode on int8-kernel weights, float32 otherwise), a hybrid model's recurrent state "
+          "included, with `snapshots` spare copies of one row's state (the engine's prefix cache and speculative "
+          "rollback).");
 
   m.def(
       "set_num_threads", [](int n) { set_compute_threads(n); }, py::arg("n"),

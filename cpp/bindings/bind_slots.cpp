@@ -29,10 +29,10 @@ PyModel& model_of(py::handle obj) {
 
 class PyModelSlots {
  public:
-  PyModelSlots(py::object model, int64_t slots, int64_t context, int64_t verify_positions)
+  PyModelSlots(py::object model, int64_t slots, int64_t context, int64_t verify_positions, int64_t snapshots)
       : model_(std::move(model)),
         pm_(model_of(model_)),
-        slots_(SlotCache::for_model(pm_.core(), slots, context, verify_positions)),
+        slots_(SlotCache::for_model(pm_.core(), slots, context, verify_positions, snapshots)),
         all_logits_(slots, 0) {}
 
   SlotCache& slots() { return slots_; }
@@ -123,8 +123,8 @@ void register_slots(py::module_& m) {
   m.attr("_PREFILL_CHUNK") = kPrefillChunk;
   m.attr("_TOKEN_BY_TOKEN_ATTENTION") = kTokenByTokenAttention;
   py::class_<PyModelSlots>(m, "_ModelSlots", "A model's KV cache of `slots` rows and their logits (kvgen.generation.engine).")
-      .def(py::init<py::object, int64_t, int64_t, int64_t>(), py::arg("model"), py::arg("slots"), py::arg("context"),
-           py::arg("verify_positions") = 0)
+      .def(py::init<py::object, int64_t, int64_t, int64_t, int64_t>(), py::arg("model"), py::arg("slots"),
+           py::arg("context"), py::arg("verify_positions") = 0, py::arg("snapshots") = 0)
       .def_property_readonly("slots", [](PyModelSlots& s) { return s.slots().slots(); }, "Rows of the cache.")
       .def_property_readonly("context", [](PyModelSlots& s) { return s.slots().context(); },
                              "Positions each slot holds.")
@@ -155,6 +155,25 @@ void register_slots(py::module_& m) {
           "Keeps a slot's first `length` positions, copying nothing (speculative decoding's rollback, a "
           "cached prompt prefix); "
           "ValueError where a sliding-window ring cannot roll back so far.")
+      .def(
+          "snapshot",
+          [](PyModelSlots& s, int64_t slot, int64_t snapshot) {
+            s.released([&](SlotCache& c) { c.snapshot(slot, snapshot); });
+          },
+          py::arg("slot"), py::arg("snapshot"),
+          "A hybrid model's recurrent state of a slot into snapshot `snapshot` (ValueError for a bad slot or "
+          "snapshot, or a model without a recurrent state).")
+      .def(
+          "resume",
+          [](PyModelSlots& s, int64_t slot, int64_t length, int64_t snapshot) {
+            s.released([&](SlotCache& c) { c.resume(slot, length, snapshot); });
+          },
+          py::arg("slot"), py::arg("length"), py::arg("snapshot"),
+          "Keeps a slot's first `length` positions and gives it the recurrent state of snapshot `snapshot`, taken "
+          "when the slot's first `length` positions were these (a cached prefix, speculative rollback); "
+          "ValueError, changing nothing, for a bad slot, snapshot or length.")
+      .def_property_readonly("snapshots", [](PyModelSlots& s) { return s.slots().snapshots(); },
+                             "Snapshots of the recurrent state the cache keeps (0 without a recurrent state).")
       .def_property_readonly("max_rollback", [](PyModelSlots& s) { return s.slots().cache().max_rollback(); },
                              "The most positions truncate may discard at once.")
       .def("length", [](PyModelSlots& s, int64_t slot) { return s.slots().length(slot); }, py::arg("slot"),

@@ -342,9 +342,11 @@ class Model:
         """Positions the model supports (prompt + generated tokens)."""
         return self._core.context_length
 
-    def kv_cache_bytes(self, rows: int, positions: int) -> int:
-        """Bytes of a KV cache for ``rows`` sequences of ``positions`` tokens."""
-        return self._core.kv_cache_bytes(rows, positions)
+    def kv_cache_bytes(self, rows: int, positions: int, snapshots: int = 0) -> int:
+        """Bytes of a KV cache for ``rows`` sequences of ``positions`` tokens (a hybrid model's
+        recurrent state included, with ``snapshots`` spare copies of one row's state: an
+        engine's prefix cache and speculative rollback, kvgen.generation.engine.state_snapshots)."""
+        return self._core.kv_cache_bytes(rows, positions, snapshots)
 
     def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
         """Token ids of ``text``; ``add_special_tokens`` adds BOS where the tokenizer does."""

@@ -8,6 +8,7 @@
 #include "check.h"
 #include "kvgen/errors.h"
 #include "kvgen/runtime/kv_cache.h"
+#include "kvgen/runtime/slot_cache.h"
 #include "kvgen/runtime/state_cache.h"
 
 namespace {
@@ -172,6 +173,61 @@ void kv_cache_moves_the_state_with_its_rows() {
   CHECK_THROWS(kvgen::KVCache(2, 1, 8, 1, 2, {}, kvgen::KVType::Float32, layers), ValueError);
 }
 
+// A hybrid model's cache with snapshots: snapshot keeps a row's state, resume rolls the
+// row's positions back and restores a snapshot in one operation (the prefix cache and
+// speculative rollback), and a bad row, slot or length changes nothing. The slot cache
+// passes them through with its slot checks.
+void kv_cache_resumes_from_a_snapshot() {
+  const std::vector<RecurrentLayerShape> layers = {{6, 4, 2, 3, 2}, {}, {5, 3, 0, 0, 0}};
+  kvgen::KVCache cache(3, 2, 16, 2, 4, {}, kvgen::KVType::Float32, layers, 3);
+  StateCache* state = cache.state();
+  CHECK_EQ(state->snapshots(), int64_t{3});
+  CHECK_EQ(kvgen::KVCache::bytes_for(3, 2, 16, 2, 4, {}, kvgen::KVType::Float32, layers, 3), cache.bytes());
+  CHECK_EQ(cache.bytes() - kvgen::KVCache::bytes_for(3, 2, 16, 2, 4, {}, kvgen::KVType::Float32, layers),
+           3 * state->row_floats() * int64_t{sizeof(float)});
+  fill_row(*state, 0, 1);
+  cache.set_length(0, 8);
+  cache.snapshot(0, 2);  // the state of row 0's first 8 positions
+  fill_row(*state, 0, 4);
+  cache.set_length(0, 11);
+  CHECK_THROWS(cache.resume(0, 12, 2), ValueError);  // beyond the row's length
+  CHECK_THROWS(cache.resume(0, 8, 1), ValueError);   // never taken
+  CHECK_THROWS(cache.resume(0, 8, 3), ValueError);   // no such slot
+  CHECK_THROWS(cache.resume(2, 8, 2), ValueError);   // no such row
+  CHECK_THROWS(cache.snapshot(0, -1), ValueError);
+  CHECK_THROWS(cache.snapshot(5, 0), ValueError);
+  CHECK_EQ(tags(*state), (std::vector<float>{4, 0}));  // the refusals changed nothing
+  CHECK_EQ(cache.length(0), int64_t{11});
+  cache.resume(0, 8, 2);
+  CHECK_EQ(cache.length(0), int64_t{8});
+  CHECK_EQ(tags(*state), (std::vector<float>{1, 0}));
+  // another row resumes from the same snapshot (a cached prefix starts another sequence)
+  cache.set_length(1, 9);
+  cache.resume(1, 8, 2);
+  CHECK_EQ(tags(*state), (std::vector<float>{1, 1}));
+  CHECK_EQ(cache.length(1), int64_t{8});
+  // a model without a recurrent state has nothing to snapshot
+  kvgen::KVCache plain(2, 1, 8, 1, 2);
+  plain.set_length(0, 4);
+  CHECK_THROWS(plain.snapshot(0, 0), ValueError);
+  CHECK_THROWS(plain.resume(0, 2, 0), ValueError);
+  CHECK_EQ(plain.length(0), int64_t{4});
+
+  kvgen::SlotCache slots(3, 2, 16, 2, 4, 10, {}, 0, kvgen::KVType::Float32, layers, 2);
+  CHECK_EQ(slots.snapshots(), int64_t{2});
+  fill_row(*slots.cache().state(), 1, 7);
+  slots.cache().set_length(1, 5);
+  slots.snapshot(1, 0);
+  fill_row(*slots.cache().state(), 1, 8);
+  slots.cache().set_length(1, 6);
+  CHECK_THROWS(slots.snapshot(2, 0), ValueError);
+  CHECK_THROWS(slots.resume(-1, 5, 0), ValueError);
+  slots.resume(1, 5, 0);
+  CHECK_EQ(slots.length(1), int64_t{5});
+  CHECK_EQ(tags(*slots.cache().state()), (std::vector<float>{0, 7}));
+  CHECK_EQ(kvgen::SlotCache(3, 1, 8, 2, 4, 10).snapshots(), int64_t{0});
+}
+
 // The error's text, or "" when `make` does not throw ValueError.
 template <class F>
 std::string value_error(F make) {
@@ -215,6 +271,7 @@ int main() {
       TEST_CASE(copy_row_copies_and_keeps_rows_apart),
       TEST_CASE(snapshot_and_restore),
       TEST_CASE(kv_cache_moves_the_state_with_its_rows),
+      TEST_CASE(kv_cache_resumes_from_a_snapshot),
       TEST_CASE(hostile_sizes_are_refused_before_allocating),
   });
 }

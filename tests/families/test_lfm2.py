@@ -2,8 +2,8 @@
 a recurrent state per sequence, beside attention layers with q/k norms; the adjusted SwiGLU
 width; the final embedding_norm. The state is checked through every engine feature against
 transformers or a fresh run: beam search, n > 1 sampling, batches of different lengths, prompts
-longer than a prefill chunk, the prefix cache (which reuses nothing for it), and speculation
-(refused)."""
+longer than a prefill chunk, and the prefix cache (resumed from state snapshots; speculation's
+rollback is tested with the prefix cache's in tests/generation/test_recurrent_state_reuse.py)."""
 
 from __future__ import annotations
 
@@ -63,13 +63,13 @@ def test_lfm2_equals_transformers(checked, hf, capsys):
     from kvgen.cli import main
 
     gguf = checked["gguf"]
-    assert gguf.capabilities.recurrent_state and gguf.capabilities.speculation_refused
+    assert gguf.capabilities.recurrent_state and gguf.capabilities.speculation_refused is None
     assert gguf.tokenizer is not None and gguf.encode("The mill") == checked["f32"].encode("The mill")
-    assert main(["info", str(gguf.path)]) == 0  # kvgen info names the state and what it rules out
+    assert main(["info", str(gguf.path)]) == 0  # kvgen info names the state and what it does
     out = capsys.readouterr().out
     assert "Lfm2ForCausalLM" in out and "computed by kvgen's lfm2 model" in out
-    assert "a recurrent state per slot (the prefix cache reuses no prompt's positions)" in out
-    assert "speculative decoding: no (LFM2's short convolutions keep a state per sequence" in out
+    assert "a recurrent state per slot (cached prefixes and speculative rollback resume from snapshots of it)" in out
+    assert "speculative decoding: yes" in out
     # the state: a window of L_cache - 1 inputs of every channel per convolution layer, in float32
     c = hf.config
     conv_layers = c.layer_types.count("conv")
@@ -120,7 +120,7 @@ def test_a_batch_of_different_lengths_equals_one_by_one(model):
         assert _sequences(result) == _sequences(alone)
 
 
-def test_the_prefix_cache_reuses_nothing_and_equals_a_fresh_run(model):
+def test_the_prefix_cache_resumes_from_a_snapshot_and_equals_a_fresh_run(model):
     rng = np.random.default_rng(4)
     first = rng.integers(3, VOCAB, 2 * PREFILL_CHUNK + 5).tolist()
     # shares the first's whole chunks; its last chunk boundary falls inside its own suffix
@@ -132,13 +132,9 @@ def test_the_prefix_cache_reuses_nothing_and_equals_a_fresh_run(model):
             runs[cached] = [_sequences(engine.submit(p, config).wait()) for p in (first, later, first)]
             hits = engine.prefix_cache_hits
     assert runs[True] == runs[False]
-    assert hits == 0
-
-
-def test_speculation_is_refused_with_the_reason(model):
-    generator = kvgen.Generator(model, kvgen.GenerationConfig(max_new_tokens=4, pad_token_id=PAD))
-    with pytest.raises(ValueError, match="does not run with this model: LFM2's short convolutions keep a state"):
-        generator.generate([[5, 9, 13, 5, 9, 13]], prompt_lookup_num_tokens=3)
+    # the later prompt shares 61 positions, before the first's one snapshot (at 64): nothing;
+    # the first again resumes at 64
+    assert hits == 2 * PREFILL_CHUNK
 
 
 def test_decode_steps_continue_the_state_at_every_position(model, hf):

@@ -2,8 +2,8 @@
 DeltaNet layers (a recurrent state per sequence) and gated full-attention layers, from float32
 and bfloat16 directories and from a Qwen3_5ForConditionalGeneration directory (the text model
 under text_config, beside a vision tower); and the recurrent state through the engine's
-features: beam search, n > 1, batches of prompts of different lengths, the prefix cache, and
-speculation (refused)."""
+features: beam search, n > 1, batches of prompts of different lengths and the prefix cache
+(speculation's rollback and the prefix cache's snapshots: tests/generation/test_recurrent_state_reuse.py)."""
 
 from __future__ import annotations
 
@@ -164,8 +164,9 @@ def test_a_batch_of_different_lengths_equals_one_by_one(quantized):
 
 
 def test_the_prefix_cache_equals_a_fresh_run(quantized):
-    """A second prompt sharing the first's prefix, in a generator that keeps its slots: the
-    state is never taken from the first request's slot (it ran on past the prefix)."""
+    """A second prompt sharing the first's prefix, in a generator that keeps its slots: it
+    shares 30 positions, before the first's one state snapshot (at 32), so it is computed
+    from its first token."""
     model = quantized
     rng = np.random.default_rng(4)
     first = rng.integers(0, VOCAB, 40).tolist()
@@ -177,12 +178,6 @@ def test_the_prefix_cache_equals_a_fresh_run(quantized):
     fresh = kvgen.Generator(model, config, prefix_cache=False).generate([second])
     assert again.sequences[0][0].tolist() == fresh.sequences[0][0].tolist()
     np.testing.assert_array_equal(again.token_logprobs[0][0], fresh.token_logprobs[0][0])
-
-
-def test_speculation_is_refused_with_the_reason(model):
-    config = kvgen.GenerationConfig(max_new_tokens=4, prompt_lookup_num_tokens=3)
-    with pytest.raises(ValueError, match="recurrent state"):
-        kvgen.Generator(model, config).generate([[5, 9, 13, 5, 9]])
 
 
 def test_a_layer_pattern_that_does_not_match_the_tensors_names_the_layer(hf, directories):

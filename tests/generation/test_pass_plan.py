@@ -172,3 +172,16 @@ def test_long_rope_prompts_go_in_one_piece_and_rows_crossing_the_switch_restart(
     crossing.selector.sequences = [_prompt(switch + 3)]
     with pytest.raises(RuntimeError, match="caches"):
         plan_pass([crossing], **options)
+
+
+def test_a_hybrid_models_prefix_cache_cuts_a_prompt_at_its_last_whole_chunk_boundary():
+    # a tail longer than token-by-token attention is fed with the chunks before it, unless the
+    # prefix cache snapshots a recurrent state at the prompt's last boundary
+    size = 2 * C + TOKEN_BY_TOKEN_ATTENTION + 3
+    plain = _run([_Request([_prompt(size)], first_slot=0)])
+    assert [c.tokens.size for p in plain for c in p.chunks] == [size]
+    cut = _run([_Request([_prompt(size)], first_slot=0)], cut_at_last_boundary=True)
+    assert [c.tokens.size for p in cut for c in p.chunks] == [2 * C, TOKEN_BY_TOKEN_ATTENTION + 3]
+    # pieces past the budget of one pass end at boundaries anyway, the last one where it is
+    longer = _run([_Request([_prompt(6 * C + 20)], first_slot=0)], cut_at_last_boundary=True)
+    assert [c.tokens.size for p in longer for c in p.chunks] == [SOLO_PREFILL_CHUNKS * C, 2 * C, 20]

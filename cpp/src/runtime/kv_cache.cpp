@@ -31,11 +31,12 @@ bool any_recurrent(const std::vector<RecurrentLayerShape>& layers) {
 }  // namespace
 
 KVCache::KVCache(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_heads, int64_t head_dim,
-                 const std::vector<int64_t>& windows, KVType type, const std::vector<RecurrentLayerShape>& recurrent)
+                 const std::vector<int64_t>& windows, KVType type, const std::vector<RecurrentLayerShape>& recurrent,
+                 int64_t snapshots)
     : max_context_(max_context), kv_heads_(kv_heads), head_dim_(head_dim), type_(type) {
   // The element count must fit before anything is allocated (bytes_for checks it).
-  bytes_for(layers, rows, max_context, kv_heads, head_dim, windows, type, recurrent);
-  if (any_recurrent(recurrent)) state_ = std::make_unique<StateCache>(recurrent, rows);
+  bytes_for(layers, rows, max_context, kv_heads, head_dim, windows, type, recurrent, snapshots);
+  if (any_recurrent(recurrent)) state_ = std::make_unique<StateCache>(recurrent, rows, snapshots);
   int64_t floats = 0;
   for (int64_t l = 0; l < layers; ++l) {
     const int64_t window = windows.empty() ? 0 : windows[l];
@@ -122,7 +123,7 @@ void KVCache::load(float* keys, float* values, int64_t layer, int64_t row, int64
 
 int64_t KVCache::bytes_for(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_heads, int64_t head_dim,
                            const std::vector<int64_t>& windows, KVType type,
-                           const std::vector<RecurrentLayerShape>& recurrent) {
+                           const std::vector<RecurrentLayerShape>& recurrent, int64_t snapshots) {
   if (!recurrent.empty() && static_cast<int64_t>(recurrent.size()) != layers)
     throw ValueError(std::to_string(recurrent.size()) + " recurrent layer shapes for " + std::to_string(layers) +
                      " layers");
@@ -138,7 +139,7 @@ int64_t KVCache::bytes_for(int64_t layers, int64_t rows, int64_t max_context, in
       throw ValueError("KV cache bytes: the size of " + std::to_string(layers) + " layers overflows");
   }
   if (any_recurrent(recurrent)) {
-    const int64_t state = StateCache::bytes_for(recurrent, rows);
+    const int64_t state = StateCache::bytes_for(recurrent, rows, snapshots);
     if (__builtin_add_overflow(bytes, state, &bytes)) throw ValueError("KV cache bytes: the recurrent state overflows");
   }
   return bytes;
@@ -182,7 +183,7 @@ void KVCache::take_block(int64_t src, int64_t src_len, int64_t dst, int64_t dst_
   std::copy(written(src) + from, written(src) + std::min(src_len, max_context_), written(dst) + from);
 }
 
-void KVCache::truncate(int64_t row, int64_t length) {
+void KVCache::check_rollback(int64_t row, int64_t length) const {
   if (row < 0 || row >= rows())
     throw ValueError("cache row " + std::to_string(row) + " is outside [0, " + std::to_string(rows()) + ")");
   if (length < 0 || length > length_[row])
@@ -193,6 +194,10 @@ void KVCache::truncate(int64_t row, int64_t length) {
                      " positions: layer " + std::to_string(ring_layer_) + "'s sliding-window ring (window " +
                      std::to_string(ring_window_) + ") keeps only " + std::to_string(max_rollback_) +
                      " positions beyond its window");
+}
+
+void KVCache::truncate(int64_t row, int64_t length) {
+  check_rollback(row, length);
   if (state_ && length != length_[row]) {
     if (length != 0)
       throw ValueError("cannot truncate row " + std::to_string(row) + " to " + std::to_string(length) +
@@ -200,6 +205,18 @@ void KVCache::truncate(int64_t row, int64_t length) {
                        std::to_string(length_[row]) + " positions, which cannot step back");
     state_->reset(row);
   }
+  length_[row] = length;
+}
+
+void KVCache::snapshot(int64_t row, int64_t slot) {
+  if (!state_) throw ValueError("the model keeps no recurrent state to snapshot");
+  state_->snapshot(row, slot);
+}
+
+void KVCache::resume(int64_t row, int64_t length, int64_t slot) {
+  if (!state_) throw ValueError("the model keeps no recurrent state to restore");
+  check_rollback(row, length);
+  state_->restore(slot, row);  // checks the slot before copying anything
   length_[row] = length;
 }
 

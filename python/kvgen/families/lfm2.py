@@ -7,9 +7,9 @@ feed-forward whose width transformers adjusts (``block_auto_adjust_ff_dim``); th
 
 Which layers convolve: ``layer_types`` ("conv" / "full_attention"), else ``full_attn_idxs`` (the
 attention layers; absent: all), as Lfm2Config reads them; in a GGUF file from llama.cpp's
-converter, the per-layer ``attention.head_count_kv`` (0 for a convolution layer). The state
-makes the engine reuse no prefix and refuse speculative decoding (its rollback would need a
-snapshot of the state per verified position).
+converter, the per-layer ``attention.head_count_kv`` (0 for a convolution layer). The engine
+resumes a cached prefix and rolls a rejected draft back from snapshots of the state
+(kvgen.generation.prefix_cache, kvgen.generation.speculative_rows).
 """
 
 from __future__ import annotations
@@ -147,9 +147,8 @@ class Lfm2Family(Family):
         return _core._Model.lfm2(sizes, self.options(config, sizes), arrays, activations=activations)
 
     def capabilities(self, config: dict, core: "_core._Model") -> Capabilities:
-        return Capabilities(partial_prefix_reuse=False, recurrent_state=True,
-                            speculation_refused="LFM2's short convolutions keep a state per sequence, and kvgen "
-                                                "keeps no snapshot of it to roll a rejected draft back to")
+        # a state per sequence: cached prefixes and rejected drafts resume from state snapshots
+        return Capabilities(partial_prefix_reuse=False, recurrent_state=True)
 
     # ---- a GGUF file (llama.cpp's convert_hf_to_gguf.py, LFM2Model) ----
 

@@ -38,9 +38,6 @@ from kvgen.loaders.rope import rotary
 #: others by Model.load(directory, dtype=...), so that no product runs on float32 weights.
 _IN_PROJECTIONS = tuple(f"linear_attn.in_proj_{p}.weight" for p in ("qkv", "z", "a", "b"))
 
-SPECULATION_REFUSED = ("its linear-attention layers keep a recurrent state, which a rejected draft would have to "
-                       "roll back (state snapshots per position are not implemented)")
-
 
 def layer_kinds(config: dict, layers: int) -> list[bool]:
     """Per layer, whether it is a Gated DeltaNet (linear_attention) layer: ``layer_types``, or
@@ -134,10 +131,9 @@ class Qwen35Family(Family):
                                    activations=activations)
 
     def capabilities(self, config: dict, core: "_core._Model") -> Capabilities:
-        """A recurrent state per slot: no prefix reuse (the engine recomputes the prompt) and no
-        speculation (a rejected draft cannot be rolled back without state snapshots)."""
-        return Capabilities(partial_prefix_reuse=False, speculation_refused=SPECULATION_REFUSED,
-                            recurrent_state=True)
+        """A recurrent state per slot: a cached prefix and a rejected draft resume from state
+        snapshots (whole chunks of a prefix only)."""
+        return Capabilities(partial_prefix_reuse=False, recurrent_state=True)
 
     # ---- a GGUF file ----
 

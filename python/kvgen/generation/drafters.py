@@ -141,7 +141,9 @@ class DraftModel:
             raise ValueError(f"the draft model's context ({model.context_length}) is shorter than the engine's "
                              f"({context})")
         self.model = model
-        self._slots = _core._ModelSlots(model._core, slots, context)
+        # a hybrid draft model's state cannot step back: a snapshot per slot before its drafts
+        self._recurrent = bool(getattr(getattr(model, "capabilities", None), "recurrent_state", False))
+        self._slots = _core._ModelSlots(model._core, slots, context, snapshots=slots if self._recurrent else 0)
         #: what a draft token costs here: the draft model's passes and the target's verification
         self.cost = CostModel()
         self._logits = self._slots.logits
@@ -181,6 +183,9 @@ class DraftModel:
         drafts: dict[int, list[int]] = {s: [] for s in rows}
         self.catch_up({s: tokens for s, (tokens, _k) in rows.items()})
         active = [s for s, (_t, k) in rows.items() if k > 0]
+        if self._recurrent:  # the state before the drafts, for rollback
+            for s in active:
+                self._slots.snapshot(s, s)
         longest = max((rows[s][1] for s in active), default=0)
         for i in range(longest):
             chunks = []
@@ -201,10 +206,18 @@ class DraftModel:
     def rollback(self, slot: int, kept: int, accepted: int) -> None:
         """The verdict on the slot's last drafts: the row's tokens before them were `kept` and
         it accepted `accepted` drafts; the draft cache keeps what agrees with that."""
-        valid = kept + min(accepted, self._drafts_fed[slot])
+        drafted = self._drafts_fed[slot]
+        valid = kept + min(accepted, drafted)
         self._drafts_fed[slot] = 0
         if self._fed[slot] > valid:
-            self._slots.truncate(slot, valid)
+            if not self._recurrent:
+                self._slots.truncate(slot, valid)
+            elif drafted:  # back to the state before the drafts: catch_up feeds the accepted ones again
+                valid = self._fed[slot] - drafted
+                self._slots.resume(slot, valid, slot)
+            else:  # nothing drafted to go back over: the row is fed again from its start
+                valid = 0
+                self._slots.reset(slot)
             self._fed[slot] = valid
 
 

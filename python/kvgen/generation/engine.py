@@ -40,7 +40,7 @@ from kvgen.families.capabilities import Capabilities
 from kvgen.generation.engine_size import EngineSize
 from kvgen.generation.gather import generate_all
 from kvgen.generation.pass_plan import PassPlan, plan_pass
-from kvgen.generation.prefix_cache import PrefixCache, free_run
+from kvgen.generation.prefix_cache import SNAPSHOTS_PER_SLOT, PrefixCache, StateSnapshots, free_run
 from kvgen.generation.prompt_scores import check_scoring, score_pieces
 from kvgen.generation.request import Request, StepUpdate
 from kvgen.generation.request_setup import RequestSetup
@@ -49,7 +49,18 @@ from kvgen.generation.speculation import MAX_DRAFT_TOKENS
 from kvgen.generation.speculative_rows import SpeculativeRows
 from kvgen.generation.step_updates import step_update
 
-__all__ = ["Engine", "Request", "StepUpdate", "one_request"]
+__all__ = ["Engine", "Request", "StepUpdate", "one_request", "state_snapshots"]
+
+
+def state_snapshots(model, slots: int, prefix_cache: bool, draft_tokens: int) -> int:
+    """Copies of one slot's recurrent state an engine of a hybrid model keeps (0 for a model
+    without one): SNAPSHOTS_PER_SLOT per slot for the prefix cache (kvgen.generation.prefix_cache)
+    and one per slot for speculative rollback (kvgen.generation.speculative_rows) when rows may
+    verify drafts. ``model.kv_cache_bytes(slots, context, snapshots)`` counts them."""
+    if not model.capabilities.recurrent_state:
+        return 0
+    return slots * ((SNAPSHOTS_PER_SLOT if prefix_cache else 0) + (1 if draft_tokens > 0 else 0))
+
 
 class Engine:
     """Runs requests through ``model`` with continuous batching (see the module docstring).
@@ -73,12 +84,19 @@ class Engine:
         # rows computed again past a position, speculation
         self.capabilities: Capabilities = model.capabilities
         context = context or model.context_length
+        # a hybrid model's state snapshots: the prefix cache's first, then speculation's (one per slot)
         self._slots = _core._ModelSlots(model._core, slots, context,
-                                        verify_positions=min(context, max(max_draft_tokens, 0) + 1))
+                                        verify_positions=min(context, max(max_draft_tokens, 0) + 1),
+                                        snapshots=state_snapshots(model, slots, prefix_cache, max_draft_tokens))
         self.size = EngineSize(self._slots.slots, self._slots.context, max_draft_tokens, prefix_cache)
-        self._prefixes = PrefixCache(slots, self.capabilities.partial_prefix_reuse)
+        recurrent = self.capabilities.recurrent_state
+        prefix_snapshots = StateSnapshots(slots, SNAPSHOTS_PER_SLOT) if recurrent and prefix_cache else None
+        self._prefixes = PrefixCache(slots, self.capabilities.partial_prefix_reuse, prefix_snapshots)
         self._logits = self._slots.logits  # (slots, vocab) view, valid as long as _slots
-        self._speculative = SpeculativeRows(model, self._slots)  # drafts and their verdicts
+        rollback = None  # the first of speculation's snapshots (one per slot), None without
+        if recurrent and max_draft_tokens > 0:
+            rollback = slots * SNAPSHOTS_PER_SLOT if prefix_snapshots is not None else 0
+        self._speculative = SpeculativeRows(model, self._slots, rollback)  # drafts and their verdicts
         self._free = [True] * slots
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()  # new requests, and None to wake the loop
         self._waiting: list[Request] = []
@@ -119,6 +137,11 @@ class Engine:
     def kv_cache_bytes(self) -> int:
         """Bytes the KV cache spans."""
         return self._slots.kv_cache_bytes
+
+    @property
+    def state_snapshots(self) -> int:
+        """Copies of one slot's recurrent state the cache keeps (a hybrid model; see state_snapshots)."""
+        return self._slots.snapshots
 
     @property
     def active_rows(self) -> int:
@@ -271,13 +294,13 @@ class Engine:
             r = self._waiting.pop(0)
             reuse = 0
             if self.prefix_cache and r.rows == 1:
-                # a scored or embedded prompt's every position is computed, and a recurrent state
-                # holds a slot's whole past (it cannot be cut back to a shared prefix): none reused
-                reusable = r.score_top is None and not r.poolers and not self.capabilities.recurrent_state
+                # a scored or embedded prompt's every position is computed: none reused (a
+                # recurrent state resumes from a snapshot: prefix_cache)
+                reusable = r.score_top is None and not r.poolers
                 first, reuse = self._prefixes.place(r.prompts[0], self._free, self._slots, reusable)
             for s in range(first, first + r.rows):
                 self._free[s] = False
-                self._prefixes.take(s)
+                self._prefixes.take(s, reuse)
                 if not reuse:
                     self._slots.reset(s)
             r.fed = reuse
@@ -291,8 +314,10 @@ class Engine:
         for r in self._active:
             if not r.prefilling and r.speculation is not None:
                 self._speculative.set_drafts(r)
+        snapshots = self._prefixes.snapshots is not None  # a hybrid's prefix cache: a snapshot at each piece's end
         plan = plan_pass(self._active, scoring_positions=self._slots.verify_positions,
-                         recompute_past=self.capabilities.recompute_past, slot_length=self._slots.length)
+                         recompute_past=self.capabilities.recompute_past, slot_length=self._slots.length,
+                         cut_at_last_boundary=snapshots)
         try:
             self._run(plan)
         except Exception as e:  # the model checks every chunk first, so nothing was computed
@@ -300,6 +325,8 @@ class Engine:
                 self._retire(r, error=e)
             return
         for r, fed in plan.fed:
+            if snapshots and r.rows == 1:
+                self._prefixes.prefilled(r.first_slot, fed, self._slots)
             r.fed = fed
         for r in plan.ready:
             self._advance(r)

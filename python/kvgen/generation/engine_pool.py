@@ -43,7 +43,8 @@ class EnginePool:
                 if not self._busy:
                     engine = self.kept
                     if (engine is None or not engine.size.holds(request)
-                            or self.model.kv_cache_bytes(engine.slots, engine.context) != engine.kv_cache_bytes):
+                            or self.model.kv_cache_bytes(engine.slots, engine.context, engine.state_snapshots)
+                            != engine.kv_cache_bytes):
                         self.kept = None
                         engine = Engine.sized(self.model, EngineSize.kept(self.model, request,
                                                                           engine.size if engine else None))

@@ -121,13 +121,15 @@ class PassPlan:
 
 
 def plan_pass(requests: Sequence[Any], *, scoring_positions: int, recompute_past: Optional[int] = None,
-              slot_length: Callable[[int], int] = lambda slot: 0) -> PassPlan:
+              slot_length: Callable[[int], int] = lambda slot: 0, cut_at_last_boundary: bool = False) -> PassPlan:
     """The next forward pass over the admitted ``requests`` (kvgen.generation.request.Request:
     first_slot, prompts, fed, ... are read, nothing is changed); see the module docstring.
 
     ``scoring_positions``: the most positions whose logits a chunk may return (the slot cache's
     verify_positions); ``recompute_past``: LongRoPE's switch (None: no LongRoPE);
-    ``slot_length(slot)``: positions a slot caches (read only with LongRoPE)."""
+    ``slot_length(slot)``: positions a slot caches (read only with LongRoPE);
+    ``cut_at_last_boundary``: a one-row prompt's piece ends at its last whole-chunk boundary,
+    where a hybrid model's prefix cache snapshots the state (kvgen.generation.prefix_cache)."""
     plan = PassPlan()
     budget = PREFILL_BUDGET
     switch = recompute_past
@@ -148,7 +150,7 @@ def plan_pass(requests: Sequence[Any], *, scoring_positions: int, recompute_past
             plan.ready.append(r)
             continue
         if r.prefilling:
-            size = _plan_prefill(plan, r, budget, scoring_positions)
+            size = _plan_prefill(plan, r, budget, scoring_positions, cut_at_last_boundary and r.rows == 1)
             if size:
                 budget -= size
             continue
@@ -156,8 +158,10 @@ def plan_pass(requests: Sequence[Any], *, scoring_positions: int, recompute_past
     return plan
 
 
-def _plan_prefill(plan: PassPlan, r: Any, budget: int, scoring_positions: int) -> int:
-    """Adds the request's next prompt chunks to the plan, if they fit; the prompt tokens added."""
+def _plan_prefill(plan: PassPlan, r: Any, budget: int, scoring_positions: int, cut_at_last_boundary: bool) -> int:
+    """Adds the request's next prompt chunks to the plan, if they fit; the prompt tokens added.
+    ``cut_at_last_boundary``: a piece that would go past the prompt's last whole-chunk boundary
+    ends there (the rest, in a pass of its own, is computed as it would be in one piece)."""
     # the next chunk of every prompt of the request, at offsets fixed by the prompts alone
     # up to the next chunk boundary: a whole chunk, or the rest of one after a cached prefix
     # (one-row requests; in_blocks), then more whole chunks where the pass has room
@@ -175,6 +179,9 @@ def _plan_prefill(plan: PassPlan, r: Any, budget: int, scoring_positions: int) -
         tail = r.longest % PREFILL_CHUNK
         if left <= take and left > tail and 0 < tail <= TOKEN_BY_TOKEN_ATTENTION:
             take = left - tail
+        last = r.longest - tail
+        if cut_at_last_boundary and r.fed < last < r.fed + take:
+            take = last - r.fed
     pieces = [(i, r.first_slot + i * r.rows_per_prompt, p[r.fed:r.fed + take])
               for i, p in enumerate(r.prompts) if p.size > r.fed]
     size = sum(piece.size for *_, piece in pieces)

@@ -3,7 +3,9 @@ drafter's state (kvgen.generation.drafters), the draft length chosen for each st
 bookkeeping of the verdicts that the token selector's ``verify`` returns. The engine feeds
 each row ``[next token, drafts...]`` as one chunk, asks the slot cache for the logits of all
 its positions, verifies them with the request's token selector and rolls the slot back by
-the rejected drafts (``_ModelSlots.truncate``). Beam search is out of scope (ValueError)."""
+the rejected drafts (``_ModelSlots.truncate``; a hybrid model's slot resumes from a snapshot of
+its state and computes its accepted tokens again: kvgen.generation.speculative_rows). Beam
+search is out of scope (ValueError)."""
 
 from __future__ import annotations
 

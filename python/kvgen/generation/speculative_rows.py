@@ -2,7 +2,16 @@
 drafting state): each speculating request's drafts for the next pass, sized to the room its
 rows have, and the verdict on them after it, with the slots rolled back by the rejected drafts
 without copying. The draft models' slots live here, beside the engine's, and a model's cost of
-a draft token (drafters.CostModel, which sets the draft lengths) is learnt over its engines."""
+a draft token (drafters.CostModel, which sets the draft lengths) is learnt over its engines.
+
+A hybrid model's recurrent state holds a row's whole past and cannot step back: before a pass
+that verifies a row's drafts the row's state is copied into a snapshot of its own (one per
+slot), and when the verdict rejects drafts the row resumes from that snapshot at its length
+before the pass (``_ModelSlots.resume``) and its accepted tokens (the token it was fed and the
+drafts that agreed) are computed again at once, in one forward pass over every such row of the
+request. So the state and KV rows are those of the accepted tokens alone, as without drafts;
+the cost is a copy of one row's state per verifying row and pass, and a pass over at most
+``k + 1`` tokens per row whose drafts were rejected."""
 
 from __future__ import annotations
 
@@ -30,10 +39,16 @@ def _cost_model(model: Any) -> CostModel:
 
 
 class SpeculativeRows:
-    """Speculative decoding over an engine's slots (``_core._ModelSlots``) of ``model``."""
+    """Speculative decoding over an engine's slots (``_core._ModelSlots``) of ``model``.
 
-    def __init__(self, model: Any, slots: Any):
+    ``rollback_snapshots``: for a hybrid model, the first of the snapshots (one per slot, slot s
+    at ``rollback_snapshots + s``) that keep a verifying row's state before its pass; None for
+    a model without a recurrent state (a rejected draft is truncated)."""
+
+    def __init__(self, model: Any, slots: Any, rollback_snapshots: Optional[int] = None):
         self.model, self._slots = model, slots
+        self._rollback = rollback_snapshots
+        self._before: dict[int, int] = {}  # slot -> its length when its state was snapshot (hybrid)
         self._cost = _cost_model(model)  # what a draft token costs in a forward pass (adaptive draft length)
         self._drafters: dict[int, DraftModel] = {}  # id(draft model) -> its slots beside these
         self._draft_seconds = 0.0  # spent drafting for the next pass
@@ -63,6 +78,15 @@ class SpeculativeRows:
         """The request's drafts for the next pass (``r.drafts``, ``r.verifying``: none when no row drafts)."""
         drafts = self._drafts(r)
         r.drafts, r.verifying = (drafts, [len(d) for d in drafts]) if drafts is not None else ([], [])
+        if self._rollback is not None and drafts is not None:  # the state a rejection goes back to
+            assert r.first_slot is not None
+            for k, d in enumerate(drafts):
+                slot = r.first_slot + k
+                if r.running[k] and d:
+                    self._slots.snapshot(slot, self._rollback + slot)
+                    self._before[slot] = self._slots.length(slot)
+                else:  # nothing to roll back
+                    self._before.pop(slot, None)
 
     def observe(self, seconds: float, rows: int, draft_tokens: int) -> None:
         """A pass without prompt tokens took ``seconds`` for ``rows`` rows and ``draft_tokens``."""
@@ -102,10 +126,20 @@ class SpeculativeRows:
         was_running = r.running
         # under a constraint, the token selector masks each draft position along the drafts
         result = r.selector.verify(logits, drafts, lengths)
+        again = []  # (slot, its accepted tokens): computed again from the state before the pass
         for k in range(r.rows):
+            slot = first + k
+            before = self._before.pop(slot, None)
             if was_running[k] and result.rollback[k]:
-                slot = first + k
-                self._slots.truncate(slot, self._slots.length(slot) - int(result.rollback[k]))
+                kept = self._slots.length(slot) - int(result.rollback[k])
+                if before is None:
+                    self._slots.truncate(slot, kept)
+                else:  # a recurrent state: back to the snapshot, the accepted tokens fed again
+                    fed = np.array([int(r.next_tokens[k]), *r.drafts[k]], dtype=np.int64)
+                    self._slots.resume(slot, before, self._rollback + slot)
+                    again.append((slot, fed[:kept - before]))
+        if again:
+            self._slots.forward(again)
         emitted = [[int(t) for t in e] for e in result.emitted]
         spec.after_verify(emitted, result.accepted, lengths, was_running, first)
         r.next_tokens = result.tokens

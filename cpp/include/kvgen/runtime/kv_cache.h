@@ -39,9 +39,11 @@ class KVCache {
   // recurrent: per layer of a hybrid model, the recurrent state it keeps (ModelConfig::
   // recurrent_layers; empty = none). Such a layer keeps no keys or values; its state lives
   // in state(), which every row operation below moves with the row's positions.
+  // snapshots: spare copies of a row's recurrent state the state cache keeps (StateCache;
+  // ignored without a recurrent layer): the prefix cache's and speculative rollback's.
   KVCache(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_heads, int64_t head_dim,
           const std::vector<int64_t>& windows = {}, KVType type = KVType::Float32,
-          const std::vector<RecurrentLayerShape>& recurrent = {});
+          const std::vector<RecurrentLayerShape>& recurrent = {}, int64_t snapshots = 0);
   // The recurrent layers' state of every row (a hybrid model), or null: indexed by the
   // model's layer (a layer that attends has an empty shape there).
   StateCache* state() { return state_.get(); }
@@ -67,6 +69,17 @@ class KVCache {
   // state holds its row's whole past in a fixed size and cannot step back: with one, only
   // a truncate to 0 (the state reset) or to the row's length is accepted.
   void truncate(int64_t row, int64_t length);
+  // Snapshot `slot` of the state cache takes row's recurrent state (StateCache::snapshot).
+  // ValueError without a recurrent state, for a row or slot out of range.
+  void snapshot(int64_t row, int64_t slot);
+  // Rolls row back to its first `length` positions and gives it the recurrent state of
+  // snapshot `slot`, in one operation: the snapshot must hold the state of exactly those
+  // positions (the caller's bookkeeping: taken at that length of this row, or of a row
+  // whose first `length` positions were the same tokens). ValueError, changing nothing,
+  // without a recurrent state, for a row or slot out of range, a slot never taken, or a
+  // length truncate would refuse for the attention layers (beyond the row's length, or a
+  // sliding-window ring that cannot roll back so far).
+  void resume(int64_t row, int64_t length, int64_t slot);
   // The most positions truncate may discard (INT64_MAX when no layer keeps a ring).
   int64_t max_rollback() const { return max_rollback_; }
   // Positions layer `layer` keeps: max_context, or a sliding window's ring (position p at
@@ -123,7 +136,7 @@ class KVCache {
   // exists or not.
   static int64_t bytes_for(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_heads, int64_t head_dim,
                            const std::vector<int64_t>& windows = {}, KVType type = KVType::Float32,
-                           const std::vector<RecurrentLayerShape>& recurrent = {});
+                           const std::vector<RecurrentLayerShape>& recurrent = {}, int64_t snapshots = 0);
   // The slots a layer of window `window` (0 = full) keeps in a cache of max_context positions.
   static int64_t capacity_for(int64_t window, int64_t max_context);
   // The slots layer l keeps: capacity_for its window, none where it is recurrent.
@@ -145,6 +158,9 @@ class KVCache {
   }
   // Slots of a row of cached length len that layer `layer` holds.
   int64_t valid_slots(int64_t layer, int64_t len) const { return std::min(len, capacity_[layer]); }
+  // ValueError unless row is in range and its positions past `length` may be dropped
+  // (truncate's checks for the attention layers).
+  void check_rollback(int64_t row, int64_t length) const;
   // Copies block src's positions to block dst: of a full-attention layer [from, len), of a
   // ring every valid slot of a row of len positions.
   void copy_slots(int64_t src, int64_t dst, int64_t from, int64_t len);

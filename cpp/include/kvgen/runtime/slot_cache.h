@@ -32,12 +32,16 @@ class SlotCache {
   // (0: none); their buffer, (slots, verify_positions, vocab), is reserved here, once.
   // type: what the KV cache stores (kv_cache.h). recurrent: the recurrent state of each
   // layer of a hybrid model (ModelConfig::recurrent_layers), kept per slot beside the KV
-  // rows and moved with them by reset, copy_row and reorder (truncate refuses to step it back).
+  // rows and moved with them by reset, copy_row and reorder (truncate refuses to step it back:
+  // resume restores a snapshot instead). snapshots: spare copies of a slot's state (StateCache),
+  // ignored without a recurrent layer.
   SlotCache(int64_t layers, int64_t slots, int64_t context, int64_t kv_heads, int64_t head_dim, int64_t vocab,
             const std::vector<int64_t>& windows = {}, int64_t verify_positions = 0,
-            KVType type = KVType::Float32, const std::vector<RecurrentLayerShape>& recurrent = {});
+            KVType type = KVType::Float32, const std::vector<RecurrentLayerShape>& recurrent = {},
+            int64_t snapshots = 0);
   // The same for `model` (its kv_type() now); context is at most the model's.
-  static SlotCache for_model(const Model& model, int64_t slots, int64_t context, int64_t verify_positions = 0);
+  static SlotCache for_model(const Model& model, int64_t slots, int64_t context, int64_t verify_positions = 0,
+                             int64_t snapshots = 0);
 
   int64_t slots() const { return cache_.rows(); }
   int64_t context() const { return cache_.max_context(); }
@@ -70,6 +74,17 @@ class SlotCache {
   // The slot keeps its first `length` positions and forgets the rest, copying nothing
   // (KVCache::truncate: ValueError where a sliding-window ring cannot roll back so far).
   void truncate(int64_t slot, int64_t length) { cache_.truncate(checked(slot, "slot"), length); }
+  // A hybrid model's recurrent state of the slot into snapshot `snapshot` (KVCache::snapshot).
+  void snapshot(int64_t slot, int64_t snapshot) { cache_.snapshot(checked(slot, "slot"), snapshot); }
+  // The slot keeps its first `length` positions and takes the recurrent state of snapshot
+  // `snapshot`, taken when it held exactly those positions (KVCache::resume): the prefix
+  // cache's reuse and speculative rollback on a hybrid model. ValueError, changing nothing,
+  // for a bad slot, snapshot or length.
+  void resume(int64_t slot, int64_t length, int64_t snapshot) {
+    cache_.resume(checked(slot, "slot"), length, snapshot);
+  }
+  // Snapshots the state cache keeps (0 without a recurrent layer).
+  int64_t snapshots() { return cache_.state() ? cache_.state()->snapshots() : 0; }
   // dst takes src's cached positions and its logits row (rows of one request share a prompt).
   void copy_row(int64_t src, int64_t dst);
   // Beam search within slots [first, first + parents.size()): slot first + r takes the
