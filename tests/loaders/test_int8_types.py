@@ -120,3 +120,29 @@ def test_sign_table_has_an_even_number_of_minus_signs_per_entry():
     assert signs.shape == (128, 8)
     assert np.all((signs[:, :7] < 0) == ((np.arange(128)[:, None] >> np.arange(7)) & 1).astype(bool))
     assert np.all((signs < 0).sum(axis=1) % 2 == 0)
+
+
+def test_a_stacked_tensor_of_experts_is_decoded_whole(tmp_path):
+    """A 3-D tensor (experts, out, in) of a decoded type, as MoE files store their experts:
+    GGUFContents.stacked hands the core one tensor of core blocks, each expert's rows its own,
+    whose values are gguf's (read back through the loader's float conversion and the core)."""
+    import gguf
+
+    from kvgen.loaders.gguf.model import open_gguf
+    from kvgen.loaders.quantize import to_float32
+
+    experts, out, cols = 3, 32, 512
+    raw = random_iq_blocks((experts * out, cols), "IQ2_S", 5, 1e-3)
+    writer = gguf.GGUFWriter(str(tmp_path / "e.gguf"), "llama")
+    writer.add_tensor("blk.0.ffn_up_exps.weight", raw.reshape(experts, out, -1), raw_dtype=GGMLQuantizationType.IQ2_S)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    w = open_gguf(tmp_path / "e.gguf").stacked("blk.0.ffn_up_exps.weight", (experts, out, cols))
+    assert w.type == "I8S16" and w.shape == (experts, out, cols)
+    expected = dequantize(raw, GGMLQuantizationType.IQ2_S).reshape(experts, out, cols)
+    np.testing.assert_array_equal(to_float32(w).view(np.uint32), expected.view(np.uint32))
+    packed = _core._quant_pack(w.data, w.type, experts * out, cols)
+    np.testing.assert_array_equal(packed.dequantize_rows(np.arange(out, 2 * out)).view(np.uint32),
+                                  expected[1].view(np.uint32))
