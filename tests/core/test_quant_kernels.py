@@ -53,17 +53,16 @@ DENSE_TYPES = ["F16", "BF16"]
 LOOKUP_TYPES = ["IQ4_NL", "IQ4_XS", "MXFP4"]  # 4-bit indices into 16 values
 IQ_TYPES = ["IQ4_NL", "IQ4_XS"]  # random blocks (gguf-py cannot quantize them)
 # Types the loader decodes into the core's int8 blocks (kvgen.loaders.int8_types), here one
-# with a min per 16 (Q2_K: I8S16M), a 2-bit grid and a ternary grid with delta (I8S16);
-# random blocks. Their kernels are the int8 family's (the other such types differ only in the
+# with a min per 16 (Q2_K: I8S16M) and a ternary grid with delta (IQ1_M: I8S16); random
+# blocks. Their kernels are the int8 family's (the other such types differ only in the
 # decoding, which tests/loaders/test_int8_types.py checks for every type).
-DECODED_TYPES = ["Q2_K", "IQ2_XS", "IQ1_M"]
+DECODED_TYPES = ["Q2_K", "IQ1_M"]
 TYPES = BLOCK_TYPES + K_TYPES + DENSE_TYPES + LOOKUP_TYPES + DECODED_TYPES
 INT8_TYPES = BLOCK_TYPES + K_TYPES + LOOKUP_TYPES + DECODED_TYPES
 # (weights, bytes) of one GGUF block, as the GGUF spec gives them
 BLOCK = {"Q8_0": (32, 34), "Q4_0": (32, 18), "Q4_1": (32, 20), "Q5_0": (32, 22), "Q5_1": (32, 24),
          "Q4_K": (256, 144), "Q5_K": (256, 176), "Q6_K": (256, 210), "F16": (1, 2), "BF16": (1, 2),
-         "IQ4_NL": (32, 18), "IQ4_XS": (256, 136), "MXFP4": (32, 17), "Q2_K": (256, 84), "IQ2_XS": (256, 74),
-         "IQ1_M": (256, 56)}
+         "IQ4_NL": (32, 18), "IQ4_XS": (256, 136), "MXFP4": (32, 17), "Q2_K": (256, 84), "IQ1_M": (256, 56)}
 SUPER_TYPES = K_TYPES + ["IQ4_XS"] + DECODED_TYPES  # 256-weight super-blocks
 # Bytes of a 16-row int8 tile (kernel_abi.h: 16 x 16 float32 scales, I8S16M as many mins, 8 x 512 B
 # of int8) and of the core block the loader makes (16 float32 scales, mins, 256 int8).
@@ -127,9 +126,8 @@ class Case:
             self.raw = random_iq_blocks((rows, cols), qtype, seed, magnitude * rng.uniform(1, 20)).reshape(-1)
         elif qtype == "Q2_K":  # d, dmin = 1e-3: weights up to 0.045, mins down to -0.015
             self.raw = random_k_quant((rows, cols), qtype, seed).reshape(-1)
-        elif qtype in DECODED_TYPES:  # weights up to about 0.1 .. 1
-            magnitude = 3e-4 if qtype == "IQ2_XS" else 3e-3
-            self.raw = random_iq_blocks((rows, cols), qtype, seed, magnitude * rng.uniform(1, 10)).reshape(-1)
+        elif qtype in DECODED_TYPES:  # IQ1_M: weights up to about 0.1 .. 1
+            self.raw = random_iq_blocks((rows, cols), qtype, seed, 3e-3 * rng.uniform(1, 10)).reshape(-1)
         else:
             # rows of different scales and offsets, so d and m vary (m matters for Q4_1 / Q5_1)
             scale, offset = rng.uniform(0.02, 2.0, (rows, 1)), rng.uniform(-0.5, 0.5, (rows, 1))
@@ -444,7 +442,7 @@ def test_k_quants_need_cols_a_multiple_of_256(qtype):
     assert _core._quant_pack(raw, qtype.lower(), 2, 512).type == qtype
 
 
-@pytest.mark.parametrize("qtype", ["Q2_K", "IQ2_XS"])
+@pytest.mark.parametrize("qtype", DECODED_TYPES)
 def test_int8_types_need_cols_a_multiple_of_256(qtype):
     c = case(qtype, 2, 512)
     for cols in (128, 384, 576):
@@ -454,7 +452,7 @@ def test_int8_types_need_cols_a_multiple_of_256(qtype):
     assert _core._quant_pack(c.core_raw, c.core_type.lower(), 2, 512).type == c.core_type
 
 
-@pytest.mark.parametrize("qtype", ["Q2_K", "IQ1_M"])
+@pytest.mark.parametrize("qtype", DECODED_TYPES)
 def test_int8_types_avx2_and_portable_agree(qtype):
     """The two paths this CPU runs for the int8 types give the same products up to float32
     summation order (each is also checked against float64 above)."""
