@@ -58,6 +58,13 @@ def sign_table() -> np.ndarray:
     return np.where(bits & 1, -1, 1).astype(np.int8)
 
 
+@lru_cache(maxsize=None)
+def _byte_signs() -> np.ndarray:
+    """(256, 8) int8: for each byte, -1 where bit i is set, else 1 (IQ2_S / IQ3_S's sign bits)."""
+    bits = np.arange(256, dtype=np.uint8).reshape(256, 1) >> np.arange(8, dtype=np.uint8)
+    return np.where(bits & 1, -1, 1).astype(np.int8)
+
+
 def iq1_delta() -> np.float32:
     """gguf's IQ1 delta (1/8: ``8 * (grid + delta)`` is an integer)."""
     import gguf
@@ -117,7 +124,7 @@ def _iq2_s(blocks):
     d = _half(blocks[:, :2])
     qs, sign_bits, qh, sc = blocks[:, 2:34], blocks[:, 34:66], blocks[:, 66:74], blocks[:, 74:82]
     db = d * (np.float32(0.5) + _bits(sc, [0, 4], 0xF).astype(np.float32)) * np.float32(0.25)
-    signs = np.where(_bits(sign_bits, range(8), 1), -1, 1).astype(np.int8).reshape(n, 32, 8)
+    signs = _byte_signs()[sign_bits]  # (n, 32, 8)
     idx = qs.astype(np.uint16) | (_bits(qh, [0, 2, 4, 6], 3).astype(np.uint16) << 8)
     return db, (grid("IQ2_S")[idx] * signs).reshape(n, QK), None
 
@@ -137,7 +144,7 @@ def _iq3_s(blocks):
     d = _half(blocks[:, :2])
     qs, qh, sign_bits, sc = blocks[:, 2:66], blocks[:, 66:74], blocks[:, 74:106], blocks[:, 106:110]
     db = d * (1 + 2 * _bits(sc, [0, 4], 0xF)).astype(np.float32)
-    signs = np.where(_bits(sign_bits, range(8), 1), -1, 1).astype(np.int8)
+    signs = _byte_signs()[sign_bits].reshape(n, QK)
     idx = qs.astype(np.uint16) | (_bits(qh, range(8), 1).astype(np.uint16) << 8)
     return _per16(db), grid("IQ3_S")[idx].reshape(n, QK) * signs, None
 
