@@ -9,11 +9,15 @@ one pass over the weights on AVX-512), each GGUF type, each CPU path this CPU ru
 activations (F16 / BF16 have exact mode only), and on the default path both modes again on
 2 threads (the second thread takes half the 16-row groups; the binding releases the GIL).
 The lookup-table types IQ4_NL, IQ4_XS (K a multiple of 256) and MXFP4 have AVX2 and
-portable kernels; an AVX-512 CPU runs the AVX2 ones for them. The reference is NumPy's float32 matmul on
-the dequantized weights (OpenBLAS, 4 bytes per weight read). GB/s = the packed bytes of W
-over the median time of one product (int8 mode includes quantizing x, as a model pays it
-once per input). Weights are random (K-quants and IQ4 types: random valid blocks, as
-gguf-py cannot quantize them); the speed does not depend on their values.
+portable kernels; an AVX-512 CPU runs the AVX2 ones for them. So have the types the loader
+decodes into kvgen's int8 blocks (Q2_K, IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M,
+TQ1_0, TQ2_0: a float32 scale per 16 int8 weights) and Q3_K (decoded into Q6_K blocks); their
+GB/s count the bytes the kernel reads (10-12 bits a weight; Q3_K 6.6), not the file's. The
+reference is NumPy's float32 matmul on the dequantized weights (OpenBLAS, 4 bytes per
+weight read). GB/s = the packed bytes of W over the median time of one product (int8 mode
+includes quantizing x, as a model pays it once per input). Weights are random (K-quants,
+IQ and TQ types: random valid blocks, as gguf-py cannot quantize them); the speed does not
+depend on their values.
 
 Per configuration the reference and every path and mode are warmed up, calibrated to
 ~--round-s and interleaved for --rounds rounds (harness.measure); the figure is the
@@ -36,10 +40,11 @@ from pathlib import Path
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
-from gguf import GGMLQuantizationType  # noqa: E402
+from gguf import GGML_QUANT_SIZES, GGMLQuantizationType  # noqa: E402
 from gguf.quants import dequantize, quantize  # noqa: E402
 
 from kvgen import _core  # noqa: E402
+from kvgen.loaders.quantize import to_core  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402  (benchmarks/ is not a package)
@@ -47,11 +52,15 @@ import harness  # noqa: E402  (benchmarks/ is not a package)
 SHAPES = {"q/o": (576, 576), "k/v": (192, 576), "gate/up": (1536, 576), "down": (576, 1536), "lm_head": (49152, 576),
           "1k": (1024, 1024), "ffn 1k": (2816, 1024)}
 QUICK_SHAPES = ("gate/up", "lm_head", "1k", "ffn 1k")
-TYPES = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16", "IQ4_NL", "IQ4_XS", "MXFP4")
+DECODED = ("Q2_K", "Q3_K", "IQ3_XXS", "IQ3_S", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ1_S", "IQ1_M", "TQ1_0", "TQ2_0")
+TYPES = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16", "IQ4_NL", "IQ4_XS", "MXFP4",
+         *DECODED)
+# byte offsets of a decoded type's fp16 scales (IQ1_M: none, its d is spread over 4 nibbles)
+DECODED_SCALES = {"Q2_K": (80, 82), "Q3_K": (108,), "TQ1_0": (52,), "TQ2_0": (64,), "IQ1_M": ()}
 QUICK_TYPES = ("Q4_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16")
 K_QUANTS = {"Q4_K": 144, "Q5_K": 176, "Q6_K": 210}  # block bytes
 IQ_TYPES = {"IQ4_NL": (32, 18), "IQ4_XS": (256, 136)}  # (weights, bytes) of a block: random blocks
-SUPER = (*K_QUANTS, "IQ4_XS")  # rows of whole 256-weight super-blocks
+SUPER = (*K_QUANTS, "IQ4_XS", *DECODED)  # rows of whole 256-weight super-blocks
 DENSE = ("F16", "BF16")  # no int8 mode
 ROWS = (1, 2, 8, 16)  # M: decode in one and two levels, 4 beams and 8 batch rows in two levels
 ROUND_S, QUICK_ROUND_S = 0.1, 0.03
@@ -96,6 +105,15 @@ def file_bytes(qtype: str, w: np.ndarray, rng: np.random.Generator) -> np.ndarra
         raw = rng.integers(0, 256, (n * k // weights, size), dtype=np.uint8)
         raw[:, 0:2] = rng.uniform(0.0001, 0.001, (raw.shape[0], 1)).astype(np.float16).view(np.uint8)
         return raw.reshape(-1)
+    if qtype in DECODED:
+        n, k = w.shape
+        size = GGML_QUANT_SIZES[GGMLQuantizationType[qtype]][1]
+        raw = rng.integers(0, 256, (n * k // 256, size), dtype=np.uint8)
+        for at in DECODED_SCALES.get(qtype, (0,)):
+            raw[:, at:at + 2] = rng.uniform(0.0001, 0.001, (raw.shape[0], 1)).astype(np.float16).view(np.uint8)
+        if qtype == "IQ1_M":
+            raw[:, 55] &= 0x3F  # d's top nibble below 0xC: finite
+        return raw.reshape(-1)
     if qtype not in K_QUANTS:
         return np.ascontiguousarray(quantize(w, GGMLQuantizationType[qtype])).reshape(-1).view(np.uint8)
     n, k = w.shape
@@ -114,7 +132,8 @@ def bench_config(name: str, qtype: str, w: np.ndarray, paths: list[str], rounds:
     n, k = w.shape
     gtype = GGMLQuantizationType[qtype]
     raw = file_bytes(qtype, w, rng)
-    packed = _core._quant_pack(raw, qtype, n, k)
+    core = to_core(qtype, raw.reshape(n, -1), (n, k)) if qtype in DECODED else None
+    packed = _core._quant_pack(core.data, core.type, n, k) if core else _core._quant_pack(raw, qtype, n, k)
     w32 = np.ascontiguousarray(dequantize(raw.reshape(n, -1), gtype), dtype=np.float32)
     results = []
     for m in ROWS:
@@ -141,7 +160,7 @@ def main() -> None:
     parser = harness.cli(__doc__, DEFAULT_OUT, None, "",
                          "gate/up, lm_head, 1k, ffn 1k; Q4_1, Q8_0, the K-quants, F16, BF16; short rounds",
                          round_s=(ROUND_S, QUICK_ROUND_S))
-    parser.add_argument("--types", help="comma-separated GGUF types (default: all thirteen)")
+    parser.add_argument("--types", help="comma-separated GGUF types (default: all)")
     parser.add_argument("--shapes", help=f"comma-separated shapes (default: all; of {', '.join(SHAPES)})")
     args = harness.parse_args(parser)
     types = args.types.split(",") if args.types else (QUICK_TYPES if args.quick else TYPES)

@@ -134,7 +134,8 @@ void register_quant(py::module_& m) {
       },
       py::arg("raw").noconvert(), py::arg("type"), py::arg("rows"), py::arg("cols"),
       "Repacks a GGUF tensor's raw block bytes (uint8) of `type` (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, "
-      "Q6_K, F16, BF16).");
+      "Q6_K, F16, BF16, IQ4_NL, IQ4_XS, MXFP4), or of kvgen's int8 types I8S16 / I8S16M that the loader "
+      "decodes the other GGUF types into (kvgen.loaders.int8_types).");
   m.def("_quant_cpu_path", [] { return quant::cpu_path_name(quant::active_cpu_path()); },
         "The kernel path in use (KVGEN_CPU_PATH or the best this CPU runs).");
   m.def("_quant_supported_paths", [] {

@@ -41,23 +41,33 @@ import numpy as np
 import pytest
 from gguf import GGMLQuantizationType
 from gguf.quants import dequantize, quantize
-from llama_models import random_iq_blocks
+from llama_models import random_iq_blocks, random_k_quant
 from sandbox import Sandbox
 
 from kvgen import _core
+from kvgen.loaders.quantize import to_core
 
 BLOCK_TYPES = ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"]
 K_TYPES = ["Q4_K", "Q5_K", "Q6_K"]
 DENSE_TYPES = ["F16", "BF16"]
 LOOKUP_TYPES = ["IQ4_NL", "IQ4_XS", "MXFP4"]  # 4-bit indices into 16 values
 IQ_TYPES = ["IQ4_NL", "IQ4_XS"]  # random blocks (gguf-py cannot quantize them)
-TYPES = BLOCK_TYPES + K_TYPES + DENSE_TYPES + LOOKUP_TYPES
-INT8_TYPES = BLOCK_TYPES + K_TYPES + LOOKUP_TYPES
+# Types the loader decodes into the core's int8 blocks (kvgen.loaders.int8_types), here one
+# with a min per 16 (Q2_K: I8S16M) and a ternary grid with delta (IQ1_M: I8S16); random
+# blocks. Their kernels are the int8 family's (the other such types differ only in the
+# decoding, which tests/loaders/test_int8_types.py checks for every type).
+DECODED_TYPES = ["Q2_K", "IQ1_M"]
+TYPES = BLOCK_TYPES + K_TYPES + DENSE_TYPES + LOOKUP_TYPES + DECODED_TYPES
+INT8_TYPES = BLOCK_TYPES + K_TYPES + LOOKUP_TYPES + DECODED_TYPES
 # (weights, bytes) of one GGUF block, as the GGUF spec gives them
 BLOCK = {"Q8_0": (32, 34), "Q4_0": (32, 18), "Q4_1": (32, 20), "Q5_0": (32, 22), "Q5_1": (32, 24),
          "Q4_K": (256, 144), "Q5_K": (256, 176), "Q6_K": (256, 210), "F16": (1, 2), "BF16": (1, 2),
-         "IQ4_NL": (32, 18), "IQ4_XS": (256, 136), "MXFP4": (32, 17)}
-SUPER_TYPES = K_TYPES + ["IQ4_XS"]  # 256-weight super-blocks
+         "IQ4_NL": (32, 18), "IQ4_XS": (256, 136), "MXFP4": (32, 17), "Q2_K": (256, 84), "IQ1_M": (256, 56)}
+SUPER_TYPES = K_TYPES + ["IQ4_XS"] + DECODED_TYPES  # 256-weight super-blocks
+# Bytes of a 16-row int8 tile (kernel_abi.h: 16 x 16 float32 scales, I8S16M as many mins, 8 x 512 B
+# of int8) and of the core block the loader makes (16 float32 scales, mins, 256 int8).
+INT8_TILE_BYTES = {"I8S16": 5120, "I8S16M": 6144}
+CORE_BLOCK_BYTES = {"I8S16": 320, "I8S16M": 384}
 # Bytes of one packed 16-row K-quant tile: 16 file blocks plus the decoded sub-block scales
 # (kernel_abi.h: Q4_K 64 B of fp16 d / dmin + 256 B of 8-bit sc / m + 8 x 256 B of nibbles).
 K_TILE_BYTES = {"Q4_K": 2368, "Q5_K": 2880, "Q6_K": 3360}
@@ -114,6 +124,10 @@ class Case:
         elif qtype in IQ_TYPES:  # per-row magnitudes: weights up to about 0.1 .. 3
             magnitude = 1e-3 if qtype == "IQ4_NL" else 3e-5
             self.raw = random_iq_blocks((rows, cols), qtype, seed, magnitude * rng.uniform(1, 20)).reshape(-1)
+        elif qtype == "Q2_K":  # d, dmin = 1e-3: weights up to 0.045, mins down to -0.015
+            self.raw = random_k_quant((rows, cols), qtype, seed).reshape(-1)
+        elif qtype in DECODED_TYPES:  # IQ1_M: weights up to about 0.1 .. 1
+            self.raw = random_iq_blocks((rows, cols), qtype, seed, 3e-3 * rng.uniform(1, 10)).reshape(-1)
         else:
             # rows of different scales and offsets, so d and m vary (m matters for Q4_1 / Q5_1)
             scale, offset = rng.uniform(0.02, 2.0, (rows, 1)), rng.uniform(-0.5, 0.5, (rows, 1))
@@ -121,11 +135,21 @@ class Case:
             self.raw = np.ascontiguousarray(quantize(w.astype(np.float32), gtype)).reshape(-1).view(np.uint8)
         self.w64 = dequantize(self.raw.reshape(rows, -1), gtype).astype(np.float64)
         self.abs_min = self.minimums(qtype, rows, cols)
-        self.packed = _core._quant_pack(self.raw, qtype, rows, cols)
+        self.core_type, self.core_raw = qtype, self.raw  # what the core packs
+        if qtype in DECODED_TYPES:
+            core = to_core(qtype, self.raw.reshape(rows, -1), (rows, cols))
+            self.core_type, self.core_raw = core.type, core.data
+        self.packed = _core._quant_pack(self.core_raw, self.core_type, rows, cols)
 
     def minimums(self, qtype: str, rows: int, cols: int) -> np.ndarray:
         if qtype in K_TYPES:
             return k_minimums(qtype, self.raw, rows, cols)
+        if qtype == "Q2_K":  # |dmin m_s| per 16 weights: m_s the high nibble of scale byte s
+            blocks = self.raw.reshape(rows * cols // 256, 84)
+            dmin = blocks[:, 82:84].copy().view(np.float16).astype(np.float64)
+            return np.repeat(np.abs(dmin * (blocks[:, :16] >> 4)).reshape(rows, cols // 16), 16, axis=1)
+        if qtype in DECODED_TYPES:
+            return np.zeros((rows, cols))
         if qtype in DENSE_TYPES + LOOKUP_TYPES:
             return np.zeros((rows, cols))
         blocks = self.raw.reshape(rows * cols // 32, BLOCK[qtype][1])
@@ -257,7 +281,10 @@ def test_packed_size_is_about_the_files(qtype):
             row_bytes = cols // weights * block_bytes
             assert c.raw.nbytes == rows * row_bytes
             padded_rows = -(-rows // 16) * 16
-            if qtype in SUPER_TYPES:  # the decoded scales: under 3% more than the file's blocks
+            if qtype in DECODED_TYPES:  # the core's int8 blocks, tiled without padding beyond the last group
+                assert c.packed.nbytes == padded_rows // 16 * cols // 256 * INT8_TILE_BYTES[c.core_type]
+                assert c.packed.nbytes == padded_rows * cols // 256 * CORE_BLOCK_BYTES[c.core_type]
+            elif qtype in SUPER_TYPES:  # the decoded scales: under 3% more than the file's blocks
                 assert c.packed.nbytes == padded_rows // 16 * cols // 256 * K_TILE_BYTES[qtype]
                 assert c.packed.nbytes <= 1.03 * padded_rows * row_bytes
             else:  # the file's bytes plus the last group's padding
@@ -270,9 +297,11 @@ def test_raw_size_is_checked_with_the_types_block_size(qtype):
     """block_weights and block_bytes (quant_type.h), as the GGUF spec gives them."""
     cols = cols_for(qtype)[-1]
     c = case(qtype, 17, cols)
-    needed = 17 * cols // BLOCK[qtype][0] * BLOCK[qtype][1]
-    with pytest.raises(ValueError, match=f"{qtype} matrix \\[17, {cols}\\] needs {needed} bytes, got {needed - 1}"):
-        _core._quant_pack(c.raw[:-1], qtype, 17, cols)
+    core = c.core_type
+    weights, size = (256, CORE_BLOCK_BYTES[core]) if qtype in DECODED_TYPES else BLOCK[qtype]
+    needed = 17 * cols // weights * size
+    with pytest.raises(ValueError, match=f"{core} matrix \\[17, {cols}\\] needs {needed} bytes, got {needed - 1}"):
+        _core._quant_pack(c.core_raw[:-1], core, 17, cols)
 
 
 @pytest.mark.parametrize("qtype", TYPES)
@@ -402,7 +431,7 @@ def test_bad_arguments_raise():
         w.matmul(np.zeros((2, 64), np.float32), path="sse9")
 
 
-@pytest.mark.parametrize("qtype", SUPER_TYPES)
+@pytest.mark.parametrize("qtype", K_TYPES + ["IQ4_XS"])
 def test_k_quants_need_cols_a_multiple_of_256(qtype):
     raw = case(qtype, 2, 512).raw
     family = "IQ4_XS" if qtype == "IQ4_XS" else "K-quant"
@@ -411,6 +440,30 @@ def test_k_quants_need_cols_a_multiple_of_256(qtype):
                                              rf"\(the {family} super-block size\)"):
             _core._quant_pack(raw, qtype, 2, cols)
     assert _core._quant_pack(raw, qtype.lower(), 2, 512).type == qtype
+
+
+@pytest.mark.parametrize("qtype", DECODED_TYPES)
+def test_int8_types_need_cols_a_multiple_of_256(qtype):
+    c = case(qtype, 2, 512)
+    for cols in (128, 384, 576):
+        with pytest.raises(ValueError, match=f"{c.core_type} matrix: cols = {cols} must be a positive multiple of "
+                                             r"256 \(the block size\)"):
+            _core._quant_pack(c.core_raw, c.core_type, 2, cols)
+    assert _core._quant_pack(c.core_raw, c.core_type.lower(), 2, 512).type == c.core_type
+
+
+@pytest.mark.parametrize("qtype", DECODED_TYPES)
+def test_int8_types_avx2_and_portable_agree(qtype):
+    """The two paths this CPU runs for the int8 types give the same products up to float32
+    summation order (each is also checked against float64 above)."""
+    if "avx2" not in PATHS:
+        pytest.skip("this CPU runs the portable path only")
+    c = case(qtype, 33, 768)
+    x = activations(768)
+    for kwargs in ({"exact": True}, {"exact": False}, {"two_level": True}):
+        avx2 = c.packed.matmul(x, path="avx2", **kwargs)
+        portable = c.packed.matmul(x, path="portable", **kwargs)
+        np.testing.assert_allclose(avx2, portable, rtol=1e-5, atol=1e-5 * np.abs(portable).max(), err_msg=str(kwargs))
 
 
 @pytest.mark.parametrize("qtype", DENSE_TYPES)

@@ -3,7 +3,8 @@
 // matmuls match the plain product on every CPU path this machine runs. Scales, minimums
 // and activations are small powers of two and integers, so every product and sum is
 // exact in float32 and the kernels must agree with the plain product bit for bit. The
-// lookup-table types (IQ4_NL, MXFP4) likewise, with the values of their 16-entry tables.
+// lookup-table types (IQ4_NL, MXFP4) likewise, with the values of their 16-entry tables,
+// and kvgen's int8 types (I8S16, I8S16M) with int8 values and float32 scales and mins.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -160,23 +161,23 @@ void repack_rejects_bad_shapes() {
 
 // Activations (kBatch, kCols): integers in [-127, 127] with a +-127 in every block, so
 // that the int8 quantization has d = 1 and q = x exactly.
-std::vector<float> activations() {
-  std::vector<float> x(kBatch * kCols);
+std::vector<float> activations(int64_t cols = kCols) {
+  std::vector<float> x(kBatch * cols);
   for (int64_t m = 0; m < kBatch; ++m)
-    for (int64_t k = 0; k < kCols; ++k) x[m * kCols + k] = static_cast<float>((m * 11 + k * 13) % 255 - 127);
+    for (int64_t k = 0; k < cols; ++k) x[m * cols + k] = static_cast<float>((m * 11 + k * 13) % 255 - 127);
   for (int64_t m = 0; m < kBatch; ++m)
-    for (int64_t b = 0; b < kCols / 32; ++b) x[m * kCols + b * 32 + m] = m % 2 ? -127.0f : 127.0f;
+    for (int64_t b = 0; b < cols / 32; ++b) x[m * cols + b * 32 + m] = m % 2 ? -127.0f : 127.0f;
   return x;
 }
 
 // out[m * ldo + n] = sum_k x[m, k] * W[n, k], the plain product.
 std::vector<float> plain_product(const std::vector<float>& x, const std::vector<float>& weights, int64_t ldo,
-                                 float fill) {
+                                 float fill, int64_t cols = kCols) {
   std::vector<float> out(kBatch * ldo, fill);
   for (int64_t m = 0; m < kBatch; ++m)
     for (int64_t n = 0; n < kRows; ++n) {
       double sum = 0.0;
-      for (int64_t k = 0; k < kCols; ++k) sum += static_cast<double>(x[m * kCols + k]) * weights[n * kCols + k];
+      for (int64_t k = 0; k < cols; ++k) sum += static_cast<double>(x[m * cols + k]) * weights[n * cols + k];
       out[m * ldo + n] = static_cast<float>(sum);
     }
   return out;
@@ -290,6 +291,80 @@ void lookup_types_match_the_plain_product_in_one_and_two_levels() {
     }
 }
 
+// kvgen's int8 blocks (I8S16, I8S16M): per 256 weights 16 float32 scales (kScales), for
+// I8S16M 16 float32 mins (kMins), then 256 int8 q in [-20, 20]; weight = scale * q (+ min)
+// of its 16. Every product and partial sum stays exact (below 2^22 in quarters).
+FileMatrix int8_file_matrix(QuantType type, int64_t rows, int64_t cols) {
+  const bool with_min = type == QuantType::I8S16M;
+  FileMatrix m;
+  m.weights.resize(rows * cols);
+  const auto append_f32 = [&](float v) {
+    uint8_t b[4];
+    std::memcpy(b, &v, 4);
+    m.raw.insert(m.raw.end(), b, b + 4);
+  };
+  for (int64_t n = 0; n < rows; ++n)
+    for (int64_t b = 0; b < cols / 256; ++b) {
+      int scale[16], min[16];
+      for (int s = 0; s < 16; ++s) {
+        scale[s] = static_cast<int>((n + b + s) % 4);
+        min[s] = static_cast<int>((n + 2 * b + 3 * s) % 4);
+        append_f32(kScales[scale[s]]);
+      }
+      if (with_min)
+        for (int s = 0; s < 16; ++s) append_f32(kMins[min[s]]);
+      for (int k = 0; k < 256; ++k) {
+        const int q = static_cast<int>((n * 7 + (b * 256 + k) * 5 + 3) % 41) - 20;
+        m.raw.push_back(static_cast<uint8_t>(static_cast<int8_t>(q)));
+        const float w = kScales[scale[k / 16]] * static_cast<float>(q);
+        m.weights[n * cols + b * 256 + k] = with_min ? w + kMins[min[k / 16]] : w;
+      }
+    }
+  return m;
+}
+
+// The int8 types on every path, in one and two levels (the two-level product by levels, as the
+// AVX-512 path runs it with the AVX2 kernel), bit for bit against the plain product.
+void int8_types_match_the_plain_product_in_one_and_two_levels() {
+  constexpr int64_t kCols256 = 512;
+  const std::vector<float> x = activations(kCols256);
+  QuantizedActivations xq(kBatch, kCols256), x2(2 * kBatch, kCols256);
+  xq.quantize(x.data(), kBatch, kCols256);
+  x2.quantize_two_level(x.data(), kBatch, kCols256);
+  const int64_t ldo = kRows + 3;
+  constexpr float kFill = 12345.0f;
+  for (CpuPath path : supported_cpu_paths())
+    for (QuantType type : {QuantType::I8S16, QuantType::I8S16M}) {
+      const FileMatrix file = int8_file_matrix(type, kRows, kCols256);
+      CHECK_EQ(static_cast<int64_t>(file.raw.size()), kRows * kCols256 / 256 * block_bytes(type));
+      const PackedMatrix w(type, file.raw.data(), static_cast<int64_t>(file.raw.size()), kRows, kCols256);
+      const std::vector<float> expected = plain_product(x, file.weights, ldo, kFill, kCols256);
+      const int before = kvgen::test::failure_count();
+      for (int64_t n = 0; n < kRows; ++n) {
+        std::vector<float> row(kCols256);
+        w.dequantize_row(n, row.data());
+        CHECK_EQ(row, std::vector<float>(file.weights.begin() + n * kCols256,
+                                         file.weights.begin() + (n + 1) * kCols256));
+      }
+      std::vector<float> out(kBatch * ldo, kFill);
+      matmul_int8(w, xq, out.data(), ldo, all_groups(w), path);
+      CHECK_EQ(out, expected);
+      std::fill(out.begin(), out.end(), kFill);
+      matmul_float(w, x.data(), kBatch, kCols256, out.data(), ldo, all_groups(w), path);
+      CHECK_EQ(out, expected);
+      std::fill(out.begin(), out.end(), kFill);
+      matmul_int8x2_by_levels(kernels_for(path).matmul_int8, w.view(), x2.view(), out.data(), ldo, 0, w.groups());
+      CHECK_EQ(out, expected);
+      if (has_int8x2_kernels(path)) {
+        std::fill(out.begin(), out.end(), kFill);
+        CHECK(matmul_int8x2(w, x2, out.data(), ldo, all_groups(w), path));
+        CHECK_EQ(out, expected);
+      }
+      if (kvgen::test::failure_count() != before)
+        std::cerr << "  (on cpu path " << cpu_path_name(path) << ", " << quant_type_name(type) << ")\n";
+    }
+}
+
 // Every CPU path quantizes activations (one and two levels) to the very bytes and floats
 // of the portable code: random blocks at many scales, and blocks of zeros, of ties at
 // .5, of one value, holding NaN or inf, and of subnormals.
@@ -346,6 +421,7 @@ int main() {
       TEST_CASE(rows_of_a_stacked_repack_read_as_their_own_matrix),
       TEST_CASE(matmuls_match_the_plain_product_on_every_cpu_path),
       TEST_CASE(lookup_types_match_the_plain_product_in_one_and_two_levels),
+      TEST_CASE(int8_types_match_the_plain_product_in_one_and_two_levels),
       TEST_CASE(quantized_activations_are_the_portable_ones_on_every_cpu_path),
   });
 }

@@ -66,10 +66,10 @@ def test_unknown_architecture(hf, tmp_path):
 
 
 def test_unsupported_tensor_type_is_named(hf, tmp_path):
-    # an IQ2_XXS tensor: 66-byte blocks of 256 values
-    extra = {"blk.0.attn_q.weight": np.zeros((32, 66), dtype=np.uint8)}
+    # an NVFP4 tensor: 36-byte blocks of 64 values
+    extra = {"blk.0.attn_q.weight": np.zeros((32, 36), dtype=np.uint8)}
     path = write_llama_gguf(hf, tmp_path / "k.gguf", skip=["blk.0.attn_q.weight"], extra=extra)
-    with pytest.raises(ValueError, match="'blk.0.attn_q.weight' has type IQ2_XXS, which kvgen does not read"):
+    with pytest.raises(ValueError, match="'blk.0.attn_q.weight' has type NVFP4, which kvgen does not read"):
         kvgen.Model.load(path)
 
 

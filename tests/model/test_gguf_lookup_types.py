@@ -10,16 +10,18 @@ with the gguf package): exact mode must match it as float32 does; the default mo
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pytest
-import torch
-from gguf.quants import dequantize
-from llama_models import hf_from_gguf, random_llama, write_llama_gguf
+from gguf_type_checks import (
+    argmax_agreement,
+    check_against_transformers,
+    check_every_tensor_dequantizes_as_gguf,
+    check_info_lists_types,
+    wide_llama,
+)
+from llama_models import write_llama_gguf
 
 import kvgen
-from kvgen import _core
 from kvgen.loaders.gguf.file import read_gguf_file
 
 LOOKUP_TYPES = ["IQ4_NL", "IQ4_XS", "MXFP4"]
@@ -32,45 +34,7 @@ MIXED = {"attn_q.weight": "IQ4_NL", "attn_k.weight": "IQ4_NL", "attn_v.weight": 
 
 @pytest.fixture(scope="module")
 def wide_model():
-    return random_llama(vocab_size=64, hidden_size=256, intermediate_size=512, num_attention_heads=4,
-                        num_key_value_heads=2, num_hidden_layers=2, max_position_embeddings=64,
-                        tie_word_embeddings=False)
-
-
-def hf_logits(model, ids: np.ndarray) -> np.ndarray:
-    with torch.inference_mode():
-        return model(torch.from_numpy(ids)).logits.numpy()
-
-
-def check_every_tensor_dequantizes_as_gguf(path) -> None:
-    """Each quantized matrix of the file, repacked by the core, reads back as gguf's values."""
-    for t in read_gguf_file(path).tensors:
-        if len(t.shape) < 2 or t.tensor_type.name == "F32":
-            continue
-        rows, cols = int(np.prod(t.shape[1:])), t.shape[0]
-        packed = _core._quant_pack(np.ascontiguousarray(t.data).reshape(-1), t.tensor_type.name, rows, cols)
-        expected = dequantize(t.data.reshape(rows, -1), t.tensor_type)
-        got = packed.dequantize_rows(np.arange(rows))
-        np.testing.assert_array_equal(got.view(np.uint32), expected.view(np.uint32), err_msg=t.name)
-
-
-def check_against_transformers(path, ids: np.ndarray) -> kvgen.Model:
-    ref = hf_logits(hf_from_gguf(path), ids)
-    assert np.isfinite(ref).all() and ref.std() > 1e-2  # real values, not NaNs compared with NaNs
-    model = kvgen.Model.load(path, exact=True)
-    # float32 summation order only: its noise grows with the logits' size (MXFP4's reach 17)
-    np.testing.assert_allclose(model.forward(ids), ref, atol=1e-4 + 2e-5 * np.abs(ref).max(), rtol=1e-4)
-    return model
-
-
-def argmax_agreement(path, ids: np.ndarray) -> float:
-    """Share of teacher-forced positions where the default mode picks exact mode's token."""
-    exact = kvgen.Model.load(path, exact=True).forward(ids)
-    default = kvgen.Model.load(path)
-    assert default.activations == "int8x2"
-    out = default.forward(ids)
-    assert np.abs(out - exact).max() > 0  # a different computation
-    return float((out.argmax(-1) == exact.argmax(-1)).mean())
+    return wide_llama()
 
 
 @pytest.mark.parametrize("qtype", LOOKUP_TYPES)
@@ -94,15 +58,7 @@ def test_mixed_file_loads_runs_and_is_listed_by_type(wide_model, tmp_path, capsy
     from kvgen.cli import main
 
     assert main(["info", str(path)]) == 0
-    listing = capsys.readouterr().out
-    sizes = {}
-    for t in read_gguf_file(path).tensors:
-        sizes[t.tensor_type.name] = sizes.get(t.tensor_type.name, 0) + t.nbytes
-    for qtype, count in model.tensor_types.items():
-        line = re.search(rf"^  {qtype} x{count}, ([\d,]+) bytes: (.*)$", listing, re.M)
-        assert line, listing
-        assert int(line.group(1).replace(",", "")) == sizes[qtype]
-        assert ("kept quantized" in line.group(2)) == (qtype != "F32")
+    check_info_lists_types(path, model, capsys.readouterr().out)
 
 
 def test_mxfp4_blocks_that_overflow_are_refused(wide_model, tmp_path):

@@ -49,26 +49,42 @@ def random_k_quant(shape: tuple, qtype: str, seed: int) -> np.ndarray:
     return blocks.reshape(rows, -1)
 
 
-# The i-quant types with a 16-value grid: (weights, bytes) of a block. gguf-py cannot quantize
-# them either: random blocks with fp16 scales d of about ``magnitude``, either sign (IQ4_XS:
-# its 6-bit sub-block scales random too, so each weight is up to 32 * 127 d).
-IQ_BLOCKS = {"IQ4_NL": (32, 18), "IQ4_XS": (256, 136)}
+# The i-quant and ternary types: (weights, bytes) of a block, and the byte offset of its fp16
+# scale d (None: IQ1_M, whose d is the top nibbles of its four uint16 scale words at 48).
+# gguf-py cannot quantize them either: random blocks (every grid index, sign and sub-block
+# scale random) with fp16 scales d of about ``magnitude``, either sign (IQ4_XS: its 6-bit
+# sub-block scales random too, so each weight is up to 32 * 127 d).
+IQ_BLOCKS = {"IQ4_NL": (32, 18), "IQ4_XS": (256, 136), "IQ3_XXS": (256, 98), "IQ3_S": (256, 110),
+             "IQ2_XXS": (256, 66), "IQ2_XS": (256, 74), "IQ2_S": (256, 82), "IQ1_S": (256, 50), "IQ1_M": (256, 56),
+             "TQ1_0": (256, 54), "TQ2_0": (256, 66)}
+_D_AT = {"TQ1_0": 52, "TQ2_0": 64, "IQ1_M": None}
 
 
 def random_iq_blocks(shape: tuple, qtype: str, seed: int, magnitude: float) -> np.ndarray:
-    """Random blocks of an IQ4 type for a (rows, cols) tensor, one row of blocks per row."""
+    """Random blocks of an i-quant or ternary type for a (rows, cols) tensor, one row of blocks
+    per row."""
     weights, size = IQ_BLOCKS[qtype]
     rows, cols = shape
     rng = np.random.default_rng(seed)
     blocks = rng.integers(0, 256, (rows, cols // weights, size), dtype=np.uint8)
     d = magnitude * rng.uniform(0.5, 1.5, blocks.shape[:2]) * rng.choice([-1, 1], blocks.shape[:2])
-    blocks[:, :, 0:2] = d.astype(np.float16)[..., None].view(np.uint8)
+    halves = d.astype(np.float16)[..., None].view(np.uint8)
+    at = _D_AT.get(qtype, 0)
+    if at is not None:
+        blocks[:, :, at:at + 2] = halves
+    else:  # IQ1_M: nibble i of d in bits 12..15 of word i
+        words = blocks[:, :, 48:56].copy().view(np.uint16)
+        bits = halves.view(np.uint16)
+        for i in range(4):
+            words[..., i] = (words[..., i] & 0x0FFF) | (((bits[..., 0] >> (4 * i)) & 0xF) << 12)
+        blocks[:, :, 48:56] = words.view(np.uint8)
     return blocks.reshape(rows, -1)
 
 
 # Scale of the random blocks a model's matrices get: weights of a few hundredths, as the
-# K-quants' 1e-3 scales give.
-_IQ_MAGNITUDE = {"IQ4_NL": 3e-4, "IQ4_XS": 2e-5}
+# K-quants' 1e-3 scales give (the largest |w| is about 50 d for IQ4_NL ... 470 d for IQ3_S).
+_IQ_MAGNITUDE = {"IQ4_NL": 3e-4, "IQ4_XS": 2e-5, "IQ3_XXS": 1e-4, "IQ3_S": 1e-4, "IQ2_XXS": 3e-4, "IQ2_XS": 3e-4,
+                 "IQ2_S": 3e-4, "IQ1_S": 3e-3, "IQ1_M": 3e-3, "TQ1_0": 0.03, "TQ2_0": 0.03}
 
 
 def _add(writer: gguf.GGUFWriter, name: str, array: np.ndarray, qtype: str) -> None:
@@ -104,7 +120,7 @@ def write_llama_gguf(model: transformers.LlamaForCausalLM, path: Path, qtype: st
     ``{"attn_q.weight": "IQ4_NL", "output.weight": "Q6_K"}``).
 
     For malformed files: ``arch`` and ``heads`` override the metadata, ``skip`` leaves
-    tensors out, ``extra`` adds tensors (a uint8 array is written as raw IQ2_XXS blocks)."""
+    tensors out, ``extra`` adds tensors (a uint8 array is written as raw NVFP4 blocks, a type kvgen does not read)."""
     c = model.config
     sd = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
     w = gguf.GGUFWriter(str(path), arch)
@@ -160,7 +176,7 @@ def write_llama_gguf(model: transformers.LlamaForCausalLM, path: Path, qtype: st
                 add(f"blk.{layer}.{gg}.{kind}", t)
     for name, array in (extra or {}).items():
         if array.dtype == np.uint8:
-            w.add_tensor(name, array, raw_dtype=gguf.GGMLQuantizationType.IQ2_XXS)
+            w.add_tensor(name, array, raw_dtype=gguf.GGMLQuantizationType.NVFP4)
         else:
             _add(w, name, array, qtype)
     _finish(w)

@@ -420,11 +420,13 @@ template <class L, int MT>
   }
 }
 
-// Activation rows [m0, m0 + MT) x groups [g0, g1): acc += (scale d_x) dot per unit.
-template <class L, int MT>
-void int8_lookup_rows(const PackedView& w, const Int8View& x, int64_t m0, float* out, int64_t ldo, int64_t g0,
-                      int64_t g1) {
-  const int64_t xblocks = x.cols / kBlockSize;
+// The loops the lookup-table and int8 families share: groups [g0, g1) half by half, acc[MT]
+// (lane r = row r of the half, one register per activation row) passed through
+// unit(tile, h, j, xb, acc) for unit j of every tile (xb: the activations' 32-block), then
+// stored for activation rows [m0, m0 + MT).
+template <class L, int MT, class F>
+[[gnu::always_inline]] inline void over_units(const PackedView& w, int64_t m0, float* out, int64_t ldo, int64_t g0,
+                                              int64_t g1, F&& unit) {
   for (int64_t g = g0; g < g1; ++g)
     for (int h = 0; h < 2; ++h) {
       const int64_t rows_here = rows_in_half(w, g, h);
@@ -433,29 +435,39 @@ void int8_lookup_rows(const PackedView& w, const Int8View& x, int64_t m0, float*
       __m256 acc[MT];
       for (int m = 0; m < MT; ++m) acc[m] = _mm256_setzero_ps();
       for (int64_t b = 0; b < w.blocks; ++b, tile += L::kTileBytes)
-        for (int j = 0; j < L::kUnits; ++j) {
-          const int64_t xb = b * L::kUnits + j;  // the activations' 32-block
-          const int8_t* xq[MT];
-          for (int m = 0; m < MT; ++m) xq[m] = x.q + (m0 + m) * x.cols + xb * kBlockSize;
-          __m256i dot[MT];
-          lookup_dots<L, MT>(tile + L::kUnitsAt + j * L::Sub::kTileBytes, h, xq, dot);
-          const __m256 scale = lookup_scales<L>(tile, h, j);
-          for (int m = 0; m < MT; ++m)
-            acc[m] = _mm256_fmadd_ps(_mm256_mul_ps(scale, _mm256_set1_ps(x.d[(m0 + m) * xblocks + xb])),
-                                     _mm256_cvtepi32_ps(dot[m]), acc[m]);
-        }
+        for (int j = 0; j < L::kUnits; ++j) unit(tile, h, j, b * L::kUnits + j, acc);
       store_half<MT>(acc, rows_here, out + m0 * ldo + g * kGroupRows + h * kHalfRows, ldo);
     }
 }
 
+// Activation rows [m0, m0 + MT) x groups [g0, g1): acc += (scale d_x) dot per unit.
+template <class L, int MT>
+void int8_lookup_rows(const PackedView& w, const Int8View& x, int64_t m0, float* out, int64_t ldo, int64_t g0,
+                      int64_t g1) {
+  const int64_t xblocks = x.cols / kBlockSize;
+  over_units<L, MT>(w, m0, out, ldo, g0, g1, [&](const uint8_t* tile, int h, int j, int64_t xb, __m256* acc)
+                                                 __attribute__((always_inline)) {
+    const int8_t* xq[MT];
+    for (int m = 0; m < MT; ++m) xq[m] = x.q + (m0 + m) * x.cols + xb * kBlockSize;
+    __m256i dot[MT];
+    lookup_dots<L, MT>(tile + L::kUnitsAt + j * L::Sub::kTileBytes, h, xq, dot);
+    const __m256 scale = lookup_scales<L>(tile, h, j);
+    for (int m = 0; m < MT; ++m)
+      acc[m] = _mm256_fmadd_ps(_mm256_mul_ps(scale, _mm256_set1_ps(x.d[(m0 + m) * xblocks + xb])),
+                               _mm256_cvtepi32_ps(dot[m]), acc[m]);
+  });
+}
+
 // acc[m] += W[:, k] * x[m][k] for the 4 weights k = k0..k0+3 whose signed values are the
-// bytes of each lane of v; each weight scale * value is exact (kernel_abi.h).
-template <int MT>
+// bytes of each lane of v; each weight scale * value is exact (kernel_abi.h). With AddMin,
+// W = scale * value + min (one rounding, after the exact product).
+template <int MT, bool AddMin = false>
 [[gnu::always_inline]] inline void fma_signed_lanes(__m256i v, __m256 scale, const float* const* xb, int k0,
-                                                    __m256* acc) {
+                                                    __m256* acc, __m256 min = _mm256_setzero_ps()) {
   for (int j = 0; j < 4; ++j) {
     const __m256i value = _mm256_srai_epi32(_mm256_slli_epi32(v, 24 - 8 * j), 24);  // byte j, sign-extended
-    const __m256 wk = _mm256_mul_ps(scale, _mm256_cvtepi32_ps(value));
+    __m256 wk = _mm256_mul_ps(scale, _mm256_cvtepi32_ps(value));
+    if constexpr (AddMin) wk = _mm256_add_ps(wk, min);
     for (int m = 0; m < MT; ++m) acc[m] = _mm256_fmadd_ps(wk, _mm256_set1_ps(xb[m][k0 + j]), acc[m]);
   }
 }
@@ -464,50 +476,112 @@ template <class L, int MT>
 void float_lookup_rows(const PackedView& w, const float* x, int64_t ldx, int64_t m0, float* out, int64_t ldo,
                        int64_t g0, int64_t g1) {
   const __m256i table = value_table<L>();
-  for (int64_t g = g0; g < g1; ++g)
-    for (int h = 0; h < 2; ++h) {
-      const int64_t rows_here = rows_in_half(w, g, h);
-      if (rows_here == 0) continue;
-      const uint8_t* tile = w.data + g * w.blocks * L::kTileBytes;
-      __m256 acc[MT];
-      for (int m = 0; m < MT; ++m) acc[m] = _mm256_setzero_ps();
-      for (int64_t b = 0; b < w.blocks; ++b, tile += L::kTileBytes)
-        for (int j = 0; j < L::kUnits; ++j) {
-          const float* xb[MT];
-          for (int m = 0; m < MT; ++m) xb[m] = x + (m0 + m) * ldx + (b * L::kUnits + j) * kBlockSize;
-          const __m256 scale = lookup_scales<L>(tile, h, j);
-          const uint8_t* unit = tile + L::kUnitsAt + j * L::Sub::kTileBytes;
-          for (int c = 0; c < 4; ++c) {
-            __m256i low, high;
-            value_chunks<L>(unit, h, c, table, low, high);
-            fma_signed_lanes<MT>(low, scale, xb, 4 * c, acc);
-            fma_signed_lanes<MT>(high, scale, xb, 16 + 4 * c, acc);
-          }
-        }
-      store_half<MT>(acc, rows_here, out + m0 * ldo + g * kGroupRows + h * kHalfRows, ldo);
+  over_units<L, MT>(w, m0, out, ldo, g0, g1, [&](const uint8_t* tile, int h, int j, int64_t xb_index, __m256* acc)
+                                                 __attribute__((always_inline)) {
+    const float* xb[MT];
+    for (int m = 0; m < MT; ++m) xb[m] = x + (m0 + m) * ldx + xb_index * kBlockSize;
+    const __m256 scale = lookup_scales<L>(tile, h, j);
+    const uint8_t* unit = tile + L::kUnitsAt + j * L::Sub::kTileBytes;
+    for (int c = 0; c < 4; ++c) {
+      __m256i low, high;
+      value_chunks<L>(unit, h, c, table, low, high);
+      fma_signed_lanes<MT>(low, scale, xb, 4 * c, acc);
+      fma_signed_lanes<MT>(high, scale, xb, 16 + 4 * c, acc);
     }
+  });
 }
 
-void lookup_matmul_int8(const PackedView& w, const Int8View& x, float* out, int64_t ldo, int64_t g0, int64_t g1);
-void lookup_matmul_float(const PackedView& w, const float* x, int64_t rows, int64_t ldx, float* out, int64_t ldo,
-                         int64_t g0, int64_t g1);
+// --- kvgen's int8 types (I8S16, I8S16M): signed int8 weights in Q8_0's chunk order, a float32
+// scale (and min) per 16 weights and row (kernel_abi.h).
+
+// Half h's 8 floats of sub-block s (16 weights) from the scales (at = kScalesAt) or mins.
+[[gnu::always_inline]] inline __m256 int8_tile_floats(const uint8_t* tile, int64_t at, int s, int h) {
+  return _mm256_loadu_ps(reinterpret_cast<const float*>(tile + at + 4 * (kGroupRows * s + kHalfRows * h)));
+}
+
+// Activation rows [m0, m0 + MT) x groups [g0, g1): per 16 weights, acc += (scale d_x) dot
+// (+ (min d_x) sum of the activations' int8 over those 16, I8S16M).
+template <class L, int MT>
+void int8_int8_rows(const PackedView& w, const Int8View& x, int64_t m0, float* out, int64_t ldo, int64_t g0,
+                    int64_t g1) {
+  const int64_t xblocks = x.cols / kBlockSize;
+  const __m256i ones = _mm256_set1_epi16(1);
+  over_units<L, MT>(w, m0, out, ldo, g0, g1, [&](const uint8_t* tile, int h, int j, int64_t xb, __m256* acc)
+                                                 __attribute__((always_inline)) {
+    const int8_t* xq[MT];
+    for (int m = 0; m < MT; ++m) xq[m] = x.q + (m0 + m) * x.cols + xb * kBlockSize;
+    const uint8_t* unit = tile + L::kUnitsAt + j * L::kUnitBytes;
+    __m256i dot[2][MT];  // per 16-weight half of the unit
+    for (int hh = 0; hh < 2; ++hh)
+      for (int m = 0; m < MT; ++m) dot[hh][m] = _mm256_setzero_si256();
+    for (int c = 0; c < 8; ++c) {
+      // signed x signed as |w| x (x with w's sign): each maddubs pair is at most 2 * 128 * 127 < 2^15
+      const __m256i wq = load_chunk(unit + 64 * c + 32 * h);
+      const __m256i w_abs = _mm256_sign_epi8(wq, wq);
+      for (int m = 0; m < MT; ++m) {
+        const __m256i xs = _mm256_sign_epi8(_mm256_set1_epi32(load_i32(xq[m] + 4 * c)), wq);
+        dot[c / 4][m] = _mm256_add_epi32(dot[c / 4][m], _mm256_madd_epi16(_mm256_maddubs_epi16(w_abs, xs), ones));
+      }
+    }
+    for (int hh = 0; hh < 2; ++hh) {
+      const __m256 scale = int8_tile_floats(tile, L::kScalesAt, 2 * j + hh, h);
+      for (int m = 0; m < MT; ++m) {
+        const __m256 dx = _mm256_set1_ps(x.d[(m0 + m) * xblocks + xb]);
+        acc[m] = _mm256_fmadd_ps(_mm256_mul_ps(scale, dx), _mm256_cvtepi32_ps(dot[hh][m]), acc[m]);
+        if constexpr (L::kHasMin) {
+          const __m256 min = int8_tile_floats(tile, L::kMinsAt, 2 * j + hh, h);
+          const auto sum = static_cast<float>(x.half_sums[2 * ((m0 + m) * xblocks + xb) + hh]);
+          acc[m] = _mm256_fmadd_ps(_mm256_mul_ps(min, dx), _mm256_set1_ps(sum), acc[m]);
+        }
+      }
+    }
+  });
+}
+
+template <class L, int MT>
+void float_int8_rows(const PackedView& w, const float* x, int64_t ldx, int64_t m0, float* out, int64_t ldo,
+                     int64_t g0, int64_t g1) {
+  over_units<L, MT>(w, m0, out, ldo, g0, g1, [&](const uint8_t* tile, int h, int j, int64_t xb_index, __m256* acc)
+                                                 __attribute__((always_inline)) {
+    const float* xb[MT];
+    for (int m = 0; m < MT; ++m) xb[m] = x + (m0 + m) * ldx + xb_index * kBlockSize;
+    const uint8_t* unit = tile + L::kUnitsAt + j * L::kUnitBytes;
+    for (int hh = 0; hh < 2; ++hh) {
+      const __m256 scale = int8_tile_floats(tile, L::kScalesAt, 2 * j + hh, h);
+      const __m256 min = L::kHasMin ? int8_tile_floats(tile, L::kMinsAt, 2 * j + hh, h) : _mm256_setzero_ps();
+      for (int c = 4 * hh; c < 4 * hh + 4; ++c)
+        fma_signed_lanes<MT, L::kHasMin>(load_chunk(unit + 64 * c + 32 * h), scale, xb, 4 * c, acc, min);
+    }
+  });
+}
+
+void whole_matmul_int8(const PackedView& w, const Int8View& x, float* out, int64_t ldo, int64_t g0, int64_t g1);
+void whole_matmul_float(const PackedView& w, const float* x, int64_t rows, int64_t ldx, float* out, int64_t ldo,
+                        int64_t g0, int64_t g1);
 
 #include "tile_driver.inc"  // with_tile, matmul_int8, matmul_float
 
-void lookup_matmul_int8(const PackedView& w, const Int8View& x, float* out, int64_t ldo, int64_t g0, int64_t g1) {
+// The lookup-table and int8 families, activation rows in tiles of kMaxTile.
+void whole_matmul_int8(const PackedView& w, const Int8View& x, float* out, int64_t ldo, int64_t g0, int64_t g1) {
   with_layout(w.type, [&]<class L>() {
     if constexpr (L::kFamily == Family::Lookup)
       for (int64_t m0 = 0; m0 < x.rows; m0 += kMaxTile)
         with_tile(x.rows - m0, [&]<int MT>() { int8_lookup_rows<L, MT>(w, x, m0, out, ldo, g0, g1); });
+    else if constexpr (L::kFamily == Family::Int8)
+      for (int64_t m0 = 0; m0 < x.rows; m0 += kMaxTile)
+        with_tile(x.rows - m0, [&]<int MT>() { int8_int8_rows<L, MT>(w, x, m0, out, ldo, g0, g1); });
   });
 }
 
-void lookup_matmul_float(const PackedView& w, const float* x, int64_t rows, int64_t ldx, float* out, int64_t ldo,
-                         int64_t g0, int64_t g1) {
+void whole_matmul_float(const PackedView& w, const float* x, int64_t rows, int64_t ldx, float* out, int64_t ldo,
+                        int64_t g0, int64_t g1) {
   with_layout(w.type, [&]<class L>() {
     if constexpr (L::kFamily == Family::Lookup)
       for (int64_t m0 = 0; m0 < rows; m0 += kMaxTile)
         with_tile(rows - m0, [&]<int MT>() { float_lookup_rows<L, MT>(w, x, ldx, m0, out, ldo, g0, g1); });
+    else if constexpr (L::kFamily == Family::Int8)
+      for (int64_t m0 = 0; m0 < rows; m0 += kMaxTile)
+        with_tile(rows - m0, [&]<int MT>() { float_int8_rows<L, MT>(w, x, ldx, m0, out, ldo, g0, g1); });
   });
 }
 

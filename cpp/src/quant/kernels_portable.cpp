@@ -13,11 +13,11 @@ namespace kvgen::quant {
 namespace {
 
 // 16 rows x 32 weights unpacked, rows innermost (so loops over the rows vectorize):
-// w[r][k] = scale[k / 16][r] * q[k][r] + min[r]. The two scales of a row differ only for
-// Q6_K (a scale per 16 weights).
+// w[r][k] = scale[k / 16][r] * q[k][r] + min[k / 16][r]. The two scales of a row differ only
+// for Q6_K and the int8 types (a scale per 16 weights), the two mins only for I8S16M.
 struct Unit {
   float scale[2][kGroupRows];
-  float min[kGroupRows];
+  float min[2][kGroupRows];
   int32_t q[kBlockSize][kGroupRows];
 };
 
@@ -52,7 +52,7 @@ void unpack_block_tile(const uint8_t* tile, Unit& t) {
   for (int r = 0; r < kGroupRows; ++r) {
     const float d = load_half(tile + L::kScalesAt + 2 * r);
     t.scale[0][r] = t.scale[1][r] = d;
-    t.min[r] = L::kHasMin ? load_half(tile + L::kMinsAt + 2 * r) : static_cast<float>(L::kOffset) * d;
+    t.min[0][r] = t.min[1][r] = L::kHasMin ? load_half(tile + L::kMinsAt + 2 * r) : static_cast<float>(L::kOffset) * d;
     if constexpr (L::kBits == 8)
       for (int k = 0; k < kBlockSize; ++k) t.q[k][r] = tile[L::kQuantsAt + 64 * (k / 4) + 4 * r + k % 4];
   }
@@ -68,11 +68,12 @@ void unpack_super_unit(const uint8_t* tile, int j, Unit& t) {
     const float d = load_half(tile + L::kDAt + 2 * r);
     if constexpr (L::kHasMin) {
       t.scale[0][r] = t.scale[1][r] = d * static_cast<float>(tile[L::kScalesAt + kGroupRows * j + r]);
-      t.min[r] = -(load_half(tile + L::kDminAt + 2 * r) * static_cast<float>(tile[L::kMinsAt + kGroupRows * j + r]));
+      t.min[0][r] = t.min[1][r] =
+          -(load_half(tile + L::kDminAt + 2 * r) * static_cast<float>(tile[L::kMinsAt + kGroupRows * j + r]));
     } else {  // Q6_K: q = u - 32, a scale per half
       for (int h = 0; h < 2; ++h)
         t.scale[h][r] = d * static_cast<float>(static_cast<int8_t>(tile[L::kScalesAt + kGroupRows * (2 * j + h) + r]));
-      t.min[r] = 0.0f;
+      t.min[0][r] = t.min[1][r] = 0.0f;
     }
   }
   unpack_quants<S>(sub, t.q);
@@ -92,28 +93,57 @@ void unpack_lookup_unit(const uint8_t* tile, int j, Unit& t) {
       d = e8m0_to_float_half(tile[L::kScalesAt + r]);
     if constexpr (L::kSuper) d *= static_cast<float>(static_cast<int8_t>(tile[L::kSubScalesAt + kGroupRows * j + r]));
     t.scale[0][r] = t.scale[1][r] = d;
-    t.min[r] = 0.0f;
+    t.min[0][r] = t.min[1][r] = 0.0f;
   }
   unpack_quants<typename L::Sub>(tile + L::kUnitsAt + j * L::Sub::kTileBytes, t.q);
   for (int k = 0; k < kBlockSize; ++k)
     for (int r = 0; r < kGroupRows; ++r) t.q[k][r] = L::kValues[t.q[k][r]];
 }
 
+float load_f32(const uint8_t* p) {
+  float v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// Unit j (0..7) of an int8 tile (I8S16, I8S16M): a scale (and min) per 16 weights.
+template <class L>
+void unpack_int8_unit(const uint8_t* tile, int j, Unit& t) {
+  for (int h = 0; h < 2; ++h)
+    for (int r = 0; r < kGroupRows; ++r) {
+      t.scale[h][r] = load_f32(tile + L::kScalesAt + 4 * (kGroupRows * (2 * j + h) + r));
+      t.min[h][r] = L::kHasMin ? load_f32(tile + L::kMinsAt + 4 * (kGroupRows * (2 * j + h) + r)) : 0.0f;
+    }
+  const uint8_t* unit = tile + L::kUnitsAt + j * L::kUnitBytes;
+  for (int k = 0; k < kBlockSize; ++k)
+    for (int r = 0; r < kGroupRows; ++r) t.q[k][r] = static_cast<int8_t>(unit[64 * (k / 4) + 4 * r + k % 4]);
+}
+
 template <class L>
 constexpr int units_per_tile() {
   if constexpr (L::kFamily == Family::Super)
     return L::kSubBlocks;
-  else if constexpr (L::kFamily == Family::Lookup)
+  else if constexpr (L::kFamily == Family::Lookup || L::kFamily == Family::Int8)
     return L::kUnits;
   else
     return 1;
 }
 
-// Whether a unit's two 16-weight halves have their own scales (Q6_K).
+// Whether a unit's two 16-weight halves have their own scales (Q6_K, the int8 types).
 template <class L>
 constexpr bool split_scales() {
   if constexpr (L::kFamily == Family::Super)
     return !L::kHasMin;
+  else
+    return L::kFamily == Family::Int8;
+}
+
+// Whether a unit's two 16-weight halves have their own mins (I8S16M): the min term then
+// takes the activations' sums per 16 rather than per 32.
+template <class L>
+constexpr bool split_mins() {
+  if constexpr (L::kFamily == Family::Int8)
+    return L::kHasMin;
   else
     return false;
 }
@@ -124,6 +154,8 @@ void unpack_unit(const uint8_t* tile, int j, Unit& t) {
     unpack_super_unit<L>(tile, j, t);
   else if constexpr (L::kFamily == Family::Lookup)
     unpack_lookup_unit<L>(tile, j, t);
+  else if constexpr (L::kFamily == Family::Int8)
+    unpack_int8_unit<L>(tile, j, t);
   else
     unpack_block_tile<L>(tile, t);
 }
@@ -161,7 +193,12 @@ void matmul_int8(const PackedView& w, const Int8View& x, float* out, int64_t ldo
                              t.scale[1][r] * dx * static_cast<float>(dot[1][r]);
               else
                 acc[m][r] += t.scale[0][r] * dx * static_cast<float>(dot[0][r] + dot[1][r]);
-              acc[m][r] += t.min[r] * sx;
+              if constexpr (split_mins<L>()) {
+                const int32_t* hs = x.half_sums + 2 * ((m0 + m) * xblocks + xb);
+                acc[m][r] += t.min[0][r] * dx * static_cast<float>(hs[0]) + t.min[1][r] * dx * static_cast<float>(hs[1]);
+              } else {
+                acc[m][r] += t.min[0][r] * sx;
+              }
             }
           }
         }
@@ -185,7 +222,7 @@ void matmul_float_quantized(const PackedView& w, const float* x, int64_t rows, i
           unpack_unit<L>(w.data + (g * w.blocks + b) * L::kTileBytes, j, t);
           float wf[kBlockSize][kGroupRows];  // the unit's weights, dequantized once for all rows of x
           for (int k = 0; k < kBlockSize; ++k)
-            for (int r = 0; r < kGroupRows; ++r) wf[k][r] = t.scale[k / 16][r] * static_cast<float>(t.q[k][r]) + t.min[r];
+            for (int r = 0; r < kGroupRows; ++r) wf[k][r] = t.scale[k / 16][r] * static_cast<float>(t.q[k][r]) + t.min[k / 16][r];
           for (int64_t m = 0; m < mt; ++m) {
             const float* xb = x + (m0 + m) * ldx + (b * units + j) * kBlockSize;
             for (int k = 0; k < kBlockSize; ++k)

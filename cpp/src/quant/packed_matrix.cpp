@@ -268,6 +268,37 @@ void dequantize_lookup_row(const uint8_t* tile, int r, float* out) {
   }
 }
 
+// --- kvgen's int8 types (I8S16, I8S16M): file block = 16 float32 scales, (16 float32
+// mins,) 256 int8
+
+template <class L>
+void pack_int8_block(const uint8_t* block, int r, uint8_t* tile) {
+  for (int s = 0; s < 16; ++s) {
+    std::memcpy(tile + L::kScalesAt + 4 * (kGroupRows * s + r), block + 4 * s, 4);
+    if constexpr (L::kHasMin) std::memcpy(tile + L::kMinsAt + 4 * (kGroupRows * s + r), block + 64 + 4 * s, 4);
+  }
+  const uint8_t* q = block + (L::kHasMin ? 128 : 64);
+  for (int j = 0; j < L::kUnits; ++j)
+    for (int c = 0; c < 8; ++c) std::memcpy(tile + L::kUnitsAt + j * L::kUnitBytes + 64 * c + 4 * r, q + 32 * j + 4 * c, 4);
+}
+
+float load_f32(const uint8_t* p) {
+  float v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+template <class L>
+void dequantize_int8_row(const uint8_t* tile, int r, float* out) {
+  for (int w = 0; w < 256; ++w) {
+    const int s = w / 16, j = w / 32, k = w % 32;
+    const float scale = load_f32(tile + L::kScalesAt + 4 * (kGroupRows * s + r));
+    const auto q = static_cast<int8_t>(tile[L::kUnitsAt + j * L::kUnitBytes + 64 * (k / 4) + 4 * r + k % 4]);
+    out[w] = scale * static_cast<float>(q);  // exact (kernel_abi.h)
+    if constexpr (L::kHasMin) out[w] += load_f32(tile + L::kMinsAt + 4 * (kGroupRows * s + r));
+  }
+}
+
 // --- one switch per operation over the families
 
 template <class L>
@@ -278,6 +309,8 @@ void pack_file_block(const uint8_t* block, int r, uint8_t* tile) {
     pack_super_block<L>(block, r, tile);
   else if constexpr (L::kFamily == Family::Lookup)
     pack_lookup_block<L>(block, r, tile);
+  else if constexpr (L::kFamily == Family::Int8)
+    pack_int8_block<L>(block, r, tile);
   else
     std::memcpy(tile + 2 * r, block, 2);
 }
@@ -290,6 +323,8 @@ void dequantize_tile_row(const uint8_t* tile, int r, float* out) {
     dequantize_super_row<L>(tile, r, out);
   else if constexpr (L::kFamily == Family::Lookup)
     dequantize_lookup_row<L>(tile, r, out);
+  else if constexpr (L::kFamily == Family::Int8)
+    dequantize_int8_row<L>(tile, r, out);
   else
     *out = dense_value<L>(tile + 2 * r);
 }
@@ -350,6 +385,7 @@ void check_cols(QuantType type, int64_t cols) {
   if (cols < unit || cols % unit != 0) {
     const std::string rule = unit != kSuperBlockSize              ? " (the block size)"
                              : type == QuantType::IQ4_XS ? " (the IQ4_XS super-block size)"
+                             : type == QuantType::I8S16 || type == QuantType::I8S16M ? " (the block size)"
                                                          : " (the K-quant super-block size)";
     throw ValueError(std::string(quant_type_name(type)) + " matrix: cols = " + std::to_string(cols) +
                      " must be a positive multiple of " + std::to_string(unit) + (unit > 1 ? rule : ""));

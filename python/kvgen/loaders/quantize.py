@@ -6,9 +6,10 @@ The core repacks the blocks once into its interleaved tile layout and computes o
 directly; they are never expanded to float32 as a whole.
 
 - ``PACKED_TYPES``: the types the core computes on (F16 and BF16 with float activations
-  only; the lookup-table types IQ4_NL, IQ4_XS and MXFP4 as their 4-bit indices). Other
-  quantized GGUF types (Q2_K, Q3_K) are converted at load by ``requantize`` (dequantized with
-  gguf-py, then quantized to Q8_0, whose error is far below theirs).
+  only; the lookup-table types IQ4_NL, IQ4_XS and MXFP4 as their 4-bit indices). The other
+  GGUF types kvgen reads (Q2_K, Q3_K, the IQ3 / IQ2 / IQ1 grids, TQ1_0, TQ2_0) are decoded at
+  load by ``to_core`` into blocks of the same values that the core computes on
+  (kvgen.loaders.int8_types: int8 with a float32 scale per 16 weights; Q3_K as Q6_K).
 - ``quantize_checkpoint``: ``Model.load(directory, dtype="q8_0" | "q4_0")`` quantizes a
   float checkpoint's matrices with gguf-py's quantizers (llama.cpp's arithmetic).
 - ``check_finite_scales``: a hostile file's NaN or inf block scale is refused by name,
@@ -24,6 +25,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from kvgen.loaders.int8_types import CORE_TYPES, core_to_float32
+from kvgen.loaders.int8_types import to_core as decode_to_core
+
 PACKED_TYPES = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16", "IQ4_NL", "IQ4_XS",
                 "MXFP4")
 LOAD_DTYPES = ("q8_0", "q4_0")  # Model.load(directory, dtype=...)
@@ -32,6 +36,8 @@ LOAD_DTYPES = ("q8_0", "q4_0")  # Model.load(directory, dtype=...)
 _SCALE_OFFSETS = {"Q8_0": (34, (0,)), "Q4_0": (18, (0,)), "Q4_1": (20, (0, 2)), "Q5_0": (22, (0,)),
                   "Q5_1": (24, (0, 2)), "Q2_K": (84, (80, 82)), "Q3_K": (110, (108,)), "Q4_K": (144, (0, 2)),
                   "Q5_K": (176, (0, 2)), "Q6_K": (210, (208,)), "IQ4_NL": (18, (0,)), "IQ4_XS": (136, (0,))}
+# The GGUF types the loader decodes into the core's int8 types (or Q3_K into Q6_K)
+DECODED_TYPES = tuple(CORE_TYPES)
 # MXFP4's scale is a power of two 2^(e - 128) (never NaN), but from e = 253 on, 2^(e - 128)
 # times its largest value (12) overflows float32: such blocks are dequantized and checked.
 _MXFP4_BLOCK_BYTES, _MXFP4_LARGE_EXPONENT = 17, 253
@@ -57,8 +63,12 @@ def tensor_handling(qtype: str) -> str:
         return "kept 16-bit, multiplied by its 16-bit kernels with float32 activations"
     if qtype in PACKED_TYPES:
         return "kept quantized, multiplied by its kernels (int8 or float activations, Model.activations)"
-    if qtype in _SCALE_OFFSETS:
-        return "converted to Q8_0 at load (no kernel of its own)"
+    if qtype == "Q3_K":
+        return "kept quantized as Q6_K blocks of the same values (6.6 bits a weight), multiplied by Q6_K's kernels"
+    if qtype in DECODED_TYPES:
+        bits = 12 if CORE_TYPES[qtype] == "I8S16M" else 10
+        return (f"kept quantized as int8 values with a float32 scale{' and min' if bits == 12 else ''} per 16 weights "
+                f"({bits} bits a weight), the file's values bit for bit, multiplied by their kernels")
     return "not read by kvgen"
 
 
@@ -82,12 +92,11 @@ def check_finite_scales(qtype: str, raw: np.ndarray) -> bool:
     return all(bool(np.isfinite(blocks[:, o:o + 2].view(np.float16)).all()) for o in offsets)
 
 
-def requantize(qtype: str, raw: np.ndarray, shape: tuple) -> QuantizedTensor:
-    """A tensor of a type the core has no kernel for, as Q8_0 (via float32, one matrix at a time)."""
-    import gguf
-
-    w = gguf.quants.dequantize(raw, gguf.GGMLQuantizationType[qtype]).reshape(shape)
-    return quantize(w, "Q8_0")
+def to_core(qtype: str, raw: np.ndarray, shape: tuple) -> QuantizedTensor:
+    """A tensor of one of DECODED_TYPES ((rows, bytes) blocks) as blocks of a core type holding
+    the same values bit for bit; ValueError if a block scale is not finite."""
+    core_type, blocks = decode_to_core(qtype, raw.reshape(raw.shape[0], -1))
+    return QuantizedTensor(core_type, blocks.reshape(-1), tuple(shape))
 
 
 def to_float32(w) -> np.ndarray:
@@ -98,6 +107,8 @@ def to_float32(w) -> np.ndarray:
         return w.data.view(np.float16).astype(np.float32).reshape(w.shape)
     if w.type == "BF16":
         return (w.data.view(np.uint16).astype(np.uint32) << 16).view(np.float32).reshape(w.shape)
+    if w.type in ("I8S16", "I8S16M"):
+        return core_to_float32(w.type, w.data).reshape(w.shape)
     import gguf
 
     return gguf.quants.dequantize(w.data, gguf.GGMLQuantizationType[w.type]).reshape(w.shape)

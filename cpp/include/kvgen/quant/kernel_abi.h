@@ -14,7 +14,7 @@ namespace kvgen::quant {
 inline constexpr int64_t kGroupRows = 16;
 
 // How a type's tiles are built: kernels and packing branch on it at compile time.
-enum class Family { Block, Super, Dense, Lookup };
+enum class Family { Block, Super, Dense, Lookup, Int8 };
 
 // One tile = 16 rows x one 32-weight block, stored as
 //   scales  16 x fp16 (32 B)                 d of each row
@@ -130,6 +130,26 @@ struct LookupLayout {
   static constexpr int64_t kTileBytes = kUnitsAt + kUnits * Sub::kTileBytes;
 };
 
+// One kvgen int8 tile (I8S16, I8S16M) = 16 rows x one 256-weight block:
+//   scales   16 x 16 float32 (1024 B)            float 16 s + r = scale of weights 16s..16s+15 of row r
+//   mins     16 x 16 float32 (1024 B, I8S16M)    likewise their min
+//   units    8 x 512 B                           unit j = weights 32j..32j+31, 8 chunks of 64 B:
+//                                                 byte 4r+i of chunk c = int8 q of weight 4c+i of row r
+// w = scale * q + min: scale * q is exact in float32 for every type the loader produces
+// (at most 16 + 6 significant bits), so the one rounding is gguf's. Sizes: 5120 B and
+// 6144 B (16 file blocks).
+template <bool HasMin>
+struct Int8Layout {
+  static constexpr Family kFamily = Family::Int8;
+  static constexpr bool kHasMin = HasMin;
+  static constexpr int kUnits = 8;
+  static constexpr int64_t kScalesAt = 0;
+  static constexpr int64_t kMinsAt = 4 * 16 * kGroupRows;
+  static constexpr int64_t kUnitsAt = kMinsAt + (HasMin ? 4 * 16 * kGroupRows : 0);
+  static constexpr int64_t kUnitBytes = 512;
+  static constexpr int64_t kTileBytes = kUnitsAt + kUnits * kUnitBytes;
+};
+
 template <QuantType T>
 struct Layout;
 template <>
@@ -158,6 +178,10 @@ template <>
 struct Layout<QuantType::IQ4_XS> : LookupLayout<ScaleKind::Half, true, kIq4Values> {};
 template <>
 struct Layout<QuantType::MXFP4> : LookupLayout<ScaleKind::E8M0, false, kE2m1Values> {};
+template <>
+struct Layout<QuantType::I8S16> : Int8Layout<false> {};
+template <>
+struct Layout<QuantType::I8S16M> : Int8Layout<true> {};
 
 // Calls f.template operator()<Layout<type>>(). Only ever instantiated with a lambda local
 // to one file, so each instantiation is private to the file (and its instruction set).
@@ -177,6 +201,8 @@ void with_layout(QuantType type, F&& f) {
     case QuantType::IQ4_NL: f.template operator()<Layout<QuantType::IQ4_NL>>(); break;
     case QuantType::IQ4_XS: f.template operator()<Layout<QuantType::IQ4_XS>>(); break;
     case QuantType::MXFP4: f.template operator()<Layout<QuantType::MXFP4>>(); break;
+    case QuantType::I8S16: f.template operator()<Layout<QuantType::I8S16>>(); break;
+    case QuantType::I8S16M: f.template operator()<Layout<QuantType::I8S16M>>(); break;
   }
 }
 

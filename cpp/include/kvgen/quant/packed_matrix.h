@@ -1,4 +1,4 @@
-// A GGUF weight matrix (32-weight blocks, K-quants or F16 / BF16), repacked once at load
+// A GGUF weight matrix (32-weight blocks, K-quants, lookup or int8 types, F16 / BF16), repacked once at load
 // into 16-row interleaved tiles (kernel_abi.h) that the matmul kernels read directly:
 // never expanded to float.
 #pragma once

@@ -7,7 +7,8 @@ reads of the metadata (``get``, ``size``, ``flags``) with errors naming the file
 and reads of tensors by their GGUF names, each checked for its type and its shape before its
 bytes are read. Quantized matrices stay quantized: the raw blocks of the types kvgen's core
 computes on (kvgen.loaders.quantize.PACKED_TYPES) go to the core as they are, and are repacked
-there; Q2_K to Q6_K types without a kernel are converted to Q8_0 at load. Float32 matrices are
+there; the others (Q2_K, Q3_K, IQ3 / IQ2 / IQ1, TQ1_0, TQ2_0) are decoded at load into core
+blocks of the same values (kvgen.loaders.int8_types). Float32 matrices are
 used in place (F16/BF16 ones are repacked in C++ like the quantized ones); vectors (norms,
 biases) are read as float32 copies, so that the file's map closes once the model is built. Any
 other tensor type is refused by name. ``unpermute`` reverses llama.cpp's rotary permutation of
@@ -25,10 +26,11 @@ import numpy as np
 
 from kvgen.loaders.gguf.file import GGUF_MAGIC, GGUFFile, GGUFTensor, read_gguf_file
 from kvgen.loaders.gguf.metadata import read_float, read_int, read_string
-from kvgen.loaders.quantize import PACKED_TYPES, QuantizedTensor, check_finite_scales, requantize
+from kvgen.loaders.quantize import DECODED_TYPES, QuantizedTensor, check_finite_scales, to_core
 
 SUPPORTED_TENSOR_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K",
-                          "Q6_K", "IQ4_NL", "IQ4_XS", "MXFP4")
+                          "Q6_K", "IQ4_NL", "IQ4_XS", "MXFP4", "IQ3_XXS", "IQ3_S", "IQ2_XXS", "IQ2_XS", "IQ2_S",
+                          "IQ1_S", "IQ1_M", "TQ1_0", "TQ2_0")
 
 
 def is_gguf(path: Path) -> bool:
@@ -174,31 +176,38 @@ class GGUFContents:
             return unpermute(w, permute_heads) if permute_heads else w
         logical = tuple(reversed(t.shape))
         raw = t.data.reshape(logical[0], -1)  # one row of blocks per output
+        if qtype in DECODED_TYPES:
+            raw = unpermute(raw, permute_heads) if permute_heads else raw
+            return self._decoded(name, qtype, raw, logical)
         if not check_finite_scales(qtype, raw):
             raise ValueError(f"{self.path}: tensor {name!r} holds values that are not finite (a block scale is nan "
                              "or inf)")
-        if qtype not in PACKED_TYPES:
-            raw = unpermute(raw, permute_heads) if permute_heads else raw
-            return requantize(qtype, raw, logical)
         if permute_heads:  # a reordered copy
             return QuantizedTensor(qtype, unpermute(raw, permute_heads).reshape(-1), logical)
         return QuantizedTensor(qtype, raw.reshape(-1), logical, mapped=True)  # the file's pages, in place
 
     def stacked(self, name: str, shape: tuple) -> Any:
         """A 3-D tensor (count, out, in) of matrices for the core: quantized blocks as one
-        QuantizedTensor (the file's bytes, in place; types without a kernel converted to Q8_0),
+        QuantizedTensor (the file's bytes, in place; DECODED_TYPES as core blocks of the same values),
         or a float32 array."""
         t = self.find(name, shape)
         qtype = t.tensor_type.name
         if qtype == "F32":
             return self.vector(name, shape)
         raw = t.data.reshape(shape[0] * shape[1], -1)  # one row of blocks per output of every matrix
+        if qtype in DECODED_TYPES:
+            return self._decoded(name, qtype, raw, shape)
         if not check_finite_scales(qtype, raw):
             raise ValueError(f"{self.path}: tensor {name!r} holds values that are not finite (a block scale is nan "
                              "or inf)")
-        if qtype not in PACKED_TYPES:
-            return requantize(qtype, raw, shape)
         return QuantizedTensor(qtype, raw.reshape(-1), tuple(shape), mapped=True)
+
+    def _decoded(self, name: str, qtype: str, raw: np.ndarray, shape: tuple) -> QuantizedTensor:
+        """A tensor of a type decoded at load (quantize.DECODED_TYPES) as core blocks."""
+        try:
+            return to_core(qtype, raw, shape)
+        except ValueError as e:
+            raise ValueError(f"{self.path}: tensor {name!r} holds values that are not finite ({e})") from None
 
     def check_all_used(self, used: set) -> None:
         """ValueError naming the tensors outside ``used``: a file kvgen would half-read."""

@@ -1,0 +1,264 @@
+"""GGUF types whose weights are small integers times a scale: decoded at load into the core's
+int8 types, so that the core computes on the file's values bit for bit.
+
+Q2_K, the grid i-quants (IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M) and the ternary
+types (TQ1_0, TQ2_0) all store, per 256-weight block, weights ``w = scale * q (+ min)`` with
+``q`` a small integer (a grid value with its sign, a 2-bit quant, a ternary digit) and a scale
+(and Q2_K's minimum) per 16 or 32 weights. ``to_core`` decodes a tensor's blocks with NumPy
+into the core's ``I8S16`` blocks (16 float32 scales, 256 int8 q) or ``I8S16M`` blocks (Q2_K:
+16 float32 scales, 16 float32 mins, 256 int8 q), computing each scale exactly as
+``gguf.quants.dequantize`` does, so that ``scale * q (+ min)`` in float32 is gguf's value bit
+for bit (each ``scale * q`` is exact in float32; Q2_K's ``+ min`` is gguf's one rounding). The
+IQ1 types' ``grid + delta`` (delta = +-1/8) becomes ``q = 8 * grid +- 1`` with the scale
+divided by 8, an exact change.
+
+Q3_K is transcoded to Q6_K blocks instead (``q + 32`` as the 6-bit quant, ``sc - 32`` as Q6_K's
+int8 scale): the same values, the core's Q6_K kernels, 6.6 bits per weight in memory.
+
+The grids and sign tables are not copied here: they are read from the ``gguf`` package
+(``gguf.quants.<TYPE>.grid`` after ``init_grid()``: float32 of shape (1, 1, entries, 8 or 4)
+holding the grid's integer values; ``gguf.quants.IQ2_XXS.ksigns``: 128 bytes, each the 8 sign
+bits of 8 weights; ``gguf.quants.IQ1_S.delta``: 0.125), and checked to be integers when first
+used.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+# GGUF type -> the core type its blocks become
+CORE_TYPES = {"Q2_K": "I8S16M", "Q3_K": "Q6_K", "IQ3_XXS": "I8S16", "IQ3_S": "I8S16", "IQ2_XXS": "I8S16",
+              "IQ2_XS": "I8S16", "IQ2_S": "I8S16", "IQ1_S": "I8S16", "IQ1_M": "I8S16", "TQ1_0": "I8S16",
+              "TQ2_0": "I8S16"}
+QK = 256  # weights per block of every type here
+
+
+@lru_cache(maxsize=None)
+def grid(qtype: str) -> np.ndarray:
+    """gguf's grid of an i-quant type as int8, shape (entries, 8 or 4)."""
+    import gguf
+
+    cls = getattr(gguf.quants, qtype)
+    cls.init_grid()
+    values = np.asarray(cls.grid, dtype=np.float32).reshape(cls.grid_shape)
+    as_int = values.astype(np.int8)
+    if not np.array_equal(as_int.astype(np.float32), values):
+        raise RuntimeError(f"gguf's {qtype} grid holds values that are not small integers")
+    return as_int
+
+
+@lru_cache(maxsize=None)
+def sign_table() -> np.ndarray:
+    """gguf's 128 sign bytes of IQ2_XXS / IQ2_XS / IQ3_XXS as (128, 8) int8 of +-1."""
+    import gguf
+
+    bits = np.frombuffer(gguf.quants.IQ2_XXS.ksigns, dtype=np.uint8).reshape(128, 1) >> np.arange(8, dtype=np.uint8)
+    return np.where(bits & 1, -1, 1).astype(np.int8)
+
+
+@lru_cache(maxsize=None)
+def _byte_signs() -> np.ndarray:
+    """(256, 8) int8: for each byte, -1 where bit i is set, else 1 (IQ2_S / IQ3_S's sign bits)."""
+    bits = np.arange(256, dtype=np.uint8).reshape(256, 1) >> np.arange(8, dtype=np.uint8)
+    return np.where(bits & 1, -1, 1).astype(np.int8)
+
+
+def iq1_delta() -> np.float32:
+    """gguf's IQ1 delta (1/8: ``8 * (grid + delta)`` is an integer)."""
+    import gguf
+
+    delta = np.float32(gguf.quants.IQ1_S.delta)
+    if delta * 8 != 1 or np.float32(gguf.quants.IQ1_M.delta) != delta:
+        raise RuntimeError(f"gguf's IQ1 delta is {delta}, not 1/8")
+    return delta
+
+
+def _half(b: np.ndarray) -> np.ndarray:
+    """fp16 bytes (n, 2) as float32 (n, 1)."""
+    return np.ascontiguousarray(b).view(np.float16).astype(np.float32)
+
+
+def _bits(b: np.ndarray, shifts, mask: int) -> np.ndarray:
+    """(n, k) integers -> (n, k * len(shifts)): each value's fields at ``shifts``, fastest."""
+    s = np.asarray(shifts, dtype=b.dtype)
+    return ((b[..., None] >> s) & mask).reshape(b.shape[0], -1)
+
+
+def _per16(scale32: np.ndarray) -> np.ndarray:
+    return np.repeat(scale32, 2, axis=1)
+
+
+def _q2_k(blocks):
+    n = len(blocks)
+    sc, qs, d, dmin = blocks[:, :16], blocks[:, 16:80], _half(blocks[:, 80:82]), _half(blocks[:, 82:84])
+    scale = d * (sc & 0xF).astype(np.float32)
+    mins = -(dmin * (sc >> 4).astype(np.float32))
+    q = (qs.reshape(n, 2, 1, 32) >> np.array([0, 2, 4, 6], dtype=np.uint8).reshape(1, 1, 4, 1)) & 3
+    return scale, q.reshape(n, QK).astype(np.int8), mins
+
+
+def _iq2_xxs(blocks):
+    n = len(blocks)
+    d = _half(blocks[:, :2])
+    aux = np.ascontiguousarray(blocks[:, 2:]).view(np.uint32).reshape(n, 8, 2)
+    db = d * (np.float32(0.5) + (aux[..., 1] >> 28).astype(np.float32)) * np.float32(0.25)
+    signs = sign_table()[_bits(aux[..., 1], [0, 7, 14, 21], 0x7F)]  # (n, 32, 8)
+    idx = np.ascontiguousarray(aux[..., 0]).view(np.uint8).reshape(n, 32)
+    return _per16(db), (grid("IQ2_XXS")[idx] * signs).reshape(n, QK), None
+
+
+def _iq2_xs(blocks):
+    n = len(blocks)
+    d = _half(blocks[:, :2])
+    qs = np.ascontiguousarray(blocks[:, 2:66]).view(np.uint16)
+    ls = _bits(blocks[:, 66:74], [0, 4], 0xF).astype(np.float32)
+    db = d * (np.float32(0.5) + ls) * np.float32(0.25)
+    signs = sign_table()[qs >> 9]
+    return db, (grid("IQ2_XS")[qs & 511] * signs).reshape(n, QK), None
+
+
+def _iq2_s(blocks):
+    n = len(blocks)
+    d = _half(blocks[:, :2])
+    qs, sign_bits, qh, sc = blocks[:, 2:34], blocks[:, 34:66], blocks[:, 66:74], blocks[:, 74:82]
+    db = d * (np.float32(0.5) + _bits(sc, [0, 4], 0xF).astype(np.float32)) * np.float32(0.25)
+    signs = _byte_signs()[sign_bits]  # (n, 32, 8)
+    idx = qs.astype(np.uint16) | (_bits(qh, [0, 2, 4, 6], 3).astype(np.uint16) << 8)
+    return db, (grid("IQ2_S")[idx] * signs).reshape(n, QK), None
+
+
+def _iq3_xxs(blocks):
+    n = len(blocks)
+    d = _half(blocks[:, :2])
+    qs = blocks[:, 2:66]
+    aux = np.ascontiguousarray(blocks[:, 66:98]).view(np.uint32)
+    db = d * (np.float32(0.5) + (aux >> 28).astype(np.float32)) * np.float32(0.5)
+    signs = sign_table()[_bits(aux, [0, 7, 14, 21], 0x7F)]  # (n, 32, 8)
+    return _per16(db), (grid("IQ3_XXS")[qs].reshape(n, 32, 8) * signs).reshape(n, QK), None
+
+
+def _iq3_s(blocks):
+    n = len(blocks)
+    d = _half(blocks[:, :2])
+    qs, qh, sign_bits, sc = blocks[:, 2:66], blocks[:, 66:74], blocks[:, 74:106], blocks[:, 106:110]
+    db = d * (1 + 2 * _bits(sc, [0, 4], 0xF)).astype(np.float32)
+    signs = _byte_signs()[sign_bits].reshape(n, QK)
+    idx = qs.astype(np.uint16) | (_bits(qh, range(8), 1).astype(np.uint16) << 8)
+    return _per16(db), grid("IQ3_S")[idx].reshape(n, QK) * signs, None
+
+
+def _iq1(qtype: str, idx: np.ndarray, minus: np.ndarray, n: int) -> np.ndarray:
+    """8 * (grid + delta): grid rows ``idx`` (n, 32) of 8 weights, delta = -1/8 where ``minus``."""
+    iq1_delta()
+    eight = grid(qtype)[idx] * np.int8(8)
+    return (eight + np.where(minus, -1, 1).astype(np.int8)[..., None]).reshape(n, QK)
+
+
+def _iq1_s(blocks):
+    n = len(blocks)
+    d = _half(blocks[:, :2])
+    qs = blocks[:, 2:34]
+    qh = np.ascontiguousarray(blocks[:, 34:50]).view(np.uint16)  # (n, 8): one per 32 weights
+    dl = d * (2 * ((qh >> 12) & 7) + 1).astype(np.float32)
+    idx = qs.astype(np.uint16) | (_bits(qh, [0, 3, 6, 9], 7) << 8)
+    minus = np.repeat((qh & 0x8000) != 0, 4, axis=1)  # per 8 weights
+    return _per16(dl * np.float32(0.125)), _iq1("IQ1_S", idx, minus, n), None
+
+
+def _iq1_m(blocks):
+    n = len(blocks)
+    qs, qh = blocks[:, :32], blocks[:, 32:48]
+    sc = np.ascontiguousarray(blocks[:, 48:56]).view(np.uint16)  # (n, 4)
+    top = (sc & np.uint16(0xF000)) >> np.array([12, 8, 4, 0], dtype=np.uint16)
+    d = (top[:, 0] | top[:, 1] | top[:, 2] | top[:, 3]).view(np.float16).astype(np.float32).reshape(n, 1)
+    dl = d * (2 * _bits(sc, [0, 3, 6, 9], 7) + 1).astype(np.float32)  # (n, 16)
+    nibbles = _bits(qh, [0, 4], 0xF)  # (n, 32): per 8 weights
+    idx = qs.astype(np.uint16) | ((nibbles & 7).astype(np.uint16) << 8)
+    return dl * np.float32(0.125), _iq1("IQ1_M", idx, (nibbles & 8) != 0, n), None
+
+
+def _tq1_0(blocks):
+    n = len(blocks)
+    qs, qh, d = blocks[:, :48], blocks[:, 48:52], _half(blocks[:, 52:54])
+    pow3 = np.array([1, 3, 9, 27, 81], dtype=np.uint8).reshape(1, 1, 5, 1)
+    q0 = (qs[:, :32].reshape(n, -1, 1, 32) * pow3).reshape(n, -1)  # uint8: wraps as the format wants
+    q1 = (qs[:, 32:].reshape(n, -1, 1, 16) * pow3).reshape(n, -1)
+    q2 = (qh.reshape(n, -1, 1, 4) * pow3[:, :, :4]).reshape(n, -1)
+    trits = np.concatenate([q0, q1, q2], axis=-1)
+    q = ((trits.astype(np.uint16) * 3) >> 8).astype(np.int8) - np.int8(1)
+    return np.repeat(d, 16, axis=1), q, None
+
+
+def _tq2_0(blocks):
+    n = len(blocks)
+    qs, d = blocks[:, :64], _half(blocks[:, 64:66])
+    q = (qs.reshape(n, -1, 1, 32) >> np.array([0, 2, 4, 6], dtype=np.uint8).reshape(1, 1, 4, 1)) & 3
+    return np.repeat(d, 16, axis=1), q.reshape(n, QK).astype(np.int8) - np.int8(1), None
+
+
+_DECODERS = {"Q2_K": _q2_k, "IQ2_XXS": _iq2_xxs, "IQ2_XS": _iq2_xs, "IQ2_S": _iq2_s, "IQ3_XXS": _iq3_xxs,
+             "IQ3_S": _iq3_s, "IQ1_S": _iq1_s, "IQ1_M": _iq1_m, "TQ1_0": _tq1_0, "TQ2_0": _tq2_0}
+
+
+def block_bytes(qtype: str) -> int:
+    import gguf
+
+    return gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType[qtype]][1]
+
+
+def decode(qtype: str, raw: np.ndarray) -> tuple:
+    """The blocks of ``raw`` (uint8, whole blocks of ``qtype``) as (scale (n, 16) float32,
+    q (n, 256) int8, min (n, 16) float32 or None): weight 16 s + i of block b is
+    ``scale[b, s] * q[b, 256 s / 16 + i] (+ min[b, s])``."""
+    blocks = np.ascontiguousarray(raw, dtype=np.uint8).reshape(-1, block_bytes(qtype))
+    with np.errstate(all="ignore"):  # a file's nan / inf scales are refused by to_core, not warned about
+        scale, q, mins = _DECODERS[qtype](blocks)
+    return np.ascontiguousarray(scale, dtype=np.float32), np.ascontiguousarray(q, dtype=np.int8), mins
+
+
+def q3_k_as_q6_k(raw: np.ndarray) -> np.ndarray:
+    """Q3_K blocks as Q6_K blocks of the same values: q6 = q3 + 32, Q6_K's int8 scale = sc - 32."""
+    blocks = np.ascontiguousarray(raw, dtype=np.uint8).reshape(-1, 110)
+    n = len(blocks)
+    hmask, qs, sc, d = blocks[:, :32], blocks[:, 32:96], blocks[:, 96:108], blocks[:, 108:110]
+    low = _bits(sc[:, :8], [0, 4], 0xF)  # sub-blocks 0..7 from low nibbles, 8..15 from high ones
+    low = low.reshape(n, 8, 2).transpose(0, 2, 1).reshape(n, 16)
+    high = _bits(sc[:, 8:], [0, 2, 4, 6], 3).reshape(n, 4, 4).transpose(0, 2, 1).reshape(n, 16)
+    scales = ((low | (high << 4)).astype(np.int16) - 32).astype(np.int8)
+    ql = (qs.reshape(n, 2, 1, 32) >> np.array([0, 2, 4, 6], dtype=np.uint8).reshape(1, 1, 4, 1)) & 3
+    qh = (hmask.reshape(n, 1, 1, 32) >> np.arange(8, dtype=np.uint8).reshape(1, 1, 8, 1)) & 1
+    q6 = ql.reshape(n, QK).astype(np.int16) - 4 * (1 - qh.reshape(n, QK).astype(np.int16)) + 32  # 28..35
+    q6 = q6.astype(np.uint8)
+    lo, hi = (q6 & 0xF).reshape(n, 2, 2, 64), (q6 >> 4).reshape(n, 2, 4, 32)
+    out_ql = (lo[:, :, 0] | (lo[:, :, 1] << 4)).reshape(n, 128)
+    out_qh = (hi[:, :, 0] | (hi[:, :, 1] << 2) | (hi[:, :, 2] << 4) | (hi[:, :, 3] << 6)).reshape(n, 64)
+    return np.concatenate([out_ql, out_qh, scales.view(np.uint8), d], axis=1)
+
+
+def to_core(qtype: str, raw: np.ndarray) -> tuple:
+    """(core type, its blocks as uint8, one row of blocks per row of ``raw``) for ``raw``, a
+    (rows, bytes) array of ``qtype`` blocks. ValueError if a scale or minimum is not finite."""
+    rows = raw.shape[0]
+    if qtype == "Q3_K":
+        if not np.isfinite(_half(raw.reshape(-1, 110)[:, 108:110])).all():
+            raise ValueError("a block scale is nan or inf")
+        return "Q6_K", q3_k_as_q6_k(raw).reshape(rows, -1)
+    scale, q, mins = decode(qtype, raw)
+    if not np.isfinite(scale).all() or (mins is not None and not np.isfinite(mins).all()):
+        raise ValueError("a block scale is nan or inf")
+    parts = [scale.view(np.uint8)] + ([] if mins is None else [mins.astype(np.float32).view(np.uint8)])
+    return CORE_TYPES[qtype], np.concatenate(parts + [q.view(np.uint8)], axis=1).reshape(rows, -1)
+
+
+def core_to_float32(core_type: str, data: np.ndarray) -> np.ndarray:
+    """The weights of ``I8S16`` / ``I8S16M`` blocks as float32 (flat): the file's values."""
+    with_min = core_type == "I8S16M"
+    blocks = np.ascontiguousarray(data, dtype=np.uint8).reshape(-1, 384 if with_min else 320)
+    scale = np.repeat(np.ascontiguousarray(blocks[:, :64]).view(np.float32), 16, axis=1)
+    q = np.ascontiguousarray(blocks[:, 128 if with_min else 64:]).view(np.int8).astype(np.float32)
+    w = scale * q
+    if with_min:
+        w += np.repeat(np.ascontiguousarray(blocks[:, 64:128]).view(np.float32), 16, axis=1)
+    return w.reshape(-1)
