@@ -62,6 +62,13 @@ FAMILIES = {
     # the rotary embedding over adjacent pairs, biases on every projection
     "ernie4_5": (transformers.Ernie4_5Config, transformers.Ernie4_5ForCausalLM,
                  dict(head_dim=24, use_bias=True, rope_theta=500000.0, tie_word_embeddings=True)),
+    # norms after each branch only, q/k norms over the whole projection (grouped-query: k's is
+    # narrower), attention biases
+    "olmo2": (transformers.Olmo2Config, transformers.Olmo2ForCausalLM,
+              dict(attention_bias=True, rope_theta=500000.0, tie_word_embeddings=False)),
+    # OLMo 2 with a window of 7 on three layers of four (transformers' default layer_types)
+    "olmo3": (transformers.Olmo3Config, transformers.Olmo3ForCausalLM,
+              dict(num_hidden_layers=4, sliding_window=7, rope_theta=500000.0, tie_word_embeddings=False)),
     # fused qkv and gate/up, Phi-4-mini's partial rotary 0.75, LongRoPE past 16 positions
     "phi3": (transformers.Phi3Config, transformers.Phi3ForCausalLM,
              dict(partial_rotary_factor=0.75, original_max_position_embeddings=16, tie_word_embeddings=False,

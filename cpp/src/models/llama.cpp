@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <string>
+#include <tuple>
 
 #include "kvgen/errors.h"
 #include "kvgen/models/decoder.h"
@@ -24,11 +25,15 @@ class Llama : public DecoderModel {
   void final_norm(float* out, const float* x, int64_t m) override;
 
  private:
+  // The norms of a branch, each (C) or null where the layer has none: before it (a pre-norm,
+  // Llama's), after it (a post-norm: OLMo 2 has only these, GLM-4 both), at least one.
   struct Layer {
-    const float* attn_norm;  // (C)
-    AttentionWeights attn;   // q (H hd, C), k and v (KV hd, C), o (C, H hd); q/k norms (hd) or null
-    const float* mlp_norm;   // (C)
-    MlpWeights mlp;          // gate and up (I, C), down (C, I); empty where experts replace it
+    const float* attn_norm;       // (C) input_layernorm, or null
+    const float* post_attn_norm;  // (C) post_self_attn_layernorm, or null
+    AttentionWeights attn;        // q (H hd, C), k and v (KV hd, C), o (C, H hd); q/k norms or null
+    const float* mlp_norm;        // (C) post_attention_layernorm, or null
+    const float* post_mlp_norm;   // (C) post_mlp_layernorm, or null
+    MlpWeights mlp;               // gate and up (I, C), down (C, I); empty where experts replace it
     int64_t experts = -1;    // >= 0: the layer's mixture of experts (read_experts) instead of the MLP
     bool rope = true;        // whether the layer rotates q and k
   };
@@ -86,18 +91,30 @@ Llama::Llama(ModelConfig config, LlamaOptions options, const TensorMap& t)
   for (int64_t l = 0; l < L; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     Layer w;
-    w.attn_norm = read_vector(t, p + "input_layernorm.weight", C);
+    w.attn_norm = optional_vector(p + "input_layernorm.weight", C);
+    w.post_attn_norm = optional_vector(p + "post_self_attn_layernorm.weight", C);
     w.attn.q = read_linear(t, p + "self_attn.q_proj", H * hd, C);
     w.attn.k = read_linear(t, p + "self_attn.k_proj", KV * hd, C);
     w.attn.v = read_linear(t, p + "self_attn.v_proj", KV * hd, C);
     w.attn.o = read_linear(t, p + "self_attn.o_proj", C, H * hd);
-    w.mlp_norm = read_vector(t, p + "post_attention_layernorm.weight", C);
+    w.mlp_norm = optional_vector(p + "post_attention_layernorm.weight", C);
+    w.post_mlp_norm = optional_vector(p + "post_mlp_layernorm.weight", C);
+    for (const auto& [before, after, names] :
+         {std::tuple{w.attn_norm, w.post_attn_norm, "input_layernorm or post_self_attn_layernorm"},
+          std::tuple{w.mlp_norm, w.post_mlp_norm, "post_attention_layernorm or post_mlp_layernorm"}})
+      if (before == nullptr && after == nullptr)
+        throw ValueError("missing tensor: " + p + "{" + names + "}.weight (a branch with no norm before or after it)");
     w.experts = read_experts(t, p);  // a mixture of experts instead of the MLP where the layer has a router
     if (w.experts < 0)
       w.mlp = {read_linear(t, p + "mlp.gate_proj", I, C), read_linear(t, p + "mlp.up_proj", I, C),
                read_linear(t, p + "mlp.down_proj", C, I)};
-    w.attn.q_norm = optional_vector(p + "self_attn.q_norm.weight", hd);
-    w.attn.k_norm = optional_vector(p + "self_attn.k_norm.weight", hd);
+    // q/k norms per head (hd), or over the whole projection (H hd, KV hd: OLMo 2), as their sizes say
+    const std::vector<int64_t> q_norm_shape = t.shape(p + "self_attn.q_norm.weight");
+    w.attn.qk_norm_across_heads = !q_norm_shape.empty() && q_norm_shape != std::vector<int64_t>{hd};
+    const bool across = w.attn.qk_norm_across_heads;
+    const int64_t q_norm = across ? H * hd : hd, k_norm = across ? KV * hd : hd;
+    w.attn.q_norm = optional_vector(p + "self_attn.q_norm.weight", q_norm);
+    w.attn.k_norm = optional_vector(p + "self_attn.k_norm.weight", k_norm);
     if ((w.attn.q_norm == nullptr) != (w.attn.k_norm == nullptr))
       throw ValueError("layer " + std::to_string(l) + " has a norm of the queries or of the keys, not both");
     w.rope = options_.rope_layers.empty() || options_.rope_layers[l] != 0;
@@ -122,21 +139,21 @@ void Llama::block(int64_t l, float* x, const Batch& b, KVCache& cache) {
   const float eps = options_.rms_norm_eps, residual = options_.residual_multiplier;
   const Layer& w = layers_[l];
   float* h = branch();  // (n, C) a residual branch: its normed input, then its output
-  // attention: x (n, C) += attention(rmsnorm(x))
-  rms_norm(h, x, w.attn_norm, n, C, eps);
-  attention(h, h, w.attn,
+  // attention: x (n, C) += post(attention(pre(x))), pre = rmsnorm where the layer has it (else x), post likewise
+  const float* in = rms_norm_or_pass(h, x, w.attn_norm, n, C, eps);
+  attention(h, in, w.attn,
             {.scale = attention_scale_, .rotary = w.rope ? rotary_ : nullptr, .rotary_dim = rotary_dim_,
              .norm_eps = eps},
             l, b, cache);
-  add_residual(x, h, n, C, residual);
-  // MLP: x (n, C) += down(silu(gate(h)) * up(h)), h = rmsnorm(x); or the mixture of experts of h
-  rms_norm(h, x, w.mlp_norm, n, C, eps);
-  if (w.experts >= 0) {
-    add_residual(x, experts(h, w.experts, n), n, C, residual);
-    return;
-  }
-  mlp(h, h, w.mlp, Activation::SiLU, n);
-  add_residual(x, h, n, C, residual);
+  add_residual(x, rms_norm_or_pass(h, h, w.post_attn_norm, n, C, eps), n, C, residual);
+  // MLP: x (n, C) += post(down(silu(gate(h)) * up(h))), h = pre(x); or the mixture of experts of h
+  in = rms_norm_or_pass(h, x, w.mlp_norm, n, C, eps);
+  const float* out = h;  // (n, C)
+  if (w.experts >= 0)
+    out = experts(in, w.experts, n);
+  else
+    mlp(h, in, w.mlp, Activation::SiLU, n);
+  add_residual(x, rms_norm_or_pass(h, out, w.post_mlp_norm, n, C, eps), n, C, residual);
 }
 
 void Llama::final_norm(float* out, const float* x, int64_t m) {

@@ -16,6 +16,8 @@ from kvgen.families import (
     llama,
     ministral3,
     mistral,
+    olmo2,
+    olmo3,
     phi3,
     qwen2,
     qwen3,
@@ -37,6 +39,7 @@ FAMILIES: tuple[Family, ...] = (
     lfm2.FAMILY,
     qwen3_5.FAMILY,
     ministral3.FAMILY, ernie4_5.FAMILY,
+    olmo2.FAMILY, olmo3.FAMILY,
 )
 
 _BY_NAME = {f.name: f for f in FAMILIES}

@@ -9,7 +9,11 @@
 // from the file by the loaders (kvgen/families/), none from a family name:
 // - q/k/v (and MLP) biases where the tensors exist (Qwen2);
 // - per-head RMSNorm of q and k before the rotary embedding where self_attn.q_norm /
-//   k_norm exist (Qwen3);
+//   k_norm exist (Qwen3), or one RMSNorm over each whole projection where their sizes are
+//   heads x head_dim (OLMo 2);
+// - the norms of each branch where their tensors exist: before it (input_layernorm,
+//   post_attention_layernorm: Llama's), after it (post_self_attn_layernorm,
+//   post_mlp_layernorm), or both (GLM-4); every branch has one at least;
 // - partial rotary embeddings (rotary_dim < head_dim), LongRoPE's short / long
 //   frequencies and its cos/sin attention factor (Phi-3);
 // - layers without rotary embeddings (SmolLM3's rope_layers);
