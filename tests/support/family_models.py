@@ -69,6 +69,11 @@ FAMILIES = {
     # OLMo 2 with a window of 7 on three layers of four (transformers' default layer_types)
     "olmo3": (transformers.Olmo3Config, transformers.Olmo3ForCausalLM,
               dict(num_hidden_layers=4, sliding_window=7, rope_theta=500000.0, tie_word_embeddings=False)),
+    # a window of 7 on three layers of four (sliding_window_pattern 4), the fourth global and
+    # without the rotary embedding; norms after each branch, per-head q/k norms, head_dim 24
+    "exaone4": (transformers.Exaone4Config, transformers.Exaone4ForCausalLM,
+                dict(num_hidden_layers=4, head_dim=24, sliding_window=7, sliding_window_pattern=4,
+                     rope_theta=1000000.0, tie_word_embeddings=False)),
     # fused qkv and gate/up, Phi-4-mini's partial rotary 0.75, LongRoPE past 16 positions
     "phi3": (transformers.Phi3Config, transformers.Phi3ForCausalLM,
              dict(partial_rotary_factor=0.75, original_max_position_embeddings=16, tie_word_embeddings=False,

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Optional
 
 from kvgen.families import (
     ernie4_5,
+    exaone4,
     gemma2,
     gemma3,
     gpt2,
@@ -39,7 +40,7 @@ FAMILIES: tuple[Family, ...] = (
     lfm2.FAMILY,
     qwen3_5.FAMILY,
     ministral3.FAMILY, ernie4_5.FAMILY,
-    olmo2.FAMILY, olmo3.FAMILY,
+    olmo2.FAMILY, olmo3.FAMILY, exaone4.FAMILY,
 )
 
 _BY_NAME = {f.name: f for f in FAMILIES}
