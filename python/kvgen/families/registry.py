@@ -11,6 +11,7 @@ from kvgen.families import (
     exaone4,
     gemma2,
     gemma3,
+    glm4,
     gpt2,
     granite,
     lfm2,
@@ -40,7 +41,7 @@ FAMILIES: tuple[Family, ...] = (
     lfm2.FAMILY,
     qwen3_5.FAMILY,
     ministral3.FAMILY, ernie4_5.FAMILY,
-    olmo2.FAMILY, olmo3.FAMILY, exaone4.FAMILY,
+    olmo2.FAMILY, olmo3.FAMILY, exaone4.FAMILY, glm4.FAMILY,
 )
 
 _BY_NAME = {f.name: f for f in FAMILIES}
