@@ -36,6 +36,7 @@ class Llama : public DecoderModel {
     MlpWeights mlp;               // gate and up (I, C), down (C, I); empty where experts replace it
     int64_t experts = -1;    // >= 0: the layer's mixture of experts (read_experts) instead of the MLP
     bool rope = true;        // whether the layer rotates q and k
+    bool sliding_rope = false;  // it rotates with inv_freq_sliding
   };
 
   LlamaOptions options_;
@@ -47,6 +48,7 @@ class Llama : public DecoderModel {
   // (positions, rotary_dim / 2) each, times the attention factor, extended by reserve;
   // never longer than context_length. long_: LongRoPE only.
   RotaryTable short_, long_;
+  RotaryTable sliding_;  // inv_freq_sliding's, of the sliding-window layers (when set)
   const RotaryTable* rotary_ = &short_;  // the table of the current forward call (reserve)
 };
 
@@ -59,8 +61,8 @@ Llama::Llama(ModelConfig config, LlamaOptions options, const TensorMap& t)
   if (rotary_dim_ < 2 || rotary_dim_ > hd || rotary_dim_ % 2)
     throw ValueError("Llama: rotary_dim = " + std::to_string(rotary_dim_) + " must be even and within head_dim " +
                      std::to_string(hd));
-  for (const auto* freqs : {&options_.inv_freq, &options_.inv_freq_long}) {
-    if (freqs == &options_.inv_freq_long && freqs->empty()) continue;
+  for (const auto* freqs : {&options_.inv_freq, &options_.inv_freq_long, &options_.inv_freq_sliding}) {
+    if (freqs != &options_.inv_freq && freqs->empty()) continue;
     if (static_cast<int64_t>(freqs->size()) != rotary_dim_ / 2)
       throw ValueError("Llama: " + std::to_string(freqs->size()) + " rotary frequencies for rotary_dim " +
                        std::to_string(rotary_dim_) + " (need rotary_dim / 2)");
@@ -68,12 +70,15 @@ Llama::Llama(ModelConfig config, LlamaOptions options, const TensorMap& t)
       if (!std::isfinite(f)) throw ValueError("Llama: a rotary inverse frequency is " + std::to_string(f) +
                                               " (check rope_theta and the rope scaling parameters)");
   }
+  if (!options_.inv_freq_long.empty() && !options_.inv_freq_sliding.empty())
+    throw ValueError("Llama: LongRoPE's frequencies and the sliding layers' own frequencies are not supported together");
   if (!options_.inv_freq_long.empty() && options_.original_context < 1)
     throw ValueError("Llama: long rotary frequencies need original_context >= 1");
   if (!options_.rope_layers.empty() && static_cast<int64_t>(options_.rope_layers.size()) != L)
     throw ValueError("Llama: rope_layers has " + std::to_string(options_.rope_layers.size()) + " entries for " +
                      std::to_string(L) + " layers");
   check_finite("Llama", options_.rope_attention_factor, "the rotary attention factor");
+  check_finite("Llama", options_.rope_attention_factor_sliding, "the sliding layers' rotary attention factor");
   check_finite("Llama", options_.embedding_multiplier, "embedding_multiplier");
   check_finite("Llama", options_.residual_multiplier, "residual_multiplier");
   check_finite("Llama", options_.attention_scale, "the attention scale");
@@ -118,6 +123,7 @@ Llama::Llama(ModelConfig config, LlamaOptions options, const TensorMap& t)
     if ((w.attn.q_norm == nullptr) != (w.attn.k_norm == nullptr))
       throw ValueError("layer " + std::to_string(l) + " has a norm of the queries or of the keys, not both");
     w.rope = options_.rope_layers.empty() || options_.rope_layers[l] != 0;
+    w.sliding_rope = config_.window(l) > 0 && !options_.inv_freq_sliding.empty();
     layers_.push_back(std::move(w));
   }
 }
@@ -128,6 +134,8 @@ void Llama::reserve(const Batch& b) {
   rotary_ = use_long ? &long_ : &short_;
   extend_rotary(use_long ? long_ : short_, use_long ? options_.inv_freq_long : options_.inv_freq,
                 options_.rope_attention_factor, b.end);
+  if (!options_.inv_freq_sliding.empty())
+    extend_rotary(sliding_, options_.inv_freq_sliding, options_.rope_attention_factor_sliding, b.end);
 }
 
 void Llama::embed(float* x, const Batch& b) {
@@ -142,7 +150,9 @@ void Llama::block(int64_t l, float* x, const Batch& b, KVCache& cache) {
   // attention: x (n, C) += post(attention(pre(x))), pre = rmsnorm where the layer has it (else x), post likewise
   const float* in = rms_norm_or_pass(h, x, w.attn_norm, n, C, eps);
   attention(h, in, w.attn,
-            {.scale = attention_scale_, .rotary = w.rope ? rotary_ : nullptr, .rotary_dim = rotary_dim_,
+            {.scale = attention_scale_,
+             .rotary = !w.rope ? nullptr : w.sliding_rope ? &sliding_ : rotary_,
+             .rotary_dim = rotary_dim_,
              .norm_eps = eps},
             l, b, cache);
   add_residual(x, rms_norm_or_pass(h, h, w.post_attn_norm, n, C, eps), n, C, residual);

@@ -33,6 +33,16 @@ class Olmo2Family(LlamaFamily):
         each flagged layer windowed."""
         return LlamaFamily.gguf_window(replace(self, sliding_layers="layer_types"), gguf, layers)
 
+    def gguf_config(self, gguf: GGUFContents, config: dict) -> dict[str, Any]:
+        """A windowed file's rotary settings per kind of layer, as OLMo 3's config keeps them: the
+        file's (rope.freq_base, its scaling) on the full layers, rope.freq_base_swa unscaled on the
+        sliding ones (llama.cpp's converter writes the full layers' scaling alone)."""
+        swa_base = gguf.get(self.gguf_architecture + ".rope.freq_base_swa", float, None)
+        if swa_base is None or not config.get("sliding_window"):
+            return {}
+        return {"rope_parameters": {"full_attention": config["rope_parameters"],
+                                    "sliding_attention": {"rope_type": "default", "rope_theta": swa_base}}}
+
 
 FAMILY = Olmo2Family("olmo2", ("olmo2",), "olmo2", "Olmo2ForCausalLM",
                      "norms after attention and MLP instead of before; q/k norms over the whole projection",
