@@ -71,7 +71,8 @@ Llama::Llama(ModelConfig config, LlamaOptions options, const TensorMap& t)
                                               " (check rope_theta and the rope scaling parameters)");
   }
   if (!options_.inv_freq_long.empty() && !options_.inv_freq_sliding.empty())
-    throw ValueError("Llama: LongRoPE's frequencies and the sliding layers' own frequencies are not supported together");
+    throw ValueError("Llama: LongRoPE's frequencies and the sliding layers' own frequencies are not supported "
+                     "together");
   if (!options_.inv_freq_long.empty() && options_.original_context < 1)
     throw ValueError("Llama: long rotary frequencies need original_context >= 1");
   if (!options_.rope_layers.empty() && static_cast<int64_t>(options_.rope_layers.size()) != L)
