@@ -268,6 +268,25 @@ void register_model_config(py::module_& m) {
       .def_property_readonly("inv_freq_long", [](const LlamaOptions& o) {
         return py::array_t<float>(static_cast<py::ssize_t>(o.inv_freq_long.size()), o.inv_freq_long.data());
       });
+  // The sliding-window layers' own rotary frequencies (OLMo 3), set on a copy.
+  py::reinterpret_borrow<py::class_<LlamaOptions>>(m.attr("_LlamaOptions"))
+      .def(
+          "with_sliding_rotary",
+          [](LlamaOptions o, const py::array_t<float, py::array::c_style>& inv_freq, float attention_factor) {
+            if (inv_freq.ndim() != 1) throw ValueError("rope inverse frequencies must be a 1-D array");
+            o.inv_freq_sliding.assign(inv_freq.data(), inv_freq.data() + inv_freq.size());
+            o.rope_attention_factor_sliding = attention_factor;
+            return o;
+          },
+          py::arg("inv_freq"), py::arg("attention_factor") = 1.0f,
+          "A copy whose sliding-window layers rotate with inv_freq (rotary_dim / 2 frequencies, scaling applied) "
+          "and cos/sin times attention_factor, apart from the full layers.")
+      .def_property_readonly("inv_freq_sliding",
+                             [](const LlamaOptions& o) {
+                               return py::array_t<float>(static_cast<py::ssize_t>(o.inv_freq_sliding.size()),
+                                                         o.inv_freq_sliding.data());
+                             })
+      .def_readonly("rope_attention_factor_sliding", &LlamaOptions::rope_attention_factor_sliding);
 }
 
 void register_gemma_options(py::module_& m) {

@@ -32,7 +32,8 @@ def test_the_reordered_rows_rotate_as_transformers_pairs():
     emb = torch.cat((angles, angles), dim=-1)[None]
     pairs, _ = apply_rotary_pos_emb(q, q, emb.cos(), emb.sin())
     rows = q.permute(0, 2, 1, 3).reshape(5, -1).T.numpy()  # (heads x head_dim, positions)
-    reordered = halves_from_pairs({"self_attn.q_proj.weight": rows}, sizes)["self_attn.q_proj.weight"]
+    reordered = halves_from_pairs({"self_attn.q_proj.weight": rows}, sizes.heads, sizes.kv_heads)
+    reordered = reordered["self_attn.q_proj.weight"]
     q_halves = torch.as_tensor(reordered.T.reshape(1, 5, sizes.heads, d)).permute(0, 2, 1, 3)
     halves, _ = halves_rotation(q_halves, q_halves, emb.cos(), emb.sin())
     np.testing.assert_allclose((halves @ halves.transpose(2, 3)).numpy(), (pairs @ pairs.transpose(2, 3)).numpy(),

@@ -60,3 +60,13 @@ def check_family(name: str, hf: transformers.PreTrainedModel, tmp_path: Path, sm
     assert_generate_equals_hf(models["f32"], hf, prompts, PAD, max_new_tokens=12, do_sample=False)
     assert_generate_equals_hf(models["gguf"], references["gguf"], prompts, PAD, max_new_tokens=12, do_sample=False)
     return models
+
+
+def check_beams(models: dict[str, kvgen.Model], hf: transformers.PreTrainedModel, *,
+                gguf_reference: Optional[transformers.PreTrainedModel] = None) -> None:
+    """4-beam search on the float32 directory and llama.cpp's file of it (check_family's models)
+    gives transformers' sequences and scores."""
+    prompts = [[5, 9, 13, 4, 3], [7, 8]]
+    for variant, reference_model in (("f32", hf), ("gguf", gguf_reference or hf)):
+        assert_generate_equals_hf(models[variant], reference_model, prompts, PAD, max_new_tokens=8, num_beams=4,
+                                  num_return_sequences=2, do_sample=False)

@@ -62,6 +62,23 @@ FAMILIES = {
     # the rotary embedding over adjacent pairs, biases on every projection
     "ernie4_5": (transformers.Ernie4_5Config, transformers.Ernie4_5ForCausalLM,
                  dict(head_dim=24, use_bias=True, rope_theta=500000.0, tie_word_embeddings=True)),
+    # norms after each branch only, q/k norms over the whole projection (grouped-query: k's is
+    # narrower), attention biases
+    "olmo2": (transformers.Olmo2Config, transformers.Olmo2ForCausalLM,
+              dict(attention_bias=True, rope_theta=500000.0, tie_word_embeddings=False)),
+    # OLMo 2 with a window of 7 on three layers of four (transformers' default layer_types)
+    "olmo3": (transformers.Olmo3Config, transformers.Olmo3ForCausalLM,
+              dict(num_hidden_layers=4, sliding_window=7, rope_theta=500000.0, tie_word_embeddings=False)),
+    # a window of 7 on three layers of four (sliding_window_pattern 4), the fourth global and
+    # without the rotary embedding; norms after each branch, per-head q/k norms, head_dim 24
+    "exaone4": (transformers.Exaone4Config, transformers.Exaone4ForCausalLM,
+                dict(num_hidden_layers=4, head_dim=24, sliding_window=7, sliding_window_pattern=4,
+                     rope_theta=1000000.0, tie_word_embeddings=False)),
+    # norms before and after each branch, partial rotary 0.5 over adjacent pairs, q/k/v biases,
+    # fused gate/up, head_dim 24 (12 rotary dimensions); 64 ids beyond SmolLM2's for <|user|>
+    "glm4": (transformers.Glm4Config, transformers.Glm4ForCausalLM,
+             dict(vocab_size=VOCAB + 64, head_dim=24, partial_rotary_factor=0.5, attention_bias=True,
+                  rope_theta=10000.0, tie_word_embeddings=False)),
     # fused qkv and gate/up, Phi-4-mini's partial rotary 0.75, LongRoPE past 16 positions
     "phi3": (transformers.Phi3Config, transformers.Phi3ForCausalLM,
              dict(partial_rotary_factor=0.75, original_max_position_embeddings=16, tie_word_embeddings=False,
@@ -84,7 +101,24 @@ def save_converter_tokenizer(directory: Path, smollm2_file: Path, family: str) -
     save_smollm2_tokenizer(directory, smollm2_file)
     if family in SENTENCEPIECE_VOCABULARY:
         save_sentencepiece_model(directory, TEXT_CORPUS)
+    if family in GLM_SPECIAL_TOKENS:
+        add_special_tokens(directory, GLM_SPECIAL_TOKENS[family])
     return directory
+
+
+#: Families whose llama.cpp converter looks up special tokens by text in the added vocabulary
+#: (GLM-4's: <|endoftext|>, which SmolLM2's has, and <|user|>, added after its 49,152 tokens).
+GLM_SPECIAL_TOKENS = {"glm4": ["<|user|>"]}
+
+
+def add_special_tokens(directory: Path, tokens: list[str]) -> None:
+    """``tokens`` added as special tokens to the tokenizer.json in ``directory`` (new ids after
+    the vocabulary: the model's vocab_size must hold them)."""
+    import tokenizers
+
+    tokenizer = tokenizers.Tokenizer.from_file(str(directory / "tokenizer.json"))
+    tokenizer.add_special_tokens([tokenizers.AddedToken(t, special=True, normalized=False) for t in tokens])
+    tokenizer.save(str(directory / "tokenizer.json"))
 
 
 def random_family_model(family: str, seed: int = 0, **overrides) -> transformers.PreTrainedModel:

@@ -48,6 +48,13 @@ void DecoderModel::layer_norm(float* out, const float* x, const float* weight, c
   });
 }
 
+const float* DecoderModel::rms_norm_or_pass(float* out, const float* x, const float* weight, int64_t n, int64_t width,
+                                            float eps) {
+  if (weight == nullptr) return x;
+  rms_norm(out, x, weight, n, width, eps);
+  return out;
+}
+
 void DecoderModel::add_residual(float* x, const float* h, int64_t n, int64_t width, float scale) {
   rows_in_parallel(n, width, [&](int64_t r0, int64_t r1) {
     if (scale == 1.0f)
@@ -80,9 +87,14 @@ void DecoderModel::attention(float* out, const float* h, const AttentionWeights&
     const float* cos = params.rotary != nullptr ? params.rotary->cos.data() : nullptr;
     const float* sin = params.rotary != nullptr ? params.rotary->sin.data() : nullptr;
     rows_in_parallel(n, (H + KV) * hd, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; w.q_norm != nullptr && r < r1; ++r) {  // over each head's head_dim values
-        ops::rmsnorm(q + r * ldq, q + r * ldq, w.q_norm, H, hd, params.norm_eps);
-        ops::rmsnorm(k + r * ldk, k + r * ldk, w.k_norm, KV, hd, params.norm_eps);
+      for (int64_t r = r0; w.q_norm != nullptr && r < r1; ++r) {  // over each head's head_dim values, or all heads'
+        if (w.qk_norm_across_heads) {
+          kernels::rmsnorm(q + r * ldq, q + r * ldq, w.q_norm, 1, H * hd, params.norm_eps);
+          kernels::rmsnorm(k + r * ldk, k + r * ldk, w.k_norm, 1, KV * hd, params.norm_eps);
+          continue;
+        }
+        kernels::rmsnorm(q + r * ldq, q + r * ldq, w.q_norm, H, hd, params.norm_eps);
+        kernels::rmsnorm(k + r * ldk, k + r * ldk, w.k_norm, KV, hd, params.norm_eps);
       }
       if (params.rotary != nullptr) {
         const int64_t* positions = b.positions.data() + r0;

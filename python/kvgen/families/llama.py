@@ -88,26 +88,55 @@ def split_fused(fused: dict, arrays: dict, sizes: dict[str, int]) -> dict:
     return out
 
 
-def halves_from_pairs(arrays: dict, sizes: "_core._ModelConfig") -> dict:
+def rename_suffixes(renamed: dict, arrays: dict) -> dict:
+    """``arrays`` with each name ending in a key of ``renamed`` (before ``.weight`` / ``.bias``)
+    given the name that key maps to, all at once (a name renamed is not renamed again)."""
+    if not renamed:
+        return arrays
+    out = {}
+    for name, w in arrays.items():
+        stem, _, kind = name.rpartition(".")
+        which = next((old for old in renamed if stem.endswith("." + old)), None)
+        out[f"{stem[: -len(which)]}{renamed[which]}.{kind}" if which else name] = w
+    return out
+
+
+def halves_from_pairs(arrays: dict, heads: int, kv_heads: int, rotary_dim: int = 0) -> dict:
     """``arrays`` with the q_proj / k_proj rows (weights and biases) of each head reordered from
-    a rotary embedding over adjacent pairs of dimensions into kvgen's (i, i + head_dim / 2) pairs
-    (unpermute: llama.cpp's "norm" layout is the same order). A 16-bit matrix's rows are
-    reordered as they are stored (a copy of that matrix, not a conversion)."""
+    a rotary embedding over adjacent pairs of dimensions into kvgen's (i, i + rotary_dim / 2)
+    pairs (unpermute: llama.cpp's "norm" layout is the same order). ``rotary_dim``: the leading
+    rows of each head that rotate (0: all of them; the others stay where they are, GLM-4's
+    partial rotary). A 16-bit matrix's rows are reordered as they are stored (a copy of that
+    matrix, not a conversion)."""
     from kvgen.loaders.quantize import QuantizedTensor
 
-    heads = {"self_attn.q_proj": sizes.heads, "self_attn.k_proj": sizes.kv_heads}
+    counts = {"self_attn.q_proj": heads, "self_attn.k_proj": kv_heads}
     out = dict(arrays)
     for name, w in arrays.items():
         stem, _, kind = name.rpartition(".")
-        count = next((h for suffix, h in heads.items() if stem.endswith(suffix)), 0)
+        count = next((h for suffix, h in counts.items() if stem.endswith(suffix)), 0)
         if not count or kind not in ("weight", "bias"):
             continue
         if isinstance(w, QuantizedTensor):
-            rows = unpermute(w.data.reshape(w.shape[0], -1), count)
+            rows = _halves_from_pairs(w.data.reshape(w.shape[0], -1), count, rotary_dim)
             out[name] = QuantizedTensor(w.type, rows.reshape(-1), w.shape)
         else:
-            out[name] = unpermute(np.asarray(w), count)
+            out[name] = _halves_from_pairs(np.asarray(w), count, rotary_dim)
     return out
+
+
+def _halves_from_pairs(w: np.ndarray, heads: int, rotary_dim: int) -> np.ndarray:
+    """The rows of w (heads x head_dim, ...), each head's first rotary_dim (0: all) unpermuted."""
+    if not rotary_dim or w.shape[0] == heads * rotary_dim:
+        return unpermute(w, heads)
+    if w.shape[0] % heads or rotary_dim > w.shape[0] // heads:
+        raise ValueError(f"q/k projection with {w.shape[0]} rows does not split into {heads} heads of at least "
+                         f"{rotary_dim} rotary dimensions")
+    per_head = w.reshape(heads, w.shape[0] // heads, *w.shape[1:])
+    out = per_head.copy()
+    rotating = np.ascontiguousarray(per_head[:, :rotary_dim]).reshape(heads * rotary_dim, *w.shape[1:])
+    out[:, :rotary_dim] = unpermute(rotating, heads).reshape(heads, rotary_dim, *w.shape[1:])
+    return out.reshape(w.shape)
 
 
 @dataclass(frozen=True)
@@ -135,9 +164,13 @@ class LlamaFamily(Family):
     # The rotary embedding may cover a part of head_dim (partial_rotary_factor).
     partial_rotary: bool = False
     # The checkpoint rotates adjacent pairs of each head's dimensions (transformers' GLM-style
-    # rotate_half, ERNIE 4.5): its q/k rows are reordered per head into kvgen's (i, i + d/2)
-    # pairs at load, as llama.cpp's permuted files are (gguf_permuted_qk).
+    # rotate_half, ERNIE 4.5, GLM-4 over its rotary part): its q/k rows are reordered per head
+    # into kvgen's (i, i + d/2) pairs at load, and so are a GGUF file's, stored the same way.
     interleaved_rotary: bool = False
+    # HF tensor suffix -> the name the core reads, for the norms a class names otherwise: the
+    # core's are Llama's and GLM-4's (input_layernorm and post_attention_layernorm before each
+    # branch, post_self_attn_layernorm and post_mlp_layernorm after it; each where it exists).
+    renamed: dict = field(default_factory=dict)
     # The model_type of this family's windowed relative, whose checkpoints llama.cpp's converter
     # writes as files of this family's architecture without the window (Mistral's as "llama"
     # files): such a file given its window (Model.load's sliding_window) is read as that family.
@@ -235,8 +268,11 @@ class LlamaFamily(Family):
                                                 "kv": sizes.kv_heads * sizes.head_dim, "i": sizes.intermediate})
 
     def checkpoint_arrays(self, config: dict, arrays: dict, dtype: Optional[str]) -> dict:
+        arrays = rename_suffixes(self.renamed, arrays)
         if self.interleaved_rotary:
-            arrays = halves_from_pairs(arrays, self.sizes(config))
+            sizes = self.sizes(config)
+            rope = rotary(config, sizes.head_dim, partial=self.partial_rotary)
+            arrays = halves_from_pairs(arrays, sizes.heads, sizes.kv_heads, rope.dim)
         if dtype is not None:  # fused matrices split before they are quantized
             arrays = self._split(arrays, self.sizes(config))
         return super().checkpoint_arrays(config, arrays, dtype)
@@ -333,10 +369,16 @@ class LlamaFamily(Family):
             rope_freqs = gguf.vector("rope_freqs.weight", (rope_dims // 2,))
             used.add("rope_freqs.weight")
         q, kv = heads * head_dim, kv_heads * head_dim
+        # q/k norms per head, or over the whole projection (OLMo 2's), as their sizes say
+        across = "blk.0.attn_q_norm.weight" in gguf.tensors and gguf.shape("blk.0.attn_q_norm.weight") != (head_dim,)
         names = {"attn_norm": ("input_layernorm", (C,)), "ffn_norm": ("post_attention_layernorm", (C,)),
-                 "attn_q_norm": ("self_attn.q_norm", (head_dim,)), "attn_k_norm": ("self_attn.k_norm", (head_dim,)),
+                 "post_attention_norm": ("post_self_attn_layernorm", (C,)),
+                 "post_ffw_norm": ("post_mlp_layernorm", (C,)),
+                 "attn_q_norm": ("self_attn.q_norm", (q if across else head_dim,)),
+                 "attn_k_norm": ("self_attn.k_norm", (kv if across else head_dim,)),
                  "attn_output": ("self_attn.o_proj", (C, q)), "ffn_down": ("mlp.down_proj", (C, I))}
-        optional = {"attn_q_norm", "attn_k_norm"}
+        # norms where the file has them (the core checks that each branch has one at least)
+        optional = {"attn_q_norm", "attn_k_norm", "attn_norm", "ffn_norm", "post_attention_norm", "post_ffw_norm"}
         if "blk.0.attn_qkv.weight" in gguf.tensors:  # fused (Phi-3): split by self.fused later
             names.update({"attn_qkv": ("self_attn.qkv_proj", (q + 2 * kv, C))})
         else:
@@ -346,7 +388,10 @@ class LlamaFamily(Family):
             names.update({"ffn_gate": ("mlp.gate_proj", (I, C)), "ffn_up": ("mlp.up_proj", (I, C))})
         else:  # fused gate | up, stored as ffn_up (Phi-3)
             names.update({"ffn_up": ("mlp.gate_up_proj", (2 * I, C))})
-        permute = {"attn_q": heads, "attn_k": kv_heads} if self.gguf_permuted_qk else {}
+        # rows rotating adjacent pairs: over all of head_dim unpermuted as read, over a part of it
+        # (interleaved_rotary, GLM-4) reordered as a checkpoint's are, after the loop
+        permute = {"attn_q": heads, "attn_k": kv_heads} if self.gguf_permuted_qk and not self.interleaved_rotary \
+            else {}
         for layer in range(L):
             sparse = self.moe and f"blk.{layer}.ffn_gate_inp.weight" in gguf.tensors  # a router: experts
             if sparse:
@@ -367,6 +412,8 @@ class LlamaFamily(Family):
                     arrays[f"model.layers.{layer}.{hf}.{kind}"] = w
                     used.add(src)
         gguf.check_all_used(used)
+        if self.interleaved_rotary:
+            arrays = halves_from_pairs(arrays, heads, kv_heads, rope_dims)
         notes = []
         if config.get("sliding_window") and self.sliding_layers is None and self.gguf_windowed_as:
             config["model_type"] = self.gguf_windowed_as  # read as that family's (registry.read_gguf)

@@ -8,14 +8,18 @@ from typing import TYPE_CHECKING, Optional
 
 from kvgen.families import (
     ernie4_5,
+    exaone4,
     gemma2,
     gemma3,
+    glm4,
     gpt2,
     granite,
     lfm2,
     llama,
     ministral3,
     mistral,
+    olmo2,
+    olmo3,
     phi3,
     qwen2,
     qwen3,
@@ -37,6 +41,7 @@ FAMILIES: tuple[Family, ...] = (
     lfm2.FAMILY,
     qwen3_5.FAMILY,
     ministral3.FAMILY, ernie4_5.FAMILY,
+    olmo2.FAMILY, olmo3.FAMILY, exaone4.FAMILY, glm4.FAMILY,
 )
 
 _BY_NAME = {f.name: f for f in FAMILIES}

@@ -155,6 +155,11 @@ class DecoderModel : public Model {
   // out (n, width) = LayerNorm of x (n, width) with weight and bias (width). out may be x.
   void layer_norm(float* out, const float* x, const float* weight, const float* bias, int64_t n, int64_t width,
                   float eps);
+  // A norm a block may or may not have (a pre-norm, a post-norm): out (n, width) = RMSNorm of x
+  // with weight, returned; with no weight (null: the block has no such norm, as OLMo 2 has no
+  // pre-norms and Llama no post-norms), x itself, unchanged. out may be x.
+  const float* rms_norm_or_pass(float* out, const float* x, const float* weight, int64_t n, int64_t width,
+                                float eps);
   // x (n, width) += h (n, width), h times scale first unless it is 1 (Granite's residual multiplier).
   void add_residual(float* x, const float* h, int64_t n, int64_t width, float scale = 1.0f);
 
@@ -165,6 +170,9 @@ class DecoderModel : public Model {
     Linear o;         // (C, H hd)
     const float* q_norm = nullptr;  // (hd) per-head RMSNorm of the queries, or null
     const float* k_norm = nullptr;  // (hd) per-head RMSNorm of the keys, set with q_norm
+    // q_norm (H hd) and k_norm (KV hd) normalise the whole projection, all heads together
+    // (OLMo 2), rather than each head apart
+    bool qk_norm_across_heads = false;
   };
   // How a layer attends.
   struct AttentionParams {
@@ -175,7 +183,8 @@ class DecoderModel : public Model {
     float norm_eps = 0.0f;                // of q_norm and k_norm
   };
   // out (n, C) = the attention branch of h (n, C), its normed input: q, k and v projected in
-  // one parallel section, each head of q and k RMS-normed (where w has the norms) and
+  // one parallel section, each head of q and k (or each whole projection:
+  // qk_norm_across_heads) RMS-normed (where w has the norms) and
   // rotated (where params.rotary is set), keys and values written to the cache at the
   // tokens' positions, cached causal attention (attend), output projection. out may be h.
   void attention(float* out, const float* h, const AttentionWeights& w, const AttentionParams& params,

@@ -9,9 +9,14 @@
 // from the file by the loaders (kvgen/families/), none from a family name:
 // - q/k/v (and MLP) biases where the tensors exist (Qwen2);
 // - per-head RMSNorm of q and k before the rotary embedding where self_attn.q_norm /
-//   k_norm exist (Qwen3);
+//   k_norm exist (Qwen3), or one RMSNorm over each whole projection where their sizes are
+//   heads x head_dim (OLMo 2);
+// - the norms of each branch where their tensors exist: before it (input_layernorm,
+//   post_attention_layernorm: Llama's), after it (post_self_attn_layernorm,
+//   post_mlp_layernorm), or both (GLM-4); every branch has one at least;
 // - partial rotary embeddings (rotary_dim < head_dim), LongRoPE's short / long
 //   frequencies and its cos/sin attention factor (Phi-3);
+// - rotary frequencies of the sliding-window layers' own (OLMo 3);
 // - layers without rotary embeddings (SmolLM3's rope_layers);
 // - embedding, residual, attention and logit multipliers (Granite);
 // - a sparse mixture of experts instead of the MLP in the layers that have a router
@@ -42,6 +47,11 @@ struct LlamaOptions {
   std::vector<float> inv_freq_long;
   int64_t original_context = 0;
   float rope_attention_factor = 1.0f;  // multiplies cos and sin (LongRoPE, YaRN)
+  // (rotary_dim / 2) the frequencies of the sliding-window layers (ModelConfig::window > 0)
+  // where the config sets them apart from the full layers' (OLMo 3: YaRN on the full layers
+  // only), with their own cos/sin factor; empty: inv_freq on every layer.
+  std::vector<float> inv_freq_sliding;
+  float rope_attention_factor_sliding = 1.0f;
   // (layers) nonzero where the layer applies the rotary embedding; empty: every layer.
   std::vector<uint8_t> rope_layers;
   float embedding_multiplier = 1.0f;  // scales the token embeddings

@@ -31,6 +31,11 @@ class TensorMap {
   // `bytes` does not match its shape.
   void add(std::string name, TensorView view);
   bool has(const std::string& name) const { return tensors_.count(name) != 0; }
+  // The shape of tensor `name` (empty when there is none): for a size a model reads from the file.
+  std::vector<int64_t> shape(const std::string& name) const {
+    auto it = tensors_.find(name);
+    return it == tensors_.end() ? std::vector<int64_t>() : it->second.shape;
+  }
   // The float32 data of tensor `name`, whose shape must be exactly `shape`; ValueError naming
   // it otherwise (or TypeError if it is quantized). Models keep the pointer.
   const float* get(const std::string& name, const std::vector<int64_t>& shape) const;
