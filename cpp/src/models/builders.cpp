@@ -89,12 +89,12 @@ void DecoderModel::attention(float* out, const float* h, const AttentionWeights&
     rows_in_parallel(n, (H + KV) * hd, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; w.q_norm != nullptr && r < r1; ++r) {  // over each head's head_dim values, or all heads'
         if (w.qk_norm_across_heads) {
-          kernels::rmsnorm(q + r * ldq, q + r * ldq, w.q_norm, 1, H * hd, params.norm_eps);
-          kernels::rmsnorm(k + r * ldk, k + r * ldk, w.k_norm, 1, KV * hd, params.norm_eps);
+          ops::rmsnorm(q + r * ldq, q + r * ldq, w.q_norm, 1, H * hd, params.norm_eps);
+          ops::rmsnorm(k + r * ldk, k + r * ldk, w.k_norm, 1, KV * hd, params.norm_eps);
           continue;
         }
-        kernels::rmsnorm(q + r * ldq, q + r * ldq, w.q_norm, H, hd, params.norm_eps);
-        kernels::rmsnorm(k + r * ldk, k + r * ldk, w.k_norm, KV, hd, params.norm_eps);
+        ops::rmsnorm(q + r * ldq, q + r * ldq, w.q_norm, H, hd, params.norm_eps);
+        ops::rmsnorm(k + r * ldk, k + r * ldk, w.k_norm, KV, hd, params.norm_eps);
       }
       if (params.rotary != nullptr) {
         const int64_t* positions = b.positions.data() + r0;
