@@ -11,6 +11,7 @@ from kvgen.families import (
     gemma2,
     gemma3,
     gpt2,
+    gpt_oss,
     granite,
     lfm2,
     llama,
@@ -37,6 +38,7 @@ FAMILIES: tuple[Family, ...] = (
     lfm2.FAMILY,
     qwen3_5.FAMILY,
     ministral3.FAMILY, ernie4_5.FAMILY,
+    gpt_oss.FAMILY,
 )
 
 _BY_NAME = {f.name: f for f in FAMILIES}
