@@ -100,6 +100,19 @@ def test_the_gguf_file_reads_llama_cpps_rules(checked):
     assert models["gguf"].capabilities == models["f32"].capabilities
 
 
+def test_a_config_without_rope_settings_takes_gpt_oss_defaults(tmp_path):
+    """GptOssConfig's YaRN (factor 32 over 4096 positions, theta 150000) where config.json states
+    no rope settings (transformers fills them in when it reads such a config)."""
+    hf = random_family_model("gpt_oss", rope_parameters=None, num_hidden_layers=2)
+    hf.save_pretrained(tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config.pop("rope_parameters")["rope_type"] == "yarn"
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    ids = np.random.default_rng(6).integers(0, hf.config.vocab_size, (1, 30))
+    np.testing.assert_allclose(kvgen.Model.load(tmp_path, exact=True).forward(ids), logits(hf, ids), atol=2e-4,
+                               rtol=1e-4)
+
+
 # ---- MXFP4 ----
 
 def write_mxfp4_directory(hf: transformers.GptOssForCausalLM, directory, tokenizer, seed: int = 2):

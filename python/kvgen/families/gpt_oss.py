@@ -37,6 +37,21 @@ from kvgen.loaders.quantize import to_float32
 
 # transformers' GptOssConfig defaults, and llama.cpp's fixed values for gpt-oss files
 SWIGLU_LIMIT, SWIGLU_ALPHA = 7.0, 1.702
+# GptOssConfig's rope when a config names none (its default_theta where no rope_theta is given)
+DEFAULT_THETA = 150000.0
+DEFAULT_ROPE = {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0, "truncate": False,
+                "original_max_position_embeddings": 4096}
+
+
+def with_rope_defaults(config: dict) -> dict:
+    """``config`` with GptOssConfig's rope settings where it states none (YaRN, factor 32 over
+    4096 positions, theta 150000)."""
+    params = config.get("rope_parameters")
+    if params is None and config.get("rope_scaling") is None:
+        return {**config, "rope_parameters": {**DEFAULT_ROPE, "rope_theta": config.get("rope_theta", DEFAULT_THETA)}}
+    if "rope_theta" not in config and not (isinstance(params, dict) and "rope_theta" in params):
+        return {**config, "rope_theta": DEFAULT_THETA}
+    return config
 
 
 def default_layer_types(layers: int) -> list[str]:
@@ -124,6 +139,10 @@ class GptOssFamily(LlamaFamily):
         if window is None:  # GptOssAttention: no window, full attention on every layer
             return None
         return layer_windows(types, layers, checked_window(window))
+
+    def options(self, config: dict, sizes: "_core._ModelConfig",
+                rope_freqs: Optional[np.ndarray] = None) -> "_core._LlamaOptions":
+        return super().options(with_rope_defaults(config), sizes, rope_freqs)
 
     def expert_options(self, config: dict) -> "_core._ExpertOptions":
         limit, alpha = number(config, "swiglu_limit"), number(config, "swiglu_alpha")

@@ -57,6 +57,8 @@ def tensor_handling(qtype: str) -> str:
         return "kept 16-bit, multiplied by its 16-bit kernels with float32 activations"
     if qtype in PACKED_TYPES:
         return "kept quantized, multiplied by its kernels (int8 or float activations, Model.activations)"
+    if qtype == "U8":  # a safetensors checkpoint's uint8 tensors (kvgen.loaders.mxfp4)
+        return "an MXFP4 checkpoint's codes and exponents, repacked into MXFP4 blocks (kept quantized)"
     if qtype in _SCALE_OFFSETS:
         return "converted to Q8_0 at load (no kernel of its own)"
     return "not read by kvgen"
