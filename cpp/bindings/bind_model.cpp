@@ -153,6 +153,28 @@ py::array_t<float> forward(PyModel& pm, py::handle input_ids) {
 
 }  // namespace
 
+// A mixture of experts' routing and activation (kvgen/models/moe.h), a field of _LlamaOptions.
+void register_expert_options(py::module_& m) {
+  const ExpertOptions experts;
+  py::class_<ExpertOptions>(m, "_ExpertOptions",
+                            "How a mixture of experts routes and what its experts compute (kvgen/models/moe.h).")
+      .def(py::init([](bool norm_topk_prob, bool softmax_after_top_k, float swiglu_limit, float swiglu_alpha) {
+             return ExpertOptions{.norm_topk_prob = norm_topk_prob, .softmax_after_top_k = softmax_after_top_k,
+                                  .swiglu_limit = swiglu_limit, .swiglu_alpha = swiglu_alpha};
+           }),
+           py::kw_only(), py::arg("norm_topk_prob") = experts.norm_topk_prob,
+           py::arg("softmax_after_top_k") = experts.softmax_after_top_k,
+           py::arg("swiglu_limit") = experts.swiglu_limit, py::arg("swiglu_alpha") = experts.swiglu_alpha,
+           "norm_topk_prob: renormalise each token's top-k routing probabilities (Qwen3-MoE); "
+           "softmax_after_top_k: softmax the top-k router logits among themselves (GPT-OSS); swiglu_limit > 0: "
+           "the experts' clamped SwiGLU, (clamp(up, -limit, limit) + 1) * g * sigmoid(swiglu_alpha * g) with "
+           "g = min(gate, limit) (GPT-OSS).")
+      .def_readonly("norm_topk_prob", &ExpertOptions::norm_topk_prob)
+      .def_readonly("softmax_after_top_k", &ExpertOptions::softmax_after_top_k)
+      .def_readonly("swiglu_limit", &ExpertOptions::swiglu_limit)
+      .def_readonly("swiglu_alpha", &ExpertOptions::swiglu_alpha);
+}
+
 void register_model_config(py::module_& m) {
   py::class_<ModelConfig>(m, "_ModelConfig", "The sizes of a built-in model (kvgen/runtime/model_config.h).")
       .def(py::init([](std::string architecture, int64_t vocab_size, int64_t context_length, int64_t hidden,
@@ -221,7 +243,7 @@ void register_model_config(py::module_& m) {
                        std::optional<py::array_t<float, py::array::c_style>> inv_freq_long,
                        int64_t original_context, float rope_attention_factor, std::vector<uint8_t> rope_layers,
                        float embedding_multiplier, float residual_multiplier, float attention_scale,
-                       float logit_scale, bool norm_topk_prob) {
+                       float logit_scale, const ExpertOptions& experts) {
              const auto vector = [](const py::array_t<float, py::array::c_style>& a) {
                if (a.ndim() != 1) throw ValueError("rope inverse frequencies must be a 1-D array");
                return std::vector<float>(a.data(), a.data() + a.size());
@@ -237,7 +259,7 @@ void register_model_config(py::module_& m) {
                                  .residual_multiplier = residual_multiplier,
                                  .attention_scale = attention_scale,
                                  .logit_scale = logit_scale,
-                                 .norm_topk_prob = norm_topk_prob};
+                                 .experts = experts};
            }),
            py::kw_only(), py::arg("inv_freq"), py::arg("rms_norm_eps") = llama.rms_norm_eps,
            py::arg("rotary_dim") = llama.rotary_dim, py::arg("inv_freq_long") = py::none(),
@@ -246,12 +268,12 @@ void register_model_config(py::module_& m) {
            py::arg("rope_layers") = llama.rope_layers, py::arg("embedding_multiplier") = llama.embedding_multiplier,
            py::arg("residual_multiplier") = llama.residual_multiplier,
            py::arg("attention_scale") = llama.attention_scale, py::arg("logit_scale") = llama.logit_scale,
-           py::arg("norm_topk_prob") = llama.norm_topk_prob,
+           py::arg("experts") = llama.experts,
            "inv_freq: the rotary_dim / 2 rotary inverse frequencies, scaling applied (kvgen.loaders.rope); "
            "rotary_dim 0 = head_dim; inv_freq_long: LongRoPE's frequencies for calls reaching beyond "
            "original_context; rope_layers: per layer, nonzero where it applies the rotary embedding (empty: all); "
-           "attention_scale 0 = 1 / sqrt(head_dim); norm_topk_prob: a mixture of experts renormalises each "
-           "token's top-k routing probabilities.")
+           "attention_scale 0 = 1 / sqrt(head_dim); experts: how a mixture of experts routes and activates "
+           "(_ExpertOptions).")
       .def_readonly("rms_norm_eps", &LlamaOptions::rms_norm_eps)
       .def_readonly("rotary_dim", &LlamaOptions::rotary_dim)
       .def_readonly("original_context", &LlamaOptions::original_context)
@@ -261,7 +283,7 @@ void register_model_config(py::module_& m) {
       .def_readonly("residual_multiplier", &LlamaOptions::residual_multiplier)
       .def_readonly("attention_scale", &LlamaOptions::attention_scale)
       .def_readonly("logit_scale", &LlamaOptions::logit_scale)
-      .def_readonly("norm_topk_prob", &LlamaOptions::norm_topk_prob)
+      .def_readonly("experts", &LlamaOptions::experts)
       .def_property_readonly("inv_freq", [](const LlamaOptions& o) {
         return py::array_t<float>(static_cast<py::ssize_t>(o.inv_freq.size()), o.inv_freq.data());
       })
@@ -373,6 +395,7 @@ void register_qwen35_options(py::module_& m) {
 }
 
 void register_model(py::module_& m) {
+  register_expert_options(m);
   register_model_config(m);
   register_gemma_options(m);
   register_lfm2_options(m);

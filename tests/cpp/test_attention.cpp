@@ -2,7 +2,8 @@
 // softmax(scale * q k^T) v over the same cached keys and values (read back with
 // KVCache::load, so a half cache's rounding is in both), for the widths with register
 // kernels (64, 128, 256) and others, groups of query heads that take one or several passes
-// over a block, sliding-window rings that wrap, and soft-capping.
+// over a block, sliding-window rings that wrap, soft-capping and attention sinks (a logit
+// per query head in the denominator).
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -23,6 +24,7 @@ struct Case {
   int64_t head_dim, group, kv_heads, window, t;  // the token at position t attends
   float softcap;
   KVType type;
+  bool sinks = false;  // a learned logit per query head joins the softmax (AttentionOptions::sinks)
 };
 
 // The largest |attention_block's result - the direct one| over every head of the case.
@@ -38,7 +40,10 @@ double worst_difference(const Case& c) {
     cache.store(0, 1, p % cache.capacity(0), k.data(), v.data());
   }
   for (float& x : q) x = 0.5f * normal(rng);
+  std::vector<float> sinks(heads);
+  for (float& x : sinks) x = 2.0f * normal(rng);
   AttentionOptions o;
+  if (c.sinks) o.sinks = sinks.data();
   o.scale = 1.0f / std::sqrt(static_cast<float>(hd));
   o.softcap = c.softcap;
   o.window = c.window;
@@ -49,7 +54,7 @@ double worst_difference(const Case& c) {
     for (int64_t b = 0; b < blocks; ++b)
       kvgen::attention_block(parts.data() + (h * blocks + b) * part, q.data(), cache, 0, 1, c.t, h, b, c.group, o,
                              scratch.data());
-  kvgen::merge_blocks(out.data(), parts.data(), kv, blocks, c.group, hd);
+  kvgen::merge_blocks(out.data(), parts.data(), kv, blocks, c.group, hd, o.sinks);
 
   double worst = 0.0;
   const int64_t first = kvgen::first_key(c.t, c.window), n = c.t + 1 - first;
@@ -64,6 +69,10 @@ double worst_difference(const Case& c) {
       s[j] = dot * o.scale;
       if (c.softcap > 0) s[j] = c.softcap * std::tanh(s[j] / c.softcap);
       top = std::max(top, s[j]);
+    }
+    if (c.sinks) {  // softmax([scores, sink]) without the sink's own weight
+      top = std::max(top, static_cast<double>(sinks[h]));
+      total += std::exp(sinks[h] - top);
     }
     for (int64_t j = 0; j < n; ++j) {
       cache.load(keys.data(), values.data(), 0, 1, h / c.group, (first + j) % cache.capacity(0), 1);
@@ -89,13 +98,17 @@ void decode_attention_equals_a_direct_softmax() {
       {128, 2, 1, 40, 90, 0.0f, half},
       {64, 3, 2, 0, 300, 0.0f, f32},
       {64, 3, 1, 40, 200, 50.0f, f32},
+      {64, 3, 2, 0, 300, 0.0f, half, true},   // sinks, merged over two blocks
+      {16, 2, 2, 8, 40, 0.0f, f32, true},     // sinks on a sliding layer (GPT-OSS's test shape)
+      {64, 3, 1, 40, 200, 0.0f, KVType::Int8, true},
   };
   for (const Case& c : cases) {
     const double worst = worst_difference(c);
     if (!(worst < 2e-5)) {
       CHECK_NEAR(worst, 0.0, 2e-5);
       std::cerr << "  head_dim " << c.head_dim << ", group " << c.group << ", window " << c.window << ", t " << c.t
-                << (c.type == half ? ", half" : ", float32") << '\n';
+                << (c.type == half ? ", half" : c.type == f32 ? ", float32" : ", int8")
+                << (c.sinks ? ", sinks" : "") << '\n';
     }
   }
 }

@@ -178,6 +178,10 @@ def test_tokenizer_and_template_travel_through_the_converter(files, family):
     ("gemma3", "layer_types", ["sliding_attention"]),
     ("gemma3", "use_bidirectional_attention", True),
     ("qwen3moe", "num_experts_per_tok", 99),
+    ("gpt_oss", "swiglu_limit", -1.0),
+    ("gpt_oss", "swiglu_alpha", float("nan")),
+    ("gpt_oss", "quantization_config", {"quant_method": "gptq"}),
+    ("gpt_oss", "layer_types", ["full_attention"]),
 ])
 def test_hostile_family_settings_are_errors_naming_them(files, tmp_path, family, key, value):
     import json

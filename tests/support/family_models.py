@@ -59,6 +59,15 @@ FAMILIES = {
                         rope_parameters=dict(rope_type="yarn", rope_theta=1000000.0, factor=4.0,
                                              original_max_position_embeddings=48, beta_fast=8.0, beta_slow=2.0,
                                              mscale=1.0, mscale_all_dim=1.0, llama_4_scaling_beta=0.1))),
+    # GPT-OSS: 4 experts (top 2, width 32: MXFP4's block) in every layer, sliding (window 8) and
+    # full layers alternating, YaRN (GPT-OSS's original context of 4096, its ramp not truncated:
+    # the ends of the ramp fall between dimensions), biases everywhere; weights
+    # at half the others' scale (float32's own rounding, to a float64 run, stays near 1e-5)
+    "gpt_oss": (transformers.GptOssConfig, transformers.GptOssForCausalLM,
+                dict(initializer_range=0.15, num_hidden_layers=4, head_dim=16, intermediate_size=32,
+                     num_local_experts=4, num_experts_per_tok=2, sliding_window=8, tie_word_embeddings=False,
+                     rope_parameters=dict(rope_type="yarn", rope_theta=150000.0, factor=4.0, beta_fast=32.0,
+                                          beta_slow=1.0, truncate=False, original_max_position_embeddings=4096))),
     # the rotary embedding over adjacent pairs, biases on every projection
     "ernie4_5": (transformers.Ernie4_5Config, transformers.Ernie4_5ForCausalLM,
                  dict(head_dim=24, use_bias=True, rope_theta=500000.0, tie_word_embeddings=True)),

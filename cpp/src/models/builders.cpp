@@ -104,7 +104,7 @@ void DecoderModel::attention(float* out, const float* h, const AttentionWeights&
     });
   }
   float* att = builder_.att.data();  // (n, H hd)
-  attend(att, q, ldq, k, ldk, v, ldv, layer, b, cache, params.scale, params.softcap);
+  attend(att, q, ldq, k, ldk, v, ldv, layer, b, cache, params.scale, params.softcap, w.sinks);
   projector_.project(att, n, H * hd, {{&w.o.w, w.o.bias, out, C}});
 }
 
@@ -137,8 +137,8 @@ void DecoderModel::mlp(float* out, const float* h, const MlpWeights& w, Activati
   projector_.project(inner, n, I, {{&w.down.w, w.down.bias, out, C}});
 }
 
-void DecoderModel::use_experts(bool norm_topk_prob) {
-  experts_ = std::make_unique<SparseMoe>(config_, norm_topk_prob);
+void DecoderModel::use_experts(ExpertOptions options) {
+  experts_ = std::make_unique<SparseMoe>(config_, options);
 }
 
 int64_t DecoderModel::read_experts(const TensorMap& t, const std::string& prefix) {
@@ -148,6 +148,9 @@ int64_t DecoderModel::read_experts(const TensorMap& t, const std::string& prefix
   count_weight(m.router);
   for (const auto* experts : {&m.gate, &m.up, &m.down})
     for (const LinearWeight& e : *experts) count_weight(e);
+  if (m.router_bias != nullptr) count_weight(config_.experts);
+  count_weight(static_cast<int64_t>(m.gate_bias.size() + m.up_bias.size()) * config_.expert_intermediate +
+               static_cast<int64_t>(m.down_bias.size()) * config_.hidden);
   return static_cast<int64_t>(expert_layers_.size()) - 1;
 }
 

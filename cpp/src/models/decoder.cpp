@@ -28,10 +28,11 @@ void DecoderModel::grow_rows(xt::xtensor<float, 2>& buf, int64_t rows, int64_t w
 }
 
 void DecoderModel::attend(float* out, const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v,
-                          int64_t ldv, int64_t layer, const ForwardPass& batch, KVCache& cache, float scale, float softcap) {
+                          int64_t ldv, int64_t layer, const ForwardPass& batch, KVCache& cache, float scale, float softcap,
+                          const float* sinks) {
   const int64_t H = config_.heads, KV = config_.kv_heads, hd = config_.head_dim;
   const std::vector<RowTokens>& chunks = *batch.chunks;
-  const AttentionOptions options{.scale = scale, .softcap = softcap, .window = config_.window(layer)};
+  const AttentionOptions options{.scale = scale, .softcap = softcap, .window = config_.window(layer), .sinks = sinks};
   const int64_t slots = cache.capacity(layer);
   // Tokens of each chunk written and attended at once: all of them, unless the layer
   // keeps a ring shorter than the context; then as many as the ring holds beyond the
@@ -117,7 +118,8 @@ void DecoderModel::attend_tokens(float* out, const float* q, int64_t ldq, int64_
   });
   for (int64_t i = 0; i < batch.n; ++i)
     if (first[i + 1] > first[i])
-      merge_blocks(out + i * H * hd, parts + first[i] * part, KV, (first[i + 1] - first[i]) / KV, group, hd);
+      merge_blocks(out + i * H * hd, parts + first[i] * part, KV, (first[i + 1] - first[i]) / KV, group, hd,
+                   options.sinks);
 }
 
 void DecoderModel::softcap_logits(float* logits, int64_t rows, int64_t ld) const {

@@ -93,7 +93,7 @@ Llama::Llama(ModelConfig config, LlamaOptions options, const TensorMap& t)
   embed_ = read_matrix(t, "model.embed_tokens.weight", V, C);
   norm_ = read_vector(t, "model.norm.weight", C);
   lm_head_ = t.has("lm_head.weight") ? read_matrix(t, "lm_head.weight", V, C) : embed_;
-  if (config_.experts > 0) use_experts(options_.norm_topk_prob);
+  if (config_.experts > 0) use_experts(options_.experts);
   for (int64_t l = 0; l < L; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     Layer w;
@@ -121,6 +121,7 @@ Llama::Llama(ModelConfig config, LlamaOptions options, const TensorMap& t)
     const int64_t q_norm = across ? H * hd : hd, k_norm = across ? KV * hd : hd;
     w.attn.q_norm = optional_vector(p + "self_attn.q_norm.weight", q_norm);
     w.attn.k_norm = optional_vector(p + "self_attn.k_norm.weight", k_norm);
+    w.attn.sinks = optional_vector(p + "self_attn.sinks", H);
     if ((w.attn.q_norm == nullptr) != (w.attn.k_norm == nullptr))
       throw ValueError("layer " + std::to_string(l) + " has a norm of the queries or of the keys, not both");
     w.rope = options_.rope_layers.empty() || options_.rope_layers[l] != 0;

@@ -1,8 +1,10 @@
 // Sparse MoE MLP: routing (softmax, top-k), tokens grouped by expert, one pass per chosen
-// expert, following transformers' Qwen3MoeTopKRouter and Qwen3MoeExperts.
+// expert, following transformers' Qwen3MoeTopKRouter and Qwen3MoeExperts (and GPT-OSS's
+// GptOssTopKRouter and GptOssExperts where ExpertOptions say so).
 #include "kvgen/models/moe.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "kvgen/errors.h"
@@ -10,11 +12,12 @@
 
 namespace kvgen {
 
-SparseMoe::SparseMoe(const ModelConfig& c, bool norm_topk_prob)
-    : E_(c.experts), k_(c.experts_per_token), C_(c.hidden), Ie_(c.expert_intermediate),
-      norm_topk_prob_(norm_topk_prob) {
+SparseMoe::SparseMoe(const ModelConfig& c, ExpertOptions options)
+    : E_(c.experts), k_(c.experts_per_token), C_(c.hidden), Ie_(c.expert_intermediate), options_(options) {
   if (E_ < 1 || k_ < 1 || k_ > E_ || Ie_ < 1)
     throw ValueError("a mixture of experts needs 1 <= experts_per_token <= experts and an expert width");
+  if (!std::isfinite(options_.swiglu_limit) || options_.swiglu_limit < 0.0f || !std::isfinite(options_.swiglu_alpha))
+    throw ValueError("the experts' SwiGLU limit must be finite and not negative, and its alpha finite");
   starts_.resize(E_ + 1);
   products_.reserve(2 * k_);
   ranked_.resize(E_);
@@ -25,6 +28,7 @@ bool SparseMoe::has_layer(const TensorMap& t, const std::string& prefix) { retur
 SparseMoe::Layer SparseMoe::read(const TensorMap& t, const std::string& prefix) const {
   Layer w;
   w.router = t.linear(prefix + "mlp.gate.weight", E_, C_);
+  if (t.has(prefix + "mlp.gate.bias")) w.router_bias = t.get(prefix + "mlp.gate.bias", {E_});
   const auto experts = [&](const std::string& proj, int64_t out, int64_t in) {
     const std::string stacked = prefix + "mlp.experts." + proj + ".weight";
     if (t.has(stacked)) return t.stacked_linear(stacked, E_, out, in);
@@ -33,9 +37,24 @@ SparseMoe::Layer SparseMoe::read(const TensorMap& t, const std::string& prefix) 
       each.push_back(t.linear(prefix + "mlp.experts." + std::to_string(e) + "." + proj + ".weight", out, in));
     return each;
   };
+  const auto biases = [&](const std::string& proj, int64_t out) {
+    std::vector<const float*> each;
+    const std::string stacked = prefix + "mlp.experts." + proj + ".bias";
+    if (t.has(stacked)) {
+      const float* all = t.get(stacked, {E_, out});
+      for (int64_t e = 0; e < E_; ++e) each.push_back(all + e * out);
+    } else if (t.has(prefix + "mlp.experts.0." + proj + ".bias")) {
+      for (int64_t e = 0; e < E_; ++e)
+        each.push_back(t.get(prefix + "mlp.experts." + std::to_string(e) + "." + proj + ".bias", {out}));
+    }
+    return each;
+  };
   w.gate = experts("gate_proj", Ie_, C_);
   w.up = experts("up_proj", Ie_, C_);
   w.down = experts("down_proj", C_, Ie_);
+  w.gate_bias = biases("gate_proj", Ie_);
+  w.up_bias = biases("up_proj", Ie_);
+  w.down_bias = biases("down_proj", C_);
   return w;
 }
 
@@ -69,38 +88,27 @@ const float* SparseMoe::forward(const float* h, int64_t n, const Layer& w, Proje
   float* gate = scratch_.gate.data();
   float* up = scratch_.up.data();
   float* expert = scratch_.expert.data();
-  // ---- routing: probabilities (n, E), each token's top k by falling probability ----
-  if (n == 1 && !w.router.reads_int8(projector.activations()))  // a few rows of floats: no parallel section
+  // ---- routing: router logits (n, E), each token's top k and their weights ----
+  if (n == 1 && !w.router.reads_int8(projector.activations())) {  // a few rows of floats: no parallel section
     w.router.multiply(probs, E_, h, C_, nullptr, 1, 0, w.router.units(), projector.activations());
-  else
-    projector.project(h, n, C_, {{&w.router, nullptr, probs, E_}});
-  ops::softmax_rows(probs, n, E_, nullptr);
-  std::fill(starts_.begin(), starts_.end(), 0);
-  for (int64_t t = 0; t < n; ++t) {
-    const float* p = probs + t * E_;
-    for (int64_t e = 0; e < E_; ++e) ranked_[e] = e;
-    // the k largest, ties to the lower index
-    std::partial_sort(ranked_.begin(), ranked_.begin() + k_, ranked_.end(),
-                      [p](int64_t a, int64_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
-    float sum = 0.0f;
-    for (int64_t j = 0; j < k_; ++j) sum += p[ranked_[j]];
-    for (int64_t j = 0; j < k_; ++j) {
-      chosen_[t * k_ + j] = ranked_[j];
-      weights_[t * k_ + j] = norm_topk_prob_ ? p[ranked_[j]] / sum : p[ranked_[j]];
-      ++starts_[ranked_[j] + 1];
-    }
+    if (w.router_bias != nullptr) ops::add_inplace(probs, w.router_bias, E_);
+  } else {
+    projector.project(h, n, C_, {{&w.router, w.router_bias, probs, E_}});
   }
+  route(probs, n);
+  const auto bias = [](const std::vector<const float*>& b, int64_t e) { return b.empty() ? nullptr : b[e]; };
   if (n == 1) {  // one token: its experts' gate and up in one section, their downs in another
     products_.clear();
     for (int64_t j = 0; j < k_; ++j) {
       const int64_t e = chosen_[j];
-      products_.push_back({&w.gate[e], nullptr, gate + j * Ie_, Ie_});
-      products_.push_back({&w.up[e], nullptr, up + j * Ie_, Ie_});
+      products_.push_back({&w.gate[e], bias(w.gate_bias, e), gate + j * Ie_, Ie_});
+      products_.push_back({&w.up[e], bias(w.up_bias, e), up + j * Ie_, Ie_});
     }
     projector.project(h, 1, C_, products_);
-    ops::silu_mul(gate, up, k_ * Ie_);
+    activate(gate, up, k_);
     products_.clear();  // row j of expert (k, C) = expert chosen_[j]'s down of row j of gate
-    for (int64_t j = 0; j < k_; ++j) products_.push_back({&w.down[chosen_[j]], nullptr, expert + j * C_, C_});
+    for (int64_t j = 0; j < k_; ++j)
+      products_.push_back({&w.down[chosen_[j]], bias(w.down_bias, chosen_[j]), expert + j * C_, C_});
     projector.project_each(gate, Ie_, products_);
     std::fill(out, out + C_, 0.0f);
     for (int64_t e = 0; e < E_; ++e)  // ascending expert order, as transformers adds them
@@ -129,9 +137,10 @@ const float* SparseMoe::forward(const float* h, int64_t n, const Layer& w, Proje
     const int64_t first = starts_[e], m = starts_[e + 1] - first;
     if (m == 0) continue;  // not chosen: its weights are not read
     for (int64_t j = 0; j < m; ++j) std::memcpy(rows + j * C_, h + order_[first + j] * C_, sizeof(float) * C_);
-    projector.project(rows, m, C_, {{&w.gate[e], nullptr, gate, Ie_}, {&w.up[e], nullptr, up, Ie_}});
-    ops::silu_mul(gate, up, m * Ie_);
-    projector.project(gate, m, Ie_, {{&w.down[e], nullptr, expert, C_}});
+    projector.project(rows, m, C_,
+                      {{&w.gate[e], bias(w.gate_bias, e), gate, Ie_}, {&w.up[e], bias(w.up_bias, e), up, Ie_}});
+    activate(gate, up, m);
+    projector.project(gate, m, Ie_, {{&w.down[e], bias(w.down_bias, e), expert, C_}});
     for (int64_t j = 0; j < m; ++j) {
       float* o = out + order_[first + j] * C_;
       const float* y = expert + j * C_;
@@ -140,6 +149,47 @@ const float* SparseMoe::forward(const float* h, int64_t n, const Layer& w, Proje
     }
   }
   return out;
+}
+
+void SparseMoe::route(float* logits, int64_t n) {
+  std::fill(starts_.begin(), starts_.end(), 0);
+  if (!options_.softmax_after_top_k) ops::softmax_rows(logits, n, E_, nullptr);  // probabilities (n, E)
+  for (int64_t t = 0; t < n; ++t) {
+    const float* p = logits + t * E_;
+    for (int64_t e = 0; e < E_; ++e) ranked_[e] = e;
+    // the k largest, ties to the lower index
+    std::partial_sort(ranked_.begin(), ranked_.begin() + k_, ranked_.end(),
+                      [p](int64_t a, int64_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
+    float* weight = weights_.data() + t * k_;
+    for (int64_t j = 0; j < k_; ++j) {
+      chosen_[t * k_ + j] = ranked_[j];
+      weight[j] = p[ranked_[j]];
+      ++starts_[ranked_[j] + 1];
+    }
+    if (options_.softmax_after_top_k) {  // softmax of the chosen logits (the first is their max)
+      float sum = 0.0f;
+      for (int64_t j = 0; j < k_; ++j) sum += weight[j] = std::exp(weight[j] - p[ranked_[0]]);
+      for (int64_t j = 0; j < k_; ++j) weight[j] /= sum;
+    } else if (options_.norm_topk_prob) {
+      float sum = 0.0f;
+      for (int64_t j = 0; j < k_; ++j) sum += weight[j];
+      for (int64_t j = 0; j < k_; ++j) weight[j] /= sum;
+    }
+  }
+}
+
+void SparseMoe::activate(float* gate, const float* up, int64_t m) const {
+  const int64_t size = m * Ie_;
+  if (options_.swiglu_limit <= 0.0f) {
+    ops::silu_mul(gate, up, size);
+    return;
+  }
+  const float limit = options_.swiglu_limit, alpha = options_.swiglu_alpha;
+  for (int64_t i = 0; i < size; ++i) {  // GptOssExperts._apply_gate
+    const float g = std::min(gate[i], limit), u = std::clamp(up[i], -limit, limit);
+    const float sigmoid = 1.0f / (1.0f + std::exp(-(g * alpha)));
+    gate[i] = (u + 1.0f) * (g * sigmoid);
+  }
 }
 
 }  // namespace kvgen

@@ -341,6 +341,14 @@ inline void for_slot_runs(int64_t p0, int64_t n, int64_t capacity, Use&& use) {
   }
 }
 
+// s (n) = softmax([s, sink]) without the sink's own weight: exp(s - m) / (sum exp(s - m) +
+// exp(sink - m)), m the max of s and the sink (transformers' eager_attention_forward with sinks).
+void softmax_with_sink(float* s, int64_t n, float sink) {
+  const float m = std::max(ops::max_of(s, n), sink);
+  const double total = ops::exp_into(s, s, n, m) + static_cast<double>(ops::fast_exp(sink - m));
+  ops::scale_inplace(s, static_cast<float>(1.0 / total), n);
+}
+
 // Each head g of the group: scores (n, at g * kAttentionBlock) soft-capped, then replaced
 // by exp(score - m[g]); m[g] is their max and l[g] the sum of the exps.
 inline void softmax_heads(float* scores, int64_t group, int64_t n, float softcap, float* m, float* l) {
@@ -446,16 +454,19 @@ void attention_block(float* part, const float* q, KVCache& cache, int64_t layer,
                    cap, p0, n, group, hd, o, scratch);
 }
 
-void merge_blocks(float* out, const float* parts, int64_t kv_heads, int64_t blocks, int64_t group, int64_t hd) {
+void merge_blocks(float* out, const float* parts, int64_t kv_heads, int64_t blocks, int64_t group, int64_t hd,
+                  const float* sinks) {
   const int64_t part = block_part_floats(group, hd);
   for (int64_t kv = 0; kv < kv_heads; ++kv)
     for (int64_t g = 0; g < group; ++g) {
       const float* first = parts + kv * blocks * part;  // the head's parts, block after block
       float top = first[g];
       for (int64_t b = 1; b < blocks; ++b) top = std::max(top, first[b * part + g]);
+      const float* sink = sinks != nullptr ? sinks + kv * group + g : nullptr;  // a key without a value
+      if (sink != nullptr) top = std::max(top, *sink);
       float* oh = out + (kv * group + g) * hd;
       std::fill(oh, oh + hd, 0.0f);
-      float total = 0.0f;
+      float total = sink == nullptr ? 0.0f : (*sink == top ? 1.0f : ops::fast_exp(*sink - top));
       for (int64_t b = 0; b < blocks; ++b) {
         const float* pb = first + b * part;
         const float w = pb[g] == top ? 1.0f : ops::fast_exp(pb[g] - top);  // rescales exp(score - block max)
@@ -494,7 +505,10 @@ void causal_attention(float* out, int64_t ldo, const float* q, int64_t ldq, KVCa
     const int64_t t = start + i;
     const int64_t a = o.window > 0 ? std::max<int64_t>(0, t - o.window + 1 - lo) : 0, b = t + 1 - lo;
     std::fill(row_scores, row_scores + a, 0.0f);
-    ops::softmax_rows(row_scores + a, 1, b - a, nullptr);
+    if (o.sinks == nullptr)
+      ops::softmax_rows(row_scores + a, 1, b - a, nullptr);
+    else
+      softmax_with_sink(row_scores + a, b - a, o.sinks[h]);
     std::fill(row_scores + b, row_scores + len, 0.0f);
   }
   // out_h (count, head_dim) = scores @ values (len, head_dim), value block after value block

@@ -258,10 +258,14 @@ class LlamaFamily(Family):
             options.update(inv_freq_long=rope.inv_freq_long, original_context=rope.original_context)
         if rope.attention_factor != 1.0:  # LongRoPE's, YaRN's: multiplies cos and sin
             options["rope_attention_factor"] = rope.attention_factor
-        options.update(self.extra_options(config))
         if self.moe:
-            options["norm_topk_prob"] = boolean(config, "norm_topk_prob")
+            options["experts"] = self.expert_options(config)
+        options.update(self.extra_options(config))
         return _core._LlamaOptions(inv_freq=freq, **given(**options))
+
+    def expert_options(self, config: dict) -> "_core._ExpertOptions":
+        """How the family's mixture of experts routes and activates (moe)."""
+        return _core._ExpertOptions(**given(norm_topk_prob=boolean(config, "norm_topk_prob")))
 
     def _split(self, arrays: dict, sizes: "_core._ModelConfig") -> dict:
         return split_fused(self.fused, arrays, {"q": sizes.heads * sizes.head_dim,
@@ -371,8 +375,14 @@ class LlamaFamily(Family):
         q, kv = heads * head_dim, kv_heads * head_dim
         # q/k norms per head, or over the whole projection (OLMo 2's), as their sizes say
         across = "blk.0.attn_q_norm.weight" in gguf.tensors and gguf.shape("blk.0.attn_q_norm.weight") != (head_dim,)
+        # llama.cpp's post_attention_norm is a norm after attention (OLMo 2, GLM-4: with post_ffw_norm)
+        # or, in a file with neither ffn_norm nor post_ffw_norm, the MLP's norm before it (GPT-OSS's
+        # post_attention_layernorm)
+        mlp_pre_norm = ("blk.0.post_attention_norm.weight" in gguf.tensors and "blk.0.ffn_norm.weight" not in
+                        gguf.tensors and "blk.0.post_ffw_norm.weight" not in gguf.tensors)
         names = {"attn_norm": ("input_layernorm", (C,)), "ffn_norm": ("post_attention_layernorm", (C,)),
-                 "post_attention_norm": ("post_self_attn_layernorm", (C,)),
+                 "post_attention_norm": ("post_attention_layernorm" if mlp_pre_norm else "post_self_attn_layernorm",
+                                         (C,)),
                  "post_ffw_norm": ("post_mlp_layernorm", (C,)),
                  "attn_q_norm": ("self_attn.q_norm", (q if across else head_dim,)),
                  "attn_k_norm": ("self_attn.k_norm", (kv if across else head_dim,)),
@@ -396,6 +406,10 @@ class LlamaFamily(Family):
             sparse = self.moe and f"blk.{layer}.ffn_gate_inp.weight" in gguf.tensors  # a router: experts
             if sparse:
                 _experts(gguf, arrays, used, layer, config)
+            sinks = f"blk.{layer}.attn_sinks.weight"
+            if sinks in gguf.tensors:  # attention sinks (GPT-OSS): a logit per query head
+                arrays[f"model.layers.{layer}.self_attn.sinks"] = gguf.vector(sinks, (heads,))
+                used.add(sinks)
             for gg, (hf, shape) in names.items():
                 if sparse and gg in ("ffn_gate", "ffn_up", "ffn_down"):
                     continue
@@ -442,15 +456,22 @@ class LlamaFamily(Family):
 def _experts(gguf: GGUFContents, arrays: dict, used: set, layer: int, config: dict) -> None:
     """A mixture-of-experts layer's router (ffn_gate_inp, (E, C)) and its experts' 3-D
     matrices (ffn_{gate,up,down}_exps, (E, out, in)), which stay quantized: one (E, out, in)
-    QuantizedTensor each, cut into per-expert matrices by the core."""
+    QuantizedTensor each, cut into per-expert matrices by the core; their biases (the router's
+    (E), the experts' (E, out)) where the file has them (GPT-OSS)."""
     E, C, Ie = config["num_experts"], config["hidden_size"], config["moe_intermediate_size"]
-    p = f"blk.{layer}."
-    arrays[f"model.layers.{layer}.mlp.gate.weight"] = gguf.matrix(p + "ffn_gate_inp.weight", (E, C))
+    p, hf = f"blk.{layer}.", f"model.layers.{layer}.mlp."
+    arrays[hf + "gate.weight"] = gguf.matrix(p + "ffn_gate_inp.weight", (E, C))
     used.add(p + "ffn_gate_inp.weight")
-    for gg, hf, shape in (("ffn_gate_exps", "gate_proj", (E, Ie, C)), ("ffn_up_exps", "up_proj", (E, Ie, C)),
-                          ("ffn_down_exps", "down_proj", (E, C, Ie))):
-        arrays[f"model.layers.{layer}.mlp.experts.{hf}.weight"] = gguf.stacked(p + gg + ".weight", shape)
+    biases = {p + "ffn_gate_inp.bias": (hf + "gate.bias", (E,))}
+    for gg, proj, shape in (("ffn_gate_exps", "gate_proj", (E, Ie, C)), ("ffn_up_exps", "up_proj", (E, Ie, C)),
+                            ("ffn_down_exps", "down_proj", (E, C, Ie))):
+        arrays[f"{hf}experts.{proj}.weight"] = gguf.stacked(p + gg + ".weight", shape)
         used.add(p + gg + ".weight")
+        biases[p + gg + ".bias"] = (f"{hf}experts.{proj}.bias", shape[:2])
+    for name, (to, shape) in biases.items():
+        if name in gguf.tensors:
+            arrays[to] = gguf.vector(name, shape)
+            used.add(name)
 
 
 def _yarn(gguf: GGUFContents, a: str, context: int) -> dict:

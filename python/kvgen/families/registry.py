@@ -13,6 +13,7 @@ from kvgen.families import (
     gemma3,
     glm4,
     gpt2,
+    gpt_oss,
     granite,
     lfm2,
     llama,
@@ -42,6 +43,7 @@ FAMILIES: tuple[Family, ...] = (
     qwen3_5.FAMILY,
     ministral3.FAMILY, ernie4_5.FAMILY,
     olmo2.FAMILY, olmo3.FAMILY, exaone4.FAMILY, glm4.FAMILY,
+    gpt_oss.FAMILY,
 )
 
 _BY_NAME = {f.name: f for f in FAMILIES}

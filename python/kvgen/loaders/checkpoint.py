@@ -140,6 +140,10 @@ _DTYPE_NAMES = {"F16": "float16", "BF16": "bfloat16", "F64": "float64", "F8_E4M3
                 "F8_E5M2": "float8_e5m2", "I8": "int8", "U8": "uint8", "I16": "int16", "U16": "uint16",
                 "I32": "int32", "U32": "uint32", "I64": "int64", "U64": "uint64", "BOOL": "bool"}
 _HALF_TYPES = ("F16", "BF16")
+# The uint8 tensors of an MXFP4 checkpoint (quantization_config.quant_method "mxfp4", GPT-OSS): the
+# E2M1 codes of 32-value blocks, two a byte, and each block's E8M0 exponent; read as they are
+# stored (memory-mapped), repacked by the family into the core's MXFP4 blocks.
+_MXFP4_PARTS = ("_blocks", "_scales")
 
 
 def _read_safetensors(path: Path, rename: Optional[Rename] = None) -> dict[str, Any]:
@@ -147,7 +151,8 @@ def _read_safetensors(path: Path, rename: Optional[Rename] = None) -> dict[str, 
     the others are not read): float32 ones as NumPy arrays; float16 and bfloat16
     matrices as F16 / BF16 ``QuantizedTensor``s over the file's pages (memory-mapped, computed
     on by the core's 16-bit kernels or quantized at load, never expanded to float32 as a
-    whole); 16-bit vectors (norms, biases) as float32 copies. ValueError for a file the
+    whole); 16-bit vectors (norms, biases) as float32 copies; an MXFP4 checkpoint's uint8 ``_blocks``
+    and ``_scales`` as uint8 arrays over the file's pages. ValueError for a file the
     safetensors library cannot read; TypeError naming the first tensor of another dtype
     (checked from the header, before it is read)."""
     from safetensors import safe_open
@@ -164,7 +169,7 @@ def _read_safetensors(path: Path, rename: Optional[Rename] = None) -> dict[str, 
                     continue
                 tensor = f.get_slice(name)
                 dtype = tensor.get_dtype()
-                if dtype in _HALF_TYPES:
+                if dtype in _HALF_TYPES or (dtype == "U8" and name.endswith(_MXFP4_PARTS)):
                     halves[name] = (dtype, list(tensor.get_shape()))
                     continue
                 if dtype != "F32":
@@ -184,7 +189,7 @@ def _read_safetensors(path: Path, rename: Optional[Rename] = None) -> dict[str, 
 
 
 def _half_tensors(path: Path, halves: dict[str, tuple[str, list[int]]]) -> dict[str, Any]:
-    """The 16-bit tensors of a safetensors file (see _read_safetensors), at the byte offsets
+    """The 16-bit tensors (and MXFP4 parts) of a safetensors file (see _read_safetensors), at the byte offsets
     its header gives (the safetensors library has checked the header and the offsets)."""
     from kvgen.loaders.quantize import QuantizedTensor, check_finite_scales, to_float32
 
@@ -196,6 +201,9 @@ def _half_tensors(path: Path, halves: dict[str, tuple[str, list[int]]]) -> dict[
     for name, (dtype, shape) in halves.items():
         begin, end = (8 + header_size + int(o) for o in header[name]["data_offsets"])
         raw = pages[begin:end]
+        if dtype == "U8":  # an MXFP4 checkpoint's codes or exponents (_MXFP4_PARTS), as stored
+            out[name] = raw.reshape(shape)
+            continue
         if not check_finite_scales(dtype, raw):
             raise ValueError(f"{path}: tensor {name!r} holds values that are not finite (nan or inf)")
         t = QuantizedTensor(dtype, raw, tuple(shape), mapped=True)

@@ -69,6 +69,8 @@ def tensor_handling(qtype: str) -> str:
         bits = 12 if CORE_TYPES[qtype] == "I8S16M" else 10
         return (f"kept quantized as int8 values with a float32 scale{' and min' if bits == 12 else ''} per 16 weights "
                 f"({bits} bits a weight), the file's values bit for bit, multiplied by their kernels")
+    if qtype == "U8":  # a safetensors checkpoint's uint8 tensors (kvgen.loaders.mxfp4)
+        return "an MXFP4 checkpoint's codes and exponents, repacked into MXFP4 blocks (kept quantized)"
     return "not read by kvgen"
 
 
@@ -147,13 +149,17 @@ _GPT2_MATRICES = ("wte.weight", "lm_head.weight")
 
 def quantize_checkpoint(arch: str, arrays: dict, dtype: str) -> dict:
     """``arrays`` with its matrices quantized to ``dtype`` ("q8_0" or "q4_0"); ``arch`` is the
-    core model ("llama", "gemma" or "gpt2"). 16-bit matrices are converted one at a time."""
+    core model ("llama", "gemma" or "gpt2"). 16-bit matrices are converted one at a time;
+    quantized ones (an MXFP4 checkpoint's experts) keep their type."""
     if dtype not in LOAD_DTYPES:
         raise ValueError(f"dtype={dtype!r} is not supported (choose one of: {', '.join(LOAD_DTYPES)}, or None "
                          "to keep the checkpoint's float32 weights)")
     qtype = dtype.upper()
     out = {}
     for name, w in arrays.items():
+        if isinstance(w, QuantizedTensor) and w.type not in ("F16", "BF16"):  # quantized already (MXFP4 experts)
+            out[name] = w
+            continue
         if len(w.shape) == 2 and name.endswith(_LLAMA_MATRICES + GPT2_CONV1D + _GPT2_MATRICES):
             cols = w.shape[1]
             if cols % 32:

@@ -86,8 +86,10 @@ class DecoderModel : public Model {
   // softcap > 0, soft-capped (attention.h). A layer with a sliding window (ModelConfig::
   // window) sees only its window, and its ring of slots is written and read a block of
   // tokens at a time, so that no key is overwritten before the tokens that see it have.
+  // sinks (heads) or null: the layer's attention sinks (AttentionOptions::sinks).
   void attend(float* out, const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v, int64_t ldv,
-              int64_t layer, const ForwardPass& batch, KVCache& cache, float scale, float softcap = 0.0f);
+              int64_t layer, const ForwardPass& batch, KVCache& cache, float scale, float softcap = 0.0f,
+              const float* sinks = nullptr);
 
   // Runs f(r0, r1) over row ranges that cover [0, n) of a row-wise step over (n, width)
   // values (norms, rope, activations, residual adds): on the pool's threads where the rows
@@ -173,6 +175,7 @@ class DecoderModel : public Model {
     // q_norm (H hd) and k_norm (KV hd) normalise the whole projection, all heads together
     // (OLMo 2), rather than each head apart
     bool qk_norm_across_heads = false;
+    const float* sinks = nullptr;   // (H) attention sinks, a learned logit per query head (attention.h), or null
   };
   // How a layer attends.
   struct AttentionParams {
@@ -203,7 +206,7 @@ class DecoderModel : public Model {
 
   // Gives the model a sparse mixture of experts (ModelConfig::experts > 0; moe.h), before
   // any read_experts.
-  void use_experts(bool norm_topk_prob);
+  void use_experts(ExpertOptions options);
   // The experts of the layer under `prefix` where it has a router (SparseMoe::has_layer),
   // counted toward weight_bytes(): their index for experts(); -1 where the layer has none
   // or the model no mixture.

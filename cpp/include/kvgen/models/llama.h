@@ -20,13 +20,15 @@
 // - layers without rotary embeddings (SmolLM3's rope_layers);
 // - embedding, residual, attention and logit multipliers (Granite);
 // - a sparse mixture of experts instead of the MLP in the layers that have a router
-//   (Qwen3-MoE, moe.h).
+//   (Qwen3-MoE, moe.h; GPT-OSS's router and clamped SwiGLU: ExpertOptions);
+// - attention sinks where self_attn.sinks exist (GPT-OSS, attention.h).
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "kvgen/models/moe.h"
 #include "kvgen/runtime/model.h"
 #include "kvgen/runtime/model_config.h"
 #include "kvgen/runtime/tensors.h"
@@ -58,14 +60,13 @@ struct LlamaOptions {
   float residual_multiplier = 1.0f;   // scales each block's branch before it is added
   float attention_scale = 0.0f;       // query-key scale; 0: 1 / sqrt(head_dim)
   float logit_scale = 1.0f;           // scales the logits (1 / Granite's logits_scaling)
-  // Mixture of experts (ModelConfig::experts > 0): renormalise each token's top-k routing
-  // probabilities to sum to 1 (Qwen3-MoE's norm_topk_prob).
-  bool norm_topk_prob = false;
+  // Mixture of experts (ModelConfig::experts > 0): how it routes and its activation (moe.h).
+  ExpertOptions experts;
 };
 
 // A Llama-family model over `tensors`, every one checked for presence and shape against
 // config (ValueError naming what is wrong); optional biases (q/k/v/o_proj.bias,
-// gate/up/down_proj.bias), q/k norms and routers are used where present. The model reads float32 tensors in place: they must outlive it.
+// gate/up/down_proj.bias), q/k norms, attention sinks and routers are used where present. The model reads float32 tensors in place: they must outlive it.
 std::unique_ptr<Model> make_llama(ModelConfig config, LlamaOptions options, const TensorMap& tensors);
 
 }  // namespace kvgen

@@ -6,6 +6,9 @@
 // the tokens that chose it, so only the chosen experts' weights are read. Expert
 // matrices are float32 or quantized like any projection (linear_weight.h): GGUF's 3-D
 // expert tensors are cut into one packed matrix per expert, never expanded to float.
+// GPT-OSS's variant (ExpertOptions, GptOssTopKRouter and GptOssExperts): the router has a
+// bias and softmaxes its top-k logits among themselves, the experts have biases and a
+// clamped SwiGLU.
 #pragma once
 
 #include <cstdint>
@@ -21,22 +24,41 @@
 
 namespace kvgen {
 
+// How a mixture routes and what its experts compute (the tensors say the rest: biases are
+// used where present).
+struct ExpertOptions {
+  // Renormalise each token's top-k softmax probabilities to sum to 1 (Qwen3-MoE's norm_topk_prob).
+  bool norm_topk_prob = false;
+  // Choose the top k router logits first, then softmax them among themselves (GPT-OSS's
+  // router); else softmax over all the experts, then the top k.
+  bool softmax_after_top_k = false;
+  // > 0: the experts' clamped SwiGLU (GPT-OSS): gate = min(gate, limit), up = clamp(up,
+  // -limit, limit), act = (up + 1) * gate * sigmoid(swiglu_alpha * gate); 0: silu(gate) * up.
+  float swiglu_limit = 0.0f;
+  float swiglu_alpha = 1.0f;
+};
+
 class SparseMoe {
  public:
   // The router and experts of one layer (E = experts, Ie = expert_intermediate).
   struct Layer {
     LinearWeight router;                   // (E, C)
+    const float* router_bias = nullptr;    // (E) or null
     std::vector<LinearWeight> gate, up;    // E x (Ie, C)
     std::vector<LinearWeight> down;        // E x (C, Ie)
+    // each expert's biases, E x (Ie) for gate and up, E x (C) for down; empty: none
+    std::vector<const float*> gate_bias, up_bias, down_bias;
   };
 
-  SparseMoe(const ModelConfig& config, bool norm_topk_prob);
+  SparseMoe(const ModelConfig& config, ExpertOptions options);
 
   // The layer whose tensors start with `prefix` ("model.layers.3."): the router
-  // prefix + "mlp.gate.weight", and each expert's gate/up/down either as 3-D tensors
-  // prefix + "mlp.experts.gate_proj.weight" (E, out, in), as GGUF stores them, or as one
-  // matrix per expert, prefix + "mlp.experts.<e>.gate_proj.weight", as Hugging Face
-  // checkpoints do. ValueError naming a missing or misshapen tensor.
+  // prefix + "mlp.gate.weight" (and its .bias where present), and each expert's
+  // gate/up/down either as 3-D tensors prefix + "mlp.experts.gate_proj.weight" (E, out, in),
+  // as GGUF stores them, or as one matrix per expert, prefix +
+  // "mlp.experts.<e>.gate_proj.weight", as Hugging Face checkpoints do; their biases where
+  // present, as 2-D tensors prefix + "mlp.experts.gate_proj.bias" (E, out) or one vector per
+  // expert. ValueError naming a missing or misshapen tensor.
   Layer read(const TensorMap& t, const std::string& prefix) const;
   // Whether the layer under `prefix` is sparse (has a router).
   static bool has_layer(const TensorMap& t, const std::string& prefix);
@@ -56,8 +78,13 @@ class SparseMoe {
     xt::xtensor<float, 2> expert;    // (max(n, k), C) its output; for one token, row j its j-th expert's
     xt::xtensor<float, 2> out;       // (n, C) the mixture's output: the weighted sum of the chosen experts'
   };
+  // routing: chosen_ and weights_ of the n tokens from their router logits (n, E)
+  void route(float* logits, int64_t n);
+  // gate (m, Ie) = the expert activation of gate and up (m, Ie) (SwiGLU, or the clamped one)
+  void activate(float* gate, const float* up, int64_t m) const;
+
   int64_t E_, k_, C_, Ie_;
-  bool norm_topk_prob_;
+  ExpertOptions options_;
   Scratch scratch_;
   std::vector<int64_t> chosen_;   // (n, k) experts each token chose, by falling probability
   std::vector<float> weights_;    // (n, k) their routing weights

@@ -1,6 +1,7 @@
 // Causal self-attention of new tokens of one row against the KV cache, for prefill
 // (many tokens) and decode (one) alike, with grouped-query attention, optional tanh
-// soft-capping of the scores and sliding windows over ring-buffer layers.
+// soft-capping of the scores, sliding windows over ring-buffer layers and attention sinks
+// (a learned logit per query head that joins the softmax's denominator only).
 #pragma once
 
 #include <algorithm>
@@ -14,6 +15,10 @@ struct AttentionOptions {
   float scale = 1.0f;    // scores = scale * q . k
   float softcap = 0.0f;  // > 0: scores = softcap * tanh(scores / softcap) (Gemma 2), before the mask
   int64_t window = 0;    // > 0: a token at position t sees positions (t - window, t] only
+  // (heads) or null: attention sinks, one learned logit per query head that joins the
+  // softmax as a key without a value (GPT-OSS): the weights sum to less than 1, as
+  // transformers' eager_attention_forward computes softmax([scores, sink]) and drops the sink.
+  const float* sinks = nullptr;
 };
 
 // Chunks of at most this many tokens attend token by token in blocks (attention_block:
@@ -63,7 +68,9 @@ void attention_block(float* part, const float* q, KVCache& cache, int64_t layer,
                      int64_t kv_head, int64_t block, int64_t group, const AttentionOptions& options, float* scratch);
 
 // out (kv_heads * group * head_dim) = one token's attention from its items' parts
-// (kv_heads, blocks, block_part_floats), blocks merged in order.
-void merge_blocks(float* out, const float* parts, int64_t kv_heads, int64_t blocks, int64_t group, int64_t head_dim);
+// (kv_heads, blocks, block_part_floats), blocks merged in order; sinks (kv_heads * group) or
+// null: each query head's attention sink joins the denominator (AttentionOptions::sinks).
+void merge_blocks(float* out, const float* parts, int64_t kv_heads, int64_t blocks, int64_t group, int64_t head_dim,
+                  const float* sinks = nullptr);
 
 }  // namespace kvgen
