@@ -12,6 +12,7 @@ from kvgen.families import (
     gemma3,
     gpt2,
     granite,
+    granite4,
     lfm2,
     llama,
     ministral3,
@@ -36,6 +37,7 @@ FAMILIES: tuple[Family, ...] = (
     qwen3moe.FAMILY, gemma2.FAMILY, gemma3.FAMILY, phi3.FAMILY,
     lfm2.FAMILY,
     qwen3_5.FAMILY,
+    granite4.FAMILY,
     ministral3.FAMILY, ernie4_5.FAMILY,
 )
 
