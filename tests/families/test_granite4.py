@@ -34,7 +34,8 @@ SETTINGS = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=32, shared_i
                 layer_types=["mamba", "attention", "mamba", "mamba"], mamba_n_heads=8, mamba_n_groups=2,
                 mamba_d_state=16, mamba_d_head=16, mamba_d_conv=4, mamba_expand=2, num_local_experts=4,
                 num_experts_per_tok=2, embedding_multiplier=6.0, residual_multiplier=0.5, attention_multiplier=0.5,
-                logits_scaling=2.0, position_embedding_type=None, initializer_range=0.3, rms_norm_eps=1e-5,
+                logits_scaling=2.0, position_embedding_type=None, mamba_chunk_size=16, initializer_range=0.3,
+                rms_norm_eps=1e-5,
                 tie_word_embeddings=False, pad_token_id=None, bos_token_id=1, eos_token_id=2)
 # Llama.cpp's converter finds the attention layers by these names only.
 CONVERTER_LAYER_TYPES = {"layer_types": SETTINGS["layer_types"]}
@@ -217,7 +218,10 @@ def test_a_state_size_that_does_not_match_its_heads_names_the_layer(hf):
     assert sizes.recurrent_layers[0] == (8 * 16 + 2 * 2 * 16, 4, 8, 16, 16)
     for wrong, message in (((8 * 16 + 2 * 16, 4, 8, 16, 16), "Granite 4 layer 0: its state of 160 convolution "
                                                              "channels does not match heads x head_dim"),
-                           ((192, 4, 6, 16, 16), "Granite 4 layer 0: mamba_n_heads = 6 is not a positive multiple")):
+                           ((144, 4, 5, 16, 16), "Granite 4 layer 0: mamba_n_heads = 5 is not a positive multiple "
+                                                 "of mamba_n_groups = 2"),
+                           # 4 heads of 32: the same channels, not the heads in_proj and A_log have
+                           ((192, 4, 4, 32, 16), "model.layers.0.mamba.in_proj.weight")):
         shapes = [wrong if s[0] else s for s in sizes.recurrent_layers]
         bad = _core._ModelConfig(architecture="granitehybrid", vocab_size=VOCAB, context_length=512, hidden=64,
                                  layers=4, heads=4, kv_heads=2, head_dim=16, intermediate=48, experts=4,

@@ -173,7 +173,8 @@ class Granite4Family(Family):
     def checkpoint_arrays(self, config: dict, arrays: dict, dtype: Optional[str]) -> dict:
         """The tensors under the names the core reads: the shared MLP's input_linear split into
         gate_proj and up_proj rows (views), output_linear as down_proj; the router and each
-        expert's gate, up (rows of input_linear) and down under Qwen3-MoE's names; conv1d
+        expert's gate, up (rows of input_linear, transformers' gate_up_proj) and down
+        (output_linear, down_proj) under Qwen3-MoE's names; conv1d
         weights as (channels, kernel). Quantized to ``dtype`` like Llama's matrices."""
         shared = _setting(config, "shared_intermediate_size")
         arrays = split_fused({"shared_mlp.input_linear": [("shared_mlp.gate_proj", "i"), ("shared_mlp.up_proj", "i")]},
@@ -187,11 +188,12 @@ class Granite4Family(Family):
                 out[name.replace("output_linear", "down_proj")] = w
             elif module in ("router.layer.weight", "router.weight"):
                 out[stem + "mlp.gate.weight"] = w
-            elif module in ("input_linear.weight", "output_linear.weight"):
+            elif module in ("input_linear.weight", "output_linear.weight", "experts.gate_up_proj",
+                            "experts.down_proj"):  # as saved, and as transformers names them in memory
                 if len(w.shape) != 3 or isinstance(w, tuple):
                     raise ValueError(f"tensor {name!r} has shape {tuple(w.shape)}; it must be (experts, out, in)")
                 for e in range(w.shape[0]):  # each expert's matrices: views of the stacked tensor
-                    if module == "output_linear.weight":
+                    if module in ("output_linear.weight", "experts.down_proj"):
                         out[f"{stem}mlp.experts.{e}.down_proj.weight"] = w[e]
                         continue
                     if w.shape[1] % 2:
