@@ -235,7 +235,9 @@ class Granite4Family(Family):
         Granite 3 files (an absent attention.scale is 1 / sqrt(head_dim), llama.cpp's rule), the
         experts' widths as ``feed_forward_length`` and the shared MLP's as
         ``expert_shared_feed_forward_length``; it stores -exp(A_log), D as (heads, 1), the gated
-        norm as (groups, inner / groups), q/k rows permuted for llama.cpp's rotary layout."""
+        norm as (groups, inner / groups), q/k rows permuted for llama.cpp's rotary layout (undone
+        where the layers rotate; without a rotary embedding q and k share the order, which leaves
+        every score unchanged)."""
         path = gguf.path
         a = self.gguf_architecture + "."
         hidden, heads, layers = gguf.size(a + "embedding_length"), gguf.size(a + "attention.head_count"), \
