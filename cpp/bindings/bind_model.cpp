@@ -12,6 +12,7 @@
 #include "kvgen/limits.h"
 #include "kvgen/models/gemma.h"
 #include "kvgen/models/gpt2.h"
+#include "kvgen/models/granite_hybrid.h"
 #include "kvgen/models/lfm2.h"
 #include "kvgen/models/llama.h"
 #include "kvgen/models/qwen35.h"
@@ -123,6 +124,11 @@ std::unique_ptr<PyModel> make_lfm2(const ModelConfig& config, const Lfm2Options&
 std::unique_ptr<PyModel> make_qwen35(const ModelConfig& config, const Qwen35Options& options, const py::dict& arrays,
                                      const std::string& activations) {
   return make_model(&kvgen::make_qwen35, "qwen35", config, options, arrays, activations);
+}
+
+std::unique_ptr<PyModel> make_granite_hybrid(const ModelConfig& config, const GraniteHybridOptions& options,
+                                             const py::dict& arrays, const std::string& activations) {
+  return make_model(&kvgen::make_granite_hybrid, "granitehybrid", config, options, arrays, activations);
 }
 
 // Model.forward: a fresh array per call, written by the forward pass in place, so a
@@ -394,12 +400,49 @@ void register_qwen35_options(py::module_& m) {
       .def_readonly("chunk_size", &Qwen35Options::chunk_size);
 }
 
+void register_granite_hybrid_options(py::module_& m) {
+  const GraniteHybridOptions granite;
+  py::class_<GraniteHybridOptions>(m, "_GraniteHybridOptions",
+                                   "Numerics options of Granite 4.0's hybrid (kvgen/models/granite_hybrid.h).")
+      .def(py::init([](py::array_t<float, py::array::c_style> inv_freq, float rms_norm_eps, float embedding_multiplier,
+                       float residual_multiplier, float attention_multiplier, float logit_scale,
+                       int64_t mamba_groups) {
+             if (inv_freq.ndim() != 1) throw ValueError("rope inverse frequencies must be a 1-D array");
+             return GraniteHybridOptions{
+                 .rms_norm_eps = rms_norm_eps,
+                 .inv_freq = std::vector<float>(inv_freq.data(), inv_freq.data() + inv_freq.size()),
+                 .embedding_multiplier = embedding_multiplier,
+                 .residual_multiplier = residual_multiplier,
+                 .attention_multiplier = attention_multiplier,
+                 .logit_scale = logit_scale,
+                 .mamba_groups = mamba_groups};
+           }),
+           py::kw_only(), py::arg("inv_freq"), py::arg("rms_norm_eps") = granite.rms_norm_eps,
+           py::arg("embedding_multiplier") = granite.embedding_multiplier,
+           py::arg("residual_multiplier") = granite.residual_multiplier,
+           py::arg("attention_multiplier") = granite.attention_multiplier,
+           py::arg("logit_scale") = granite.logit_scale, py::arg("mamba_groups") = granite.mamba_groups,
+           "inv_freq: the head_dim / 2 rotary inverse frequencies of the attention layers, or an empty array "
+           "(no rotary embedding); the multipliers as config.json names them, logit_scale = 1 / logits_scaling; "
+           "mamba_groups: mamba_n_groups.")
+      .def_readonly("rms_norm_eps", &GraniteHybridOptions::rms_norm_eps)
+      .def_readonly("embedding_multiplier", &GraniteHybridOptions::embedding_multiplier)
+      .def_readonly("residual_multiplier", &GraniteHybridOptions::residual_multiplier)
+      .def_readonly("attention_multiplier", &GraniteHybridOptions::attention_multiplier)
+      .def_readonly("logit_scale", &GraniteHybridOptions::logit_scale)
+      .def_readonly("mamba_groups", &GraniteHybridOptions::mamba_groups)
+      .def_property_readonly("inv_freq", [](const GraniteHybridOptions& o) {
+        return py::array_t<float>(static_cast<py::ssize_t>(o.inv_freq.size()), o.inv_freq.data());
+      });
+}
+
 void register_model(py::module_& m) {
   register_expert_options(m);
   register_model_config(m);
   register_gemma_options(m);
   register_lfm2_options(m);
   register_qwen35_options(m);
+  register_granite_hybrid_options(m);
   py::class_<PyModel>(m, "_Model", "A built-in model over weights held in NumPy arrays (see kvgen.Model).")
       .def_static("gpt2", &make_gpt2, py::arg("config"), py::arg("options"), py::arg("arrays"),
                   py::kw_only(), py::arg("activations") = "int8x2",
@@ -421,6 +464,10 @@ void register_model(py::module_& m) {
       .def_static("qwen35", &make_qwen35, py::arg("config"), py::arg("options"), py::arg("arrays"),
                   py::kw_only(), py::arg("activations") = "int8x2",
                   "A Qwen3.5 model (Gated DeltaNet and gated attention layers; config.recurrent_layers says which) "
+                  "of these sizes and options over its tensors by Hugging Face name.")
+      .def_static("granite_hybrid", &make_granite_hybrid, py::arg("config"), py::arg("options"), py::arg("arrays"),
+                  py::kw_only(), py::arg("activations") = "int8x2",
+                  "A Granite 4.0 hybrid model (Mamba-2 and attention layers; config.recurrent_layers says which) "
                   "of these sizes and options over its tensors by Hugging Face name.")
       .def("forward", &forward, py::arg("input_ids"), R"doc(
 Logits [rows, length, vocab] for input_ids [rows, length] (all positions, no cache kept).

@@ -514,7 +514,8 @@ def _info(args) -> int:
     if caps.recompute_past:
         facts.append(f"rows computed again past {caps.recompute_past} positions")
     if caps.recurrent_state:
-        facts.append("a recurrent state per slot (cached prefixes and speculative rollback resume from snapshots of it)")
+        facts.append("a recurrent state per slot (cached prefixes and speculative rollback resume from "
+                     "snapshots of it)")
     print(f"capabilities: {'; '.join(facts)}")
     windows = [w for w in family.sizes(model.config).layer_windows if w] if family.core != "gpt2" else []
     print(f"attention: a sliding window of {max(windows)} positions on {len(windows)} of {model._core.num_layers} "

@@ -5,6 +5,8 @@ logits and greedy tokens. One function, so a new family's test is a model and a 
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -29,7 +31,8 @@ def logits(model: transformers.PreTrainedModel, ids: np.ndarray) -> np.ndarray:
 def check_family(name: str, hf: transformers.PreTrainedModel, tmp_path: Path, smollm2_file: Path, *,
                  gguf_family: Optional[str] = None,
                  gguf_reference: Optional[transformers.PreTrainedModel] = None,
-                 also_convert: Sequence[tuple[Path, Path, str]] = ()) -> dict[str, kvgen.Model]:
+                 also_convert: Sequence[tuple[Path, Path, str]] = (),
+                 converter_config: Optional[dict] = None) -> dict[str, kvgen.Model]:
     """Checks family ``name`` against ``hf`` (random weights, SmolLM2's vocabulary size, so that
     llama.cpp's converter can write SmolLM2's tokenizer beside them):
 
@@ -41,7 +44,9 @@ def check_family(name: str, hf: transformers.PreTrainedModel, tmp_path: Path, sm
     ``gguf_family``, ``gguf_reference``: the family a GGUF file is read as and the model it
     equals, where llama.cpp's converter writes the family as another (Mistral as Llama, without
     its window). ``also_convert``: (directory, GGUF file, outtype) triples the same converter run
-    writes, for the test's own checks. Returns the loaded models by variant
+    writes, for the test's own checks. ``converter_config``: config.json keys that llama.cpp's
+    converter needs in another spelling than transformers saves (Granite 4's layer_types); the
+    converter then reads a copy of the float32 directory with them. Returns the loaded models by variant
     ("f32", "bf16", "gguf")."""
     assert family_named(name).transformers_class == type(hf).__name__
     tokenizer = tmp_path / "tokenizer"
@@ -49,7 +54,13 @@ def check_family(name: str, hf: transformers.PreTrainedModel, tmp_path: Path, sm
     paths = {"f32": save_family_model(hf, tmp_path / "f32", tokenizer),
              "bf16": save_family_model(hf, tmp_path / "bf16", tokenizer, torch.bfloat16),
              "gguf": tmp_path / "f32.gguf"}
-    convert(converter(), [(paths["f32"], paths["gguf"], "f32"), *also_convert])
+    source = paths["f32"]
+    if converter_config:
+        source = tmp_path / "f32-for-converter"
+        shutil.copytree(paths["f32"], source)
+        config = json.loads((source / "config.json").read_text())
+        (source / "config.json").write_text(json.dumps({**config, **converter_config}))
+    convert(converter(), [(source, paths["gguf"], "f32"), *also_convert])
     references = {"f32": hf, "bf16": reference(type(hf), paths["bf16"]), "gguf": gguf_reference or hf}
     models = {variant: kvgen.Model.load(path, exact=True) for variant, path in paths.items()}
     assert {v: m.family for v, m in models.items()} == {"f32": name, "bf16": name, "gguf": gguf_family or name}

@@ -29,8 +29,9 @@ void check_size(const std::string& arch, Field f, int64_t value, int64_t limit) 
 
 void ModelConfig::validate() const {
   const std::string& a = architecture;
-  if (a != "gpt2" && a != "llama" && a != "gemma" && a != "lfm2" && a != "qwen35")
-    throw ValueError("architecture '" + a + "' is not one of gpt2, llama, gemma, lfm2, qwen35");
+  if (a != "gpt2" && a != "llama" && a != "gemma" && a != "lfm2" && a != "qwen35" &&
+      a != "granitehybrid")
+    throw ValueError("architecture '" + a + "' is not one of gpt2, llama, gemma, lfm2, qwen35, granitehybrid");
   check_size(a, kVocab, vocab_size, limits::kMaxVocab);
   check_size(a, kContext, context_length, limits::kMaxContext);
   check_size(a, kHidden, hidden, limits::kMaxWidth);

@@ -83,6 +83,36 @@ def conv_kernel(config: dict) -> int:
     return positive(config, "conv_L_cache") if config.get("conv_L_cache") is not None else _CONV_KERNEL
 
 
+def layer_kv_heads(gguf: GGUFContents, key: str, heads: int, layers: int) -> list[int]:
+    """Per layer, the kv heads of a GGUF file's ``key`` as llama.cpp's converter writes it for a
+    hybrid: an array with 0 for each recurrent layer and one count for every attention layer (a
+    scalar: every layer attends); ValueError naming the key when it is not that."""
+    from gguf.constants import GGUFValueType
+
+    from kvgen.loaders.gguf.metadata import INTEGER_TYPES, read_number_array
+
+    path = gguf.path
+    stored = gguf.reader.fields.get(key)
+    if stored is not None and stored.type == GGUFValueType.ARRAY:  # per layer, as llama.cpp's converter writes it
+        try:
+            counts = read_number_array(gguf.reader, key, set(INTEGER_TYPES), "head counts")
+        except ValueError as e:
+            raise ValueError(f"{path}: {e}") from None
+        per_layer = [int(k) for k in (() if counts is None else counts)]
+    else:  # a scalar: every layer attends
+        per_layer = [gguf.size(key, heads)] * layers
+    if len(per_layer) != layers:
+        raise ValueError(f"{path}: {key} has {len(per_layer)} entries for {layers} layers")
+    kv_counts = {k for k in per_layer if k != 0}
+    if len(kv_counts) > 1 or any(k < 0 for k in kv_counts):
+        raise ValueError(f"{path}: {key} = {per_layer[:8]} must be 0 (a recurrent layer) or one kv head "
+                         f"count for every attention layer")
+    kv_heads = next(iter(kv_counts), heads)
+    if heads % kv_heads:
+        raise ValueError(f"{path}: attention.head_count = {heads} is not a multiple of head_count_kv = {kv_heads}")
+    return per_layer
+
+
 @dataclass(frozen=True)
 class Lfm2Family(Family):
     """LFM2's translation: config.json's keys and GGUF's ``lfm2.*`` keys."""
@@ -158,10 +188,6 @@ class Lfm2Family(Family):
         ``shortconv.l_cache``, the depthwise kernel as (channels, kernel), ``embedding_norm`` as
         ``token_embd_norm``; it permutes nothing (llama.cpp rotates LFM2 in its "neox" layout,
         as transformers does)."""
-        from gguf.constants import GGUFValueType
-
-        from kvgen.loaders.gguf.metadata import INTEGER_TYPES, read_number_array
-
         path = gguf.path
         a = "lfm2."
         hidden = gguf.size(a + "embedding_length")
@@ -169,24 +195,8 @@ class Lfm2Family(Family):
         layers = gguf.size(a + "block_count")
         head_dim = gguf.size(a + "attention.key_length", max(hidden // heads, 1))
         key = a + "attention.head_count_kv"
-        stored = gguf.reader.fields.get(key)
-        if stored is not None and stored.type == GGUFValueType.ARRAY:  # per layer, as llama.cpp's converter writes it
-            try:
-                counts = read_number_array(gguf.reader, key, set(INTEGER_TYPES), "head counts")
-            except ValueError as e:
-                raise ValueError(f"{path}: {e}") from None
-            per_layer = [int(k) for k in (() if counts is None else counts)]
-        else:  # a scalar: every layer attends
-            per_layer = [gguf.size(key, heads)] * layers
-        if len(per_layer) != layers:
-            raise ValueError(f"{path}: {key} has {len(per_layer)} entries for {layers} layers")
-        kv_counts = {k for k in per_layer if k != 0}
-        if len(kv_counts) > 1 or any(k < 0 for k in kv_counts):
-            raise ValueError(f"{path}: {key} = {per_layer[:8]} must be 0 (a convolution layer) or one kv head "
-                             f"count for every attention layer")
-        kv_heads = kv_counts.pop() if kv_counts else heads
-        if heads % kv_heads:
-            raise ValueError(f"{path}: attention.head_count = {heads} is not a multiple of head_count_kv = {kv_heads}")
+        per_layer = layer_kv_heads(gguf, key, heads, layers)
+        kv_heads = next((k for k in per_layer if k), heads)
         conv = [k == 0 for k in per_layer]
         embed_shape = gguf.embedding_shape(hidden)
         vocab = embed_shape[0]
