@@ -13,7 +13,7 @@
 #include "kvgen/models/causal_conv.h"
 #include "kvgen/models/decoder.h"
 #include "kvgen/models/mamba2.h"
-#include "kvgen/runtime/kernels.h"
+#include "kvgen/ops/layer_ops.h"
 
 namespace kvgen {
 namespace {
@@ -23,9 +23,9 @@ class GraniteHybrid : public DecoderModel {
   GraniteHybrid(ModelConfig config, GraniteHybridOptions options, const TensorMap& t);
 
  protected:
-  void reserve(const Batch& b) override;
-  void embed(float* x, const Batch& b) override;
-  void block(int64_t layer, float* x, const Batch& b, KVCache& cache) override;
+  void reserve(const ForwardPass& b) override;
+  void embed(float* x, const ForwardPass& b) override;
+  void block(int64_t layer, float* x, const ForwardPass& b, KVCache& cache) override;
   void final_norm(float* out, const float* x, int64_t m) override;
 
  private:
@@ -51,7 +51,7 @@ class GraniteHybrid : public DecoderModel {
   };
 
   // h (n, C) = the Mamba-2 mixer of h (n, C), each chunk over its row's state of `layer`.
-  void mamba_branch(float* h, const Mamba& w, int64_t layer, const Batch& b, KVCache& cache);
+  void mamba_branch(float* h, const Mamba& w, int64_t layer, const ForwardPass& b, KVCache& cache);
 
   GraniteHybridOptions options_;
   RecurrentLayerShape shape_;  // every Mamba-2 layer's (checked equal)
@@ -157,7 +157,7 @@ GraniteHybrid::GraniteHybrid(ModelConfig config, GraniteHybridOptions options, c
   }
 }
 
-void GraniteHybrid::reserve(const Batch& b) {
+void GraniteHybrid::reserve(const ForwardPass& b) {
   if (!options_.inv_freq.empty()) extend_rotary(rotary_, options_.inv_freq, 1.0f, b.end);
   if (shape_.heads == 0) return;  // no Mamba-2 layer
   grow_rows(zxbcdt_, b.n, projected_);
@@ -167,11 +167,11 @@ void GraniteHybrid::reserve(const Batch& b) {
   grow_rows(normed_, b.n, inner_);
 }
 
-void GraniteHybrid::embed(float* x, const Batch& b) {
+void GraniteHybrid::embed(float* x, const ForwardPass& b) {
   embed_tokens(x, embed_, b, options_.embedding_multiplier);  // x (n, C)
 }
 
-void GraniteHybrid::block(int64_t l, float* x, const Batch& b, KVCache& cache) {
+void GraniteHybrid::block(int64_t l, float* x, const ForwardPass& b, KVCache& cache) {
   const int64_t n = b.n, C = config_.hidden;
   const float eps = options_.rms_norm_eps, residual = options_.residual_multiplier;
   const Layer& w = layers_[l];
@@ -195,7 +195,7 @@ void GraniteHybrid::block(int64_t l, float* x, const Batch& b, KVCache& cache) {
   add_residual(x, h, n, C, residual);
 }
 
-void GraniteHybrid::mamba_branch(float* h, const Mamba& w, int64_t layer, const Batch& b, KVCache& cache) {
+void GraniteHybrid::mamba_branch(float* h, const Mamba& w, int64_t layer, const ForwardPass& b, KVCache& cache) {
   const int64_t n = b.n, C = config_.hidden;
   const int64_t D = inner_, conv = shape_.conv_channels, Hm = shape_.heads, N = shape_.value_dim;
   const int64_t G = options_.mamba_groups, W = projected_;
@@ -225,7 +225,7 @@ void GraniteHybrid::mamba_branch(float* h, const Mamba& w, int64_t layer, const 
 void GraniteHybrid::final_norm(float* out, const float* x, int64_t m) {
   rms_norm(out, x, norm_, m, config_.hidden, options_.rms_norm_eps);
   // the LM head is linear: scaling its input scales the logits (logits / logits_scaling)
-  if (options_.logit_scale != 1.0f) kernels::scale_inplace(out, options_.logit_scale, m * config_.hidden);
+  if (options_.logit_scale != 1.0f) ops::scale_inplace(out, options_.logit_scale, m * config_.hidden);
 }
 
 }  // namespace
