@@ -117,7 +117,7 @@ GraniteHybrid::GraniteHybrid(ModelConfig config, GraniteHybridOptions options, c
   embed_ = read_matrix(t, "model.embed_tokens.weight", V, C);
   norm_ = read_vector(t, "model.norm.weight", C);
   lm_head_ = t.has("lm_head.weight") ? read_matrix(t, "lm_head.weight", V, C) : embed_;
-  if (config_.experts > 0) use_experts(/*norm_topk_prob=*/true);  // a softmax over the top-k logits
+  if (config_.experts > 0) use_experts({.softmax_after_top_k = true});  // a softmax over the top-k logits
   for (int64_t l = 0; l < L; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     const std::string where = "Granite 4 layer " + std::to_string(l) + ": ";
