@@ -6,7 +6,7 @@ logits and greedy tokens. One function, so a new family's test is a model and a 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 import numpy as np
 import torch
@@ -28,7 +28,8 @@ def logits(model: transformers.PreTrainedModel, ids: np.ndarray) -> np.ndarray:
 
 def check_family(name: str, hf: transformers.PreTrainedModel, tmp_path: Path, smollm2_file: Path, *,
                  gguf_family: Optional[str] = None,
-                 gguf_reference: Optional[transformers.PreTrainedModel] = None) -> dict[str, kvgen.Model]:
+                 gguf_reference: Optional[transformers.PreTrainedModel] = None,
+                 converter_options: Sequence[str] = ()) -> dict[str, kvgen.Model]:
     """Checks family ``name`` against ``hf`` (random weights, SmolLM2's vocabulary size, so that
     llama.cpp's converter can write SmolLM2's tokenizer beside them):
 
@@ -39,14 +40,16 @@ def check_family(name: str, hf: transformers.PreTrainedModel, tmp_path: Path, sm
 
     ``gguf_family``, ``gguf_reference``: the family a GGUF file is read as and the model it
     equals, where llama.cpp's converter writes the family as another (Mistral as Llama, without
-    its window). Returns the loaded models by variant ("f32", "bf16", "gguf")."""
+    its window). ``converter_options``: the converter's own (``--no-mtp`` for the Qwen3.5 family,
+    whose random models have no multi-token-prediction head). Returns the loaded models by
+    variant ("f32", "bf16", "gguf")."""
     assert family_named(name).transformers_class == type(hf).__name__
     tokenizer = tmp_path / "tokenizer"
     save_converter_tokenizer(tokenizer, smollm2_file, name)
     paths = {"f32": save_family_model(hf, tmp_path / "f32", tokenizer),
              "bf16": save_family_model(hf, tmp_path / "bf16", tokenizer, torch.bfloat16),
              "gguf": tmp_path / "f32.gguf"}
-    convert(converter(), [(paths["f32"], paths["gguf"], "f32")])
+    convert(converter(), [(paths["f32"], paths["gguf"], "f32")], converter_options)
     references = {"f32": hf, "bf16": reference(type(hf), paths["bf16"]), "gguf": gguf_reference or hf}
     models = {variant: kvgen.Model.load(path, exact=True) for variant, path in paths.items()}
     assert {v: m.family for v, m in models.items()} == {"f32": name, "bf16": name, "gguf": gguf_family or name}
