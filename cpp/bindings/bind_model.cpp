@@ -373,7 +373,8 @@ void register_qwen35_options(py::module_& m) {
   const Qwen35Options qwen35;
   py::class_<Qwen35Options>(m, "_Qwen35Options", "Numerics options of Qwen3.5 (kvgen/models/qwen35.h).")
       .def(py::init([](py::array_t<float, py::array::c_style> inv_freq, int64_t rotary_dim, float rms_norm_eps,
-                       float norm_offset, int64_t linear_key_heads, bool value_heads_tiled, int64_t chunk_size) {
+                       float norm_offset, int64_t linear_key_heads, bool value_heads_tiled, int64_t chunk_size,
+                       bool norm_topk_prob, int64_t shared_expert_intermediate) {
              if (inv_freq.ndim() != 1) throw ValueError("rope inverse frequencies must be a 1-D array");
              return Qwen35Options{.rms_norm_eps = rms_norm_eps,
                                   .inv_freq = std::vector<float>(inv_freq.data(), inv_freq.data() + inv_freq.size()),
@@ -381,23 +382,30 @@ void register_qwen35_options(py::module_& m) {
                                   .norm_offset = norm_offset,
                                   .linear_key_heads = linear_key_heads,
                                   .value_heads_tiled = value_heads_tiled,
-                                  .chunk_size = chunk_size};
+                                  .chunk_size = chunk_size,
+                                  .norm_topk_prob = norm_topk_prob,
+                                  .shared_expert_intermediate = shared_expert_intermediate};
            }),
            py::kw_only(), py::arg("inv_freq"), py::arg("rotary_dim") = qwen35.rotary_dim,
            py::arg("rms_norm_eps") = qwen35.rms_norm_eps, py::arg("norm_offset") = qwen35.norm_offset,
            py::arg("linear_key_heads") = qwen35.linear_key_heads,
            py::arg("value_heads_tiled") = qwen35.value_heads_tiled, py::arg("chunk_size") = qwen35.chunk_size,
+           py::arg("norm_topk_prob") = qwen35.norm_topk_prob,
+           py::arg("shared_expert_intermediate") = qwen35.shared_expert_intermediate,
            "inv_freq: (rotary_dim / 2) rotary inverse frequencies; rotary_dim 0 = head_dim; norm_offset: added to "
            "the (1 + w) RMSNorm weights (1 for Hugging Face checkpoints, 0 for GGUF files, which store 1 + w); "
            "linear_key_heads: the Gated DeltaNet's key heads; value_heads_tiled: its value heads are ordered "
            "tiled over the key heads (llama.cpp's files), not grouped by key head; chunk_size: tokens per chunk of the chunked delta "
-           "rule.")
+           "rule; norm_topk_prob: the chosen experts' weights renormalised (with experts); shared_expert_intermediate: "
+           "the shared expert's width (0: none).")
       .def_readonly("rms_norm_eps", &Qwen35Options::rms_norm_eps)
       .def_readonly("rotary_dim", &Qwen35Options::rotary_dim)
       .def_readonly("norm_offset", &Qwen35Options::norm_offset)
       .def_readonly("linear_key_heads", &Qwen35Options::linear_key_heads)
       .def_readonly("value_heads_tiled", &Qwen35Options::value_heads_tiled)
-      .def_readonly("chunk_size", &Qwen35Options::chunk_size);
+      .def_readonly("chunk_size", &Qwen35Options::chunk_size)
+      .def_readonly("norm_topk_prob", &Qwen35Options::norm_topk_prob)
+      .def_readonly("shared_expert_intermediate", &Qwen35Options::shared_expert_intermediate);
 }
 
 void register_granite_hybrid_options(py::module_& m) {

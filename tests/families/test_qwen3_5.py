@@ -11,9 +11,17 @@ import numpy as np
 import pytest
 import torch
 import transformers
-from family_check import PAD, logits
+from family_check import PAD
 from family_models import VOCAB, reference, save_family_model
 from hf_models import assert_generate_equals_hf
+from hybrid_checks import (
+    check_batch_equals_one_by_one,
+    check_beams,
+    check_positions,
+    check_rows_share_the_prompts_state,
+    conditional_generation,
+    randomize,
+)
 from llama_cpp_convert import _DRIVER, converter, save_smollm2_tokenizer
 
 import kvgen
@@ -36,14 +44,7 @@ def random_qwen3_5(seed: int = 0) -> transformers.Qwen3_5ForCausalLM:
     """A random Qwen3_5ForCausalLM whose norms (including the DeltaNet's gated one), decays and
     time-step biases are random too, so that each shows in the logits."""
     torch.manual_seed(seed)
-    model = transformers.Qwen3_5ForCausalLM(transformers.Qwen3_5TextConfig(**TEXT)).eval()
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if name.endswith("norm.weight"):
-                p.copy_(0.3 * torch.randn_like(p) + (1.0 if "linear_attn" in name else 0.0))
-            elif name.endswith(("dt_bias", "A_log")):
-                p.copy_(0.5 * torch.randn_like(p))
-    return model
+    return randomize(transformers.Qwen3_5ForCausalLM(transformers.Qwen3_5TextConfig(**TEXT)))
 
 
 @pytest.fixture(scope="module")
@@ -73,22 +74,12 @@ def quantized(directories):
     return kvgen.Model.load(directories["f32"], dtype="q8_0")
 
 
-def check_logits(model: kvgen.Model, reference_model, lengths=(1, 11, 70), what: str = "") -> None:
-    """kvgen's logits equal transformers' at every position of two rows (70 positions: the
-    chunked delta rule's second chunk)."""
-    rng = np.random.default_rng(1)
-    for length in lengths:
-        ids = rng.integers(0, VOCAB, (2, length))
-        np.testing.assert_allclose(model.forward(ids), logits(reference_model, ids), atol=2e-4, rtol=1e-4,
-                                   err_msg=f"{what}, {length} positions")
-
-
 def test_directories_give_transformers_logits_and_greedy_tokens(hf, directories, model):
     assert family_named("qwen3_5").transformers_class == type(hf).__name__
     assert model.family == "qwen3_5" and model.capabilities.recurrent_state
-    check_logits(model, hf, what="f32")
+    check_positions(model, hf, what="f32")
     bf16 = kvgen.Model.load(directories["bf16"], exact=True)
-    check_logits(bf16, reference(type(hf), directories["bf16"]), lengths=(11,), what="bf16")
+    check_positions(bf16, reference(type(hf), directories["bf16"]), lengths=(11,), what="bf16")
     assert_generate_equals_hf(model, hf, [[5, 9, 13, 4, 3], [7, 8]], PAD, max_new_tokens=12, do_sample=False)
 
 
@@ -109,14 +100,7 @@ def test_text_positions_make_the_rope_sections_ordinary_rotary_positions(hf, mod
 def test_a_conditional_generation_directory_loads_its_text_model(hf, directories):
     """The published layout: Qwen3_5ForConditionalGeneration, the text model's config under
     text_config and its tensors under model.language_model., beside a vision tower."""
-    vision = dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64, patch_size=4,
-                  temporal_patch_size=2, spatial_merge_size=2, num_position_embeddings=16)
-    config = transformers.Qwen3_5Config(text_config=TEXT, vision_config=vision, tie_word_embeddings=False)
-    whole = transformers.Qwen3_5ForConditionalGeneration(config).eval()
-    state = {("model.language_model." + k[len("model."):] if k.startswith("model.") else k): v
-             for k, v in hf.state_dict().items()}
-    missing, unexpected = whole.load_state_dict(state, strict=False)
-    assert not unexpected and all(k.startswith("model.visual.") for k in missing)
+    whole = conditional_generation(hf, transformers.Qwen3_5Config, transformers.Qwen3_5ForConditionalGeneration)
     path = save_family_model(whole, directories["root"] / "conditional", directories["tokenizer"])
     # a vision tensor that kvgen would refuse to read (int32): the vision tower stays unread
     from safetensors.numpy import load_file, save_file
@@ -126,41 +110,19 @@ def test_a_conditional_generation_directory_loads_its_text_model(hf, directories
               metadata={"format": "pt"})
     loaded = kvgen.Model.load(path, exact=True)
     assert loaded.family == "qwen3_5"
-    check_logits(loaded, whole, lengths=(11,), what="ConditionalGeneration")
+    check_positions(loaded, whole, lengths=(11,), what="ConditionalGeneration")
 
 
 def test_beam_search_takes_each_parents_state(hf, model):
-    assert_generate_equals_hf(model, hf, [[5, 9, 13, 4, 3], [7, 8, 11]], PAD, max_new_tokens=8, num_beams=4,
-                              do_sample=False, early_stopping=True)
+    check_beams(model, hf)
 
 
 def test_n_rows_share_the_prompts_state(model):
-    """n = 3 draws per prompt give the tokens of three separate requests with the same keys
-    (row k of prompt 0 draws with key k): each row starts from a copy of the prompt's state."""
-    prompt = [5, 9, 13, 4, 3, 17, 21]
-    settings = dict(do_sample=True, seed=5, top_k=0, temperature=1.5, max_new_tokens=10, eos_token_id=[])
-    config = kvgen.GenerationConfig(**settings)
-    together = kvgen.Generator(model, kvgen.GenerationConfig(**settings, num_return_sequences=3)).generate([prompt])
-    rows = [s.tolist() for s in together.sequences[0]]
-    apart = [kvgen.Generator(model, config).generate([prompt], sequence_ids=[k]).sequences[0][0].tolist()
-             for k in range(3)]
-    assert rows == apart
-    assert len({tuple(r) for r in rows}) > 1
+    check_rows_share_the_prompts_state(model)
 
 
 def test_a_batch_of_different_lengths_equals_one_by_one(quantized):
-    """Each prompt gets the tokens and log-probabilities of its own generate call, bit for bit
-    (a 70-token prompt is fed in one pass alone, a chunk per pass in the batch)."""
-    model = quantized
-    rng = np.random.default_rng(3)
-    prompts = [rng.integers(0, VOCAB, n).tolist() for n in (3, 70, 12, 1)]
-    config = kvgen.GenerationConfig(max_new_tokens=6, eos_token_id=[])
-    generator = kvgen.Generator(model, config)
-    batch = generator.generate_batch(prompts, max_batch=3)
-    for prompt, result in zip(prompts, batch):
-        alone = kvgen.Generator(model, config, prefix_cache=False).generate([prompt])
-        assert result.sequences[0][0].tolist() == alone.sequences[0][0].tolist()
-        np.testing.assert_array_equal(result.token_logprobs[0][0], alone.token_logprobs[0][0])
+    check_batch_equals_one_by_one(quantized, VOCAB)
 
 
 def test_the_prefix_cache_equals_a_fresh_run(quantized):
@@ -214,7 +176,7 @@ def test_llama_cpps_file_gives_transformers_logits_tokenizer_and_template(hf, di
     assert done.returncode == 0, done.stderr[-3000:]
     gguf = kvgen.Model.load(out, exact=True)
     assert gguf.family == "qwen3_5"
-    check_logits(gguf, hf, lengths=(11, 40), what="gguf")
+    check_positions(gguf, hf, lengths=(11, 40), what="gguf")
     assert_generate_equals_hf(gguf, hf, [[5, 9, 13, 4, 3], [7, 8]], PAD, max_new_tokens=8, do_sample=False)
     directory = kvgen.Model.load(directories["f32"])
     text = "Once upon a time"

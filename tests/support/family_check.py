@@ -32,7 +32,8 @@ def check_family(name: str, hf: transformers.PreTrainedModel, tmp_path: Path, sm
                  gguf_family: Optional[str] = None,
                  gguf_reference: Optional[transformers.PreTrainedModel] = None,
                  also_convert: Sequence[tuple[Path, Path, str]] = (),
-                 converter_config: Optional[dict] = None) -> dict[str, kvgen.Model]:
+                 converter_config: Optional[dict] = None,
+                 converter_options: Sequence[str] = ()) -> dict[str, kvgen.Model]:
     """Checks family ``name`` against ``hf`` (random weights, SmolLM2's vocabulary size, so that
     llama.cpp's converter can write SmolLM2's tokenizer beside them):
 
@@ -46,7 +47,9 @@ def check_family(name: str, hf: transformers.PreTrainedModel, tmp_path: Path, sm
     its window). ``also_convert``: (directory, GGUF file, outtype) triples the same converter run
     writes, for the test's own checks. ``converter_config``: config.json keys that llama.cpp's
     converter needs in another spelling than transformers saves (Granite 4's layer_types); the
-    converter then reads a copy of the float32 directory with them. Returns the loaded models by variant
+    converter then reads a copy of the float32 directory with them. ``converter_options``: the
+    converter's own (``--no-mtp`` for the Qwen3.5 family, whose random models have no
+    multi-token-prediction head). Returns the loaded models by variant
     ("f32", "bf16", "gguf")."""
     assert family_named(name).transformers_class == type(hf).__name__
     tokenizer = tmp_path / "tokenizer"
@@ -60,7 +63,7 @@ def check_family(name: str, hf: transformers.PreTrainedModel, tmp_path: Path, sm
         shutil.copytree(paths["f32"], source)
         config = json.loads((source / "config.json").read_text())
         (source / "config.json").write_text(json.dumps({**config, **converter_config}))
-    convert(converter(), [(source, paths["gguf"], "f32"), *also_convert])
+    convert(converter(), [(source, paths["gguf"], "f32"), *also_convert], converter_options)
     references = {"f32": hf, "bf16": reference(type(hf), paths["bf16"]), "gguf": gguf_reference or hf}
     models = {variant: kvgen.Model.load(path, exact=True) for variant, path in paths.items()}
     assert {v: m.family for v, m in models.items()} == {"f32": name, "bf16": name, "gguf": gguf_family or name}

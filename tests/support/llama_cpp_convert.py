@@ -60,8 +60,11 @@ TextModel._set_vocab_sentencepiece = sentencepiece_vocab
 # tokenizer.json the random models carry (the tensors and keys are written as before)
 Gemma2Model.set_vocab = Gemma3Model.set_vocab
 jobs = sys.argv[2:]
+options = []  # the converter's own options (--no-mtp), before the jobs
+while jobs and jobs[0].startswith("--"):
+    options.append(jobs.pop(0))
 for model, out, outtype in zip(jobs[0::3], jobs[1::3], jobs[2::3]):
-    sys.argv = ["convert_hf_to_gguf.py", model, "--outfile", out, "--outtype", outtype]
+    sys.argv = ["convert_hf_to_gguf.py", model, "--outfile", out, "--outtype", outtype] + options
     convert_hf_to_gguf.main()
 """
 
@@ -96,10 +99,11 @@ def converter(cache: Path = DEFAULT_CACHE) -> Path:
     return root
 
 
-def convert(root: Path, jobs: Sequence[tuple[Path, Path, str]]) -> None:
+def convert(root: Path, jobs: Sequence[tuple[Path, Path, str]], options: Sequence[str] = ()) -> None:
     """Runs llama.cpp's converter on each (Hugging Face directory, output .gguf, outtype),
-    outtype one of f32, f16, bf16, q8_0; RuntimeError with the converter's output otherwise."""
-    args = [str(x) for job in jobs for x in job]
+    outtype one of f32, f16, bf16, q8_0, with the converter's ``options`` (``--no-mtp``);
+    RuntimeError with the converter's output otherwise."""
+    args = [*options, *(str(x) for job in jobs for x in job)]
     done = subprocess.run([sys.executable, "-c", _DRIVER, str(root), *args], capture_output=True, text=True,
                           env={**os.environ, "TRANSFORMERS_VERBOSITY": "error"})
     if done.returncode:

@@ -47,6 +47,7 @@ COMPOSITES = {c.model_type: c for c in (
     Composite("mistral3", "Mistral3ForConditionalGeneration", "mistral"),
     # its vision tower (model.visual.) and multi-token-prediction head (mtp.) are left unread
     Composite("qwen3_5", "Qwen3_5ForConditionalGeneration", "qwen3_5_text"),
+    Composite("qwen3_5_moe", "Qwen3_5MoeForConditionalGeneration", "qwen3_5_moe_text"),
 )}
 
 

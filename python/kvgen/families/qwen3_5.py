@@ -22,7 +22,7 @@ position ids are the token's position, and it is the ordinary rotary embedding o
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, ClassVar, Optional
 
 import numpy as np
 
@@ -37,6 +37,19 @@ from kvgen.loaders.rope import rotary
 #: The DeltaNet's input projections, whose names do not end in ``_proj.weight``: quantized with the
 #: others by Model.load(directory, dtype=...), so that no product runs on float32 weights.
 _IN_PROJECTIONS = tuple(f"linear_attn.in_proj_{p}.weight" for p in ("qkv", "z", "a", "b"))
+
+
+def gguf_dense_mlp(gguf: GGUFContents, layer: int, inner: int, hidden: int, prefix: str, arrays: dict, used: set,
+                   suffix: str = "") -> None:
+    """A SwiGLU MLP's blk.<layer>.ffn_{gate,up,down}<suffix> tensors as
+    model.layers.<layer>.<prefix>{gate,up,down}_proj.weight (inner wide)."""
+    for gg, hf, shape in (("ffn_gate", "gate_proj", (inner, hidden)), ("ffn_up", "up_proj", (inner, hidden)),
+                          ("ffn_down", "down_proj", (hidden, inner))):
+        src = f"blk.{layer}.{gg}{suffix}.weight"
+        if src not in gguf.tensors:
+            raise ValueError(f"{gguf.path}: layer {layer} has no {src}")
+        arrays[f"model.layers.{layer}.{prefix}{hf}.weight"] = gguf.matrix(src, shape)
+        used.add(src)
 
 
 def layer_kinds(config: dict, layers: int) -> list[bool]:
@@ -65,8 +78,19 @@ class Qwen35Family(Family):
 
     core = "qwen35"
     activation = ("hidden_act", "silu", frozenset({"silu"}))
+    #: llama.cpp's files of the family order the DeltaNet's value heads tiled over the key heads
+    #: (its converter reorders Qwen3.5's, not Qwen3-Next's).
+    gguf_value_heads_tiled: ClassVar[bool] = True
 
     # ---- a Hugging Face config ----
+
+    def expert_sizes(self, config: dict) -> dict[str, int]:
+        """The mixture of experts' _ModelConfig sizes (none: a dense family; kvgen.families.qwen3_5_moe)."""
+        return {}
+
+    def expert_options(self, config: dict) -> dict[str, Any]:
+        """The mixture of experts' _Qwen35Options (none: a dense family)."""
+        return {}
 
     def sizes(self, config: dict) -> "_core._ModelConfig":
         text = config
@@ -80,15 +104,15 @@ class Qwen35Family(Family):
                              f"linear_num_key_heads = {key_heads}")
         channels = 2 * key_heads * key_dim + value_heads * value_dim
         state = (channels, kernel, value_heads, key_dim, value_dim)
-        sizes = _core._ModelConfig(architecture=self.core, **read,
+        sizes = _core._ModelConfig(architecture=self.core, **read, **self.expert_sizes(text),
                                    recurrent_layers=[state if r else (0, 0, 0, 0, 0) for r in kinds])
         sizes.validate()
         return sizes
 
     def options(self, config: dict, sizes: "_core._ModelConfig", norms_plus_one: bool) -> "_core._Qwen35Options":
         """The core options from the text config. norms_plus_one: a llama.cpp file, which stores
-        the (1 + w) norms' weights as 1 + w and orders the DeltaNet's value heads tiled over
-        its key heads."""
+        the (1 + w) norms' weights as 1 + w and (gguf_value_heads_tiled) orders the DeltaNet's
+        value heads tiled over its key heads."""
         text = dict(config)
         params = text.get("rope_parameters")
         if "partial_rotary_factor" not in text and not (isinstance(params, dict) and "partial_rotary_factor" in params):
@@ -99,8 +123,8 @@ class Qwen35Family(Family):
         return _core._Qwen35Options(inv_freq=rope.inv_freq, rotary_dim=rope.dim,
                                     norm_offset=0.0 if norms_plus_one else 1.0,
                                     linear_key_heads=positive(text, "linear_num_key_heads"),
-                                    value_heads_tiled=norms_plus_one,
-                                    **given(rms_norm_eps=epsilon(text, "rms_norm_eps")))
+                                    value_heads_tiled=norms_plus_one and self.gguf_value_heads_tiled,
+                                    **given(rms_norm_eps=epsilon(text, "rms_norm_eps")), **self.expert_options(text))
 
     def checkpoint_arrays(self, config: dict, arrays: dict, dtype: Optional[str]) -> dict:
         """The text model's tensors by Qwen3_5ForCausalLM's names, conv1d weights as (channels,
@@ -172,7 +196,7 @@ class Qwen35Family(Family):
             "model_type": self.model_types[0], "vocab_size": vocab,
             "max_position_embeddings": gguf.size(a + "context_length"), "hidden_size": hidden,
             "num_hidden_layers": L, "num_attention_heads": heads, "num_key_value_heads": kv_heads,
-            "head_dim": head_dim, "intermediate_size": gguf.size(a + "feed_forward_length"),
+            "head_dim": head_dim, **self.gguf_mlp_config(gguf),
             "rms_norm_eps": gguf.get(a + "attention.layer_norm_rms_epsilon", float),
             "linear_conv_kernel_dim": gguf.size(a + "ssm.conv_kernel"),
             "linear_key_head_dim": gguf.size(a + "ssm.state_size"),
@@ -186,7 +210,7 @@ class Qwen35Family(Family):
         if gguf.get(a + "rope.scaling.type", str, "none") != "none":
             raise ValueError(f"{path}: rope scaling is not supported for {self.name}")
         sizes = self.sizes(config)  # the state shapes checked against the heads before any tensor is read
-        I, Hk, dk = config["intermediate_size"], config["linear_num_key_heads"], config["linear_key_head_dim"]
+        Hk, dk = config["linear_num_key_heads"], config["linear_key_head_dim"]
         dv, K = config["linear_value_head_dim"], config["linear_conv_kernel_dim"]
         channels = 2 * Hk * dk + value_heads * dv
         arrays: dict[str, Any] = {"model.embed_tokens.weight": gguf.matrix("token_embd.weight", embed_shape),
@@ -196,16 +220,13 @@ class Qwen35Family(Family):
             arrays["lm_head.weight"] = gguf.matrix("output.weight", (vocab, C))
             used.add("output.weight")
         q, kv = heads * head_dim, kv_heads * head_dim
-        common = {"attn_norm": ("input_layernorm", (C,)), "post_attention_norm": ("post_attention_layernorm", (C,)),
-                  "ffn_gate": ("mlp.gate_proj", (I, C)), "ffn_up": ("mlp.up_proj", (I, C)),
-                  "ffn_down": ("mlp.down_proj", (C, I))}
+        common = {"attn_norm": ("input_layernorm", (C,)), "post_attention_norm": ("post_attention_layernorm", (C,))}
         attention = {"attn_q": ("self_attn.q_proj", (2 * q, C)), "attn_k": ("self_attn.k_proj", (kv, C)),
                      "attn_v": ("self_attn.v_proj", (kv, C)), "attn_output": ("self_attn.o_proj", (C, q)),
                      "attn_q_norm": ("self_attn.q_norm", (head_dim,)), "attn_k_norm": ("self_attn.k_norm", (head_dim,))}
         linear = {"attn_qkv": ("linear_attn.in_proj_qkv", (channels, C)),
                   "attn_gate": ("linear_attn.in_proj_z", (value_heads * dv, C)),
-                  "ssm_beta": ("linear_attn.in_proj_b", (value_heads, C)),
-                  "ssm_alpha": ("linear_attn.in_proj_a", (value_heads, C)),
+                  **self.gguf_beta_alpha(value_heads, C),
                   "ssm_out": ("linear_attn.out_proj", (C, value_heads * dv)),
                   "ssm_conv1d": ("linear_attn.conv1d", (channels, K)),
                   "ssm_norm": ("linear_attn.norm", (dv,))}
@@ -228,8 +249,23 @@ class Qwen35Family(Family):
                 arrays[f"model.layers.{layer}.linear_attn.A_log"] = a_log
                 arrays[f"model.layers.{layer}.linear_attn.dt_bias"] = gguf.vector(p + "ssm_dt.bias", (value_heads,))
                 used |= {p + "ssm_a", p + "ssm_dt.bias"}
+            self.gguf_mlp(gguf, layer, config, arrays, used)
         gguf.check_all_used(used)
         return GGUFModel(self, config, arrays, norms_plus_one=True)
+
+    def gguf_mlp_config(self, gguf: GGUFContents) -> dict[str, Any]:
+        """The config keys of the MLP (and of a mixture of experts) from a file's keys."""
+        return {"intermediate_size": gguf.size(self.gguf_architecture + ".feed_forward_length")}
+
+    def gguf_beta_alpha(self, value_heads: int, hidden: int) -> dict[str, tuple[str, tuple[int, int]]]:
+        """The file's tensors of the DeltaNet's beta and decay projections (GGUF name -> the
+        Hugging Face name and shape)."""
+        return {"ssm_beta": ("linear_attn.in_proj_b", (value_heads, hidden)),
+                "ssm_alpha": ("linear_attn.in_proj_a", (value_heads, hidden))}
+
+    def gguf_mlp(self, gguf: GGUFContents, layer: int, config: dict, arrays: dict, used: set) -> None:
+        """Layer ``layer``'s SwiGLU MLP (ffn_gate, ffn_up, ffn_down) into ``arrays``."""
+        gguf_dense_mlp(gguf, layer, config["intermediate_size"], config["hidden_size"], "mlp.", arrays, used)
 
 
 FAMILY = Qwen35Family("qwen3_5", ("qwen3_5_text",), "qwen35", "Qwen3_5ForCausalLM",

@@ -26,6 +26,8 @@ from kvgen.families import (
     qwen2,
     qwen3,
     qwen3_5,
+    qwen3_5_moe,
+    qwen3_next,
     qwen3moe,
     smollm3,
 )
@@ -42,6 +44,8 @@ FAMILIES: tuple[Family, ...] = (
     qwen3moe.FAMILY, gemma2.FAMILY, gemma3.FAMILY, phi3.FAMILY,
     lfm2.FAMILY,
     qwen3_5.FAMILY,
+    qwen3_5_moe.FAMILY,
+    qwen3_next.FAMILY,
     granite4.FAMILY,
     ministral3.FAMILY, ernie4_5.FAMILY,
     olmo2.FAMILY, olmo3.FAMILY, exaone4.FAMILY, glm4.FAMILY,

@@ -3,7 +3,9 @@
 // after a causal conv1d with SiLU over the fused q/k/v, causal_conv.h) and gated
 // full-attention layers (the q projection twice as wide, its second half per head a sigmoid
 // gate on the attention output; q/k RMSNorm per head; partial rotary embeddings), each
-// followed by a SwiGLU MLP. Every RMSNorm but the DeltaNet's gated one computes
+// followed by a SwiGLU MLP, or (Qwen3.5-MoE, Qwen3-Next: the layers whose tensors have a
+// router, mlp.gate.weight) a sparse mixture of experts (moe.h: softmax top-k) plus a shared
+// SwiGLU expert scaled by sigmoid(shared_expert_gate(h)). Every RMSNorm but the DeltaNet's gated one computes
 // x_normed * (1 + w) (Qwen3_5RMSNorm; norm_offset, 0 where the file stores 1 + w).
 //
 // Which layers are recurrent, and the state each keeps, is ModelConfig::recurrent_layers:
@@ -41,10 +43,17 @@ struct Qwen35Options {
   bool value_heads_tiled = false;
   // Tokens per chunk of the chunked delta rule (transformers' 64).
   int64_t chunk_size = 64;
+  // The mixture of experts (ModelConfig::experts > 0): whether the chosen experts' weights are
+  // renormalised to sum to 1, and the shared expert's width (shared_expert_intermediate_size;
+  // 0: no shared expert).
+  bool norm_topk_prob = true;
+  int64_t shared_expert_intermediate = 0;
 };
 
 // A Qwen3.5 model over `tensors` (Hugging Face names of Qwen3_5ForCausalLM; conv1d weights
-// (conv_channels, conv_kernel)), every one checked for presence and shape against config
+// (conv_channels, conv_kernel); a sparse layer's router mlp.gate.weight, its experts as
+// SparseMoe::read reads them, and its shared expert mlp.shared_expert.{gate,up,down}_proj.weight
+// and mlp.shared_expert_gate.weight (1, C)), every one checked for presence and shape against config
 // (ValueError naming the layer for a layer whose tensors do not match its kind or whose state
 // shape does not match its heads). Float32 tensors are read in place: they must outlive it.
 std::unique_ptr<Model> make_qwen35(ModelConfig config, Qwen35Options options, const TensorMap& tensors);
