@@ -18,11 +18,11 @@ import transformers
 from family_check import PAD, check_family, logits
 from family_models import VOCAB
 from hf_models import assert_generate_equals_hf
+from hybrid_checks import check_prefix_cache_resumes_from_snapshots, check_rows_share_the_prompts_state
 
 import kvgen
 from kvgen import _core
 from kvgen.families import granite4
-from kvgen.generation.engine import Engine
 from kvgen.generation.pass_plan import PREFILL_CHUNK
 
 # Mamba-2, attention, Mamba-2, Mamba-2: a Mamba-2 layer after an attention layer; 8 Mamba heads of
@@ -145,13 +145,7 @@ def _sequences(result) -> list[list[int]]:
 
 
 def test_n_samples_equal_separate_requests(model):
-    generator = kvgen.Generator(model, kvgen.GenerationConfig(do_sample=True, top_k=0, temperature=1.5, seed=11,
-                                                              max_new_tokens=10, pad_token_id=PAD))
-    prompt = [[5, 9, 13, 4, 3]]
-    together = _sequences(generator.generate(prompt, num_return_sequences=3))
-    apart = [_sequences(generator.generate(prompt, sequence_ids=[k]))[0] for k in range(3)]
-    assert together == apart
-    assert len({tuple(s) for s in together}) > 1  # the rows drew differently from one shared state
+    check_rows_share_the_prompts_state(model)
 
 
 def test_a_batch_of_different_lengths_equals_one_by_one(model):
@@ -165,18 +159,7 @@ def test_a_batch_of_different_lengths_equals_one_by_one(model):
 
 
 def test_the_prefix_cache_resumes_from_state_snapshots_and_equals_a_fresh_run(model):
-    rng = np.random.default_rng(4)
-    first = rng.integers(3, VOCAB, 2 * PREFILL_CHUNK + 5).tolist()
-    # shares the first's whole chunks; its last chunk boundary falls inside its own suffix
-    later = first[: 2 * PREFILL_CHUNK - 3] + rng.integers(3, VOCAB, PREFILL_CHUNK + 9).tolist()
-    config = kvgen.GenerationConfig(max_new_tokens=6, pad_token_id=PAD)
-    runs = {}
-    for cached in (False, True):
-        with Engine(model, slots=2, prefix_cache=cached) as engine:
-            runs[cached] = [_sequences(engine.submit(p, config).wait()) for p in (first, later, first)]
-            hits = engine.prefix_cache_hits
-    assert runs[True] == runs[False]
-    assert hits >= 2 * PREFILL_CHUNK  # the third prompt resumed at the first's last whole chunk at least
+    check_prefix_cache_resumes_from_snapshots(model, VOCAB)
 
 
 def test_prompt_lookup_speculation_gives_plain_greedy_tokens(model):

@@ -1,7 +1,7 @@
-"""What the tests of the Gated-DeltaNet hybrids (Qwen3.5, Qwen3.5-MoE, Qwen3-Next) share: random
-models whose every parameter shows in the logits, their published vision-language layout, and
-the checks of the recurrent state through the engine's features, each against transformers or a
-fresh run."""
+"""What the tests of the hybrid families share: for the Gated-DeltaNet ones (Qwen3.5, Qwen3.5-MoE,
+Qwen3-Next) random models whose every parameter shows in the logits and their published
+vision-language layout; for every hybrid (LFM2 and Granite 4 too) the checks of the recurrent
+state through the engine's features, each against transformers or a fresh run."""
 
 from __future__ import annotations
 
@@ -74,6 +74,28 @@ def check_rows_share_the_prompts_state(model: kvgen.Model) -> None:
              for k in range(3)]
     assert rows == apart
     assert len({tuple(r) for r in rows}) > 1
+
+
+def check_prefix_cache_resumes_from_snapshots(model: kvgen.Model, vocab: int) -> None:
+    """With the prefix cache, a prompt sharing a cached prompt's whole chunks gives a fresh run's
+    tokens: a later prompt sharing 61 positions, before the first's one snapshot (at its last
+    whole chunk, 64), reuses nothing; the first prompt again resumes at 64."""
+    from kvgen.generation.engine import Engine
+    from kvgen.generation.pass_plan import PREFILL_CHUNK
+
+    rng = np.random.default_rng(4)
+    first = rng.integers(3, vocab, 2 * PREFILL_CHUNK + 5).tolist()
+    # shares the first's whole chunks; its last chunk boundary falls inside its own suffix
+    later = first[: 2 * PREFILL_CHUNK - 3] + rng.integers(3, vocab, PREFILL_CHUNK + 9).tolist()
+    config = kvgen.GenerationConfig(max_new_tokens=6, pad_token_id=PAD)
+    runs = {}
+    for cached in (False, True):
+        with Engine(model, slots=2, prefix_cache=cached) as engine:
+            runs[cached] = [[s.tolist() for per in engine.submit(p, config).wait().sequences for s in per]
+                            for p in (first, later, first)]
+            hits = engine.prefix_cache_hits
+    assert runs[True] == runs[False]
+    assert hits == 2 * PREFILL_CHUNK
 
 
 def check_batch_equals_one_by_one(model: kvgen.Model, vocab: int) -> None:
