@@ -95,10 +95,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--threads", type=int, help="threads of the forward pass (default: the CPUs available)")
     serve.add_argument("--api-key", help="require 'Authorization: Bearer KEY' on every request")
     _chat_template_argument(serve)
-    serve.add_argument("--reasoning-parser", choices=("auto", "none", "qwen3", "deepseek_r1", "harmony"),
-                       default="auto",
-                       help="how a thinking model's reasoning is told from its answer, returned as reasoning_content "
-                            "(default auto: from the chat template; none: all is content)")
+    _reasoning_parser_argument(serve)
     serve.add_argument("--pooling", choices=("last", "mean", "cls"),
                        help="the pooling of /v1/embeddings (default: what the model declares, else last)")
     serve.add_argument("--no-prefix-cache", action="store_true",
@@ -151,6 +148,7 @@ def _parser() -> argparse.ArgumentParser:
     batch.add_argument("-o", "--output", required=True, metavar="OUTPUT", help="the result lines (JSONL), appended")
     _model_argument(batch)
     _chat_template_argument(batch)
+    _reasoning_parser_argument(batch)
     batch.add_argument("--max-batch", type=int, default=8, help="rows decoded together at most (8)")
     batch.add_argument("--threads", type=int, help="threads of the forward pass (default: the CPUs available)")
     batch.add_argument("--activations", choices=("int8x2", "int8", "float"),
@@ -205,6 +203,13 @@ def _model_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sliding-window", type=int, metavar="N",
                         help="a GGUF file's sliding window where the file stores none (llama.cpp's converter drops "
                              "Mistral's and Qwen2's): every layer attends over the last N positions")
+
+
+def _reasoning_parser_argument(parser) -> None:
+    parser.add_argument("--reasoning-parser", choices=("auto", "none", "qwen3", "deepseek_r1", "harmony"),
+                        default="auto",
+                        help="how a thinking model's reasoning is told from its answer, returned as "
+                             "reasoning_content (default auto: from the chat template; none: all is content)")
 
 
 def _chat_template_argument(parser) -> None:
@@ -462,8 +467,9 @@ def _batch(args) -> int:
     if args.ray is not None:
         from kvgen.ray import batch_runner
 
-        if args.sliding_window is not None or args.chat_template is not None:
-            flag = "--sliding-window" if args.sliding_window is not None else "--chat-template"
+        if args.sliding_window is not None or args.chat_template is not None or args.reasoning_parser != "auto":
+            flag = ("--sliding-window" if args.sliding_window is not None
+                    else "--chat-template" if args.chat_template is not None else "--reasoning-parser")
             raise ValueError(f"{flag} applies to models loaded here, not by --ray actors")
 
         runner = batch_runner(args.ray, model=args.model, actors=args.ray_actors, cpus_per_actor=args.ray_cpus,
@@ -475,7 +481,7 @@ def _batch(args) -> int:
                       activations=args.activations, kv_cache_dtype=args.kv_cache_dtype)
 
         def runner(todo):
-            return run(todo, model, max_batch=args.max_batch)
+            return run(todo, model, max_batch=args.max_batch, reasoning_parser=args.reasoning_parser)
     run_job(requests, args.output, runner, progress=not args.no_progress)
     return 0
 

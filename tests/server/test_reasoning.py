@@ -16,20 +16,16 @@ few tokens. The reference of each split is the raw reply of the same request on 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import jsonschema
 import openai
 import pytest
-from family_models import random_family_model
 from fastapi.testclient import TestClient
-from llama_cpp_convert import save_smollm2_tokenizer
+from thinking_model import TEMPLATE, thinking_model
 
-import kvgen
 from kvgen.server.app import create_app
 from kvgen.server.reasoning import ReasoningMode, ReasoningSplitter, parser_for, split_reasoning
 
-TEMPLATE = (Path(__file__).parents[1] / "data" / "qwen3_style_chat_template.jinja").read_text()
 # Qwen3's thinking-only templates (and DeepSeek-R1's) open the reasoning in the prompt
 OPENING = TEMPLATE.replace("{{- '<|im_start|>assistant\\n' }}", "{{- '<|im_start|>assistant\\n<think>\\n' }}")
 MESSAGES = [{"role": "user", "content": "What is two plus two?"}]
@@ -75,29 +71,10 @@ def test_the_parser_comes_from_the_template_or_the_option(smollm2_model):
 
 # ---- served ----
 
-def _thinking_model(directory: Path, smollm2_file: Path, markers_are_tokens: bool) -> kvgen.Model:
-    """The tiny random Qwen3 in ``directory``: SmolLM2's tokenizer, with <think> and </think>
-    added (plain added tokens, as Qwen3's are) when ``markers_are_tokens``, else spelled over
-    several tokens; the vocabulary sized to it; the Qwen3-style template."""
-    from tokenizers import AddedToken, Tokenizer
-
-    save_smollm2_tokenizer(directory, smollm2_file)
-    tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
-    if markers_are_tokens:
-        tokenizer.add_tokens([AddedToken("<think>", normalized=False), AddedToken("</think>", normalized=False)])
-        tokenizer.save(str(directory / "tokenizer.json"))
-    config = json.loads((directory / "tokenizer_config.json").read_text())
-    config["chat_template"] = TEMPLATE
-    (directory / "tokenizer_config.json").write_text(json.dumps(config))
-    random_family_model("qwen3", vocab_size=tokenizer.get_vocab_size(), max_position_embeddings=512,
-                        tie_word_embeddings=True).save_pretrained(directory)
-    return kvgen.Model.load(directory)
-
-
 @pytest.fixture(scope="module")
 def models(tmp_path_factory, smollm2_file):
     """{"spelled": markers over several tokens, "tokens": markers as added tokens}"""
-    return {kind: _thinking_model(tmp_path_factory.mktemp(f"qwen3-{kind}"), smollm2_file, kind == "tokens")
+    return {kind: thinking_model(tmp_path_factory.mktemp(f"qwen3-{kind}"), smollm2_file, kind == "tokens")
             for kind in ("spelled", "tokens")}
 
 

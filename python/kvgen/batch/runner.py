@@ -33,7 +33,8 @@ async def _answer(responder: Responder, item: Any, limits: RequestLimits) -> dic
     gen = None
     try:
         chat, body = route_of(item)
-        req = (chat_request if chat else completion_request)(body, responder.model, limits)
+        req = (chat_request(body, responder.model, limits, responder.name, responder.reasoning_parser) if chat
+               else completion_request(body, responder.model, limits))
         gen = Completion(responder, req)  # compiles the constraint, submits to the engine (scoring too)
         async for _ in gen.steps():  # every engine request done: the prompts are scored
             pass
@@ -50,7 +51,7 @@ async def _answer(responder: Responder, item: Any, limits: RequestLimits) -> dic
 
 def run(requests: Iterable[dict], model=None, *, max_batch: int = 8, window: Optional[int] = None,
         limits: Optional[RequestLimits] = None, model_name: Optional[str] = None,
-        ordered: bool = False, prefix_cache: bool = True) -> Iterator[dict]:
+        ordered: bool = False, prefix_cache: bool = True, reasoning_parser: str = "auto") -> Iterator[dict]:
     """Runs OpenAI Batch API request lines (``{"custom_id", "method", "url", "body"}``, url
     ``/v1/chat/completions`` or ``/v1/completions``) through ``model`` (default: kvgen's
     default model) and yields one Batch API result line per request (see kvgen.batch.files):
@@ -59,7 +60,10 @@ def run(requests: Iterable[dict], model=None, *, max_batch: int = 8, window: Opt
     4 x max_batch) are in flight at once. Results come as they finish, or in input order with
     ``ordered``. A custom_id given twice is a BatchFileError when it is reached.
     ``prefix_cache``: a request whose prompt starts as an earlier one's (a shared system
-    prompt) reuses that one's cached positions, as in ``kvgen serve``; the outputs are the same."""
+    prompt) reuses that one's cached positions, as in ``kvgen serve``; the outputs are the same.
+    ``reasoning_parser``: how a chat reply's reasoning is told from its answer (kvgen.server.reasoning,
+    as ``kvgen serve --reasoning-parser``; default auto: from the chat template, "none": all is
+    content); the reasoning goes into the message's ``reasoning_content``."""
     if max_batch < 1:
         raise ValueError(f"max_batch must be >= 1, got {max_batch}")
     window = window or 4 * max_batch
@@ -69,17 +73,22 @@ def run(requests: Iterable[dict], model=None, *, max_batch: int = 8, window: Opt
         import kvgen
 
         model = kvgen.load_default()
+    from kvgen.server.reasoning import parser_for
+
+    parser_for(reasoning_parser, None)  # an unknown parser: a ValueError before the engine starts
     limits = limits or RequestLimits(max_prompts=max(64, 4 * max_batch), max_rows=max(128, 8 * max_batch),
                                      max_tokens=1 << 24, max_n=max_batch)
-    return _Run(requests, model, max_batch, window, limits, model_name, ordered, prefix_cache).results()
+    return _Run(requests, model, max_batch, window, limits, model_name, ordered, prefix_cache,
+                reasoning_parser).results()
 
 
 class _Run:
-    def __init__(self, requests, model, max_batch, window, limits, model_name, ordered, prefix_cache):
+    def __init__(self, requests, model, max_batch, window, limits, model_name, ordered, prefix_cache,
+                 reasoning_parser):
         self.requests, self.model, self.window, self.limits, self.ordered = requests, model, window, limits, ordered
         self.engine = Engine.serving(model, max_batch, prefix_cache=prefix_cache)
         name = model_name or (model.path.stem if getattr(model, "path", None) else "kvgen")
-        self.responder = Responder(model, self.engine, name)
+        self.responder = Responder(model, self.engine, name, reasoning_parser=reasoning_parser)
         self.out: queue.Queue = queue.Queue()
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         self.main: Optional[asyncio.Task] = None
