@@ -18,7 +18,11 @@ import transformers
 from family_check import PAD, check_family, logits
 from family_models import VOCAB
 from hf_models import assert_generate_equals_hf
-from hybrid_checks import check_prefix_cache_resumes_from_snapshots, check_rows_share_the_prompts_state
+from hybrid_checks import (
+    check_batch_of_configs_equals_one_by_one,
+    check_prefix_cache_resumes_from_snapshots,
+    check_rows_share_the_prompts_state,
+)
 
 import kvgen
 from kvgen import _core
@@ -149,13 +153,7 @@ def test_n_samples_equal_separate_requests(model):
 
 
 def test_a_batch_of_different_lengths_equals_one_by_one(model):
-    generator = kvgen.Generator(model, kvgen.GenerationConfig(max_new_tokens=8, pad_token_id=PAD))
-    prompts = [[5, 9, 13, 4, 3, 8, 21, 30, 2], [7, 8], [40, 41, 42, 43, 44]]
-    configs = [kvgen.GenerationConfig(max_new_tokens=6 + i, pad_token_id=PAD) for i in range(3)]
-    batch = generator.generate_batch(prompts, configs, max_batch=2)
-    for prompt, config, result in zip(prompts, configs, batch):
-        alone = generator.generate([prompt], **config.to_dict())
-        assert _sequences(result) == _sequences(alone)
+    check_batch_of_configs_equals_one_by_one(model)
 
 
 def test_the_prefix_cache_resumes_from_state_snapshots_and_equals_a_fresh_run(model):

@@ -98,6 +98,20 @@ def check_prefix_cache_resumes_from_snapshots(model: kvgen.Model, vocab: int) ->
     assert hits == 2 * PREFILL_CHUNK
 
 
+def check_batch_of_configs_equals_one_by_one(model: kvgen.Model) -> None:
+    """generate_batch over prompts of different lengths, each with its own config, two slots at
+    a time: each prompt's tokens are its own generate call's (each slot keeps its own state)."""
+    def sequences(result) -> list[list[int]]:
+        return [s.tolist() for per in result.sequences for s in per]
+
+    generator = kvgen.Generator(model, kvgen.GenerationConfig(max_new_tokens=8, pad_token_id=PAD))
+    prompts = [[5, 9, 13, 4, 3, 8, 21, 30, 2], [7, 8], [40, 41, 42, 43, 44]]
+    configs = [kvgen.GenerationConfig(max_new_tokens=6 + i, pad_token_id=PAD) for i in range(3)]
+    batch = generator.generate_batch(prompts, configs, max_batch=2)
+    for prompt, config, result in zip(prompts, configs, batch):
+        assert sequences(result) == sequences(generator.generate([prompt], **config.to_dict()))
+
+
 def check_batch_equals_one_by_one(model: kvgen.Model, vocab: int) -> None:
     """Each prompt of a batch of different lengths gets the tokens and log-probabilities of its
     own generate call, bit for bit (a 70-token prompt is fed in one pass alone, a chunk per pass
