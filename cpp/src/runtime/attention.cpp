@@ -494,10 +494,10 @@ void causal_attention(float* out, int64_t ldo, const float* q, int64_t ldq, KVCa
   }
   // scores (count, len) = scale * q_h (count, head_dim) @ keys^T, key block after key block
   ops::matmul(scores, q + h * head_dim, s.k1, count, s.n1, head_dim, /*b_transposed=*/true,
-                  /*accumulate=*/false, /*lda=*/ldq, /*ldb=*/head_dim, /*ldc=*/len, /*alpha=*/o.scale);
+              /*accumulate=*/false, /*lda=*/ldq, /*ldb=*/head_dim, /*ldc=*/len, /*alpha=*/o.scale);
   if (s.n2)
     ops::matmul(scores + s.n1, q + h * head_dim, s.k2, count, s.n2, head_dim, /*b_transposed=*/true,
-                    /*accumulate=*/false, /*lda=*/ldq, /*ldb=*/head_dim, /*ldc=*/len, /*alpha=*/o.scale);
+                /*accumulate=*/false, /*lda=*/ldq, /*ldb=*/head_dim, /*ldc=*/len, /*alpha=*/o.scale);
   softcap_scores(scores, count * len, o.softcap);
   // token i (position start + i) sees the keys [a, b) of the row: its window, up to itself
   for (int64_t i = 0; i < count; ++i) {
@@ -513,10 +513,10 @@ void causal_attention(float* out, int64_t ldo, const float* q, int64_t ldq, KVCa
   }
   // out_h (count, head_dim) = scores @ values (len, head_dim), value block after value block
   ops::matmul(out + h * head_dim, scores, s.v1, count, head_dim, s.n1, /*b_transposed=*/false,
-                  /*accumulate=*/false, /*lda=*/len, /*ldb=*/head_dim, /*ldc=*/ldo);
+              /*accumulate=*/false, /*lda=*/len, /*ldb=*/head_dim, /*ldc=*/ldo);
   if (s.n2)
     ops::matmul(out + h * head_dim, scores + s.n1, s.v2, count, head_dim, s.n2, /*b_transposed=*/false,
-                    /*accumulate=*/true, /*lda=*/len, /*ldb=*/head_dim, /*ldc=*/ldo);
+                /*accumulate=*/true, /*lda=*/len, /*ldb=*/head_dim, /*ldc=*/ldo);
 }
 
 }  // namespace kvgen

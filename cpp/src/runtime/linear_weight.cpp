@@ -42,7 +42,7 @@ void LinearWeight::multiply(float* y, int64_t ldy, const float* x, int64_t ldx, 
   const int64_t n0 = 16 * u0, n1 = std::min(out_, 16 * u1);
   // rows n0..n1 of W (out, in): one contiguous stretch of memory
   ops::matmul(y + n0, x, dense_ + n0 * in_, rows, n1 - n0, in_, /*b_transposed=*/true, /*accumulate=*/false,
-                  /*lda=*/ldx, /*ldb=*/in_, /*ldc=*/ldy);
+              /*lda=*/ldx, /*ldb=*/in_, /*ldc=*/ldy);
 }
 
 bool LinearWeight::multiply_int8x2(float* y, int64_t ldy, const quant::QuantizedActivations& xq, int64_t u0,
