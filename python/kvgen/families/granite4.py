@@ -32,8 +32,7 @@ from kvgen.families.capabilities import Capabilities
 from kvgen.families.config_values import epsilon, number, positive
 from kvgen.families.family import Family, GGUFModel
 from kvgen.families.lfm2 import layer_kv_heads
-from kvgen.families.llama import _experts as read_gguf_experts
-from kvgen.families.llama import read_sizes, split_fused
+from kvgen.families.llama import gguf_experts, read_sizes, split_fused
 from kvgen.loaders.gguf.model import GGUFContents
 from kvgen.loaders.rope import rotary
 
@@ -345,8 +344,8 @@ class Granite4Family(Family):
                     arrays[m + "conv1d.bias"] = gguf.vector(p + "ssm_conv1d.bias", (conv,))
                     used.add(p + "ssm_conv1d.bias")
             if experts:  # the router and the 3-D expert matrices, as Qwen3-MoE's files hold them
-                read_gguf_experts(gguf, arrays, used, layer,
-                                  {"num_experts": experts, "hidden_size": C, "moe_intermediate_size": ffn})
+                gguf_experts(gguf, arrays, used, layer,
+                             {"num_experts": experts, "hidden_size": C, "moe_intermediate_size": ffn})
         gguf.check_all_used(used)
         return GGUFModel(self, config, arrays)
 

@@ -405,7 +405,7 @@ class LlamaFamily(Family):
         for layer in range(L):
             sparse = self.moe and f"blk.{layer}.ffn_gate_inp.weight" in gguf.tensors  # a router: experts
             if sparse:
-                _experts(gguf, arrays, used, layer, config)
+                gguf_experts(gguf, arrays, used, layer, config)
             sinks = f"blk.{layer}.attn_sinks.weight"
             if sinks in gguf.tensors:  # attention sinks (GPT-OSS): a logit per query head
                 arrays[f"model.layers.{layer}.self_attn.sinks"] = gguf.vector(sinks, (heads,))
@@ -453,7 +453,7 @@ class LlamaFamily(Family):
                 "layer_types": ["sliding_attention" if s else "full_attention" for s in pattern]}
 
 
-def _experts(gguf: GGUFContents, arrays: dict, used: set, layer: int, config: dict) -> None:
+def gguf_experts(gguf: GGUFContents, arrays: dict, used: set, layer: int, config: dict) -> None:
     """A mixture-of-experts layer's router (ffn_gate_inp, (E, C)) and its experts' 3-D
     matrices (ffn_{gate,up,down}_exps, (E, out, in)), which stay quantized: one (E, out, in)
     QuantizedTensor each, cut into per-expert matrices by the core; their biases (the router's

@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Optional
 
 from kvgen.families import qwen3_5
 from kvgen.families.config_values import boolean, integer_or, positive
-from kvgen.families.llama import _experts as gguf_experts
+from kvgen.families.llama import gguf_experts
 from kvgen.loaders.gguf.model import GGUFContents
 from kvgen.loaders.quantize import QuantizedTensor, split_rows
 
