@@ -420,14 +420,14 @@ def greedy_sanity(batch: int, vocab: int, steps: int) -> dict:
     penalty_changed, n, kv_done = 0, 0, False
     while not kv_done:
         kv_done, hf_done = kv_step(n), hf_step(n)
-        kv_tokens, hf_tokens = kv.generator.next_tokens, hf.state()[:, -1].numpy()
+        kv_tokens, hf_tokens = kv.selector.next_tokens, hf.state()[:, -1].numpy()
         if not np.array_equal(kv_tokens, hf_tokens):
             raise RuntimeError(f"{where}, step {n}: kvgen chose {kv_tokens.tolist()}, HF chose {hf_tokens.tolist()}")
         if kv_done != hf_done:
             raise RuntimeError(f"{where}, step {n}: kvgen done={kv_done}, HF done={hf_done}")
         penalty_changed += int((case["arrays"][n % N_LOGITS].argmax(axis=1) != hf_tokens).sum())
         n += 1
-    kv_seqs = [s[0].tolist() for s in kv.generator.result().sequences]
+    kv_seqs = [s[0].tolist() for s in kv.selector.result().sequences]
     hf_seqs = hf.state()[:, case["prompts"].shape[1]:].tolist()
     if kv_seqs != hf_seqs:
         raise RuntimeError(f"{where}: final sequences differ: kvgen {kv_seqs}, HF {hf_seqs}")
@@ -443,10 +443,10 @@ def sampling_sanity(batch: int, vocab: int, steps: int) -> dict:
     kv_step = kv.start()
     kept, n, done = [], 0, False
     while not done:
-        history = torch.from_numpy(np.stack(kv.generator.sequences))
+        history = torch.from_numpy(np.stack(kv.selector.sequences))
         mask = torch.isfinite(processors(history, case["tensors"][n % N_LOGITS].clone())).numpy()
         done = kv_step(n)
-        tokens = kv.generator.next_tokens
+        tokens = kv.selector.next_tokens
         if not mask[np.arange(case["rows"]), tokens].all():
             raise RuntimeError(f"sanity: sampling, batch {batch}, vocab {vocab}, step {n}: kvgen drew "
                                f"{tokens.tolist()}, outside the tokens HF's processors keep")
@@ -474,17 +474,17 @@ def beam_sanity(batch: int, vocab: int, steps: int) -> dict:
             break
         s = hf.state()
         hf_running = flat(s["running_sequences"][:, :, :s["cur_len"]])
-        kv_running = np.stack(kv.generator.sequences)
+        kv_running = np.stack(kv.selector.sequences)
         if not np.array_equal(kv_running, hf_running):
             p = s["prompt_len"]
             raise RuntimeError(f"{where}, step {n - 1}: running beams differ (generated part):\n"
                                f"kvgen {kv_running[:, p:].tolist()}\nHF    {hf_running[:, p:].tolist()}")
         hf_parents = flat(s["running_beam_indices"][:, :, s["cur_len"] - 1 - s["prompt_len"]])
-        kv_parents = kv.generator.beam_indices
+        kv_parents = kv.selector.beam_indices
         if not np.array_equal(kv_parents, hf_parents):
             raise RuntimeError(f"{where}, step {n - 1}: beam parents differ: kvgen {kv_parents.tolist()}, "
                                f"HF {hf_parents.tolist()}")
-    result = kv.generator.result()
+    result = kv.selector.result()
     hf_final = hf.final(beams)
     finished_by_eos = 0
     for b in range(batch):

@@ -531,7 +531,7 @@ void register_generator(py::module_& m) {
       .def("verify", &PyTokenSelector::verify, py::arg("logits"), py::arg("drafts"), py::arg("draft_lengths") = py::none(),
            py::kw_only(), py::arg("draft_probs") = py::none(), py::arg("allowed_tokens") = py::none(),
            "Speculative verification of draft tokens over logits [rows, k + 1, vocab]; a VerifyResult (see "
-           "kvgen.generation.step.StepGenerator.verify).")
+           "kvgen.generation.step.TokenSelector.verify).")
       .def_property_readonly(
           "needs_token_texts", [](PyTokenSelector& w) { return w.read([](TokenSelector& g) { return g.needs_token_texts(); }); },
           "True when the config needs token_strings (stop_strings, DRY's sequence breakers) and none were given.")
