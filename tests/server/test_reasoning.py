@@ -59,6 +59,46 @@ def test_the_stream_splits_as_the_whole_reply(parser, opened, text, expected):
         assert (reasoning or expected[0], content) == expected, size
 
 
+HARMONY_CALL = ('<|channel|>analysis<|message|>look it up<|end|><|start|>assistant<|channel|>commentary '
+                'to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris"}')
+# the recipient in the message's header, as harmony's templates render a past call
+HARMONY_CALL_IN_HEADER = '<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{"city": "Oslo"}'
+
+
+def _split_in_pieces(text: str, mode: ReasoningMode, size: int) -> tuple[str, str]:
+    splitter, reasoning, content = ReasoningSplitter(mode), "", ""
+    pieces = [text[i:i + size] for i in range(0, len(text), size)]
+    for k, piece in enumerate(pieces):
+        r, c = splitter.feed(piece, final=k == len(pieces) - 1)
+        reasoning, content = reasoning + r, content + c
+    return reasoning, content
+
+
+@pytest.mark.parametrize("text, reasoning, city", [(HARMONY_CALL, "look it up", "Paris"),
+                                                   (HARMONY_CALL_IN_HEADER, None, "Oslo")])
+def test_a_harmony_message_to_a_function_is_a_tool_call(text, reasoning, city):
+    """GPT-OSS's call (its ``<|call|>`` stop token is not in the reply's text) becomes the call
+    block that the tool parser reads, whole and streamed; without tools it stays content."""
+    from kvgen.server.tools import parse_tool_calls
+
+    mode = ReasoningMode("harmony", calls=True)
+    thought, content = split_reasoning(text, mode)
+    assert thought == reasoning
+    assert content == f'<tool_call>{{"name": "get_weather", "arguments": {{"city": "{city}"}}}}</tool_call>'
+    for size in (1, 2, 3, 7, 1000):
+        assert _split_in_pieces(text, mode, size) == (reasoning or "", content), size
+    text_out, (call,) = parse_tool_calls(content, {"get_weather"})
+    assert text_out is None and call["function"] == {"name": "get_weather", "arguments": f'{{"city": "{city}"}}'}
+    # cut by max_tokens inside the arguments: the block stays open, a cut call's arguments so far
+    cut = text[:-4]
+    _, content = split_reasoning(cut, mode)
+    assert not content.endswith("</tool_call>")
+    _, (call,) = parse_tool_calls(content, {"get_weather"}, truncated=True)
+    assert call["function"]["arguments"] == cut[cut.rindex("<|message|>") + len("<|message|>"):]
+    # no tools offered: the message is the answer, as it is
+    assert split_reasoning(text, ReasoningMode("harmony"))[1] == text[text.rindex("<|message|>") + len("<|message|>"):]
+
+
 def test_the_parser_comes_from_the_template_or_the_option(smollm2_model):
     assert parser_for("auto", TEMPLATE) == "qwen3"
     assert parser_for("auto", smollm2_model.chat_template) is None
@@ -222,3 +262,37 @@ def test_harmony_channels_through_the_server(clients):
     message = clients["harmony"].chat.completions.create(**args).choices[0].message
     assert (message.reasoning_content, message.content) == (analysis, final)
     assert _streamed(clients["harmony"], **args)[:2] == (analysis, final)
+
+
+def test_harmony_tool_calls_through_the_server(clients, model):
+    """tool_choice "required" under harmony: the grammar is harmony's call (its markers spelled
+    here: the vocabulary has no harmony tokens), after an optional analysis message; the call
+    comes back as ``tool_calls``, its arguments following the schema, whole and streamed.
+    "auto": no grammar (the model writes its own format); a call the model writes (scripted by
+    a regex) is parsed."""
+    bias = {str(t): -100 for t, text in enumerate(model.token_strings()) if text and not text.strip()}
+    common = dict(model="m", messages=MESSAGES, max_tokens=80, temperature=1.0, seed=3, logit_bias=bias,
+                  tools=[WEATHER])
+    raw = clients["none"].chat.completions.create(**common, tool_choice="required").choices[0].message
+    assert raw.tool_calls  # without the harmony parser, the grammar is Hermes's
+    out = clients["harmony"].chat.completions.create(**common, tool_choice="required", logprobs=True)
+    message = out.choices[0].message
+    assert out.choices[0].finish_reason == "tool_calls", message
+    written = "".join(t.token for t in out.choices[0].logprobs.content)  # harmony's call, not a Hermes block
+    assert "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{" in written
+    (call,) = message.tool_calls
+    assert call.function.name == "get_weather" and not message.content
+    jsonschema.validate(json.loads(call.function.arguments), WEATHER["function"]["parameters"])
+    streamed_reasoning, streamed_content, deltas = _streamed(clients["harmony"], **common, tool_choice="required")
+    assert (streamed_reasoning or None, streamed_content) == (getattr(message, "reasoning_content", None), "")
+    (streamed,) = [c for d in deltas for c in d.tool_calls or [] if c.id]
+    arguments = "".join(c.function.arguments for d in deltas for c in d.tool_calls or [])
+    assert streamed.function.name == "get_weather" and json.loads(arguments) == json.loads(call.function.arguments)
+    regex = (r"<\|channel\|>analysis<\|message\|>[a-z ]{5,20}<\|end\|><\|start\|>assistant<\|channel\|>commentary "
+             r'to=functions\.get_weather <\|constrain\|>json<\|message\|>\{"city": "(Paris|Oslo)"\}')
+    scripted = dict(common, extra_body={"regex": regex}, tool_choice="auto")
+    reply = clients["none"].chat.completions.create(**scripted).choices[0].message.content
+    message = clients["harmony"].chat.completions.create(**scripted).choices[0].message
+    assert message.reasoning_content == reply[reply.index("<|message|>") + 11:reply.index("<|end|>")]
+    (call,) = message.tool_calls
+    assert json.loads(call.function.arguments) == json.loads(reply[reply.rindex("<|message|>") + 11:])

@@ -482,6 +482,13 @@ def chat_request(body: Any, model, limits: Optional[RequestLimits] = None, model
         ids = model.encode_chat(messages, add_generation_prompt=True, **extra)
     except ValueError as e:
         raise _fail("messages", template_error(e, model, model_name)) from None
+    # reasoning: read apart from the answer, and not constrained (the tool calls' or the JSON's
+    # grammar starts after it); the prompt's last tokens say whether the template opened it
+    mode = None
+    if reasoning_parser is not None and ids:
+        mode = mode_for(reasoning_parser, model.decode(ids[-8:], skip_special_tokens=False),
+                        (_added_token(model, THINK_START), _added_token(model, THINK_END)), calls=bool(offered))
+    harmony = mode is not None and mode.parser == "harmony"  # GPT-OSS writes its calls in its own format
     grammar = None
     legacy = req.functions is not None  # one function_call per reply
     parallel = not legacy and (req.parallel_tool_calls if req.parallel_tool_calls is not None else True)
@@ -489,11 +496,13 @@ def chat_request(body: Any, model, limits: Optional[RequestLimits] = None, model
         if req.constraint() is not None:
             raise ApiError("a constraint ('response_format', 'regex', ...) cannot be combined with tool_choice "
                            f"{choice if isinstance(choice, str) else choice.model_dump()!r}", param="tool_choice")
-        from kvgen.server.tools import tool_grammar
+        from kvgen.server.tools import HARMONY_MARKERS, harmony_tool_grammar, tool_grammar
 
         chosen = tools if choice == "required" else [t for t in tools if t["function"]["name"] == wanted]
-        grammar = tool_grammar(chosen, parallel=parallel)
-    elif choice == "auto" and req.constraint() is None:  # text, or text then calls that follow the schemas
+        grammar = (harmony_tool_grammar(chosen, {m: _added_token(model, m) for m in HARMONY_MARKERS}) if harmony
+                   else tool_grammar(chosen, parallel=parallel))
+    elif choice == "auto" and req.constraint() is None and not harmony:
+        # text, or text then calls that follow the schemas (a harmony reply's calls are parsed, not constrained)
         from kvgen.server.tools import tool_grammar
 
         grammar = tool_grammar(tools, parallel=parallel, free_text=True)
@@ -501,12 +510,6 @@ def chat_request(body: Any, model, limits: Optional[RequestLimits] = None, model
     if top and not req.logprobs:
         raise ApiError("'top_logprobs' needs 'logprobs': true", param="top_logprobs")
     limits.check_prompts(1, req.n or 1)
-    # reasoning: read apart from the answer, and not constrained (the tool calls' or the JSON's
-    # grammar starts after it); the prompt's last tokens say whether the template opened it
-    mode = None
-    if reasoning_parser is not None and ids:
-        mode = mode_for(reasoning_parser, model.decode(ids[-8:], skip_special_tokens=False),
-                        (_added_token(model, THINK_START), _added_token(model, THINK_END)))
     if mode is not None and grammar is not None:
         grammar = with_reasoning(grammar, mode)
     out = _request(req, [ids], model, None, bool(req.logprobs), top, limits, grammar=grammar)

@@ -10,7 +10,12 @@ Parsers (``kvgen serve --reasoning-parser``; ``auto`` picks one from the chat te
   the model writes again is skipped) up to ``</think>``.
 - ``harmony`` (GPT-OSS): the reply is messages ``<|channel|>NAME<|message|>TEXT<|end|>``;
   the ``analysis`` channel is reasoning, ``final`` (and any other) the answer. Its markers are
-  special tokens, so such a reply is read with its special tokens.
+  special tokens, so such a reply is read with its special tokens. When the request offers
+  tools, a message addressed to one (``to=functions.NAME`` in its header, as GPT-OSS writes
+  ``<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{...}``) is a tool
+  call: it is passed on in the call block that kvgen.server.tools reads
+  (``<tool_call>{"name": NAME, "arguments": ...}</tool_call>``), so that calls are parsed,
+  checked and streamed as every other model's are.
 
 A reply cut before its reasoning ends is all reasoning. ``ReasoningSplitter`` splits the text
 as it grows (a marker split across tokens is held until it is told), so that a stream's
@@ -21,6 +26,7 @@ JSON schema) lets come first: the constrained output starts after the reasoning 
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Optional
@@ -29,6 +35,7 @@ PARSERS = ("auto", "none", "qwen3", "deepseek_r1", "harmony")
 THINK_START, THINK_END = "<think>", "</think>"
 _HARMONY_ENDS = ("<|end|>", "<|return|>", "<|call|>")
 _HARMONY_CHANNEL = re.compile(r"<\|channel\|>\s*(\w+)")
+_HARMONY_RECIPIENT = re.compile(r"\bto=functions\.([A-Za-z0-9_-]{1,64})")
 
 
 def parser_for(option: str, template: Optional[str]) -> Optional[str]:
@@ -61,6 +68,8 @@ class ReasoningMode:
     # the token, which llguidance keeps apart from text), else None (spelled as text)
     start_token: Optional[int] = None
     end_token: Optional[int] = None
+    # harmony: the request offers tools, so a message addressed to a function is a tool call
+    calls: bool = False
 
     @property
     def keeps_special_tokens(self) -> bool:
@@ -69,14 +78,15 @@ class ReasoningMode:
 
 
 def mode_for(parser: Optional[str], prompt_tail: str,
-             marker_tokens: tuple[Optional[int], Optional[int]] = (None, None)) -> Optional[ReasoningMode]:
+             marker_tokens: tuple[Optional[int], Optional[int]] = (None, None),
+             calls: bool = False) -> Optional[ReasoningMode]:
     """The ReasoningMode of a reply to a prompt ending in ``prompt_tail`` (its last tokens'
     text, special tokens included); ``marker_tokens``: the ids of ``<think>`` and ``</think>``
-    where the vocabulary has them as added tokens."""
+    where the vocabulary has them as added tokens; ``calls``: the request offers tools."""
     if parser is None:
         return None
     if parser == "harmony":
-        return ReasoningMode(parser)
+        return ReasoningMode(parser, calls=calls)
     opened = parser == "deepseek_r1" or prompt_tail.rfind(THINK_START) > prompt_tail.rfind(THINK_END)
     return ReasoningMode(parser, opened, *marker_tokens)
 
@@ -121,6 +131,7 @@ class ReasoningSplitter:
             # opened by the prompt: a <think> the model writes again (DeepSeek-R1's habit) is skipped
             self.state = "opened" if mode.opened else "lead"
         self.channel = "final"
+        self.call: Optional[str] = None  # harmony: the arguments of the tool call being read
         self.after_end = False  # just past the end marker: whitespace before the answer is dropped
 
     def feed(self, piece: str, final: bool = False) -> tuple[str, str]:
@@ -176,6 +187,10 @@ class ReasoningSplitter:
             if at >= 0:
                 found = _HARMONY_CHANNEL.search(text[:at])
                 self.channel = found.group(1) if found else "final"
+                recipient = _HARMONY_RECIPIENT.search(text[:at]) if self.mode.calls else None
+                if recipient is not None:  # a tool call: its arguments follow
+                    content.append(f'<tool_call>{{"name": {json.dumps(recipient.group(1))}, "arguments": ')
+                    self.call = ""
                 self.buffer = text[at + len("<|message|>"):]
                 self.state = "body"
             elif text and not text.lstrip().startswith("<|") and not "<|".startswith(text.lstrip()):
@@ -187,7 +202,7 @@ class ReasoningSplitter:
             out = reasoning if self.channel == "analysis" else content
             if ends:
                 at, marker = min(ends)
-                out.append(text[:at])
+                self._body(out, text[:at], ended=True)
                 self.buffer = text[at + (0 if marker in ("<|start|>", "<|channel|>") else len(marker)):]
                 self.state = "header"
                 return
@@ -195,8 +210,29 @@ class ReasoningSplitter:
             tag = text.rfind("<|")
             if not final and tag >= 0 and "|>" not in text[tag:]:
                 keep = len(text) - tag  # a marker not finished yet
-            out.append(text[:len(text) - keep])
+            self._body(out, text[:len(text) - keep], ended=final and self._call_complete(text))
             self.buffer = text[len(text) - keep:]
+
+    def _body(self, out: list, piece: str, ended: bool) -> None:
+        """A piece of a message's body; a tool call's block is closed when its message ends."""
+        out.append(piece)
+        if self.call is not None:
+            self.call += piece
+            if ended:
+                out.append("}</tool_call>")
+                self.call = None
+
+    def _call_complete(self, tail: str) -> bool:
+        """Whether a reply that ends here ends a tool call's arguments: the stop token (``<|call|>``,
+        which the reply's text leaves out) came after whole JSON; a reply cut inside them
+        (max_tokens) leaves the block open, as kvgen.server.tools reads a cut call."""
+        if self.call is None:
+            return False
+        try:
+            json.loads(self.call + tail)
+        except ValueError:
+            return False
+        return True
 
 
 def split_reasoning(text: str, mode: ReasoningMode) -> tuple[Optional[str], str]:

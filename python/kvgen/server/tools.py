@@ -14,7 +14,8 @@ Parsed forms:
 A call whose name is not one of the request's tools, or whose JSON does not parse, is left
 as text. ``tool_grammar`` builds the llguidance Lark grammar of Hermes calls whose arguments
 follow each tool's JSON schema (``tool_choice`` "required" or a named function; with free
-text before the calls under "auto"). ``ToolCallStream`` turns a streamed reply into OpenAI's
+text before the calls under "auto"); ``harmony_tool_grammar`` that of a GPT-OSS (harmony)
+call, whose markers are its own. ``ToolCallStream`` turns a streamed reply into OpenAI's
 deltas as it grows.
 """
 
@@ -156,6 +157,30 @@ def tool_grammar(tools: list[dict], *, parallel: bool = True, free_text: bool = 
         start = [f"start: call{more}"]
     return "\n".join([*start, 'call: "<tool_call>" body', "body: " + " | ".join(f"body_{i}" for i in range(len(tools))),
                       *bodies])
+
+
+HARMONY_MARKERS = ("<|channel|>", "<|message|>", "<|end|>", "<|start|>", "<|constrain|>")
+
+
+def harmony_tool_grammar(tools: list[dict], marker_tokens: dict[str, Optional[int]]) -> str:
+    """A Lark grammar of one harmony tool call (GPT-OSS), optionally after an ``analysis``
+    message: ``<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>`` and
+    arguments that follow the tool's parameters' JSON schema; the reply then ends (the model's
+    ``<|call|>`` is its stop token). ``marker_tokens``: each of HARMONY_MARKERS's token id where
+    the vocabulary has it as a token (matched as that token), else None (spelled as text)."""
+    def marker(text: str) -> str:
+        token = marker_tokens.get(text)
+        return f"<[{token}]>" if token is not None else json.dumps(text)
+
+    channel, message, end = marker("<|channel|>"), marker("<|message|>"), marker("<|end|>")
+    lazy = "" if marker_tokens.get("<|end|>") is not None else "[lazy]"  # a spelled end ends the text
+    bodies = [f'body_{i}: {json.dumps(t["function"]["name"])} " " {marker("<|constrain|>")} "json" {message} '
+              f'%json {json.dumps(_call_schema(t)["properties"]["arguments"])}' for i, t in enumerate(tools)]
+    return "\n".join(["%llguidance {}", "start: analysis? call",
+                      f'analysis{lazy}: {channel} "analysis" {message} ANALYSIS_TEXT {end} {marker("<|start|>")} "assistant"',
+                      "ANALYSIS_TEXT: /(.|\\n)*/",
+                      f'call: {channel} "commentary to=functions." body',
+                      "body: " + " | ".join(f"body_{i}" for i in range(len(tools))), *bodies])
 
 
 _HEADER = re.compile(r'\s*\{\s*"name"\s*:\s*"([A-Za-z0-9_-]{1,64})"\s*,\s*"arguments"\s*:\s*')
