@@ -62,7 +62,8 @@ def test_the_stream_splits_as_the_whole_reply(parser, opened, text, expected):
 HARMONY_CALL = ('<|channel|>analysis<|message|>look it up<|end|><|start|>assistant<|channel|>commentary '
                 'to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris"}')
 # the recipient in the message's header, as harmony's templates render a past call
-HARMONY_CALL_IN_HEADER = '<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{"city": "Oslo"}'
+HARMONY_CALL_IN_HEADER = ('<|start|>assistant to=functions.get_weather<|channel|>commentary json'
+                          '<|message|>{"city": "Oslo"}')
 
 
 def _split_in_pieces(text: str, mode: ReasoningMode, size: int) -> tuple[str, str]:

@@ -172,12 +172,12 @@ def harmony_tool_grammar(tools: list[dict], marker_tokens: dict[str, Optional[in
         token = marker_tokens.get(text)
         return f"<[{token}]>" if token is not None else json.dumps(text)
 
-    channel, message, end = marker("<|channel|>"), marker("<|message|>"), marker("<|end|>")
+    channel, message, end, start = (marker(m) for m in ("<|channel|>", "<|message|>", "<|end|>", "<|start|>"))
     lazy = "" if marker_tokens.get("<|end|>") is not None else "[lazy]"  # a spelled end ends the text
     bodies = [f'body_{i}: {json.dumps(t["function"]["name"])} " " {marker("<|constrain|>")} "json" {message} '
               f'%json {json.dumps(_call_schema(t)["properties"]["arguments"])}' for i, t in enumerate(tools)]
     return "\n".join(["%llguidance {}", "start: analysis? call",
-                      f'analysis{lazy}: {channel} "analysis" {message} ANALYSIS_TEXT {end} {marker("<|start|>")} "assistant"',
+                      f'analysis{lazy}: {channel} "analysis" {message} ANALYSIS_TEXT {end} {start} "assistant"',
                       "ANALYSIS_TEXT: /(.|\\n)*/",
                       f'call: {channel} "commentary to=functions." body',
                       "body: " + " | ".join(f"body_{i}" for i in range(len(tools))), *bodies])
