@@ -164,21 +164,29 @@ void register_expert_options(py::module_& m) {
   const ExpertOptions experts;
   py::class_<ExpertOptions>(m, "_ExpertOptions",
                             "How a mixture of experts routes and what its experts compute (kvgen/models/moe.h).")
-      .def(py::init([](bool norm_topk_prob, bool softmax_after_top_k, float swiglu_limit, float swiglu_alpha) {
+      .def(py::init([](bool norm_topk_prob, bool softmax_after_top_k, float swiglu_limit, float swiglu_alpha,
+                       float norm_min, int64_t shared_expert_intermediate) {
              return ExpertOptions{.norm_topk_prob = norm_topk_prob, .softmax_after_top_k = softmax_after_top_k,
-                                  .swiglu_limit = swiglu_limit, .swiglu_alpha = swiglu_alpha};
+                                  .swiglu_limit = swiglu_limit, .swiglu_alpha = swiglu_alpha, .norm_min = norm_min,
+                                  .shared_expert_intermediate = shared_expert_intermediate};
            }),
            py::kw_only(), py::arg("norm_topk_prob") = experts.norm_topk_prob,
            py::arg("softmax_after_top_k") = experts.softmax_after_top_k,
            py::arg("swiglu_limit") = experts.swiglu_limit, py::arg("swiglu_alpha") = experts.swiglu_alpha,
+           py::arg("norm_min") = experts.norm_min,
+           py::arg("shared_expert_intermediate") = experts.shared_expert_intermediate,
            "norm_topk_prob: renormalise each token's top-k routing probabilities (Qwen3-MoE); "
            "softmax_after_top_k: softmax the top-k router logits among themselves (GPT-OSS); swiglu_limit > 0: "
            "the experts' clamped SwiGLU, (clamp(up, -limit, limit) + 1) * g * sigmoid(swiglu_alpha * g) with "
-           "g = min(gate, limit) (GPT-OSS).")
+           "g = min(gate, limit) (GPT-OSS); norm_min: the renormalising sum taken as at least this (ERNIE 4.5's "
+           "moe_norm_min); shared_expert_intermediate > 0: every sparse layer's shared expert (mlp.shared_expert.*, "
+           "scaled by sigmoid(mlp.shared_expert_gate(h)) where that tensor exists) is this wide.")
       .def_readonly("norm_topk_prob", &ExpertOptions::norm_topk_prob)
       .def_readonly("softmax_after_top_k", &ExpertOptions::softmax_after_top_k)
       .def_readonly("swiglu_limit", &ExpertOptions::swiglu_limit)
-      .def_readonly("swiglu_alpha", &ExpertOptions::swiglu_alpha);
+      .def_readonly("swiglu_alpha", &ExpertOptions::swiglu_alpha)
+      .def_readonly("norm_min", &ExpertOptions::norm_min)
+      .def_readonly("shared_expert_intermediate", &ExpertOptions::shared_expert_intermediate);
 }
 
 void register_model_config(py::module_& m) {

@@ -71,6 +71,15 @@ FAMILIES = {
     # the rotary embedding over adjacent pairs, biases on every projection
     "ernie4_5": (transformers.Ernie4_5Config, transformers.Ernie4_5ForCausalLM,
                  dict(head_dim=24, use_bias=True, rope_theta=500000.0, tie_word_embeddings=True)),
+    # ERNIE 4.5 with experts in layers 1 and 2 (start 1, end 2) and dense MLPs in layers 0 and 3:
+    # 8 experts, top 2, a selection bias (random, as every bias here), 2 shared experts; llama.cpp's
+    # converter would write its shared experts' width as intermediate_size // kv_heads = 48, not
+    # 2 x 32
+    "ernie4_5_moe": (transformers.Ernie4_5_MoeConfig, transformers.Ernie4_5_MoeForCausalLM,
+                     dict(num_hidden_layers=4, head_dim=24, use_bias=True, rope_theta=500000.0,
+                          tie_word_embeddings=True, moe_num_experts=8, moe_k=2, moe_intermediate_size=32,
+                          moe_num_shared_experts=2, moe_layer_start_index=1, moe_layer_end_index=2,
+                          moe_layer_interval=1)),
     # norms after each branch only, q/k norms over the whole projection (grouped-query: k's is
     # narrower), attention biases
     "olmo2": (transformers.Olmo2Config, transformers.Olmo2ForCausalLM,
@@ -97,7 +106,7 @@ FAMILIES = {
 
 
 #: Families whose llama.cpp converter reads only a SentencePiece vocabulary (tokenizer.model).
-SENTENCEPIECE_VOCABULARY = ("ernie4_5",)
+SENTENCEPIECE_VOCABULARY = ("ernie4_5", "ernie4_5_moe")
 
 
 def save_converter_tokenizer(directory: Path, smollm2_file: Path, family: str) -> Path:

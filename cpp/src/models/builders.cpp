@@ -149,6 +149,13 @@ int64_t DecoderModel::read_experts(const TensorMap& t, const std::string& prefix
   for (const auto* experts : {&m.gate, &m.up, &m.down})
     for (const LinearWeight& e : *experts) count_weight(e);
   if (m.router_bias != nullptr) count_weight(config_.experts);
+  if (m.selection_bias != nullptr) count_weight(config_.experts);
+  for (const LinearWeight* shared : {&m.shared.gate, &m.shared.up, &m.shared.down, &m.shared.scale})
+    if (shared->out() > 0) count_weight(*shared);
+  for (const float* bias : {m.shared.gate_bias, m.shared.up_bias})
+    if (bias != nullptr) count_weight(m.shared.gate.out());
+  if (m.shared.down_bias != nullptr) count_weight(config_.hidden);
+  if (m.shared.scale_bias != nullptr) count_weight(1);
   count_weight(static_cast<int64_t>(m.gate_bias.size() + m.up_bias.size()) * config_.expert_intermediate +
                static_cast<int64_t>(m.down_bias.size()) * config_.hidden);
   return static_cast<int64_t>(expert_layers_.size()) - 1;

@@ -216,7 +216,7 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
   float* h = scratch_.normed.data();
   if (all_positions) {
     final_norm(h, x, n);
-    projector_.project(h, n, C, {{&lm_head_, nullptr, logits, V}});
+    projector_.project(h, n, C, {{&lm_head_, lm_head_bias_, logits, V}});
     softcap_logits(logits, n, V);
     return;
   }
@@ -251,7 +251,7 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
   if (all_of_some || hidden_of_some) {  // one GEMM, then each chunk's rows of logits to where it asked
     grow_rows(scratch_.logits, m, V);
     float* tmp = scratch_.logits.data();
-    projector_.project(h, m, C, {{&lm_head_, nullptr, tmp, V}});
+    projector_.project(h, m, C, {{&lm_head_, lm_head_bias_, tmp, V}});
     softcap_logits(tmp, m, V);
     for (size_t ci = 0, r = 0; ci < chunks.size(); ++ci) {
       const RowTokens& c = chunks[ci];
@@ -267,13 +267,13 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
   bool rows_in_order = true;
   for (int64_t ci = 0; ci < m; ++ci) rows_in_order = rows_in_order && chunks[ci].row == chunks[0].row + ci;
   if (rows_in_order) {
-    projector_.project(h, m, C, {{&lm_head_, nullptr, logits + chunks[0].row * V, V}});
+    projector_.project(h, m, C, {{&lm_head_, lm_head_bias_, logits + chunks[0].row * V, V}});
     softcap_logits(logits + chunks[0].row * V, m, V);
     return;
   }
   grow_rows(scratch_.logits, m, V);
   float* tmp = scratch_.logits.data();
-  projector_.project(h, m, C, {{&lm_head_, nullptr, tmp, V}});
+  projector_.project(h, m, C, {{&lm_head_, lm_head_bias_, tmp, V}});
   softcap_logits(tmp, m, V);
   for (int64_t ci = 0; ci < m; ++ci) std::memcpy(logits + chunks[ci].row * V, tmp + ci * V, sizeof(float) * V);
 }

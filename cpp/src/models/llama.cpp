@@ -93,6 +93,9 @@ Llama::Llama(ModelConfig config, LlamaOptions options, const TensorMap& t)
   embed_ = read_matrix(t, "model.embed_tokens.weight", V, C);
   norm_ = read_vector(t, "model.norm.weight", C);
   lm_head_ = t.has("lm_head.weight") ? read_matrix(t, "lm_head.weight", V, C) : embed_;
+  lm_head_bias_ = optional_vector("lm_head.bias", V);  // ERNIE 4.5 MoE's with use_bias
+  if (lm_head_bias_ != nullptr && options_.logit_scale != 1.0f)
+    throw ValueError("Llama: a logit scale with an LM head bias is not supported");
   if (config_.experts > 0) use_experts(options_.experts);
   for (int64_t l = 0; l < L; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";

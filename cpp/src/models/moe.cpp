@@ -1,6 +1,8 @@
 // Sparse MoE MLP: routing (softmax, top-k), tokens grouped by expert, one pass per chosen
 // expert, following transformers' Qwen3MoeTopKRouter and Qwen3MoeExperts (and GPT-OSS's
-// GptOssTopKRouter and GptOssExperts where ExpertOptions say so).
+// GptOssTopKRouter and GptOssExperts, ERNIE 4.5's Ernie4_5_MoeTopKRouter where
+// ExpertOptions and the tensors say so); the shared expert as Qwen3_5MoeSparseMoeBlock and
+// Ernie4_5_MoeSparseMoeBlock add it.
 #include "kvgen/models/moe.h"
 
 #include <algorithm>
@@ -8,6 +10,7 @@
 #include <cstring>
 
 #include "kvgen/errors.h"
+#include "kvgen/limits.h"
 #include "kvgen/ops/layer_ops.h"
 
 namespace kvgen {
@@ -18,9 +21,15 @@ SparseMoe::SparseMoe(const ModelConfig& c, ExpertOptions options)
     throw ValueError("a mixture of experts needs 1 <= experts_per_token <= experts and an expert width");
   if (!std::isfinite(options_.swiglu_limit) || options_.swiglu_limit < 0.0f || !std::isfinite(options_.swiglu_alpha))
     throw ValueError("the experts' SwiGLU limit must be finite and not negative, and its alpha finite");
+  if (!std::isfinite(options_.norm_min) || options_.norm_min < 0.0f)
+    throw ValueError("the experts' norm_min = " + std::to_string(options_.norm_min) + " must be finite and not negative");
+  if (options_.shared_expert_intermediate < 0 || options_.shared_expert_intermediate > limits::kMaxWidth)
+    throw ValueError("the shared expert's width " + std::to_string(options_.shared_expert_intermediate) +
+                     " is not in [0, " + std::to_string(limits::kMaxWidth) + "]");
   starts_.resize(E_ + 1);
-  products_.reserve(2 * k_);
+  products_.reserve(std::max<int64_t>(2 * k_, 3));
   ranked_.resize(E_);
+  score_.resize(E_);
 }
 
 bool SparseMoe::has_layer(const TensorMap& t, const std::string& prefix) { return t.has(prefix + "mlp.gate.weight"); }
@@ -55,6 +64,29 @@ SparseMoe::Layer SparseMoe::read(const TensorMap& t, const std::string& prefix) 
   w.gate_bias = biases("gate_proj", Ie_);
   w.up_bias = biases("up_proj", Ie_);
   w.down_bias = biases("down_proj", C_);
+  if (t.has(prefix + "mlp.gate.e_score_correction_bias"))
+    w.selection_bias = t.get(prefix + "mlp.gate.e_score_correction_bias", {E_});
+  const int64_t Is = options_.shared_expert_intermediate;
+  if (Is == 0 && t.has(prefix + "mlp.shared_expert.gate_proj.weight"))
+    throw ValueError(prefix + "mlp.shared_expert.gate_proj.weight: the layer has a shared expert, but the config "
+                     "gives it no width");
+  if (Is > 0) {
+    const std::string e = prefix + "mlp.shared_expert.";
+    const auto bias = [&](const std::string& name, int64_t size) {
+      return t.has(name) ? t.get(name, {size}) : nullptr;
+    };
+    Layer::Shared& s = w.shared;
+    s.gate = t.linear(e + "gate_proj.weight", Is, C_);
+    s.up = t.linear(e + "up_proj.weight", Is, C_);
+    s.down = t.linear(e + "down_proj.weight", C_, Is);
+    s.gate_bias = bias(e + "gate_proj.bias", Is);
+    s.up_bias = bias(e + "up_proj.bias", Is);
+    s.down_bias = bias(e + "down_proj.bias", C_);
+    if (t.has(prefix + "mlp.shared_expert_gate.weight")) {
+      s.scale = t.linear(prefix + "mlp.shared_expert_gate.weight", 1, C_);
+      s.scale_bias = bias(prefix + "mlp.shared_expert_gate.bias", 1);
+    }
+  }
   return w;
 }
 
@@ -73,6 +105,12 @@ void SparseMoe::reserve(int64_t n) {
   grow(scratch_.out, C_);
   if (static_cast<int64_t>(scratch_.expert.shape(0)) < k_)  // for one token: a row per expert
     scratch_.expert = xt::xtensor<float, 2>::from_shape({static_cast<size_t>(k_), static_cast<size_t>(C_)});
+  if (options_.shared_expert_intermediate > 0) {
+    grow(scratch_.shared_inner, options_.shared_expert_intermediate);
+    grow(scratch_.shared_up, options_.shared_expert_intermediate);
+    grow(scratch_.shared_scale, 1);
+    grow(scratch_.shared_out, C_);
+  }
   if (static_cast<int64_t>(chosen_.size()) < n * k_) {
     chosen_.resize(n * k_);
     weights_.resize(n * k_);
@@ -95,7 +133,7 @@ const float* SparseMoe::forward(const float* h, int64_t n, const Layer& w, Proje
   } else {
     projector.project(h, n, C_, {{&w.router, w.router_bias, probs, E_}});
   }
-  route(probs, n);
+  route(probs, w.selection_bias, n);
   const auto bias = [](const std::vector<const float*>& b, int64_t e) { return b.empty() ? nullptr : b[e]; };
   if (n == 1) {  // one token: its experts' gate and up in one section, their downs in another
     products_.clear();
@@ -118,6 +156,7 @@ const float* SparseMoe::forward(const float* h, int64_t n, const Layer& w, Proje
         const float weight = weights_[j];
         for (int64_t c = 0; c < C_; ++c) out[c] += y[c] * weight;
       }
+    if (options_.shared_expert_intermediate > 0) add_shared_expert(out, h, n, w, projector);
     return out;
   }
   // ---- the tokens of each expert, in token order (a counting sort) ----
@@ -148,18 +187,48 @@ const float* SparseMoe::forward(const float* h, int64_t n, const Layer& w, Proje
       for (int64_t c = 0; c < C_; ++c) o[c] += y[c] * weight;
     }
   }
+  if (options_.shared_expert_intermediate > 0) add_shared_expert(out, h, n, w, projector);
   return out;
 }
 
-void SparseMoe::route(float* logits, int64_t n) {
+void SparseMoe::add_shared_expert(float* out, const float* h, int64_t n, const Layer& w, Projector& projector) {
+  const int64_t Is = options_.shared_expert_intermediate;
+  const Layer::Shared& s = w.shared;
+  float* inner = scratch_.shared_inner.data();  // (n, Is)
+  float* up = scratch_.shared_up.data();        // (n, Is)
+  float* scale = scratch_.shared_scale.data();  // (n, 1)
+  float* y = scratch_.shared_out.data();        // (n, C)
+  products_.clear();
+  products_.push_back({&s.gate, s.gate_bias, inner, Is});
+  products_.push_back({&s.up, s.up_bias, up, Is});
+  const bool scaled = s.scale.out() > 0;
+  if (scaled) products_.push_back({&s.scale, s.scale_bias, scale, 1});
+  projector.project(h, n, C_, products_);
+  ops::silu_mul(inner, up, n * Is);
+  projector.project(inner, n, Is, {{&s.down, s.down_bias, y, C_}});
+  for (int64_t r = 0; r < n; ++r) {  // transformers' order: routed + sigmoid(gate) * shared, or routed + shared
+    const float factor = scaled ? 1.0f / (1.0f + std::exp(-scale[r])) : 1.0f;
+    float* o = out + r * C_;
+    const float* e = y + r * C_;
+    for (int64_t c = 0; c < C_; ++c) o[c] = o[c] + factor * e[c];
+  }
+}
+
+void SparseMoe::route(float* logits, const float* selection_bias, int64_t n) {
   std::fill(starts_.begin(), starts_.end(), 0);
   if (!options_.softmax_after_top_k) ops::softmax_rows(logits, n, E_, nullptr);  // probabilities (n, E)
   for (int64_t t = 0; t < n; ++t) {
     const float* p = logits + t * E_;
+    const float* score = p;  // what chooses the experts: p, or p + the selection bias (ERNIE 4.5)
+    if (selection_bias != nullptr) {
+      for (int64_t e = 0; e < E_; ++e) score_[e] = p[e] + selection_bias[e];
+      score = score_.data();
+    }
     for (int64_t e = 0; e < E_; ++e) ranked_[e] = e;
     // the k largest, ties to the lower index
-    std::partial_sort(ranked_.begin(), ranked_.begin() + k_, ranked_.end(),
-                      [p](int64_t a, int64_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
+    std::partial_sort(ranked_.begin(), ranked_.begin() + k_, ranked_.end(), [score](int64_t a, int64_t b) {
+      return score[a] > score[b] || (score[a] == score[b] && a < b);
+    });
     float* weight = weights_.data() + t * k_;
     for (int64_t j = 0; j < k_; ++j) {
       chosen_[t * k_ + j] = ranked_[j];
@@ -173,6 +242,7 @@ void SparseMoe::route(float* logits, int64_t n) {
     } else if (options_.norm_topk_prob) {
       float sum = 0.0f;
       for (int64_t j = 0; j < k_; ++j) sum += weight[j];
+      sum = std::max(sum, options_.norm_min);
       for (int64_t j = 0; j < k_; ++j) weight[j] /= sum;
     }
   }

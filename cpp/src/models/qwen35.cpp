@@ -62,17 +62,14 @@ class Qwen35 : public DecoderModel {
     Attention attn;
     DeltaNet delta;
     const float* mlp_norm;    // (C), 1 + w
-    MlpWeights mlp;           // the SwiGLU MLP; where the layer has experts, the shared expert (Is wide) or empty
+    MlpWeights mlp;           // the SwiGLU MLP; empty where the layer has experts
     int64_t experts = -1;     // >= 0: the layer's mixture of experts (read_experts) instead of the MLP
-    Linear shared_gate;       // (1, C) the shared expert's sigmoid gate, with experts and a shared expert
   };
 
   // A norm weight as the model multiplies it: w + norm_offset (1 + w in float32, as torch).
   const float* norm_weight(const TensorMap& t, const std::string& name, int64_t size);
   void attention_branch(float* h, const Attention& w, int64_t layer, const ForwardPass& b, KVCache& cache);
   void delta_branch(float* h, const DeltaNet& w, int64_t layer, const ForwardPass& b, KVCache& cache);
-  // h (n, C) = the routed experts' output plus sigmoid(shared_gate(h)) * the shared expert's of h.
-  void experts_branch(float* h, const Layer& w, int64_t n);
 
   Qwen35Options options_;
   int64_t rotary_dim_;
@@ -93,8 +90,6 @@ class Qwen35 : public DecoderModel {
     xt::xtensor<float, 2> mixed, conv, z, a, beta_in;  // DeltaNet: (n, conv) x2, (n, Hv dv), (n, Hv) x2
     xt::xtensor<float, 2> g, beta;                     // (n, Hv)
     xt::xtensor<float, 2> dq, dk, dv, core;            // (n, Hq dk) x2 (query_heads_), (n, Hv dv) x2
-    xt::xtensor<float, 2> shared_inner, shared_up;     // the shared expert: (n, Is) x2
-    xt::xtensor<float, 2> shared_gate;                 // (n, 1) its gate's logits
   } s_;
 };
 
@@ -120,7 +115,9 @@ Qwen35::Qwen35(ModelConfig config, Qwen35Options options, const TensorMap& t)
                      " is not in [0, " + std::to_string(limits::kMaxWidth) + "]");
   if (options_.shared_expert_intermediate > 0 && config_.experts == 0)
     throw ValueError("Qwen3.5: a shared expert needs a mixture of experts (num_experts)");
-  if (config_.experts > 0) use_experts({.norm_topk_prob = options_.norm_topk_prob});
+  if (config_.experts > 0)
+    use_experts({.norm_topk_prob = options_.norm_topk_prob,
+                 .shared_expert_intermediate = options_.shared_expert_intermediate});
   attention_scale_ = 1.0f / std::sqrt(static_cast<float>(hd));
   if (config_.recurrent_layers.empty())
     throw ValueError("Qwen3.5: recurrent_layers must give every layer's state shape (zeros for attention layers)");
@@ -191,16 +188,13 @@ Qwen35::Qwen35(ModelConfig config, Qwen35Options options, const TensorMap& t)
       a.k_norm = norm_weight(t, p + "self_attn.k_norm.weight", hd);
     }
     w.mlp_norm = norm_weight(t, p + "post_attention_layernorm.weight", C);
-    w.experts = read_experts(t, p);  // a mixture of experts instead of the MLP where the layer has a router
-    const int64_t Is = options_.shared_expert_intermediate;
+    // a mixture of experts (and its gated shared expert, moe.h) instead of the MLP where the layer has a router
+    w.experts = read_experts(t, p);
     if (w.experts < 0) {
       w.mlp = {read_linear(t, p + "mlp.gate_proj", I, C), read_linear(t, p + "mlp.up_proj", I, C),
                read_linear(t, p + "mlp.down_proj", C, I)};
-    } else if (Is > 0) {
-      const std::string e = p + "mlp.shared_expert.";
-      w.mlp = {read_linear(t, e + "gate_proj", Is, C), read_linear(t, e + "up_proj", Is, C),
-               read_linear(t, e + "down_proj", C, Is)};
-      w.shared_gate = read_linear(t, p + "mlp.shared_expert_gate", 1, C);
+    } else if (options_.shared_expert_intermediate > 0 && !t.has(p + "mlp.shared_expert_gate.weight")) {
+      throw ValueError("missing tensor: " + p + "mlp.shared_expert_gate.weight (Qwen3.5's shared expert is gated)");
     }
     layers_.push_back(std::move(w));
   }
@@ -221,11 +215,6 @@ void Qwen35::reserve(const ForwardPass& b) {
   for (auto* buf : {&s_.q, &s_.gate, &s_.att}) grow_rows(*buf, n, H * hd);
   grow_rows(s_.k, n, KV * hd);
   grow_rows(s_.v, n, KV * hd);
-  if (options_.shared_expert_intermediate > 0) {
-    grow_rows(s_.shared_inner, n, options_.shared_expert_intermediate);
-    grow_rows(s_.shared_up, n, options_.shared_expert_intermediate);
-    grow_rows(s_.shared_gate, n, 1);
-  }
   if (shape_.heads == 0) return;  // no recurrent layer
   const int64_t conv = shape_.conv_channels, Hv = shape_.heads;
   grow_rows(s_.mixed, n, conv);
@@ -254,30 +243,12 @@ void Qwen35::block(int64_t l, float* x, const ForwardPass& b, KVCache& cache) {
   add_residual(x, h, n, C);
   // MLP: x (n, C) += down(silu(gate(h)) * up(h)), h = rmsnorm(x); or the experts of h
   rms_norm(h, x, w.mlp_norm, n, C, eps);
+  const float* out = h;  // (n, C)
   if (w.experts >= 0)
-    experts_branch(h, w, n);
+    out = experts(h, w.experts, n);  // the routed experts' output plus sigmoid(shared_gate(h)) * the shared expert's
   else
     mlp(h, h, w.mlp, Activation::SiLU, n);
-  add_residual(x, h, n, C);
-}
-
-void Qwen35::experts_branch(float* h, const Layer& w, int64_t n) {
-  const int64_t C = config_.hidden, Is = options_.shared_expert_intermediate;
-  const float* routed = experts(h, w.experts, n);  // (n, C), the mixture's scratch
-  if (Is == 0) {
-    std::memcpy(h, routed, n * C * sizeof(float));
-    return;
-  }
-  // the shared expert: down(silu(gate(h)) * up(h)), scaled by sigmoid(shared_gate(h)) per token
-  float *inner = s_.shared_inner.data(), *up = s_.shared_up.data(), *gate = s_.shared_gate.data();
-  projector_.project(h, n, C, {{&w.mlp.gate.w, w.mlp.gate.bias, inner, Is}, {&w.mlp.up.w, w.mlp.up.bias, up, Is},
-                               {&w.shared_gate.w, w.shared_gate.bias, gate, 1}});
-  rows_in_parallel(n, Is, [&](int64_t r0, int64_t r1) { ops::silu_mul(inner + r0 * Is, up + r0 * Is, (r1 - r0) * Is); });
-  projector_.project(inner, n, Is, {{&w.mlp.down.w, w.mlp.down.bias, h, C}});
-  for (int64_t r = 0; r < n; ++r) {  // transformers' order: routed + sigmoid(gate) * shared
-    const float scale = 1.0f / (1.0f + std::exp(-gate[r]));
-    for (int64_t c = 0; c < C; ++c) h[r * C + c] = routed[r * C + c] + scale * h[r * C + c];
-  }
+  add_residual(x, out, n, C);
 }
 
 void Qwen35::attention_branch(float* h, const Attention& w, int64_t layer, const ForwardPass& b, KVCache& cache) {

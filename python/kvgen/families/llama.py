@@ -368,6 +368,9 @@ class LlamaFamily(Family):
         if "output.weight" in gguf.tensors:
             arrays["lm_head.weight"] = gguf.matrix("output.weight", (vocab, C))
             used.add("output.weight")
+        if "output.bias" in gguf.tensors:  # ERNIE 4.5 MoE's with use_bias (its head may be tied)
+            arrays["lm_head.bias"] = gguf.vector("output.bias", (vocab,))
+            used.add("output.bias")
         rope_freqs = None
         if "rope_freqs.weight" in gguf.tensors:  # Llama 3.1 scaling, stored as divisors of inv_freq
             rope_freqs = gguf.vector("rope_freqs.weight", (rope_dims // 2,))
@@ -406,6 +409,7 @@ class LlamaFamily(Family):
             sparse = self.moe and f"blk.{layer}.ffn_gate_inp.weight" in gguf.tensors  # a router: experts
             if sparse:
                 gguf_experts(gguf, arrays, used, layer, config)
+                gguf_shared_expert(gguf, arrays, used, layer, C)
             sinks = f"blk.{layer}.attn_sinks.weight"
             if sinks in gguf.tensors:  # attention sinks (GPT-OSS): a logit per query head
                 arrays[f"model.layers.{layer}.self_attn.sinks"] = gguf.vector(sinks, (heads,))
@@ -457,7 +461,8 @@ def gguf_experts(gguf: GGUFContents, arrays: dict, used: set, layer: int, config
     """A mixture-of-experts layer's router (ffn_gate_inp, (E, C)) and its experts' 3-D
     matrices (ffn_{gate,up,down}_exps, (E, out, in)), which stay quantized: one (E, out, in)
     QuantizedTensor each, cut into per-expert matrices by the core; their biases (the router's
-    (E), the experts' (E, out)) where the file has them (GPT-OSS)."""
+    (E), the experts' (E, out)) where the file has them (GPT-OSS), and the router's selection
+    bias (exp_probs_b, (E): ERNIE 4.5's)."""
     E, C, Ie = config["num_experts"], config["hidden_size"], config["moe_intermediate_size"]
     p, hf = f"blk.{layer}.", f"model.layers.{layer}.mlp."
     arrays[hf + "gate.weight"] = gguf.matrix(p + "ffn_gate_inp.weight", (E, C))
@@ -472,6 +477,40 @@ def gguf_experts(gguf: GGUFContents, arrays: dict, used: set, layer: int, config
         if name in gguf.tensors:
             arrays[to] = gguf.vector(name, shape)
             used.add(name)
+    selection = p + "exp_probs_b.bias"
+    if selection in gguf.tensors:
+        arrays[hf + "gate.e_score_correction_bias"] = _vector_of(gguf, selection, E)
+        used.add(selection)
+
+
+def gguf_shared_expert(gguf: GGUFContents, arrays: dict, used: set, layer: int, hidden: int) -> None:
+    """A mixture-of-experts layer's shared expert where the file has one (ffn_{gate,up,down}_shexp,
+    and their biases: ERNIE 4.5's, Qwen3.5-MoE's), as wide as its tensors (the core checks the
+    width against the config's), and its sigmoid gate (ffn_gate_inp_shexp, (C): Qwen3.5-MoE's)."""
+    p, hf, C = f"blk.{layer}.", f"model.layers.{layer}.mlp.", hidden
+    if p + "ffn_gate_shexp.weight" not in gguf.tensors:
+        return
+    shape = gguf.shape(p + "ffn_gate_shexp.weight")
+    Is = shape[0] if len(shape) == 2 else 0
+    for gg, proj, shape in (("ffn_gate_shexp", "gate_proj", (Is, C)), ("ffn_up_shexp", "up_proj", (Is, C)),
+                            ("ffn_down_shexp", "down_proj", (C, Is))):
+        arrays[f"{hf}shared_expert.{proj}.weight"] = gguf.matrix(p + gg + ".weight", shape)
+        used.add(p + gg + ".weight")
+        if p + gg + ".bias" in gguf.tensors:
+            arrays[f"{hf}shared_expert.{proj}.bias"] = gguf.vector(p + gg + ".bias", shape[:1])
+            used.add(p + gg + ".bias")
+    gate = p + "ffn_gate_inp_shexp.weight"
+    if gate in gguf.tensors:
+        arrays[hf + "shared_expert_gate.weight"] = _vector_of(gguf, gate, C).reshape(1, C)
+        used.add(gate)
+
+
+def _vector_of(gguf: GGUFContents, name: str, size: int) -> np.ndarray:
+    """Tensor ``name`` as a float32 vector of ``size`` values (llama.cpp's converter stores some as (1, size))."""
+    v = gguf.vector(name)
+    if v.size != size:
+        raise ValueError(f"{gguf.path}: {name} has {v.size} values, not {size}")
+    return v.reshape(size)
 
 
 def _yarn(gguf: GGUFContents, a: str, context: int) -> dict:

@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Optional
 
 from kvgen.families import qwen3_5
 from kvgen.families.config_values import boolean, integer_or, positive
-from kvgen.families.llama import gguf_experts
+from kvgen.families.llama import gguf_experts, gguf_shared_expert
 from kvgen.loaders.gguf.model import GGUFContents
 from kvgen.loaders.quantize import QuantizedTensor, split_rows
 
@@ -116,22 +116,13 @@ class Qwen35MoeFamily(qwen3_5.Qwen35Family):
 
     def gguf_mlp(self, gguf: GGUFContents, layer: int, config: dict, arrays: dict, used: set) -> None:
         """A layer with a router (ffn_gate_inp): its experts' 3-D tensors and its shared expert
-        (ffn_{gate,up,down}_shexp, and ffn_gate_inp_shexp, its gate); otherwise a dense MLP."""
-        p = f"blk.{layer}."
-        if p + "ffn_gate_inp.weight" not in gguf.tensors:
+        (ffn_{gate,up,down}_shexp, and ffn_gate_inp_shexp, its gate: kvgen.families.llama's
+        gguf_experts and gguf_shared_expert); otherwise a dense MLP."""
+        if f"blk.{layer}.ffn_gate_inp.weight" not in gguf.tensors:
             super().gguf_mlp(gguf, layer, config, arrays, used)
             return
         gguf_experts(gguf, arrays, used, layer, config)
-        shared, C = config["shared_expert_intermediate_size"], config["hidden_size"]
-        if shared:
-            qwen3_5.gguf_dense_mlp(gguf, layer, shared, C, "mlp.shared_expert.", arrays, used, suffix="_shexp")
-            gate = gguf.vector(p + "ffn_gate_inp_shexp.weight")
-            if gate.size != C:
-                raise ValueError(f"{gguf.path}: {p}ffn_gate_inp_shexp.weight has {gate.size} weights, not hidden_size "
-                                 f"= {C}")
-            arrays[f"model.layers.{layer}.mlp.shared_expert_gate.weight"] = gate.reshape(1, C)
-            used.add(p + "ffn_gate_inp_shexp.weight")
-
+        gguf_shared_expert(gguf, arrays, used, layer, config["hidden_size"])
 
 FAMILY = Qwen35MoeFamily("qwen3_5_moe", ("qwen3_5_moe_text",), "qwen35moe", "Qwen3_5MoeForCausalLM",
                          "as Qwen3.5 (Gated DeltaNet and gated attention), with a softmax top-k router over experts "

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Optional
 
 from kvgen.families import (
     ernie4_5,
+    ernie4_5_moe,
     exaone4,
     gemma2,
     gemma3,
@@ -50,6 +51,7 @@ FAMILIES: tuple[Family, ...] = (
     ministral3.FAMILY, ernie4_5.FAMILY,
     olmo2.FAMILY, olmo3.FAMILY, exaone4.FAMILY, glm4.FAMILY,
     gpt_oss.FAMILY,
+    ernie4_5_moe.FAMILY,
 )
 
 _BY_NAME = {f.name: f for f in FAMILIES}

@@ -217,6 +217,7 @@ class DecoderModel : public Model {
 
   ModelConfig config_;
   LinearWeight lm_head_;  // (vocab, C), set by the architecture
+  const float* lm_head_bias_ = nullptr;  // (vocab) added to the logits, or null; set by the architecture
   float final_logit_softcap_ = 0.0f;  // > 0: logits = cap * tanh(logits / cap) (Gemma 2), set by the architecture
   Projector projector_;   // runs every product (the pool is held for each forward)
 

@@ -20,7 +20,9 @@
 // - layers without rotary embeddings (SmolLM3's rope_layers);
 // - embedding, residual, attention and logit multipliers (Granite);
 // - a sparse mixture of experts instead of the MLP in the layers that have a router
-//   (Qwen3-MoE, moe.h; GPT-OSS's router and clamped SwiGLU: ExpertOptions);
+//   (Qwen3-MoE, moe.h; GPT-OSS's router and clamped SwiGLU, ERNIE 4.5's selection bias
+//   and shared experts: ExpertOptions and the tensors);
+// - an LM head bias where lm_head.bias exists (ERNIE 4.5 MoE with use_bias);
 // - attention sinks where self_attn.sinks exist (GPT-OSS, attention.h).
 #pragma once
 

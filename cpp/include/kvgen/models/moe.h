@@ -8,7 +8,12 @@
 // expert tensors are cut into one packed matrix per expert, never expanded to float.
 // GPT-OSS's variant (ExpertOptions, GptOssTopKRouter and GptOssExperts): the router has a
 // bias and softmaxes its top-k logits among themselves, the experts have biases and a
-// clamped SwiGLU.
+// clamped SwiGLU. ERNIE 4.5's (Ernie4_5_MoeTopKRouter, DeepSeek-V3's e_score_correction_bias):
+// a selection bias added to the probabilities to choose the top k, the weights taken
+// without it and renormalised over max(sum, norm_min). A shared expert (a SwiGLU MLP every
+// token runs: Qwen3.5-MoE's, scaled by sigmoid(shared_expert_gate(h)); ERNIE 4.5's
+// shared_experts, unscaled) is added to the routed experts' sum where ExpertOptions give
+// its width.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +41,13 @@ struct ExpertOptions {
   // -limit, limit), act = (up + 1) * gate * sigmoid(swiglu_alpha * gate); 0: silu(gate) * up.
   float swiglu_limit = 0.0f;
   float swiglu_alpha = 1.0f;
+  // With norm_topk_prob: the weights' sum is taken as at least norm_min (ERNIE 4.5's
+  // moe_norm_min, transformers' clamp); 0: the sum itself.
+  float norm_min = 0.0f;
+  // > 0: every sparse layer has a shared expert this wide (mlp.shared_expert.*), added to
+  // the routed experts' output, scaled per token by sigmoid(mlp.shared_expert_gate(h))
+  // where that (1, C) gate exists; 0: none.
+  int64_t shared_expert_intermediate = 0;
 };
 
 class SparseMoe {
@@ -48,6 +60,17 @@ class SparseMoe {
     std::vector<LinearWeight> down;        // E x (C, Ie)
     // each expert's biases, E x (Ie) for gate and up, E x (C) for down; empty: none
     std::vector<const float*> gate_bias, up_bias, down_bias;
+    // (E) added to the router's probabilities to choose the top k, not to the weights; or null
+    const float* selection_bias = nullptr;
+    // the shared expert (ExpertOptions::shared_expert_intermediate = Is > 0), or all empty
+    struct Shared {
+      LinearWeight gate, up;  // (Is, C)
+      LinearWeight down;      // (C, Is)
+      const float *gate_bias = nullptr, *up_bias = nullptr;  // (Is) or null
+      const float* down_bias = nullptr;                      // (C) or null
+      LinearWeight scale;     // (1, C) shared_expert_gate: sigmoid of it scales the expert's output; or empty
+      const float* scale_bias = nullptr;                     // (1) or null
+    } shared;
   };
 
   SparseMoe(const ModelConfig& config, ExpertOptions options);
@@ -58,7 +81,10 @@ class SparseMoe {
   // as GGUF stores them, or as one matrix per expert, prefix +
   // "mlp.experts.<e>.gate_proj.weight", as Hugging Face checkpoints do; their biases where
   // present, as 2-D tensors prefix + "mlp.experts.gate_proj.bias" (E, out) or one vector per
-  // expert. ValueError naming a missing or misshapen tensor.
+  // expert; the selection bias prefix + "mlp.gate.e_score_correction_bias" (E) where present;
+  // with a shared expert, prefix + "mlp.shared_expert.{gate,up,down}_proj.weight" (and biases)
+  // and its gate prefix + "mlp.shared_expert_gate.weight" where present. ValueError naming a
+  // missing or misshapen tensor.
   Layer read(const TensorMap& t, const std::string& prefix) const;
   // Whether the layer under `prefix` is sparse (has a router).
   static bool has_layer(const TensorMap& t, const std::string& prefix);
@@ -77,9 +103,15 @@ class SparseMoe {
     xt::xtensor<float, 2> gate, up;
     xt::xtensor<float, 2> expert;    // (max(n, k), C) its output; for one token, row j its j-th expert's
     xt::xtensor<float, 2> out;       // (n, C) the mixture's output: the weighted sum of the chosen experts'
+    // the shared expert's (n, Is) gate projection (then silu(gate) * up) and up projection,
+    // (n, 1) its gate's logits, (n, C) its output
+    xt::xtensor<float, 2> shared_inner, shared_up, shared_scale, shared_out;
   };
-  // routing: chosen_ and weights_ of the n tokens from their router logits (n, E)
-  void route(float* logits, int64_t n);
+  // routing: chosen_ and weights_ of the n tokens from their router logits (n, E) and the
+  // selection bias (E, or null)
+  void route(float* logits, const float* selection_bias, int64_t n);
+  // out (n, C) += the shared expert's output of h (n, C), scaled by sigmoid of its gate where it has one
+  void add_shared_expert(float* out, const float* h, int64_t n, const Layer& w, Projector& projector);
   // gate (m, Ie) = the expert activation of gate and up (m, Ie) (SwiGLU, or the clamped one)
   void activate(float* gate, const float* up, int64_t m) const;
 
@@ -92,6 +124,7 @@ class SparseMoe {
   std::vector<float> order_w_;    // (n * k) the routing weight of each entry of order_
   std::vector<int64_t> starts_;   // (E + 1) where each expert's tokens start in order_
   std::vector<int64_t> ranked_;   // (E) expert indices, for the top-k selection
+  std::vector<float> score_;      // (E) one token's selection scores: probabilities plus selection bias
   std::vector<Product> products_; // (2 k) one token's gate and up products of all its experts, then (k) their downs
 };
 
