@@ -297,3 +297,43 @@ def test_harmony_tool_calls_through_the_server(clients, model):
     assert message.reasoning_content == reply[reply.index("<|message|>") + 11:reply.index("<|end|>")]
     (call,) = message.tool_calls
     assert json.loads(call.function.arguments) == json.loads(reply[reply.rindex("<|message|>") + 11:])
+
+
+
+def test_thinking_and_reasoning_effort_reach_the_template(models):
+    """Anthropic's ``thinking`` is the template's ``enable_thinking`` (disabled: the empty think
+    block the template writes), OpenAI's ``reasoning_effort`` (chat) and ``reasoning.effort``
+    (Responses) its ``reasoning_effort``: each prompt is the one chat_template_kwargs render."""
+    import copy
+
+    served = copy.copy(models["spelled"])
+    served.chat_template = TEMPLATE.replace(  # a template that writes the effort, as GPT-OSS's does
+        "{{- '<|im_start|>assistant\\n' }}",
+        "{%- if reasoning_effort is defined %}{{- 'Reasoning: ' + reasoning_effort + '\\n' }}{%- endif %}"
+        "{{- '<|im_start|>assistant\\n' }}")
+    assert served.chat_template != TEMPLATE
+    common = {"model": "m", "messages": MESSAGES, "temperature": 0}
+    with TestClient(create_app(served, max_batch=2), base_url="http://localhost") as http:
+        def prompt_tokens(path: str, **extra) -> int:
+            reply = http.post(path, json={**common, "max_tokens": 2, **extra})
+            assert reply.status_code == 200, reply.text
+            usage = reply.json()["usage"]
+            return usage.get("prompt_tokens", usage.get("input_tokens"))
+
+        plain = prompt_tokens("/v1/chat/completions")
+        closed = prompt_tokens("/v1/chat/completions", chat_template_kwargs={"enable_thinking": False})
+        low = prompt_tokens("/v1/chat/completions", chat_template_kwargs={"reasoning_effort": "low"})
+        assert plain < closed and plain < low
+        assert prompt_tokens("/v1/messages", thinking={"type": "disabled"}) == closed
+        assert prompt_tokens("/v1/messages", thinking={"type": "adaptive"}) == plain
+        assert prompt_tokens("/v1/messages", thinking={"type": "enabled", "budget_tokens": 1}) == plain
+        assert prompt_tokens("/v1/chat/completions", reasoning_effort="low") == low
+        response = http.post("/v1/responses", json={"model": "m", "input": MESSAGES, "max_output_tokens": 2,
+                                                    "temperature": 0, "reasoning": {"effort": "low"}}).json()
+        assert response["usage"]["input_tokens"] == low and response["reasoning"]["effort"] == "low"
+        for thinking in ({"type": "enabled"}, {"type": "disabled", "budget_tokens": 2000}, {"type": "on"},
+                         {"type": "enabled", "budget_tokens": 2}):  # the budget is not below max_tokens 2
+            assert http.post("/v1/messages", json={**common, "max_tokens": 2, "thinking": thinking}).status_code == 400
+        conflict = http.post("/v1/chat/completions", json={**common, "reasoning_effort": "high",
+                                                          "chat_template_kwargs": {"reasoning_effort": "low"}})
+        assert conflict.status_code == 400 and "reasoning_effort" in conflict.text

@@ -15,8 +15,9 @@ events (``message_start``, ``content_block_start``, ``content_block_delta``,
 
 Not supported: image and document blocks, server tools (only client tools with an
 ``input_schema``), prompt caching (``cache_control`` is accepted and ignored). ``thinking`` is
-accepted; a reasoning model's thoughts come back as ``thinking`` blocks where the chat message
-carries them (``reasoning_content``).
+the chat template's ``enable_thinking`` (its budget checked against ``max_tokens``, not
+enforced apart from it); a reasoning model's thoughts come back as ``thinking`` blocks where
+the chat message carries them (``reasoning_content``).
 """
 
 from __future__ import annotations
@@ -24,16 +25,31 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from typing import Annotated, Any, AsyncIterator, Optional, Union
+from typing import Annotated, Any, AsyncIterator, Literal, Optional, Union
 
 from fastapi import Request
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from kvgen.server.errors import ApiError, invalid
 from kvgen.server.openapi import MAX_STOP_STRINGS, _Strict
 from kvgen.server.protocol import parse_body
 from kvgen.server.reply_parts import ReplyPart, ReplyStream, parts_of_message
+
+
+class Thinking(_Strict):
+    """A Messages request's ``thinking``: ``enabled`` with a ``budget_tokens`` below ``max_tokens``
+    (any positive count: Anthropic's least, 1024, would not fit a small model's context),
+    ``adaptive`` (the model decides) or ``disabled``."""
+
+    type: Literal["enabled", "adaptive", "disabled"]
+    budget_tokens: Optional[int] = Field(None, ge=1)
+
+    @model_validator(mode="after")
+    def _budget_with_enabled(self) -> "Thinking":
+        if (self.type == "enabled") != (self.budget_tokens is not None):
+            raise ValueError("budget_tokens is given with type 'enabled', and only then")
+        return self
 
 
 class MessagesRequest(_Strict):
@@ -52,9 +68,11 @@ class MessagesRequest(_Strict):
     tools: Optional[list[dict[str, Any]]] = None
     tool_choice: Optional[dict[str, Any]] = None
     output_config: Optional[dict[str, Any]] = None  # its "format": a JSON schema the reply follows
+    #: {"type": "enabled", "budget_tokens": N} or {"type": "disabled"}: the chat template's
+    #: ``enable_thinking`` (Qwen3's switch); the budget is checked, not enforced (max_tokens counts both)
+    thinking: Optional[Thinking] = None
     # accepted and ignored: options of Anthropic's service
     metadata: Optional[dict[str, Any]] = None
-    thinking: Optional[dict[str, Any]] = None
     service_tier: Optional[str] = None
     cache_control: Optional[dict[str, Any]] = None
     diagnostics: Optional[dict[str, Any]] = None
@@ -186,6 +204,10 @@ def chat_body(req: MessagesRequest) -> dict:
     if req.tools:
         body["tools"] = _tools(req.tools)
     _tool_choice(req.tool_choice, body)
+    if req.thinking is not None:
+        if req.thinking.budget_tokens is not None and req.thinking.budget_tokens >= req.max_tokens:
+            raise invalid("thinking.budget_tokens", "must be less than max_tokens")
+        body["chat_template_kwargs"] = {"enable_thinking": req.thinking.type != "disabled"}
     fmt = (req.output_config or {}).get("format")
     if fmt is not None:  # structured output: {"type": "json_schema", "schema": ...}
         if not isinstance(fmt, dict) or fmt.get("type") != "json_schema" or not isinstance(fmt.get("schema"), dict):

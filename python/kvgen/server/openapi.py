@@ -353,6 +353,9 @@ class ChatRequest(_Sampling):
     functions: Optional[list[FunctionSpec]] = Field(None, min_length=1)  # legacy: tools
     function_call: Union[Literal["none", "auto"], FunctionName, None] = None  # legacy: tool_choice
     chat_template_kwargs: Optional[TemplateKwargs] = None
+    #: OpenAI's reasoning effort, given to the chat template as its ``reasoning_effort``
+    #: variable (GPT-OSS's template writes it into the system message; others ignore it)
+    reasoning_effort: Optional[Literal["none", "minimal", "low", "medium", "high"]] = None
     logprobs: Optional[bool] = None
     top_logprobs: Optional[int] = Field(None, ge=0, le=MAX_TOP_LOGPROBS)
     max_completion_tokens: Optional[int] = Field(None, ge=1)

@@ -373,11 +373,17 @@ def _legacy_functions(req: Any) -> tuple[list[dict], Any]:
 
 
 def _template_kwargs(req: Any) -> dict:
-    """``chat_template_kwargs``: template variables, none of those the server sets itself."""
+    """``chat_template_kwargs``: template variables, none of those the server sets itself; a
+    request's ``reasoning_effort`` is the template's ``reasoning_effort``."""
     kwargs = dict(req.chat_template_kwargs or {})
     taken = sorted(set(kwargs) & RESERVED_TEMPLATE_VARIABLES)
     if taken:
         raise _fail(f"chat_template_kwargs.{taken[0]}", "is set by the server (from the request's own fields)")
+    effort = getattr(req, "reasoning_effort", None)
+    if effort is not None:
+        if kwargs.get("reasoning_effort", effort) != effort:
+            raise _fail("reasoning_effort", "differs from chat_template_kwargs.reasoning_effort")
+        kwargs["reasoning_effort"] = effort
     return kwargs
 
 

@@ -33,6 +33,14 @@ from kvgen.server.protocol import parse_body
 from kvgen.server.reply_parts import ReplyPart, ReplyStream, parts_of_message
 
 
+class Reasoning(_Strict):
+    """A Responses request's ``reasoning``."""
+
+    effort: Optional[Literal["none", "minimal", "low", "medium", "high"]] = None
+    summary: Optional[Literal["auto", "concise", "detailed"]] = None
+    generate_summary: Optional[Literal["auto", "concise", "detailed"]] = None  # summary's former name
+
+
 class ResponsesRequest(_Strict):
     """POST /v1/responses (the fields kvgen reads; items and tools are checked as they are translated)."""
 
@@ -53,10 +61,12 @@ class ResponsesRequest(_Strict):
     top_logprobs: Optional[int] = Field(None, ge=0, le=20)
     user: Optional[str] = None
     metadata: Optional[dict[str, str]] = None
+    #: its ``effort`` is the chat template's ``reasoning_effort`` (as the chat API's field);
+    #: ``summary`` is accepted (the reasoning comes back whole, not summarised)
+    reasoning: Optional[Reasoning] = None
     # accepted and ignored: options of OpenAI's service
     store: Optional[bool] = None
     include: Optional[list[str]] = None
-    reasoning: Optional[dict[str, Any]] = None
     truncation: Optional[Literal["auto", "disabled"]] = None
     stream_options: Optional[dict[str, Any]] = None
     service_tier: Optional[str] = None
@@ -194,7 +204,8 @@ def chat_body(req: ResponsesRequest) -> dict:
     body: dict[str, Any] = {"messages": chat_messages(req)}
     fields = (("model", req.model), ("max_tokens", req.max_output_tokens), ("temperature", req.temperature),
               ("top_p", req.top_p), ("user", req.user), ("parallel_tool_calls", req.parallel_tool_calls),
-              ("tool_choice", _tool_choice(req.tool_choice)), ("response_format", _response_format(req.text)))
+              ("tool_choice", _tool_choice(req.tool_choice)), ("response_format", _response_format(req.text)),
+              ("reasoning_effort", req.reasoning.effort if req.reasoning else None))
     for name, value in fields:
         if value is not None:
             body[name] = value
@@ -224,7 +235,8 @@ class ResponseShape:
                 "error": error, "incomplete_details": {"reason": reason} if reason else None,
                 "instructions": req.instructions, "max_output_tokens": req.max_output_tokens, "model": self.model_name,
                 "output": output, "parallel_tool_calls": req.parallel_tool_calls is not False,
-                "previous_response_id": None, "reasoning": {"effort": None, "summary": None}, "store": False,
+                "previous_response_id": None, "store": False,
+                "reasoning": {"effort": req.reasoning.effort if req.reasoning else None, "summary": None},
                 "temperature": 1.0 if req.temperature is None else req.temperature, "text": {"format": fmt},
                 "tool_choice": req.tool_choice or "auto", "tools": req.tools or [],
                 "top_p": 1.0 if req.top_p is None else req.top_p, "truncation": req.truncation or "disabled",
