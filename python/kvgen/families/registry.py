@@ -11,6 +11,7 @@ from kvgen.families import (
     exaone4,
     gemma2,
     gemma3,
+    gemma4,
     glm4,
     gpt2,
     gpt_oss,
@@ -50,6 +51,7 @@ FAMILIES: tuple[Family, ...] = (
     ministral3.FAMILY, ernie4_5.FAMILY,
     olmo2.FAMILY, olmo3.FAMILY, exaone4.FAMILY, glm4.FAMILY,
     gpt_oss.FAMILY,
+    gemma4.FAMILY,
 )
 
 _BY_NAME = {f.name: f for f in FAMILIES}

@@ -1,0 +1,177 @@
+"""Gemma 4 (Gemma4ForCausalLM, and the text model of Gemma4ForConditionalGeneration): Gemma 3's
+block (norms before and after attention and MLP, GeGLU, q/k norms, sliding and full-attention
+layers) computed by the core's "gemma" model, with what Gemma 4 adds, each read from the config:
+
+- the full-attention layers' own head_dim (``global_head_dim``, or ``per_layer_config``) and kv
+  heads (``num_global_key_value_heads`` where ``attention_k_eq_v``), rotated by the
+  ``proportional`` rotary embedding (the first ``partial_rotary_factor`` of each head's
+  frequencies, the rest not rotating); the sliding layers by the default one;
+- the last ``num_kv_shared_layers`` layers attend over the keys and values of the last earlier
+  layer of their kind and keep none (``ModelConfig.kv_sources``);
+- values RMS-normed without a weight; values that are the key projection where a layer has no
+  ``v_proj`` (``attention_k_eq_v``); attention scores unscaled (scale 1);
+- per-layer embeddings (``hidden_size_per_layer_input`` > 0: the E models);
+- a ``layer_scalar`` per layer, MLPs twice as wide on the KV-shared layers
+  (``use_double_wide_mlp``), the final logits soft-capped.
+
+The norms are plain RMSNorms (x * w, no 1 + w as Gemma 2 and 3). The mixture-of-experts variant
+(``enable_moe_block``) is refused for now, as is bidirectional attention.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+
+from kvgen import _core
+from kvgen.families.config_values import checked_window, epsilon, given, integer_or, layer_windows, number, positive
+from kvgen.families.family import GGUFModel
+from kvgen.families.gemma2 import GemmaFamily
+from kvgen.families.llama import read_sizes
+from kvgen.loaders.gguf.model import GGUFContents
+from kvgen.loaders.rope import inv_freq as rope_inv_freq
+
+
+def layer_types(config: dict, layers: int) -> list[str]:
+    """Per layer, ``sliding_attention`` or ``full_attention``: the config's ``layer_types`` or
+    transformers' default (every 6th layer full), the last layer full either way (as
+    Gemma4TextConfig forces it)."""
+    types = config.get("layer_types")
+    if types is None:
+        types = ["sliding_attention" if (i + 1) % 6 else "full_attention" for i in range(layers)]
+    if not isinstance(types, list) or len(types) != layers or \
+            any(t not in ("sliding_attention", "full_attention") for t in types):
+        raise ValueError(f"model config: layer_types must list {layers} of sliding_attention / full_attention, got "
+                         f"{types!r:.80}")
+    return [*types[:-1], "full_attention"]
+
+
+def kv_sources(types: list[str], shared: int) -> list[int]:
+    """Per layer, the layer whose keys and values it attends over (Gemma4TextConfig's
+    kv_sharing_modes): the last ``shared`` layers read the last earlier layer of their kind."""
+    layers = len(types)
+    if not 0 <= shared < layers:
+        raise ValueError(f"model config: num_kv_shared_layers = {shared} must be in [0, num_hidden_layers = {layers})")
+    first = layers - shared
+    sources = list(range(layers))
+    for i in range(first, layers):
+        earlier = [j for j in range(first) if types[j] == types[i]]
+        if not earlier:
+            raise ValueError(f"model config: layer {i} ({types[i]}) shares the keys and values of an earlier "
+                             f"{types[i]} layer, and there is none among the first {first}")
+        sources[i] = earlier[-1]
+    return sources
+
+
+def proportional_inv_freq(head_dim: int, params: dict) -> np.ndarray:
+    """transformers' ``proportional`` rotary frequencies: (head_dim / 2), the first
+    int(partial_rotary_factor * head_dim // 2) as the default rope's over head_dim, the rest 0
+    (not rotating), all divided by ``factor``; in float32 as torch computes them."""
+    factor = params.get("partial_rotary_factor", 1.0)
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 <= factor <= 1:
+        raise ValueError(f"model config: partial_rotary_factor = {factor!r:.60} must be in [0, 1]")
+    angles = int(factor * head_dim // 2)
+    base = np.float32(params.get("rope_theta", 10000.0))
+    exponents = np.arange(0, 2 * angles, 2, dtype=np.int64).astype(np.float32) / np.float32(head_dim)
+    with np.errstate(all="ignore"):
+        freq = np.concatenate([np.float32(1.0) / (base ** exponents), np.zeros(head_dim // 2 - angles, np.float32)])
+        freq = freq / np.float32(params.get("factor", 1.0))
+    if not np.all(np.isfinite(freq)):
+        raise ValueError(f"model config: rope_parameters {params!r:.80} give non-finite rotary frequencies")
+    return np.ascontiguousarray(freq, dtype=np.float32)
+
+
+def _rotary(params: Any, head_dim: int) -> np.ndarray:
+    if not isinstance(params, dict):
+        raise ValueError(f"model config: rope_parameters per layer type must be objects, got {params!r:.60}")
+    if params.get("rope_type", "default") == "proportional":
+        return proportional_inv_freq(head_dim, params)
+    if params.get("rope_type", "default") not in ("default", "linear"):
+        raise ValueError(f"rope scaling {params.get('rope_type')!r:.40} is not supported for Gemma 4 (default, "
+                         "linear, proportional)")
+    return rope_inv_freq(head_dim, params)
+
+
+@dataclass(frozen=True)
+class Gemma4Family(GemmaFamily):
+    """Gemma 4's translation into the core's "gemma" model."""
+
+    refused = {"use_bidirectional_attention": ("vision", "bidirectional attention over every token"),
+               "enable_moe_block": (False, "the mixture-of-experts block")}
+
+    def shapes(self, config: dict, read: dict) -> tuple[list[str], list[int], list[int]]:
+        """Per layer: its kind, kv heads and head_dim (the full-attention layers' own where the
+        config gives them: ``per_layer_config``, else ``global_head_dim`` and, where
+        ``attention_k_eq_v``, ``num_global_key_value_heads``)."""
+        L = read["layers"]
+        types = layer_types(config, L)
+        kv = [read["kv_heads"]] * L
+        hd = [read["head_dim"]] * L
+        per_layer = config.get("per_layer_config")
+        if isinstance(per_layer, dict):
+            for key, over in per_layer.items():
+                if not (isinstance(key, str) and key.isdigit() and int(key) < L) or not isinstance(over, dict):
+                    continue  # transformers keys it by layer index (and by layer type, which it derives)
+                hd[int(key)] = over.get("head_dim", hd[int(key)])
+                kv[int(key)] = over.get("num_key_value_heads", kv[int(key)])
+        else:
+            global_hd = integer_or(config, "global_head_dim", 512)
+            global_kv = config.get("num_global_key_value_heads") if config.get("attention_k_eq_v", True) else None
+            for i, t in enumerate(types):
+                if t == "full_attention":
+                    hd[i] = global_hd
+                    kv[i] = read["kv_heads"] if global_kv is None else positive(config, "num_global_key_value_heads")
+        for v in (*hd, *kv):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"model config: a layer's head_dim or num_key_value_heads is {v!r:.40}")
+        return types, kv, hd
+
+    def sizes(self, config: dict) -> "_core._ModelConfig":
+        read = read_sizes(config)
+        types, kv, hd = self.shapes(config, read)
+        window = checked_window(config.get("sliding_window") or 0) if "sliding_attention" in types else 0
+        sizes = _core._ModelConfig(architecture=self.core, **read,
+                                   layer_windows=layer_windows(types, read["layers"], window) if window else [],
+                                   layer_kv_heads=kv, layer_head_dims=hd,
+                                   kv_sources=kv_sources(types, integer_or(config, "num_kv_shared_layers", 0)))
+        sizes.validate()
+        return sizes
+
+    def options(self, config: dict, sizes: "_core._ModelConfig", norms_plus_one: bool) -> "_core._GemmaOptions":
+        params = config.get("rope_parameters") or {}
+        if not isinstance(params, dict):
+            raise ValueError(f"model config: rope_parameters must be an object, got {params!r:.60}")
+        types = layer_types(config, sizes.layers)
+        full_hd = sizes.layer_head_dims[types.index("full_attention")]
+        full = _rotary(params.get("full_attention") or {"rope_type": "proportional", "partial_rotary_factor": 0.25,
+                                                         "rope_theta": 1_000_000.0}, full_hd)
+        local = None
+        if "sliding_attention" in types:
+            local_hd = sizes.layer_head_dims[types.index("sliding_attention")]
+            local = _rotary(params.get("sliding_attention") or {"rope_type": "default", "rope_theta": 10_000.0},
+                            local_hd)
+        cap = number(config, "final_logit_softcapping")
+        if cap is not None and cap <= 0:
+            raise ValueError(f"model config: final_logit_softcapping = {cap!r} must be positive (or null)")
+        P = integer_or(config, "hidden_size_per_layer_input", 0) or 0
+        I = sizes.intermediate
+        shared_from = sizes.layers - integer_or(config, "num_kv_shared_layers", 0)
+        wide = bool(config.get("use_double_wide_mlp"))
+        return _core._GemmaOptions(
+            inv_freq=full, inv_freq_local=local, norm_offset=0.0, attention_scale=1.0, value_norm=True,
+            embed_scale=float(np.float32(math.sqrt(sizes.hidden))),
+            per_layer_hidden=P, per_layer_vocab=positive(config, "vocab_size_per_layer_input") if P else 0,
+            layer_intermediate=[2 * I if wide and i >= shared_from else I for i in range(sizes.layers)],
+            **given(rms_norm_eps=epsilon(config, "rms_norm_eps"), final_softcap=cap))
+
+    def from_gguf(self, gguf: GGUFContents) -> GGUFModel:
+        raise ValueError(f"{gguf.path}: Gemma 4 GGUF files are not supported yet")
+
+
+FAMILY = Gemma4Family("gemma4", ("gemma4_text",), "gemma4", "Gemma4ForCausalLM",
+                      "as Gemma 3, plus per-layer embeddings, keys and values shared by the last layers, a head_dim "
+                      "and kv heads of the full-attention layers' own with proportional rotary, values normed (or "
+                      "the key projection), a scalar per layer, final-logit soft-capping")

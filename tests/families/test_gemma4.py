@@ -1,0 +1,130 @@
+"""Gemma 4 (kvgen.families.gemma4) against Gemma4ForCausalLM: sliding and full-attention layers of
+different head_dims and kv heads, the full ones' proportional rotary and values from the key
+projection, the last two layers reading the first two's keys and values (with MLPs twice as
+wide), per-layer embeddings, layer scalars and soft-capped logits. From float32 and bfloat16
+directories, a Gemma4ForConditionalGeneration-shaped directory and llama.cpp's gemma4 file: logits
+at every position past the window, greedy and 4-beam sequences; the engine's features over the
+shared keys and values equal fresh runs."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from family_check import PAD, check_beams, check_family, logits
+from family_models import GEMMA_TOKENIZER_SIZE, random_family_model
+from hybrid_checks import check_batch_of_configs_equals_one_by_one, check_rows_share_the_prompts_state
+from safetensors.torch import load_file, save_file
+
+import kvgen
+from kvgen.families import gemma4
+
+
+def gemma4_model():
+    """The random Gemma 4 of family_models, its layer scalars random too (a buffer transformers
+    starts at 1)."""
+    hf = random_family_model("gemma4")
+    with torch.no_grad():
+        for i, layer in enumerate(hf.model.layers):
+            layer.layer_scalar.fill_(0.6 + 0.2 * i)
+    return hf
+
+
+@pytest.fixture(scope="module")
+def checked(tmp_path_factory, smollm2_file):
+    hf = gemma4_model()
+    assert hf.config.kv_sharing_modes == ["store", "store", "reuse", "reuse"]
+    assert hf.model.layers[1].self_attn.v_proj is None  # values from the key projection
+    root = tmp_path_factory.mktemp("gemma4")
+    models = check_family("gemma4", hf, root, smollm2_file)
+    return hf, models, root
+
+
+def test_gemma4_equals_transformers(checked):
+    hf, models, _ = checked
+    check_beams(models, hf)
+    sizes = models["f32"]._core.config
+    assert sizes.layer_head_dims == [16, 32, 16, 32] and sizes.layer_kv_heads == [2, 1, 2, 1]
+    assert sizes.kv_sources == [0, 1, 0, 1]
+
+
+def test_a_gemma4_checkpoint_as_published_runs_its_text_model(checked, tmp_path):
+    """A Gemma4ForConditionalGeneration directory (the text model under text_config and
+    model.language_model., a tower's tensor beside it, never read) gives the text model's logits."""
+    hf, _, root = checked
+    tensors = load_file(str(root / "f32" / "model.safetensors"))
+    composite = {("model.language_model." + n[len("model."):] if n.startswith("model.") else n): t
+                 for n, t in tensors.items()}
+    composite["model.vision_tower.patch_embedder.input_proj.weight"] = torch.full((3, 3), float("nan"))
+    save_file(composite, str(tmp_path / "model.safetensors"), metadata={"format": "pt"})
+    text = json.loads((root / "f32" / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({
+        "model_type": "gemma4", "architectures": ["Gemma4ForConditionalGeneration"], "text_config": text,
+        "tie_word_embeddings": True}))
+    for f in (root / "f32").glob("tokenizer*"):
+        (tmp_path / f.name).write_bytes(f.read_bytes())
+    model = kvgen.Model.load(tmp_path, exact=True)
+    assert model.family == "gemma4"
+    ids = np.random.default_rng(0).integers(0, GEMMA_TOKENIZER_SIZE, (2, 30))
+    np.testing.assert_allclose(model.forward(ids), logits(hf, ids), atol=2e-4, rtol=1e-4)
+
+
+@pytest.fixture(scope="module")
+def fast(checked):
+    """The float32 directory in kvgen's default (int8 activations) mode."""
+    return kvgen.Model.load(checked[2] / "f32")
+
+
+def test_shared_keys_and_values_through_the_engine(checked, fast):
+    """The prefix cache, prompt-lookup speculation, n > 1 and generate_batch over the layers that
+    read another layer's keys and values: each equals a fresh run."""
+    rng = np.random.default_rng(4)
+    first = rng.integers(3, GEMMA_TOKENIZER_SIZE, 70).tolist()
+    second = first[:66] + rng.integers(3, GEMMA_TOKENIZER_SIZE, 9).tolist()
+    config = kvgen.GenerationConfig(max_new_tokens=8, eos_token_id=[])
+    cached = kvgen.Generator(fast, config, prefix_cache=True)
+    cached.generate([first])
+    again = cached.generate([second])
+    fresh = kvgen.Generator(fast, config, prefix_cache=False).generate([second])
+    assert again.sequences[0][0].tolist() == fresh.sequences[0][0].tolist()
+    np.testing.assert_array_equal(again.token_logprobs[0][0], fresh.token_logprobs[0][0])
+    repetitive = (first[:6] * 5)[:28]
+    plain = kvgen.Generator(fast, config).generate([repetitive]).sequences[0][0].tolist()
+    spec = kvgen.GenerationConfig(max_new_tokens=8, eos_token_id=[], prompt_lookup_num_tokens=4)
+    assert kvgen.Generator(fast, spec).generate([repetitive]).sequences[0][0].tolist() == plain
+    check_rows_share_the_prompts_state(fast)
+    check_batch_of_configs_equals_one_by_one(fast)
+
+
+def test_the_int8_kv_cache_holds_each_layers_shape(checked, fast):
+    """An int8 KV cache (a scale per row of each layer's own head_dim) decodes near the float one."""
+    int8 = kvgen.Model.load(checked[2] / "f32", kv_cache_dtype="int8")
+    config = kvgen.GenerationConfig(max_new_tokens=3, do_sample=False, eos_token_id=[])
+    prompt = np.random.default_rng(5).integers(3, GEMMA_TOKENIZER_SIZE, 20).tolist()
+    a = kvgen.Generator(fast, config).generate([prompt])
+    b = kvgen.Generator(int8, config).generate([prompt])
+    assert a.sequences[0][0].tolist() == b.sequences[0][0].tolist()
+    np.testing.assert_allclose(a.token_logprobs[0][0], b.token_logprobs[0][0], atol=0.05)
+    assert int8._core.kv_cache_bytes(1, 64) < fast._core.kv_cache_bytes(1, 64)
+
+
+def test_the_shared_layers_read_the_last_earlier_layer_of_their_kind():
+    s, f = "sliding_attention", "full_attention"
+    assert gemma4.kv_sources([s, s, f, s, f, s, f], 3) == [0, 1, 2, 3, 2, 3, 2]
+    assert gemma4.kv_sources([s, f, s, f], 0) == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="no"):
+        gemma4.kv_sources([s, s, f, f], 2)
+    # proportional rotary: a quarter of the frequencies rotate, the rest are 0
+    freq = gemma4.proportional_inv_freq(32, {"rope_theta": 1e6, "partial_rotary_factor": 0.25})
+    assert freq.shape == (16,) and np.all(freq[:4] > 0) and np.all(freq[4:] == 0)
+
+
+def test_the_moe_block_is_refused_by_name():
+    config = gemma4_model().config.to_dict()
+    with pytest.raises(ValueError, match="enable_moe_block"):
+        gemma4.FAMILY.check_config({**config, "enable_moe_block": True})
+    with pytest.raises(ValueError, match="use_bidirectional_attention"):
+        gemma4.FAMILY.check_config({**config, "use_bidirectional_attention": "all"})
+    assert PAD == 0
