@@ -1,8 +1,8 @@
 """Checkpoints as published: a vision-language model's directory (``...ForConditionalGeneration``)
 holds a text model, which kvgen runs, beside a vision tower and a projector, which it leaves unread.
 
-config.json's ``model_type`` names the composite (``gemma3``, ``gemma4``, ``mistral3``, ``qwen3_5``); its ``text_config``
-is the text model's config (its own ``model_type`` names the family: ``gemma3_text``,
+config.json's ``model_type`` names the composite (``gemma3``, ``gemma4``, ``mistral3``, ``qwen3_5``); its
+``text_config`` is the text model's config (its own ``model_type`` names the family: ``gemma3_text``,
 ``mistral``, ``ministral3``), with the composite's token ids and tying where it sets them, as
 transformers reads them. The text model's tensors are stored under ``language_model.model.`` and
 ``language_model.lm_head.`` (the layout Gemma 3 and Mistral Small 3.x are published in, and

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -167,8 +167,122 @@ class Gemma4Family(GemmaFamily):
             layer_intermediate=[2 * I if wide and i >= shared_from else I for i in range(sizes.layers)],
             **given(rms_norm_eps=epsilon(config, "rms_norm_eps"), final_softcap=cap))
 
+    # ---- a GGUF file (llama.cpp's convert_hf_to_gguf.py, Gemma4Model) ----
+
     def from_gguf(self, gguf: GGUFContents) -> GGUFModel:
-        raise ValueError(f"{gguf.path}: Gemma 4 GGUF files are not supported yet")
+        """llama.cpp's converter writes the full-attention layers' head_dim as key_length and the
+        sliding ones' as key_length_swa, the kv heads and MLP widths per layer (arrays), the layer
+        kinds as sliding_window_pattern flags, the shared layers' count, the per-layer embeddings'
+        width, the norms as they are (no 1 + w), and the proportional rotary as the full head_dim
+        with a frequency divisor per pair (rope_freqs: 1 for a rotating pair, 1e30 for the rest)."""
+        path = gguf.path
+        a = self.gguf_architecture + "."
+        hidden, heads, L = gguf.size(a + "embedding_length"), gguf.size(a + "attention.head_count"), \
+            gguf.size(a + "block_count")
+        kv = _layer_sizes(gguf, a + "attention.head_count_kv", L)
+        ffn = _layer_sizes(gguf, a + "feed_forward_length", L)
+        full_hd, swa_hd = gguf.size(a + "attention.key_length"), gguf.size(a + "attention.key_length_swa")
+        for key, expected in (("attention.value_length", full_hd), ("attention.value_length_swa", swa_hd),
+                              ("rope.dimension_count", full_hd), ("rope.dimension_count_swa", swa_hd)):
+            if gguf.size(a + key, expected) != expected:
+                raise ValueError(f"{path}: {a + key} differs from the head_dim {expected} kvgen computes it with")
+        sliding = gguf.flags(a + "attention.sliding_window_pattern", L)
+        if sliding is None:
+            raise ValueError(f"{path}: GGUF metadata has no {a}attention.sliding_window_pattern (per layer flags)")
+        types = ["sliding_attention" if f else "full_attention" for f in sliding]
+        shared = gguf.get(a + "attention.shared_kv_layers", int, 0)
+        P = gguf.get(a + "embedding_length_per_layer_input", int, 0)
+        vocab, C = gguf.embedding_shape(hidden)
+        swa_kv = next((kv[i] for i, t in enumerate(types) if t == "sliding_attention"), kv[0])
+        first_shared = L - shared
+        wide = any(ffn[i] != ffn[0] for i in range(L))
+        if wide and ffn != [ffn[0] if i < first_shared else 2 * ffn[0] for i in range(L)]:
+            raise ValueError(f"{path}: {a}feed_forward_length = {ffn[:8]} is neither one width nor twice it on the "
+                             "shared layers (use_double_wide_mlp)")
+        # the full layers' rotary: the frequencies divided by 1 rotate, those divided by 1e30 do not
+        pairs = full_hd // 2
+        divisors = gguf.vector("rope_freqs.weight", (pairs,)) if "rope_freqs.weight" in gguf.tensors \
+            else np.ones(pairs, np.float32)
+        rotating = int(np.sum(divisors == 1.0))
+        if not (np.all(divisors[:rotating] == 1.0) and np.all(divisors[rotating:] >= 1e29)):
+            raise ValueError(f"{path}: rope_freqs.weight is not 1 for the first pairs and 1e30 for the rest (the "
+                             "proportional rotary embedding)")
+        config: dict[str, Any] = {
+            "model_type": self.model_types[0], "vocab_size": vocab,
+            "max_position_embeddings": gguf.size(a + "context_length"), "hidden_size": hidden,
+            "num_hidden_layers": L, "num_attention_heads": heads, "num_key_value_heads": swa_kv,
+            "head_dim": swa_hd, "intermediate_size": ffn[0], "use_double_wide_mlp": wide,
+            "per_layer_config": {str(i): {"head_dim": full_hd, "num_key_value_heads": kv[i]}
+                                 for i, t in enumerate(types) if t == "full_attention"},
+            "layer_types": types, "num_kv_shared_layers": shared,
+            "rms_norm_eps": gguf.get(a + "attention.layer_norm_rms_epsilon", float),
+            "hidden_size_per_layer_input": P,
+            "rope_parameters": {
+                "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 2 * rotating / full_hd,
+                                   "rope_theta": gguf.get(a + "rope.freq_base", float, 1_000_000.0)},
+                "sliding_attention": {"rope_type": "default",
+                                      "rope_theta": gguf.get(a + "rope.freq_base_swa", float, 10_000.0)}},
+        }
+        if "sliding_attention" in types:
+            config["sliding_window"] = gguf.size(a + "attention.sliding_window")
+        cap = gguf.get(a + "final_logit_softcapping", float, 0.0)
+        if cap:
+            config["final_logit_softcapping"] = cap
+        arrays: dict[str, Any] = {"model.embed_tokens.weight": gguf.matrix("token_embd.weight", (vocab, C)),
+                                  "model.norm.weight": gguf.vector("output_norm.weight", (C,))}
+        used = {"token_embd.weight", "output_norm.weight", "rope_freqs.weight"}
+        if "output.weight" in gguf.tensors:
+            arrays["lm_head.weight"] = gguf.matrix("output.weight", (vocab, C))
+            used.add("output.weight")
+        if P:
+            rows = gguf.shape("per_layer_token_embd.weight")[0]
+            config["vocab_size_per_layer_input"] = rows
+            for gg, hf, shape in (("per_layer_token_embd", "embed_tokens_per_layer", (rows, L * P)),
+                                  ("per_layer_model_proj", "per_layer_model_projection", (L * P, C)),
+                                  ("per_layer_proj_norm", "per_layer_projection_norm", (P,))):
+                arrays[f"model.{hf}.weight"] = gguf.matrix(gg + ".weight", shape) if len(shape) == 2 \
+                    else gguf.vector(gg + ".weight", shape)
+                used.add(gg + ".weight")
+        for layer in range(L):
+            hd = full_hd if types[layer] == "full_attention" else swa_hd
+            q, k, I = heads * hd, kv[layer] * hd, ffn[layer]
+            names = {"attn_norm": ("input_layernorm", (C,)), "post_attention_norm": ("post_attention_layernorm", (C,)),
+                     "ffn_norm": ("pre_feedforward_layernorm", (C,)),
+                     "post_ffw_norm": ("post_feedforward_layernorm", (C,)),
+                     "attn_q_norm": ("self_attn.q_norm", (hd,)), "attn_k_norm": ("self_attn.k_norm", (hd,)),
+                     "attn_q": ("self_attn.q_proj", (q, C)), "attn_k": ("self_attn.k_proj", (k, C)),
+                     "attn_v": ("self_attn.v_proj", (k, C)), "attn_output": ("self_attn.o_proj", (C, q)),
+                     "ffn_gate": ("mlp.gate_proj", (I, C)), "ffn_up": ("mlp.up_proj", (I, C)),
+                     "ffn_down": ("mlp.down_proj", (C, I)), "layer_output_scale": ("layer_scalar", (1,)),
+                     "inp_gate": ("per_layer_input_gate", (P, C)), "proj": ("per_layer_projection", (C, P)),
+                     "post_norm": ("post_per_layer_input_norm", (C,))}
+            for gg, (hf, shape) in names.items():
+                src = f"blk.{layer}.{gg}.weight"
+                if src not in gguf.tensors:
+                    continue  # the core asks for what the layer needs, by name
+                name = f"model.layers.{layer}.{hf}" + ("" if hf == "layer_scalar" else ".weight")
+                arrays[name] = gguf.matrix(src, shape) if len(shape) == 2 else gguf.vector(src, shape)
+                used.add(src)
+        gguf.check_all_used(used)
+        return GGUFModel(self, config, arrays)
+
+
+def _layer_sizes(gguf: GGUFContents, key: str, layers: int) -> list[int]:
+    """Per layer, a size a GGUF file stores as an array of one per layer or a scalar for all."""
+    from gguf.constants import GGUFValueType
+
+    from kvgen.loaders.gguf.metadata import INTEGER_TYPES, read_number_array
+
+    stored = gguf.reader.fields.get(key)
+    if stored is None or stored.type != GGUFValueType.ARRAY:
+        return [gguf.size(key)] * layers
+    try:
+        sizes = [int(v) for v in read_number_array(gguf.reader, key, set(INTEGER_TYPES), "sizes")]
+    except ValueError as e:
+        raise ValueError(f"{gguf.path}: {e}") from None
+    if len(sizes) != layers or any(v < 1 for v in sizes):
+        raise ValueError(f"{gguf.path}: {key} = {sizes[:8]} must hold a positive size for each of {layers} layers")
+    return sizes
 
 
 FAMILY = Gemma4Family("gemma4", ("gemma4_text",), "gemma4", "Gemma4ForCausalLM",
