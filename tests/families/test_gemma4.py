@@ -8,13 +8,15 @@ shared keys and values equal fresh runs."""
 
 from __future__ import annotations
 
+import copy
 import json
 
 import numpy as np
 import pytest
 import torch
 from family_check import PAD, check_beams, check_family, logits
-from family_models import GEMMA_TOKENIZER_SIZE, random_family_model
+from family_models import GEMMA_TOKENIZER_SIZE, random_family_model, reference
+from hf_models import assert_generate_equals_hf
 from hybrid_checks import check_batch_of_configs_equals_one_by_one, check_rows_share_the_prompts_state
 from safetensors.torch import load_file, save_file
 
@@ -124,10 +126,29 @@ def test_the_shared_layers_read_the_last_earlier_layer_of_their_kind():
     assert freq.shape == (16,) and np.all(freq[:4] > 0) and np.all(freq[4:] == 0)
 
 
-def test_the_moe_block_is_refused_by_name():
+def test_bidirectional_attention_is_refused_by_name():
     config = gemma4_model().config.to_dict()
-    with pytest.raises(ValueError, match="enable_moe_block"):
-        gemma4.FAMILY.check_config({**config, "enable_moe_block": True})
     with pytest.raises(ValueError, match="use_bidirectional_attention"):
         gemma4.FAMILY.check_config({**config, "use_bidirectional_attention": "all"})
-    assert PAD == 0
+
+
+def test_the_mixture_of_experts_equals_transformers(tmp_path):
+    """Gemma 4's MoE block (the 26B-A4B's shape in small: 4 experts, top 2, beside the dense MLP,
+    no per-layer embeddings), its router and per-expert scales random: logits at every position
+    from float32 and bfloat16 directories, greedy tokens."""
+    hf = random_family_model("gemma4", enable_moe_block=True, num_experts=4, top_k_experts=2,
+                             moe_intermediate_size=24, hidden_size_per_layer_input=0, num_kv_shared_layers=0,
+                             use_double_wide_mlp=False)
+    with torch.no_grad():
+        for layer in hf.model.layers:
+            layer.router.scale.copy_(1 + 0.5 * torch.randn_like(layer.router.scale))
+            layer.router.per_expert_scale.copy_(0.5 + torch.rand_like(layer.router.per_expert_scale))
+    hf.save_pretrained(tmp_path / "f32")
+    copy.deepcopy(hf).to(torch.bfloat16).save_pretrained(tmp_path / "bf16")
+    model = kvgen.Model.load(tmp_path / "f32", exact=True)
+    ids = np.random.default_rng(2).integers(0, GEMMA_TOKENIZER_SIZE, (2, 30))
+    np.testing.assert_allclose(model.forward(ids), logits(hf, ids), atol=2e-4, rtol=1e-4)
+    bf16 = kvgen.Model.load(tmp_path / "bf16", exact=True)
+    np.testing.assert_allclose(bf16.forward(ids), logits(reference(type(hf), tmp_path / "bf16"), ids), atol=2e-4,
+                               rtol=1e-4)
+    assert_generate_equals_hf(model, hf, [[5, 9, 13, 4, 3], [7, 8]], PAD, max_new_tokens=10, do_sample=False)

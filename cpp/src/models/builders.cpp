@@ -165,13 +165,14 @@ int64_t DecoderModel::read_experts(const TensorMap& t, const std::string& prefix
   for (const auto* experts : {&m.gate, &m.up, &m.down})
     for (const LinearWeight& e : *experts) count_weight(e);
   if (m.router_bias != nullptr) count_weight(config_.experts);
+  if (m.expert_scale != nullptr) count_weight(config_.experts);
   count_weight(static_cast<int64_t>(m.gate_bias.size() + m.up_bias.size()) * config_.expert_intermediate +
                static_cast<int64_t>(m.down_bias.size()) * config_.hidden);
   return static_cast<int64_t>(expert_layers_.size()) - 1;
 }
 
-const float* DecoderModel::experts(const float* h, int64_t index, int64_t n) {
-  return experts_->forward(h, n, expert_layers_[index], projector_);
+const float* DecoderModel::experts(const float* h, int64_t index, int64_t n, const float* route) {
+  return experts_->forward(h, n, expert_layers_[index], projector_, route);
 }
 
 }  // namespace kvgen

@@ -5,6 +5,7 @@
 // per-layer key/value shapes and shared keys and values, value norms and layer scalars.
 #include "kvgen/models/gemma.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -39,7 +40,21 @@ class Gemma : public DecoderModel {
     Linear ple_gate, ple_proj;
     const float* ple_norm = nullptr;
     float scalar = 1.0f;                      // the block's output times this (layer_scalar)
+    // a mixture of experts beside the MLP (Gemma 4's enable_moe_block): its index (-1: none),
+    // the norms after the MLP, before and after the experts (C), the router's input scale (C)
+    int64_t experts = -1;
+    const float *post_mlp_norm_1 = nullptr, *pre_experts_norm = nullptr, *post_experts_norm = nullptr;
+    const float* router_scale = nullptr;
   };
+  // The mixture of experts beside layer l's MLP: h (n, C), the MLP's output, becomes
+  // norm_1(h) + norm_post(experts(norm_pre(x))), routed on rmsnorm(x) * scale / sqrt(C)
+  // (Gemma4TextDecoderLayer, Gemma4TextRouter).
+  void add_experts(const Layer& w, float* h, const float* x, int64_t n);
+  struct ExpertScratch {
+    xt::xtensor<float, 2> route;  // (n, C) the router's input
+    xt::xtensor<float, 2> input;  // (n, C) the experts' input, then their normed output
+  };
+  ExpertScratch moe_;
   // Per-layer embeddings: the table (per_layer_vocab, L P) read a row per token, the projection
   // of the token embeddings (L P, C) and its norm (P).
   struct PerLayerEmbeddings {
@@ -74,7 +89,7 @@ class Gemma : public DecoderModel {
 Gemma::Gemma(ModelConfig config, GemmaOptions options, const TensorMap& t)
     : DecoderModel(std::move(config), {.fused_qkv = false, .gated_mlp = true}), options_(std::move(options)) {
   const int64_t C = config_.hidden, V = config_.vocab_size, I = config_.intermediate;
-  const int64_t H = config_.heads, KV = config_.kv_heads, hd = config_.head_dim, L = config_.layers;
+  const int64_t H = config_.heads, hd = config_.head_dim, L = config_.layers;
   const int64_t P = options_.per_layer_hidden;
   // ---- hyperparameters ----
   for (const auto* freqs : {&options_.inv_freq, &options_.inv_freq_local})
@@ -101,7 +116,8 @@ Gemma::Gemma(ModelConfig config, GemmaOptions options, const TensorMap& t)
                      std::to_string(options_.per_layer_vocab) + " tokens are outside kvgen's limits");
   limits::checked_mul(limits::checked_mul(L, P, "Gemma: layers x hidden_size_per_layer_input"),
                       std::max<int64_t>(options_.per_layer_vocab, 1), "Gemma: the per-layer embedding table");
-  ones_.assign(config_.max_head_dim(), 1.0f);
+  ones_.assign(std::max(config_.max_head_dim(), C), 1.0f);
+  if (config_.experts > 0) use_experts({.norm_topk_prob = true, .gelu_tanh = true});
   check_finite("Gemma", options_.norm_offset, "the norm offset");
   check_finite("Gemma", options_.embed_scale, "the embedding scale");
   check_finite("Gemma", options_.attention_scale, "the attention scale");
@@ -113,7 +129,7 @@ Gemma::Gemma(ModelConfig config, GemmaOptions options, const TensorMap& t)
   global_.inv_freq = options_.inv_freq;
   local_.inv_freq = options_.inv_freq_local.empty() ? options_.inv_freq : options_.inv_freq_local;
   if (options_.norm_offset != 0.0f)  // every norm, at most
-    norms_.reserve(L * (5 * C + 2 * config_.max_head_dim()) + C + P);
+    norms_.reserve(L * (8 * C + 2 * config_.max_head_dim()) + C + P);
   // ---- tensors (q/k norms and projection biases where present) ----
   embed_ = read_matrix(t, "model.embed_tokens.weight", V, C);
   norm_ = norm_weight(t, "model.norm.weight", C);
@@ -153,6 +169,13 @@ Gemma::Gemma(ModelConfig config, GemmaOptions options, const TensorMap& t)
       w.ple_proj = read_linear(t, p + "per_layer_projection", C, P);
       w.ple_norm = norm_weight(t, p + "post_per_layer_input_norm.weight", C);
     }
+    w.experts = read_experts(t, p);
+    if (w.experts >= 0) {
+      w.post_mlp_norm_1 = norm_weight(t, p + "post_feedforward_layernorm_1.weight", C);
+      w.pre_experts_norm = norm_weight(t, p + "pre_feedforward_layernorm_2.weight", C);
+      w.post_experts_norm = norm_weight(t, p + "post_feedforward_layernorm_2.weight", C);
+      w.router_scale = read_vector(t, p + "router.scale", C);
+    }
     if (t.has(p + "layer_scalar")) {
       w.scalar = read_vector(t, p + "layer_scalar", 1)[0];
       check_finite("Gemma", w.scalar, "a layer_scalar");
@@ -173,6 +196,10 @@ const float* Gemma::norm_weight(const TensorMap& t, const std::string& name, int
 void Gemma::reserve(const ForwardPass& b) {
   extend_rotary(global_.table, global_.inv_freq, 1.0f, b.end);
   if (!options_.inv_freq_local.empty()) extend_rotary(local_.table, local_.inv_freq, 1.0f, b.end);
+  if (config_.experts > 0) {
+    grow_rows(moe_.route, b.n, config_.hidden);
+    grow_rows(moe_.input, b.n, config_.hidden);
+  }
   if (options_.per_layer_hidden > 0) {
     grow_rows(ple_.inputs, b.n, config_.layers * options_.per_layer_hidden);
     grow_rows(ple_.projected, b.n, config_.layers * options_.per_layer_hidden);
@@ -237,10 +264,27 @@ void Gemma::block(int64_t l, float* x, const ForwardPass& b, KVCache& cache) {
   // GeGLU MLP: x (n, C) += rmsnorm(down(gelu_tanh(gate(h)) * up(h))), h = rmsnorm(x)
   rms_norm(h, x, w.mlp_norm, n, C, eps);
   mlp(h, h, w.mlp, Activation::GeluTanh, n);
+  if (w.experts >= 0) add_experts(w, h, x, n);
   rms_norm(h, h, w.post_mlp_norm, n, C, eps);
   add_residual(x, h, n, C);
   if (options_.per_layer_hidden > 0) add_per_layer_input(l, x, b);  // Gemma 4's PLE
   if (w.scalar != 1.0f) ops::scale_inplace(x, w.scalar, n * C);
+}
+
+void Gemma::add_experts(const Layer& w, float* h, const float* x, int64_t n) {
+  const int64_t C = config_.hidden;
+  const float eps = options_.rms_norm_eps;
+  const float root = static_cast<float>(1.0 / std::sqrt(static_cast<double>(C)));  // hidden ** -0.5
+  float* route = moe_.route.data();
+  float* in = moe_.input.data();
+  rms_norm(h, h, w.post_mlp_norm_1, n, C, eps);
+  rms_norm(route, x, ones_.data(), n, C, eps);  // the router's norm has no weight
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t c = 0; c < C; ++c) route[r * C + c] = route[r * C + c] * w.router_scale[c] * root;
+  rms_norm(in, x, w.pre_experts_norm, n, C, eps);
+  const float* out = experts(in, w.experts, n, route);
+  rms_norm(in, out, w.post_experts_norm, n, C, eps);
+  add_residual(h, in, n, C);
 }
 
 void Gemma::final_norm(float* out, const float* x, int64_t m) {

@@ -14,15 +14,20 @@ layers) computed by the core's "gemma" model, with what Gemma 4 adds, each read 
 - a ``layer_scalar`` per layer, MLPs twice as wide on the KV-shared layers
   (``use_double_wide_mlp``), the final logits soft-capped.
 
-The norms are plain RMSNorms (x * w, no 1 + w as Gemma 2 and 3). The mixture-of-experts variant
-(``enable_moe_block``) is refused for now, as is bidirectional attention.
+- a mixture of experts beside the MLP in every layer (``enable_moe_block``, the 26B-A4B: a
+  softmax router over all experts on a scaled RMSNorm of the block's input, top-k renormalised,
+  times a scale per expert; GeGLU experts; norms after the MLP, before and after the experts),
+  from directories (llama.cpp's files of it are refused by name).
+
+The norms are plain RMSNorms (x * w, no 1 + w as Gemma 2 and 3). Bidirectional attention over
+every token is refused.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -99,8 +104,7 @@ def _rotary(params: Any, head_dim: int) -> np.ndarray:
 class Gemma4Family(GemmaFamily):
     """Gemma 4's translation into the core's "gemma" model."""
 
-    refused = {"use_bidirectional_attention": ("vision", "bidirectional attention over every token"),
-               "enable_moe_block": (False, "the mixture-of-experts block")}
+    refused = {"use_bidirectional_attention": ("vision", "bidirectional attention over every token")}
 
     def shapes(self, config: dict, read: dict) -> tuple[list[str], list[int], list[int]]:
         """Per layer: its kind, kv heads and head_dim (the full-attention layers' own where the
@@ -133,12 +137,34 @@ class Gemma4Family(GemmaFamily):
         read = read_sizes(config)
         types, kv, hd = self.shapes(config, read)
         window = checked_window(config.get("sliding_window") or 0) if "sliding_attention" in types else 0
-        sizes = _core._ModelConfig(architecture=self.core, **read,
+        moe = bool(config.get("enable_moe_block"))
+        experts = dict(experts=positive(config, "num_experts"), experts_per_token=positive(config, "top_k_experts"),
+                       expert_intermediate=positive(config, "moe_intermediate_size")) if moe else {}
+        sizes = _core._ModelConfig(architecture=self.core, **read, **experts,
                                    layer_windows=layer_windows(types, read["layers"], window) if window else [],
                                    layer_kv_heads=kv, layer_head_dims=hd,
                                    kv_sources=kv_sources(types, integer_or(config, "num_kv_shared_layers", 0)))
         sizes.validate()
         return sizes
+
+    def checkpoint_arrays(self, config: dict, arrays: dict, dtype: Optional[str]) -> dict:
+        """The mixture of experts (``enable_moe_block``) in the names the core's experts read: the
+        router's projection and per-expert scale as ``mlp.gate.weight`` / ``.expert_scale``, the
+        fused (experts, 2 x width, hidden) ``gate_up_proj`` cut into each expert's gate and up rows
+        (views) and ``down_proj`` into each expert's matrix."""
+        if config.get("enable_moe_block"):
+            arrays = dict(arrays)
+            for name in [n for n in arrays if n.endswith(".experts.gate_up_proj")]:
+                p = name[: -len("experts.gate_up_proj")]
+                gate_up, down = np.asarray(arrays.pop(name)), np.asarray(arrays.pop(p + "experts.down_proj"))
+                width = gate_up.shape[1] // 2
+                for e in range(gate_up.shape[0]):
+                    arrays[f"{p}mlp.experts.{e}.gate_proj.weight"] = gate_up[e, :width]
+                    arrays[f"{p}mlp.experts.{e}.up_proj.weight"] = gate_up[e, width:]
+                    arrays[f"{p}mlp.experts.{e}.down_proj.weight"] = down[e]
+                arrays[p + "mlp.gate.weight"] = arrays.pop(p + "router.proj.weight")
+                arrays[p + "mlp.gate.expert_scale"] = arrays.pop(p + "router.per_expert_scale")
+        return super().checkpoint_arrays(config, arrays, dtype)
 
     def options(self, config: dict, sizes: "_core._ModelConfig", norms_plus_one: bool) -> "_core._GemmaOptions":
         params = config.get("rope_parameters") or {}
@@ -177,6 +203,9 @@ class Gemma4Family(GemmaFamily):
         with a frequency divisor per pair (rope_freqs: 1 for a rotating pair, 1e30 for the rest)."""
         path = gguf.path
         a = self.gguf_architecture + "."
+        if gguf.get(a + "expert_count", int, 0):
+            raise ValueError(f"{path}: Gemma 4's mixture of experts is not supported from GGUF files yet (load its "
+                             "Hugging Face directory)")
         hidden, heads, L = gguf.size(a + "embedding_length"), gguf.size(a + "attention.head_count"), \
             gguf.size(a + "block_count")
         kv = _layer_sizes(gguf, a + "attention.head_count_kv", L)

@@ -216,8 +216,8 @@ class DecoderModel : public Model {
   // or the model no mixture.
   int64_t read_experts(const TensorMap& t, const std::string& prefix);
   // The mixture of experts `index` of h (n, C): a pointer to its output (n, C), valid until
-  // the next call.
-  const float* experts(const float* h, int64_t index, int64_t n);
+  // the next call. route (n, C): the router's input where it is not h (SparseMoe::forward), or null.
+  const float* experts(const float* h, int64_t index, int64_t n, const float* route = nullptr);
 
   ModelConfig config_;
   LinearWeight lm_head_;  // (vocab, C), set by the architecture

@@ -36,6 +36,8 @@ struct ExpertOptions {
   // -limit, limit), act = (up + 1) * gate * sigmoid(swiglu_alpha * gate); 0: silu(gate) * up.
   float swiglu_limit = 0.0f;
   float swiglu_alpha = 1.0f;
+  // The experts' activation gelu_tanh(gate) * up (Gemma 4's experts) instead of silu(gate) * up.
+  bool gelu_tanh = false;
 };
 
 class SparseMoe {
@@ -48,6 +50,9 @@ class SparseMoe {
     std::vector<LinearWeight> down;        // E x (C, Ie)
     // each expert's biases, E x (Ie) for gate and up, E x (C) for down; empty: none
     std::vector<const float*> gate_bias, up_bias, down_bias;
+    // (E) each expert's routing weight multiplied by its scale after the top k (Gemma 4's
+    // router.per_expert_scale: prefix + "mlp.gate.expert_scale"), or null
+    const float* expert_scale = nullptr;
   };
 
   SparseMoe(const ModelConfig& config, ExpertOptions options);
@@ -66,7 +71,9 @@ class SparseMoe {
   // Grows the scratch to n tokens (the decoder's reserve; nothing is allocated later).
   void reserve(int64_t n);
   // The MoE MLP of h (n, C): a pointer to its output (n, C), valid until the next call.
-  const float* forward(const float* h, int64_t n, const Layer& w, Projector& projector);
+  // route (n, C): what the router reads, where it differs from h (Gemma 4's), else null.
+  const float* forward(const float* h, int64_t n, const Layer& w, Projector& projector,
+                       const float* route = nullptr);
 
  private:
   struct Scratch {
@@ -79,7 +86,7 @@ class SparseMoe {
     xt::xtensor<float, 2> out;       // (n, C) the mixture's output: the weighted sum of the chosen experts'
   };
   // routing: chosen_ and weights_ of the n tokens from their router logits (n, E)
-  void route(float* logits, int64_t n);
+  void route(float* logits, int64_t n, const float* expert_scale);
   // gate (m, Ie) = the expert activation of gate and up (m, Ie) (SwiGLU, or the clamped one)
   void activate(float* gate, const float* up, int64_t m) const;
 
