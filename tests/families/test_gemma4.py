@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -18,10 +19,14 @@ from family_check import PAD, check_beams, check_family, logits
 from family_models import GEMMA_TOKENIZER_SIZE, random_family_model, reference
 from hf_models import assert_generate_equals_hf
 from hybrid_checks import check_batch_of_configs_equals_one_by_one, check_rows_share_the_prompts_state
+from llama_cpp_convert import convert, converter
 from safetensors.torch import load_file, save_file
 
 import kvgen
 from kvgen.families import gemma4
+from kvgen.loaders.gguf.file import read_gguf_file
+from kvgen.loaders.gguf.model import GGUFContents
+from kvgen.loaders.quantize import to_float32
 
 
 def gemma4_model():
@@ -132,10 +137,10 @@ def test_bidirectional_attention_is_refused_by_name():
         gemma4.FAMILY.check_config({**config, "use_bidirectional_attention": "all"})
 
 
-def test_the_mixture_of_experts_equals_transformers(tmp_path):
+def test_the_mixture_of_experts_equals_transformers(tmp_path, checked):
     """Gemma 4's MoE block (the 26B-A4B's shape in small: 4 experts, top 2, beside the dense MLP,
     no per-layer embeddings), its router and per-expert scales random: logits at every position
-    from float32 and bfloat16 directories, greedy tokens."""
+    from float32 and bfloat16 directories and llama.cpp's files, greedy tokens."""
     hf = random_family_model("gemma4", enable_moe_block=True, num_experts=4, top_k_experts=2,
                              moe_intermediate_size=24, hidden_size_per_layer_input=0, num_kv_shared_layers=0,
                              use_double_wide_mlp=False)
@@ -148,7 +153,32 @@ def test_the_mixture_of_experts_equals_transformers(tmp_path):
     model = kvgen.Model.load(tmp_path / "f32", exact=True)
     ids = np.random.default_rng(2).integers(0, GEMMA_TOKENIZER_SIZE, (2, 30))
     np.testing.assert_allclose(model.forward(ids), logits(hf, ids), atol=2e-4, rtol=1e-4)
+    assert_generate_equals_hf(model, hf, [[5, 9, 13, 4, 3], [7, 8]], PAD, max_new_tokens=10, do_sample=False)
     bf16 = kvgen.Model.load(tmp_path / "bf16", exact=True)
     np.testing.assert_allclose(bf16.forward(ids), logits(reference(type(hf), tmp_path / "bf16"), ids), atol=2e-4,
                                rtol=1e-4)
-    assert_generate_equals_hf(model, hf, [[5, 9, 13, 4, 3], [7, 8]], PAD, max_new_tokens=10, do_sample=False)
+    # llama.cpp's files: float32 exactly; Q8_0's fused gate/up experts cut into views that stay quantized
+    for f in (checked[2] / "tokenizer").iterdir():
+        shutil.copy(f, tmp_path / "f32" / f.name)
+    convert(converter(), [(tmp_path / "f32", tmp_path / "f32.gguf", "f32"), (tmp_path / "f32", tmp_path / "q8.gguf",
+                                                                              "q8_0")])
+    np.testing.assert_allclose(kvgen.Model.load(tmp_path / "f32.gguf", exact=True).forward(ids), logits(hf, ids),
+                               atol=2e-4, rtol=1e-4)
+    # the Q8_0 file's expert views hold the rows of the stacked tensor they come from, still quantized
+    read = gemma4.FAMILY.from_gguf(GGUFContents(read_gguf_file(tmp_path / "q8.gguf"), tmp_path / "q8.gguf"))
+    stacked = to_float32_stacked(GGUFContents(read_gguf_file(tmp_path / "q8.gguf"), tmp_path / "q8.gguf"),
+                                 "blk.1.ffn_gate_up_exps.weight", (4, 48, 64))
+    for e in range(4):
+        for proj, rows in (("gate_proj", slice(0, 24)), ("up_proj", slice(24, 48))):
+            view = read.arrays[f"model.layers.1.mlp.experts.{e}.{proj}.weight"]
+            assert view.type == "Q8_0"
+            np.testing.assert_array_equal(to_float32(view), stacked[e, rows])
+    assert kvgen.Model.load(tmp_path / "q8.gguf").family == "gemma4"
+
+
+def to_float32_stacked(gguf, name: str, shape: tuple) -> np.ndarray:
+    """A stacked (E, out, in) GGUF tensor as float32, dequantized whole by gguf-py."""
+    import gguf as gguf_py
+
+    t = gguf.find(name, shape)
+    return gguf_py.quants.dequantize(t.data, t.tensor_type).reshape(shape)

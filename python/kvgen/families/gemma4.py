@@ -17,7 +17,7 @@ layers) computed by the core's "gemma" model, with what Gemma 4 adds, each read 
 - a mixture of experts beside the MLP in every layer (``enable_moe_block``, the 26B-A4B: a
   softmax router over all experts on a scaled RMSNorm of the block's input, top-k renormalised,
   times a scale per expert; GeGLU experts; norms after the MLP, before and after the experts),
-  from directories (llama.cpp's files of it are refused by name).
+  from directories and llama.cpp's files.
 
 The norms are plain RMSNorms (x * w, no 1 + w as Gemma 2 and 3). Bidirectional attention over
 every token is refused.
@@ -37,6 +37,7 @@ from kvgen.families.family import GGUFModel
 from kvgen.families.gemma2 import GemmaFamily
 from kvgen.families.llama import read_sizes
 from kvgen.loaders.gguf.model import GGUFContents
+from kvgen.loaders.quantize import QuantizedTensor
 from kvgen.loaders.rope import inv_freq as rope_inv_freq
 
 
@@ -203,9 +204,6 @@ class Gemma4Family(GemmaFamily):
         with a frequency divisor per pair (rope_freqs: 1 for a rotating pair, 1e30 for the rest)."""
         path = gguf.path
         a = self.gguf_architecture + "."
-        if gguf.get(a + "expert_count", int, 0):
-            raise ValueError(f"{path}: Gemma 4's mixture of experts is not supported from GGUF files yet (load its "
-                             "Hugging Face directory)")
         hidden, heads, L = gguf.size(a + "embedding_length"), gguf.size(a + "attention.head_count"), \
             gguf.size(a + "block_count")
         kv = _layer_sizes(gguf, a + "attention.head_count_kv", L)
@@ -254,6 +252,11 @@ class Gemma4Family(GemmaFamily):
         }
         if "sliding_attention" in types:
             config["sliding_window"] = gguf.size(a + "attention.sliding_window")
+        E = gguf.get(a + "expert_count", int, 0)
+        if E:
+            config.update(enable_moe_block=True, num_experts=gguf.size(a + "expert_count"),
+                          top_k_experts=gguf.size(a + "expert_used_count"),
+                          moe_intermediate_size=gguf.size(a + "expert_feed_forward_length"))
         cap = gguf.get(a + "final_logit_softcapping", float, 0.0)
         if cap:
             config["final_logit_softcapping"] = cap
@@ -284,7 +287,10 @@ class Gemma4Family(GemmaFamily):
                      "ffn_gate": ("mlp.gate_proj", (I, C)), "ffn_up": ("mlp.up_proj", (I, C)),
                      "ffn_down": ("mlp.down_proj", (C, I)), "layer_output_scale": ("layer_scalar", (1,)),
                      "inp_gate": ("per_layer_input_gate", (P, C)), "proj": ("per_layer_projection", (C, P)),
-                     "post_norm": ("post_per_layer_input_norm", (C,))}
+                     "post_norm": ("post_per_layer_input_norm", (C,)),
+                     "post_ffw_norm_1": ("post_feedforward_layernorm_1", (C,)),
+                     "pre_ffw_norm_2": ("pre_feedforward_layernorm_2", (C,)),
+                     "post_ffw_norm_2": ("post_feedforward_layernorm_2", (C,))}
             for gg, (hf, shape) in names.items():
                 src = f"blk.{layer}.{gg}.weight"
                 if src not in gguf.tensors:
@@ -292,8 +298,39 @@ class Gemma4Family(GemmaFamily):
                 name = f"model.layers.{layer}.{hf}" + ("" if hf == "layer_scalar" else ".weight")
                 arrays[name] = gguf.matrix(src, shape) if len(shape) == 2 else gguf.vector(src, shape)
                 used.add(src)
+            if E:
+                _gguf_experts(gguf, arrays, used, layer, config)
         gguf.check_all_used(used)
         return GGUFModel(self, config, arrays)
+
+
+def _gguf_experts(gguf: GGUFContents, arrays: dict, used: set, layer: int, config: dict) -> None:
+    """A layer's experts as llama.cpp's converter writes them: the router (ffn_gate_inp, (E, C)),
+    its input scale (ffn_gate_inp.scale, (C)), the per-expert scale (ffn_down_exps.scale, (E)),
+    gate and up fused per expert (ffn_gate_up_exps, (E, 2 x width, C): cut into each expert's
+    rows, views that stay quantized) and the downs (ffn_down_exps, (E, C, width))."""
+    E, C, Ie = config["num_experts"], config["hidden_size"], config["moe_intermediate_size"]
+    p, hf = f"blk.{layer}.", f"model.layers.{layer}."
+    arrays[hf + "mlp.gate.weight"] = gguf.matrix(p + "ffn_gate_inp.weight", (E, C))
+    arrays[hf + "router.scale"] = gguf.vector(p + "ffn_gate_inp.scale", (C,))
+    arrays[hf + "mlp.gate.expert_scale"] = gguf.vector(p + "ffn_down_exps.scale", (E,))
+    arrays[hf + "mlp.experts.down_proj.weight"] = gguf.stacked(p + "ffn_down_exps.weight", (E, C, Ie))
+    gate_up = gguf.stacked(p + "ffn_gate_up_exps.weight", (E, 2 * Ie, C))
+    for e in range(E):
+        for proj, first in (("gate_proj", 0), ("up_proj", Ie)):
+            arrays[f"{hf}mlp.experts.{e}.{proj}.weight"] = _expert_rows(gate_up, e, first, Ie)
+    used.update(p + n for n in ("ffn_gate_inp.weight", "ffn_gate_inp.scale", "ffn_down_exps.scale",
+                                "ffn_down_exps.weight", "ffn_gate_up_exps.weight"))
+
+
+def _expert_rows(w: Any, e: int, first: int, count: int) -> Any:
+    """Rows [first, first + count) of expert e's matrix in a stacked (E, out, in) tensor (a float
+    array or a QuantizedTensor of one row of blocks per output), as a view."""
+    if not isinstance(w, QuantizedTensor):
+        return w[e, first:first + count]
+    E, out, inner = w.shape
+    blocks = w.data.reshape(E * out, -1)[e * out + first: e * out + first + count]
+    return QuantizedTensor(w.type, blocks.reshape(-1), (count, inner), w.mapped)
 
 
 def _layer_sizes(gguf: GGUFContents, key: str, layers: int) -> list[int]:
