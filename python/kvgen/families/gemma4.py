@@ -354,5 +354,5 @@ def _layer_sizes(gguf: GGUFContents, key: str, layers: int) -> list[int]:
 FAMILY = Gemma4Family("gemma4", ("gemma4_text",), "gemma4", "Gemma4ForCausalLM",
                       "as Gemma 3, plus per-layer embeddings, keys and values shared by the last layers, a head_dim "
                       "and kv heads of the full-attention layers' own with proportional rotary, values normed (or "
-                      "the key projection), a scalar per layer, final-logit soft-capping; experts beside the MLP (the MoE "
-                      "variant)")
+                      "the key projection), a scalar per layer, final-logit soft-capping; experts beside the MLP "
+                      "(the MoE variant)")
