@@ -194,24 +194,34 @@ void register_model_config(py::module_& m) {
       .def(py::init([](std::string architecture, int64_t vocab_size, int64_t context_length, int64_t hidden,
                        int64_t layers, int64_t heads, int64_t kv_heads, int64_t head_dim, int64_t intermediate,
                        std::vector<int64_t> layer_windows, int64_t experts, int64_t experts_per_token,
-                       int64_t expert_intermediate, const std::vector<LayerTuple>& recurrent_layers) {
+                       int64_t expert_intermediate, const std::vector<LayerTuple>& recurrent_layers,
+                       std::vector<int64_t> layer_kv_heads, std::vector<int64_t> layer_head_dims,
+                       std::vector<int64_t> kv_sources) {
              return ModelConfig{.architecture = std::move(architecture), .vocab_size = vocab_size,
                                 .context_length = context_length, .hidden = hidden, .layers = layers,
                                 .heads = heads, .kv_heads = kv_heads, .head_dim = head_dim,
                                 .intermediate = intermediate, .layer_windows = std::move(layer_windows),
                                 .experts = experts, .experts_per_token = experts_per_token,
                                 .expert_intermediate = expert_intermediate,
-                                .recurrent_layers = layer_shapes(recurrent_layers)};
+                                .recurrent_layers = layer_shapes(recurrent_layers),
+                                .kv_layers = {.kv_heads = std::move(layer_kv_heads),
+                                              .head_dims = std::move(layer_head_dims),
+                                              .sources = std::move(kv_sources)}};
            }),
            py::kw_only(), py::arg("architecture"), py::arg("vocab_size"), py::arg("context_length"),
            py::arg("hidden"), py::arg("layers"), py::arg("heads"), py::arg("kv_heads"), py::arg("head_dim"),
            py::arg("intermediate"), py::arg("layer_windows") = std::vector<int64_t>(), py::arg("experts") = 0,
            py::arg("experts_per_token") = 0, py::arg("expert_intermediate") = 0,
            py::arg("recurrent_layers") = std::vector<LayerTuple>(),
+           py::arg("layer_kv_heads") = std::vector<int64_t>(), py::arg("layer_head_dims") = std::vector<int64_t>(),
+           py::arg("kv_sources") = std::vector<int64_t>(),
            "layer_windows: per layer, the sliding window (0 = full attention; empty = every layer full); "
            "experts > 0: a mixture of experts of that many experts, experts_per_token chosen per token, each "
            "expert_intermediate wide; recurrent_layers: per layer of a hybrid model, (conv_channels, conv_kernel, "
-           "heads, key_dim, value_dim) of the state it keeps, all zeros for a layer that attends (empty = none).")
+           "heads, key_dim, value_dim) of the state it keeps, all zeros for a layer that attends (empty = none); "
+           "layer_kv_heads / layer_head_dims: per layer, its kv heads and head_dim (empty = kv_heads, head_dim "
+           "everywhere); kv_sources: per layer, the layer whose keys and values it attends over (itself: its own; "
+           "empty = each its own).")
       .def_readonly("architecture", &ModelConfig::architecture)
       .def_readonly("vocab_size", &ModelConfig::vocab_size)
       .def_readonly("context_length", &ModelConfig::context_length)
@@ -225,6 +235,9 @@ void register_model_config(py::module_& m) {
       .def_readonly("experts", &ModelConfig::experts)
       .def_readonly("experts_per_token", &ModelConfig::experts_per_token)
       .def_readonly("expert_intermediate", &ModelConfig::expert_intermediate)
+      .def_property_readonly("layer_kv_heads", [](const ModelConfig& c) { return c.kv_layers.kv_heads; })
+      .def_property_readonly("layer_head_dims", [](const ModelConfig& c) { return c.kv_layers.head_dims; })
+      .def_property_readonly("kv_sources", [](const ModelConfig& c) { return c.kv_layers.sources; })
       .def_property_readonly("recurrent_layers",
                              [](const ModelConfig& c) { return layer_tuples(c.recurrent_layers); })
       .def("validate", &ModelConfig::validate,
@@ -331,7 +344,8 @@ void register_gemma_options(py::module_& m) {
       .def(py::init([](py::array_t<float, py::array::c_style> inv_freq,
                        std::optional<py::array_t<float, py::array::c_style>> inv_freq_local, float rms_norm_eps,
                        float norm_offset, float embed_scale, float attention_scale, float attn_softcap,
-                       float final_softcap) {
+                       float final_softcap, bool value_norm, int64_t per_layer_hidden, int64_t per_layer_vocab,
+                       std::vector<int64_t> layer_intermediate) {
              const auto vector = [](const py::array_t<float, py::array::c_style>& a) {
                if (a.ndim() != 1) throw ValueError("rope inverse frequencies must be a 1-D array");
                return std::vector<float>(a.data(), a.data() + a.size());
@@ -343,15 +357,25 @@ void register_gemma_options(py::module_& m) {
                                  .attn_softcap = attn_softcap,
                                  .final_softcap = final_softcap,
                                  .inv_freq = vector(inv_freq),
-                                 .inv_freq_local = inv_freq_local ? vector(*inv_freq_local) : std::vector<float>()};
+                                 .inv_freq_local = inv_freq_local ? vector(*inv_freq_local) : std::vector<float>(),
+                                 .value_norm = value_norm,
+                                 .per_layer_hidden = per_layer_hidden,
+                                 .per_layer_vocab = per_layer_vocab,
+                                 .layer_intermediate = std::move(layer_intermediate)};
            }),
            py::kw_only(), py::arg("inv_freq"), py::arg("inv_freq_local") = py::none(),
            py::arg("rms_norm_eps") = gemma.rms_norm_eps, py::arg("norm_offset") = gemma.norm_offset,
            py::arg("embed_scale") = gemma.embed_scale, py::arg("attention_scale") = gemma.attention_scale,
            py::arg("attn_softcap") = gemma.attn_softcap, py::arg("final_softcap") = gemma.final_softcap,
+           py::arg("value_norm") = gemma.value_norm, py::arg("per_layer_hidden") = gemma.per_layer_hidden,
+           py::arg("per_layer_vocab") = gemma.per_layer_vocab,
+           py::arg("layer_intermediate") = std::vector<int64_t>(),
            "inv_freq / inv_freq_local: rotary inverse frequencies of the full-attention and sliding-window layers "
            "(None: inv_freq); norm_offset: added to every RMSNorm weight (1 for Hugging Face checkpoints, 0 for "
-           "GGUF files, which store 1 + w); softcaps 0 = none; attention_scale 0 = 1 / sqrt(head_dim).")
+           "GGUF files, which store 1 + w); softcaps 0 = none; attention_scale 0 = 1 / sqrt(head_dim); "
+           "value_norm: values RMS-normed per head without a weight (Gemma 4); per_layer_hidden > 0: per-layer "
+           "embeddings of that width per layer from a table of per_layer_vocab rows (Gemma 4); "
+           "layer_intermediate: each layer's MLP width (empty: intermediate).")
       .def_readonly("rms_norm_eps", &GemmaOptions::rms_norm_eps)
       .def_readonly("norm_offset", &GemmaOptions::norm_offset)
       .def_readonly("embed_scale", &GemmaOptions::embed_scale)
@@ -537,7 +561,7 @@ naming its position: "input_ids[0, 3] = 300 is outside the vocabulary [0, 211)".
           [](PyModel& p, int64_t rows, int64_t positions, int64_t snapshots) {
             const ModelConfig& c = p.core().config();
             return KVCache::bytes_for(c.layers, rows, positions, c.kv_heads, c.head_dim, c.layer_windows,
-                                      p.core().kv_type(), c.recurrent_layers, snapshots);
+                                      p.core().kv_type(), c.recurrent_layers, snapshots, c.kv_layers);
           },
           py::arg("rows"), py::arg("positions"), py::arg("snapshots") = 0,
           "Bytes a KV cache for rows x positions takes (its kv_cache_dtype; 'auto': half keys and values "

@@ -15,6 +15,7 @@ import torch
 import transformers
 
 VOCAB = 49152  # SmolLM2's tokenizer
+GEMMA_TOKENIZER_SIZE = 497  # save_gemma_tokenizer's on hf_models.TEXT_CORPUS
 _BASE = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
              num_key_value_heads=2, max_position_embeddings=64, initializer_range=0.3, rms_norm_eps=1e-5,
              pad_token_id=None, bos_token_id=1, eos_token_id=2)
@@ -97,6 +98,18 @@ FAMILIES = {
     "glm4": (transformers.Glm4Config, transformers.Glm4ForCausalLM,
              dict(vocab_size=VOCAB + 64, head_dim=24, partial_rotary_factor=0.5, attention_bias=True,
                   rope_theta=10000.0, tie_word_embeddings=False)),
+    # Gemma 4: sliding (window 7, head_dim 16, 2 kv heads) and full layers (head_dim 32, 1 kv head,
+    # values from the key projection, proportional rotary over a quarter of each head), the last two
+    # layers reading the first two's keys and values with MLPs twice as wide, per-layer embeddings of
+    # 8 per layer, soft-capped logits; the vocabulary is the Gemma-style tokenizer's that llama.cpp's
+    # converter takes (GEMMA_VOCABULARY)
+    "gemma4": (transformers.Gemma4TextConfig, transformers.Gemma4ForCausalLM,
+               dict(num_hidden_layers=4, head_dim=16, global_head_dim=32, sliding_window=7,
+                    layer_types=["sliding_attention", "full_attention"] * 2, num_kv_shared_layers=2,
+                    attention_k_eq_v=True, num_global_key_value_heads=1, use_double_wide_mlp=True,
+                    hidden_size_per_layer_input=8, final_logit_softcapping=6.0, tie_word_embeddings=True,
+                    vocab_size=GEMMA_TOKENIZER_SIZE, vocab_size_per_layer_input=GEMMA_TOKENIZER_SIZE,
+                    pad_token_id=0, bos_token_id=2, eos_token_id=1)),
     # fused qkv and gate/up, Phi-4-mini's partial rotary 0.75, LongRoPE past 16 positions
     "phi3": (transformers.Phi3Config, transformers.Phi3ForCausalLM,
              dict(partial_rotary_factor=0.75, original_max_position_embeddings=16, tie_word_embeddings=False,
@@ -107,15 +120,22 @@ FAMILIES = {
 
 #: Families whose llama.cpp converter reads only a SentencePiece vocabulary (tokenizer.model).
 SENTENCEPIECE_VOCABULARY = ("ernie4_5", "ernie4_5_moe")
+#: Families whose llama.cpp converter reads only a Llama-style BPE tokenizer.json (byte fallback):
+#: they get save_gemma_tokenizer's (GEMMA_TOKENIZER_SIZE tokens) instead of SmolLM2's.
+GEMMA_VOCABULARY = ("gemma4",)
 
 
 def save_converter_tokenizer(directory: Path, smollm2_file: Path, family: str) -> Path:
     """The tokenizer files llama.cpp's converter takes for ``family``: SmolLM2's
     (tests/support/llama_cpp_convert.py), and beside it a small SentencePiece tokenizer.model for
-    the families of SENTENCEPIECE_VOCABULARY (the directory's tokenizer stays SmolLM2's)."""
+    the families of SENTENCEPIECE_VOCABULARY (the directory's tokenizer stays SmolLM2's); for those
+    of GEMMA_VOCABULARY, save_gemma_tokenizer's alone."""
     from hf_models import TEXT_CORPUS
     from llama_cpp_convert import save_smollm2_tokenizer
 
+    if family in GEMMA_VOCABULARY:  # the converter takes a Llama-style BPE with byte fallback only
+        save_gemma_tokenizer(directory, TEXT_CORPUS)
+        return directory
     save_smollm2_tokenizer(directory, smollm2_file)
     if family in SENTENCEPIECE_VOCABULARY:
         save_sentencepiece_model(directory, TEXT_CORPUS)

@@ -30,9 +30,14 @@ void DecoderModel::grow_rows(xt::xtensor<float, 2>& buf, int64_t rows, int64_t w
 void DecoderModel::attend(float* out, const float* q, int64_t ldq, const float* k, int64_t ldk, const float* v,
                           int64_t ldv, int64_t layer, const ForwardPass& batch, KVCache& cache, float scale, float softcap,
                           const float* sinks) {
-  const int64_t H = config_.heads, KV = config_.kv_heads, hd = config_.head_dim;
+  const int64_t H = config_.heads, KV = config_.kv_heads_of(layer), hd = config_.head_dim_of(layer);
   const std::vector<RowTokens>& chunks = *batch.chunks;
   const AttentionOptions options{.scale = scale, .softcap = softcap, .window = config_.window(layer), .sinks = sinks};
+  // a layer that reads another's keys and values (ModelConfig::kv_source) writes none and
+  // attends over that layer's, which an earlier block of this forward has written
+  const int64_t source = config_.kv_source(layer);
+  const bool own_kv = source == layer;
+  layer = source;
   const int64_t slots = cache.capacity(layer);
   // Tokens of each chunk written and attended at once: all of them, unless the layer
   // keeps a ring shorter than the context; then as many as the ring holds beyond the
@@ -42,7 +47,7 @@ void DecoderModel::attend(float* out, const float* q, int64_t ldq, const float* 
   for (int64_t b0 = 0; b0 < batch.max_count; b0 += block) {
     for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci) {
       const RowTokens& c = chunks[ci];
-      for (int64_t i = b0; i < std::min(c.count, b0 + block); ++i)  // keys and values into the cache, by position
+      for (int64_t i = b0; own_kv && i < std::min(c.count, b0 + block); ++i)  // keys and values into the cache
         cache.store(layer, c.row, (batch.starts[ci] + i) % slots, k + (o + i) * ldk, v + (o + i) * ldv);
     }
     // chunks of at most kTokenByTokenAttention tokens (decode, verification) token by token (by_tokens)
@@ -93,7 +98,7 @@ void DecoderModel::attend(float* out, const float* q, int64_t ldq, const float* 
 
 void DecoderModel::attend_tokens(float* out, const float* q, int64_t ldq, int64_t layer, const ForwardPass& batch,
                                  KVCache& cache, const AttentionOptions& options) {
-  const int64_t H = config_.heads, KV = config_.kv_heads, hd = config_.head_dim, group = H / KV;
+  const int64_t H = config_.heads, KV = cache.kv_heads(layer), hd = cache.head_dim(layer), group = H / KV;
   const std::vector<RowTokens>& chunks = *batch.chunks;
   const int64_t part = block_part_floats(group, hd), scratch = block_scratch_floats(group, hd);
   // items: token after token (batch order), kv head after kv head, block after block (none
@@ -187,20 +192,26 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
     if (static_cast<int64_t>(buf.size()) < floats) buf = xt::xtensor<float, 1>::from_shape({static_cast<size_t>(floats)});
   };
   grow(scratch_.scores, all_scores);
+  const int64_t max_hd = config_.max_head_dim();
   if (b.any_by_tokens) {  // short chunks: blocks of positions (attend_tokens)
-    const int64_t group = config_.heads / config_.kv_heads;
-    int64_t items = 0;  // at most: every layer's window full
+    int64_t blocks = 0;  // at most: every layer's window full
     for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci)
       if (by_tokens(chunks[ci]))
-        for (int64_t i = 0; i < chunks[ci].count; ++i) items += config_.kv_heads * key_blocks(b.positions[o + i], 0);
-    grow(scratch_.parts, items * block_part_floats(group, config_.head_dim));
-    grow(scratch_.attention, threads * block_scratch_floats(group, config_.head_dim));
+        for (int64_t i = 0; i < chunks[ci].count; ++i) blocks += key_blocks(b.positions[o + i], 0);
+    int64_t per_block = 0, per_thread = 0;  // the largest over the layers' shapes
+    for (int64_t l = 0; l < config_.layers; ++l) {
+      const int64_t kvh = config_.kv_heads_of(l), group = config_.heads / kvh, hd = config_.head_dim_of(l);
+      per_block = std::max(per_block, kvh * block_part_floats(group, hd));
+      per_thread = std::max(per_thread, block_scratch_floats(group, hd));
+    }
+    grow(scratch_.parts, blocks * per_block);
+    grow(scratch_.attention, threads * per_thread);
   }
   if (b.any_in_blocks && cache.type() != KVType::Float32)  // a prefill's spans of keys and values as floats
-    grow(scratch_.kv, limits::checked_mul(threads, 2 * b.end * config_.head_dim, "attention keys and values"));
+    grow(scratch_.kv, limits::checked_mul(threads, 2 * b.end * max_hd, "attention keys and values"));
   for (const RowTokens& c : chunks)
     if (c.in_blocks) {  // a prompt's rest: padded query blocks
-      grow(scratch_.padded, threads * 2 * kPrefillChunk * config_.heads * config_.head_dim);
+      grow(scratch_.padded, threads * 2 * kPrefillChunk * config_.heads * max_hd);
       break;
     }
   reserve_builders(b);

@@ -38,6 +38,7 @@ SparseMoe::Layer SparseMoe::read(const TensorMap& t, const std::string& prefix) 
   Layer w;
   w.router = t.linear(prefix + "mlp.gate.weight", E_, C_);
   if (t.has(prefix + "mlp.gate.bias")) w.router_bias = t.get(prefix + "mlp.gate.bias", {E_});
+  if (t.has(prefix + "mlp.gate.expert_scale")) w.expert_scale = t.get(prefix + "mlp.gate.expert_scale", {E_});
   const auto experts = [&](const std::string& proj, int64_t out, int64_t in) {
     const std::string stacked = prefix + "mlp.experts." + proj + ".weight";
     if (t.has(stacked)) return t.stacked_linear(stacked, E_, out, in);
@@ -119,7 +120,9 @@ void SparseMoe::reserve(int64_t n) {
   }
 }
 
-const float* SparseMoe::forward(const float* h, int64_t n, const Layer& w, Projector& projector) {
+const float* SparseMoe::forward(const float* h, int64_t n, const Layer& w, Projector& projector,
+                                const float* route_input) {
+  const float* r = route_input != nullptr ? route_input : h;
   float* out = scratch_.out.data();
   float* probs = scratch_.router.data();  // raw pointers from here on: the hot path
   float* rows = scratch_.rows.data();
@@ -128,12 +131,12 @@ const float* SparseMoe::forward(const float* h, int64_t n, const Layer& w, Proje
   float* expert = scratch_.expert.data();
   // ---- routing: router logits (n, E), each token's top k and their weights ----
   if (n == 1 && !w.router.reads_int8(projector.activations())) {  // a few rows of floats: no parallel section
-    w.router.multiply(probs, E_, h, C_, nullptr, 1, 0, w.router.units(), projector.activations());
+    w.router.multiply(probs, E_, r, C_, nullptr, 1, 0, w.router.units(), projector.activations());
     if (w.router_bias != nullptr) ops::add_inplace(probs, w.router_bias, E_);
   } else {
-    projector.project(h, n, C_, {{&w.router, w.router_bias, probs, E_}});
+    projector.project(r, n, C_, {{&w.router, w.router_bias, probs, E_}});
   }
-  route(probs, w.selection_bias, n);
+  route(probs, w.selection_bias, n, w.expert_scale);
   const auto bias = [](const std::vector<const float*>& b, int64_t e) { return b.empty() ? nullptr : b[e]; };
   if (n == 1) {  // one token: its experts' gate and up in one section, their downs in another
     products_.clear();
@@ -214,7 +217,7 @@ void SparseMoe::add_shared_expert(float* out, const float* h, int64_t n, const L
   }
 }
 
-void SparseMoe::route(float* logits, const float* selection_bias, int64_t n) {
+void SparseMoe::route(float* logits, const float* selection_bias, int64_t n, const float* expert_scale) {
   std::fill(starts_.begin(), starts_.end(), 0);
   if (!options_.softmax_after_top_k) ops::softmax_rows(logits, n, E_, nullptr);  // probabilities (n, E)
   for (int64_t t = 0; t < n; ++t) {
@@ -245,11 +248,18 @@ void SparseMoe::route(float* logits, const float* selection_bias, int64_t n) {
       sum = std::max(sum, options_.norm_min);
       for (int64_t j = 0; j < k_; ++j) weight[j] /= sum;
     }
+    if (expert_scale != nullptr)
+      for (int64_t j = 0; j < k_; ++j) weight[j] *= expert_scale[ranked_[j]];
   }
 }
 
 void SparseMoe::activate(float* gate, const float* up, int64_t m) const {
   const int64_t size = m * Ie_;
+  if (options_.gelu_tanh) {
+    ops::gelu_tanh(gate, size);
+    for (int64_t i = 0; i < size; ++i) gate[i] *= up[i];
+    return;
+  }
   if (options_.swiglu_limit <= 0.0f) {
     ops::silu_mul(gate, up, size);
     return;

@@ -438,7 +438,7 @@ int64_t block_scratch_floats(int64_t group, int64_t head_dim) {
 
 void attention_block(float* part, const float* q, KVCache& cache, int64_t layer, int64_t row, int64_t t,
                      int64_t kv_head, int64_t block, int64_t group, const AttentionOptions& o, float* scratch) {
-  const int64_t hd = cache.head_dim(), lo = first_key(t, o.window);
+  const int64_t hd = cache.head_dim(layer), lo = first_key(t, o.window);
   const int64_t p0 = lo + block * kAttentionBlock, n = std::min(kAttentionBlock, t + 1 - p0);
   const float* qg = q + kv_head * group * hd;
   const int64_t cap = cache.capacity(layer);

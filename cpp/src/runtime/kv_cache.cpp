@@ -18,8 +18,11 @@ int64_t KVCache::capacity_for(int64_t window, int64_t max_context) {
 }
 
 int64_t KVCache::layer_capacity(int64_t l, const std::vector<int64_t>& windows,
-                                const std::vector<RecurrentLayerShape>& recurrent, int64_t max_context) {
+                                const std::vector<RecurrentLayerShape>& recurrent, int64_t max_context,
+                                const KVLayers& kv_layers) {
   if (!recurrent.empty() && (recurrent[l].conv_channels > 0 || recurrent[l].heads > 0)) return 0;
+  if (kv_layers.source(l) != l) return 0;
+  if (kv_layers.read_by_others(l)) return max_context;
   return capacity_for(windows.empty() ? 0 : windows[l], max_context);
 }
 
@@ -32,15 +35,17 @@ bool any_recurrent(const std::vector<RecurrentLayerShape>& layers) {
 
 KVCache::KVCache(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_heads, int64_t head_dim,
                  const std::vector<int64_t>& windows, KVType type, const std::vector<RecurrentLayerShape>& recurrent,
-                 int64_t snapshots)
-    : max_context_(max_context), kv_heads_(kv_heads), head_dim_(head_dim), type_(type) {
+                 int64_t snapshots, const KVLayers& kv_layers)
+    : max_context_(max_context), type_(type) {
   // The element count must fit before anything is allocated (bytes_for checks it).
-  bytes_for(layers, rows, max_context, kv_heads, head_dim, windows, type, recurrent, snapshots);
+  bytes_for(layers, rows, max_context, kv_heads, head_dim, windows, type, recurrent, snapshots, kv_layers);
   if (any_recurrent(recurrent)) state_ = std::make_unique<StateCache>(recurrent, rows, snapshots);
   int64_t floats = 0;
   for (int64_t l = 0; l < layers; ++l) {
     const int64_t window = windows.empty() ? 0 : windows[l];
-    capacity_.push_back(layer_capacity(l, windows, recurrent, max_context));
+    capacity_.push_back(layer_capacity(l, windows, recurrent, max_context, kv_layers));
+    kv_heads_.push_back(kv_layers.kv_heads_of(l, kv_heads));
+    head_dim_.push_back(kv_layers.head_dim_of(l, head_dim));
     if (capacity_.back() > 0 && capacity_.back() < max_context && capacity_.back() - window + 1 < max_rollback_) {
       // a ring: after writing up to position E - 1 it holds E - capacity .. E - 1, and the
       // window of position T needs T - window + 1 .. T
@@ -49,7 +54,9 @@ KVCache::KVCache(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_h
       ring_window_ = window;
     }
     layer_offset_.push_back(floats);
-    floats += rows * kv_heads * capacity_.back() * head_dim;
+    scale_offset_.push_back(scales_);
+    floats += rows * kv_heads_.back() * capacity_.back() * head_dim_.back();
+    scales_ += rows * kv_heads_.back() * capacity_.back();
   }
   length_.assign(rows, 0);
   physical_.resize(rows);
@@ -59,8 +66,8 @@ KVCache::KVCache(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_h
   k_ = storage(floats);
   v_ = storage(floats);
   if (int8()) {
-    ks_ = xt::xtensor<float, 1>::from_shape({static_cast<size_t>(floats / head_dim)});
-    vs_ = xt::xtensor<float, 1>::from_shape({static_cast<size_t>(floats / head_dim)});
+    ks_ = xt::xtensor<float, 1>::from_shape({static_cast<size_t>(scales_)});
+    vs_ = xt::xtensor<float, 1>::from_shape({static_cast<size_t>(scales_)});
   }
 }
 
@@ -89,51 +96,58 @@ xt::xtensor<float, 1> KVCache::storage(int64_t elements) const {
 }
 
 void KVCache::store(int64_t layer, int64_t row, int64_t slot, const float* k, const float* v) {
-  for (int64_t h = 0; h < kv_heads_; ++h) {
-    const int64_t to = offset(layer, row, h) + slot * head_dim_;
+  const int64_t hd = head_dim_[layer];
+  for (int64_t h = 0; h < kv_heads_[layer]; ++h) {
+    const int64_t to = offset(layer, row, h) + slot * hd;
     if (half()) {
-      half::from_floats(halves(k_) + to, k + h * head_dim_, head_dim_);
-      half::from_floats(halves(v_) + to, v + h * head_dim_, head_dim_);
+      half::from_floats(halves(k_) + to, k + h * hd, hd);
+      half::from_floats(halves(v_) + to, v + h * hd, hd);
     } else if (int8()) {
-      ks_[to / head_dim_] = quantize_row(bytes_of(k_) + to, k + h * head_dim_, head_dim_);
-      vs_[to / head_dim_] = quantize_row(bytes_of(v_) + to, v + h * head_dim_, head_dim_);
+      const int64_t s = scale_offset(layer, physical_[row], h) + slot;
+      ks_[s] = quantize_row(bytes_of(k_) + to, k + h * hd, hd);
+      vs_[s] = quantize_row(bytes_of(v_) + to, v + h * hd, hd);
     } else {
-      std::memcpy(k_.data() + to, k + h * head_dim_, sizeof(float) * head_dim_);
-      std::memcpy(v_.data() + to, v + h * head_dim_, sizeof(float) * head_dim_);
+      std::memcpy(k_.data() + to, k + h * hd, sizeof(float) * hd);
+      std::memcpy(v_.data() + to, v + h * hd, sizeof(float) * hd);
     }
   }
 }
 
 void KVCache::load(float* keys, float* values, int64_t layer, int64_t row, int64_t head, int64_t first, int64_t n) {
-  const int64_t from = offset(layer, row, head) + first * head_dim_;
+  const int64_t hd = head_dim_[layer];
+  const int64_t from = offset(layer, row, head) + first * hd;
   if (half()) {
-    half::to_floats(keys, halves(k_) + from, n * head_dim_);
-    half::to_floats(values, halves(v_) + from, n * head_dim_);
+    half::to_floats(keys, halves(k_) + from, n * hd);
+    half::to_floats(values, halves(v_) + from, n * hd);
   } else if (int8()) {
+    const int64_t s = scale_offset(layer, physical_[row], head) + first;
     for (int64_t i = 0; i < n; ++i) {
-      const int64_t at_i = from + i * head_dim_;
-      dequantize_row(keys + i * head_dim_, bytes_of(k_) + at_i, ks_[at_i / head_dim_], head_dim_);
-      dequantize_row(values + i * head_dim_, bytes_of(v_) + at_i, vs_[at_i / head_dim_], head_dim_);
+      const int64_t at_i = from + i * hd;
+      dequantize_row(keys + i * hd, bytes_of(k_) + at_i, ks_[s + i], hd);
+      dequantize_row(values + i * hd, bytes_of(v_) + at_i, vs_[s + i], hd);
     }
   } else {
-    std::memcpy(keys, k_.data() + from, sizeof(float) * n * head_dim_);
-    std::memcpy(values, v_.data() + from, sizeof(float) * n * head_dim_);
+    std::memcpy(keys, k_.data() + from, sizeof(float) * n * hd);
+    std::memcpy(values, v_.data() + from, sizeof(float) * n * hd);
   }
 }
 
 int64_t KVCache::bytes_for(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_heads, int64_t head_dim,
                            const std::vector<int64_t>& windows, KVType type,
-                           const std::vector<RecurrentLayerShape>& recurrent, int64_t snapshots) {
+                           const std::vector<RecurrentLayerShape>& recurrent, int64_t snapshots,
+                           const KVLayers& kv_layers) {
   if (!recurrent.empty() && static_cast<int64_t>(recurrent.size()) != layers)
     throw ValueError(std::to_string(recurrent.size()) + " recurrent layer shapes for " + std::to_string(layers) +
                      " layers");
-  // keys and values (and an Int8 cache's scale per head's row)
-  int64_t per_position = limits::checked_mul(element_bytes(type), head_dim, "KV cache bytes");
-  per_position = limits::checked_mul(2, per_position + scale_bytes(type), "KV cache bytes");
-  for (int64_t n : {rows, kv_heads}) per_position = limits::checked_mul(per_position, n, "KV cache bytes");
   int64_t bytes = 0;
   for (int64_t l = 0; l < layers; ++l) {
-    const int64_t slots = layer_capacity(l, windows, recurrent, max_context);
+    // keys and values (and an Int8 cache's scale per head's row)
+    int64_t per_position =
+        limits::checked_mul(element_bytes(type), kv_layers.head_dim_of(l, head_dim), "KV cache bytes");
+    per_position = limits::checked_mul(2, per_position + scale_bytes(type), "KV cache bytes");
+    for (int64_t n : {rows, kv_layers.kv_heads_of(l, kv_heads)})
+      per_position = limits::checked_mul(per_position, n, "KV cache bytes");
+    const int64_t slots = layer_capacity(l, windows, recurrent, max_context, kv_layers);
     const int64_t layer = limits::checked_mul(per_position, slots, "KV cache bytes");
     if (__builtin_add_overflow(bytes, layer, &bytes))
       throw ValueError("KV cache bytes: the size of " + std::to_string(layers) + " layers overflows");
@@ -148,14 +162,14 @@ int64_t KVCache::bytes_for(int64_t layers, int64_t rows, int64_t max_context, in
 void KVCache::copy_slots(int64_t src, int64_t dst, int64_t from, int64_t len) {
   for (int64_t l = 0; l < layers(); ++l) {
     const int64_t first = capacity_[l] < max_context_ ? 0 : std::min(from, len);  // a ring: every valid slot
-    const int64_t skip = first * head_dim_;
-    const int64_t bytes = (valid_slots(l, len) - first) * head_dim_ * element_bytes(type_);
+    const int64_t skip = first * head_dim_[l];
+    const int64_t bytes = (valid_slots(l, len) - first) * head_dim_[l] * element_bytes(type_);
     if (bytes <= 0) continue;
-    for (int64_t h = 0; h < kv_heads_; ++h) {
+    for (int64_t h = 0; h < kv_heads_[l]; ++h) {
       std::memcpy(at(k_, block_offset(l, dst, h) + skip), at(k_, block_offset(l, src, h) + skip), bytes);
       std::memcpy(at(v_, block_offset(l, dst, h) + skip), at(v_, block_offset(l, src, h) + skip), bytes);
       if (int8()) {  // the rows' scales
-        const int64_t d = block_offset(l, dst, h) / head_dim_ + first, s = block_offset(l, src, h) / head_dim_ + first;
+        const int64_t d = scale_offset(l, dst, h) + first, s = scale_offset(l, src, h) + first;
         const int64_t n = valid_slots(l, len) - first;
         std::copy(ks_.data() + s, ks_.data() + s + n, ks_.data() + d);
         std::copy(vs_.data() + s, vs_.data() + s + n, vs_.data() + d);

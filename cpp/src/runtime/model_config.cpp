@@ -1,6 +1,8 @@
 // ModelConfig::validate: positive sizes within kvgen's limits, consistent with each other.
 #include "kvgen/runtime/model_config.h"
 
+#include <algorithm>
+
 #include "kvgen/errors.h"
 #include "kvgen/limits.h"
 
@@ -75,6 +77,40 @@ void ModelConfig::validate() const {
                        std::to_string(layers) + " layers");
     StateCache::bytes_for(recurrent_layers, 1);  // every width within its limit, one row's state within kMaxBytes
   }
+  const KVLayers& kl = kv_layers;
+  for (const auto* v : {&kl.kv_heads, &kl.head_dims, &kl.sources})
+    if (!v->empty() && static_cast<int64_t>(v->size()) != layers)
+      throw ValueError(prefix + std::to_string(v->size()) + " per-layer key/value entries for " +
+                       std::to_string(layers) + " layers");
+  for (int64_t l = 0; l < layers; ++l) {
+    const std::string at = prefix + "layer " + std::to_string(l) + ": ";
+    const int64_t kvh = kv_heads_of(l), hd = head_dim_of(l);
+    if (kvh < 1 || hd < 1 || kvh > limits::kMaxHeads || hd > limits::kMaxWidth || hd % 2 != 0 || heads % kvh != 0)
+      throw ValueError(at + "kv heads " + std::to_string(kvh) + " and head_dim " + std::to_string(hd) +
+                       " must be positive, within limits, head_dim even and heads a multiple of kv heads");
+    limits::check_at_most(at + "heads x head_dim", heads * hd, limits::kMaxWidth);
+    const int64_t src = kv_source(l);
+    if (src == l) continue;
+    if (src < 0 || src > l || kv_source(src) != src)
+      throw ValueError(at + "reads the keys and values of layer " + std::to_string(src) +
+                       ", which is not an earlier layer that keeps its own");
+    if (kv_heads_of(src) != kvh || head_dim_of(src) != hd || window(src) != window(l) || recurrent(src) ||
+        recurrent(l))
+      throw ValueError(at + "reads the keys and values of layer " + std::to_string(src) +
+                       ", whose shape or window differs");
+  }
+}
+
+int64_t ModelConfig::max_head_dim() const {
+  int64_t m = head_dim;
+  for (int64_t l = 0; l < layers; ++l) m = std::max(m, head_dim_of(l));
+  return m;
+}
+
+int64_t ModelConfig::max_kv_heads() const {
+  int64_t m = kv_heads;
+  for (int64_t l = 0; l < layers; ++l) m = std::max(m, kv_heads_of(l));
+  return m;
 }
 
 }  // namespace kvgen

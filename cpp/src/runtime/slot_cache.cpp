@@ -14,7 +14,8 @@ namespace {
 
 KVCache checked_cache(int64_t layers, int64_t slots, int64_t context, int64_t kv_heads, int64_t head_dim,
                       int64_t vocab, const std::vector<int64_t>& windows, int64_t verify_positions, KVType type,
-                      const std::vector<RecurrentLayerShape>& recurrent, int64_t snapshots) {
+                      const std::vector<RecurrentLayerShape>& recurrent, int64_t snapshots,
+                      const KVLayers& kv_layers) {
   if (slots < 1) throw ValueError("slots must be >= 1, got " + std::to_string(slots));
   limits::check_at_most("slots", slots, limits::kMaxRows);
   if (context < 1) throw ValueError("context must be >= 1, got " + std::to_string(context));
@@ -23,18 +24,19 @@ KVCache checked_cache(int64_t layers, int64_t slots, int64_t context, int64_t kv
     throw ValueError("verify_positions must be in [0, " + std::to_string(context) + "] (the context), got " +
                      std::to_string(verify_positions));
   limits::checked_mul(limits::checked_mul(slots, verify_positions, "verify logits"), vocab, "verify logits");
-  KVCache::bytes_for(layers, slots, context, kv_heads, head_dim, windows, type, recurrent,
-                     snapshots);  // overflow-checked first
-  return KVCache(layers, slots, context, kv_heads, head_dim, windows, type, recurrent, snapshots);
+  KVCache::bytes_for(layers, slots, context, kv_heads, head_dim, windows, type, recurrent, snapshots,
+                     kv_layers);  // overflow-checked first
+  return KVCache(layers, slots, context, kv_heads, head_dim, windows, type, recurrent, snapshots, kv_layers);
 }
 
 }  // namespace
 
 SlotCache::SlotCache(int64_t layers, int64_t slots, int64_t context, int64_t kv_heads, int64_t head_dim,
                      int64_t vocab, const std::vector<int64_t>& windows, int64_t verify_positions, KVType type,
-                     const std::vector<RecurrentLayerShape>& recurrent, int64_t snapshots)
+                     const std::vector<RecurrentLayerShape>& recurrent, int64_t snapshots,
+                     const KVLayers& kv_layers)
     : cache_(checked_cache(layers, slots, context, kv_heads, head_dim, vocab, windows, verify_positions, type,
-                           recurrent, snapshots)),
+                           recurrent, snapshots, kv_layers)),
       logits_(xt::xtensor<float, 2>::from_shape({static_cast<size_t>(slots), static_cast<size_t>(vocab)})),
       in_chunk_(slots, 0),
       parents_(slots, 0),
@@ -50,7 +52,7 @@ SlotCache SlotCache::for_model(const Model& model, int64_t slots, int64_t contex
     throw ValueError("context must be in [1, " + std::to_string(c.context_length) + "] (the model's context), got " +
                      std::to_string(context));
   return SlotCache(c.layers, slots, context, c.kv_heads, c.head_dim, c.vocab_size, c.layer_windows, verify_positions,
-                   model.kv_type(), c.recurrent_layers, snapshots);
+                   model.kv_type(), c.recurrent_layers, snapshots, c.kv_layers);
 }
 
 int64_t SlotCache::checked(int64_t slot, const char* name) const {

@@ -1,8 +1,8 @@
 """Checkpoints as published: a vision-language model's directory (``...ForConditionalGeneration``)
 holds a text model, which kvgen runs, beside a vision tower and a projector, which it leaves unread.
 
-config.json's ``model_type`` names the composite (``gemma3``, ``mistral3``, ``qwen3_5``); its ``text_config``
-is the text model's config (its own ``model_type`` names the family: ``gemma3_text``,
+config.json's ``model_type`` names the composite (``gemma3``, ``gemma4``, ``mistral3``, ``qwen3_5``); its
+``text_config`` is the text model's config (its own ``model_type`` names the family: ``gemma3_text``,
 ``mistral``, ``ministral3``), with the composite's token ids and tying where it sets them, as
 transformers reads them. The text model's tensors are stored under ``language_model.model.`` and
 ``language_model.lm_head.`` (the layout Gemma 3 and Mistral Small 3.x are published in, and
@@ -45,6 +45,8 @@ COMPOSITES = {c.model_type: c for c in (
         rms_norm_eps=1e-6, query_pre_attn_scalar=256, sliding_window=4096, rope_theta=1_000_000.0,
         rope_local_base_freq=10_000.0), text_unused=("final_logit_softcapping",)),
     Composite("mistral3", "Mistral3ForConditionalGeneration", "mistral"),
+    # its vision and audio towers (model.vision_tower., model.audio_tower., model.embed_*) are left unread
+    Composite("gemma4", "Gemma4ForConditionalGeneration", "gemma4_text"),
     # its vision tower (model.visual.) and multi-token-prediction head (mtp.) are left unread
     Composite("qwen3_5", "Qwen3_5ForConditionalGeneration", "qwen3_5_text"),
     Composite("qwen3_5_moe", "Qwen3_5MoeForConditionalGeneration", "qwen3_5_moe_text"),

@@ -12,6 +12,7 @@ from kvgen.families import (
     exaone4,
     gemma2,
     gemma3,
+    gemma4,
     glm4,
     gpt2,
     gpt_oss,
@@ -52,6 +53,7 @@ FAMILIES: tuple[Family, ...] = (
     olmo2.FAMILY, olmo3.FAMILY, exaone4.FAMILY, glm4.FAMILY,
     gpt_oss.FAMILY,
     ernie4_5_moe.FAMILY,
+    gemma4.FAMILY,
 )
 
 _BY_NAME = {f.name: f for f in FAMILIES}

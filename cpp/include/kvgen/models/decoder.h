@@ -176,6 +176,8 @@ class DecoderModel : public Model {
     // (OLMo 2), rather than each head apart
     bool qk_norm_across_heads = false;
     const float* sinks = nullptr;   // (H) attention sinks, a learned logit per query head (attention.h), or null
+    const float* v_norm = nullptr;  // (hd) per-head RMSNorm of the values, or null (Gemma 4: all ones)
+    bool values_from_keys = false;  // v is k's projection before its norm and rotation (attention_k_eq_v); v empty
   };
   // How a layer attends.
   struct AttentionParams {
@@ -188,8 +190,10 @@ class DecoderModel : public Model {
   // out (n, C) = the attention branch of h (n, C), its normed input: q, k and v projected in
   // one parallel section, each head of q and k (or each whole projection:
   // qk_norm_across_heads) RMS-normed (where w has the norms) and
-  // rotated (where params.rotary is set), keys and values written to the cache at the
-  // tokens' positions, cached causal attention (attend), output projection. out may be h.
+  // rotated (where params.rotary is set), values normed (where w has v_norm), keys and values
+  // written to the cache at the tokens' positions, cached causal attention (attend), output
+  // projection. The layer's own kv heads and head_dim (ModelConfig::kv_layers); a layer that
+  // reads another layer's keys and values projects only q. out may be h.
   void attention(float* out, const float* h, const AttentionWeights& w, const AttentionParams& params,
                  int64_t layer, const ForwardPass& batch, KVCache& cache);
 
@@ -212,13 +216,14 @@ class DecoderModel : public Model {
   // or the model no mixture.
   int64_t read_experts(const TensorMap& t, const std::string& prefix);
   // The mixture of experts `index` of h (n, C): a pointer to its output (n, C), valid until
-  // the next call.
-  const float* experts(const float* h, int64_t index, int64_t n);
+  // the next call. route (n, C): the router's input where it is not h (SparseMoe::forward), or null.
+  const float* experts(const float* h, int64_t index, int64_t n, const float* route = nullptr);
 
   ModelConfig config_;
   LinearWeight lm_head_;  // (vocab, C), set by the architecture
   const float* lm_head_bias_ = nullptr;  // (vocab) added to the logits, or null; set by the architecture
   float final_logit_softcap_ = 0.0f;  // > 0: logits = cap * tanh(logits / cap) (Gemma 2), set by the architecture
+  int64_t widest_mlp_ = 0;  // the widest MLP where a layer's exceeds ModelConfig::intermediate (Gemma 4's double-wide)
   Projector projector_;   // runs every product (the pool is held for each forward)
 
  private:

@@ -5,6 +5,13 @@
 // optionally tanh soft-capped scores and logits (Gemma 2), per-head RMSNorm of q and k
 // where the tensors exist (Gemma 3), and sliding-window layers (ModelConfig::layer_windows)
 // that may rotate with their own rotary base (Gemma 3's rope_local_base_freq).
+// Gemma 4 (Gemma4ForCausalLM) adds, each where the file has it: a head_dim and kv heads of
+// the full-attention layers' own and layers that read an earlier layer's keys and values
+// (ModelConfig::kv_layers), values RMS-normed without a weight, values that are the key
+// projection (a layer without v_proj: attention_k_eq_v), per-layer embeddings (PLE: a
+// second embedding table whose row per token, with a projection of the token's embedding,
+// feeds a gated residual at the end of every block), a scalar per layer, and MLPs of their
+// own width per layer (the double-wide MLP of the KV-shared layers).
 // Every difference comes from facts the loaders read from the file, none from a name.
 #pragma once
 
@@ -31,6 +38,12 @@ struct GemmaOptions {
   // layers and of the sliding-window layers (empty: inv_freq for every layer).
   std::vector<float> inv_freq;
   std::vector<float> inv_freq_local;
+  bool value_norm = false;          // values RMS-normed per head without a weight (Gemma 4's v_norm)
+  // > 0: per-layer embeddings (PLE) of this width per layer (hidden_size_per_layer_input), from
+  // a table of per_layer_vocab rows (vocab_size_per_layer_input)
+  int64_t per_layer_hidden = 0;
+  int64_t per_layer_vocab = 0;
+  std::vector<int64_t> layer_intermediate;  // (layers) MLP width of each layer, or empty: ModelConfig::intermediate
 };
 
 // A Gemma 2 / 3 model over `tensors`, every one checked for presence and shape against

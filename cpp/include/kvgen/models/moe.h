@@ -48,6 +48,8 @@ struct ExpertOptions {
   // the routed experts' output, scaled per token by sigmoid(mlp.shared_expert_gate(h))
   // where that (1, C) gate exists; 0: none.
   int64_t shared_expert_intermediate = 0;
+  // The experts' activation gelu_tanh(gate) * up (Gemma 4's experts) instead of silu(gate) * up.
+  bool gelu_tanh = false;
 };
 
 class SparseMoe {
@@ -71,6 +73,9 @@ class SparseMoe {
       LinearWeight scale;     // (1, C) shared_expert_gate: sigmoid of it scales the expert's output; or empty
       const float* scale_bias = nullptr;                     // (1) or null
     } shared;
+    // (E) each expert's routing weight multiplied by its scale after the top k (Gemma 4's
+    // router.per_expert_scale: prefix + "mlp.gate.expert_scale"), or null
+    const float* expert_scale = nullptr;
   };
 
   SparseMoe(const ModelConfig& config, ExpertOptions options);
@@ -92,7 +97,9 @@ class SparseMoe {
   // Grows the scratch to n tokens (the decoder's reserve; nothing is allocated later).
   void reserve(int64_t n);
   // The MoE MLP of h (n, C): a pointer to its output (n, C), valid until the next call.
-  const float* forward(const float* h, int64_t n, const Layer& w, Projector& projector);
+  // route (n, C): what the router reads, where it differs from h (Gemma 4's), else null.
+  const float* forward(const float* h, int64_t n, const Layer& w, Projector& projector,
+                       const float* route = nullptr);
 
  private:
   struct Scratch {
@@ -107,9 +114,9 @@ class SparseMoe {
     // (n, 1) its gate's logits, (n, C) its output
     xt::xtensor<float, 2> shared_inner, shared_up, shared_scale, shared_out;
   };
-  // routing: chosen_ and weights_ of the n tokens from their router logits (n, E) and the
-  // selection bias (E, or null)
-  void route(float* logits, const float* selection_bias, int64_t n);
+  // routing: chosen_ and weights_ of the n tokens from their router logits (n, E), the
+  // selection bias (E, or null) and each expert's scale after the top k (E, or null)
+  void route(float* logits, const float* selection_bias, int64_t n, const float* expert_scale);
   // out (n, C) += the shared expert's output of h (n, C), scaled by sigmoid of its gate where it has one
   void add_shared_expert(float* out, const float* h, int64_t n, const Layer& w, Projector& projector);
   // gate (m, Ie) = the expert activation of gate and up (m, Ie) (SwiGLU, or the clamped one)

@@ -22,6 +22,7 @@
 
 #include <xtensor/xtensor.hpp>
 
+#include "kvgen/runtime/kv_layers.h"
 #include "kvgen/runtime/state_cache.h"
 
 namespace kvgen {
@@ -41,9 +42,14 @@ class KVCache {
   // in state(), which every row operation below moves with the row's positions.
   // snapshots: spare copies of a row's recurrent state the state cache keeps (StateCache;
   // ignored without a recurrent layer): the prefix cache's and speculative rollback's.
+  // kv_layers: per layer, a (kv_heads, head_dim) of its own, or another layer's keys and
+  // values it reads (kv_layers.h): such a reader keeps none, and a sliding-window layer that
+  // others read keeps every position rather than a ring (its readers run after it in the same
+  // forward, over all of that forward's positions).
   KVCache(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_heads, int64_t head_dim,
           const std::vector<int64_t>& windows = {}, KVType type = KVType::Float32,
-          const std::vector<RecurrentLayerShape>& recurrent = {}, int64_t snapshots = 0);
+          const std::vector<RecurrentLayerShape>& recurrent = {}, int64_t snapshots = 0,
+          const KVLayers& kv_layers = {});
   // The recurrent layers' state of every row (a hybrid model), or null: indexed by the
   // model's layer (a layer that attends has an empty shape there).
   StateCache* state() { return state_.get(); }
@@ -51,8 +57,9 @@ class KVCache {
   KVType type() const { return type_; }
   bool half() const { return type_ == KVType::Float16; }
   bool int8() const { return type_ == KVType::Int8; }
-  int64_t kv_heads() const { return kv_heads_; }
-  int64_t head_dim() const { return head_dim_; }
+  // The kv heads and head_dim of `layer`'s keys and values.
+  int64_t kv_heads(int64_t layer) const { return kv_heads_[layer]; }
+  int64_t head_dim(int64_t layer) const { return head_dim_[layer]; }
 
   int64_t rows() const { return static_cast<int64_t>(length_.size()); }
   int64_t max_context() const { return max_context_; }
@@ -95,9 +102,9 @@ class KVCache {
   // The same block of an Int8 cache, and its (capacity) scales: element x ~ q * scale[slot].
   int8_t* int8_keys(int64_t layer, int64_t row, int64_t head) { return bytes_of(k_) + offset(layer, row, head); }
   int8_t* int8_values(int64_t layer, int64_t row, int64_t head) { return bytes_of(v_) + offset(layer, row, head); }
-  float* key_scales(int64_t layer, int64_t row, int64_t head) { return ks_.data() + offset(layer, row, head) / head_dim_; }
-  float* value_scales(int64_t layer, int64_t row, int64_t head) { return vs_.data() + offset(layer, row, head) / head_dim_; }
-  // Writes the keys k and values v (kv_heads * head_dim each) of one position into `slot`
+  float* key_scales(int64_t layer, int64_t row, int64_t head) { return ks_.data() + scale_offset(layer, physical_[row], head); }
+  float* value_scales(int64_t layer, int64_t row, int64_t head) { return vs_.data() + scale_offset(layer, physical_[row], head); }
+  // Writes the keys k and values v (kv_heads(layer) * head_dim(layer) each) of one position into `slot`
   // of every head of (layer, row), rounded to half in a Float16 cache, to int8 with a scale
   // per head's row (max|x| / 127, round to nearest) in an Int8 cache.
   void store(int64_t layer, int64_t row, int64_t slot, const float* k, const float* v);
@@ -123,7 +130,7 @@ class KVCache {
 
   // Bytes held by keys and values (and an Int8 cache's scales) and the recurrent state.
   int64_t bytes() const {
-    return 2 * (element_bytes(type_) * elements_ + scale_bytes(type_) * (elements_ / head_dim_)) +
+    return 2 * (element_bytes(type_) * elements_ + scale_bytes(type_) * scales_) +
            (state_ ? state_->bytes() : 0);
   }
   // Bytes of one key or value element.
@@ -136,12 +143,15 @@ class KVCache {
   // exists or not.
   static int64_t bytes_for(int64_t layers, int64_t rows, int64_t max_context, int64_t kv_heads, int64_t head_dim,
                            const std::vector<int64_t>& windows = {}, KVType type = KVType::Float32,
-                           const std::vector<RecurrentLayerShape>& recurrent = {}, int64_t snapshots = 0);
+                           const std::vector<RecurrentLayerShape>& recurrent = {}, int64_t snapshots = 0,
+                           const KVLayers& kv_layers = {});
   // The slots a layer of window `window` (0 = full) keeps in a cache of max_context positions.
   static int64_t capacity_for(int64_t window, int64_t max_context);
-  // The slots layer l keeps: capacity_for its window, none where it is recurrent.
+  // The slots layer l keeps: capacity_for its window (every position where other layers read
+  // it), none where it is recurrent or reads another layer's keys and values.
   static int64_t layer_capacity(int64_t l, const std::vector<int64_t>& windows,
-                                const std::vector<RecurrentLayerShape>& recurrent, int64_t max_context);
+                                const std::vector<RecurrentLayerShape>& recurrent, int64_t max_context,
+                                const KVLayers& kv_layers = {});
 
  private:
   int64_t layers() const { return static_cast<int64_t>(capacity_.size()); }
@@ -154,7 +164,11 @@ class KVCache {
   int64_t offset(int64_t layer, int64_t row, int64_t head) const { return block_offset(layer, physical_[row], head); }
   // The same for block `block` (a row's place in the buffers, physical_).
   int64_t block_offset(int64_t layer, int64_t block, int64_t head) const {
-    return layer_offset_[layer] + (block * kv_heads_ + head) * capacity_[layer] * head_dim_;
+    return layer_offset_[layer] + (block * kv_heads_[layer] + head) * capacity_[layer] * head_dim_[layer];
+  }
+  // Offset of the (capacity) scales of that block in ks_ / vs_ (an Int8 cache).
+  int64_t scale_offset(int64_t layer, int64_t block, int64_t head) const {
+    return scale_offset_[layer] + (block * kv_heads_[layer] + head) * capacity_[layer];
   }
   // Slots of a row of cached length len that layer `layer` holds.
   int64_t valid_slots(int64_t layer, int64_t len) const { return std::min(len, capacity_[layer]); }
@@ -179,11 +193,14 @@ class KVCache {
     return reinterpret_cast<const char*>(buf.data()) + offset * element_bytes(type_);
   }
 
-  int64_t max_context_ = 0, kv_heads_ = 0, head_dim_ = 0;
+  int64_t max_context_ = 0;
+  std::vector<int64_t> kv_heads_, head_dim_;   // (layer) each layer's key/value shape
   KVType type_ = KVType::Float32;
   int64_t elements_ = 0;                       // keys (as many values) of every layer
+  int64_t scales_ = 0;                         // rows of head_dim keys (as many of values) of every layer
   std::vector<int64_t> capacity_;              // (layer) slots per row and head
   std::vector<int64_t> layer_offset_;          // (layer) where each layer starts in k_ / v_
+  std::vector<int64_t> scale_offset_;          // (layer) where each layer starts in ks_ / vs_
   // per layer (block, kv_head, slot, head_dim), layer after layer: floats, or halves two to a
   // float, or int8 four to a float; as many blocks as rows, row r's in block physical_[r]
   xt::xtensor<float, 1> k_, v_;

@@ -75,7 +75,8 @@ class Model {
 
   KVCache make_cache(int64_t rows, int64_t max_context) const {
     const ModelConfig& c = config();
-    return KVCache(c.layers, rows, max_context, c.kv_heads, c.head_dim, c.layer_windows, kv_type(), c.recurrent_layers);
+    return KVCache(c.layers, rows, max_context, c.kv_heads, c.head_dim, c.layer_windows, kv_type(), c.recurrent_layers,
+                   /*snapshots=*/0, c.kv_layers);
   }
 
  protected:

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "kvgen/runtime/kv_layers.h"
 #include "kvgen/runtime/state_cache.h"
 
 namespace kvgen {
@@ -35,9 +36,19 @@ struct ModelConfig {
   // Hybrid models: per layer, the recurrent state it keeps per sequence (state_cache.h); a
   // layer whose shape is all zeros attends (keeps KV rows). Empty = every layer attends.
   std::vector<RecurrentLayerShape> recurrent_layers;
+  // Per layer, a key/value shape of its own or another layer's keys and values (kv_layers.h).
+  KVLayers kv_layers;
 
   // The attention window of `layer` (0 = all positions).
   int64_t window(int64_t layer) const { return layer_windows.empty() ? 0 : layer_windows[layer]; }
+  // The kv heads and head_dim of `layer`, and the layer whose keys and values it attends over.
+  int64_t kv_heads_of(int64_t layer) const { return kv_layers.kv_heads_of(layer, kv_heads); }
+  int64_t head_dim_of(int64_t layer) const { return kv_layers.head_dim_of(layer, head_dim); }
+  int64_t kv_source(int64_t layer) const { return kv_layers.source(layer); }
+  // The largest head_dim and kv heads of any layer (the scratch's sizes).
+  int64_t max_head_dim() const;
+  int64_t max_kv_heads() const;
+
   // Whether `layer` keeps a recurrent state (and no KV rows of its own).
   bool recurrent(int64_t layer) const {
     if (recurrent_layers.empty()) return false;
@@ -51,7 +62,10 @@ struct ModelConfig {
   // heads x head_dim within kMaxWidth, head_dim even for rotary embeddings (llama),
   // hidden = heads x head_dim (gpt2); one window per layer, each within the context
   // limit; experts within kMaxExperts with 1 <= experts_per_token <= experts; one recurrent
-  // shape per layer, each within the limits of StateCache (state_cache.h).
+  // shape per layer, each within the limits of StateCache (state_cache.h); kv_layers' vectors
+  // one entry per layer, heads a multiple of each layer's kv heads, each layer's head_dim
+  // even and within kMaxWidth, a source an earlier layer (or itself) of the same shape and
+  // window that reads no other layer's.
   void validate() const;
 };
 

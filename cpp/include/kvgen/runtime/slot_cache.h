@@ -34,11 +34,12 @@ class SlotCache {
   // layer of a hybrid model (ModelConfig::recurrent_layers), kept per slot beside the KV
   // rows and moved with them by reset, copy_row and reorder (truncate refuses to step it back:
   // resume restores a snapshot instead). snapshots: spare copies of a slot's state (StateCache),
-  // ignored without a recurrent layer.
+  // ignored without a recurrent layer. kv_layers: per-layer key/value shapes and layers that
+  // read another's keys and values (ModelConfig::kv_layers).
   SlotCache(int64_t layers, int64_t slots, int64_t context, int64_t kv_heads, int64_t head_dim, int64_t vocab,
             const std::vector<int64_t>& windows = {}, int64_t verify_positions = 0,
             KVType type = KVType::Float32, const std::vector<RecurrentLayerShape>& recurrent = {},
-            int64_t snapshots = 0);
+            int64_t snapshots = 0, const KVLayers& kv_layers = {});
   // The same for `model` (its kv_type() now); context is at most the model's.
   static SlotCache for_model(const Model& model, int64_t slots, int64_t context, int64_t verify_positions = 0,
                              int64_t snapshots = 0);

@@ -94,7 +94,7 @@ _PRE_TOKENIZER_SPLITS = {
 }
 
 # transformers builds "llama" vocabularies of these architectures with their own rules.
-_GEMMA_ARCHITECTURES = frozenset({"gemma", "gemma2", "gemma3"})
+_GEMMA_ARCHITECTURES = frozenset({"gemma", "gemma2", "gemma3", "gemma4"})
 _PHI3_ARCHITECTURES = frozenset({"phi3"})
 
 
@@ -225,6 +225,8 @@ def tokenizer_from_gguf(reader: GGUFFile) -> GGUFTokenizerInfo:
     model = read_string(reader, "tokenizer.ggml.model")
     if model is None:
         raise ValueError("GGUF metadata tokenizer.ggml.model is missing: the file describes no tokenizer")
+    if model == "gemma4":  # llama.cpp's name for Gemma 4's vocabulary: SentencePiece BPE, with merges
+        model = "llama"
     if model not in ("gpt2", "llama"):
         raise ValueError(
             f"GGUF metadata tokenizer.ggml.model = {model!r} is not supported; supported: 'gpt2' (byte-level BPE), "
