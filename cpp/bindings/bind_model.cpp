@@ -96,8 +96,9 @@ std::unique_ptr<PyModel> make_model(std::unique_ptr<Model> (*make)(ModelConfig, 
     pm->model = make(config, options, tensors);
   }
   pm->model->set_activations(mode);
-  for (auto item : arrays)
+  for (auto item : arrays)  // the float32 arrays and the quantized tensors the model reads in place
     if (!py::isinstance<py::tuple>(item.second)) pm->arrays[item.first] = item.second;
+  for (const std::string& name : tensors.read_in_place()) pm->arrays[py::str(name)] = arrays[py::str(name)];
   return pm;
 }
 

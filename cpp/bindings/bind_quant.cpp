@@ -14,6 +14,7 @@
 #include "kvgen/quant/dispatch.h"
 #include "kvgen/quant/matmul.h"
 #include "kvgen/quant/packed_matrix.h"
+#include "kvgen/runtime/row_table.h"
 
 namespace py = pybind11;
 
@@ -136,6 +137,19 @@ void register_quant(py::module_& m) {
       "Repacks a GGUF tensor's raw block bytes (uint8) of `type` (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, "
       "Q6_K, F16, BF16, IQ4_NL, IQ4_XS, MXFP4), or of kvgen's int8 types I8S16 / I8S16M that the loader "
       "decodes the other GGUF types into (kvgen.loaders.int8_types).");
+  m.def(
+      "_row_table_rows",
+      [](py::array_t<uint8_t, py::array::c_style> raw, const std::string& type, int64_t rows, int64_t cols,
+         py::array_t<int64_t, py::array::c_style | py::array::forcecast> ids) {
+        const RowTable table("raw", raw.data(), type, raw.size(), rows, cols);
+        if (ids.ndim() != 1) throw ValueError("ids must be 1-D");
+        FloatArray out({static_cast<int64_t>(ids.shape(0)), cols});
+        for (py::ssize_t i = 0; i < ids.shape(0); ++i) table.row(ids.at(i), out.mutable_data() + i * cols);
+        return out;
+      },
+      py::arg("raw").noconvert(), py::arg("type"), py::arg("rows"), py::arg("cols"), py::arg("ids"),
+      "Rows `ids` of a [rows, cols] tensor's raw bytes of `type` (F32 or as _quant_pack), read in place as "
+      "a row table reads a mapped file (kvgen/runtime/row_table.h), never repacked.");
   m.def("_quant_cpu_path", [] { return quant::cpu_path_name(quant::active_cpu_path()); },
         "The kernel path in use (KVGEN_CPU_PATH or the best this CPU runs).");
   m.def("_quant_supported_paths", [] {

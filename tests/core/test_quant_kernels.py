@@ -314,6 +314,19 @@ def test_dequantize_rows_is_the_files_values(qtype):
     np.testing.assert_array_equal(out.view(np.uint32), expected.view(np.uint32))  # bit for bit
     with pytest.raises(ValueError, match="out of range"):
         c.packed.dequantize_rows(np.array([33]))
+    # a table read in place (Gemma 4's per-layer embeddings): the same rows from the file's blocks
+    in_place = _core._row_table_rows(c.core_raw, c.core_type, 33, cols, ids)
+    np.testing.assert_array_equal(in_place.view(np.uint32), expected.view(np.uint32))
+    with pytest.raises(ValueError, match="out of range"):
+        _core._row_table_rows(c.core_raw, c.core_type, 33, cols, [-1])
+    with pytest.raises(ValueError, match="needs .* bytes"):
+        _core._row_table_rows(c.core_raw[:-1], c.core_type, 33, cols, [0])
+
+
+def test_a_float32_row_table_reads_its_rows():
+    table = np.random.default_rng(0).standard_normal((5, 48)).astype(np.float32)
+    np.testing.assert_array_equal(_core._row_table_rows(table.view(np.uint8).reshape(-1), "F32", 5, 48, [4, 0]),
+                                  table[[4, 0]])
 
 
 def test_mxfp4_dequantizes_every_exponent_and_code_as_gguf():

@@ -58,7 +58,7 @@ class Gemma : public DecoderModel {
   // Per-layer embeddings: the table (per_layer_vocab, L P) read a row per token, the projection
   // of the token embeddings (L P, C) and its norm (P).
   struct PerLayerEmbeddings {
-    LinearWeight table;
+    RowTable table;
     Linear proj;
     const float* norm = nullptr;
     xt::xtensor<float, 2> inputs;  // (n, L P) each token's per-layer inputs, for the blocks
@@ -135,7 +135,8 @@ Gemma::Gemma(ModelConfig config, GemmaOptions options, const TensorMap& t)
   norm_ = norm_weight(t, "model.norm.weight", C);
   lm_head_ = t.has("lm_head.weight") ? read_matrix(t, "lm_head.weight", V, C) : embed_;
   if (P > 0) {
-    ple_.table = read_matrix(t, "model.embed_tokens_per_layer.weight", options_.per_layer_vocab, L * P);
+    // left in the file's mapping, a row read per token: not counted in weight_bytes()
+    ple_.table = t.row_table("model.embed_tokens_per_layer.weight", options_.per_layer_vocab, L * P);
     ple_.proj = read_linear(t, "model.per_layer_model_projection", L * P, C);
     ple_.norm = norm_weight(t, "model.per_layer_projection_norm.weight", P);
   }

@@ -441,4 +441,22 @@ void PackedMatrix::dequantize_row(int64_t n, float* out) const {
   });
 }
 
+int64_t file_row_bytes(QuantType type, int64_t cols) {
+  check_cols(type, cols);
+  return cols / block_weights(type) * block_bytes(type);
+}
+
+void dequantize_file_row(QuantType type, const uint8_t* raw, int64_t cols, int64_t n, float* out) {
+  const int64_t blocks = cols / block_weights(type), unit = block_weights(type);
+  const uint8_t* row = raw + n * blocks * block_bytes(type);
+  with_layout(type, [&]<class L>() {
+    alignas(64) uint8_t tile[L::kTileBytes];  // one block as row 0 of a tile, the other rows zero
+    for (int64_t b = 0; b < blocks; ++b) {
+      std::memset(tile, 0, sizeof(tile));
+      pack_file_block<L>(row + b * block_bytes(type), 0, tile);
+      dequantize_tile_row<L>(tile, 0, out + b * unit);
+    }
+  });
+}
+
 }  // namespace kvgen::quant

@@ -67,6 +67,15 @@ LinearWeight TensorMap::linear(const std::string& name, int64_t out, int64_t in)
   return LinearWeight::packed(std::move(packed));
 }
 
+RowTable TensorMap::row_table(const std::string& name, int64_t rows, int64_t cols) const {
+  const TensorView& v = find(name, {rows, cols});
+  RowTable table(name, v.data, v.type, v.bytes, rows, cols);
+  if (v.type != "F32") read_in_place_.push_back(name);
+  // pages the loader's checks read are dropped from the process: only the rows read come back
+  if (v.mapped) platform::release_mapped_pages(v.data, v.bytes);
+  return table;
+}
+
 std::vector<LinearWeight> TensorMap::stacked_linear(const std::string& name, int64_t count, int64_t out,
                                                     int64_t in) const {
   const TensorView& v = find(name, {count, out, in});

@@ -52,4 +52,13 @@ class PackedMatrix {
   int64_t bytes_ = 0;  // of view_'s tiles
 };
 
+// Row n of a [rows, cols] matrix of `type` read from the file's own bytes `raw` (row-major
+// blocks, as PackedMatrix's constructor takes them) into out[0, cols): the values
+// PackedMatrix::dequantize_row gives, without repacking the matrix, so that a table read a
+// row per token can stay in the file's mapping (only the pages of the rows read are touched).
+// The caller has checked raw's size (rows * row_bytes(type, cols)) and n < rows.
+void dequantize_file_row(QuantType type, const uint8_t* raw, int64_t cols, int64_t n, float* out);
+// Bytes of one row of `cols` weights of `type` in a file (ValueError as PackedMatrix's for a bad cols).
+int64_t file_row_bytes(QuantType type, int64_t cols);
+
 }  // namespace kvgen::quant

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kvgen/runtime/linear_weight.h"
+#include "kvgen/runtime/row_table.h"
 
 namespace kvgen {
 
@@ -47,10 +48,17 @@ class TensorMap {
   // experts' stacked matrices): float32 sliced in place, anything else cut into equal
   // byte ranges, each repacked as linear() does.
   std::vector<LinearWeight> stacked_linear(const std::string& name, int64_t count, int64_t out, int64_t in) const;
+  // The matrix `name` (rows, cols) as a table read a row at a time where the loader put it
+  // (kvgen/runtime/row_table.h): never repacked, its mapped pages left to the rows read. The
+  // model keeps a pointer into its bytes, as into float32 tensors: read_in_place() names it.
+  RowTable row_table(const std::string& name, int64_t rows, int64_t cols) const;
+  // The quantized tensors handed out by row_table(): their owners must outlive the model.
+  const std::vector<std::string>& read_in_place() const { return read_in_place_; }
   std::vector<std::string> names() const;
 
  private:
   const TensorView& find(const std::string& name, const std::vector<int64_t>& shape) const;
+  mutable std::vector<std::string> read_in_place_;
   std::map<std::string, TensorView> tensors_;
 };
 
