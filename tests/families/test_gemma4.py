@@ -18,7 +18,12 @@ import torch
 from family_check import PAD, check_beams, check_family, logits
 from family_models import GEMMA_TOKENIZER_SIZE, random_family_model, reference
 from hf_models import assert_generate_equals_hf
-from hybrid_checks import check_batch_of_configs_equals_one_by_one, check_rows_share_the_prompts_state
+from hybrid_checks import (
+    check_batch_of_configs_equals_one_by_one,
+    check_prefix_cache_equals_fresh_run,
+    check_prompt_lookup_equals_plain,
+    check_rows_share_the_prompts_state,
+)
 from llama_cpp_convert import convert, converter
 from safetensors.torch import load_file, save_file
 
@@ -90,17 +95,8 @@ def test_shared_keys_and_values_through_the_engine(checked, fast):
     rng = np.random.default_rng(4)
     first = rng.integers(3, GEMMA_TOKENIZER_SIZE, 44).tolist()
     second = first[:36] + rng.integers(3, GEMMA_TOKENIZER_SIZE, 9).tolist()
-    config = kvgen.GenerationConfig(max_new_tokens=8, eos_token_id=[])
-    cached = kvgen.Generator(fast, config, prefix_cache=True)
-    cached.generate([first])
-    again = cached.generate([second])
-    fresh = kvgen.Generator(fast, config, prefix_cache=False).generate([second])
-    assert again.sequences[0][0].tolist() == fresh.sequences[0][0].tolist()
-    np.testing.assert_array_equal(again.token_logprobs[0][0], fresh.token_logprobs[0][0])
-    repetitive = (first[:6] * 5)[:28]
-    plain = kvgen.Generator(fast, config).generate([repetitive]).sequences[0][0].tolist()
-    spec = kvgen.GenerationConfig(max_new_tokens=8, eos_token_id=[], prompt_lookup_num_tokens=4)
-    assert kvgen.Generator(fast, spec).generate([repetitive]).sequences[0][0].tolist() == plain
+    check_prefix_cache_equals_fresh_run(fast, first, second)
+    check_prompt_lookup_equals_plain(fast, first)
     check_rows_share_the_prompts_state(fast)
     check_batch_of_configs_equals_one_by_one(fast)
 

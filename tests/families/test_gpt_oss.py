@@ -17,6 +17,7 @@ import transformers
 from family_check import check_family, logits
 from family_models import random_family_model, save_converter_tokenizer
 from hf_models import assert_generate_equals_hf
+from hybrid_checks import check_prefix_cache_equals_fresh_run, check_prompt_lookup_equals_plain
 from safetensors.numpy import save_file
 
 import kvgen
@@ -217,18 +218,8 @@ def test_prefix_cache_speculation_and_n_rows_equal_fresh_runs(fast):
     rng = np.random.default_rng(4)
     first = rng.integers(3, 1000, 40).tolist()
     second = first[:30] + rng.integers(3, 1000, 15).tolist()
-    config = kvgen.GenerationConfig(max_new_tokens=8, eos_token_id=[])
-    cached = kvgen.Generator(fast, config, prefix_cache=True)
-    cached.generate([first])
-    again = cached.generate([second])
-    fresh = kvgen.Generator(fast, config, prefix_cache=False).generate([second])
-    assert again.sequences[0][0].tolist() == fresh.sequences[0][0].tolist()
-    np.testing.assert_array_equal(again.token_logprobs[0][0], fresh.token_logprobs[0][0])
-    # prompt lookup drafts from a repetitive prompt: verified tokens are the plain run's
-    repetitive = (first[:6] * 5)[:28]
-    plain = kvgen.Generator(fast, config).generate([repetitive]).sequences[0][0].tolist()
-    spec = kvgen.GenerationConfig(max_new_tokens=8, eos_token_id=[], prompt_lookup_num_tokens=4)
-    assert kvgen.Generator(fast, spec).generate([repetitive]).sequences[0][0].tolist() == plain
+    check_prefix_cache_equals_fresh_run(fast, first, second)
+    check_prompt_lookup_equals_plain(fast, first)
     # n = 3 rows from one prompt: each is a separate request's with the same key
     settings = dict(do_sample=True, seed=5, top_k=0, temperature=1.5, max_new_tokens=10, eos_token_id=[])
     together = kvgen.Generator(fast, kvgen.GenerationConfig(**settings, num_return_sequences=3)).generate([first])

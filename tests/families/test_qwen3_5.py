@@ -18,6 +18,7 @@ from hybrid_checks import (
     check_batch_equals_one_by_one,
     check_beams,
     check_positions,
+    check_prefix_cache_equals_fresh_run,
     check_rows_share_the_prompts_state,
     conditional_generation,
     randomize,
@@ -133,13 +134,7 @@ def test_the_prefix_cache_equals_a_fresh_run(quantized):
     rng = np.random.default_rng(4)
     first = rng.integers(0, VOCAB, 40).tolist()
     second = first[:30] + rng.integers(0, VOCAB, 15).tolist()
-    config = kvgen.GenerationConfig(max_new_tokens=6, eos_token_id=[])
-    cached = kvgen.Generator(model, config, prefix_cache=True)
-    cached.generate([first])
-    again = cached.generate([second])
-    fresh = kvgen.Generator(model, config, prefix_cache=False).generate([second])
-    assert again.sequences[0][0].tolist() == fresh.sequences[0][0].tolist()
-    np.testing.assert_array_equal(again.token_logprobs[0][0], fresh.token_logprobs[0][0])
+    check_prefix_cache_equals_fresh_run(model, first, second)
 
 
 def test_a_layer_pattern_that_does_not_match_the_tensors_names_the_layer(hf, directories):

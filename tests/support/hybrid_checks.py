@@ -1,7 +1,8 @@
 """What the tests of the hybrid families share: for the Gated-DeltaNet ones (Qwen3.5, Qwen3.5-MoE,
 Qwen3-Next) random models whose every parameter shows in the logits and their published
-vision-language layout; for every hybrid (LFM2 and Granite 4 too) the checks of the recurrent
-state through the engine's features, each against transformers or a fresh run."""
+vision-language layout; for every hybrid (LFM2 and Granite 4 too), and for the families whose
+layers keep unlike caches (GPT-OSS's sinks, Gemma 4's shared KV), the checks of what the layers
+keep through the engine's features, each against transformers or a fresh run."""
 
 from __future__ import annotations
 
@@ -74,6 +75,27 @@ def check_rows_share_the_prompts_state(model: kvgen.Model) -> None:
              for k in range(3)]
     assert rows == apart
     assert len({tuple(r) for r in rows}) > 1
+
+
+def check_prefix_cache_equals_fresh_run(model: kvgen.Model, first: list[int], second: list[int]) -> None:
+    """``second`` (sharing a prefix with ``first``) in a generator that ran ``first`` with the
+    prefix cache: the tokens and log-probs of a fresh run."""
+    config = kvgen.GenerationConfig(max_new_tokens=8, eos_token_id=[])
+    cached = kvgen.Generator(model, config, prefix_cache=True)
+    cached.generate([first])
+    again = cached.generate([second])
+    fresh = kvgen.Generator(model, config, prefix_cache=False).generate([second])
+    assert again.sequences[0][0].tolist() == fresh.sequences[0][0].tolist()
+    np.testing.assert_array_equal(again.token_logprobs[0][0], fresh.token_logprobs[0][0])
+
+
+def check_prompt_lookup_equals_plain(model: kvgen.Model, prompt: list[int]) -> None:
+    """Prompt-lookup drafts from a repetitive ``prompt``: the verified tokens are the plain run's."""
+    repetitive = (prompt[:6] * 5)[:28]
+    config = kvgen.GenerationConfig(max_new_tokens=8, eos_token_id=[])
+    plain = kvgen.Generator(model, config).generate([repetitive]).sequences[0][0].tolist()
+    spec = kvgen.GenerationConfig(max_new_tokens=8, eos_token_id=[], prompt_lookup_num_tokens=4)
+    assert kvgen.Generator(model, spec).generate([repetitive]).sequences[0][0].tolist() == plain
 
 
 def check_prefix_cache_resumes_from_snapshots(model: kvgen.Model, vocab: int) -> None:
