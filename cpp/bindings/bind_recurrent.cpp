@@ -179,6 +179,7 @@ void register_recurrent(py::module_& m) {
       .def_property_readonly("layers", &StateCache::layers)
       .def_property_readonly("snapshots", &StateCache::snapshots)
       .def_property_readonly("bytes", &StateCache::bytes)
+      .def_property_readonly("held_bytes", &StateCache::held_bytes)
       .def_static(
           "bytes_for",
           [](const std::vector<LayerTuple>& layers, int64_t rows, int64_t snapshots) {

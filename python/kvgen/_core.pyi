@@ -595,7 +595,11 @@ class _StateCache:
     @property
     def snapshots(self) -> int: ...
     @property
-    def bytes(self) -> int: ...
+    def bytes(self) -> int:
+        """Bytes the cache may hold: its rows and every snapshot slot once written."""
+    @property
+    def held_bytes(self) -> int:
+        """Bytes allocated now: the rows and the snapshot slots written so far."""
     @staticmethod
     def bytes_for(layers: Sequence[tuple[int, int, int, int, int]], rows: int, snapshots: int = 0) -> int: ...
     def conv(self, layer: int, row: int) -> npt.NDArray[np.float32]:

@@ -345,7 +345,8 @@ class Model:
     def kv_cache_bytes(self, rows: int, positions: int, snapshots: int = 0) -> int:
         """Bytes of a KV cache for ``rows`` sequences of ``positions`` tokens (a hybrid model's
         recurrent state included, with ``snapshots`` spare copies of one row's state: an
-        engine's prefix cache and speculative rollback, kvgen.generation.engine.state_snapshots)."""
+        engine's prefix cache and speculative rollback, kvgen.generation.engine.state_snapshots).
+        The most it holds: a snapshot's memory is allocated when it is first taken."""
         return self._core.kv_cache_bytes(rows, positions, snapshots)
 
     def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:

@@ -113,8 +113,12 @@ void copy_row_copies_and_keeps_rows_apart() {
 
 void snapshot_and_restore() {
   StateCache c(two_layers(), 2, 2);
+  const int64_t row_bytes = c.row_floats() * int64_t{sizeof(float)};
+  CHECK_EQ(c.held_bytes(), 2 * row_bytes);  // a snapshot slot takes memory at its first write
   fill_row(c, 0, 3);
   c.snapshot(0, 1);
+  CHECK_EQ(c.held_bytes(), 3 * row_bytes);
+  CHECK_EQ(c.bytes(), 4 * row_bytes);
   fill_row(c, 0, 6);  // the row moves on (a draft token that will be rejected)
   CHECK_EQ(tag_of(c, 0), 6.0f);
   c.restore(1, 0);
@@ -128,6 +132,8 @@ void snapshot_and_restore() {
   CHECK_EQ(tags(c), (std::vector<float>{8, 3}));
   c.restore(1, 0);
   CHECK_EQ(tags(c), (std::vector<float>{3, 3}));
+  c.snapshot(1, 1);  // a slot written again keeps its memory
+  CHECK_EQ(c.held_bytes(), 3 * row_bytes);
   CHECK_THROWS(c.restore(0, 0), ValueError);  // never taken
   CHECK_THROWS(c.snapshot(0, 2), ValueError);
   CHECK_THROWS(c.restore(-1, 0), ValueError);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kvgen/errors.h"
+#include "kvgen/ops/layer_ops.h"
 #include "kvgen/runtime/thread_pool.h"
 
 namespace kvgen {
@@ -125,62 +126,74 @@ void gated_delta_rule_chunked(float* out, float* state, const float* q, const fl
   std::vector<float> qs, ks;  // (tokens, key_heads, key_dim)
   prepare_qk(qs, ks, q, k, l2norm_qk, s);
   const int64_t T = s.tokens, Hk = s.key_heads, Hv = s.value_heads, Dk = s.key_dim, Dv = s.value_dim;
-  const int64_t group = Hv / Hk, C = chunk_size;
+  const int64_t group = Hv / Hk, C = std::min(chunk_size, std::max<int64_t>(T, 1));
+  const int64_t ldk = Hk * Dk, ldv = Hv * Dv;  // row strides of one head's q / k and v / out
   auto pool = compute_pool();
-  // per thread: cum (C), U (C, value_dim), W (C, key_dim)
-  const int64_t per_thread = C + C * Dv + C * Dk;
+  // per thread: cum (C), T and A (C, C), B (C, value_dim) beta v, U (C, value_dim), E (C, key_dim)
+  // beta e^cum k, then the decayed keys transposed (key_dim, C), W (C, key_dim)
+  const int64_t per_thread = C + 2 * C * C + 2 * C * Dv + 2 * C * Dk;
   std::vector<float> scratch(static_cast<size_t>(pool->size() * per_thread));
   pool->for_each(
       Hv,
       [&](int64_t h, int thread) {
         float* S = state + h * Dk * Dv;  // (key_dim, value_dim)
         float* cum = scratch.data() + thread * per_thread;  // (C) cumulative log decay in the chunk
-        float* U = cum + C;                                 // (C, value_dim) new values, then v_new
-        float* W = U + C * Dv;                              // (C, key_dim) decayed keys read against S
-        auto q_at = [&](int64_t t) { return qs.data() + (t * Hk + h / group) * Dk; };
-        auto k_at = [&](int64_t t) { return ks.data() + (t * Hk + h / group) * Dk; };
+        float* Tm = cum + C;                                // (C, C) (I + L)^-1
+        float* A = Tm + C * C;                              // (C, C) k k^T, then q k^T, masked and decayed
+        float* B = A + C * C;                               // (C, value_dim) beta v
+        float* U = B + C * Dv;                              // (C, value_dim) (I + L)^-1 beta v, then v_new
+        float* E = U + C * Dv;                              // (C, key_dim) beta e^cum k; keys^T (key_dim, C)
+        float* W = E + C * Dk;                              // (C, key_dim) (I + L)^-1 beta e^cum k
+        const float* qh = qs.data() + (h / group) * Dk;     // row t at qh + t * ldk
+        const float* kh = ks.data() + (h / group) * Dk;
         for (int64_t c0 = 0; c0 < T; c0 += C) {
           const int64_t n = std::min(C, T - c0);  // a short last chunk equals transformers' zero padding
+          const float* qc = qh + c0 * ldk;         // (n, key_dim), row stride ldk
+          const float* kc = kh + c0 * ldk;
+          const float* vc = v + c0 * ldv + h * Dv;  // (n, value_dim), row stride ldv
+          float* oc = out + c0 * ldv + h * Dv;
           float acc = 0.0f;
           for (int64_t i = 0; i < n; ++i) cum[i] = acc += g[(c0 + i) * Hv + h];
-          // U = (I + L)^-1 (beta v), W = (I + L)^-1 (beta e^cum k), L strictly lower with
-          // L_ij = beta_i (k_i . k_j) e^(cum_i - cum_j): forward substitution, row by row
+          // L strictly lower, L_ij = beta_i (k_i . k_j) e^(cum_i - cum_j); Tm = (I + L)^-1 by
+          // forward substitution, row by row (Tm_i = e_i - sum_{j < i} L_ij Tm_j)
+          ops::matmul(A, kc, kc, n, n, Dk, /*b_transposed=*/true, /*accumulate=*/false, ldk, ldk, n);
+          std::fill_n(Tm, n * n, 0.0f);
           for (int64_t i = 0; i < n; ++i) {
             const float bi = beta[(c0 + i) * Hv + h];
-            const float* ki = k_at(c0 + i);
-            float* Ui = U + i * Dv;
-            float* Wi = W + i * Dk;
-            const float* vi = v + ((c0 + i) * Hv + h) * Dv;
-            for (int64_t d = 0; d < Dv; ++d) Ui[d] = bi * vi[d];
-            const float ei = bi * std::exp(cum[i]);
-            for (int64_t d = 0; d < Dk; ++d) Wi[d] = ei * ki[d];
-            for (int64_t j = 0; j < i; ++j) {
-              const float lij = bi * dot(ki, k_at(c0 + j), Dk) * std::exp(cum[i] - cum[j]);
-              axpy(Ui, -lij, U + j * Dv, Dv);
-              axpy(Wi, -lij, W + j * Dk, Dk);
-            }
+            float* Ti = Tm + i * n;
+            for (int64_t j = 0; j < i; ++j) axpy(Ti, -bi * A[i * n + j] * std::exp(cum[i] - cum[j]), Tm + j * n, j + 1);
+            Ti[i] = 1.0f;
           }
-          // v_new = U - W S (in U)
-          for (int64_t i = 0; i < n; ++i)
-            for (int64_t d = 0; d < Dk; ++d) axpy(U + i * Dv, -W[i * Dk + d], S + d * Dv, Dv);
-          // out_i = e^cum_i q_i^T S + sum_{j <= i} (q_i . k_j) e^(cum_i - cum_j) v_new_j
+          // U = Tm (beta v), W = Tm (beta e^cum k)
           for (int64_t i = 0; i < n; ++i) {
-            const float* qi = q_at(c0 + i);
-            float* oi = out + ((c0 + i) * Hv + h) * Dv;
-            std::fill_n(oi, Dv, 0.0f);
+            const float bi = beta[(c0 + i) * Hv + h], ei = bi * std::exp(cum[i]);
+            for (int64_t d = 0; d < Dv; ++d) B[i * Dv + d] = bi * vc[i * ldv + d];
+            for (int64_t d = 0; d < Dk; ++d) E[i * Dk + d] = ei * kc[i * ldk + d];
+          }
+          ops::matmul(U, Tm, B, n, Dv, n, /*b_transposed=*/false, /*accumulate=*/false, n, Dv, Dv);
+          ops::matmul(W, Tm, E, n, Dk, n, /*b_transposed=*/false, /*accumulate=*/false, n, Dk, Dk);
+          // v_new = U - W S (in U)
+          ops::matmul(U, W, S, n, Dv, Dk, /*b_transposed=*/false, /*accumulate=*/true, Dk, Dv, Dv, -1.0f);
+          // out_i = e^cum_i q_i^T S + sum_{j <= i} (q_i . k_j) e^(cum_i - cum_j) v_new_j
+          ops::matmul(oc, qc, S, n, Dv, Dk, /*b_transposed=*/false, /*accumulate=*/false, ldk, Dv, ldv);
+          ops::matmul(A, qc, kc, n, n, Dk, /*b_transposed=*/true, /*accumulate=*/false, ldk, ldk, n);
+          for (int64_t i = 0; i < n; ++i) {
             const float ei = std::exp(cum[i]);
-            for (int64_t d = 0; d < Dk; ++d) axpy(oi, ei * qi[d], S + d * Dv, Dv);
-            for (int64_t j = 0; j <= i; ++j)
-              axpy(oi, dot(qi, k_at(c0 + j), Dk) * std::exp(cum[i] - cum[j]), U + j * Dv, Dv);
+            float* oi = oc + i * ldv;
+            for (int64_t d = 0; d < Dv; ++d) oi[d] *= ei;
+            float* Ai = A + i * n;
+            for (int64_t j = 0; j <= i; ++j) Ai[j] *= std::exp(cum[i] - cum[j]);
+            std::fill(Ai + i + 1, Ai + n, 0.0f);
           }
-          // S = S e^cum_last + sum_j e^(cum_last - cum_j) k_j v_new_j^T
+          ops::matmul(oc, A, U, n, Dv, n, /*b_transposed=*/false, /*accumulate=*/true, n, Dv, ldv);
+          // S = S e^cum_last + sum_j e^(cum_last - cum_j) k_j v_new_j^T (the decayed keys transposed in E)
           const float last = cum[n - 1], chunk_decay = std::exp(last);
-          for (int64_t d = 0; d < Dk * Dv; ++d) S[d] *= chunk_decay;
           for (int64_t j = 0; j < n; ++j) {
-            const float* kj = k_at(c0 + j);
             const float ej = std::exp(last - cum[j]);
-            for (int64_t d = 0; d < Dk; ++d) axpy(S + d * Dv, ej * kj[d], U + j * Dv, Dv);
+            for (int64_t d = 0; d < Dk; ++d) E[d * n + j] = ej * kc[j * ldk + d];
           }
+          for (int64_t d = 0; d < Dk * Dv; ++d) S[d] *= chunk_decay;
+          ops::matmul(S, E, U, Dk, Dv, n, /*b_transposed=*/false, /*accumulate=*/true, n, Dv, Dv);
         }
       },
       "gated_delta_rule_chunked", Dv);

@@ -65,7 +65,7 @@ int64_t StateCache::bytes_for(const std::vector<RecurrentLayerShape>& layers, in
 
 StateCache::StateCache(std::vector<RecurrentLayerShape> layers, int64_t rows, int64_t snapshots)
     : layers_(std::move(layers)), snapshots_(snapshots) {
-  const int64_t bytes = bytes_for(layers_, rows, snapshots);  // every size checked before allocating
+  bytes_for(layers_, rows, snapshots);  // every size checked before allocating
   for (size_t l = 0; l < layers_.size(); ++l) {
     const auto [conv, rec] = layer_floats(layers_[l], static_cast<int64_t>(l));
     conv_floats_.push_back(conv);
@@ -76,8 +76,8 @@ StateCache::StateCache(std::vector<RecurrentLayerShape> layers, int64_t rows, in
   }
   physical_.resize(rows);
   for (int64_t r = 0; r < rows; ++r) physical_[r] = r;
-  taken_.assign(snapshots, false);
-  data_.assign(bytes / sizeof(float), 0.0f);
+  snapshot_data_.resize(snapshots);  // allocated at each slot's first write
+  data_.assign(static_cast<size_t>(rows * row_floats_), 0.0f);
 }
 
 void StateCache::check_row(int64_t row, const char* what) const {
@@ -130,15 +130,20 @@ void StateCache::reset(int64_t row) {
 void StateCache::snapshot(int64_t row, int64_t slot) {
   check_row(row, "row");
   check_slot(slot);
-  std::memcpy(snapshot_block(slot), block(physical_[row]), row_floats_ * sizeof(float));
-  taken_[slot] = true;
+  std::unique_ptr<float[]>& copy = snapshot_data_[slot];
+  if (!copy) {
+    copy = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(row_floats_));
+    ++taken_count_;
+  }
+  std::memcpy(copy.get(), block(physical_[row]), row_floats_ * sizeof(float));
 }
 
 void StateCache::restore(int64_t slot, int64_t row) {
   check_row(row, "row");
   check_slot(slot);
-  if (!taken_[slot]) throw ValueError("snapshot slot " + std::to_string(slot) + " holds no snapshot to restore");
-  std::memcpy(block(physical_[row]), snapshot_block(slot), row_floats_ * sizeof(float));
+  if (!snapshot_data_[slot])
+    throw ValueError("snapshot slot " + std::to_string(slot) + " holds no snapshot to restore");
+  std::memcpy(block(physical_[row]), snapshot_data_[slot].get(), row_floats_ * sizeof(float));
 }
 
 }  // namespace kvgen

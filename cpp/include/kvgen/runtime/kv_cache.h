@@ -128,7 +128,8 @@ class KVCache {
   // Row dst becomes a copy of row src (the positions they share are not copied, as in reorder).
   void copy_row(int64_t src, int64_t dst);
 
-  // Bytes held by keys and values (and an Int8 cache's scales) and the recurrent state.
+  // Bytes held by keys and values (and an Int8 cache's scales) and the recurrent state (its
+  // snapshot slots counted whole, as if every one had been written: StateCache::bytes).
   int64_t bytes() const {
     return 2 * (element_bytes(type_) * elements_ + scale_bytes(type_) * scales_) +
            (state_ ? state_->bytes() : 0);

@@ -10,11 +10,15 @@
 // copy a row to another (n > 1 shares the prompt's state), reset a row, and snapshots
 // (a numbered spare copy of a row's state: the state at a verified position for
 // speculative rollback, or at a chunk boundary for the prefix cache), taken and restored.
+// A snapshot slot's memory is allocated when the slot is first written, so the slots no
+// request uses (an engine reserves up to 5 per slot: the prefix cache's and speculation's)
+// cost no memory.
 // Rows live in blocks that the row points to (physical_), so a permutation of beams
 // copies nothing; a parent's extra children copy the parent's block.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace kvgen {
@@ -70,14 +74,17 @@ class StateCache {
   void snapshot(int64_t row, int64_t slot);
   void restore(int64_t slot, int64_t row);
 
-  // Bytes held (rows and snapshots).
-  int64_t bytes() const { return static_cast<int64_t>(data_.size() * sizeof(float)); }
+  // Bytes the cache may hold: its rows and every snapshot slot once written (bytes_for).
+  int64_t bytes() const { return (rows() + snapshots_) * row_floats_ * static_cast<int64_t>(sizeof(float)); }
+  // Bytes allocated now: the rows and the snapshot slots written so far.
+  int64_t held_bytes() const {
+    return (rows() + taken_count_) * row_floats_ * static_cast<int64_t>(sizeof(float));
+  }
   // Bytes a cache of these sizes takes, with the same checks as the constructor.
   static int64_t bytes_for(const std::vector<RecurrentLayerShape>& layers, int64_t rows, int64_t snapshots = 0);
 
  private:
   float* block(int64_t b) { return data_.data() + b * row_floats_; }
-  float* snapshot_block(int64_t slot) { return data_.data() + (rows() + slot) * row_floats_; }
   void check_row(int64_t row, const char* what) const;
   void check_slot(int64_t slot) const;
 
@@ -87,8 +94,11 @@ class StateCache {
   int64_t row_floats_ = 0;
   int64_t snapshots_ = 0;
   std::vector<int64_t> physical_;   // (rows) the block each row's state lives in
-  std::vector<bool> taken_;         // (snapshots) a snapshot was written to the slot
-  std::vector<float> data_;         // (rows + snapshots, row_floats): row blocks, then snapshot slots
+  std::vector<float> data_;         // (rows, row_floats): the row blocks
+  // (snapshots) each slot's copy of a row's state (row_floats), allocated at its first
+  // write (null: never written)
+  std::vector<std::unique_ptr<float[]>> snapshot_data_;
+  int64_t taken_count_ = 0;  // slots written
 };
 
 }  // namespace kvgen
