@@ -11,8 +11,9 @@ model (``torch.manual_seed(0)``, bfloat16), llama.cpp's own converter
   SmolLM2's vocabulary; experts in MXFP4 (``MXFP4_MOE``, the type llama.cpp ships GPT-OSS in).
 * ``gemma4``: Gemma 4 E2B-shaped: hidden 1536, 8 layers (3 sliding, window 512, then 1 full,
   twice), 8 heads / 1 KV head, head_dim 256 (512 on full layers), per-layer embeddings of 256,
-  the last 3 layers reading earlier layers' keys and values with a double-wide MLP (3072 / 6144),
-  soft-capped logits; the tests' Gemma tokenizer (497 tokens, so the vocabulary is small); Q8_0.
+  the last 4 layers reading layers 2 and 3's keys and values with a double-wide MLP (3072 / 6144; as
+  in E2B, the last layer that stores its own is a full one: llama.cpp asserts it),
+  soft-capped logits; the tests' Gemma tokenizer (500 tokens, so the vocabulary is small); Q8_0.
 * ``qwen3_5``: Qwen3.5-shaped hybrid: hidden 1024, 8 layers (3 Gated DeltaNet, then 1 gated
   attention, twice), DeltaNet 8 key / 16 value heads of 128, attention 8 heads / 2 KV heads of
   256 (partial rotary 0.25), feed-forward 3072, SmolLM2's vocabulary; Q4_K_M.
@@ -36,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -63,7 +65,7 @@ GPT_OSS = dict(vocab_size=49152, hidden_size=1024, intermediate_size=512, num_hi
 GEMMA4 = dict(hidden_size=1536, intermediate_size=3072, num_hidden_layers=8, num_attention_heads=8,
               num_key_value_heads=1, head_dim=256, global_head_dim=512, sliding_window=512,
               layer_types=(["sliding_attention"] * 3 + ["full_attention"]) * 2,
-              num_kv_shared_layers=3, use_double_wide_mlp=True, hidden_size_per_layer_input=256,
+              num_kv_shared_layers=4, use_double_wide_mlp=True, hidden_size_per_layer_input=256,
               final_logit_softcapping=30.0, tie_word_embeddings=True, max_position_embeddings=4096)
 QWEN3_5 = dict(vocab_size=49152, hidden_size=1024, intermediate_size=3072, num_hidden_layers=8,
                num_attention_heads=8, num_key_value_heads=2, head_dim=256, linear_conv_kernel_dim=4,
@@ -95,15 +97,16 @@ def gpt_oss_directory(directory: Path, q4_1: Path) -> None:
 def gemma4_directory(directory: Path, q4_1: Path) -> None:
     import torch
     import transformers
-    from family_models import GEMMA_TOKENIZER_SIZE, save_gemma_tokenizer
+    from family_models import save_gemma_tokenizer
     from hf_models import TEXT_CORPUS
 
+    # llama.cpp's Gemma 4 converter appends 3 tokens (runs of 2-4 spaces) to the tokenizer's, and
+    # llama.cpp checks the embedding's rows against that count
+    vocab = len(save_gemma_tokenizer(directory, TEXT_CORPUS)) + 3
     torch.manual_seed(models.SEED)
-    config = transformers.Gemma4TextConfig(**GEMMA4, vocab_size=GEMMA_TOKENIZER_SIZE,
-                                           vocab_size_per_layer_input=GEMMA_TOKENIZER_SIZE, pad_token_id=0,
-                                           bos_token_id=2, eos_token_id=1)
+    config = transformers.Gemma4TextConfig(**GEMMA4, vocab_size=vocab, vocab_size_per_layer_input=vocab,
+                                           pad_token_id=0, bos_token_id=2, eos_token_id=1)
     transformers.Gemma4ForCausalLM(config).to(torch.bfloat16).save_pretrained(directory)
-    save_gemma_tokenizer(directory, TEXT_CORPUS)
 
 
 def qwen3_5_directory(directory: Path, q4_1: Path) -> None:
@@ -152,7 +155,7 @@ def prepare(name: str, q4_1: Path, threads: int) -> Path:
     family = FAMILIES[name]
     out = models.CACHE_DIR / f"random-{name}.{family.ftype}.gguf"
     recipe = {"shape": family.recipe, "seed": models.SEED, "dtype": "bfloat16", "converter": "llama.cpp 0.3.36 f16",
-              "type": family.ftype, "version": 1}
+              "type": family.ftype, "version": 4}
     if models.file_ok(out, recipe):
         return out
     models.CACHE_DIR.mkdir(parents=True, exist_ok=True)
@@ -178,6 +181,14 @@ def run_family(name: str, path: Path, work: dict, thread_counts: list[int], roun
     out = {"family": name, "label": FAMILIES[name].label, "path": str(path), "findings": [], "configs": []}
     print(f"\n==== {FAMILIES[name].label}: {path} ({path.stat().st_size / 1e6:.0f} MB) ====", flush=True)
     engines = {}
+    if llama_cpp:  # a file llama.cpp asserts on would end this process: a short generation in another first
+        probe = subprocess.run(llama_cpp_engine.rss_command(), input=llama_cpp_engine.rss_job(path, [1, 2, 3], 2, 1),
+                               capture_output=True, text=True)
+        if probe.returncode:
+            last = [line for line in probe.stderr.splitlines() if "error" in line.lower() or "assert" in line.lower()]
+            out["findings"].append(refused("llama.cpp", name, RuntimeError(
+                f"exit {probe.returncode}: {(last or probe.stderr.splitlines() or [''])[-1].strip()}")))
+            llama_cpp = None
     for engine, load in (("kvgen", lambda: KvgenEngine(path)),
                          ("llama.cpp", lambda: LlamaCppEngine(path, max(thread_counts)) if llama_cpp else None)):
         try:
