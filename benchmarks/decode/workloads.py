@@ -97,7 +97,7 @@ def split_workload(label: str, engines: dict, prompt: list[int], new_tokens: int
     r = {"workload": label, "prompt": len(prompt), "new_tokens": new_tokens, "chain": sampling is not None,
          "reference": ref,
          "same_as_reference": {n: common_prefix(o["tokens"], outputs[ref]["tokens"]) for n, o in outputs.items()
-                               if n != ref},
+                               if ref and n != ref},
          "first_tokens": {n: o["tokens"][:8] for n, o in outputs.items()},
          "call": {n: summarize([s["total"] for s in samples[n]]) for n in engines},
          "ttft": {n: summarize([s["ttft"] for s in samples[n]]) for n in engines}}
