@@ -186,14 +186,7 @@ class GemmaFamily(Family):
             arrays["lm_head.weight"] = gguf.matrix("output.weight", (vocab, C))
             used.add("output.weight")
         I, q, kv = config["intermediate_size"], heads * head_dim, kv_heads * head_dim
-        names = {"attn_norm": ("input_layernorm", (C,)), "post_attention_norm": ("post_attention_layernorm", (C,)),
-                 "ffn_norm": ("pre_feedforward_layernorm", (C,)),
-                 "post_ffw_norm": ("post_feedforward_layernorm", (C,)),
-                 "attn_q_norm": ("self_attn.q_norm", (head_dim,)), "attn_k_norm": ("self_attn.k_norm", (head_dim,)),
-                 "attn_q": ("self_attn.q_proj", (q, C)), "attn_k": ("self_attn.k_proj", (kv, C)),
-                 "attn_v": ("self_attn.v_proj", (kv, C)), "attn_output": ("self_attn.o_proj", (C, q)),
-                 "ffn_gate": ("mlp.gate_proj", (I, C)), "ffn_up": ("mlp.up_proj", (I, C)),
-                 "ffn_down": ("mlp.down_proj", (C, I))}
+        names = gguf_layer_names(C, q, kv, head_dim, I)
         for layer in range(L):
             for gg, (hf, shape) in names.items():
                 src = f"blk.{layer}.{gg}.weight"
@@ -210,3 +203,17 @@ FAMILY = GemmaFamily("gemma2", ("gemma2",), "gemma2", "Gemma2ForCausalLM",
                      "embeddings scaled by sqrt(hidden); GeGLU; norms after attention and MLP; attention and "
                      "final-logit soft-capping; sliding-window attention on alternate layers; query scale from the "
                      "config", gguf_swa_pattern=2, gguf_wide_query_layers=46)
+
+
+def gguf_layer_names(C: int, q: int, kv: int, head_dim: int, intermediate: int) -> dict[str, tuple[str, tuple]]:
+    """A Gemma layer's llama.cpp tensor names (``blk.N.<name>.weight``) -> (its transformers name
+    under ``model.layers.N.``, shape): the four norms, q/k norms, attention and MLP, for q and
+    kv projection widths, head_dim and the MLP's ``intermediate`` width."""
+    I = intermediate  # noqa: E741
+    return {"attn_norm": ("input_layernorm", (C,)), "post_attention_norm": ("post_attention_layernorm", (C,)),
+            "ffn_norm": ("pre_feedforward_layernorm", (C,)), "post_ffw_norm": ("post_feedforward_layernorm", (C,)),
+            "attn_q_norm": ("self_attn.q_norm", (head_dim,)), "attn_k_norm": ("self_attn.k_norm", (head_dim,)),
+            "attn_q": ("self_attn.q_proj", (q, C)), "attn_k": ("self_attn.k_proj", (kv, C)),
+            "attn_v": ("self_attn.v_proj", (kv, C)), "attn_output": ("self_attn.o_proj", (C, q)),
+            "ffn_gate": ("mlp.gate_proj", (I, C)), "ffn_up": ("mlp.up_proj", (I, C)),
+            "ffn_down": ("mlp.down_proj", (C, I))}

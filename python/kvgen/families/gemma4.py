@@ -34,7 +34,7 @@ import numpy as np
 from kvgen import _core
 from kvgen.families.config_values import checked_window, epsilon, given, integer_or, layer_windows, number, positive
 from kvgen.families.family import GGUFModel
-from kvgen.families.gemma2 import GemmaFamily
+from kvgen.families.gemma2 import GemmaFamily, gguf_layer_names
 from kvgen.families.llama import read_sizes
 from kvgen.loaders.gguf.model import GGUFContents
 from kvgen.loaders.quantize import QuantizedTensor
@@ -278,14 +278,7 @@ class Gemma4Family(GemmaFamily):
         for layer in range(L):
             hd = full_hd if types[layer] == "full_attention" else swa_hd
             q, k, I = heads * hd, kv[layer] * hd, ffn[layer]
-            names = {"attn_norm": ("input_layernorm", (C,)), "post_attention_norm": ("post_attention_layernorm", (C,)),
-                     "ffn_norm": ("pre_feedforward_layernorm", (C,)),
-                     "post_ffw_norm": ("post_feedforward_layernorm", (C,)),
-                     "attn_q_norm": ("self_attn.q_norm", (hd,)), "attn_k_norm": ("self_attn.k_norm", (hd,)),
-                     "attn_q": ("self_attn.q_proj", (q, C)), "attn_k": ("self_attn.k_proj", (k, C)),
-                     "attn_v": ("self_attn.v_proj", (k, C)), "attn_output": ("self_attn.o_proj", (C, q)),
-                     "ffn_gate": ("mlp.gate_proj", (I, C)), "ffn_up": ("mlp.up_proj", (I, C)),
-                     "ffn_down": ("mlp.down_proj", (C, I)), "layer_output_scale": ("layer_scalar", (1,)),
+            names = {**gguf_layer_names(C, q, k, hd, I), "layer_output_scale": ("layer_scalar", (1,)),
                      "inp_gate": ("per_layer_input_gate", (P, C)), "proj": ("per_layer_projection", (C, P)),
                      "post_norm": ("post_per_layer_input_norm", (C,)),
                      "post_ffw_norm_1": ("post_feedforward_layernorm_1", (C,)),
