@@ -17,17 +17,17 @@ import torch
 import transformers
 from family_check import PAD, check_family, logits
 from family_models import VOCAB
-from hf_models import assert_generate_equals_hf
 from hybrid_checks import (
     check_batch_of_configs_equals_one_by_one,
+    check_beams_return_two,
     check_prefix_cache_resumes_from_snapshots,
+    check_prompt_over_chunks,
     check_rows_share_the_prompts_state,
 )
 
 import kvgen
 from kvgen import _core
 from kvgen.families import granite4
-from kvgen.generation.pass_plan import PREFILL_CHUNK
 
 # Mamba-2, attention, Mamba-2, Mamba-2: a Mamba-2 layer after an attention layer; 8 Mamba heads of
 # 16 in 2 groups of B and C (d_state 16); 2 of 4 experts beside a shared MLP of another width;
@@ -127,13 +127,11 @@ def test_biases_and_the_default_layer_pattern(tmp_path):
 
 
 def test_beam_search_equals_transformers(model, hf):
-    assert_generate_equals_hf(model, hf, [[5, 9, 13, 4, 3, 8, 21]], PAD, max_new_tokens=6, num_beams=4,
-                              num_return_sequences=2, do_sample=False)
+    check_beams_return_two(model, hf)
 
 
 def test_prompts_longer_than_a_prefill_chunk_equal_transformers(model, hf):
-    prompt = np.random.default_rng(3).integers(3, VOCAB, 2 * PREFILL_CHUNK + 7).tolist()
-    assert_generate_equals_hf(model, hf, [prompt], PAD, max_new_tokens=6, do_sample=False)
+    check_prompt_over_chunks(model, hf, VOCAB)
 
 
 def test_decode_steps_continue_the_state_at_every_position(model, hf):

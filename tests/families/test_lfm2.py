@@ -13,17 +13,17 @@ import torch
 import transformers
 from family_check import PAD, check_family, logits
 from family_models import VOCAB
-from hf_models import assert_generate_equals_hf
 from hybrid_checks import (
     check_batch_of_configs_equals_one_by_one,
+    check_beams_return_two,
     check_prefix_cache_resumes_from_snapshots,
+    check_prompt_over_chunks,
     check_rows_share_the_prompts_state,
 )
 
 import kvgen
 from kvgen import _core
 from kvgen.families import lfm2
-from kvgen.generation.pass_plan import PREFILL_CHUNK
 
 # conv, attention, conv, attention: both kinds, a convolution after an attention layer; the
 # feed-forward width adjusted to int(1.3 * int(2 * 144 / 3)) = 124, rounded up to 128
@@ -91,13 +91,11 @@ def test_a_convolution_with_biases_and_the_attention_layers_by_index(tmp_path):
 
 
 def test_beam_search_equals_transformers(model, hf):
-    assert_generate_equals_hf(model, hf, [[5, 9, 13, 4, 3, 8, 21]], PAD, max_new_tokens=6, num_beams=4,
-                              num_return_sequences=2, do_sample=False)
+    check_beams_return_two(model, hf)
 
 
 def test_prompts_longer_than_a_prefill_chunk_equal_transformers(model, hf):
-    prompt = np.random.default_rng(3).integers(3, VOCAB, 2 * PREFILL_CHUNK + 7).tolist()
-    assert_generate_equals_hf(model, hf, [prompt], PAD, max_new_tokens=6, do_sample=False)
+    check_prompt_over_chunks(model, hf, VOCAB)
 
 
 def test_n_samples_equal_separate_requests(model):

@@ -63,6 +63,20 @@ def check_beams(model: kvgen.Model, reference: transformers.PreTrainedModel) -> 
                               do_sample=False, early_stopping=True)
 
 
+def check_beams_return_two(model: kvgen.Model, reference: transformers.PreTrainedModel) -> None:
+    """4-beam search returning its 2 best sequences equals transformers'."""
+    assert_generate_equals_hf(model, reference, [[5, 9, 13, 4, 3, 8, 21]], PAD, max_new_tokens=6, num_beams=4,
+                              num_return_sequences=2, do_sample=False)
+
+
+def check_prompt_over_chunks(model: kvgen.Model, reference: transformers.PreTrainedModel, vocab: int) -> None:
+    """A prompt of two prefill chunks and a part (the state carried across pieces) equals transformers' greedy run."""
+    from kvgen.generation.pass_plan import PREFILL_CHUNK
+
+    prompt = np.random.default_rng(3).integers(3, vocab, 2 * PREFILL_CHUNK + 7).tolist()
+    assert_generate_equals_hf(model, reference, [prompt], PAD, max_new_tokens=6, do_sample=False)
+
+
 def check_rows_share_the_prompts_state(model: kvgen.Model) -> None:
     """n = 3 draws per prompt give the tokens of three separate requests with the same keys
     (row k of prompt 0 draws with key k): each row starts from a copy of the prompt's state."""
