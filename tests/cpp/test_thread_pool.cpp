@@ -127,6 +127,16 @@ void check_runs(const std::vector<int64_t>& taken, int64_t own_start) {
   }
 }
 
+// Holds a worker's item until the caller (thread 0) has begun its first, so that no worker
+// can steal from the caller's span before the caller reaches it, however the threads are
+// scheduled (under a sanitizer on two loaded cores the caller can start last).
+void wait_for_the_caller(const std::atomic<bool>& caller_started, std::atomic<bool>& timed_out) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!caller_started.load() && !timed_out.load())
+    if (std::chrono::steady_clock::now() > deadline) timed_out = true;
+    else std::this_thread::yield();
+}
+
 // A thread walks its own contiguous span in order (consecutive weights for the prefetcher),
 // and a thief takes runs of at most 8 items from the back of a busy thread's span, each run
 // in order. The caller's first item blocks until every other item is done, so the worker
@@ -136,8 +146,10 @@ void each_thread_walks_its_span_in_order_and_thieves_take_short_runs() {
   const int64_t n = 1000;
   std::vector<std::vector<int64_t>> taken(2);
   std::atomic<int64_t> done{0};
-  std::atomic<bool> timed_out{false};
+  std::atomic<bool> timed_out{false}, caller_started{false};
   pool.for_each(n, [&](int64_t i, int t) {
+    if (t == 0) caller_started = true;
+    else wait_for_the_caller(caller_started, timed_out);
     taken[static_cast<size_t>(t)].push_back(i);
     if (i == 0) {
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -152,11 +164,17 @@ void each_thread_walks_its_span_in_order_and_thieves_take_short_runs() {
   CHECK_EQ(static_cast<int64_t>(taken[1].size()), n - 1);
   CHECK_EQ(taken[1].front(), n / 2);  // its own span first
   check_runs(taken[1], n / 2);
-  // and with every thread free, the caller starts on its own span at once
+  // and the caller starts on its own span, from the front
   for (int threads : {2, 3, 8}) {
     ThreadPool p(threads);
     std::vector<std::vector<int64_t>> by_thread(static_cast<size_t>(threads));
-    p.for_each(n, [&](int64_t i, int t) { by_thread[static_cast<size_t>(t)].push_back(i); });
+    std::atomic<bool> started{false};
+    p.for_each(n, [&](int64_t i, int t) {
+      if (t == 0) started = true;
+      else wait_for_the_caller(started, timed_out);
+      by_thread[static_cast<size_t>(t)].push_back(i);
+    });
+    CHECK(!timed_out.load());
     CHECK(!by_thread[0].empty() && by_thread[0].front() == 0);
     int64_t total = 0;
     for (const auto& items : by_thread) total += static_cast<int64_t>(items.size());
