@@ -135,8 +135,8 @@ void register_quant(py::module_& m) {
       },
       py::arg("raw").noconvert(), py::arg("type"), py::arg("rows"), py::arg("cols"),
       "Repacks a GGUF tensor's raw block bytes (uint8) of `type` (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, "
-      "Q6_K, F16, BF16, IQ4_NL, IQ4_XS, MXFP4), or of kvgen's int8 types I8S16 / I8S16M that the loader "
-      "decodes the other GGUF types into (kvgen.loaders.int8_types).");
+      "Q6_K, F16, BF16, IQ4_NL, IQ4_XS, MXFP4), or of kvgen's index types I4S16 / I4S16M that the loader "
+      "decodes the other GGUF types into (kvgen.loaders.index_types).");
   m.def(
       "_row_table_rows",
       [](py::array_t<uint8_t, py::array::c_style> raw, const std::string& type, int64_t rows, int64_t cols,

@@ -52,10 +52,10 @@ K_TYPES = ["Q4_K", "Q5_K", "Q6_K"]
 DENSE_TYPES = ["F16", "BF16"]
 LOOKUP_TYPES = ["IQ4_NL", "IQ4_XS", "MXFP4"]  # 4-bit indices into 16 values
 IQ_TYPES = ["IQ4_NL", "IQ4_XS"]  # random blocks (gguf-py cannot quantize them)
-# Types the loader decodes into the core's int8 blocks (kvgen.loaders.int8_types), here one
-# with a min per 16 (Q2_K: I8S16M) and a ternary grid with delta (IQ1_M: I8S16); random
-# blocks. Their kernels are the int8 family's (the other such types differ only in the
-# decoding, which tests/loaders/test_int8_types.py checks for every type).
+# Types the loader decodes into the core's index blocks (kvgen.loaders.index_types), here one
+# with a min per 16 (Q2_K: I4S16M) and a ternary grid with delta (IQ1_M: I4S16); random
+# blocks. Their kernels are the index family's (the other such types differ only in the
+# decoding, which tests/loaders/test_index_types.py checks for every type).
 DECODED_TYPES = ["Q2_K", "IQ1_M"]
 TYPES = BLOCK_TYPES + K_TYPES + DENSE_TYPES + LOOKUP_TYPES + DECODED_TYPES
 INT8_TYPES = BLOCK_TYPES + K_TYPES + LOOKUP_TYPES + DECODED_TYPES
@@ -64,10 +64,11 @@ BLOCK = {"Q8_0": (32, 34), "Q4_0": (32, 18), "Q4_1": (32, 20), "Q5_0": (32, 22),
          "Q4_K": (256, 144), "Q5_K": (256, 176), "Q6_K": (256, 210), "F16": (1, 2), "BF16": (1, 2),
          "IQ4_NL": (32, 18), "IQ4_XS": (256, 136), "MXFP4": (32, 17), "Q2_K": (256, 84), "IQ1_M": (256, 56)}
 SUPER_TYPES = K_TYPES + ["IQ4_XS"] + DECODED_TYPES  # 256-weight super-blocks
-# Bytes of a 16-row int8 tile (kernel_abi.h: 16 x 16 float32 scales, I8S16M as many mins, 8 x 512 B
-# of int8) and of the core block the loader makes (16 float32 scales, mins, 256 int8).
-INT8_TILE_BYTES = {"I8S16": 5120, "I8S16M": 6144}
-CORE_BLOCK_BYTES = {"I8S16": 320, "I8S16M": 384}
+# Bytes of a 16-row index tile (kernel_abi.h: 16 values, 16 float32 units, 16 x 16 int8 subs,
+# I4S16M as many for its mins, 8 x 256 B of 4-bit indices) and of the core block the loader
+# makes (16 values, a unit, 16 subs, (a min unit, 16 min subs,) 128 B of indices).
+INDEX_TILE_BYTES = {"I4S16": 2384, "I4S16M": 2704}
+CORE_BLOCK_BYTES = {"I4S16": 164, "I4S16M": 184}
 # Bytes of one packed 16-row K-quant tile: 16 file blocks plus the decoded sub-block scales
 # (kernel_abi.h: Q4_K 64 B of fp16 d / dmin + 256 B of 8-bit sc / m + 8 x 256 B of nibbles).
 K_TILE_BYTES = {"Q4_K": 2368, "Q5_K": 2880, "Q6_K": 3360}
@@ -281,9 +282,9 @@ def test_packed_size_is_about_the_files(qtype):
             row_bytes = cols // weights * block_bytes
             assert c.raw.nbytes == rows * row_bytes
             padded_rows = -(-rows // 16) * 16
-            if qtype in DECODED_TYPES:  # the core's int8 blocks, tiled without padding beyond the last group
-                assert c.packed.nbytes == padded_rows // 16 * cols // 256 * INT8_TILE_BYTES[c.core_type]
-                assert c.packed.nbytes == padded_rows * cols // 256 * CORE_BLOCK_BYTES[c.core_type]
+            if qtype in DECODED_TYPES:  # the core's index blocks: 4.66 bits a weight (5.28 with mins)
+                assert c.packed.nbytes == padded_rows // 16 * cols // 256 * INDEX_TILE_BYTES[c.core_type]
+                assert c.packed.nbytes * 8 <= (5.3 if c.core_type == "I4S16M" else 4.7) * padded_rows * cols
             elif qtype in SUPER_TYPES:  # the decoded scales: under 3% more than the file's blocks
                 assert c.packed.nbytes == padded_rows // 16 * cols // 256 * K_TILE_BYTES[qtype]
                 assert c.packed.nbytes <= 1.03 * padded_rows * row_bytes
@@ -456,7 +457,7 @@ def test_k_quants_need_cols_a_multiple_of_256(qtype):
 
 
 @pytest.mark.parametrize("qtype", DECODED_TYPES)
-def test_int8_types_need_cols_a_multiple_of_256(qtype):
+def test_index_types_need_cols_a_multiple_of_256(qtype):
     c = case(qtype, 2, 512)
     for cols in (128, 384, 576):
         with pytest.raises(ValueError, match=f"{c.core_type} matrix: cols = {cols} must be a positive multiple of "
@@ -466,8 +467,19 @@ def test_int8_types_need_cols_a_multiple_of_256(qtype):
 
 
 @pytest.mark.parametrize("qtype", DECODED_TYPES)
-def test_int8_types_avx2_and_portable_agree(qtype):
-    """The two paths this CPU runs for the int8 types give the same products up to float32
+def test_an_index_matrix_has_one_table(qtype):
+    """A tile holds one table of values for its 16 rows: core blocks whose tables differ
+    (not what the loader makes: it gives a tensor one table) are refused, not misread."""
+    c = case(qtype, 32, 512)
+    blocks = c.core_raw.reshape(64, CORE_BLOCK_BYTES[c.core_type]).copy()
+    blocks[37, 3] ^= 1  # one value of one block's table
+    with pytest.raises(ValueError, match=f"{c.core_type} matrix: its blocks hold different value tables"):
+        _core._quant_pack(blocks.reshape(-1), c.core_type, 32, 512)
+
+
+@pytest.mark.parametrize("qtype", DECODED_TYPES)
+def test_index_types_avx2_and_portable_agree(qtype):
+    """The two paths this CPU runs for the index types give the same products up to float32
     summation order (each is also checked against float64 above)."""
     if "avx2" not in PATHS:
         pytest.skip("this CPU runs the portable path only")

@@ -4,7 +4,7 @@
 // and activations are small powers of two and integers, so every product and sum is
 // exact in float32 and the kernels must agree with the plain product bit for bit. The
 // lookup-table types (IQ4_NL, MXFP4) likewise, with the values of their 16-entry tables,
-// and kvgen's int8 types (I8S16, I8S16M) with int8 values and float32 scales and mins.
+// and kvgen's index types (I4S16, I4S16M) with a table of int8 values and scales and mins.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -291,11 +291,15 @@ void lookup_types_match_the_plain_product_in_one_and_two_levels() {
     }
 }
 
-// kvgen's int8 blocks (I8S16, I8S16M): per 256 weights 16 float32 scales (kScales), for
-// I8S16M 16 float32 mins (kMins), then 256 int8 q in [-20, 20]; weight = scale * q (+ min)
-// of its 16. Every product and partial sum stays exact (below 2^22 in quarters).
-FileMatrix int8_file_matrix(QuantType type, int64_t rows, int64_t cols) {
-  const bool with_min = type == QuantType::I8S16M;
+// kvgen's index blocks (I4S16, I4S16M): per 256 weights the matrix's 16 values (kIndexValues),
+// a float32 unit (kScales) and 16 int8 subs in [-3, 3], for I4S16M a min unit (kMins) and 16
+// min subs in [-2, 2], then 128 bytes of 4-bit indices (byte 16j + i: weight 32j + i low,
+// 32j + 16 + i high); weight = (unit * sub) * value + min_unit * min_sub of its 16. Every
+// product and partial sum stays exact (below 2^22 in quarters).
+constexpr int8_t kIndexValues[16] = {-20, -15, -11, -8, -6, -4, -2, -1, 0, 1, 3, 5, 7, 10, 14, 20};
+
+FileMatrix index_file_matrix(QuantType type, int64_t rows, int64_t cols) {
+  const bool with_min = type == QuantType::I4S16M;
   FileMatrix m;
   m.weights.resize(rows * cols);
   const auto append_f32 = [&](float v) {
@@ -305,27 +309,37 @@ FileMatrix int8_file_matrix(QuantType type, int64_t rows, int64_t cols) {
   };
   for (int64_t n = 0; n < rows; ++n)
     for (int64_t b = 0; b < cols / 256; ++b) {
-      int scale[16], min[16];
+      for (int8_t v : kIndexValues) m.raw.push_back(static_cast<uint8_t>(v));
+      const float unit = kScales[(n + b) % 4], min_unit = kMins[(n + 2 * b) % 4];
+      int sub[16], min_sub[16];
+      append_f32(unit);
       for (int s = 0; s < 16; ++s) {
-        scale[s] = static_cast<int>((n + b + s) % 4);
-        min[s] = static_cast<int>((n + 2 * b + 3 * s) % 4);
-        append_f32(kScales[scale[s]]);
+        sub[s] = static_cast<int>((n + b + s) % 7) - 3;
+        m.raw.push_back(static_cast<uint8_t>(static_cast<int8_t>(sub[s])));
       }
-      if (with_min)
-        for (int s = 0; s < 16; ++s) append_f32(kMins[min[s]]);
+      if (with_min) {
+        append_f32(min_unit);
+        for (int s = 0; s < 16; ++s) {
+          min_sub[s] = static_cast<int>((n + 2 * b + 3 * s) % 5) - 2;
+          m.raw.push_back(static_cast<uint8_t>(static_cast<int8_t>(min_sub[s])));
+        }
+      }
+      int index[256];
       for (int k = 0; k < 256; ++k) {
-        const int q = static_cast<int>((n * 7 + (b * 256 + k) * 5 + 3) % 41) - 20;
-        m.raw.push_back(static_cast<uint8_t>(static_cast<int8_t>(q)));
-        const float w = kScales[scale[k / 16]] * static_cast<float>(q);
-        m.weights[n * cols + b * 256 + k] = with_min ? w + kMins[min[k / 16]] : w;
+        index[k] = static_cast<int>((n * 7 + (b * 256 + k) * 5 + 3) % 16);
+        const float w = unit * static_cast<float>(sub[k / 16]) * static_cast<float>(kIndexValues[index[k]]);
+        m.weights[n * cols + b * 256 + k] = with_min ? w + min_unit * static_cast<float>(min_sub[k / 16]) : w;
       }
+      for (int j = 0; j < 8; ++j)
+        for (int i = 0; i < 16; ++i)
+          m.raw.push_back(static_cast<uint8_t>(index[32 * j + i] | (index[32 * j + 16 + i] << 4)));
     }
   return m;
 }
 
-// The int8 types on every path, in one and two levels (the two-level product by levels, as the
+// The index types on every path, in one and two levels (the two-level product by levels, as the
 // AVX-512 path runs it with the AVX2 kernel), bit for bit against the plain product.
-void int8_types_match_the_plain_product_in_one_and_two_levels() {
+void index_types_match_the_plain_product_in_one_and_two_levels() {
   constexpr int64_t kCols256 = 512;
   const std::vector<float> x = activations(kCols256);
   QuantizedActivations xq(kBatch, kCols256), x2(2 * kBatch, kCols256);
@@ -334,8 +348,8 @@ void int8_types_match_the_plain_product_in_one_and_two_levels() {
   const int64_t ldo = kRows + 3;
   constexpr float kFill = 12345.0f;
   for (CpuPath path : supported_cpu_paths())
-    for (QuantType type : {QuantType::I8S16, QuantType::I8S16M}) {
-      const FileMatrix file = int8_file_matrix(type, kRows, kCols256);
+    for (QuantType type : {QuantType::I4S16, QuantType::I4S16M}) {
+      const FileMatrix file = index_file_matrix(type, kRows, kCols256);
       CHECK_EQ(static_cast<int64_t>(file.raw.size()), kRows * kCols256 / 256 * block_bytes(type));
       const PackedMatrix w(type, file.raw.data(), static_cast<int64_t>(file.raw.size()), kRows, kCols256);
       const std::vector<float> expected = plain_product(x, file.weights, ldo, kFill, kCols256);
@@ -421,7 +435,7 @@ int main() {
       TEST_CASE(rows_of_a_stacked_repack_read_as_their_own_matrix),
       TEST_CASE(matmuls_match_the_plain_product_on_every_cpu_path),
       TEST_CASE(lookup_types_match_the_plain_product_in_one_and_two_levels),
-      TEST_CASE(int8_types_match_the_plain_product_in_one_and_two_levels),
+      TEST_CASE(index_types_match_the_plain_product_in_one_and_two_levels),
       TEST_CASE(quantized_activations_are_the_portable_ones_on_every_cpu_path),
   });
 }

@@ -420,7 +420,7 @@ template <class L, int MT>
   }
 }
 
-// The loops the lookup-table and int8 families share: groups [g0, g1) half by half, acc[MT]
+// The loops the lookup-table and index families share: groups [g0, g1) half by half, acc[MT]
 // (lane r = row r of the half, one register per activation row) passed through
 // unit(tile, h, j, xb, acc) for unit j of every tile (xb: the activations' 32-block), then
 // stored for activation rows [m0, m0 + MT).
@@ -491,45 +491,61 @@ void float_lookup_rows(const PackedView& w, const float* x, int64_t ldx, int64_t
   });
 }
 
-// --- kvgen's int8 types (I8S16, I8S16M): signed int8 weights in Q8_0's chunk order, a float32
-// scale (and min) per 16 weights and row (kernel_abi.h).
+// --- kvgen's index types (I4S16, I4S16M): 4-bit indices into the tile's 16 int8 values in
+// the lookup types' nibble format, a scale (and min) per 16 weights and row as a float32
+// unit per row times an int8 (kernel_abi.h). Unit chunk c's low nibbles are weights 4c..
+// (the unit's first 16), its high nibbles weights 16 + 4c.. (its second 16).
 
-// Half h's 8 floats of sub-block s (16 weights) from the scales (at = kScalesAt) or mins.
-[[gnu::always_inline]] inline __m256 int8_tile_floats(const uint8_t* tile, int64_t at, int s, int h) {
-  return _mm256_loadu_ps(reinterpret_cast<const float*>(tile + at + 4 * (kGroupRows * s + kHalfRows * h)));
+// The tile's 16 values in both 128-bit lanes.
+template <class L>
+[[gnu::always_inline]] inline __m256i index_table(const uint8_t* tile) {
+  return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(tile + L::kValuesAt)));
+}
+
+// Half h's 8 scales of sub-block s (16 weights): unit * sub_s, exact (kernel_abi.h); from the
+// min unit and min subs with Min.
+template <class L, bool Min = false>
+[[gnu::always_inline]] inline __m256 index_scales(const uint8_t* tile, int s, int h) {
+  const __m256 unit =
+      _mm256_loadu_ps(reinterpret_cast<const float*>(tile + (Min ? L::kMinUnitAt : L::kScaleUnitAt)) + kHalfRows * h);
+  return scaled_bytes<true>(tile + (Min ? L::kMinSubsAt : L::kSubsAt) + kGroupRows * s, h, unit);
 }
 
 // Activation rows [m0, m0 + MT) x groups [g0, g1): per 16 weights, acc += (scale d_x) dot
-// (+ (min d_x) sum of the activations' int8 over those 16, I8S16M).
+// (+ (min d_x) sum of the activations' int8 over those 16, I4S16M).
 template <class L, int MT>
-void int8_int8_rows(const PackedView& w, const Int8View& x, int64_t m0, float* out, int64_t ldo, int64_t g0,
-                    int64_t g1) {
+void int8_index_rows(const PackedView& w, const Int8View& x, int64_t m0, float* out, int64_t ldo, int64_t g0,
+                     int64_t g1) {
   const int64_t xblocks = x.cols / kBlockSize;
   const __m256i ones = _mm256_set1_epi16(1);
   over_units<L, MT>(w, m0, out, ldo, g0, g1, [&](const uint8_t* tile, int h, int j, int64_t xb, __m256* acc)
                                                  __attribute__((always_inline)) {
     const int8_t* xq[MT];
     for (int m = 0; m < MT; ++m) xq[m] = x.q + (m0 + m) * x.cols + xb * kBlockSize;
-    const uint8_t* unit = tile + L::kUnitsAt + j * L::kUnitBytes;
-    __m256i dot[2][MT];  // per 16-weight half of the unit
+    const __m256i table = index_table<L>(tile);
+    const uint8_t* unit = tile + L::kUnitsAt + j * L::Sub::kTileBytes;
+    __m256i dot[2][MT];  // per 16-weight half of the unit: the low nibbles, the high ones
     for (int hh = 0; hh < 2; ++hh)
       for (int m = 0; m < MT; ++m) dot[hh][m] = _mm256_setzero_si256();
-    for (int c = 0; c < 8; ++c) {
+    for (int c = 0; c < 4; ++c) {
+      __m256i low, high;
+      value_chunks<L>(unit, h, c, table, low, high);
       // signed x signed as |w| x (x with w's sign): each maddubs pair is at most 2 * 128 * 127 < 2^15
-      const __m256i wq = load_chunk(unit + 64 * c + 32 * h);
-      const __m256i w_abs = _mm256_sign_epi8(wq, wq);
+      const __m256i low_abs = _mm256_sign_epi8(low, low), high_abs = _mm256_sign_epi8(high, high);
       for (int m = 0; m < MT; ++m) {
-        const __m256i xs = _mm256_sign_epi8(_mm256_set1_epi32(load_i32(xq[m] + 4 * c)), wq);
-        dot[c / 4][m] = _mm256_add_epi32(dot[c / 4][m], _mm256_madd_epi16(_mm256_maddubs_epi16(w_abs, xs), ones));
+        const __m256i xl = _mm256_sign_epi8(_mm256_set1_epi32(load_i32(xq[m] + 4 * c)), low);
+        const __m256i xh = _mm256_sign_epi8(_mm256_set1_epi32(load_i32(xq[m] + 16 + 4 * c)), high);
+        dot[0][m] = _mm256_add_epi32(dot[0][m], _mm256_madd_epi16(_mm256_maddubs_epi16(low_abs, xl), ones));
+        dot[1][m] = _mm256_add_epi32(dot[1][m], _mm256_madd_epi16(_mm256_maddubs_epi16(high_abs, xh), ones));
       }
     }
     for (int hh = 0; hh < 2; ++hh) {
-      const __m256 scale = int8_tile_floats(tile, L::kScalesAt, 2 * j + hh, h);
+      const __m256 scale = index_scales<L>(tile, 2 * j + hh, h);
       for (int m = 0; m < MT; ++m) {
         const __m256 dx = _mm256_set1_ps(x.d[(m0 + m) * xblocks + xb]);
         acc[m] = _mm256_fmadd_ps(_mm256_mul_ps(scale, dx), _mm256_cvtepi32_ps(dot[hh][m]), acc[m]);
         if constexpr (L::kHasMin) {
-          const __m256 min = int8_tile_floats(tile, L::kMinsAt, 2 * j + hh, h);
+          const __m256 min = index_scales<L, true>(tile, 2 * j + hh, h);
           const auto sum = static_cast<float>(x.half_sums[2 * ((m0 + m) * xblocks + xb) + hh]);
           acc[m] = _mm256_fmadd_ps(_mm256_mul_ps(min, dx), _mm256_set1_ps(sum), acc[m]);
         }
@@ -539,18 +555,25 @@ void int8_int8_rows(const PackedView& w, const Int8View& x, int64_t m0, float* o
 }
 
 template <class L, int MT>
-void float_int8_rows(const PackedView& w, const float* x, int64_t ldx, int64_t m0, float* out, int64_t ldo,
-                     int64_t g0, int64_t g1) {
+void float_index_rows(const PackedView& w, const float* x, int64_t ldx, int64_t m0, float* out, int64_t ldo,
+                      int64_t g0, int64_t g1) {
   over_units<L, MT>(w, m0, out, ldo, g0, g1, [&](const uint8_t* tile, int h, int j, int64_t xb_index, __m256* acc)
                                                  __attribute__((always_inline)) {
     const float* xb[MT];
     for (int m = 0; m < MT; ++m) xb[m] = x + (m0 + m) * ldx + xb_index * kBlockSize;
-    const uint8_t* unit = tile + L::kUnitsAt + j * L::kUnitBytes;
-    for (int hh = 0; hh < 2; ++hh) {
-      const __m256 scale = int8_tile_floats(tile, L::kScalesAt, 2 * j + hh, h);
-      const __m256 min = L::kHasMin ? int8_tile_floats(tile, L::kMinsAt, 2 * j + hh, h) : _mm256_setzero_ps();
-      for (int c = 4 * hh; c < 4 * hh + 4; ++c)
-        fma_signed_lanes<MT, L::kHasMin>(load_chunk(unit + 64 * c + 32 * h), scale, xb, 4 * c, acc, min);
+    const __m256i table = index_table<L>(tile);
+    const uint8_t* unit = tile + L::kUnitsAt + j * L::Sub::kTileBytes;
+    const __m256 scale_low = index_scales<L>(tile, 2 * j, h), scale_high = index_scales<L>(tile, 2 * j + 1, h);
+    __m256 min_low = _mm256_setzero_ps(), min_high = _mm256_setzero_ps();
+    if constexpr (L::kHasMin) {
+      min_low = index_scales<L, true>(tile, 2 * j, h);
+      min_high = index_scales<L, true>(tile, 2 * j + 1, h);
+    }
+    for (int c = 0; c < 4; ++c) {
+      __m256i low, high;
+      value_chunks<L>(unit, h, c, table, low, high);
+      fma_signed_lanes<MT, L::kHasMin>(low, scale_low, xb, 4 * c, acc, min_low);
+      fma_signed_lanes<MT, L::kHasMin>(high, scale_high, xb, 16 + 4 * c, acc, min_high);
     }
   });
 }
@@ -561,15 +584,15 @@ void whole_matmul_float(const PackedView& w, const float* x, int64_t rows, int64
 
 #include "tile_driver.inc"  // with_tile, matmul_int8, matmul_float
 
-// The lookup-table and int8 families, activation rows in tiles of kMaxTile.
+// The lookup-table and index families, activation rows in tiles of kMaxTile.
 void whole_matmul_int8(const PackedView& w, const Int8View& x, float* out, int64_t ldo, int64_t g0, int64_t g1) {
   with_layout(w.type, [&]<class L>() {
     if constexpr (L::kFamily == Family::Lookup)
       for (int64_t m0 = 0; m0 < x.rows; m0 += kMaxTile)
         with_tile(x.rows - m0, [&]<int MT>() { int8_lookup_rows<L, MT>(w, x, m0, out, ldo, g0, g1); });
-    else if constexpr (L::kFamily == Family::Int8)
+    else if constexpr (L::kFamily == Family::Index)
       for (int64_t m0 = 0; m0 < x.rows; m0 += kMaxTile)
-        with_tile(x.rows - m0, [&]<int MT>() { int8_int8_rows<L, MT>(w, x, m0, out, ldo, g0, g1); });
+        with_tile(x.rows - m0, [&]<int MT>() { int8_index_rows<L, MT>(w, x, m0, out, ldo, g0, g1); });
   });
 }
 
@@ -579,9 +602,9 @@ void whole_matmul_float(const PackedView& w, const float* x, int64_t rows, int64
     if constexpr (L::kFamily == Family::Lookup)
       for (int64_t m0 = 0; m0 < rows; m0 += kMaxTile)
         with_tile(rows - m0, [&]<int MT>() { float_lookup_rows<L, MT>(w, x, ldx, m0, out, ldo, g0, g1); });
-    else if constexpr (L::kFamily == Family::Int8)
+    else if constexpr (L::kFamily == Family::Index)
       for (int64_t m0 = 0; m0 < rows; m0 += kMaxTile)
-        with_tile(rows - m0, [&]<int MT>() { float_int8_rows<L, MT>(w, x, ldx, m0, out, ldo, g0, g1); });
+        with_tile(rows - m0, [&]<int MT>() { float_index_rows<L, MT>(w, x, ldx, m0, out, ldo, g0, g1); });
   });
 }
 

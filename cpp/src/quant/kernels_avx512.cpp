@@ -649,7 +649,7 @@ void float_dense_rows(const PackedView& w, const float* x, int64_t ldx, int64_t 
   }
 }
 
-// The lookup-table types (IQ4_NL, IQ4_XS, MXFP4) and kvgen's int8 types (I8S16, I8S16M) have
+// The lookup-table types (IQ4_NL, IQ4_XS, MXFP4) and kvgen's index types (I4S16, I4S16M) have
 // no AVX-512 kernels of their own: an AVX-512 CPU runs the AVX2 ones (it has AVX2, FMA and
 // F16C: dispatch.cpp requires them).
 void whole_matmul_int8(const PackedView& w, const Int8View& x, float* out, int64_t ldo, int64_t g0, int64_t g1) {
@@ -676,7 +676,7 @@ bool matmul_int8x2(const PackedView& w, const Int8View& x, float* out, int64_t l
   const int64_t M = x.rows / 2;
   bool done = false;
   with_layout(w.type, [&]<class L>() {
-    if constexpr (L::kFamily == Family::Lookup || L::kFamily == Family::Int8) {
+    if constexpr (L::kFamily == Family::Lookup || L::kFamily == Family::Index) {
       matmul_int8x2_by_levels(avx2_kernels().matmul_int8, w, x, out, ldo, g0, g1);  // AVX2's, by levels
       done = true;
     } else if constexpr (L::kFamily != Family::Dense) {

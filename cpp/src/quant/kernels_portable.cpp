@@ -14,7 +14,7 @@ namespace {
 
 // 16 rows x 32 weights unpacked, rows innermost (so loops over the rows vectorize):
 // w[r][k] = scale[k / 16][r] * q[k][r] + min[k / 16][r]. The two scales of a row differ only
-// for Q6_K and the int8 types (a scale per 16 weights), the two mins only for I8S16M.
+// for Q6_K and the index types (a scale per 16 weights), the two mins only for I4S16M.
 struct Unit {
   float scale[2][kGroupRows];
   float min[2][kGroupRows];
@@ -106,43 +106,48 @@ float load_f32(const uint8_t* p) {
   return v;
 }
 
-// Unit j (0..7) of an int8 tile (I8S16, I8S16M): a scale (and min) per 16 weights.
+// Unit j (0..7) of an index tile (I4S16, I4S16M): q = the tile's value of each index, a
+// scale (and min) per 16 weights, unit * sub (exact, kernel_abi.h).
 template <class L>
-void unpack_int8_unit(const uint8_t* tile, int j, Unit& t) {
+void unpack_index_unit(const uint8_t* tile, int j, Unit& t) {
   for (int h = 0; h < 2; ++h)
     for (int r = 0; r < kGroupRows; ++r) {
-      t.scale[h][r] = load_f32(tile + L::kScalesAt + 4 * (kGroupRows * (2 * j + h) + r));
-      t.min[h][r] = L::kHasMin ? load_f32(tile + L::kMinsAt + 4 * (kGroupRows * (2 * j + h) + r)) : 0.0f;
+      const int s = 2 * j + h;
+      t.scale[h][r] = load_f32(tile + L::kScaleUnitAt + 4 * r) *
+                      static_cast<float>(static_cast<int8_t>(tile[L::kSubsAt + kGroupRows * s + r]));
+      t.min[h][r] = L::kHasMin ? load_f32(tile + L::kMinUnitAt + 4 * r) *
+                                     static_cast<float>(static_cast<int8_t>(tile[L::kMinSubsAt + kGroupRows * s + r]))
+                               : 0.0f;
     }
-  const uint8_t* unit = tile + L::kUnitsAt + j * L::kUnitBytes;
+  unpack_quants<typename L::Sub>(tile + L::kUnitsAt + j * L::Sub::kTileBytes, t.q);
   for (int k = 0; k < kBlockSize; ++k)
-    for (int r = 0; r < kGroupRows; ++r) t.q[k][r] = static_cast<int8_t>(unit[64 * (k / 4) + 4 * r + k % 4]);
+    for (int r = 0; r < kGroupRows; ++r) t.q[k][r] = static_cast<int8_t>(tile[L::kValuesAt + t.q[k][r]]);
 }
 
 template <class L>
 constexpr int units_per_tile() {
   if constexpr (L::kFamily == Family::Super)
     return L::kSubBlocks;
-  else if constexpr (L::kFamily == Family::Lookup || L::kFamily == Family::Int8)
+  else if constexpr (L::kFamily == Family::Lookup || L::kFamily == Family::Index)
     return L::kUnits;
   else
     return 1;
 }
 
-// Whether a unit's two 16-weight halves have their own scales (Q6_K, the int8 types).
+// Whether a unit's two 16-weight halves have their own scales (Q6_K, the index types).
 template <class L>
 constexpr bool split_scales() {
   if constexpr (L::kFamily == Family::Super)
     return !L::kHasMin;
   else
-    return L::kFamily == Family::Int8;
+    return L::kFamily == Family::Index;
 }
 
-// Whether a unit's two 16-weight halves have their own mins (I8S16M): the min term then
+// Whether a unit's two 16-weight halves have their own mins (I4S16M): the min term then
 // takes the activations' sums per 16 rather than per 32.
 template <class L>
 constexpr bool split_mins() {
-  if constexpr (L::kFamily == Family::Int8)
+  if constexpr (L::kFamily == Family::Index)
     return L::kHasMin;
   else
     return false;
@@ -154,8 +159,8 @@ void unpack_unit(const uint8_t* tile, int j, Unit& t) {
     unpack_super_unit<L>(tile, j, t);
   else if constexpr (L::kFamily == Family::Lookup)
     unpack_lookup_unit<L>(tile, j, t);
-  else if constexpr (L::kFamily == Family::Int8)
-    unpack_int8_unit<L>(tile, j, t);
+  else if constexpr (L::kFamily == Family::Index)
+    unpack_index_unit<L>(tile, j, t);
   else
     unpack_block_tile<L>(tile, t);
 }

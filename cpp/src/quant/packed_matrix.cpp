@@ -268,19 +268,8 @@ void dequantize_lookup_row(const uint8_t* tile, int r, float* out) {
   }
 }
 
-// --- kvgen's int8 types (I8S16, I8S16M): file block = 16 float32 scales, (16 float32
-// mins,) 256 int8
-
-template <class L>
-void pack_int8_block(const uint8_t* block, int r, uint8_t* tile) {
-  for (int s = 0; s < 16; ++s) {
-    std::memcpy(tile + L::kScalesAt + 4 * (kGroupRows * s + r), block + 4 * s, 4);
-    if constexpr (L::kHasMin) std::memcpy(tile + L::kMinsAt + 4 * (kGroupRows * s + r), block + 64 + 4 * s, 4);
-  }
-  const uint8_t* q = block + (L::kHasMin ? 128 : 64);
-  for (int j = 0; j < L::kUnits; ++j)
-    for (int c = 0; c < 8; ++c) std::memcpy(tile + L::kUnitsAt + j * L::kUnitBytes + 64 * c + 4 * r, q + 32 * j + 4 * c, 4);
-}
+// --- kvgen's index types (I4S16, I4S16M): file block = 16 values, unit, 16 subs, (min
+// unit, 16 min subs,) 128 B of indices (quant_type.h)
 
 float load_f32(const uint8_t* p) {
   float v;
@@ -288,15 +277,44 @@ float load_f32(const uint8_t* p) {
   return v;
 }
 
+constexpr int64_t kIndexValues = 16, kIndexScaleBytes = 4 + 16;  // a unit and its 16 subs
+
 template <class L>
-void dequantize_int8_row(const uint8_t* tile, int r, float* out) {
-  for (int w = 0; w < 256; ++w) {
-    const int s = w / 16, j = w / 32, k = w % 32;
-    const float scale = load_f32(tile + L::kScalesAt + 4 * (kGroupRows * s + r));
-    const auto q = static_cast<int8_t>(tile[L::kUnitsAt + j * L::kUnitBytes + 64 * (k / 4) + 4 * r + k % 4]);
-    out[w] = scale * static_cast<float>(q);  // exact (kernel_abi.h)
-    if constexpr (L::kHasMin) out[w] += load_f32(tile + L::kMinsAt + 4 * (kGroupRows * s + r));
+void pack_index_block(const uint8_t* block, int r, uint8_t* tile) {
+  if (r == 0) std::memcpy(tile + L::kValuesAt, block, kIndexValues);  // every row's table is the same
+  const uint8_t* scales = block + kIndexValues;
+  std::memcpy(tile + L::kScaleUnitAt + 4 * r, scales, 4);
+  for (int s = 0; s < 16; ++s) tile[L::kSubsAt + kGroupRows * s + r] = scales[4 + s];
+  if constexpr (L::kHasMin) {
+    const uint8_t* mins = scales + kIndexScaleBytes;
+    std::memcpy(tile + L::kMinUnitAt + 4 * r, mins, 4);
+    for (int s = 0; s < 16; ++s) tile[L::kMinSubsAt + kGroupRows * s + r] = mins[4 + s];
   }
+  const uint8_t* qs = scales + (L::kHasMin ? 2 : 1) * kIndexScaleBytes;
+  for (int j = 0; j < L::kUnits; ++j)
+    for (int c = 0; c < 4; ++c) std::memcpy(tile + L::kUnitsAt + j * L::Sub::kTileBytes + 64 * c + 4 * r, qs + 16 * j + 4 * c, 4);
+}
+
+template <class L>
+void dequantize_index_row(const uint8_t* tile, int r, float* out) {
+  const float unit = load_f32(tile + L::kScaleUnitAt + 4 * r);
+  const float min_unit = L::kHasMin ? load_f32(tile + L::kMinUnitAt + 4 * r) : 0.0f;
+  for (int w = 0; w < 256; ++w) {
+    const int s = w / 16;
+    const float scale = unit * static_cast<float>(static_cast<int8_t>(tile[L::kSubsAt + kGroupRows * s + r]));
+    const uint32_t u = get_quant<typename L::Sub>(tile + L::kUnitsAt + (w / 32) * L::Sub::kTileBytes, r, w % 32);
+    out[w] = scale * static_cast<float>(static_cast<int8_t>(tile[L::kValuesAt + u]));  // exact (kernel_abi.h)
+    if constexpr (L::kHasMin)
+      out[w] += min_unit * static_cast<float>(static_cast<int8_t>(tile[L::kMinSubsAt + kGroupRows * s + r]));
+  }
+}
+
+// Whether every block of an index-type matrix carries the first block's table (a tile holds
+// one table for its 16 rows).
+bool index_tables_agree(const uint8_t* raw, int64_t blocks, int64_t block_bytes) {
+  for (int64_t b = 1; b < blocks; ++b)
+    if (std::memcmp(raw, raw + b * block_bytes, kIndexValues) != 0) return false;
+  return true;
 }
 
 // --- one switch per operation over the families
@@ -309,8 +327,8 @@ void pack_file_block(const uint8_t* block, int r, uint8_t* tile) {
     pack_super_block<L>(block, r, tile);
   else if constexpr (L::kFamily == Family::Lookup)
     pack_lookup_block<L>(block, r, tile);
-  else if constexpr (L::kFamily == Family::Int8)
-    pack_int8_block<L>(block, r, tile);
+  else if constexpr (L::kFamily == Family::Index)
+    pack_index_block<L>(block, r, tile);
   else
     std::memcpy(tile + 2 * r, block, 2);
 }
@@ -323,8 +341,8 @@ void dequantize_tile_row(const uint8_t* tile, int r, float* out) {
     dequantize_super_row<L>(tile, r, out);
   else if constexpr (L::kFamily == Family::Lookup)
     dequantize_lookup_row<L>(tile, r, out);
-  else if constexpr (L::kFamily == Family::Int8)
-    dequantize_int8_row<L>(tile, r, out);
+  else if constexpr (L::kFamily == Family::Index)
+    dequantize_index_row<L>(tile, r, out);
   else
     *out = dense_value<L>(tile + 2 * r);
 }
@@ -385,7 +403,7 @@ void check_cols(QuantType type, int64_t cols) {
   if (cols < unit || cols % unit != 0) {
     const std::string rule = unit != kSuperBlockSize              ? " (the block size)"
                              : type == QuantType::IQ4_XS ? " (the IQ4_XS super-block size)"
-                             : type == QuantType::I8S16 || type == QuantType::I8S16M ? " (the block size)"
+                             : type == QuantType::I4S16 || type == QuantType::I4S16M ? " (the block size)"
                                                          : " (the K-quant super-block size)";
     throw ValueError(std::string(quant_type_name(type)) + " matrix: cols = " + std::to_string(cols) +
                      " must be a positive multiple of " + std::to_string(unit) + (unit > 1 ? rule : ""));
@@ -406,6 +424,9 @@ PackedMatrix::PackedMatrix(QuantType type, const uint8_t* raw, int64_t raw_bytes
   if (raw_bytes != expected)
     throw ValueError(name + " matrix [" + std::to_string(rows) + ", " + std::to_string(cols) + "] needs " +
                      std::to_string(expected) + " bytes, got " + std::to_string(raw_bytes));
+  if ((type == QuantType::I4S16 || type == QuantType::I4S16M) &&
+      !index_tables_agree(raw, rows * blocks, block_bytes(type)))
+    throw ValueError(name + " matrix: its blocks hold different value tables (a matrix has one)");
   const int64_t groups = (rows + kGroupRows - 1) / kGroupRows;
   // About the file's size: the padding of the last group, and K-quants' decoded scales.
   tiles_ = platform::ZeroedMemory(limits::checked_mul(groups * blocks, tile_bytes(type), name + " matrix bytes"));

@@ -10,7 +10,7 @@ namespace kvgen::quant {
 namespace {
 constexpr QuantType kAll[] = {QuantType::Q8_0, QuantType::Q4_0, QuantType::Q4_1, QuantType::Q5_0, QuantType::Q5_1,
                               QuantType::Q4_K, QuantType::Q5_K, QuantType::Q6_K, QuantType::F16,  QuantType::BF16, QuantType::IQ4_NL, QuantType::IQ4_XS,
-                              QuantType::MXFP4, QuantType::I8S16, QuantType::I8S16M};
+                              QuantType::MXFP4, QuantType::I4S16, QuantType::I4S16M};
 
 std::string all_names() {
   std::string out;
@@ -34,8 +34,8 @@ const char* quant_type_name(QuantType type) {
     case QuantType::IQ4_NL: return "IQ4_NL";
     case QuantType::IQ4_XS: return "IQ4_XS";
     case QuantType::MXFP4: return "MXFP4";
-    case QuantType::I8S16: return "I8S16";
-    case QuantType::I8S16M: return "I8S16M";
+    case QuantType::I4S16: return "I4S16";
+    case QuantType::I4S16M: return "I4S16M";
   }
   return "?";
 }
@@ -54,8 +54,8 @@ int64_t block_weights(QuantType type) {
     case QuantType::Q5_K:
     case QuantType::Q6_K:
     case QuantType::IQ4_XS:
-    case QuantType::I8S16:
-    case QuantType::I8S16M: return kSuperBlockSize;
+    case QuantType::I4S16:
+    case QuantType::I4S16M: return kSuperBlockSize;
     case QuantType::F16:
     case QuantType::BF16: return 1;
     default: return kBlockSize;
@@ -77,8 +77,8 @@ int64_t block_bytes(QuantType type) {
     case QuantType::IQ4_NL: return 2 + 16;                // d, 32 nibbles (grid indices)
     case QuantType::IQ4_XS: return 2 + 2 + 4 + 128;       // d, 8 x 2 high bits of ls, 8 x 4 low bits, 256 nibbles
     case QuantType::MXFP4: return 1 + 16;                 // E8M0 exponent, 32 nibbles (E2M1 codes)
-    case QuantType::I8S16: return 64 + 256;               // 16 x float32 scale, 256 x int8
-    case QuantType::I8S16M: return 64 + 64 + 256;         // 16 x float32 scale, 16 x float32 min, 256 x int8
+    case QuantType::I4S16: return 16 + 4 + 16 + 128;      // 16 values, unit, 16 x int8 sub, 256 indices
+    case QuantType::I4S16M: return 16 + 4 + 16 + 4 + 16 + 128;  // I4S16's, with a min unit and 16 min subs
   }
   return 0;
 }

@@ -9,7 +9,8 @@ directly; they are never expanded to float32 as a whole.
   only; the lookup-table types IQ4_NL, IQ4_XS and MXFP4 as their 4-bit indices). The other
   GGUF types kvgen reads (Q2_K, Q3_K, the IQ3 / IQ2 / IQ1 grids, TQ1_0, TQ2_0) are decoded at
   load by ``to_core`` into blocks of the same values that the core computes on
-  (kvgen.loaders.int8_types: int8 with a float32 scale per 16 weights; Q3_K as Q6_K).
+  (kvgen.loaders.index_types: 4-bit indices into the tensor's values, a scale per 16
+  weights; Q3_K as Q6_K).
 - ``quantize_checkpoint``: ``Model.load(directory, dtype="q8_0" | "q4_0")`` quantizes a
   float checkpoint's matrices with gguf-py's quantizers (llama.cpp's arithmetic).
 - ``check_finite_scales``: a hostile file's NaN or inf block scale is refused by name,
@@ -25,8 +26,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from kvgen.loaders.int8_types import CORE_TYPES, core_to_float32
-from kvgen.loaders.int8_types import to_core as decode_to_core
+from kvgen.loaders.index_types import CORE_TYPES, core_to_float32
+from kvgen.loaders.index_types import to_core as decode_to_core
 
 PACKED_TYPES = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16", "IQ4_NL", "IQ4_XS",
                 "MXFP4")
@@ -36,7 +37,7 @@ LOAD_DTYPES = ("q8_0", "q4_0")  # Model.load(directory, dtype=...)
 _SCALE_OFFSETS = {"Q8_0": (34, (0,)), "Q4_0": (18, (0,)), "Q4_1": (20, (0, 2)), "Q5_0": (22, (0,)),
                   "Q5_1": (24, (0, 2)), "Q2_K": (84, (80, 82)), "Q3_K": (110, (108,)), "Q4_K": (144, (0, 2)),
                   "Q5_K": (176, (0, 2)), "Q6_K": (210, (208,)), "IQ4_NL": (18, (0,)), "IQ4_XS": (136, (0,))}
-# The GGUF types the loader decodes into the core's int8 types (or Q3_K into Q6_K)
+# The GGUF types the loader decodes into the core's index types (or Q3_K into Q6_K)
 DECODED_TYPES = tuple(CORE_TYPES)
 # MXFP4's scale is a power of two 2^(e - 128) (never NaN), but from e = 253 on, 2^(e - 128)
 # times its largest value (12) overflows float32: such blocks are dequantized and checked.
@@ -66,9 +67,10 @@ def tensor_handling(qtype: str) -> str:
     if qtype == "Q3_K":
         return "kept quantized as Q6_K blocks of the same values (6.6 bits a weight), multiplied by Q6_K's kernels"
     if qtype in DECODED_TYPES:
-        bits = 12 if CORE_TYPES[qtype] == "I8S16M" else 10
-        return (f"kept quantized as int8 values with a float32 scale{' and min' if bits == 12 else ''} per 16 weights "
-                f"({bits} bits a weight), the file's values bit for bit, multiplied by their kernels")
+        with_min = CORE_TYPES[qtype] == "I4S16M"
+        return ("kept quantized as 4-bit indices into the tensor's 16 values with a scale"
+                f"{' and min' if with_min else ''} per 16 weights ({5.3 if with_min else 4.7} bits a weight), the "
+                "file's values bit for bit, multiplied by their kernels")
     if qtype == "U8":  # a safetensors checkpoint's uint8 tensors (kvgen.loaders.mxfp4)
         return "an MXFP4 checkpoint's codes and exponents, repacked into MXFP4 blocks (kept quantized)"
     return "not read by kvgen"
@@ -109,7 +111,7 @@ def to_float32(w) -> np.ndarray:
         return w.data.view(np.float16).astype(np.float32).reshape(w.shape)
     if w.type == "BF16":
         return (w.data.view(np.uint16).astype(np.uint32) << 16).view(np.float32).reshape(w.shape)
-    if w.type in ("I8S16", "I8S16M"):
+    if w.type in ("I4S16", "I4S16M"):
         return core_to_float32(w.type, w.data).reshape(w.shape)
     import gguf
 

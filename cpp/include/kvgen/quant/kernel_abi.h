@@ -14,7 +14,7 @@ namespace kvgen::quant {
 inline constexpr int64_t kGroupRows = 16;
 
 // How a type's tiles are built: kernels and packing branch on it at compile time.
-enum class Family { Block, Super, Dense, Lookup, Int8 };
+enum class Family { Block, Super, Dense, Lookup, Index };
 
 // One tile = 16 rows x one 32-weight block, stored as
 //   scales  16 x fp16 (32 B)                 d of each row
@@ -130,24 +130,34 @@ struct LookupLayout {
   static constexpr int64_t kTileBytes = kUnitsAt + kUnits * Sub::kTileBytes;
 };
 
-// One kvgen int8 tile (I8S16, I8S16M) = 16 rows x one 256-weight block:
-//   scales   16 x 16 float32 (1024 B)            float 16 s + r = scale of weights 16s..16s+15 of row r
-//   mins     16 x 16 float32 (1024 B, I8S16M)    likewise their min
-//   units    8 x 512 B                           unit j = weights 32j..32j+31, 8 chunks of 64 B:
-//                                                 byte 4r+i of chunk c = int8 q of weight 4c+i of row r
-// w = scale * q + min: scale * q is exact in float32 for every type the loader produces
-// (at most 16 + 6 significant bits), so the one rounding is gguf's. Sizes: 5120 B and
-// 6144 B (16 file blocks).
+// One kvgen index tile (I4S16, I4S16M) = 16 rows x one 256-weight block, every row's q a
+// 4-bit index into the tile's 16 values (the tensor's table: the loader gives each block the
+// same one, and PackedMatrix refuses a matrix whose blocks differ):
+//   values     16 int8 (16 B)                        the table
+//   unit       16 x float32 (64 B)                   the scale unit of each row
+//   sub        16 x 16 int8 (256 B)                  byte 16s + r = sub_s of row r
+//   min unit   16 x float32 (64 B, I4S16M)           likewise for the min
+//   min sub    16 x 16 int8 (256 B, I4S16M)
+//   units      8 x 256 B                              unit j = weights 32j..32j+31, in the
+//                                                     4-bit nibble format of SubTileLayout<4>
+// w = (unit * sub_s) * value[u] (+ min_unit * min_sub_s) for weight 16s + i: unit * sub_s is
+// exact for every type the loader produces (a fp16 scale times a power of two, times at
+// most 5 bits), and so is its product with a value (at most 7 bits), so the one rounding
+// is gguf's + min. Sizes (file: 16 blocks): I4S16 2384 B (4.66 bits a weight), I4S16M
+// 2704 B (5.28).
 template <bool HasMin>
-struct Int8Layout {
-  static constexpr Family kFamily = Family::Int8;
+struct IndexLayout {
+  static constexpr Family kFamily = Family::Index;
   static constexpr bool kHasMin = HasMin;
   static constexpr int kUnits = 8;
-  static constexpr int64_t kScalesAt = 0;
-  static constexpr int64_t kMinsAt = 4 * 16 * kGroupRows;
-  static constexpr int64_t kUnitsAt = kMinsAt + (HasMin ? 4 * 16 * kGroupRows : 0);
-  static constexpr int64_t kUnitBytes = 512;
-  static constexpr int64_t kTileBytes = kUnitsAt + kUnits * kUnitBytes;
+  static constexpr int64_t kValuesAt = 0;
+  static constexpr int64_t kScaleUnitAt = 16;
+  static constexpr int64_t kSubsAt = kScaleUnitAt + 4 * kGroupRows;
+  static constexpr int64_t kMinUnitAt = kSubsAt + 16 * kGroupRows;
+  static constexpr int64_t kMinSubsAt = kMinUnitAt + 4 * kGroupRows;
+  static constexpr int64_t kUnitsAt = HasMin ? kMinSubsAt + 16 * kGroupRows : kMinUnitAt;
+  using Sub = SubTileLayout<4>;
+  static constexpr int64_t kTileBytes = kUnitsAt + kUnits * Sub::kTileBytes;
 };
 
 template <QuantType T>
@@ -179,9 +189,9 @@ struct Layout<QuantType::IQ4_XS> : LookupLayout<ScaleKind::Half, true, kIq4Value
 template <>
 struct Layout<QuantType::MXFP4> : LookupLayout<ScaleKind::E8M0, false, kE2m1Values> {};
 template <>
-struct Layout<QuantType::I8S16> : Int8Layout<false> {};
+struct Layout<QuantType::I4S16> : IndexLayout<false> {};
 template <>
-struct Layout<QuantType::I8S16M> : Int8Layout<true> {};
+struct Layout<QuantType::I4S16M> : IndexLayout<true> {};
 
 // Calls f.template operator()<Layout<type>>(). Only ever instantiated with a lambda local
 // to one file, so each instantiation is private to the file (and its instruction set).
@@ -201,8 +211,8 @@ void with_layout(QuantType type, F&& f) {
     case QuantType::IQ4_NL: f.template operator()<Layout<QuantType::IQ4_NL>>(); break;
     case QuantType::IQ4_XS: f.template operator()<Layout<QuantType::IQ4_XS>>(); break;
     case QuantType::MXFP4: f.template operator()<Layout<QuantType::MXFP4>>(); break;
-    case QuantType::I8S16: f.template operator()<Layout<QuantType::I8S16>>(); break;
-    case QuantType::I8S16M: f.template operator()<Layout<QuantType::I8S16M>>(); break;
+    case QuantType::I4S16: f.template operator()<Layout<QuantType::I4S16>>(); break;
+    case QuantType::I4S16M: f.template operator()<Layout<QuantType::I4S16M>>(); break;
   }
 }
 

@@ -8,7 +8,7 @@ and reads of tensors by their GGUF names, each checked for its type and its shap
 bytes are read. Quantized matrices stay quantized: the raw blocks of the types kvgen's core
 computes on (kvgen.loaders.quantize.PACKED_TYPES) go to the core as they are, and are repacked
 there; the others (Q2_K, Q3_K, IQ3 / IQ2 / IQ1, TQ1_0, TQ2_0) are decoded at load into core
-blocks of the same values (kvgen.loaders.int8_types). Float32 matrices are
+blocks of the same values (kvgen.loaders.index_types). Float32 matrices are
 used in place (F16/BF16 ones are repacked in C++ like the quantized ones); vectors (norms,
 biases) are read as float32 copies, so that the file's map closes once the model is built. Any
 other tensor type is refused by name. ``unpermute`` reverses llama.cpp's rotary permutation of

@@ -1,4 +1,4 @@
-"""GGUF files whose matrices are of the types the loader decodes into the core's int8 blocks
+"""GGUF files whose matrices are of the types the loader decodes into the core's index blocks
 (Q2_K, the IQ3 / IQ2 / IQ1 grids, TQ1_0, TQ2_0) or Q3_K (read as Q6_K blocks of the same
 values), alone and mixed per tensor with other types, as the "UD" dynamic quants are.
 

@@ -1,5 +1,5 @@
 """The loader's decoding of Q2_K, Q3_K, the IQ3 / IQ2 / IQ1 grids, TQ1_0 and TQ2_0 into the
-core's blocks (kvgen.loaders.int8_types), against the gguf package's own dequantization:
+core's blocks (kvgen.loaders.index_types), against the gguf package's own dequantization:
 bit for bit on random bytes (every grid index, sign, sub-block scale and fp16 scale pattern,
 NaN, inf and subnormal scales included) and on chosen edge scales, decoded in NumPy and
 repacked and read back by the core."""
@@ -13,7 +13,7 @@ from gguf.quants import dequantize
 from llama_models import random_iq_blocks, random_k_quant
 
 from kvgen import _core
-from kvgen.loaders import int8_types
+from kvgen.loaders import index_types
 from kvgen.loaders.quantize import DECODED_TYPES, to_core
 
 TYPES = ["Q2_K", "Q3_K", "IQ3_XXS", "IQ3_S", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ1_S", "IQ1_M", "TQ1_0", "TQ2_0"]
@@ -33,11 +33,12 @@ def as_bits(a: np.ndarray) -> np.ndarray:
 
 
 def decoded_values(qtype: str, raw: np.ndarray) -> np.ndarray:
-    """scale * q (+ min) in float32 from the decoder, or gguf's Q6_K reading of Q3_K's blocks."""
+    """scale * q (+ min) in float32 from the decoder (each scale and min its unit times its
+    integer sub), or gguf's Q6_K reading of Q3_K's blocks."""
     if qtype == "Q3_K":
         with np.errstate(all="ignore"):
-            return dequantize(int8_types.q3_k_as_q6_k(raw), GGMLQuantizationType.Q6_K).reshape(len(raw), -1)
-    scale, q, mins = int8_types.decode(qtype, raw)
+            return dequantize(index_types.q3_k_as_q6_k(raw), GGMLQuantizationType.Q6_K).reshape(len(raw), -1)
+    scale, q, mins = index_types.decode(qtype, raw)
     with np.errstate(all="ignore"):
         w = np.repeat(scale, 16, axis=1) * q.astype(np.float32)
         return w if mins is None else w + np.repeat(mins, 16, axis=1)
@@ -49,7 +50,7 @@ def test_every_type_kvgen_reads_is_decoded_or_packed():
 
 @pytest.mark.parametrize("qtype", TYPES)
 def test_random_bytes_decode_as_gguf_bit_for_bit(qtype):
-    size = int8_types.block_bytes(qtype)
+    size = index_types.block_bytes(qtype)
     raw = np.random.default_rng(TYPES.index(qtype)).integers(0, 256, (4096, size), dtype=np.uint8)
     with np.errstate(all="ignore"):
         expected = dequantize(raw, GGMLQuantizationType[qtype])
@@ -85,9 +86,12 @@ def test_the_core_reads_back_ggufs_values_with_edge_scales(qtype):
     expected = dequantize(raw, GGMLQuantizationType[qtype])
     assert (expected == 0).any() and np.abs(expected).max() >= 8000 and np.isfinite(expected).all()
     w = to_core(qtype, raw, (rows, 512))
-    assert w.type == int8_types.CORE_TYPES[qtype]
+    assert w.type == index_types.CORE_TYPES[qtype]
     packed = _core._quant_pack(w.data, w.type, rows, 512)
     np.testing.assert_array_equal(packed.dequantize_rows(np.arange(rows)).view(np.uint32), expected.view(np.uint32))
+    # in memory: 4.66 bits a weight (Q2_K, with its mins: 5.28; Q3_K as Q6_K: 6.56)
+    bits = {"I4S16": 4.66, "I4S16M": 5.28, "Q6_K": 6.56}[w.type]
+    assert packed.nbytes * 8 / (rows * 512) == pytest.approx(bits, abs=0.01)
 
 
 @pytest.mark.parametrize("qtype", TYPES)
@@ -107,7 +111,7 @@ def test_a_scale_that_is_not_finite_is_refused(qtype):
 @pytest.mark.parametrize("qtype", sorted(GRIDS))
 def test_grids_are_read_from_gguf_with_their_defined_shape_and_values(qtype):
     entries, width, values = GRIDS[qtype]
-    grid = int8_types.grid(qtype)
+    grid = index_types.grid(qtype)
     assert grid.shape == (entries, width) and grid.dtype == np.int8
     assert set(np.unique(grid).tolist()) == values
     assert len(np.unique(grid, axis=0)) == entries  # no two entries alike
@@ -116,7 +120,7 @@ def test_grids_are_read_from_gguf_with_their_defined_shape_and_values(qtype):
 def test_sign_table_has_an_even_number_of_minus_signs_per_entry():
     """IQ2_XXS / IQ2_XS / IQ3_XXS's 128 sign patterns: 7 stored bits, the 8th sign making the
     count of minus signs even (llama.cpp's format definition)."""
-    signs = int8_types.sign_table()
+    signs = index_types.sign_table()
     assert signs.shape == (128, 8)
     assert np.all((signs[:, :7] < 0) == ((np.arange(128)[:, None] >> np.arange(7)) & 1).astype(bool))
     assert np.all((signs < 0).sum(axis=1) % 2 == 0)
@@ -140,7 +144,7 @@ def test_a_stacked_tensor_of_experts_is_decoded_whole(tmp_path):
     writer.write_tensors_to_file()
     writer.close()
     w = open_gguf(tmp_path / "e.gguf").stacked("blk.0.ffn_up_exps.weight", (experts, out, cols))
-    assert w.type == "I8S16" and w.shape == (experts, out, cols)
+    assert w.type == "I4S16" and w.shape == (experts, out, cols)
     expected = dequantize(raw, GGMLQuantizationType.IQ2_S).reshape(experts, out, cols)
     np.testing.assert_array_equal(to_float32(w).view(np.uint32), expected.view(np.uint32))
     packed = _core._quant_pack(w.data, w.type, experts * out, cols)

@@ -1,16 +1,22 @@
 """GGUF types whose weights are small integers times a scale: decoded at load into the core's
-int8 types, so that the core computes on the file's values bit for bit.
+index types, so that the core computes on the file's values bit for bit.
 
 Q2_K, the grid i-quants (IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M) and the ternary
 types (TQ1_0, TQ2_0) all store, per 256-weight block, weights ``w = scale * q (+ min)`` with
 ``q`` a small integer (a grid value with its sign, a 2-bit quant, a ternary digit) and a scale
-(and Q2_K's minimum) per 16 or 32 weights. ``to_core`` decodes a tensor's blocks with NumPy
-into the core's ``I8S16`` blocks (16 float32 scales, 256 int8 q) or ``I8S16M`` blocks (Q2_K:
-16 float32 scales, 16 float32 mins, 256 int8 q), computing each scale exactly as
-``gguf.quants.dequantize`` does, so that ``scale * q (+ min)`` in float32 is gguf's value bit
-for bit (each ``scale * q`` is exact in float32; Q2_K's ``+ min`` is gguf's one rounding). The
-IQ1 types' ``grid + delta`` (delta = +-1/8) becomes ``q = 8 * grid +- 1`` with the scale
-divided by 8, an exact change.
+(and Q2_K's minimum) per 16 or 32 weights that is the block's fp16 ``d`` times a small
+integer (and a power of two). Each decoder below gives that as a float32 *unit* per block
+(``d`` times the power of two) and an integer *sub* per 16 weights, and ``q``; ``unit * sub``
+is exactly the scale ``gguf.quants.dequantize`` computes (every product is exact in float32),
+so ``(unit * sub) * q (+ min)`` is gguf's value bit for bit (Q2_K's ``+ min`` is gguf's one
+rounding). The IQ1 types' ``grid + delta`` (delta = +-1/8) becomes ``q = 8 * grid +- 1`` with
+the unit divided by 8, an exact change.
+
+A tensor's ``q`` take at most 16 values (a type's signed grid values, 8 grid +- 1, the
+2-bit quants, the trits), so ``to_core`` stores each ``q`` as a 4-bit index into the
+tensor's table of them: the core's ``I4S16`` blocks (table, unit, 16 int8 subs, 128 bytes of
+indices: 4.66 bits a weight once repacked) or ``I4S16M`` (Q2_K: and a min unit and 16 min
+subs, 5.28 bits), against the file's 1.6-3.4 bits.
 
 Q3_K is transcoded to Q6_K blocks instead (``q + 32`` as the 6-bit quant, ``sc - 32`` as Q6_K's
 int8 scale): the same values, the core's Q6_K kernels, 6.6 bits per weight in memory.
@@ -29,9 +35,10 @@ from functools import lru_cache
 import numpy as np
 
 # GGUF type -> the core type its blocks become
-CORE_TYPES = {"Q2_K": "I8S16M", "Q3_K": "Q6_K", "IQ3_XXS": "I8S16", "IQ3_S": "I8S16", "IQ2_XXS": "I8S16",
-              "IQ2_XS": "I8S16", "IQ2_S": "I8S16", "IQ1_S": "I8S16", "IQ1_M": "I8S16", "TQ1_0": "I8S16",
-              "TQ2_0": "I8S16"}
+CORE_TYPES = {"Q2_K": "I4S16M", "Q3_K": "Q6_K", "IQ3_XXS": "I4S16", "IQ3_S": "I4S16", "IQ2_XXS": "I4S16",
+              "IQ2_XS": "I4S16", "IQ2_S": "I4S16", "IQ1_S": "I4S16", "IQ1_M": "I4S16", "TQ1_0": "I4S16",
+              "TQ2_0": "I4S16"}
+TABLE = 16  # values a tensor's q may take: one 4-bit index each
 QK = 256  # weights per block of every type here
 
 
@@ -86,47 +93,56 @@ def _bits(b: np.ndarray, shifts, mask: int) -> np.ndarray:
     return ((b[..., None] >> s) & mask).reshape(b.shape[0], -1)
 
 
-def _per16(scale32: np.ndarray) -> np.ndarray:
-    return np.repeat(scale32, 2, axis=1)
+def _per16(sub32: np.ndarray) -> np.ndarray:
+    return np.repeat(sub32, 2, axis=1)
 
+
+def _odd(ls: np.ndarray) -> np.ndarray:
+    """2 ls + 1: the grid types' sub-scale (0.5 + ls) doubled."""
+    return 2 * ls.astype(np.int16) + 1
+
+
+# Each decoder: (unit (n, 1) float32, sub (n, 16) int, q (n, 256) int8, min unit or None,
+# min sub or None); scale_s = unit * sub_s and min_s = min_unit * min_sub_s, as gguf has them.
 
 def _q2_k(blocks):
     n = len(blocks)
     sc, qs, d, dmin = blocks[:, :16], blocks[:, 16:80], _half(blocks[:, 80:82]), _half(blocks[:, 82:84])
-    scale = d * (sc & 0xF).astype(np.float32)
-    mins = -(dmin * (sc >> 4).astype(np.float32))
     q = (qs.reshape(n, 2, 1, 32) >> np.array([0, 2, 4, 6], dtype=np.uint8).reshape(1, 1, 4, 1)) & 3
-    return scale, q.reshape(n, QK).astype(np.int8), mins
+    # gguf: d * (sc & 0xF), -(dmin * (sc >> 4))
+    return d, sc & 0xF, q.reshape(n, QK).astype(np.int8), -dmin, sc >> 4
 
 
 def _iq2_xxs(blocks):
     n = len(blocks)
     d = _half(blocks[:, :2])
     aux = np.ascontiguousarray(blocks[:, 2:]).view(np.uint32).reshape(n, 8, 2)
-    db = d * (np.float32(0.5) + (aux[..., 1] >> 28).astype(np.float32)) * np.float32(0.25)
     signs = sign_table()[_bits(aux[..., 1], [0, 7, 14, 21], 0x7F)]  # (n, 32, 8)
     idx = np.ascontiguousarray(aux[..., 0]).view(np.uint8).reshape(n, 32)
-    return _per16(db), (grid("IQ2_XXS")[idx] * signs).reshape(n, QK), None
+    # gguf: d * (0.5 + ls) * 0.25 per 32
+    return d * np.float32(0.125), _per16(_odd(aux[..., 1] >> 28)), (grid("IQ2_XXS")[idx] * signs).reshape(n, QK), \
+        None, None
 
 
 def _iq2_xs(blocks):
     n = len(blocks)
     d = _half(blocks[:, :2])
     qs = np.ascontiguousarray(blocks[:, 2:66]).view(np.uint16)
-    ls = _bits(blocks[:, 66:74], [0, 4], 0xF).astype(np.float32)
-    db = d * (np.float32(0.5) + ls) * np.float32(0.25)
     signs = sign_table()[qs >> 9]
-    return db, (grid("IQ2_XS")[qs & 511] * signs).reshape(n, QK), None
+    # gguf: d * (0.5 + ls) * 0.25 per 16
+    return d * np.float32(0.125), _odd(_bits(blocks[:, 66:74], [0, 4], 0xF)), \
+        (grid("IQ2_XS")[qs & 511] * signs).reshape(n, QK), None, None
 
 
 def _iq2_s(blocks):
     n = len(blocks)
     d = _half(blocks[:, :2])
     qs, sign_bits, qh, sc = blocks[:, 2:34], blocks[:, 34:66], blocks[:, 66:74], blocks[:, 74:82]
-    db = d * (np.float32(0.5) + _bits(sc, [0, 4], 0xF).astype(np.float32)) * np.float32(0.25)
     signs = _byte_signs()[sign_bits]  # (n, 32, 8)
     idx = qs.astype(np.uint16) | (_bits(qh, [0, 2, 4, 6], 3).astype(np.uint16) << 8)
-    return db, (grid("IQ2_S")[idx] * signs).reshape(n, QK), None
+    # gguf: d * (0.5 + ls) * 0.25 per 16
+    return d * np.float32(0.125), _odd(_bits(sc, [0, 4], 0xF)), (grid("IQ2_S")[idx] * signs).reshape(n, QK), \
+        None, None
 
 
 def _iq3_xxs(blocks):
@@ -134,19 +150,20 @@ def _iq3_xxs(blocks):
     d = _half(blocks[:, :2])
     qs = blocks[:, 2:66]
     aux = np.ascontiguousarray(blocks[:, 66:98]).view(np.uint32)
-    db = d * (np.float32(0.5) + (aux >> 28).astype(np.float32)) * np.float32(0.5)
     signs = sign_table()[_bits(aux, [0, 7, 14, 21], 0x7F)]  # (n, 32, 8)
-    return _per16(db), (grid("IQ3_XXS")[qs].reshape(n, 32, 8) * signs).reshape(n, QK), None
+    # gguf: d * (0.5 + ls) * 0.5 per 32
+    return d * np.float32(0.25), _per16(_odd(aux >> 28)), \
+        (grid("IQ3_XXS")[qs].reshape(n, 32, 8) * signs).reshape(n, QK), None, None
 
 
 def _iq3_s(blocks):
     n = len(blocks)
     d = _half(blocks[:, :2])
     qs, qh, sign_bits, sc = blocks[:, 2:66], blocks[:, 66:74], blocks[:, 74:106], blocks[:, 106:110]
-    db = d * (1 + 2 * _bits(sc, [0, 4], 0xF)).astype(np.float32)
     signs = _byte_signs()[sign_bits].reshape(n, QK)
     idx = qs.astype(np.uint16) | (_bits(qh, range(8), 1).astype(np.uint16) << 8)
-    return _per16(db), grid("IQ3_S")[idx].reshape(n, QK) * signs, None
+    # gguf: d * (1 + 2 ls) per 32
+    return d, _per16(_odd(_bits(sc, [0, 4], 0xF))), grid("IQ3_S")[idx].reshape(n, QK) * signs, None, None
 
 
 def _iq1(qtype: str, idx: np.ndarray, minus: np.ndarray, n: int) -> np.ndarray:
@@ -161,10 +178,10 @@ def _iq1_s(blocks):
     d = _half(blocks[:, :2])
     qs = blocks[:, 2:34]
     qh = np.ascontiguousarray(blocks[:, 34:50]).view(np.uint16)  # (n, 8): one per 32 weights
-    dl = d * (2 * ((qh >> 12) & 7) + 1).astype(np.float32)
     idx = qs.astype(np.uint16) | (_bits(qh, [0, 3, 6, 9], 7) << 8)
     minus = np.repeat((qh & 0x8000) != 0, 4, axis=1)  # per 8 weights
-    return _per16(dl * np.float32(0.125)), _iq1("IQ1_S", idx, minus, n), None
+    # gguf: d * (2 x + 1) per 32, times (grid + delta) = (8 grid +- 1) / 8
+    return d * np.float32(0.125), _per16(_odd((qh >> 12) & 7)), _iq1("IQ1_S", idx, minus, n), None, None
 
 
 def _iq1_m(blocks):
@@ -173,10 +190,11 @@ def _iq1_m(blocks):
     sc = np.ascontiguousarray(blocks[:, 48:56]).view(np.uint16)  # (n, 4)
     top = (sc & np.uint16(0xF000)) >> np.array([12, 8, 4, 0], dtype=np.uint16)
     d = (top[:, 0] | top[:, 1] | top[:, 2] | top[:, 3]).view(np.float16).astype(np.float32).reshape(n, 1)
-    dl = d * (2 * _bits(sc, [0, 3, 6, 9], 7) + 1).astype(np.float32)  # (n, 16)
     nibbles = _bits(qh, [0, 4], 0xF)  # (n, 32): per 8 weights
     idx = qs.astype(np.uint16) | ((nibbles & 7).astype(np.uint16) << 8)
-    return dl * np.float32(0.125), _iq1("IQ1_M", idx, (nibbles & 8) != 0, n), None
+    # gguf: d * (2 x + 1) per 16, times (grid + delta) = (8 grid +- 1) / 8
+    return d * np.float32(0.125), _odd(_bits(sc, [0, 3, 6, 9], 7)), _iq1("IQ1_M", idx, (nibbles & 8) != 0, n), \
+        None, None
 
 
 def _tq1_0(blocks):
@@ -188,14 +206,14 @@ def _tq1_0(blocks):
     q2 = (qh.reshape(n, -1, 1, 4) * pow3[:, :, :4]).reshape(n, -1)
     trits = np.concatenate([q0, q1, q2], axis=-1)
     q = ((trits.astype(np.uint16) * 3) >> 8).astype(np.int8) - np.int8(1)
-    return np.repeat(d, 16, axis=1), q, None
+    return d, np.ones((n, 16), np.int8), q, None, None
 
 
 def _tq2_0(blocks):
     n = len(blocks)
     qs, d = blocks[:, :64], _half(blocks[:, 64:66])
     q = (qs.reshape(n, -1, 1, 32) >> np.array([0, 2, 4, 6], dtype=np.uint8).reshape(1, 1, 4, 1)) & 3
-    return np.repeat(d, 16, axis=1), q.reshape(n, QK).astype(np.int8) - np.int8(1), None
+    return d, np.ones((n, 16), np.int8), q.reshape(n, QK).astype(np.int8) - np.int8(1), None, None
 
 
 _DECODERS = {"Q2_K": _q2_k, "IQ2_XXS": _iq2_xxs, "IQ2_XS": _iq2_xs, "IQ2_S": _iq2_s, "IQ3_XXS": _iq3_xxs,
@@ -208,14 +226,29 @@ def block_bytes(qtype: str) -> int:
     return gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType[qtype]][1]
 
 
-def decode(qtype: str, raw: np.ndarray) -> tuple:
-    """The blocks of ``raw`` (uint8, whole blocks of ``qtype``) as (scale (n, 16) float32,
-    q (n, 256) int8, min (n, 16) float32 or None): weight 16 s + i of block b is
-    ``scale[b, s] * q[b, 256 s / 16 + i] (+ min[b, s])``."""
+def decode_parts(qtype: str, raw: np.ndarray) -> tuple:
+    """The blocks of ``raw`` (uint8, whole blocks of ``qtype``) as (unit (n, 1) float32, sub
+    (n, 16) int8, q (n, 256) int8, min unit (n, 1) float32 or None, min sub (n, 16) int8 or
+    None): weight 16 s + i of block b is ``(unit[b] * sub[b, s]) * q[b, 16 s + i]
+    (+ min_unit[b] * min_sub[b, s])``."""
     blocks = np.ascontiguousarray(raw, dtype=np.uint8).reshape(-1, block_bytes(qtype))
     with np.errstate(all="ignore"):  # a file's nan / inf scales are refused by to_core, not warned about
-        scale, q, mins = _DECODERS[qtype](blocks)
-    return np.ascontiguousarray(scale, dtype=np.float32), np.ascontiguousarray(q, dtype=np.int8), mins
+        unit, sub, q, min_unit, min_sub = _DECODERS[qtype](blocks)
+    as_sub = lambda a: np.ascontiguousarray(a, dtype=np.int8)  # noqa: E731 (every sub is at most 31)
+    return (np.ascontiguousarray(unit, dtype=np.float32), as_sub(sub), np.ascontiguousarray(q, dtype=np.int8),
+            None if min_unit is None else np.ascontiguousarray(min_unit, dtype=np.float32),
+            None if min_sub is None else as_sub(min_sub))
+
+
+def decode(qtype: str, raw: np.ndarray) -> tuple:
+    """The blocks of ``raw`` as (scale (n, 16) float32, q (n, 256) int8, min (n, 16) float32 or
+    None): weight 16 s + i of block b is ``scale[b, s] * q[b, 16 s + i] (+ min[b, s])``, each
+    scale and min the exact product ``unit * sub`` (``decode_parts``)."""
+    unit, sub, q, min_unit, min_sub = decode_parts(qtype, raw)
+    with np.errstate(all="ignore"):
+        scale = unit * sub.astype(np.float32)
+        mins = None if min_unit is None else min_unit * min_sub.astype(np.float32)
+    return scale, q, mins
 
 
 def q3_k_as_q6_k(raw: np.ndarray) -> np.ndarray:
@@ -237,6 +270,13 @@ def q3_k_as_q6_k(raw: np.ndarray) -> np.ndarray:
     return np.concatenate([out_ql, out_qh, scales.view(np.uint8), d], axis=1)
 
 
+def _nibbles(index: np.ndarray) -> np.ndarray:
+    """(n, 256) indices 0..15 as (n, 128) bytes: byte 16 j + i holds weight 32 j + i (low nibble)
+    and 32 j + 16 + i (high nibble), the nibble order of Q4_0 and IQ4_NL."""
+    units = index.reshape(len(index), 8, 2, 16).astype(np.uint8)
+    return (units[:, :, 0] | (units[:, :, 1] << 4)).reshape(len(index), 128)
+
+
 def to_core(qtype: str, raw: np.ndarray) -> tuple:
     """(core type, its blocks as uint8, one row of blocks per row of ``raw``) for ``raw``, a
     (rows, bytes) array of ``qtype`` blocks. ValueError if a scale or minimum is not finite."""
@@ -245,20 +285,34 @@ def to_core(qtype: str, raw: np.ndarray) -> tuple:
         if not np.isfinite(_half(raw.reshape(-1, 110)[:, 108:110])).all():
             raise ValueError("a block scale is nan or inf")
         return "Q6_K", q3_k_as_q6_k(raw).reshape(rows, -1)
-    scale, q, mins = decode(qtype, raw)
-    if not np.isfinite(scale).all() or (mins is not None and not np.isfinite(mins).all()):
+    unit, sub, q, min_unit, min_sub = decode_parts(qtype, raw)
+    if not np.isfinite(unit).all() or (min_unit is not None and not np.isfinite(min_unit).all()):
         raise ValueError("a block scale is nan or inf")
-    parts = [scale.view(np.uint8)] + ([] if mins is None else [mins.astype(np.float32).view(np.uint8)])
-    return CORE_TYPES[qtype], np.concatenate(parts + [q.view(np.uint8)], axis=1).reshape(rows, -1)
+    values, index = np.unique(q, return_inverse=True)
+    if len(values) > TABLE:  # no type here has more: a decoder's fault, not the file's
+        raise RuntimeError(f"{qtype} decoded into {len(values)} distinct values; the core's table holds {TABLE}")
+    table = np.zeros(TABLE, np.int8)
+    table[:len(values)] = values
+    n = len(q)
+    parts = [np.broadcast_to(table.view(np.uint8), (n, TABLE)), unit.view(np.uint8), sub.view(np.uint8)]
+    if min_unit is not None:
+        parts += [min_unit.view(np.uint8), min_sub.view(np.uint8)]
+    parts.append(_nibbles(index.reshape(n, QK)))
+    return CORE_TYPES[qtype], np.concatenate(parts, axis=1).reshape(rows, -1)
 
 
 def core_to_float32(core_type: str, data: np.ndarray) -> np.ndarray:
-    """The weights of ``I8S16`` / ``I8S16M`` blocks as float32 (flat): the file's values."""
-    with_min = core_type == "I8S16M"
-    blocks = np.ascontiguousarray(data, dtype=np.uint8).reshape(-1, 384 if with_min else 320)
-    scale = np.repeat(np.ascontiguousarray(blocks[:, :64]).view(np.float32), 16, axis=1)
-    q = np.ascontiguousarray(blocks[:, 128 if with_min else 64:]).view(np.int8).astype(np.float32)
+    """The weights of ``I4S16`` / ``I4S16M`` blocks as float32 (flat): the file's values."""
+    with_min = core_type == "I4S16M"
+    blocks = np.ascontiguousarray(data, dtype=np.uint8).reshape(-1, 184 if with_min else 164)
+    n = len(blocks)
+    table = blocks[:, :TABLE].view(np.int8)
+    unit = np.ascontiguousarray(blocks[:, 16:20]).view(np.float32)
+    scale = np.repeat(unit * blocks[:, 20:36].view(np.int8).astype(np.float32), 16, axis=1)
+    nibbles = blocks[:, -128:].reshape(n, 8, 1, 16) >> np.array([0, 4], np.uint8).reshape(1, 1, 2, 1) & 0xF
+    q = np.take_along_axis(table, nibbles.reshape(n, QK).astype(np.intp), axis=1).astype(np.float32)
     w = scale * q
     if with_min:
-        w += np.repeat(np.ascontiguousarray(blocks[:, 64:128]).view(np.float32), 16, axis=1)
+        min_unit = np.ascontiguousarray(blocks[:, 36:40]).view(np.float32)
+        w += np.repeat(min_unit * blocks[:, 40:56].view(np.int8).astype(np.float32), 16, axis=1)
     return w.reshape(-1)
