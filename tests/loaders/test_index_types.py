@@ -34,10 +34,7 @@ def as_bits(a: np.ndarray) -> np.ndarray:
 
 def decoded_values(qtype: str, raw: np.ndarray) -> np.ndarray:
     """scale * q (+ min) in float32 from the decoder (each scale and min its unit times its
-    integer sub), or gguf's Q6_K reading of Q3_K's blocks."""
-    if qtype == "Q3_K":
-        with np.errstate(all="ignore"):
-            return dequantize(index_types.q3_k_as_q6_k(raw), GGMLQuantizationType.Q6_K).reshape(len(raw), -1)
+    integer sub)."""
     scale, q, mins = index_types.decode(qtype, raw)
     with np.errstate(all="ignore"):
         w = np.repeat(scale, 16, axis=1) * q.astype(np.float32)
@@ -89,8 +86,8 @@ def test_the_core_reads_back_ggufs_values_with_edge_scales(qtype):
     assert w.type == index_types.CORE_TYPES[qtype]
     packed = _core._quant_pack(w.data, w.type, rows, 512)
     np.testing.assert_array_equal(packed.dequantize_rows(np.arange(rows)).view(np.uint32), expected.view(np.uint32))
-    # in memory: 4.66 bits a weight (Q2_K, with its mins: 5.28; Q3_K as Q6_K: 6.56)
-    bits = {"I4S16": 4.66, "I4S16M": 5.28, "Q6_K": 6.56}[w.type]
+    # in memory: 4.66 bits a weight (Q2_K, with its mins: 5.28)
+    bits = {"I4S16": 4.66, "I4S16M": 5.28}[w.type]
     assert packed.nbytes * 8 / (rows * 512) == pytest.approx(bits, abs=0.01)
 
 

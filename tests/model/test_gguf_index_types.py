@@ -1,6 +1,6 @@
 """GGUF files whose matrices are of the types the loader decodes into the core's index blocks
-(Q2_K, the IQ3 / IQ2 / IQ1 grids, TQ1_0, TQ2_0) or Q3_K (read as Q6_K blocks of the same
-values), alone and mixed per tensor with other types, as the "UD" dynamic quants are.
+(Q2_K, Q3_K, the IQ3 / IQ2 / IQ1 grids, TQ1_0, TQ2_0), alone and mixed per tensor with other
+types, as the "UD" dynamic quants are.
 
 Random Llamas 256 wide (every type here has 256-weight blocks) written with the gguf package's
 GGUFWriter; the matrices hold random valid blocks (every grid index, sign and sub-block scale

@@ -1,8 +1,8 @@
 """GGUF types whose weights are small integers times a scale: decoded at load into the core's
 index types, so that the core computes on the file's values bit for bit.
 
-Q2_K, the grid i-quants (IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M) and the ternary
-types (TQ1_0, TQ2_0) all store, per 256-weight block, weights ``w = scale * q (+ min)`` with
+Q2_K, Q3_K, the grid i-quants (IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M) and the
+ternary types (TQ1_0, TQ2_0) all store, per 256-weight block, weights ``w = scale * q (+ min)`` with
 ``q`` a small integer (a grid value with its sign, a 2-bit quant, a ternary digit) and a scale
 (and Q2_K's minimum) per 16 or 32 weights that is the block's fp16 ``d`` times a small
 integer (and a power of two). Each decoder below gives that as a float32 *unit* per block
@@ -13,13 +13,10 @@ rounding). The IQ1 types' ``grid + delta`` (delta = +-1/8) becomes ``q = 8 * gri
 the unit divided by 8, an exact change.
 
 A tensor's ``q`` take at most 16 values (a type's signed grid values, 8 grid +- 1, the
-2-bit quants, the trits), so ``to_core`` stores each ``q`` as a 4-bit index into the
+2- and 3-bit quants, the trits), so ``to_core`` stores each ``q`` as a 4-bit index into the
 tensor's table of them: the core's ``I4S16`` blocks (table, unit, 16 int8 subs, 128 bytes of
 indices: 4.66 bits a weight once repacked) or ``I4S16M`` (Q2_K: and a min unit and 16 min
 subs, 5.28 bits), against the file's 1.6-3.4 bits.
-
-Q3_K is transcoded to Q6_K blocks instead (``q + 32`` as the 6-bit quant, ``sc - 32`` as Q6_K's
-int8 scale): the same values, the core's Q6_K kernels, 6.6 bits per weight in memory.
 
 The grids and sign tables are not copied here: they are read from the ``gguf`` package
 (``gguf.quants.<TYPE>.grid`` after ``init_grid()``: float32 of shape (1, 1, entries, 8 or 4)
@@ -35,7 +32,7 @@ from functools import lru_cache
 import numpy as np
 
 # GGUF type -> the core type its blocks become
-CORE_TYPES = {"Q2_K": "I4S16M", "Q3_K": "Q6_K", "IQ3_XXS": "I4S16", "IQ3_S": "I4S16", "IQ2_XXS": "I4S16",
+CORE_TYPES = {"Q2_K": "I4S16M", "Q3_K": "I4S16", "IQ3_XXS": "I4S16", "IQ3_S": "I4S16", "IQ2_XXS": "I4S16",
               "IQ2_XS": "I4S16", "IQ2_S": "I4S16", "IQ1_S": "I4S16", "IQ1_M": "I4S16", "TQ1_0": "I4S16",
               "TQ2_0": "I4S16"}
 TABLE = 16  # values a tensor's q may take: one 4-bit index each
@@ -111,6 +108,19 @@ def _q2_k(blocks):
     q = (qs.reshape(n, 2, 1, 32) >> np.array([0, 2, 4, 6], dtype=np.uint8).reshape(1, 1, 4, 1)) & 3
     # gguf: d * (sc & 0xF), -(dmin * (sc >> 4))
     return d, sc & 0xF, q.reshape(n, QK).astype(np.int8), -dmin, sc >> 4
+
+
+def _q3_k(blocks):
+    n = len(blocks)
+    hmask, qs, sc, d = blocks[:, :32], blocks[:, 32:96], blocks[:, 96:108], _half(blocks[:, 108:110])
+    low = _bits(sc[:, :8], [0, 4], 0xF)  # sub-blocks 0..7 from low nibbles, 8..15 from high ones
+    low = low.reshape(n, 8, 2).transpose(0, 2, 1).reshape(n, 16)
+    high = _bits(sc[:, 8:], [0, 2, 4, 6], 3).reshape(n, 4, 4).transpose(0, 2, 1).reshape(n, 16)
+    ql = (qs.reshape(n, 2, 1, 32) >> np.array([0, 2, 4, 6], dtype=np.uint8).reshape(1, 1, 4, 1)) & 3
+    qh = (hmask.reshape(n, 1, 1, 32) >> np.arange(8, dtype=np.uint8).reshape(1, 1, 8, 1)) & 1
+    q = ql.reshape(n, QK).astype(np.int8) - 4 * (1 - qh.reshape(n, QK).astype(np.int8))  # -4..3
+    # gguf: d * (sc - 32) per 16, sc 6-bit
+    return d, (low | (high << 4)).astype(np.int16) - 32, q, None, None
 
 
 def _iq2_xxs(blocks):
@@ -216,7 +226,7 @@ def _tq2_0(blocks):
     return d, np.ones((n, 16), np.int8), q.reshape(n, QK).astype(np.int8) - np.int8(1), None, None
 
 
-_DECODERS = {"Q2_K": _q2_k, "IQ2_XXS": _iq2_xxs, "IQ2_XS": _iq2_xs, "IQ2_S": _iq2_s, "IQ3_XXS": _iq3_xxs,
+_DECODERS = {"Q2_K": _q2_k, "Q3_K": _q3_k, "IQ2_XXS": _iq2_xxs, "IQ2_XS": _iq2_xs, "IQ2_S": _iq2_s, "IQ3_XXS": _iq3_xxs,
              "IQ3_S": _iq3_s, "IQ1_S": _iq1_s, "IQ1_M": _iq1_m, "TQ1_0": _tq1_0, "TQ2_0": _tq2_0}
 
 
@@ -251,25 +261,6 @@ def decode(qtype: str, raw: np.ndarray) -> tuple:
     return scale, q, mins
 
 
-def q3_k_as_q6_k(raw: np.ndarray) -> np.ndarray:
-    """Q3_K blocks as Q6_K blocks of the same values: q6 = q3 + 32, Q6_K's int8 scale = sc - 32."""
-    blocks = np.ascontiguousarray(raw, dtype=np.uint8).reshape(-1, 110)
-    n = len(blocks)
-    hmask, qs, sc, d = blocks[:, :32], blocks[:, 32:96], blocks[:, 96:108], blocks[:, 108:110]
-    low = _bits(sc[:, :8], [0, 4], 0xF)  # sub-blocks 0..7 from low nibbles, 8..15 from high ones
-    low = low.reshape(n, 8, 2).transpose(0, 2, 1).reshape(n, 16)
-    high = _bits(sc[:, 8:], [0, 2, 4, 6], 3).reshape(n, 4, 4).transpose(0, 2, 1).reshape(n, 16)
-    scales = ((low | (high << 4)).astype(np.int16) - 32).astype(np.int8)
-    ql = (qs.reshape(n, 2, 1, 32) >> np.array([0, 2, 4, 6], dtype=np.uint8).reshape(1, 1, 4, 1)) & 3
-    qh = (hmask.reshape(n, 1, 1, 32) >> np.arange(8, dtype=np.uint8).reshape(1, 1, 8, 1)) & 1
-    q6 = ql.reshape(n, QK).astype(np.int16) - 4 * (1 - qh.reshape(n, QK).astype(np.int16)) + 32  # 28..35
-    q6 = q6.astype(np.uint8)
-    lo, hi = (q6 & 0xF).reshape(n, 2, 2, 64), (q6 >> 4).reshape(n, 2, 4, 32)
-    out_ql = (lo[:, :, 0] | (lo[:, :, 1] << 4)).reshape(n, 128)
-    out_qh = (hi[:, :, 0] | (hi[:, :, 1] << 2) | (hi[:, :, 2] << 4) | (hi[:, :, 3] << 6)).reshape(n, 64)
-    return np.concatenate([out_ql, out_qh, scales.view(np.uint8), d], axis=1)
-
-
 def _nibbles(index: np.ndarray) -> np.ndarray:
     """(n, 256) indices 0..15 as (n, 128) bytes: byte 16 j + i holds weight 32 j + i (low nibble)
     and 32 j + 16 + i (high nibble), the nibble order of Q4_0 and IQ4_NL."""
@@ -281,10 +272,6 @@ def to_core(qtype: str, raw: np.ndarray) -> tuple:
     """(core type, its blocks as uint8, one row of blocks per row of ``raw``) for ``raw``, a
     (rows, bytes) array of ``qtype`` blocks. ValueError if a scale or minimum is not finite."""
     rows = raw.shape[0]
-    if qtype == "Q3_K":
-        if not np.isfinite(_half(raw.reshape(-1, 110)[:, 108:110])).all():
-            raise ValueError("a block scale is nan or inf")
-        return "Q6_K", q3_k_as_q6_k(raw).reshape(rows, -1)
     unit, sub, q, min_unit, min_sub = decode_parts(qtype, raw)
     if not np.isfinite(unit).all() or (min_unit is not None and not np.isfinite(min_unit).all()):
         raise ValueError("a block scale is nan or inf")

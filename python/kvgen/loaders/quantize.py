@@ -10,7 +10,7 @@ directly; they are never expanded to float32 as a whole.
   GGUF types kvgen reads (Q2_K, Q3_K, the IQ3 / IQ2 / IQ1 grids, TQ1_0, TQ2_0) are decoded at
   load by ``to_core`` into blocks of the same values that the core computes on
   (kvgen.loaders.index_types: 4-bit indices into the tensor's values, a scale per 16
-  weights; Q3_K as Q6_K).
+  weights).
 - ``quantize_checkpoint``: ``Model.load(directory, dtype="q8_0" | "q4_0")`` quantizes a
   float checkpoint's matrices with gguf-py's quantizers (llama.cpp's arithmetic).
 - ``check_finite_scales``: a hostile file's NaN or inf block scale is refused by name,
@@ -37,7 +37,7 @@ LOAD_DTYPES = ("q8_0", "q4_0")  # Model.load(directory, dtype=...)
 _SCALE_OFFSETS = {"Q8_0": (34, (0,)), "Q4_0": (18, (0,)), "Q4_1": (20, (0, 2)), "Q5_0": (22, (0,)),
                   "Q5_1": (24, (0, 2)), "Q2_K": (84, (80, 82)), "Q3_K": (110, (108,)), "Q4_K": (144, (0, 2)),
                   "Q5_K": (176, (0, 2)), "Q6_K": (210, (208,)), "IQ4_NL": (18, (0,)), "IQ4_XS": (136, (0,))}
-# The GGUF types the loader decodes into the core's index types (or Q3_K into Q6_K)
+# The GGUF types the loader decodes into the core's index types
 DECODED_TYPES = tuple(CORE_TYPES)
 # MXFP4's scale is a power of two 2^(e - 128) (never NaN), but from e = 253 on, 2^(e - 128)
 # times its largest value (12) overflows float32: such blocks are dequantized and checked.
@@ -64,8 +64,6 @@ def tensor_handling(qtype: str) -> str:
         return "kept 16-bit, multiplied by its 16-bit kernels with float32 activations"
     if qtype in PACKED_TYPES:
         return "kept quantized, multiplied by its kernels (int8 or float activations, Model.activations)"
-    if qtype == "Q3_K":
-        return "kept quantized as Q6_K blocks of the same values (6.6 bits a weight), multiplied by Q6_K's kernels"
     if qtype in DECODED_TYPES:
         with_min = CORE_TYPES[qtype] == "I4S16M"
         return ("kept quantized as 4-bit indices into the tensor's 16 values with a scale"
