@@ -147,3 +147,13 @@ def test_a_stacked_tensor_of_experts_is_decoded_whole(tmp_path):
     packed = _core._quant_pack(w.data, w.type, experts * out, cols)
     np.testing.assert_array_equal(packed.dequantize_rows(np.arange(out, 2 * out)).view(np.uint32),
                                   expected[1].view(np.uint32))
+
+
+@pytest.mark.parametrize("qtype", TYPES)
+def test_a_types_values_are_the_ones_its_blocks_decode_into(qtype):
+    """index_types.values: the format's possible q (at most 16: one 4-bit index each), which
+    random blocks of the type fill out exactly."""
+    raw = random_finite_blocks(qtype, 2048, seed=5)
+    _, q, _ = index_types.decode(qtype, raw)
+    assert len(index_types.values(qtype)) <= 16
+    np.testing.assert_array_equal(np.unique(q), index_types.values(qtype))

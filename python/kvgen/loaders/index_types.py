@@ -261,6 +261,46 @@ def decode(qtype: str, raw: np.ndarray) -> tuple:
     return scale, q, mins
 
 
+@lru_cache(maxsize=None)
+def values(qtype: str) -> np.ndarray:
+    """The int8 values a ``qtype`` weight's q may take (sorted), from the format's definition:
+    the 2- and 3-bit quants, the ternary digits, a grid's values with either sign, IQ1's 8 grid
+    +- 1."""
+    if qtype == "Q2_K":
+        return np.arange(0, 4, dtype=np.int8)
+    if qtype == "Q3_K":
+        return np.arange(-4, 4, dtype=np.int8)
+    if qtype == "TQ1_0":  # trits
+        return np.arange(-1, 2, dtype=np.int8)
+    if qtype == "TQ2_0":  # 2 bits less 1: the format's 3 (never written by llama.cpp) reads as 2
+        return np.arange(-1, 3, dtype=np.int8)
+    g = np.unique(grid(qtype)).astype(np.int16)
+    if qtype in ("IQ1_S", "IQ1_M"):
+        return np.unique(np.concatenate([8 * g - 1, 8 * g + 1])).astype(np.int8)
+    return np.unique(np.concatenate([g, -g])).astype(np.int8)
+
+
+def _as_indices(qtype: str, q: np.ndarray) -> tuple:
+    """(table: 16 int8, index: q's uint8 positions in it) with table[index] == q. Values within
+    16 of each other index by subtraction; the others through a 256-entry lookup."""
+    v = values(qtype)
+    if len(v) > TABLE:  # no type here has more: a decoder's fault, not the file's
+        raise RuntimeError(f"{qtype} has {len(v)} values; the core's table holds {TABLE}")
+    low = int(v[0])
+    if int(v[-1]) - low < TABLE:
+        table = np.arange(low, low + TABLE, dtype=np.int16).astype(np.int8)
+        index = (q.view(np.uint8) - np.uint8(low & 0xFF)).astype(np.uint8, copy=False)
+    else:
+        table = np.zeros(TABLE, np.int8)
+        table[:len(v)] = v
+        index_of = np.full(256, 255, np.uint8)
+        index_of[v.view(np.uint8)] = np.arange(len(v), dtype=np.uint8)
+        index = index_of[q.view(np.uint8)]
+    if int(index.max(initial=0)) >= TABLE:
+        raise RuntimeError(f"{qtype} decoded into a value outside its format's {len(v)}")
+    return table, index
+
+
 def _nibbles(index: np.ndarray) -> np.ndarray:
     """(n, 256) indices 0..15 as (n, 128) bytes: byte 16 j + i holds weight 32 j + i (low nibble)
     and 32 j + 16 + i (high nibble), the nibble order of Q4_0 and IQ4_NL."""
@@ -275,16 +315,12 @@ def to_core(qtype: str, raw: np.ndarray) -> tuple:
     unit, sub, q, min_unit, min_sub = decode_parts(qtype, raw)
     if not np.isfinite(unit).all() or (min_unit is not None and not np.isfinite(min_unit).all()):
         raise ValueError("a block scale is nan or inf")
-    values, index = np.unique(q, return_inverse=True)
-    if len(values) > TABLE:  # no type here has more: a decoder's fault, not the file's
-        raise RuntimeError(f"{qtype} decoded into {len(values)} distinct values; the core's table holds {TABLE}")
-    table = np.zeros(TABLE, np.int8)
-    table[:len(values)] = values
+    table, index = _as_indices(qtype, q)
     n = len(q)
     parts = [np.broadcast_to(table.view(np.uint8), (n, TABLE)), unit.view(np.uint8), sub.view(np.uint8)]
     if min_unit is not None:
         parts += [min_unit.view(np.uint8), min_sub.view(np.uint8)]
-    parts.append(_nibbles(index.reshape(n, QK)))
+    parts.append(_nibbles(index))
     return CORE_TYPES[qtype], np.concatenate(parts, axis=1).reshape(rows, -1)
 
 
