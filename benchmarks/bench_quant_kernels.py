@@ -2,17 +2,18 @@
 
 One product = ``out (M, N) = x (M, K) @ W^T`` on one thread, for SmolLM2-135M's matrix
 shapes (q/o 576x576, k/v 192x576, gate/up 1536x576, down 576x1536, the LM head
-49152x576) and two with K a multiple of 256 for the K-quants (1024x1024, 2816x1024; a
-K-quant runs only on shapes whose K is a multiple of 256), M = 1, 2 (batch-1 decode in one
+49152x576) and three with K a multiple of 256 for the K-quants (1024x1024, 2816x1024, and
+8192x4096, "8k x 4k", whose weights outgrow the caches; a K-quant runs only on shapes whose K
+is a multiple of 256), M = 1, 2 (batch-1 decode in one
 and two activation levels), 8 (4 beams in two levels) and 16 (8 batch rows in two levels:
 one pass over the weights on AVX-512), each GGUF type, each CPU path this CPU runs, int8 and exact (float)
 activations (F16 / BF16 have exact mode only), and on the default path both modes again on
 2 threads (the second thread takes half the 16-row groups; the binding releases the GIL).
 The lookup-table types IQ4_NL, IQ4_XS (K a multiple of 256) and MXFP4 have AVX2 and
 portable kernels; an AVX-512 CPU runs the AVX2 ones for them. So have the types the loader
-decodes into kvgen's int8 blocks (Q2_K, IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S, IQ1_M,
-TQ1_0, TQ2_0: a float32 scale per 16 int8 weights) and Q3_K (decoded into Q6_K blocks); their
-GB/s count the bytes the kernel reads (10-12 bits a weight; Q3_K 6.6), not the file's. The
+decodes into kvgen's index blocks (Q2_K, Q3_K, IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S,
+IQ1_M, TQ1_0, TQ2_0: 4-bit indices into the tensor's 16 values, a scale per 16 weights); their
+GB/s count the bytes the kernel reads (4.66 bits a weight, Q2_K 5.28), not the file's. The
 reference is NumPy's float32 matmul on the dequantized weights (OpenBLAS, 4 bytes per
 weight read). GB/s = the packed bytes of W over the median time of one product (int8 mode
 includes quantizing x, as a model pays it once per input). Weights are random (K-quants,
@@ -50,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness  # noqa: E402  (benchmarks/ is not a package)
 
 SHAPES = {"q/o": (576, 576), "k/v": (192, 576), "gate/up": (1536, 576), "down": (576, 1536), "lm_head": (49152, 576),
-          "1k": (1024, 1024), "ffn 1k": (2816, 1024)}
+          "1k": (1024, 1024), "ffn 1k": (2816, 1024), "8k x 4k": (8192, 4096)}
 QUICK_SHAPES = ("gate/up", "lm_head", "1k", "ffn 1k")
 DECODED = ("Q2_K", "Q3_K", "IQ3_XXS", "IQ3_S", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ1_S", "IQ1_M", "TQ1_0", "TQ2_0")
 TYPES = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16", "IQ4_NL", "IQ4_XS", "MXFP4",
