@@ -176,10 +176,13 @@ def refused(engine: str, name: str, e: Exception) -> str:
     return line
 
 
-def run_family(name: str, path: Path, work: dict, thread_counts: list[int], rounds: int, llama_cpp) -> dict:
-    """Both engines on the file at every thread count: sanity, prefill, greedy decode."""
-    out = {"family": name, "label": FAMILIES[name].label, "path": str(path), "findings": [], "configs": []}
-    print(f"\n==== {FAMILIES[name].label}: {path} ({path.stat().st_size / 1e6:.0f} MB) ====", flush=True)
+def run_file(name: str, label: str, path: Path, work: dict, thread_counts: list[int], rounds: int, llama_cpp,
+             goals: dict[str, float]) -> dict:
+    """Both engines on one GGUF file at every thread count: sanity, prefill, greedy decode; a
+    PASS/MISS line per workload kind of ``goals`` ({"ttft" or "decode_only": kvgen / llama.cpp
+    at least}). Also used by ``decode/types.py``."""
+    out = {"family": name, "label": label, "path": str(path), "findings": [], "configs": []}
+    print(f"\n==== {label}: {path} ({path.stat().st_size / 1e6:.0f} MB) ====", flush=True)
     engines = {}
     if llama_cpp:  # a file llama.cpp asserts on would end this process: a short generation in another first
         probe = subprocess.run(llama_cpp_engine.rss_command(), input=llama_cpp_engine.rss_job(path, [1, 2, 3], 2, 1),
@@ -202,6 +205,7 @@ def run_family(name: str, path: Path, work: dict, thread_counts: list[int], roun
         return out
     model = engines["kvgen"].model
     print(f"model: {model!r}")
+    out["weights"] = gguf.weight_bytes(engines, path)
     ids = models.text_prompt(model, max(work["prefill"], work["decode"][0]))
     d_prompt, d_new = work["decode"]
     for threads in thread_counts:
@@ -221,14 +225,29 @@ def run_family(name: str, path: Path, work: dict, thread_counts: list[int], roun
                 continue
             config["results"].append(r)
             gguf.print_rows(table, r, gguf.rows)
-            if "llama.cpp" in engines:
-                kind, goal = ("ttft", PREFILL_TARGET) if new_tokens == 1 else ("decode_only", DECODE_TARGET)
-                x = r["ratios"][kind]["llama.cpp/kvgen"]
+            kind = "ttft" if new_tokens == 1 else "decode_only"
+            if "llama.cpp" in engines and kind in goals:
+                goal, x = goals[kind], r["ratios"][kind]["llama.cpp/kvgen"]
                 what = f"prefill {len(prompt)}" if new_tokens == 1 else "greedy decode"
                 config["targets"].append(harness.target(f"{name}, {threads} thread(s): kvgen {what} >= {goal:g}x "
                                                         f"llama.cpp", x, x >= goal, f"{x:.2f}x"))
         out["configs"].append(config)
     return out
+
+
+def print_summary(results: list[dict]) -> None:
+    """One line per file and thread count: median tokens/s of each engine and their ratio."""
+    print("\nsummary (median tokens/s, kvgen / llama.cpp):")
+    for f in results:
+        for c in f["configs"]:
+            cells = []
+            for r in c["results"]:
+                kind = "ttft" if r["new_tokens"] == 1 else "decode_only"
+                scale = r["prompt"] if kind == "ttft" else 1
+                speed = {n: scale * 1e6 / s["median_us"] for n, s in r[kind].items()}
+                cells.append(f"{r['workload']} " + " / ".join(f"{v:.1f}" for v in speed.values()) +
+                             (f" = {r['ratios'][kind]['llama.cpp/kvgen']:.2f}x" if "llama.cpp" in speed else ""))
+            print(f"  {f['family']}, {c['threads']} thread(s): " + "; ".join(cells))
 
 
 def run_families(args: argparse.Namespace) -> None:
@@ -263,19 +282,10 @@ def run_families(args: argparse.Namespace) -> None:
             findings.append(f"{name}: making its file failed: {type(exc).__name__}: {str(exc)[-600:]}")
             print(f"FINDING: {findings[-1]}", flush=True)
             continue
-        results.append(run_family(name, path, work, thread_counts, args.rounds, llama_cpp))
+        results.append(run_file(name, FAMILIES[name].label, path, work, thread_counts, args.rounds, llama_cpp,
+                                {"ttft": PREFILL_TARGET, "decode_only": DECODE_TARGET}))
         findings += [f"{name}: {f}" for f in results[-1]["findings"]]
-    print("\nsummary (median tokens/s, kvgen / llama.cpp):")
-    for f in results:
-        for c in f["configs"]:
-            cells = []
-            for r in c["results"]:
-                kind = "ttft" if r["new_tokens"] == 1 else "decode_only"
-                scale = r["prompt"] if kind == "ttft" else 1
-                speed = {n: scale * 1e6 / s["median_us"] for n, s in r[kind].items()}
-                cells.append(f"{r['workload']} " + " / ".join(f"{v:.1f}" for v in speed.values()) +
-                             (f" = {r['ratios'][kind]['llama.cpp/kvgen']:.2f}x" if "llama.cpp" in speed else ""))
-            print(f"  {f['family']}, {c['threads']} thread(s): " + "; ".join(cells))
+    print_summary(results)
     for line in findings:
         print(f"finding: {line}")
     print(f"took {time.perf_counter() - began:.0f} s")

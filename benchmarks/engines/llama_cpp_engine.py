@@ -177,9 +177,10 @@ def stderr_to(file):
         os.close(saved)
 
 
-def quantize(src: Path, dst: Path, ftype: str, threads: int) -> None:
+def quantize(src: Path, dst: Path, ftype: str, threads: int, imatrix=None) -> None:
     """llama.cpp's quantizer (``llama_model_quantize``, ``allow_requantize``) from src to dst,
-    ftype a LLAMA_FTYPE_MOSTLY_* suffix; its line per tensor goes to ``dst.log``."""
+    ftype a LLAMA_FTYPE_MOSTLY_* suffix; its line per tensor goes to ``dst.log``. imatrix: an
+    importance matrix, a ctypes array of ``llama_model_imatrix_data`` ended by a null name."""
     import ctypes
 
     import llama_cpp
@@ -188,6 +189,8 @@ def quantize(src: Path, dst: Path, ftype: str, threads: int) -> None:
     params.ftype = getattr(llama_cpp, f"LLAMA_FTYPE_MOSTLY_{ftype}")
     params.allow_requantize = True
     params.nthread = threads
+    if imatrix is not None:
+        params.imatrix = ctypes.cast(imatrix, ctypes.POINTER(llama_cpp.llama_model_imatrix_data))
     with open(dst.with_name(dst.name + ".log"), "w") as log, stderr_to(log):
         failed = llama_cpp.llama_model_quantize(str(src).encode(), str(dst).encode(), ctypes.byref(params))
     if failed:
