@@ -235,6 +235,14 @@ def run_file(name: str, label: str, path: Path, work: dict, thread_counts: list[
     return out
 
 
+def engine_speeds(r: dict) -> tuple[str, dict]:
+    """A workload result's measure ("ttft" for prefill, else "decode_only") and each engine's
+    median tokens/s by it."""
+    kind = "ttft" if r["new_tokens"] == 1 else "decode_only"
+    scale = r["prompt"] if kind == "ttft" else 1
+    return kind, {n: scale * 1e6 / s["median_us"] for n, s in r[kind].items()}
+
+
 def print_summary(results: list[dict]) -> None:
     """One line per file and thread count: median tokens/s of each engine and their ratio."""
     print("\nsummary (median tokens/s, kvgen / llama.cpp):")
@@ -242,9 +250,7 @@ def print_summary(results: list[dict]) -> None:
         for c in f["configs"]:
             cells = []
             for r in c["results"]:
-                kind = "ttft" if r["new_tokens"] == 1 else "decode_only"
-                scale = r["prompt"] if kind == "ttft" else 1
-                speed = {n: scale * 1e6 / s["median_us"] for n, s in r[kind].items()}
+                kind, speed = engine_speeds(r)
                 cells.append(f"{r['workload']} " + " / ".join(f"{v:.1f}" for v in speed.values()) +
                              (f" = {r['ratios'][kind]['llama.cpp/kvgen']:.2f}x" if "llama.cpp" in speed else ""))
             print(f"  {f['family']}, {c['threads']} thread(s): " + "; ".join(cells))

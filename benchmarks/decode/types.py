@@ -146,9 +146,7 @@ def print_table(results: list[dict]) -> None:
         for c in f["configs"]:
             cells = []
             for r in c["results"]:
-                kind = "ttft" if r["new_tokens"] == 1 else "decode_only"
-                scale = r["prompt"] if kind == "ttft" else 1
-                speed = {n: scale * 1e6 / s["median_us"] for n, s in r[kind].items()}
+                kind, speed = families.engine_speeds(r)
                 x = r["ratios"][kind].get("llama.cpp/kvgen", float("nan"))
                 cells.append(f"{speed.get('kvgen', float('nan')):>13.1f} {speed.get('llama.cpp', float('nan')):>8.1f} "
                              f"{x:>5.2f}")
