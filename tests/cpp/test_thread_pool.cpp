@@ -127,14 +127,21 @@ void check_runs(const std::vector<int64_t>& taken, int64_t own_start) {
   }
 }
 
+// Spins (yielding) until done() or 30 s have passed, which sets timed_out: a lost hand-off
+// fails the test instead of hanging it.
+template <class Done>
+void wait_until(Done done, std::atomic<bool>& timed_out) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!done() && !timed_out.load())
+    if (std::chrono::steady_clock::now() > deadline) timed_out = true;
+    else std::this_thread::yield();
+}
+
 // Holds a worker's item until the caller (thread 0) has begun its first, so that no worker
 // can steal from the caller's span before the caller reaches it, however the threads are
 // scheduled (under a sanitizer on two loaded cores the caller can start last).
 void wait_for_the_caller(const std::atomic<bool>& caller_started, std::atomic<bool>& timed_out) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!caller_started.load() && !timed_out.load())
-    if (std::chrono::steady_clock::now() > deadline) timed_out = true;
-    else std::this_thread::yield();
+  wait_until([&] { return caller_started.load(); }, timed_out);
 }
 
 // A thread walks its own contiguous span in order (consecutive weights for the prefetcher),
@@ -151,12 +158,7 @@ void each_thread_walks_its_span_in_order_and_thieves_take_short_runs() {
     if (t == 0) caller_started = true;
     else wait_for_the_caller(caller_started, timed_out);
     taken[static_cast<size_t>(t)].push_back(i);
-    if (i == 0) {
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-      while (done.load() < n - 1 && !timed_out.load())
-        if (std::chrono::steady_clock::now() > deadline) timed_out = true;
-        else std::this_thread::yield();
-    }
+    if (i == 0) wait_until([&] { return done.load() >= n - 1; }, timed_out);
     done.fetch_add(1);
   });
   CHECK(!timed_out.load());

@@ -401,12 +401,16 @@ template <class L>
   high = _mm256_shuffle_epi8(table, high);
 }
 
-// dot[m] (lane r) = sum_k value[r][k] * xq[m][k] over half h of one unit, signed x signed as
-// |w| x (x with w's sign): each maddubs pair is at most 2 * 127 * 127 < 2^15.
+// dot[0][m], dot[1][m] (lane r) = sum_k value[r][k] * xq[m][k] over the first and the second
+// 16 weights (the low nibbles, the high ones) of half h of one unit, the values looked up in
+// `table`; signed x signed as |w| x (x with w's sign): each maddubs pair is at most
+// 2 * 128 * 127 < 2^15.
 template <class L, int MT>
-[[gnu::always_inline]] inline void lookup_dots(const uint8_t* unit, int h, const int8_t* const* xq, __m256i* dot) {
-  const __m256i table = value_table<L>(), ones = _mm256_set1_epi16(1);
-  for (int m = 0; m < MT; ++m) dot[m] = _mm256_setzero_si256();
+[[gnu::always_inline]] inline void split_value_dots(const uint8_t* unit, int h, __m256i table,
+                                                    const int8_t* const* xq, __m256i (*dot)[MT]) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int hh = 0; hh < 2; ++hh)
+    for (int m = 0; m < MT; ++m) dot[hh][m] = _mm256_setzero_si256();
   for (int c = 0; c < 4; ++c) {
     __m256i low, high;
     value_chunks<L>(unit, h, c, table, low, high);
@@ -414,10 +418,19 @@ template <class L, int MT>
     for (int m = 0; m < MT; ++m) {
       const __m256i xl = _mm256_sign_epi8(_mm256_set1_epi32(load_i32(xq[m] + 4 * c)), low);
       const __m256i xh = _mm256_sign_epi8(_mm256_set1_epi32(load_i32(xq[m] + 16 + 4 * c)), high);
-      dot[m] = _mm256_add_epi32(dot[m], _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(low_abs, xl), ones),
-                                                         _mm256_madd_epi16(_mm256_maddubs_epi16(high_abs, xh), ones)));
+      dot[0][m] = _mm256_add_epi32(dot[0][m], _mm256_madd_epi16(_mm256_maddubs_epi16(low_abs, xl), ones));
+      dot[1][m] = _mm256_add_epi32(dot[1][m], _mm256_madd_epi16(_mm256_maddubs_epi16(high_abs, xh), ones));
     }
   }
+}
+
+// dot[m] (lane r) = sum_k value[r][k] * xq[m][k] over half h of one unit (both 16s: integer
+// sums, so the same as one running sum).
+template <class L, int MT>
+[[gnu::always_inline]] inline void lookup_dots(const uint8_t* unit, int h, const int8_t* const* xq, __m256i* dot) {
+  __m256i halves[2][MT];
+  split_value_dots<L, MT>(unit, h, value_table<L>(), xq, halves);
+  for (int m = 0; m < MT; ++m) dot[m] = _mm256_add_epi32(halves[0][m], halves[1][m]);
 }
 
 // The loops the lookup-table and index families share: groups [g0, g1) half by half, acc[MT]
@@ -517,28 +530,12 @@ template <class L, int MT>
 void int8_index_rows(const PackedView& w, const Int8View& x, int64_t m0, float* out, int64_t ldo, int64_t g0,
                      int64_t g1) {
   const int64_t xblocks = x.cols / kBlockSize;
-  const __m256i ones = _mm256_set1_epi16(1);
   over_units<L, MT>(w, m0, out, ldo, g0, g1, [&](const uint8_t* tile, int h, int j, int64_t xb, __m256* acc)
                                                  __attribute__((always_inline)) {
     const int8_t* xq[MT];
     for (int m = 0; m < MT; ++m) xq[m] = x.q + (m0 + m) * x.cols + xb * kBlockSize;
-    const __m256i table = index_table<L>(tile);
-    const uint8_t* unit = tile + L::kUnitsAt + j * L::Sub::kTileBytes;
     __m256i dot[2][MT];  // per 16-weight half of the unit: the low nibbles, the high ones
-    for (int hh = 0; hh < 2; ++hh)
-      for (int m = 0; m < MT; ++m) dot[hh][m] = _mm256_setzero_si256();
-    for (int c = 0; c < 4; ++c) {
-      __m256i low, high;
-      value_chunks<L>(unit, h, c, table, low, high);
-      // signed x signed as |w| x (x with w's sign): each maddubs pair is at most 2 * 128 * 127 < 2^15
-      const __m256i low_abs = _mm256_sign_epi8(low, low), high_abs = _mm256_sign_epi8(high, high);
-      for (int m = 0; m < MT; ++m) {
-        const __m256i xl = _mm256_sign_epi8(_mm256_set1_epi32(load_i32(xq[m] + 4 * c)), low);
-        const __m256i xh = _mm256_sign_epi8(_mm256_set1_epi32(load_i32(xq[m] + 16 + 4 * c)), high);
-        dot[0][m] = _mm256_add_epi32(dot[0][m], _mm256_madd_epi16(_mm256_maddubs_epi16(low_abs, xl), ones));
-        dot[1][m] = _mm256_add_epi32(dot[1][m], _mm256_madd_epi16(_mm256_maddubs_epi16(high_abs, xh), ones));
-      }
-    }
+    split_value_dots<L, MT>(tile + L::kUnitsAt + j * L::Sub::kTileBytes, h, index_table<L>(tile), xq, dot);
     for (int hh = 0; hh < 2; ++hh) {
       const __m256 scale = index_scales<L>(tile, 2 * j + hh, h);
       for (int m = 0; m < MT; ++m) {

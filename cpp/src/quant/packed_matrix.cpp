@@ -228,8 +228,15 @@ int iq4_xs_scale(const uint8_t* block, int j) {
   return low | (high << 4);
 }
 
-// One file block into row r of a lookup tile: the scale bytes, then each 32-weight unit's 16
-// bytes of nibbles, 4 bytes per chunk (both nibbles move together, as for Q4_0).
+// A block's kUnits x 16 bytes of nibbles (32 weights each, in Q4_0's nibble order) into row r
+// of a tile's units, 4 bytes per chunk (both nibbles move together, as for Q4_0).
+template <class L>
+void copy_nibble_units(const uint8_t* qs, int r, uint8_t* tile) {
+  for (int j = 0; j < L::kUnits; ++j)
+    for (int c = 0; c < 4; ++c) std::memcpy(tile + L::kUnitsAt + j * L::Sub::kTileBytes + 64 * c + 4 * r, qs + 16 * j + 4 * c, 4);
+}
+
+// One file block into row r of a lookup tile: the scale bytes, then the nibbles.
 template <class L>
 void pack_lookup_block(const uint8_t* block, int r, uint8_t* tile) {
   const uint8_t* qs;
@@ -243,8 +250,7 @@ void pack_lookup_block(const uint8_t* block, int r, uint8_t* tile) {
   if constexpr (L::kSuper)
     for (int j = 0; j < L::kUnits; ++j)
       tile[L::kSubScalesAt + kGroupRows * j + r] = static_cast<uint8_t>(static_cast<int8_t>(iq4_xs_scale(block, j) - 32));
-  for (int j = 0; j < L::kUnits; ++j)
-    for (int c = 0; c < 4; ++c) std::memcpy(tile + L::kUnitsAt + j * L::Sub::kTileBytes + 64 * c + 4 * r, qs + 16 * j + 4 * c, 4);
+  copy_nibble_units<L>(qs, r, tile);
 }
 
 template <class L>
@@ -290,9 +296,7 @@ void pack_index_block(const uint8_t* block, int r, uint8_t* tile) {
     std::memcpy(tile + L::kMinUnitAt + 4 * r, mins, 4);
     for (int s = 0; s < 16; ++s) tile[L::kMinSubsAt + kGroupRows * s + r] = mins[4 + s];
   }
-  const uint8_t* qs = scales + (L::kHasMin ? 2 : 1) * kIndexScaleBytes;
-  for (int j = 0; j < L::kUnits; ++j)
-    for (int c = 0; c < 4; ++c) std::memcpy(tile + L::kUnitsAt + j * L::Sub::kTileBytes + 64 * c + 4 * r, qs + 16 * j + 4 * c, 4);
+  copy_nibble_units<L>(scales + (L::kHasMin ? 2 : 1) * kIndexScaleBytes, r, tile);
 }
 
 template <class L>

@@ -244,10 +244,13 @@ def decode_parts(qtype: str, raw: np.ndarray) -> tuple:
     blocks = np.ascontiguousarray(raw, dtype=np.uint8).reshape(-1, block_bytes(qtype))
     with np.errstate(all="ignore"):  # a file's nan / inf scales are refused by to_core, not warned about
         unit, sub, q, min_unit, min_sub = _DECODERS[qtype](blocks)
-    as_sub = lambda a: np.ascontiguousarray(a, dtype=np.int8)  # noqa: E731 (every sub is at most 31)
-    return (np.ascontiguousarray(unit, dtype=np.float32), as_sub(sub), np.ascontiguousarray(q, dtype=np.int8),
-            None if min_unit is None else np.ascontiguousarray(min_unit, dtype=np.float32),
-            None if min_sub is None else as_sub(min_sub))
+    # every sub fits int8 (at most 31 in magnitude)
+    return (_contiguous(unit, np.float32), _contiguous(sub, np.int8), _contiguous(q, np.int8),
+            _contiguous(min_unit, np.float32), _contiguous(min_sub, np.int8))
+
+
+def _contiguous(a, dtype):
+    return None if a is None else np.ascontiguousarray(a, dtype=dtype)
 
 
 def decode(qtype: str, raw: np.ndarray) -> tuple:

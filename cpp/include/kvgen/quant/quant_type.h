@@ -18,8 +18,8 @@ namespace kvgen::quant {
 //   super-blocks, fp16 d and a 6-bit scale per 32: scale = d * (ls - 32), the same grid),
 //   MXFP4 (32-weight blocks, an E8M0 power-of-two scale, E2M1 values).
 // * kvgen's own index types, which no GGUF file holds: the GGUF types whose weights are
-//   small integers times a scale per 16 weights (Q2_K, the IQ3 / IQ2 / IQ1 grids, TQ1_0,
-//   TQ2_0) arrive as them, decoded by the loader (kvgen.loaders.index_types) so that
+//   small integers times a scale per 16 weights (Q2_K, Q3_K, the IQ3 / IQ2 / IQ1 grids,
+//   TQ1_0, TQ2_0) arrive as them, decoded by the loader (kvgen.loaders.index_types) so that
 //   w = scale * q (+ min) is the file's value bit for bit. Each q is one of the tensor's
 //   (at most 16) values, stored as a 4-bit index into a table of them; each scale is a
 //   float32 unit per 256 weights times an int8 per 16. A 256-weight block is
