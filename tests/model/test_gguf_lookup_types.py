@@ -17,6 +17,7 @@ from gguf_type_checks import (
     check_against_transformers,
     check_every_tensor_dequantizes_as_gguf,
     check_info_lists_types,
+    check_one_type_file,
     wide_llama,
 )
 from llama_models import write_llama_gguf
@@ -39,13 +40,7 @@ def wide_model():
 
 @pytest.mark.parametrize("qtype", LOOKUP_TYPES)
 def test_lookup_type_gguf_matches_transformers_loading_the_same_file(wide_model, tmp_path, qtype):
-    path = write_llama_gguf(wide_model, tmp_path / f"{qtype}.gguf", qtype)
-    check_every_tensor_dequantizes_as_gguf(path)
-    ids = np.random.default_rng(4).integers(0, 64, (2, 24))
-    model = check_against_transformers(path, ids)
-    assert f"{qtype} x16" in model.description  # embeddings, 2 x 7 projections, LM head
-    long_ids = np.random.default_rng(5).integers(0, 64, (4, 48))
-    assert argmax_agreement(path, long_ids) >= 0.97
+    check_one_type_file(wide_model, tmp_path, qtype)
 
 
 def test_mixed_file_loads_runs_and_is_listed_by_type(wide_model, tmp_path, capsys):

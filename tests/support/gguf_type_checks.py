@@ -9,7 +9,7 @@ import re
 import numpy as np
 import torch
 from gguf.quants import dequantize
-from llama_models import hf_from_gguf, random_llama
+from llama_models import hf_from_gguf, random_llama, write_llama_gguf
 
 import kvgen
 from kvgen import _core
@@ -55,6 +55,18 @@ def argmax_agreement(path, ids: np.ndarray) -> float:
     out = default.forward(ids)
     assert np.abs(out - exact).max() > 0  # a different computation
     return float((out.argmax(-1) == exact.argmax(-1)).mean())
+
+
+def check_one_type_file(wide_model, tmp_path, qtype: str) -> None:
+    """A wide Llama with every matrix in ``qtype``: each tensor dequantizes as gguf's, exact mode
+    gives transformers' logits on the same file, and the default mode picks transformers'
+    token at 97% of positions or more."""
+    path = write_llama_gguf(wide_model, tmp_path / f"{qtype}.gguf", qtype)
+    check_every_tensor_dequantizes_as_gguf(path)
+    ids = np.random.default_rng(4).integers(0, 64, (2, 24))
+    model = check_against_transformers(path, ids)
+    assert f"{qtype} x16" in model.description  # embeddings, 2 x 7 projections, LM head
+    assert argmax_agreement(path, np.random.default_rng(5).integers(0, 64, (4, 48))) >= 0.97
 
 
 def wide_llama():
