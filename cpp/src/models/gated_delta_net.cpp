@@ -80,20 +80,28 @@ void gated_delta_gates(float* g, float* beta, const float* a, const float* b, co
 void gated_delta_rule_recurrent(float* out, float* state, const float* q, const float* k, const float* v,
                                 const float* g, const float* beta, bool l2norm_qk, const DeltaRuleShape& s) {
   check_shape(s);
-  std::vector<float> qs, ks;  // (tokens, key_heads, key_dim)
-  prepare_qk(qs, ks, q, k, l2norm_qk, s);
+  // A decode step calls this once per DeltaNet layer: the calling thread's buffers keep their
+  // capacity from one call to the next, so a step allocates nothing here.
+  // The workers see them through these pointers: inside the lambda the names would be each
+  // worker's own (empty) thread_local buffers.
+  thread_local std::vector<float> qk_buffers[2];  // q and k, each (tokens, key_heads, key_dim)
+  thread_local std::vector<float> delta_buffer;   // (threads, value_dim) the delta
+  prepare_qk(qk_buffers[0], qk_buffers[1], q, k, l2norm_qk, s);
   const int64_t T = s.tokens, Hk = s.key_heads, Hv = s.value_heads, Dk = s.key_dim, Dv = s.value_dim;
   const int64_t group = Hv / Hk;
   auto pool = compute_pool();
-  std::vector<float> scratch(static_cast<size_t>(pool->size() * Dv));  // (threads, value_dim) the delta
+  delta_buffer.resize(static_cast<size_t>(pool->size() * Dv));
+  const float* qs = qk_buffers[0].data();
+  const float* ks = qk_buffers[1].data();
+  float* scratch = delta_buffer.data();
   pool->for_each(
       Hv,
       [&](int64_t h, int thread) {
         float* S = state + h * Dk * Dv;  // (key_dim, value_dim)
-        float* delta = scratch.data() + thread * Dv;
+        float* delta = scratch + thread * Dv;
         for (int64_t t = 0; t < T; ++t) {
-          const float* qt = qs.data() + (t * Hk + h / group) * Dk;  // (key_dim)
-          const float* kt = ks.data() + (t * Hk + h / group) * Dk;
+          const float* qt = qs + (t * Hk + h / group) * Dk;  // (key_dim)
+          const float* kt = ks + (t * Hk + h / group) * Dk;
           const float* vt = v + (t * Hv + h) * Dv;  // (value_dim)
           float* ot = out + (t * Hv + h) * Dv;
           const float decay = std::exp(g[t * Hv + h]), b = beta[t * Hv + h];
