@@ -21,6 +21,7 @@ from transformers.models.qwen3_5.configuration_qwen3_5 import Qwen3_5TextConfig
 from transformers.models.qwen3_next import modeling_qwen3_next as qnext
 from transformers.models.qwen3_next.configuration_qwen3_next import Qwen3NextConfig
 
+import kvgen
 from kvgen import _core
 
 ATOL = 2e-5
@@ -109,6 +110,25 @@ def test_recurrent_rule_matches_transformers(shape, l2norm):
     out = _core._gated_delta_rule(q, k, v, g, beta, state, chunked=False, use_qk_l2norm=l2norm)
     close(out, expected_out)
     close(state, expected_state)
+
+
+def test_recurrent_rule_after_a_larger_call_and_under_other_thread_counts():
+    """The rule keeps its buffers from call to call: a call after a larger one, and one after the
+    thread count changed, still equals transformers'."""
+    large, small = (7, 4, 8, 16, 12), (1, 2, 4, 8, 6)
+    before = kvgen.get_num_threads()
+    try:
+        for threads in (2, 1, 3):
+            kvgen.set_num_threads(threads)
+            for shape in (large, small):
+                q, k, v, g, beta, state = delta_inputs(np.random.default_rng(threads + sum(shape)), *shape)
+                expected_out, expected_state = torch_rule(qnext.torch_recurrent_gated_delta_rule, q, k, v, g, beta,
+                                                          state)
+                out = _core._gated_delta_rule(q, k, v, g, beta, state, chunked=False, use_qk_l2norm=True)
+                close(out, expected_out)
+                close(state, expected_state)
+    finally:
+        kvgen.set_num_threads(before)
 
 
 @pytest.mark.parametrize(("shape", "chunk"), [

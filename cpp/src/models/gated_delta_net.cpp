@@ -81,9 +81,8 @@ void gated_delta_rule_recurrent(float* out, float* state, const float* q, const 
                                 const float* g, const float* beta, bool l2norm_qk, const DeltaRuleShape& s) {
   check_shape(s);
   // A decode step calls this once per DeltaNet layer: the calling thread's buffers keep their
-  // capacity from one call to the next, so a step allocates nothing here.
-  // The workers see them through these pointers: inside the lambda the names would be each
-  // worker's own (empty) thread_local buffers.
+  // capacity from one call to the next, so a step allocates nothing here. The workers reach
+  // them through the pointers below (in the lambda the names would be each worker's own).
   thread_local std::vector<float> qk_buffers[2];  // q and k, each (tokens, key_heads, key_dim)
   thread_local std::vector<float> delta_buffer;   // (threads, value_dim) the delta
   prepare_qk(qk_buffers[0], qk_buffers[1], q, k, l2norm_qk, s);

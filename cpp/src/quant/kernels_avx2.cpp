@@ -168,8 +168,7 @@ template <class L, int MT, class F>
     }
 }
 
-// Activation rows [m0, m0 + MT) x groups [g0, g1); each group's stream is read once
-// per half (the second pass finds it in cache).
+// Activation rows [m0, m0 + MT) x groups [g0, g1) of a 32-weight-block matrix.
 template <class L, int MT>
 void int8_tile_rows(const PackedView& w, const Int8View& x, int64_t m0, float* out, int64_t ldo, int64_t g0,
                     int64_t g1) {
@@ -449,10 +448,8 @@ template <class L, int MT>
   for (int m = 0; m < MT; ++m) dot[m] = _mm256_add_epi32(halves[0][m], halves[1][m]);
 }
 
-// The loops the lookup-table and index families share: groups [g0, g1) half by half, acc[MT]
-// (lane r = row r of the half, one register per activation row) passed through
-// unit(tile, h, j, xb, acc) for unit j of every tile (xb: the activations' 32-block), then
-// stored for activation rows [m0, m0 + MT).
+// over_tiles for the lookup-table and index families: unit(tile, h, j, xb, acc) for unit j of
+// every tile and half (xb: the activations' 32-block).
 template <class L, int MT, class F>
 [[gnu::always_inline]] inline void over_units(const PackedView& w, int64_t m0, float* out, int64_t ldo, int64_t g0,
                                               int64_t g1, F&& unit) {
