@@ -7,6 +7,8 @@ all positions per engine, the same token ids for every engine:
 * ``kvgen``: ``kvgen.Model.load(path).forward(ids)`` (the default mode: quantized weights,
   activations quantized per 32-block to int8 in two levels, ``activations="int8x2"``);
 * ``kvgen-int8``: ``activations="int8"`` (one level, llama.cpp's arithmetic);
+* ``kvgen-bf16``: ``activations="bf16"`` (activations and dequantized weights rounded to
+  bfloat16, float32 sums); skipped with the reason on a CPU without AVX512_BF16;
 * ``kvgen-exact``: ``kvgen.Model.load(path, exact=True)`` (quantized weights, float
   activations); skipped with a note where this kvgen has no ``exact``;
 * ``kvgen-kv-int8``: ``kv_cache_dtype="int8"`` (the default mode with an int8 KV cache, a scale
@@ -87,7 +89,9 @@ def kvgen_mode(name: str, path: Path, **mode) -> KvgenEngine | None:
         return KvgenEngine(path, **mode)
     except TypeError:
         print(f"skipped: {name} (this kvgen's Model.load has no {', '.join(mode)}=)")
-        return None
+    except ValueError as e:  # a mode this CPU cannot run (activations="bf16" without AVX512_BF16)
+        print(f"skipped: {name} ({e})")
+    return None
 
 
 # ---- one file ------------------------------------------------------------------------
@@ -121,6 +125,7 @@ def measure_file(path: Path, args: argparse.Namespace, llama_cpp) -> dict:
             print(f"skipped: llama.cpp-kv-q8_0 ({type(e).__name__}: {e})")
     engines = {"kvgen": kv, "kvgen-int8": kvgen_mode("kvgen-int8", path, activations="int8"),
                "kvgen-exact": kvgen_mode("kvgen-exact", path, exact=True),
+               "kvgen-bf16": kvgen_mode("kvgen-bf16", path, activations="bf16"),
                "kvgen-kv-int8": kvgen_mode("kvgen-kv-int8", path, kv_cache_dtype="int8"), "HF": hf, "llama.cpp": llm,
                "llama.cpp-kv-q8_0": llm_q8}
     logits, seconds = {}, {}
@@ -149,7 +154,7 @@ def print_table(rows: dict) -> None:
     table.print_header()
     for name, row in rows.items():
         table.print_row((name, row))
-    for name in ("kvgen", "kvgen-int8", "kvgen-exact"):
+    for name in ("kvgen", "kvgen-int8", "kvgen-exact", "kvgen-bf16"):
         if name in rows:
             r = rows[name]
             harness.target(f"{name}: argmax agrees with HF at >= {MIN_ARGMAX_AGREEMENT:.0%} of positions",

@@ -72,6 +72,11 @@ def widest_two_level(x: torch.Tensor, fraction: float) -> torch.Tensor:
     return (first + second).reshape(shape)
 
 
+def bf16(x: torch.Tensor) -> torch.Tensor:
+    """x rounded to bfloat16 (nearest, ties to even) and back: ``activations="bf16"``'s inputs."""
+    return x.to(torch.bfloat16).to(x.dtype)
+
+
 def main() -> None:
     p = harness.cli(__doc__, harness.RESULTS / "sim_activation_schemes.json", 2, "torch threads",
                     "the first 512 tokens")
@@ -84,19 +89,25 @@ def main() -> None:
     ids = ids[: args.tokens or (512 if args.quick else len(ids))]
     batch = torch.tensor([ids])
 
-    def logits(scheme=None, where=lambda name: True) -> np.ndarray:
-        hooks = [m.register_forward_pre_hook(lambda m, a: (scheme(a[0]),))
-                 for name, m in model.named_modules() if scheme and isinstance(m, torch.nn.Linear) and where(name)]
+    def logits(scheme=None, where=lambda name: True, weights=None) -> np.ndarray:
+        linears = [m for name, m in model.named_modules() if isinstance(m, torch.nn.Linear) and where(name)]
+        hooks = [m.register_forward_pre_hook(lambda m, a: (scheme(a[0]),)) for m in linears if scheme]
+        kept = [m.weight.data for m in linears] if weights else []
         try:
+            for m in linears if weights else []:
+                m.weight.data = weights(m.weight.data)
             with torch.no_grad():
                 return model(batch).logits[0].float().numpy()
         finally:
             for h in hooks:
                 h.remove()
+            for m, w in zip(linears, kept):
+                m.weight.data = w
 
     reference = logits()
     ref_argmax, ref_ppl = reference.argmax(-1), perplexity(reference, np.array(ids))
-    schemes = [("two-level/32", two_level, None)]
+    schemes = [("two-level/32", two_level, None), ("bf16 inputs", bf16, None),
+               ("bf16 inputs and weights", bf16, None, bf16)]
     schemes += [(f"one-level/{b}", lambda x, b=b: one_level(x, b), None) for b in (32, 16, 8, 4, 2)]
     schemes += [(f"widest/{f}", lambda x, f=f: widest_two_level(x, f), None) for f in (0.25, 0.5)]
     for kinds in PROJECTIONS:
@@ -113,8 +124,8 @@ def main() -> None:
                            harness.Column(">= 99%", 7, lambda r: "yes" if r["argmax_agreement"] >= 0.99 else "no")])
     table.print_header()
     results = []
-    for name, scheme, where in schemes:
-        out = logits(scheme, where or (lambda n: True))
+    for name, scheme, where, *weights in schemes:
+        out = logits(scheme, where or (lambda n: True), *weights)
         row = {"scheme": name, "argmax_agreement": float((out.argmax(-1) == ref_argmax).mean()),
                "perplexity_ratio": perplexity(out, np.array(ids)) / ref_ppl}
         table.print_row(row)

@@ -73,11 +73,22 @@ Activations parse_activations(const std::string& name) {
   if (name == "int8x2") return Activations::Int8TwoLevel;
   if (name == "int8") return Activations::Int8;
   if (name == "float") return Activations::Float;
-  throw ValueError("activations='" + name + "' is not one of 'int8x2', 'int8', 'float'");
+  if (name == "bf16") {
+    const std::string why = quant::bf16_unavailable_reason(quant::active_cpu_path());
+    if (!why.empty()) throw ValueError("activations='bf16': " + why);
+    return Activations::Bf16;
+  }
+  throw ValueError("activations='" + name + "' is not one of 'int8x2', 'int8', 'float', 'bf16'");
 }
 
 std::string activations_name(Activations a) {
-  return a == Activations::Int8TwoLevel ? "int8x2" : a == Activations::Int8 ? "int8" : "float";
+  switch (a) {
+    case Activations::Int8TwoLevel: return "int8x2";
+    case Activations::Int8: return "int8";
+    case Activations::Float: return "float";
+    case Activations::Bf16: return "bf16";
+  }
+  return "?";
 }
 
 // The model `make` builds over `arrays` (models/<family>.h's make_<family>). The model repacks

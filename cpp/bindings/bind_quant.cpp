@@ -48,7 +48,7 @@ FloatArray nan_output(int64_t rows, int64_t cols) {
 }
 
 FloatArray matmul(const PackedMatrix& w, py::array x_obj, bool exact, const std::optional<std::string>& path,
-                  const std::optional<std::pair<int64_t, int64_t>>& groups, bool two_level) {
+                  const std::optional<std::pair<int64_t, int64_t>>& groups, bool two_level, bool bf16) {
   if (!py::isinstance<FloatArray>(x_obj)) throw TypeError("x must be a C-contiguous float32 array");
   FloatArray x = py::reinterpret_borrow<FloatArray>(x_obj);
   check_activations(x, w);
@@ -58,9 +58,16 @@ FloatArray matmul(const PackedMatrix& w, py::array x_obj, bool exact, const std:
   float* o = out.mutable_data();
   const float* xd = x.data();
   const quant::GroupRange range = group_range(w, groups);
+  if (exact && bf16) throw ValueError("exact=True and bf16=True ask for two kinds of activations");
   if (exact) {
     py::gil_scoped_release release;
     quant::matmul_float(w, xd, m, w.cols(), o, w.rows(), range, p);
+  } else if (bf16) {  // as the model's projector in activations="bf16"
+    quant::check_int8_kernel(w.type());
+    quant::Bf16Activations acts(m, w.cols(), p);
+    py::gil_scoped_release release;
+    acts.convert(xd, m, w.cols());
+    quant::matmul_bf16(w, acts, o, w.rows(), range, p);
   } else if (m > 0 && two_level) {  // as the model's projector: one kernel pass, or the halves added
     quant::check_int8_kernel(w.type());
     QuantizedActivations acts(2 * m, w.cols());
@@ -102,9 +109,10 @@ void register_quant(py::module_& m) {
       .def_property_readonly("nbytes", &PackedMatrix::bytes)
       .def_property_readonly("type", [](const PackedMatrix& w) { return quant::quant_type_name(w.type()); })
       .def("matmul", &matmul, py::arg("x"), py::arg("exact") = false, py::arg("path") = py::none(),
-           py::arg("groups") = py::none(), py::arg("two_level") = false,
+           py::arg("groups") = py::none(), py::arg("two_level") = false, py::arg("bf16") = false,
            "x (M, cols) float32 @ W^T -> (M, rows); exact=False quantizes x to int8 per block (two_level: in "
-           "two levels, as the models' default); rows outside `groups` (a range of 16-row groups) are NaN.")
+           "two levels, as the models' default; bf16: x and W rounded to bfloat16, float32 sums); rows outside "
+           "`groups` (a range of 16-row groups) are NaN.")
       .def(
           "matmul_quantized",
           [](const PackedMatrix& w, const QuantizedActivations& acts, const std::optional<std::string>& path) {
@@ -127,6 +135,11 @@ void register_quant(py::module_& m) {
           },
           py::arg("ids"));
 
+  m.def(
+      "_bf16_unavailable_reason",
+      [](const std::optional<std::string>& path) { return quant::bf16_unavailable_reason(resolve_path(path)); },
+      py::arg("path") = py::none(),
+      "Why activations='bf16' cannot run on the CPU path (default: the process's), or '' where it can.");
   m.def(
       "_quant_pack",
       [](py::array_t<uint8_t, py::array::c_style> raw, const std::string& type, int64_t rows, int64_t cols) {

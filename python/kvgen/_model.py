@@ -43,7 +43,7 @@ class WindowNotStoredWarning(UserWarning):
     had none: ``warnings.filterwarnings("ignore", category=kvgen.WindowNotStoredWarning)``."""
 
 
-ACTIVATIONS = ("int8x2", "int8", "float")
+ACTIVATIONS = ("int8x2", "int8", "float", "bf16")
 
 
 KV_CACHE_DTYPES = ("auto", "float32", "float16", "int8")
@@ -288,6 +288,12 @@ class Model:
           the argmax differs from transformers' at about 4% of positions.
         - ``"float"`` (``exact=True``): float32 activations, transformers' computation on
           the dequantized weights up to summation order; about 0.6x the decode speed.
+        - ``"bf16"``: activations and the dequantized weights rounded to bfloat16, float32
+          sums (``vdpbf16ps``); only on CPUs with AVX512_BF16 (AMD Zen 4 and later, Intel
+          Xeons of the 4th generation and later), ValueError elsewhere. Each 16-row group of
+          a matrix is decoded once per product and shared by all its rows, so prompts
+          (prefill, embeddings) run faster than in ``"int8x2"`` where the rows are many, and
+          decode runs slower (docs/guide/quantization.md has the figures and the fidelity).
         """
         return self._core.activations
 

@@ -22,6 +22,9 @@ import re
 import sys
 from typing import Optional, Sequence
 
+# kvgen.Model.activations' modes (kvgen._model.ACTIVATIONS; not imported, so that --help stays fast)
+ACTIVATIONS = ("int8x2", "int8", "float", "bf16")
+
 SAMPLING_OPTIONS = ("temperature", "top_k", "top_p", "min_p")
 
 #: The option that sets each GenerationConfig field, so that an error names what the user typed.
@@ -78,7 +81,7 @@ def _parser() -> argparse.ArgumentParser:
     constraint.add_argument("--choice", action="append", default=[], metavar="TEXT",
                             help="output exactly one of the --choice texts (repeatable)")
     gen.add_argument("--threads", type=int, help="threads of the forward pass (default: the CPUs available)")
-    gen.add_argument("--activations", choices=("int8x2", "int8", "float"),
+    gen.add_argument("--activations", choices=ACTIVATIONS,
                      help="what quantized weights multiply (default int8x2; see kvgen.Model.activations)")
     gen.add_argument("--exact", action="store_true", help="the same as --activations float")
     _kv_cache_dtype_argument(gen)
@@ -101,7 +104,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--no-prefix-cache", action="store_true",
                        help="prefill every prompt whole (default: a prompt that starts as an earlier one did reuses "
                             "that one's cached positions; outputs are the same)")
-    serve.add_argument("--activations", choices=("int8x2", "int8", "float"),
+    serve.add_argument("--activations", choices=ACTIVATIONS,
                        help="what quantized weights multiply (default int8x2; see kvgen.Model.activations)")
     _kv_cache_dtype_argument(serve)
     spec = serve.add_argument_group("speculative decoding (vLLM: --speculative-config '{\"method\": \"ngram\", ...}'; "
@@ -151,7 +154,7 @@ def _parser() -> argparse.ArgumentParser:
     _reasoning_parser_argument(batch)
     batch.add_argument("--max-batch", type=int, default=8, help="rows decoded together at most (8)")
     batch.add_argument("--threads", type=int, help="threads of the forward pass (default: the CPUs available)")
-    batch.add_argument("--activations", choices=("int8x2", "int8", "float"),
+    batch.add_argument("--activations", choices=ACTIVATIONS,
                        help="what quantized weights multiply (default int8x2; see kvgen.Model.activations)")
     _kv_cache_dtype_argument(batch)
     batch.add_argument("--no-progress", action="store_true", help="no progress bar (the summary is still printed)")

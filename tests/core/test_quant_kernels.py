@@ -39,6 +39,7 @@ import sys
 
 import numpy as np
 import pytest
+from activation_modes import needs_bf16
 from gguf import GGMLQuantizationType
 from gguf.quants import dequantize, quantize
 from llama_models import random_iq_blocks, random_k_quant
@@ -271,6 +272,65 @@ def test_two_level_rows_are_the_one_row_products_bit_for_bit(qtype, path):
     for m in range(2, MAX_M + 1):
         out = c.packed.matmul(x[:m], path=path, two_level=True)
         np.testing.assert_array_equal(out.view(np.uint32), alone[:m].view(np.uint32), err_msg=f"M={m}")
+
+
+def to_bf16(a: np.ndarray) -> np.ndarray:
+    """float32 values rounded to bfloat16 (nearest, ties to even; no NaN here), as float64."""
+    bits = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).astype(np.uint32)
+    return rounded.view(np.float32).astype(np.float64)
+
+
+@needs_bf16
+@pytest.mark.parametrize("qtype", INT8_TYPES)
+def test_bf16_mode_matches_float64_of_the_rounded_operands(qtype):
+    """activations="bf16": each weight is the file's value (gguf-py's dequantization) rounded to
+    bfloat16, each activation too, and each output sums its row's K exact products in two
+    float32 chains of K/2 (even and odd pairs, each vdpbf16ps step adding two), then adds
+    them: |y - y64| <= (K/2 + 2) u sum_k |w_k x_k| against the float64 product of the rounded
+    operands. A weight decoded wrong, a pair out of order or a rounding other than nearest-even
+    moves an output by a whole term's 2**-8, far beyond that."""
+    for cols in cols_for(qtype):
+        x = activations(cols)
+        xb = to_bf16(x)
+        for rows in ROWS:
+            c = case(qtype, rows, cols)
+            wb = to_bf16(c.w64.astype(np.float32))
+            ref = xb @ wb.T
+            bound = (cols // 2 + 2) * U * (np.abs(xb) @ np.abs(wb).T) + 1e-30
+            for m in (1, 2, 5, 12, 13, MAX_M):
+                out = c.packed.matmul(x[:m], bf16=True)
+                check(out, ref[:m], bound[:m], f"{qtype} bf16 N={rows} K={cols} M={m}")
+
+
+@needs_bf16
+@pytest.mark.parametrize("qtype", INT8_TYPES)
+def test_bf16_rows_are_the_one_row_products_bit_for_bit(qtype):
+    """As for two levels: a row's bf16 product is the same bits alone, in a pass of any
+    number of rows (a tile of 12 and the remainders), and over any range of groups."""
+    cols = cols_for(qtype)[-1]
+    x = activations(cols)
+    c = case(qtype, 33, cols)
+    alone = np.concatenate([c.packed.matmul(x[i:i + 1], bf16=True) for i in range(MAX_M)])
+    for m in range(2, MAX_M + 1):
+        out = c.packed.matmul(x[:m], bf16=True)
+        np.testing.assert_array_equal(out.view(np.uint32), alone[:m].view(np.uint32), err_msg=f"M={m}")
+    part = c.packed.matmul(x, bf16=True, groups=(1, 3))
+    np.testing.assert_array_equal(part[:, 16:].view(np.uint32), alone[:, 16:].view(np.uint32))
+    assert np.isnan(part[:, :16]).all()
+
+
+def test_bf16_mode_is_refused_where_it_cannot_run():
+    """The portable and AVX2 paths have no bf16 kernels: a clear ValueError, never a crash."""
+    c = case("Q4_0", 17, 64)
+    assert "avx512 CPU path" in _core._bf16_unavailable_reason("portable")
+    with pytest.raises(ValueError, match="bf16 activations need the avx512 CPU path"):
+        c.packed.matmul(activations(64)[:2], bf16=True, path="portable")
+    with pytest.raises(ValueError, match="two kinds of activations"):
+        c.packed.matmul(activations(64)[:2], bf16=True, exact=True)
+    dense = case("F16", 17, 32)
+    with pytest.raises(ValueError, match="no int8-activation kernel"):  # F16 / BF16 weights meet float activations
+        dense.packed.matmul(activations(32)[:2], bf16=True)
 
 
 @pytest.mark.parametrize("qtype", TYPES)

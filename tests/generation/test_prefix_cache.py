@@ -8,6 +8,7 @@ import threading
 
 import numpy as np
 import pytest
+from activation_modes import needs_bf16
 
 import kvgen
 from kvgen import _core
@@ -197,16 +198,18 @@ def _fed_in_chunks(slots, slot: int, prompt: np.ndarray, start: int = 0) -> np.n
     return slots.logits[slot].copy()
 
 
-@pytest.mark.parametrize("threads,exact", [(1, False), (2, False), (2, True)])
-def test_the_rest_of_a_chunk_after_a_cached_prefix_gets_a_fresh_prefills_logits(smollm2_model, threads, exact):
+@pytest.mark.parametrize("threads,mode", [(1, "int8x2"), (2, "int8x2"), (2, "float"), pytest.param(2, "bf16",
+                                                                                                 marks=needs_bf16)])
+def test_the_rest_of_a_chunk_after_a_cached_prefix_gets_a_fresh_prefills_logits(smollm2_model, threads, mode):
     """Positions kept from another prompt's chunk, then that chunk's rest computed in blocks
     (in_blocks), give bit for bit the logits of the new prompt's fresh prefill, beside decode
-    rows, in the default mode and in exact mode (float activations, float32 cache)."""
+    rows, in the default mode, in exact mode (float activations, float32 cache) and with bf16
+    activations."""
     saved = kvgen.get_num_threads()
     rng = np.random.default_rng(threads)
     try:
         kvgen.set_num_threads(threads)
-        smollm2_model.exact = exact
+        smollm2_model.activations = mode
         slots = _core._ModelSlots(smollm2_model._core, 3, 256)
         for length, kept in [(42, 27), (42, 1), (40, 31), (80, 33), (100, 70), (64, 62)]:
             cached = rng.integers(0, smollm2_model.vocab_size, length)
@@ -224,7 +227,7 @@ def test_the_rest_of_a_chunk_after_a_cached_prefix_gets_a_fresh_prefills_logits(
             assert np.array_equal(reused, fresh), (length, kept)
     finally:
         kvgen.set_num_threads(saved)
-        smollm2_model.exact = False
+        smollm2_model.activations = "int8x2"
     with pytest.raises(ValueError, match="in_blocks slot 1"):
         slots.forward([(0, prompt[:1])], in_blocks=[1])
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from activation_modes import BF16
 
 import kvgen
 from kvgen import _core
@@ -32,12 +33,12 @@ def untimed_draft_cost(monkeypatch):
     monkeypatch.setattr(speculative_rows, "_cost_model", lambda model: _UntimedCost())
 
 
-@pytest.fixture(params=[False, True], ids=["default", "exact"])
+@pytest.fixture(params=["int8x2", "float", BF16])
 def mode(request, model):
-    before = model.exact
-    model.exact = request.param
+    before = model.activations
+    model.activations = request.param
     yield request.param
-    model.exact = before
+    model.activations = before
 
 
 def test_verify_logits_are_step_by_step_decode_logits_and_rollback_forgets(model, mode):

@@ -11,8 +11,13 @@ any rounding through their layers, so they say little about it.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
+from activation_modes import BF16, BF16_MISSING
 import torch
 from gguf import GGMLQuantizationType
 from gguf.quants import dequantize, quantize
@@ -97,10 +102,11 @@ def test_quantized_gpt2_gguf_matches_transformers_loading_the_same_file(gpt2_dir
     np.testing.assert_allclose(kvgen.Model.load(path, exact=True).forward(ids), ref, atol=1e-4, rtol=1e-4)
 
 
-def test_results_do_not_depend_on_the_thread_count(llama_dir):
+@pytest.mark.parametrize("activations", ["int8x2", BF16])
+def test_results_do_not_depend_on_the_thread_count(llama_dir, activations):
     # every output row is computed by one thread with the same code, whatever the split
     _, directory = llama_dir
-    model = kvgen.Model.load(directory, dtype="q4_0")
+    model = kvgen.Model.load(directory, dtype="q4_0", activations=activations)
     ids = np.random.default_rng(3).integers(0, 96, (3, 40))
     before = kvgen.get_num_threads()
     try:
@@ -121,13 +127,16 @@ def test_activation_modes(llama_dir):
     assert (model.activations, model.exact) == ("int8x2", False)  # the default
     ids = np.random.default_rng(6).integers(0, 96, (1, 16))
     outs = {}
-    for mode in ("int8x2", "int8", "float"):
+    for mode in ("int8x2", "int8", "float") + (() if BF16_MISSING else ("bf16",)):
         model.activations = mode
         assert model.exact == (mode == "float")
         outs[mode] = model.forward(ids)
     # three different computations; the second level brings int8 much closer to float
     assert np.abs(outs["int8"] - outs["float"]).max() > 0 and np.abs(outs["int8x2"] - outs["float"]).max() > 0
     assert np.linalg.norm(outs["int8x2"] - outs["float"]) < 0.1 * np.linalg.norm(outs["int8"] - outs["float"])
+    if "bf16" in outs:  # 8 significant bits for weights and activations: between one int8 level and two
+        bf16_error = np.linalg.norm(outs["bf16"] - outs["float"])
+        assert np.linalg.norm(outs["int8x2"] - outs["float"]) < bf16_error < np.linalg.norm(outs["int8"] - outs["float"])
     model.exact = True
     assert model.activations == "float"
     np.testing.assert_array_equal(kvgen.Model.load(directory, dtype="q8_0", activations="int8").forward(ids),
@@ -145,6 +154,9 @@ def test_bad_arguments_are_refused(llama_dir, tmp_path):
         model.exact = "yes"
     with pytest.raises(ValueError, match="activations='fp8' is not one of"):
         model.activations = "fp8"
+    if BF16_MISSING:  # a clear refusal naming what the CPU lacks
+        with pytest.raises(ValueError, match="activations='bf16': bf16 activations need"):
+            model.activations = "bf16"
     with pytest.raises(ValueError, match="exact=True asks for float activations"):
         kvgen.Model.load(directory, exact=True, activations="int8")
     with pytest.raises(ValueError, match=r"must be in \[1, 1024\]"):
@@ -152,6 +164,25 @@ def test_bad_arguments_are_refused(llama_dir, tmp_path):
     path = write_gpt2_gguf(random_gpt2(), tmp_path / "g.gguf")
     with pytest.raises(ValueError, match="applies to Hugging Face directories"):
         kvgen.Model.load(path, dtype="q8_0")
+
+
+def test_bf16_activations_are_refused_by_name_on_a_path_without_them(llama_dir):
+    """The portable path (forced here; also what a CPU without AVX-512 runs) has no bf16 kernels:
+    loading in that mode, or switching to it, raises a ValueError that says why."""
+    _, directory = llama_dir
+    code = ("import kvgen\n"
+            "for attempt in ('load', 'set'):\n"
+            "    try:\n"
+            f"        m = kvgen.Model.load({str(directory)!r}, dtype='q4_0', **({{'activations': 'bf16'}} "
+            "if attempt == 'load' else {}))\n"
+            "        m.activations = 'bf16'\n"
+            "    except ValueError as e:\n"
+            "        print(attempt, e)\n")
+    run = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, KVGEN_CPU_PATH="portable"),
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    why = "activations='bf16': bf16 activations need the avx512 CPU path (this process runs portable)"
+    assert run.stdout.splitlines() == [f"load {directory}: {why}", f"set {why}"]
 
 
 def _forward_in_child(directory, ids, queue):

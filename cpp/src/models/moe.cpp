@@ -130,7 +130,7 @@ const float* SparseMoe::forward(const float* h, int64_t n, const Layer& w, Proje
   float* up = scratch_.up.data();
   float* expert = scratch_.expert.data();
   // ---- routing: router logits (n, E), each token's top k and their weights ----
-  if (n == 1 && !w.router.reads_int8(projector.activations())) {  // a few rows of floats: no parallel section
+  if (n == 1 && w.router.reads_float(projector.activations())) {  // a few rows of floats: no parallel section
     w.router.multiply(probs, E_, r, C_, nullptr, 1, 0, w.router.units(), projector.activations());
     if (w.router_bias != nullptr) ops::add_inplace(probs, w.router_bias, E_);
   } else {

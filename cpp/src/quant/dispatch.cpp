@@ -29,6 +29,15 @@ std::vector<CpuPath> detect_cpu_paths() {
   return paths;
 }
 
+bool cpu_has_bf16() {
+#if KVGEN_X86_KERNELS
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512bf16");
+#else
+  return false;
+#endif
+}
+
 std::string names(const std::vector<CpuPath>& paths) {
   std::string out;
   for (CpuPath p : paths) out += std::string(out.empty() ? "" : ", ") + cpu_path_name(p);
@@ -87,7 +96,11 @@ const KernelTable& kernels_for(CpuPath path) {
   switch (path) {
 #if KVGEN_X86_KERNELS
     case CpuPath::Avx512: {
-      static const KernelTable table = avx512_kernels();
+      static const KernelTable table = [] {
+        KernelTable t = avx512_kernels();
+        if (cpu_has_bf16()) t.bf16 = bf16_kernels();
+        return t;
+      }();
       return table;
     }
     case CpuPath::Avx2: {

@@ -12,126 +12,32 @@ namespace kvgen::quant {
 
 namespace {
 
-// 16 rows x 32 weights unpacked, rows innermost (so loops over the rows vectorize):
-// w[r][k] = scale[k / 16][r] * q[k][r] + min[k / 16][r]. The two scales of a row differ only
-// for Q6_K and the index types (a scale per 16 weights), the two mins only for I4S16M.
-struct Unit {
-  float scale[2][kGroupRows];
-  float min[2][kGroupRows];
-  int32_t q[kBlockSize][kGroupRows];
-};
+#include "unit_scales.inc"  // Unit, load_half, units_per_tile, unit_base, unit_value, unit_scales
 
-float load_half(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return fp16_to_float(h);
-}
-
-// The quants u of a 4/5/6-bit tile or sub-tile into q[k][r] (kernel_abi.h): byte 4r+j of
-// nibble vector v holds weight 4v+j (v < 4 low nibbles of chunk v, else high nibbles of
-// chunk v - 4), and its high bits are in plane v / (8/E), at bits E * (v % (8/E)).
-template <class L>
-void unpack_quants(const uint8_t* tile, int32_t (*q)[kGroupRows]) {
+// The stored quants u of a unit (Q: UnitQuants' layout, from the unit's base) into q[k][r]
+// (kernel_abi.h): byte 4r+j of nibble vector v holds weight 4v+j (v < 4 low nibbles of
+// chunk v, else high nibbles of chunk v - 4), and its high bits are in plane v / (8/E), at
+// bits E * (v % (8/E)). 8-bit: byte 4r+j of chunk c is weight 4c+j.
+template <class Q>
+void unpack_quants(const uint8_t* base, int32_t (*q)[kGroupRows]) {
+  if constexpr (Q::kBits == 8) {
+    for (int k = 0; k < kBlockSize; ++k)
+      for (int r = 0; r < kGroupRows; ++r) q[k][r] = base[Q::kQuantsAt + 64 * (k / 4) + 4 * r + k % 4];
+    return;
+  }
   for (int v = 0; v < 8; ++v)
     for (int r = 0; r < kGroupRows; ++r)
       for (int j = 0; j < 4; ++j)
-        q[4 * v + j][r] = (tile[L::kQuantsAt + 64 * (v % 4) + 4 * r + j] >> (v < 4 ? 0 : 4)) & 0xF;
-  if constexpr (L::kExtraBits > 0) {
-    constexpr int per_byte = 8 / L::kExtraBits, mask = (1 << L::kExtraBits) - 1;
+        q[4 * v + j][r] = (base[Q::kQuantsAt + 64 * (v % 4) + 4 * r + j] >> (v < 4 ? 0 : 4)) & 0xF;
+  if constexpr (Q::kExtraBits > 0) {
+    constexpr int per_byte = 8 / Q::kExtraBits, mask = (1 << Q::kExtraBits) - 1;
     for (int v = 0; v < 8; ++v)
       for (int r = 0; r < kGroupRows; ++r)
         for (int j = 0; j < 4; ++j) {
-          const int plane_byte = tile[L::kHighBitsAt + 64 * (v / per_byte) + 4 * r + j];
-          q[4 * v + j][r] |= ((plane_byte >> (L::kExtraBits * (v % per_byte))) & mask) << 4;
+          const int plane_byte = base[Q::kHighBitsAt + 64 * (v / per_byte) + 4 * r + j];
+          q[4 * v + j][r] |= ((plane_byte >> (Q::kExtraBits * (v % per_byte))) & mask) << 4;
         }
   }
-}
-
-template <class L>
-void unpack_block_tile(const uint8_t* tile, Unit& t) {
-  for (int r = 0; r < kGroupRows; ++r) {
-    const float d = load_half(tile + L::kScalesAt + 2 * r);
-    t.scale[0][r] = t.scale[1][r] = d;
-    t.min[0][r] = t.min[1][r] = L::kHasMin ? load_half(tile + L::kMinsAt + 2 * r) : static_cast<float>(L::kOffset) * d;
-    if constexpr (L::kBits == 8)
-      for (int k = 0; k < kBlockSize; ++k) t.q[k][r] = tile[L::kQuantsAt + 64 * (k / 4) + 4 * r + k % 4];
-  }
-  if constexpr (L::kBits != 8) unpack_quants<L>(tile, t.q);
-}
-
-// Sub-block j (0..7) of a K-quant tile.
-template <class L>
-void unpack_super_unit(const uint8_t* tile, int j, Unit& t) {
-  using S = typename L::Sub;
-  const uint8_t* sub = tile + L::kSubTilesAt + j * S::kTileBytes;
-  for (int r = 0; r < kGroupRows; ++r) {
-    const float d = load_half(tile + L::kDAt + 2 * r);
-    if constexpr (L::kHasMin) {
-      t.scale[0][r] = t.scale[1][r] = d * static_cast<float>(tile[L::kScalesAt + kGroupRows * j + r]);
-      t.min[0][r] = t.min[1][r] =
-          -(load_half(tile + L::kDminAt + 2 * r) * static_cast<float>(tile[L::kMinsAt + kGroupRows * j + r]));
-    } else {  // Q6_K: q = u - 32, a scale per half
-      for (int h = 0; h < 2; ++h)
-        t.scale[h][r] = d * static_cast<float>(static_cast<int8_t>(tile[L::kScalesAt + kGroupRows * (2 * j + h) + r]));
-      t.min[0][r] = t.min[1][r] = 0.0f;
-    }
-  }
-  unpack_quants<S>(sub, t.q);
-  if constexpr (!L::kHasMin)
-    for (int k = 0; k < kBlockSize; ++k)
-      for (int r = 0; r < kGroupRows; ++r) t.q[k][r] -= 32;
-}
-
-// Unit j (0..kUnits-1) of a lookup-table tile: q = the table's value of each index, min 0.
-template <class L>
-void unpack_lookup_unit(const uint8_t* tile, int j, Unit& t) {
-  for (int r = 0; r < kGroupRows; ++r) {
-    float d;
-    if constexpr (L::kScale == ScaleKind::Half)
-      d = load_half(tile + L::kScalesAt + 2 * r);
-    else
-      d = e8m0_to_float_half(tile[L::kScalesAt + r]);
-    if constexpr (L::kSuper) d *= static_cast<float>(static_cast<int8_t>(tile[L::kSubScalesAt + kGroupRows * j + r]));
-    t.scale[0][r] = t.scale[1][r] = d;
-    t.min[0][r] = t.min[1][r] = 0.0f;
-  }
-  unpack_quants<typename L::Sub>(tile + L::kUnitsAt + j * L::Sub::kTileBytes, t.q);
-  for (int k = 0; k < kBlockSize; ++k)
-    for (int r = 0; r < kGroupRows; ++r) t.q[k][r] = L::kValues[t.q[k][r]];
-}
-
-float load_f32(const uint8_t* p) {
-  float v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
-// Unit j (0..7) of an index tile (I4S16, I4S16M): q = the tile's value of each index, a
-// scale (and min) per 16 weights, unit * sub (exact, kernel_abi.h).
-template <class L>
-void unpack_index_unit(const uint8_t* tile, int j, Unit& t) {
-  for (int h = 0; h < 2; ++h)
-    for (int r = 0; r < kGroupRows; ++r) {
-      const int s = 2 * j + h;
-      t.scale[h][r] = load_f32(tile + L::kScaleUnitAt + 4 * r) *
-                      static_cast<float>(static_cast<int8_t>(tile[L::kSubsAt + kGroupRows * s + r]));
-      t.min[h][r] = L::kHasMin ? load_f32(tile + L::kMinUnitAt + 4 * r) *
-                                     static_cast<float>(static_cast<int8_t>(tile[L::kMinSubsAt + kGroupRows * s + r]))
-                               : 0.0f;
-    }
-  unpack_quants<typename L::Sub>(tile + L::kUnitsAt + j * L::Sub::kTileBytes, t.q);
-  for (int k = 0; k < kBlockSize; ++k)
-    for (int r = 0; r < kGroupRows; ++r) t.q[k][r] = static_cast<int8_t>(tile[L::kValuesAt + t.q[k][r]]);
-}
-
-template <class L>
-constexpr int units_per_tile() {
-  if constexpr (L::kFamily == Family::Super)
-    return L::kSubBlocks;
-  else if constexpr (L::kFamily == Family::Lookup || L::kFamily == Family::Index)
-    return L::kUnits;
-  else
-    return 1;
 }
 
 // Whether a unit's two 16-weight halves have their own scales (Q6_K, the index types).
@@ -155,14 +61,11 @@ constexpr bool split_mins() {
 
 template <class L>
 void unpack_unit(const uint8_t* tile, int j, Unit& t) {
-  if constexpr (L::kFamily == Family::Super)
-    unpack_super_unit<L>(tile, j, t);
-  else if constexpr (L::kFamily == Family::Lookup)
-    unpack_lookup_unit<L>(tile, j, t);
-  else if constexpr (L::kFamily == Family::Index)
-    unpack_index_unit<L>(tile, j, t);
-  else
-    unpack_block_tile<L>(tile, t);
+  unit_scales<L>(tile, j, t);
+  unpack_quants<typename UnitQuants<L>::type>(unit_base<L>(tile, j), t.q);
+  if constexpr (L::kFamily != Family::Block)
+    for (int k = 0; k < kBlockSize; ++k)
+      for (int r = 0; r < kGroupRows; ++r) t.q[k][r] = unit_value<L>(tile, t.q[k][r]);
 }
 
 void store_group(const float (*acc)[kGroupRows], int64_t rows_here, int64_t m_count, float* out, int64_t ldo) {

@@ -71,6 +71,17 @@ bool matmul_int8x2(const PackedMatrix& w, const QuantizedActivations& x, float* 
   return kernel != nullptr && kernel(w.view(), x.view(), out, ldo, groups.first, groups.last);
 }
 
+void matmul_bf16(const PackedMatrix& w, const Bf16Activations& x, float* out, int64_t ldo, GroupRange groups,
+                 CpuPath path) {
+  check_int8_kernel(w.type());  // the same types: F16 / BF16 weights meet float activations
+  if (x.cols() != w.cols())
+    throw ValueError("activations have " + std::to_string(x.cols()) + " columns, the matrix " + std::to_string(w.cols()));
+  check_output(w, ldo, groups);
+  const MatmulBf16Fn kernel = kernels_for(path).bf16.matmul;
+  if (kernel == nullptr) throw ValueError(bf16_unavailable_reason(path));
+  kernel(w.view(), x.view(), out, ldo, groups.first, groups.last);
+}
+
 void matmul_float(const PackedMatrix& w, const float* x, int64_t rows, int64_t ldx, float* out, int64_t ldo,
                   GroupRange groups, CpuPath path) {
   if (rows < 0) throw ValueError("activation rows = " + std::to_string(rows) + " must be >= 0");

@@ -52,6 +52,13 @@ bool LinearWeight::multiply_int8x2(float* y, int64_t ldy, const quant::Quantized
   return quant::matmul_int8x2(*packed_, xq, y, ldy, {u0, u1}, quant::active_cpu_path());
 }
 
+void LinearWeight::multiply_bf16(float* y, int64_t ldy, const quant::Bf16Activations& xb, int64_t u0,
+                                 int64_t u1) const {
+  if (!reads_bf16(Activations::Bf16)) throw ValueError("bf16 activations meet only quantized weights");
+  if (u0 >= u1 || xb.view().rows == 0) return;
+  quant::matmul_bf16(*packed_, xb, y, ldy, {u0, u1}, quant::active_cpu_path());
+}
+
 void LinearWeight::row(int64_t n, float* out) const {
   if (n < 0 || n >= out_) throw ValueError("row " + std::to_string(n) + " is outside [0, " + std::to_string(out_) + ")");
   if (packed_) return packed_->dequantize_row(n, out);

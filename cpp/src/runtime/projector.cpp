@@ -42,9 +42,17 @@ constexpr int64_t kMinQuantBlocks = 4;
 constexpr int64_t kMinVectorQuantBlocks = 32;
 constexpr int64_t kQuantItemsPerThread = 4;
 
+// What product i of a list reads: the float rows, and the same rows quantized to int8 or
+// rounded to bf16 where its weights read those (else null).
+struct ProductInput {
+  const float* x;
+  const quant::QuantizedActivations* xq;
+  const quant::Bf16Activations* xb;
+};
+
 // Item `item` of a product list cut into runs of `chunk` 16-row groups, product after
-// product: units [u0, u1) of product i of `products`, computed from input(i) = {x, its
-// quantized rows or null} over `rows` activation rows. halves: the (2 rows, out) scratch of
+// product: units [u0, u1) of product i of `products`, computed from input(i) (a
+// ProductInput) over `rows` activation rows. halves: the (2 rows, out) scratch of
 // every two-level product whose levels are added here rather than in the kernel.
 template <class Input>
 void run_product_item(int64_t item, std::span<const Product> products, int64_t chunk, int64_t rows, int64_t ldx,
@@ -59,10 +67,12 @@ void run_product_item(int64_t item, std::span<const Product> products, int64_t c
       if (in_halves) halves += 2 * rows * p.w->out();
       continue;
     }
-    const auto [x, xq] = input(i);
+    const auto [x, xq, xb] = input(i);
     const int64_t u0 = item * chunk, u1 = std::min(p.w->units(), u0 + chunk);
     const int64_t n0 = 16 * u0, n1 = std::min(p.w->out(), 16 * u1);
-    if (in_kernel && int8) {
+    if (p.w->reads_bf16(activations)) {
+      p.w->multiply_bf16(p.y, p.ldy, *xb, u0, u1);
+    } else if (in_kernel && int8) {
       if (!p.w->multiply_int8x2(p.y, p.ldy, *xq, u0, u1))
         throw ValueError("no two-level kernel for this weight type");  // has_int8x2_kernels covers every type
     } else if (in_halves) {  // y = the product of the first level + the product of the residual
@@ -115,8 +125,16 @@ void Projector::project(const float* x, int64_t rows, int64_t ldx, std::span<con
   // levels' (2 rows, out) outputs, added after
   const bool in_kernel = two_level && quant::has_int8x2_kernels(quant::active_cpu_path());
   int64_t halves_floats = 0;
+  const quant::Bf16Activations* xb = nullptr;
   for (const Product& p : products) {
     if (p.w->in() != K) throw ValueError("products of one input must share its width");
+    if (p.w->reads_bf16(activations) && !xb) {
+      auto it = bf16_inputs_.find(K);
+      if (it == bf16_inputs_.end() || it->second.max_rows() < rows)
+        it = bf16_inputs_.insert_or_assign(K, quant::Bf16Activations(rows, K)).first;
+      it->second.convert(x, rows, ldx);
+      xb = &it->second;
+    }
     if (!p.w->reads_int8(activations)) continue;
     if (two_level && !in_kernel) halves_floats += 2 * rows * p.w->out();
     if (xq) continue;
@@ -134,7 +152,7 @@ void Projector::project(const float* x, int64_t rows, int64_t ldx, std::span<con
   for (const Product& p : products) items += chunks_of(p, chunk);
   const auto run_item = [&](int64_t item, int) {
     run_product_item(item, products, chunk, rows, ldx, activations, in_kernel, halves_.data(),
-                     [&](size_t) { return std::pair{x, xq}; });
+                     [&](size_t) { return ProductInput{x, xq, xb}; });
   };
   if (pool_)
     pool_->for_each(items, run_item, "project", K);
@@ -151,9 +169,14 @@ void Projector::project_each(const float* x, int64_t ldx, std::span<const Produc
   const bool in_kernel = two_level && quant::has_int8x2_kernels(quant::active_cpu_path());
   std::vector<quant::QuantizedActivations>& inputs = each_inputs_[K];  // (2 or 1 rows, K) each
   int64_t halves_floats = 0;
+  std::vector<quant::Bf16Activations>& bf16_rows = each_bf16_inputs_[K];  // (1, K) each, where read
   for (int64_t i = 0; i < count; ++i) {
     const Product& p = products[i];
     if (p.w->in() != K) throw ValueError("products of one width of input must share it");
+    if (p.w->reads_bf16(activations)) {
+      while (static_cast<int64_t>(bf16_rows.size()) <= i) bf16_rows.emplace_back(1, K);
+      bf16_rows[i].convert(x + i * ldx, 1, ldx);
+    }
     if (!p.w->reads_int8(activations)) continue;
     if (two_level && !in_kernel) halves_floats += 2 * p.w->out();
     while (static_cast<int64_t>(inputs.size()) <= i) inputs.emplace_back(2, K);
@@ -168,7 +191,9 @@ void Projector::project_each(const float* x, int64_t ldx, std::span<const Produc
   for (const Product& p : products) items += chunks_of(p, chunk);
   const auto run_item = [&](int64_t item, int) {  // product i reads row i of x and its own quantized input
     run_product_item(item, products, chunk, 1, ldx, activations, in_kernel, halves_.data(), [&](size_t i) {
-      return std::pair{x + i * ldx, products[i].w->reads_int8(activations) ? &inputs[i] : nullptr};
+      const Product& p = products[i];
+      return ProductInput{x + i * ldx, p.w->reads_int8(activations) ? &inputs[i] : nullptr,
+                          p.w->reads_bf16(activations) ? &bf16_rows[i] : nullptr};
     });
   };
   if (pool_)

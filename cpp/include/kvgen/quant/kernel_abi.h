@@ -258,10 +258,33 @@ using MatmulInt8x2Fn = bool (*)(const PackedView& w, const Int8View& x, float* o
 void matmul_int8x2_by_levels(MatmulInt8Fn int8, const PackedView& w, const Int8View& x, float* out, int64_t ldo,
                              int64_t g0, int64_t g1);
 
+// Activations rounded to bfloat16: row m's value k at x[m * ldx + k] (the high half of the
+// float32, rounded to nearest even).
+struct Bf16View {
+  const uint16_t* x;
+  int64_t rows;  // M
+  int64_t cols;  // K
+  int64_t ldx;
+};
+
+// out[m * ldo + n] = sum_k x[m, k] * bf16(W[n, k]) in float32 for the rows n of groups
+// [g0, g1) (kernels_bf16.cpp says how, and that a row's result is independent of the others).
+using MatmulBf16Fn = void (*)(const PackedView& w, const Bf16View& x, float* out, int64_t ldo, int64_t g0,
+                              int64_t g1);
+// out (rows, cols; row stride ldo) = x (rows, cols; row stride ldx) rounded to bf16, nearest
+// even; cols a multiple of 32.
+using ToBf16Fn = void (*)(const float* x, int64_t rows, int64_t ldx, int64_t cols, uint16_t* out, int64_t ldo);
+
+struct Bf16Kernels {
+  MatmulBf16Fn matmul = nullptr;
+  ToBf16Fn convert = nullptr;
+};
+
 struct KernelTable {
   MatmulInt8Fn matmul_int8;      // int8 activations (the fast path; not for has_int8_kernel() == false)
   MatmulFloatFn matmul_float;    // float activations, weights dequantized block by block
   MatmulInt8x2Fn matmul_int8x2;  // two-level int8 activations in one pass; null where a path has none
+  Bf16Kernels bf16 = {};         // bf16 activations: only the AVX-512 path, on a CPU with AVX512_BF16
 };
 
 // The AVX2 / AVX-512 tables exist on x86 with GCC or Clang (cpuid through
@@ -276,5 +299,6 @@ struct KernelTable {
 KernelTable portable_kernels();
 KernelTable avx2_kernels();
 KernelTable avx512_kernels();
+Bf16Kernels bf16_kernels();  // AVX512_BF16
 
 }  // namespace kvgen::quant

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "kvgen/quant/activations.h"
+#include "kvgen/quant/bf16_activations.h"
 #include "kvgen/quant/dispatch.h"
 #include "kvgen/quant/packed_matrix.h"
 
@@ -39,6 +40,11 @@ bool has_int8x2_kernels(CpuPath path);
 
 bool matmul_int8x2(const PackedMatrix& w, const QuantizedActivations& x, float* out, int64_t ldo, GroupRange groups,
                    CpuPath path);
+
+// bf16 activations x (rows, K): out = x @ bf16(W)^T, float32 sums (kernels_bf16.cpp).
+// ValueError as matmul_int8's, or where `path` has no bf16 kernels (has_bf16_kernels).
+void matmul_bf16(const PackedMatrix& w, const Bf16Activations& x, float* out, int64_t ldo, GroupRange groups,
+                 CpuPath path);
 
 // Float activations x (rows, K), row stride ldx: "exact" mode, float32 products of the
 // file's weights (dequantized tile by tile in registers) and x.

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "kvgen/quant/activations.h"
+#include "kvgen/quant/bf16_activations.h"
 #include "kvgen/quant/packed_matrix.h"
 
 namespace kvgen {
@@ -15,8 +16,10 @@ namespace kvgen {
 // What a quantized matrix multiplies (float32, F16 and BF16 weights always meet float
 // activations): Int8TwoLevel, int8 per 32-block in two levels, the second quantizing the
 // first one's rounding error (projector.h); Int8, one level (llama.cpp's arithmetic);
-// Float, float32 activations (transformers' arithmetic on the dequantized weights).
-enum class Activations { Int8TwoLevel, Int8, Float };
+// Float, float32 activations (transformers' arithmetic on the dequantized weights); Bf16,
+// activations and dequantized weights rounded to bfloat16, float32 sums (AVX512_BF16 only:
+// quant/bf16_activations.h).
+enum class Activations { Int8TwoLevel, Int8, Float, Bf16 };
 
 class LinearWeight {
  public:
@@ -31,10 +34,14 @@ class LinearWeight {
   int64_t in() const { return in_; }
   bool quantized() const { return packed_ != nullptr; }
   // Whether a product reads int8 activations: quantized weights of a type with an int8
-  // kernel (not F16 / BF16), unless `activations` is Float.
+  // kernel (not F16 / BF16), when `activations` is Int8TwoLevel or Int8.
   bool reads_int8(Activations activations) const {
-    return quantized() && activations != Activations::Float && quant::has_int8_kernel(packed_->type());
+    return (activations == Activations::Int8TwoLevel || activations == Activations::Int8) && quantized_kernel();
   }
+  // Whether a product reads bf16 activations: the same weights, when `activations` is Bf16.
+  bool reads_bf16(Activations activations) const { return activations == Activations::Bf16 && quantized_kernel(); }
+  // Whether a product reads the float32 activations themselves.
+  bool reads_float(Activations activations) const { return !reads_int8(activations) && !reads_bf16(activations); }
   // Units of work: 16-row groups of outputs.
   int64_t units() const { return (out_ + 15) / 16; }
   // Bytes of the weights as held in memory.
@@ -51,10 +58,15 @@ class LinearWeight {
   // has no such kernel (then multiply xq's 2 rows rows and add the halves).
   bool multiply_int8x2(float* y, int64_t ldy, const quant::QuantizedActivations& xq, int64_t u0, int64_t u1) const;
 
+  // The same for bf16 rows (xb as Bf16Activations::convert left it).
+  void multiply_bf16(float* y, int64_t ldy, const quant::Bf16Activations& xb, int64_t u0, int64_t u1) const;
+
   // out (in) = row n of W as float: an embedding lookup reads only the rows it needs.
   void row(int64_t n, float* out) const;
 
  private:
+  bool quantized_kernel() const { return quantized() && quant::has_int8_kernel(packed_->type()); }
+
   int64_t out_ = 0, in_ = 0;
   const float* dense_ = nullptr;  // (out, in)
   std::shared_ptr<const quant::PackedMatrix> packed_;

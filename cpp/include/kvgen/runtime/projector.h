@@ -22,6 +22,7 @@
 #include "kvgen/runtime/linear_weight.h"
 #include "kvgen/runtime/thread_pool.h"
 #include "kvgen/quant/activations.h"
+#include "kvgen/quant/bf16_activations.h"
 
 namespace kvgen {
 
@@ -65,6 +66,8 @@ class Projector {
   std::map<int64_t, quant::QuantizedActivations> int8_inputs_;  // by K: (rows, K) quantized input
   std::vector<float> halves_;  // without two-level kernels: each product's (2 rows, out) outputs, one after another
   std::map<int64_t, std::vector<quant::QuantizedActivations>> each_inputs_;  // by K: project_each's rows, one each
+  std::map<int64_t, quant::Bf16Activations> bf16_inputs_;  // by K: (rows, K) bf16 input
+  std::map<int64_t, std::vector<quant::Bf16Activations>> each_bf16_inputs_;  // by K: project_each's, one each
 };
 
 }  // namespace kvgen
