@@ -24,8 +24,12 @@ Per configuration the reference and every path and mode are warmed up, calibrate
 ~--round-s and interleaved for --rounds rounds (harness.measure); the figure is the
 median over rounds of the mean time per product.
 
+On the default path two more columns: ``int8x2``, the models' default two-level activations
+(``activations="int8x2"``), and ``bf16`` (``activations="bf16"``, where the CPU has
+AVX512_BF16); ``--rows 32,128`` measures them on a prompt pass's row counts.
+
 Run: ``taskset -c 0,1 python benchmarks/bench_quant_kernels.py [--quick] [--types Q4_0,Q4_K,IQ4_NL]
-[--shapes "1k,ffn 1k"]``. Timings on a
+[--shapes "1k,ffn 1k"] [--rows 1,32,128]``. Timings on a
 shared VM swing by 30-50%: compare rows of one run, not runs. Writes
 ``benchmarks/results/bench_quant_kernels.json`` (``--out``).
 """
@@ -86,7 +90,8 @@ def two_threads(packed, x: np.ndarray, exact: bool, path: str):
 
 def engines(packed, w32: np.ndarray, x: np.ndarray, paths: list[str], qtype: str) -> dict:
     """The NumPy reference and every (path, activation mode) product, as zero-argument calls;
-    on the default path (paths[0]) both modes on 2 threads too."""
+    on the default path (paths[0]) both modes on 2 threads too, and the models' two-level
+    int8 (``int8x2``) and, where the CPU has AVX512_BF16, bf16 activations."""
     calls = {"numpy f32": lambda: x @ w32.T}
     for path in paths:
         for mode, exact in (("int8", False), ("exact", True)):
@@ -94,6 +99,10 @@ def engines(packed, w32: np.ndarray, x: np.ndarray, paths: list[str], qtype: str
                 calls[f"{path} {mode}"] = lambda path=path, exact=exact: packed.matmul(x, exact=exact, path=path)
                 if path == paths[0]:
                     calls[f"{path} {mode} 2t"] = two_threads(packed, x, exact, path)
+    if qtype not in DENSE:
+        calls[f"{paths[0]} int8x2"] = lambda: packed.matmul(x, path=paths[0], two_level=True)
+        if not _core._bf16_unavailable_reason(paths[0]):
+            calls[f"{paths[0]} bf16"] = lambda: packed.matmul(x, path=paths[0], bf16=True)
     return calls
 
 
@@ -128,7 +137,7 @@ def file_bytes(qtype: str, w: np.ndarray, rng: np.random.Generator) -> np.ndarra
 
 
 def bench_config(name: str, qtype: str, w: np.ndarray, paths: list[str], rounds: int, round_s: float,
-                 rng: np.random.Generator) -> list[dict]:
+                 rng: np.random.Generator, rows: tuple[int, ...] = ROWS) -> list[dict]:
     """Every M for one shape and type: median time and GB/s per engine."""
     n, k = w.shape
     gtype = GGMLQuantizationType[qtype]
@@ -137,7 +146,7 @@ def bench_config(name: str, qtype: str, w: np.ndarray, paths: list[str], rounds:
     packed = _core._quant_pack(core.data, core.type, n, k) if core else _core._quant_pack(raw, qtype, n, k)
     w32 = np.ascontiguousarray(dequantize(raw.reshape(n, -1), gtype), dtype=np.float32)
     results = []
-    for m in ROWS:
+    for m in rows:
         x = rng.standard_normal((m, k)).astype(np.float32)
         stats, _ = harness.compare(engines(packed, w32, x, paths, qtype), rounds, round_s)
         weight_bytes = {e: w32.nbytes if e == "numpy f32" else packed.nbytes for e in stats}
@@ -163,10 +172,13 @@ def main() -> None:
                          round_s=(ROUND_S, QUICK_ROUND_S))
     parser.add_argument("--types", help="comma-separated GGUF types (default: all)")
     parser.add_argument("--shapes", help=f"comma-separated shapes (default: all; of {', '.join(SHAPES)})")
+    parser.add_argument("--rows", help=f"comma-separated activation rows M (default {','.join(map(str, ROWS))}; "
+                                       "a prompt pass has 32 to 128)")
     args = harness.parse_args(parser)
     types = args.types.split(",") if args.types else (QUICK_TYPES if args.quick else TYPES)
     chosen = args.shapes.split(",") if args.shapes else (QUICK_SHAPES if args.quick else tuple(SHAPES))
     shapes = {k: v for k, v in SHAPES.items() if k in chosen}
+    rows = tuple(int(m) for m in args.rows.split(",")) if args.rows else ROWS
     paths = list(_core._quant_supported_paths())
     env = harness.begin({"gguf": importlib.metadata.version("gguf")},
                         {"kvgen": {"most columns": 1, "the 2t columns": 2},
@@ -175,7 +187,9 @@ def main() -> None:
     print(f"\npaths: {', '.join(paths)} (default {_core._quant_cpu_path()}); {args.rounds} interleaved rounds of "
           f"~{args.round_s:g} s per engine; GB/s of weight bytes read (median over rounds)\n")
     names = ["numpy f32"] + [f"{p} {mode}" for p in paths for mode in ("int8", "exact")]
-    names[3:3] = [f"{paths[0]} int8 2t", f"{paths[0]} exact 2t"]
+    names[3:3] = [f"{paths[0]} int8 2t", f"{paths[0]} exact 2t", f"{paths[0]} int8x2"]
+    if not _core._bf16_unavailable_reason(paths[0]):
+        names.insert(6, f"{paths[0]} bf16")
     tab = table(names)
     tab.print_header()
     rng = np.random.default_rng(0)
@@ -185,10 +199,10 @@ def main() -> None:
         for qtype in types:
             if qtype in SUPER and k % 256 != 0:
                 continue  # K-quant rows are whole 256-weight super-blocks
-            for r in bench_config(name, qtype, w, paths, args.rounds, args.round_s, rng):
+            for r in bench_config(name, qtype, w, paths, args.rounds, args.round_s, rng, rows):
                 results.append(r)
                 tab.print_row(r)
-    settings = harness.settings(args, types=list(types), shapes=shapes, rows=ROWS, paths=paths,
+    settings = harness.settings(args, types=list(types), shapes=shapes, rows=rows, paths=paths,
                                 default_path=_core._quant_cpu_path())
     harness.write_outputs({"environment": env, "settings": settings, "results": results}, args.out)
 

@@ -540,6 +540,11 @@ def _info(args) -> int:
     print(f"weights: {model.weight_bytes / 1e6:.1f} MB (quantized matrices at their packed size); activations: "
           f"{model.activations}; KV cache per position: {per_position} bytes"
           + (f"; recurrent state per sequence: {state} bytes" if state else ""))
+    from kvgen import _core
+
+    why = _core._bf16_unavailable_reason()
+    print(f"kernels: the {_core._quant_cpu_path()} path (KVGEN_CPU_PATH); activations='bf16': "
+          + (f"unavailable ({why})" if why else "available (AVX512_BF16)"))
     return 0
 
 

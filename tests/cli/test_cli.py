@@ -13,6 +13,7 @@ import jsonschema
 import pytest
 
 import kvgen
+from kvgen import _core
 
 SUMMARY = re.compile(r"^(\d+) prompt tokens, (\d+) new tokens; prefill [\d.]+ tok/s, "
                      r"(decode [\d.]+ tok/s over (\d+) steps?|"
@@ -112,6 +113,17 @@ def test_argument_syntax_errors_exit_2():
 def test_info_describes_the_model():
     out = run("info")
     assert out.returncode == 0 and "Model(llama, layers=30" in out.stdout and "Q4_1" in out.stdout
+    path, why = _core._quant_cpu_path(), _core._bf16_unavailable_reason()
+    bf16 = f"unavailable ({why})" if why else "available (AVX512_BF16)"
+    assert f"kernels: the {path} path (KVGEN_CPU_PATH); activations='bf16': {bf16}" in out.stdout
+
+
+def test_info_says_why_bf16_activations_are_unavailable():
+    out = subprocess.run(["kvgen", "info"], capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, KVGEN_CPU_PATH="portable"))
+    assert out.returncode == 0, out.stderr
+    assert ("kernels: the portable path (KVGEN_CPU_PATH); activations='bf16': unavailable (bf16 activations need "
+            "the avx512 CPU path (this process runs portable))") in out.stdout
 
 
 def test_missing_default_model_names_the_install_command():

@@ -206,6 +206,14 @@ void matmuls_match_the_plain_product_on_every_cpu_path() {
       matmul_float(w, x.data(), kBatch, kCols, out.data(), ldo, all_groups(w), path);
       CHECK_EQ(out, expected);
 
+      if (has_bf16_kernels(path)) {  // integers and powers of two: exact in bf16 as well
+        Bf16Activations xb(kBatch, kCols, path);
+        xb.convert(x.data(), kBatch, kCols);
+        std::fill(out.begin(), out.end(), kFill);
+        matmul_bf16(w, xb, out.data(), ldo, all_groups(w), path);
+        CHECK_EQ(out, expected);
+      }
+
       // Only the second group (row 16): every other column keeps the fill.
       std::fill(out.begin(), out.end(), kFill);
       matmul_int8(w, xq, out.data(), ldo, GroupRange{1, 2}, path);
