@@ -34,6 +34,14 @@ void matmul_int8x2_by_levels(MatmulInt8Fn int8, const PackedView& w, const Int8V
   for (int64_t g = g0; g < g1; ++g) {
     const int64_t rows_here = std::min(kGroupRows, w.rows - g * kGroupRows);
     const PackedView group{w.data + g * w.blocks * tile_bytes, w.type, rows_here, w.cols, w.blocks, 1};
+    if (2 * M <= kLevelRows) {  // both levels are 2 M adjacent rows: one call, one pass over the group (decode)
+      float* both = level1;     // (2 M, 16)
+      int8(group, rows_from(0, 2 * M), both, kGroupRows, 0, 1);
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t r = 0; r < rows_here; ++r)
+          out[m * ldo + g * kGroupRows + r] = both[m * kGroupRows + r] + both[(M + m) * kGroupRows + r];
+      continue;
+    }
     for (int64_t m0 = 0; m0 < M; m0 += kLevelRows) {
       const int64_t mt = std::min(kLevelRows, M - m0);
       int8(group, rows_from(m0, mt), level1, kGroupRows, 0, 1);

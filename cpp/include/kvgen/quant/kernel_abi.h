@@ -253,8 +253,9 @@ using MatmulInt8x2Fn = bool (*)(const PackedView& w, const Int8View& x, float* o
 
 // A two-level product (MatmulInt8x2Fn's contract) from `int8`, a path's one-level kernel:
 // per 16-row group and up to 8 batch rows at a time, both levels' products into stack
-// buffers, then added. For the types a path has no two-level kernel of its own for (the
-// lookup-table types on AVX-512). Portable code (matmul.cpp): it only calls `int8`.
+// buffers, then added; up to 4 rows (a decode step, 2 beams) in one call over both levels'
+// 2 M adjacent rows, so that `int8` reads the group's tiles once. For the types a path has
+// no two-level kernel of its own for (the lookup-table and index types on AVX-512). Portable code (matmul.cpp): it only calls `int8`.
 void matmul_int8x2_by_levels(MatmulInt8Fn int8, const PackedView& w, const Int8View& x, float* out, int64_t ldo,
                              int64_t g0, int64_t g1);
 
