@@ -12,11 +12,15 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kvgen/quant/fp16.h"
 #include "kvgen/quant/kernel_abi.h"
 
 namespace kvgen::quant {
 
 namespace {
+
+#include "unit_scales.inc"         // units_per_tile, unit_base, split_mins, unit_scales (MXFP4's)
+#include "unit_scales_avx512.inc"  // simd_unit_scales
 
 // Activation rows per pass over the weights: a tile's 8 unpacked quant vectors and one
 // accumulator per row stay in the 32 registers (8 beams or batch rows in two levels).
@@ -649,13 +653,119 @@ void float_dense_rows(const PackedView& w, const float* x, int64_t ldx, int64_t 
   }
 }
 
-// The lookup-table types (IQ4_NL, IQ4_XS, MXFP4) and kvgen's index types (I4S16, I4S16M) have
-// no AVX-512 kernels of their own: an AVX-512 CPU runs the AVX2 ones (it has AVX2, FMA and
-// F16C: dispatch.cpp requires them).
-void whole_matmul_int8(const PackedView& w, const Int8View& x, float* out, int64_t ldo, int64_t g0, int64_t g1) {
-  avx2_kernels().matmul_int8(w, x, out, ldo, g0, g1);
+// --- The lookup-table types (IQ4_NL, IQ4_XS, MXFP4) and kvgen's index types (I4S16, I4S16M):
+// each unit of 16 rows x 32 weights holds 4-bit indices into 16 int8 values. vpshufb looks
+// them up (the 16 values fit one 128-bit lane) as value + 128, an unsigned byte for
+// vpdpbusd; the offset leaves 128 times the activations' integer sum in each dot, which the
+// quantizer's per-16 sums (half_sums) take out exactly in int32. So each half's dot is the
+// exact sum of value * q, and the fold is the portable kernel's: per half
+//   acc += scale_h (d_x dot_h)  (+ min_h (d_x hsum_h) for I4S16M),
+// the scales from unit_scales (simd_unit_scales). Two levels add both levels' terms.
+
+// The 16 values + 128 in each 128-bit lane (vpshufb's table).
+template <class L>
+[[gnu::always_inline]] inline __m512i offset_values(const uint8_t* tile) {
+  __m128i values;
+  if constexpr (L::kFamily == Family::Lookup)
+    values = _mm_loadu_si128(reinterpret_cast<const __m128i*>(L::kValues));
+  else
+    values = _mm_loadu_si128(reinterpret_cast<const __m128i*>(tile + L::kValuesAt));
+  return _mm512_broadcast_i32x4(_mm_xor_si128(values, _mm_set1_epi8(static_cast<char>(0x80))));
 }
 
+// The unit's 8 vectors of value + 128: byte 4r+j of u[v] belongs to weight 4v+j of row r
+// (v < 4: the first 16 weights, v >= 4 the second).
+[[gnu::always_inline]] inline void lookup_unit(const uint8_t* base, __m512i table, __m512i* u) {
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
+  for (int c = 0; c < 4; ++c) {
+    const __m512i raw = load_chunk(base + 64 * c);
+    u[c] = _mm512_shuffle_epi8(table, _mm512_and_si512(raw, nibble));
+    u[c + 4] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble));
+  }
+}
+
+// The exact per-half dots of one activation block (32 int8 at xq, its per-16 sums at hs)
+// against a unit: sum over the half of value * q, as float.
+[[gnu::always_inline]] inline void half_dots(const __m512i* u, const int8_t* xq, const int32_t* hs, __m512* dot) {
+  for (int h = 0; h < 2; ++h) {
+    __m512i a = _mm512_setzero_si512(), b = _mm512_setzero_si512();
+    for (int v = 4 * h; v < 4 * h + 4; v += 2) {
+      a = _mm512_dpbusd_epi32(a, u[v], _mm512_set1_epi32(load_i32(xq + 4 * v)));
+      b = _mm512_dpbusd_epi32(b, u[v + 1], _mm512_set1_epi32(load_i32(xq + 4 * (v + 1))));
+    }
+    const __m512i offset = _mm512_set1_epi32(128 * hs[h]);  // |128 hs| <= 128 * 16 * 127
+    dot[h] = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_add_epi32(a, b), offset));
+  }
+}
+
+// Rows [m0, m0 + MT) x groups [g0, g1); with Levels = 2 row m's second level is row M + m of x.
+template <class L, int MT, int Levels>
+void lookup_rows(const PackedView& w, const Int8View& x, int64_t M, int64_t m0, float* out, int64_t ldo, int64_t g0,
+                 int64_t g1) {
+  constexpr int units = units_per_tile<L>();
+  const int64_t xblocks = x.cols / kBlockSize;
+  for (int64_t g = g0; g < g1; ++g) {
+    __m512 acc[MT];
+    for (int m = 0; m < MT; ++m) acc[m] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < w.blocks; ++b) {
+      const uint8_t* tile = w.data + (g * w.blocks + b) * L::kTileBytes;
+      const __m512i table = offset_values<L>(tile);
+      for (int j = 0; j < units; ++j) {
+        __m512 scale[2], min[2];
+        simd_unit_scales<L>(tile, j, scale, min);
+        __m512i u[8];
+        lookup_unit(unit_base<L>(tile, j), table, u);
+        const int64_t xb = b * units + j;  // the activations' 32-block
+        for (int m = 0; m < MT; ++m)
+          for (int level = 0; level < Levels; ++level) {
+            const int64_t row = (level == 0 ? 0 : M) + m0 + m, at = row * xblocks + xb;
+            const int32_t* hs = x.half_sums + 2 * at;
+            __m512 dot[2];
+            half_dots(u, x.q + at * kBlockSize, hs, dot);
+            const __m512 dx = _mm512_set1_ps(x.d[at]);
+            acc[m] = _mm512_fmadd_ps(_mm512_mul_ps(scale[0], dx), dot[0], acc[m]);
+            acc[m] = _mm512_fmadd_ps(_mm512_mul_ps(scale[1], dx), dot[1], acc[m]);
+            if constexpr (split_mins<L>()) {  // I4S16M: a min per 16, times its sum of q
+              acc[m] = _mm512_fmadd_ps(_mm512_mul_ps(min[0], dx), _mm512_set1_ps(static_cast<float>(hs[0])), acc[m]);
+              acc[m] = _mm512_fmadd_ps(_mm512_mul_ps(min[1], dx), _mm512_set1_ps(static_cast<float>(hs[1])), acc[m]);
+            }
+          }
+      }
+    }
+    store_group<MT>(acc, rows_in_group(w, g), out + m0 * ldo + g * kGroupRows, ldo);
+  }
+}
+
+// Activation rows per pass of lookup_rows: the unit's 8 vectors and a row's accumulator.
+constexpr int kLookupTileRows = 8;
+
+// Calls f.template operator()<MT>() for MT = rows (1..kLookupTileRows).
+template <int MT = kLookupTileRows, class F>
+void with_lookup_tile(int64_t rows, F&& f) {
+  if constexpr (MT > 1) {
+    if (rows < MT) return with_lookup_tile<MT - 1>(rows, f);
+  }
+  f.template operator()<MT>();
+}
+
+template <int Levels>
+void lookup_matmul(const PackedView& w, const Int8View& x, int64_t M, float* out, int64_t ldo, int64_t g0,
+                   int64_t g1) {
+  with_layout(w.type, [&]<class L>() {
+    if constexpr (L::kFamily == Family::Lookup || L::kFamily == Family::Index)
+      for (int64_t m0 = 0; m0 < M; m0 += kLookupTileRows) {
+        const int64_t rows = M - m0 < kLookupTileRows ? M - m0 : kLookupTileRows;
+        with_lookup_tile(rows, [&]<int MT>() { lookup_rows<L, MT, Levels>(w, x, M, m0, out, ldo, g0, g1); });
+      }
+  });
+}
+
+void whole_matmul_int8(const PackedView& w, const Int8View& x, float* out, int64_t ldo, int64_t g0, int64_t g1) {
+  lookup_matmul<1>(w, x, x.rows, out, ldo, g0, g1);
+}
+
+// Their float (exact-mode) products run AVX2's kernels (an AVX-512 CPU has AVX2, FMA and
+// F16C: dispatch.cpp requires them).
 void whole_matmul_float(const PackedView& w, const float* x, int64_t rows, int64_t ldx, float* out, int64_t ldo,
                         int64_t g0, int64_t g1) {
   avx2_kernels().matmul_float(w, x, rows, ldx, out, ldo, g0, g1);
@@ -677,7 +787,7 @@ bool matmul_int8x2(const PackedView& w, const Int8View& x, float* out, int64_t l
   bool done = false;
   with_layout(w.type, [&]<class L>() {
     if constexpr (L::kFamily == Family::Lookup || L::kFamily == Family::Index) {
-      matmul_int8x2_by_levels(avx2_kernels().matmul_int8, w, x, out, ldo, g0, g1);  // AVX2's, by levels
+      lookup_matmul<2>(w, x, M, out, ldo, g0, g1);
       done = true;
     } else if constexpr (L::kFamily != Family::Dense) {
       if (M == 1) {  // batch-1 decode: its own stream kernels

@@ -31,7 +31,8 @@ namespace kvgen::quant {
 
 namespace {
 
-#include "unit_scales.inc"  // Unit, unit_scales (MXFP4), UnitQuants, unit_base, units_per_tile
+#include "unit_scales.inc"         // Unit, unit_scales, UnitQuants, unit_base, units_per_tile
+#include "unit_scales_avx512.inc"  // simd_unit_scales
 
 // Activation rows per pass over a decoded group: two accumulators a row (24 of the 32
 // registers) and the two pair vectors of a step.
@@ -90,62 +91,6 @@ template <class L>
     return _mm512_permutexvar_epi32(u, table);
   else
     return u;
-}
-
-__m512 halves_at(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
-
-// 16 bytes at p as floats, signed or unsigned.
-template <bool Signed>
-__m512 bytes_at(const uint8_t* p) {
-  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  return _mm512_cvtepi32_ps(Signed ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b));
-}
-
-__m512 negated(__m512 v) {
-  return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), _mm512_set1_epi32(INT32_MIN)));
-}
-
-// Unit j's scales and mins per 16-weight half: unit_scales' float32 operations, in SIMD
-// code (one lane a row), so bit for bit its values.
-template <class L>
-[[gnu::always_inline]] inline void simd_unit_scales(const uint8_t* tile, int j, __m512 scale[2], __m512 min[2]) {
-  const __m512 zero = _mm512_setzero_ps();
-  if constexpr (L::kFamily == Family::Block) {
-    const __m512 d = halves_at(tile + L::kScalesAt);
-    scale[0] = scale[1] = d;
-    min[0] = min[1] = L::kHasMin ? halves_at(tile + L::kMinsAt) : _mm512_mul_ps(_mm512_set1_ps(L::kOffset), d);
-  } else if constexpr (L::kFamily == Family::Super) {
-    const __m512 d = halves_at(tile + L::kDAt);
-    if constexpr (L::kHasMin) {
-      scale[0] = scale[1] = _mm512_mul_ps(d, bytes_at<false>(tile + L::kScalesAt + kGroupRows * j));
-      min[0] = min[1] = negated(_mm512_mul_ps(halves_at(tile + L::kDminAt), bytes_at<false>(tile + L::kMinsAt + kGroupRows * j)));
-    } else {  // Q6_K
-      for (int h = 0; h < 2; ++h) scale[h] = _mm512_mul_ps(d, bytes_at<true>(tile + L::kScalesAt + kGroupRows * (2 * j + h)));
-      min[0] = min[1] = zero;
-    }
-  } else if constexpr (L::kFamily == Family::Lookup) {
-    if constexpr (L::kScale == ScaleKind::Half) {
-      __m512 d = halves_at(tile + L::kScalesAt);
-      if constexpr (L::kSuper) d = _mm512_mul_ps(d, bytes_at<true>(tile + L::kSubScalesAt + kGroupRows * j));
-      scale[0] = scale[1] = d;
-      min[0] = min[1] = zero;
-    } else {  // MXFP4's E8M0 scales: the scalar code
-      Unit t;
-      unit_scales<L>(tile, j, t);
-      for (int h = 0; h < 2; ++h) scale[h] = _mm512_loadu_ps(t.scale[h]), min[h] = _mm512_loadu_ps(t.min[h]);
-    }
-  } else if constexpr (L::kFamily == Family::Index) {
-    const __m512 unit = _mm512_loadu_ps(reinterpret_cast<const float*>(tile + L::kScaleUnitAt));
-    for (int h = 0; h < 2; ++h) {
-      const int s = 2 * j + h;
-      scale[h] = _mm512_mul_ps(unit, bytes_at<true>(tile + L::kSubsAt + kGroupRows * s));
-      if constexpr (L::kHasMin)
-        min[h] = _mm512_mul_ps(_mm512_loadu_ps(reinterpret_cast<const float*>(tile + L::kMinUnitAt)),
-                               bytes_at<true>(tile + L::kMinSubsAt + kGroupRows * s));
-      else
-        min[h] = zero;
-    }
-  }
 }
 
 // Group g's weights as bf16 pairs: pairs[p] = columns 2p and 2p + 1 (p < cols / 2).

@@ -40,25 +40,6 @@ void unpack_quants(const uint8_t* base, int32_t (*q)[kGroupRows]) {
   }
 }
 
-// Whether a unit's two 16-weight halves have their own scales (Q6_K, the index types).
-template <class L>
-constexpr bool split_scales() {
-  if constexpr (L::kFamily == Family::Super)
-    return !L::kHasMin;
-  else
-    return L::kFamily == Family::Index;
-}
-
-// Whether a unit's two 16-weight halves have their own mins (I4S16M): the min term then
-// takes the activations' sums per 16 rather than per 32.
-template <class L>
-constexpr bool split_mins() {
-  if constexpr (L::kFamily == Family::Index)
-    return L::kHasMin;
-  else
-    return false;
-}
-
 template <class L>
 void unpack_unit(const uint8_t* tile, int j, Unit& t) {
   unit_scales<L>(tile, j, t);
