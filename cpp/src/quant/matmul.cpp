@@ -20,39 +20,6 @@ void check_output(const PackedMatrix& w, int64_t ldo, GroupRange groups) {
 
 }  // namespace
 
-void matmul_int8x2_by_levels(MatmulInt8Fn int8, const PackedView& w, const Int8View& x, float* out, int64_t ldo,
-                             int64_t g0, int64_t g1) {
-  constexpr int64_t kLevelRows = 8;
-  const int64_t M = x.rows / 2, xblocks = x.cols / kBlockSize;
-  int64_t tile_bytes = 0;
-  with_layout(w.type, [&]<class L>() { tile_bytes = L::kTileBytes; });
-  const auto rows_from = [&](int64_t first, int64_t count) {
-    return Int8View{x.q + first * x.cols, x.d + first * xblocks, x.s + first * xblocks,
-                    x.half_sums + 2 * first * xblocks, count, x.cols};
-  };
-  float level1[kLevelRows * kGroupRows], level2[kLevelRows * kGroupRows];  // (rows, 16)
-  for (int64_t g = g0; g < g1; ++g) {
-    const int64_t rows_here = std::min(kGroupRows, w.rows - g * kGroupRows);
-    const PackedView group{w.data + g * w.blocks * tile_bytes, w.type, rows_here, w.cols, w.blocks, 1};
-    if (2 * M <= kLevelRows) {  // both levels are 2 M adjacent rows: one call, one pass over the group (decode)
-      float* both = level1;     // (2 M, 16)
-      int8(group, rows_from(0, 2 * M), both, kGroupRows, 0, 1);
-      for (int64_t m = 0; m < M; ++m)
-        for (int64_t r = 0; r < rows_here; ++r)
-          out[m * ldo + g * kGroupRows + r] = both[m * kGroupRows + r] + both[(M + m) * kGroupRows + r];
-      continue;
-    }
-    for (int64_t m0 = 0; m0 < M; m0 += kLevelRows) {
-      const int64_t mt = std::min(kLevelRows, M - m0);
-      int8(group, rows_from(m0, mt), level1, kGroupRows, 0, 1);
-      int8(group, rows_from(M + m0, mt), level2, kGroupRows, 0, 1);
-      for (int64_t m = 0; m < mt; ++m)
-        for (int64_t r = 0; r < rows_here; ++r)
-          out[(m0 + m) * ldo + g * kGroupRows + r] = level1[m * kGroupRows + r] + level2[m * kGroupRows + r];
-    }
-  }
-}
-
 void check_int8_kernel(QuantType type) {
   if (!has_int8_kernel(type))
     throw ValueError(std::string(quant_type_name(type)) + " weights have no int8-activation kernel; use matmul_float");

@@ -251,14 +251,6 @@ using MatmulFloatFn = void (*)(const PackedView& w, const float* x, int64_t rows
 using MatmulInt8x2Fn = bool (*)(const PackedView& w, const Int8View& x, float* out, int64_t ldo, int64_t g0,
                                 int64_t g1);
 
-// A two-level product (MatmulInt8x2Fn's contract) from `int8`, a path's one-level kernel:
-// per 16-row group and up to 8 batch rows at a time, both levels' products into stack
-// buffers, then added; up to 4 rows (a decode step, 2 beams) in one call over both levels'
-// 2 M adjacent rows, so that `int8` reads the group's tiles once. For the types a path has
-// no two-level kernel of its own for (the lookup-table and index types on AVX-512). Portable code (matmul.cpp): it only calls `int8`.
-void matmul_int8x2_by_levels(MatmulInt8Fn int8, const PackedView& w, const Int8View& x, float* out, int64_t ldo,
-                             int64_t g0, int64_t g1);
-
 // Activations rounded to bfloat16: row m's value k at x[m * ldx + k] (the high half of the
 // float32, rounded to nearest even).
 struct Bf16View {
