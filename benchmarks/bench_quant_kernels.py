@@ -9,8 +9,8 @@ and two activation levels), 8 (4 beams in two levels) and 16 (8 batch rows in tw
 one pass over the weights on AVX-512), each GGUF type, each CPU path this CPU runs, int8 and exact (float)
 activations (F16 / BF16 have exact mode only), and on the default path both modes again on
 2 threads (the second thread takes half the 16-row groups; the binding releases the GIL).
-The lookup-table types IQ4_NL, IQ4_XS (K a multiple of 256) and MXFP4 have AVX2 and
-portable kernels; an AVX-512 CPU runs the AVX2 ones for them. So have the types the loader
+The lookup-table types IQ4_NL, IQ4_XS (K a multiple of 256) and MXFP4 have int8 kernels on
+every path (exact mode: AVX2's on an AVX-512 CPU). So have the types the loader
 decodes into kvgen's index blocks (Q2_K, Q3_K, IQ3_XXS, IQ3_S, IQ2_XXS, IQ2_XS, IQ2_S, IQ1_S,
 IQ1_M, TQ1_0, TQ2_0: 4-bit indices into the tensor's 16 values, a scale per 16 weights); their
 GB/s count the bytes the kernel reads (4.66 bits a weight, Q2_K 5.28), not the file's. The
