@@ -702,36 +702,28 @@ template <class L>
 template <class L, int MT, int Levels>
 void lookup_rows(const PackedView& w, const Int8View& x, int64_t M, int64_t m0, float* out, int64_t ldo, int64_t g0,
                  int64_t g1) {
-  constexpr int units = units_per_tile<L>();
   const int64_t xblocks = x.cols / kBlockSize;
   for (int64_t g = g0; g < g1; ++g) {
     __m512 acc[MT];
     for (int m = 0; m < MT; ++m) acc[m] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < w.blocks; ++b) {
-      const uint8_t* tile = w.data + (g * w.blocks + b) * L::kTileBytes;
-      const __m512i table = offset_values<L>(tile);
-      for (int j = 0; j < units; ++j) {
-        __m512 scale[2], min[2];
-        simd_unit_scales<L>(tile, j, scale, min);
-        __m512i u[8];
-        lookup_unit(unit_base<L>(tile, j), table, u);
-        const int64_t xb = b * units + j;  // the activations' 32-block
-        for (int m = 0; m < MT; ++m)
-          for (int level = 0; level < Levels; ++level) {
-            const int64_t row = (level == 0 ? 0 : M) + m0 + m, at = row * xblocks + xb;
-            const int32_t* hs = x.half_sums + 2 * at;
-            __m512 dot[2];
-            half_dots(u, x.q + at * kBlockSize, hs, dot);
-            const __m512 dx = _mm512_set1_ps(x.d[at]);
-            acc[m] = _mm512_fmadd_ps(_mm512_mul_ps(scale[0], dx), dot[0], acc[m]);
-            acc[m] = _mm512_fmadd_ps(_mm512_mul_ps(scale[1], dx), dot[1], acc[m]);
-            if constexpr (split_mins<L>()) {  // I4S16M: a min per 16, times its sum of q
-              acc[m] = _mm512_fmadd_ps(_mm512_mul_ps(min[0], dx), _mm512_set1_ps(static_cast<float>(hs[0])), acc[m]);
-              acc[m] = _mm512_fmadd_ps(_mm512_mul_ps(min[1], dx), _mm512_set1_ps(static_cast<float>(hs[1])), acc[m]);
-            }
+    for_each_unit<L>(w, g, [&](const uint8_t* tile, int j, int64_t xb, const __m512* scale, const __m512* min) {
+      __m512i u[8];
+      lookup_unit(unit_base<L>(tile, j), offset_values<L>(tile), u);
+      for (int m = 0; m < MT; ++m)
+        for (int level = 0; level < Levels; ++level) {
+          const int64_t row = (level == 0 ? 0 : M) + m0 + m, at = row * xblocks + xb;
+          const int32_t* hs = x.half_sums + 2 * at;
+          __m512 dot[2];
+          half_dots(u, x.q + at * kBlockSize, hs, dot);
+          const __m512 dx = _mm512_set1_ps(x.d[at]);
+          acc[m] = _mm512_fmadd_ps(_mm512_mul_ps(scale[0], dx), dot[0], acc[m]);
+          acc[m] = _mm512_fmadd_ps(_mm512_mul_ps(scale[1], dx), dot[1], acc[m]);
+          if constexpr (split_mins<L>()) {  // I4S16M: a min per 16, times its sum of q
+            acc[m] = _mm512_fmadd_ps(_mm512_mul_ps(min[0], dx), _mm512_set1_ps(static_cast<float>(hs[0])), acc[m]);
+            acc[m] = _mm512_fmadd_ps(_mm512_mul_ps(min[1], dx), _mm512_set1_ps(static_cast<float>(hs[1])), acc[m]);
           }
-      }
-    }
+        }
+    });
     store_group<MT>(acc, rows_in_group(w, g), out + m0 * ldo + g * kGroupRows, ldo);
   }
 }

@@ -97,26 +97,20 @@ template <class L>
 template <class L>
 void decode_group(const PackedView& w, int64_t g, __m512i* pairs) {
   using Q = typename UnitQuants<L>::type;
-  constexpr int units = units_per_tile<L>();
-  for (int64_t b = 0; b < w.blocks; ++b) {
-    const uint8_t* tile = w.data + (g * w.blocks + b) * L::kTileBytes;
+  for_each_unit<L>(w, g, [&](const uint8_t* tile, int j, int64_t unit, const __m512* scale, const __m512* min) {
     const __m512i table = value_table<L>(tile);
-    for (int j = 0; j < units; ++j) {
-      __m512 scale[2], min[2];
-      simd_unit_scales<L>(tile, j, scale, min);
-      const uint8_t* base = unit_base<L>(tile, j);
-      __m512i* out = pairs + (b * units + j) * (kBlockSize / 2);
+    const uint8_t* base = unit_base<L>(tile, j);
+    __m512i* out = pairs + unit * (kBlockSize / 2);
 #pragma GCC unroll 16
-      for (int k = 0; k < kBlockSize; k += 2) {  // weights k, k + 1 (half k / 16)
-        const int h = k / 16;
-        const __m512i qa = values_of<L>(stored_quants<Q>(base, k / 4, k % 4), table);
-        const __m512i qb = values_of<L>(stored_quants<Q>(base, k / 4, k % 4 + 1), table);
-        const __m512 a = _mm512_add_ps(_mm512_mul_ps(scale[h], _mm512_cvtepi32_ps(qa)), min[h]);
-        const __m512 c = _mm512_add_ps(_mm512_mul_ps(scale[h], _mm512_cvtepi32_ps(qb)), min[h]);
-        _mm512_store_si512(out + k / 2, pair_columns(a, c));
-      }
+    for (int k = 0; k < kBlockSize; k += 2) {  // weights k, k + 1 (half k / 16)
+      const int h = k / 16;
+      const __m512i qa = values_of<L>(stored_quants<Q>(base, k / 4, k % 4), table);
+      const __m512i qb = values_of<L>(stored_quants<Q>(base, k / 4, k % 4 + 1), table);
+      const __m512 a = _mm512_add_ps(_mm512_mul_ps(scale[h], _mm512_cvtepi32_ps(qa)), min[h]);
+      const __m512 c = _mm512_add_ps(_mm512_mul_ps(scale[h], _mm512_cvtepi32_ps(qb)), min[h]);
+      _mm512_store_si512(out + k / 2, pair_columns(a, c));
     }
-  }
+  });
 }
 
 // A decoded pair vector's storage (std::vector keeps its alignment).
