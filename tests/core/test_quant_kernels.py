@@ -404,6 +404,30 @@ def test_mxfp4_dequantizes_every_exponent_and_code_as_gguf():
     np.testing.assert_array_equal(packed.dequantize_rows(np.arange(4096)).view(np.uint32), expected.view(np.uint32))
 
 
+def test_mxfp4_kernels_read_small_and_subnormal_scales():
+    """MXFP4's E8M0 scales as every path's int8 kernels decode them (AVX-512 in SIMD code):
+    exponents 0 and 1 (float32 subnormal scales), 2, and ordinary ones, each row its own;
+    every path's product within float32 rounding of the float64 product of the same
+    quantized activations (NaN-free, no row all zero)."""
+    rows, cols = 24, 64
+    exponents = np.array([0, 1, 2, 3, 100, 120, 127, 128, 129, 130, 140, 60] * 2, dtype=np.uint8)
+    rng = np.random.default_rng(5)
+    raw = np.concatenate([np.repeat(exponents[:, None], cols // 32, axis=1)[..., None],
+                          rng.integers(0, 256, (rows, cols // 32, 16), dtype=np.uint8)], axis=2)
+    raw = np.ascontiguousarray(raw.reshape(rows, -1))
+    w64 = dequantize(raw, GGMLQuantizationType.MXFP4).astype(np.float64)
+    packed = _core._quant_pack(raw.reshape(-1), "MXFP4", rows, cols)
+    x = activations(cols)[:3]
+    xq, _ = quantize_like_kernel(x)
+    scale = np.abs(xq) @ np.abs(w64).T
+    for path in PATHS:
+        for two_level in (False, True):
+            out = packed.matmul(x, path=path, two_level=two_level).astype(np.float64)
+            ref = xq @ w64.T if not two_level else x.astype(np.float64) @ w64.T
+            tolerance = (1e-5 if not two_level else 2e-4) * scale + 1e-300
+            assert np.all(np.abs(out - ref) <= tolerance), (path, two_level)
+
+
 @pytest.mark.parametrize("qtype", IQ_TYPES)
 def test_iq4_grid_is_ggufs(qtype):
     """Each of the 16 indices in both nibbles, with d = 1 (IQ4_XS: every 6-bit sub-block scale
