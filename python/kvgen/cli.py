@@ -22,8 +22,8 @@ import re
 import sys
 from typing import Optional, Sequence
 
-# kvgen.Model.activations' modes (kvgen._model.ACTIVATIONS; not imported, so that --help stays fast)
-ACTIVATIONS = ("int8x2", "int8", "float", "bf16")
+from kvgen import _core
+from kvgen._model import ACTIVATIONS, KV_CACHE_DTYPES  # loaded with the kvgen package anyway
 
 SAMPLING_OPTIONS = ("temperature", "top_k", "top_p", "min_p")
 
@@ -222,7 +222,7 @@ def _chat_template_argument(parser) -> None:
 
 
 def _kv_cache_dtype_argument(parser) -> None:
-    parser.add_argument("--kv-cache-dtype", choices=("auto", "float32", "float16", "int8"), default="auto",
+    parser.add_argument("--kv-cache-dtype", choices=KV_CACHE_DTYPES, default="auto",
                         help="what the KV cache stores keys and values as (default auto: half, float32 with "
                              "--exact; int8: half the memory, slightly lossy, as llama.cpp's -ctk/-ctv q8_0)")
 
@@ -540,8 +540,6 @@ def _info(args) -> int:
     print(f"weights: {model.weight_bytes / 1e6:.1f} MB (quantized matrices at their packed size); activations: "
           f"{model.activations}; KV cache per position: {per_position} bytes"
           + (f"; recurrent state per sequence: {state} bytes" if state else ""))
-    from kvgen import _core
-
     why = _core._bf16_unavailable_reason()
     print(f"kernels: the {_core._quant_cpu_path()} path (KVGEN_CPU_PATH); activations='bf16': "
           + (f"unavailable ({why})" if why else "available (AVX512_BF16)"))

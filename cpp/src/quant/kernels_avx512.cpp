@@ -19,7 +19,7 @@ namespace kvgen::quant {
 
 namespace {
 
-#include "unit_scales.inc"         // units_per_tile, unit_base, split_mins, unit_scales (MXFP4's)
+#include "unit_scales.inc"         // units_per_tile, unit_base, split_mins
 #include "unit_scales_avx512.inc"  // simd_unit_scales
 
 // Activation rows per pass over the weights: a tile's 8 unpacked quant vectors and one
@@ -731,30 +731,9 @@ void lookup_rows(const PackedView& w, const Int8View& x, int64_t M, int64_t m0, 
 // Activation rows per pass of lookup_rows: the unit's 8 vectors and a row's accumulator.
 constexpr int kLookupTileRows = 8;
 
-// Calls f.template operator()<MT>() for MT = rows (1..kLookupTileRows).
-template <int MT = kLookupTileRows, class F>
-void with_lookup_tile(int64_t rows, F&& f) {
-  if constexpr (MT > 1) {
-    if (rows < MT) return with_lookup_tile<MT - 1>(rows, f);
-  }
-  f.template operator()<MT>();
-}
-
-template <int Levels>
-void lookup_matmul(const PackedView& w, const Int8View& x, int64_t M, float* out, int64_t ldo, int64_t g0,
-                   int64_t g1) {
-  with_layout(w.type, [&]<class L>() {
-    if constexpr (L::kFamily == Family::Lookup || L::kFamily == Family::Index)
-      for (int64_t m0 = 0; m0 < M; m0 += kLookupTileRows) {
-        const int64_t rows = M - m0 < kLookupTileRows ? M - m0 : kLookupTileRows;
-        with_lookup_tile(rows, [&]<int MT>() { lookup_rows<L, MT, Levels>(w, x, M, m0, out, ldo, g0, g1); });
-      }
-  });
-}
-
-void whole_matmul_int8(const PackedView& w, const Int8View& x, float* out, int64_t ldo, int64_t g0, int64_t g1) {
-  lookup_matmul<1>(w, x, x.rows, out, ldo, g0, g1);
-}
+// The lookup and index families' int8 products (tile_driver.inc's matmul_int8 sends them
+// here), defined after it: they take its with_tile.
+void whole_matmul_int8(const PackedView& w, const Int8View& x, float* out, int64_t ldo, int64_t g0, int64_t g1);
 
 // Their float (exact-mode) products run AVX2's kernels (an AVX-512 CPU has AVX2, FMA and
 // F16C: dispatch.cpp requires them).
@@ -764,6 +743,20 @@ void whole_matmul_float(const PackedView& w, const float* x, int64_t rows, int64
 }
 
 #include "tile_driver.inc"  // with_tile, matmul_int8, matmul_float
+
+template <int Levels>
+void lookup_matmul(const PackedView& w, const Int8View& x, int64_t M, float* out, int64_t ldo, int64_t g0,
+                   int64_t g1) {
+  with_layout(w.type, [&]<class L>() {
+    if constexpr (L::kFamily == Family::Lookup || L::kFamily == Family::Index)
+      for (int64_t m0 = 0; m0 < M; m0 += kLookupTileRows)
+        with_tile<kLookupTileRows>(M - m0, [&]<int MT>() { lookup_rows<L, MT, Levels>(w, x, M, m0, out, ldo, g0, g1); });
+  });
+}
+
+void whole_matmul_int8(const PackedView& w, const Int8View& x, float* out, int64_t ldo, int64_t g0, int64_t g1) {
+  lookup_matmul<1>(w, x, x.rows, out, ldo, g0, g1);
+}
 
 // Batch rows per pass of the two-level kernels: the tile's 8 unpacked vectors and a row's
 // two levels' dot chains stay in registers beside the accumulators.

@@ -31,7 +31,7 @@ namespace kvgen::quant {
 
 namespace {
 
-#include "unit_scales.inc"         // Unit, unit_scales, UnitQuants, unit_base, units_per_tile
+#include "unit_scales.inc"         // UnitQuants, unit_base, units_per_tile
 #include "unit_scales_avx512.inc"  // simd_unit_scales
 
 // Activation rows per pass over a decoded group: two accumulators a row (24 of the 32
@@ -141,13 +141,7 @@ void rows_over_group(const __m512i* pairs, int64_t count, const uint16_t* x, int
   for (int m = 0; m < MT; ++m) _mm512_mask_storeu_ps(out + m * ldo, valid, _mm512_add_ps(even[m], odd[m]));
 }
 
-template <int MT = kMaxTile, class F>
-void with_tile(int64_t rows, F&& f) {
-  if constexpr (MT > 1) {
-    if (rows < MT) return with_tile<MT - 1>(rows, f);
-  }
-  f.template operator()<MT>();
-}
+#include "with_tile.inc"
 
 void matmul_bf16(const PackedView& w, const Bf16View& x, float* out, int64_t ldo, int64_t g0, int64_t g1) {
   thread_local std::vector<PairVector> storage;  // one group's decoded weights, kept between calls

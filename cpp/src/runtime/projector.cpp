@@ -42,6 +42,15 @@ constexpr int64_t kMinQuantBlocks = 4;
 constexpr int64_t kMinVectorQuantBlocks = 32;
 constexpr int64_t kQuantItemsPerThread = 4;
 
+// The buffer `inputs` keeps for inputs of width K, made anew (allocated) only where it has
+// room for fewer than `rows` rows.
+template <class Buffer>
+Buffer& input_buffer(std::map<int64_t, Buffer>& inputs, int64_t K, int64_t rows) {
+  auto it = inputs.find(K);
+  if (it == inputs.end() || it->second.max_rows() < rows) it = inputs.insert_or_assign(K, Buffer(rows, K)).first;
+  return it->second;
+}
+
 // What product i of a list reads: the float rows, and the same rows quantized to int8 or
 // rounded to bf16 where its weights read those (else null).
 struct ProductInput {
@@ -129,21 +138,16 @@ void Projector::project(const float* x, int64_t rows, int64_t ldx, std::span<con
   for (const Product& p : products) {
     if (p.w->in() != K) throw ValueError("products of one input must share its width");
     if (p.w->reads_bf16(activations) && !xb) {
-      auto it = bf16_inputs_.find(K);
-      if (it == bf16_inputs_.end() || it->second.max_rows() < rows)
-        it = bf16_inputs_.insert_or_assign(K, quant::Bf16Activations(rows, K)).first;
-      it->second.convert(x, rows, ldx);
-      xb = &it->second;
+      quant::Bf16Activations& held = input_buffer(bf16_inputs_, K, rows);
+      held.convert(x, rows, ldx);
+      xb = &held;
     }
     if (!p.w->reads_int8(activations)) continue;
     if (two_level && !in_kernel) halves_floats += 2 * rows * p.w->out();
     if (xq) continue;
-    const int64_t int8_rows = two_level ? 2 * rows : rows;
-    auto it = int8_inputs_.find(K);
-    if (it == int8_inputs_.end() || it->second.max_rows() < int8_rows)
-      it = int8_inputs_.insert_or_assign(K, quant::QuantizedActivations(int8_rows, K)).first;
-    quantize(it->second, x, rows, ldx, two_level);
-    xq = &it->second;
+    quant::QuantizedActivations& held = input_buffer(int8_inputs_, K, two_level ? 2 * rows : rows);
+    quantize(held, x, rows, ldx, two_level);
+    xq = &held;
   }
   if (static_cast<int64_t>(halves_.size()) < halves_floats) halves_.resize(halves_floats);
   // Items of work: runs of `chunk` 16-row groups of one product, product after product.
