@@ -660,7 +660,11 @@ void float_dense_rows(const PackedView& w, const float* x, int64_t ldx, int64_t 
 // quantizer's per-16 sums (half_sums) take out exactly in int32. So each half's dot is the
 // exact sum of value * q, and the fold is the portable kernel's: per half
 //   acc += scale_h (d_x dot_h)  (+ min_h (d_x hsum_h) for I4S16M),
-// the scales from unit_scales (simd_unit_scales). Two levels add both levels' terms.
+// the scales from unit_scales (simd_unit_scales). Two levels add both levels' terms. The
+// lookup types have one scale a unit: their two halves' dots are one exact int32 sum, folded
+// once (the same value up to float rounding; every row count takes the same steps). At one
+// or two rows the pass is a stream and asks for its bytes kPrefetchAhead on, as the other
+// types' row-1 kernels do (decode from memory +25-55% for it).
 
 // The 16 values + 128 in each 128-bit lane (vpshufb's table).
 template <class L>
@@ -698,24 +702,43 @@ template <class L>
   }
 }
 
+// The exact dot of one activation block against a unit whose two halves share one scale and
+// no min (the lookup types: IQ4_NL, IQ4_XS, MXFP4): both halves in one int32 sum, so a level
+// costs one conversion and one fold. |sum| <= 32 * 255 * 127 (+ 128 * 32 * 127): exact in float.
+[[gnu::always_inline]] inline __m512 unit_dot(const __m512i* u, const int8_t* xq, const int32_t* hs) {
+  __m512i a = _mm512_setzero_si512(), b = _mm512_setzero_si512();
+  for (int v = 0; v < 8; v += 2) {
+    a = _mm512_dpbusd_epi32(a, u[v], _mm512_set1_epi32(load_i32(xq + 4 * v)));
+    b = _mm512_dpbusd_epi32(b, u[v + 1], _mm512_set1_epi32(load_i32(xq + 4 * (v + 1))));
+  }
+  const __m512i offset = _mm512_set1_epi32(128 * (hs[0] + hs[1]));
+  return _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_add_epi32(a, b), offset));
+}
+
 // Rows [m0, m0 + MT) x groups [g0, g1); with Levels = 2 row m's second level is row M + m of x.
 template <class L, int MT, int Levels>
 void lookup_rows(const PackedView& w, const Int8View& x, int64_t M, int64_t m0, float* out, int64_t ldo, int64_t g0,
                  int64_t g1) {
   const int64_t xblocks = x.cols / kBlockSize;
+  constexpr int64_t kStep = (L::kTileBytes / units_per_tile<L>() + 63) / 64 * 64;  // prefetched per unit
   for (int64_t g = g0; g < g1; ++g) {
     __m512 acc[MT];
     for (int m = 0; m < MT; ++m) acc[m] = _mm512_setzero_ps();
     for_each_unit<L>(w, g, [&](const uint8_t* tile, int j, int64_t xb, const __m512* scale, const __m512* min) {
+      if constexpr (MT <= 2) prefetch_bytes<kStep>(tile + kPrefetchAhead + j * kStep);  // a stream (decode)
       __m512i u[8];
       lookup_unit(unit_base<L>(tile, j), offset_values<L>(tile), u);
       for (int m = 0; m < MT; ++m)
         for (int level = 0; level < Levels; ++level) {
           const int64_t row = (level == 0 ? 0 : M) + m0 + m, at = row * xblocks + xb;
           const int32_t* hs = x.half_sums + 2 * at;
+          const __m512 dx = _mm512_set1_ps(x.d[at]);
+          if constexpr (L::kFamily == Family::Lookup) {  // one scale a unit: both halves in one dot
+            acc[m] = _mm512_fmadd_ps(_mm512_mul_ps(scale[0], dx), unit_dot(u, x.q + at * kBlockSize, hs), acc[m]);
+            continue;
+          }
           __m512 dot[2];
           half_dots(u, x.q + at * kBlockSize, hs, dot);
-          const __m512 dx = _mm512_set1_ps(x.d[at]);
           acc[m] = _mm512_fmadd_ps(_mm512_mul_ps(scale[0], dx), dot[0], acc[m]);
           acc[m] = _mm512_fmadd_ps(_mm512_mul_ps(scale[1], dx), dot[1], acc[m]);
           if constexpr (split_mins<L>()) {  // I4S16M: a min per 16, times its sum of q
