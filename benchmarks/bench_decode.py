@@ -13,8 +13,9 @@ whose docstring says what it measures:
 * ``batch`` (``decode/batch.py``): kvgen's batched decode (4 beams, batch 8) against its
   batch-1 greedy.
 * ``families`` (``decode/families.py``): random-weight models shaped like the 2026 families
-  (GPT-OSS MoE in MXFP4, Gemma 4 E2B, Qwen3.5, LFM2), made by llama.cpp's converter and
-  quantizer, kvgen against llama.cpp on the same files at 1 and 2 threads: prefill and decode.
+  (GPT-OSS MoE in MXFP4, Gemma 4 E2B, Qwen3.5, LFM2, and the Qwen3.5 shape all attention), made by
+  llama.cpp's converter and quantizer, kvgen against llama.cpp on the same files at 1 and 2 threads:
+  prefill and decode, and decode at position 4,000 on the hybrids and the all-attention shape.
 * ``types`` (``decode/types.py``): the random Llama of the GGUF files part quantized by llama.cpp's
   quantizer into each GGUF type (IQ4_XS, IQ4_NL, IQ3_S, IQ3_XXS, Q3_K_M, Q2_K, IQ2_XS; Q4_K_M the
   baseline), kvgen against llama.cpp on the same files at 1 and 2 threads: prefill, decode, weight bytes.

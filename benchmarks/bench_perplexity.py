@@ -36,14 +36,30 @@ measures other files, e.g. the Q8_0 version that bench_decode.py writes under
 ``~/.cache/kvgen-bench/``. ``--quick``: the first 256 tokens. Writes
 ``benchmarks/results/bench_perplexity.json`` (``--out``).
 
+``--types IQ4_XS,IQ4_NL,...`` (``all``: ``TYPES``) measures, instead, the first ``--gguf`` file
+requantized by llama.cpp's quantizer (``llama_model_quantize``, ``allow_requantize``) into each
+of those file types, each made once under ``~/.cache/kvgen-bench/`` with its recipe beside it.
+Every type is quantized with an importance matrix, as the published i-quant files are: the mean
+squared input of each linear layer of transformers' float model of the source file over the
+first ``CALIBRATION_TOKENS`` tokens of ``docs/architecture.md`` (a text other than the measured
+one; ``decode/importance.py``). Where a matrix's input width is not a multiple of 256
+(SmolLM2's hidden 576), llama.cpp's quantizer stores it in a fallback type (IQ4_NL for the
+i-quants and Q2_K / Q3_K), so each file's tensor types are printed with their share of the
+weights. A summary per type follows: every engine's argmax agreement with transformers on that
+file's dequantized weights, and a PASS/MISS line for kvgen's default mode agreeing at least as
+often as llama.cpp (issue 37: per type, kvgen's activations keep llama.cpp's level or better).
+
     taskset -c 0,1 python benchmarks/bench_perplexity.py            # ~1 minute per file
     taskset -c 0,1 python benchmarks/bench_perplexity.py --quick
+    taskset -c 0,1 python benchmarks/bench_perplexity.py --types all   # ~15 minutes
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.metadata
+import json
 import sys
 import time
 from pathlib import Path
@@ -57,6 +73,8 @@ sys.path[:0] = [str(BENCHMARKS), str(BENCHMARKS.parent / "tests" / "support")]
 from teacher_forcing import TEXT, perplexity  # noqa: E402  (tests/support/teacher_forcing.py)
 
 import harness  # noqa: E402  (benchmarks/ is not a package)
+from decode import importance, models  # noqa: E402
+from decode.types import tensor_types  # noqa: E402
 from engines import hf_engine, kvgen_engine, llama_cpp_engine  # noqa: E402
 from engines.hf_engine import HFEngine  # noqa: E402
 from engines.kvgen_engine import KvgenEngine  # noqa: E402
@@ -67,6 +85,10 @@ THREADS = 2
 MIN_ARGMAX_AGREEMENT = 0.99
 MAX_PERPLEXITY_REL_DIFF = 0.005
 DEFAULT_OUT = harness.RESULTS / "bench_perplexity.json"
+TYPES = ("IQ4_XS", "IQ4_NL", "IQ3_S", "IQ3_XXS", "IQ2_XS", "IQ2_XXS", "IQ1_M", "Q2_K", "Q3_K_M", "Q4_K_M")
+CALIBRATION = BENCHMARKS.parent / "docs" / "architecture.md"
+CALIBRATION_TOKENS = 2048
+MODES = ("kvgen", "kvgen-int8", "kvgen-bf16", "kvgen-exact")  # kvgen's activations modes, in the summary
 
 
 # ---- metrics -------------------------------------------------------------------------
@@ -165,6 +187,69 @@ def print_table(rows: dict) -> None:
                            rel <= MAX_PERPLEXITY_REL_DIFF, f"{100 * rel:.3f}%")
 
 
+# ---- --types: one file requantized into each type ------------------------------------
+
+
+def type_path(source: Path, ftype: str) -> Path:
+    stem = source.stem.rsplit(".", 1)[0] if "." in source.stem else source.stem  # SmolLM2-135M-Instruct.Q4_1
+    return models.CACHE_DIR / f"{stem}.{ftype}.gguf"
+
+
+def requantize(source: Path, ftypes: list[str], threads: int, llama_cpp) -> dict[str, Path | str]:
+    """Each type's file (made once, its recipe in a JSON stamp beside it); a type the quantizer
+    cannot make maps to its error."""
+    text = CALIBRATION.read_text(encoding="utf-8")
+    ids = KvgenEngine(source).model.encode(text)[:CALIBRATION_TOKENS]
+    calibration = {"text": CALIBRATION.relative_to(BENCHMARKS.parent).as_posix(), "tokens": len(ids),
+                   "sha256": hashlib.sha256(text.encode()).hexdigest(),
+                   "statistic": "mean squared input per column, transformers' float model of the source"}
+
+    def recipe(ftype: str) -> dict:
+        return {"source": source.name, "source_bytes": source.stat().st_size, "type": ftype,
+                "quantizer": f"llama_model_quantize (llama-cpp-python {llama_cpp.__version__})",
+                "imatrix": calibration, "version": 1}
+
+    out, imatrix = {}, None
+    for ftype in ftypes:
+        path = type_path(source, ftype)
+        if not models.file_ok(path, recipe(ftype)):
+            if imatrix is None:
+                print(f"importance matrix: {calibration['statistic']} over {len(ids)} tokens of "
+                      f"{calibration['text']} ...", flush=True)
+                imatrix = importance.ImatrixArray(importance.from_activations(source, ids))
+            print(f"requantizing {source.name} to {ftype} ({path}) ...", flush=True)
+            models.CACHE_DIR.mkdir(parents=True, exist_ok=True)
+            try:
+                llama_cpp_engine.quantize(source, path, ftype, threads, imatrix=imatrix.array)
+            except Exception as exc:  # noqa: BLE001 - a type the quantizer cannot make: reported, the others go on
+                out[ftype] = f"{type(exc).__name__}: {exc}"
+                print(f"FINDING: making {ftype} failed: {out[ftype]}", flush=True)
+                continue
+            models.sidecar(path).write_text(json.dumps(recipe(ftype)))
+        out[ftype] = path
+    return out
+
+
+def print_types_summary(by_type: dict[str, dict]) -> list[dict]:
+    """Per type: argmax agreement with HF of each engine; PASS/MISS for kvgen's default mode at
+    llama.cpp's level or better."""
+    names = [n for n in (*MODES, "llama.cpp") if any(n in r["engines"] for r in by_type.values())]
+    print("\nper type: argmax agreement with transformers on the file's dequantized weights (perplexity x HF)")
+    print(f"  {'type':<8} " + " ".join(f"{n:>20}" for n in names) + "  tensor types (share of the weights)")
+    targets = []
+    for ftype, r in by_type.items():
+        cells = [f"{100 * r['engines'][n]['argmax_agreement']:6.2f}% ({r['engines'][n]['perplexity_ratio']:.4f})"
+                 if n in r["engines"] else "-" for n in names]
+        print(f"  {ftype:<8} " + " ".join(f"{c:>20}" for c in cells) + "  " +
+              ", ".join(f"{t} {100 * share:.0f}%" for t, share in r["tensor_types"].items()))
+    for ftype, r in by_type.items():
+        if "llama.cpp" in r["engines"]:
+            kv, peer = r["engines"]["kvgen"]["argmax_agreement"], r["engines"]["llama.cpp"]["argmax_agreement"]
+            targets.append(harness.target(f"{ftype}: kvgen's argmax agreement with HF >= llama.cpp's", kv - peer,
+                                          kv >= peer, f"{100 * kv:.2f}% vs {100 * peer:.2f}%"))
+    return targets
+
+
 # ---- main ----------------------------------------------------------------------------
 
 
@@ -174,9 +259,13 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--gguf", type=Path, action="append",
                    help="a GGUF file (repeatable; default kvgen.default_model_path(), the SmolLM2 Q4_1 file)")
     p.add_argument("--tokens", type=int, help="tokens of the text (default all of it)")
+    p.add_argument("--types", help=f"the first --gguf file requantized into each of these llama.cpp file types, "
+                                   f"comma-separated, or all: {','.join(TYPES)}")
     args = harness.parse_args(p)
     if args.tokens is not None and args.tokens < 2:
         p.error("--tokens must be at least 2")
+    if args.types:
+        args.types = list(TYPES) if args.types == "all" else args.types.split(",")
     return args
 
 
@@ -194,9 +283,25 @@ def main() -> None:
     print("teacher-forced perplexity (float64 log-softmax) over one forward pass; x HF, argmax=HF and max |dlogit| "
           "against transformers' float32 computation of the dequantized file")
     files = [Path(p).expanduser() for p in args.gguf] if args.gguf else [kvgen.default_model_path()]
+    report = {"environment": env}
+    if args.types:
+        if llama_cpp is None:
+            sys.exit(f"--types needs llama.cpp's quantizer: {llama_cpp_engine.INSTALL}")
+        made = requantize(files[0], args.types, args.threads, llama_cpp)
+        report["failed_types"] = {t: p for t, p in made.items() if isinstance(p, str)}
+        files = [p for p in made.values() if not isinstance(p, str)]
     results = [measure_file(path, args, llama_cpp) for path in files]
-    settings = harness.settings(args, threads=args.threads, text=str(TEXT), tokens=args.tokens)
-    harness.write_outputs({"environment": env, "settings": settings, "results": results}, args.out)
+    if args.types:
+        by_type = {}
+        for ftype, r in zip([t for t, p in made.items() if not isinstance(p, str)], results):
+            r["type"], r["tensor_types"] = ftype, tensor_types(Path(r["file"]))
+            by_type[ftype] = r
+        report["targets"] = print_types_summary(by_type)
+        for ftype, why in report["failed_types"].items():
+            print(f"finding: {ftype}: making its file failed: {why[-400:]}")
+    settings = harness.settings(args, threads=args.threads, text=str(TEXT), tokens=args.tokens,
+                                calibration=str(CALIBRATION) if args.types else None)
+    harness.write_outputs({**report, "settings": settings, "results": results}, args.out)
 
 
 if __name__ == "__main__":

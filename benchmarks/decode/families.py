@@ -19,6 +19,9 @@ model (``torch.manual_seed(0)``, bfloat16), llama.cpp's own converter
   256 (partial rotary 0.25), feed-forward 3072, SmolLM2's vocabulary; Q4_K_M.
 * ``lfm2``: the LFM2-350M-shaped hybrid of ``decode/lfm2.py`` (its directory, with SmolLM2's
   tokenizer: the converter pads the vocabulary to 65,536); Q8_0.
+* ``qwen3_attention``: the ``qwen3_5`` shape with every layer attending (a Qwen3: the same widths,
+  8 heads / 2 KV heads of 256, full rotary, no output gate); Q4_K_M. What the hybrid's decode
+  at position 4,000 is held against.
 
 Per file, at each thread count (``--thread-counts``, default 1,2; ``--threads`` with ``--quick``),
 both engines at that count, interleaved (``decode/workloads.split_workload``): prefill of a
@@ -27,7 +30,12 @@ after a 64-token prompt (16 with ``--quick``), EOS kept from ending the run; the
 ratios of the GGUF files part (``decode/gguf.py``), a greedy sanity check of 16 tokens against
 llama.cpp's (random weights: the logits nearly tie, so the tokens may part early; a difference is
 reported, not raised) and PASS/MISS lines for the issues' targets (decode >= 1.3x llama.cpp,
-prefill >= 1.5x). An engine that refuses a file is reported and the others go on.
+prefill >= 1.5x). The memory bandwidth is read around each thread count's timings and every
+engine's greedy decode is printed as a fraction of it. On ``qwen3_5``, ``lfm2`` and
+``qwen3_attention`` (``LONG_FAMILIES``; not with ``--quick``), greedy decode after a 4,000-token
+prompt as well, and each engine's decode step there over its step after 64 tokens (issue 35: a
+hybrid's step must grow far less than an all-attention model's). An engine that refuses a file is
+reported and the others go on.
 ``--families`` chooses (comma-separated). Writes ``benchmarks/results/bench_decode_families.json``
 (``--out-families``).
 """
@@ -74,7 +82,13 @@ QWEN3_5 = dict(vocab_size=49152, hidden_size=1024, intermediate_size=3072, num_h
                rope_parameters=dict(rope_type="default", rope_theta=10000000.0, partial_rotary_factor=0.25,
                                     mrope_section=[11, 11, 10], mrope_interleaved=True),
                tie_word_embeddings=True)
+# the Qwen3.5 shape with every layer attending (Qwen3: the same widths, heads and head_dim; no
+# output gate, full rotary): what the hybrid's decode at position LONG_POSITION is compared with
+QWEN3_ATTENTION = dict(vocab_size=49152, hidden_size=1024, intermediate_size=3072, num_hidden_layers=8,
+                       num_attention_heads=8, num_key_value_heads=2, head_dim=256, max_position_embeddings=4096,
+                       rope_theta=10000000.0, tie_word_embeddings=True)
 SPECIAL_IDS = dict(pad_token_id=None, bos_token_id=1, eos_token_id=2)  # SmolLM2's
+LONG_POSITION = 4000  # decode after a prompt this long as well (issue 35), on the families of LONG_FAMILIES
 
 
 def _support():
@@ -120,6 +134,17 @@ def qwen3_5_directory(directory: Path, q4_1: Path) -> None:
     save_smollm2_tokenizer(directory, q4_1)
 
 
+def qwen3_attention_directory(directory: Path, q4_1: Path) -> None:
+    import torch
+    import transformers
+    from llama_cpp_convert import save_smollm2_tokenizer
+
+    torch.manual_seed(models.SEED)
+    config = transformers.Qwen3Config(**QWEN3_ATTENTION, **SPECIAL_IDS)
+    transformers.Qwen3ForCausalLM(config).to(torch.bfloat16).save_pretrained(directory)
+    save_smollm2_tokenizer(directory, q4_1)
+
+
 def lfm2_directory(directory: Path, q4_1: Path) -> None:
     from llama_cpp_convert import save_smollm2_tokenizer
 
@@ -144,7 +169,10 @@ FAMILIES = {
                       QWEN3_5, ("--no-mtp",)),
     "lfm2": Family("LFM2-350M-shaped hybrid (short convolutions + attention), Q8_0", lfm2_directory, "Q8_0",
                    lfm2.RECIPE),
+    "qwen3_attention": Family("the Qwen3.5 shape with every layer attending (Qwen3), Q4_K_M",
+                              qwen3_attention_directory, "Q4_K_M", QWEN3_ATTENTION),
 }
+LONG_FAMILIES = {"qwen3_5", "lfm2", "qwen3_attention"}
 
 
 def prepare(name: str, q4_1: Path, threads: int) -> Path:
@@ -177,13 +205,19 @@ def refused(engine: str, name: str, e: Exception) -> str:
 
 
 def run_file(name: str, label: str, path: Path, work: dict, thread_counts: list[int], rounds: int, llama_cpp,
-             goals: dict[str, float]) -> dict:
+             goals: dict[str, float], bandwidth_goal: float | None = None, long_position: int | None = None) -> dict:
     """Both engines on one GGUF file at every thread count: sanity, prefill, greedy decode; a
     PASS/MISS line per workload kind of ``goals`` ({"ttft" or "decode_only": kvgen / llama.cpp
-    at least}). Also used by ``decode/types.py``."""
+    at least}). Per thread count, the memory bandwidth read before and after the timings
+    (``harness.read_bandwidth``) and each engine's greedy decode as a fraction of it (tokens/s x
+    weight bytes / bandwidth), with a PASS/MISS line for kvgen when ``bandwidth_goal`` is given.
+    With ``long_position``, greedy decode after a prompt that long too, and each engine's decode
+    step there against its step after the short prompt (``long_growth``). Also used by
+    ``decode/types.py``."""
     out = {"family": name, "label": label, "path": str(path), "findings": [], "configs": []}
     print(f"\n==== {label}: {path} ({path.stat().st_size / 1e6:.0f} MB) ====", flush=True)
     engines = {}
+    context = {"n_ctx": long_position + work["decode"][1] + 16} if long_position else {}
     if llama_cpp:  # a file llama.cpp asserts on would end this process: a short generation in another first
         probe = subprocess.run(llama_cpp_engine.rss_command(), input=llama_cpp_engine.rss_job(path, [1, 2, 3], 2, 1),
                                capture_output=True, text=True)
@@ -193,7 +227,8 @@ def run_file(name: str, label: str, path: Path, work: dict, thread_counts: list[
                 f"exit {probe.returncode}: {(last or probe.stderr.splitlines() or [''])[-1].strip()}")))
             llama_cpp = None
     for engine, load in (("kvgen", lambda: KvgenEngine(path)),
-                         ("llama.cpp", lambda: LlamaCppEngine(path, max(thread_counts)) if llama_cpp else None)):
+                         ("llama.cpp", lambda: LlamaCppEngine(path, max(thread_counts), **context) if llama_cpp
+                          else None)):
         try:
             e = load()
         except Exception as exc:  # noqa: BLE001 - a refusal is a finding: reported, the others go on
@@ -206,17 +241,21 @@ def run_file(name: str, label: str, path: Path, work: dict, thread_counts: list[
     model = engines["kvgen"].model
     print(f"model: {model!r}")
     out["weights"] = gguf.weight_bytes(engines, path)
-    ids = models.text_prompt(model, max(work["prefill"], work["decode"][0]))
+    ids = models.text_prompt(model, max(work["prefill"], work["decode"][0], long_position or 0))
     d_prompt, d_new = work["decode"]
+    workloads = [(ids[:work["prefill"]], 1), (ids[:d_prompt], d_new)]
+    if long_position:
+        workloads.append((ids[:long_position], d_new))
     for threads in thread_counts:
         gguf.set_threads(engines, threads)
         print(f"\n-- {name}, {threads} thread(s) for every engine: {', '.join(engines)} --", flush=True)
         config = {"threads": threads, "results": [], "targets": []}
         if "llama.cpp" in engines:
             config["sanity"] = gguf.sanity(engines, ids[:d_prompt], work["sanity_tokens"], trained=False)
+        bw_before = harness.read_bandwidth(threads)
         table = workload_table(list(engines), {n: t for n, t in gguf.RATIO_TITLES.items() if n in engines})
         table.print_header()
-        for prompt, new_tokens in ((ids[:work["prefill"]], 1), (ids[:d_prompt], d_new)):
+        for prompt, new_tokens in workloads:
             try:
                 r = split_workload("prefill" if new_tokens == 1 else "decode", engines, prompt, new_tokens, None,
                                    rounds)
@@ -226,11 +265,29 @@ def run_file(name: str, label: str, path: Path, work: dict, thread_counts: list[
             config["results"].append(r)
             gguf.print_rows(table, r, gguf.rows)
             kind = "ttft" if new_tokens == 1 else "decode_only"
-            if "llama.cpp" in engines and kind in goals:
+            if "llama.cpp" in engines and kind in goals and len(prompt) != long_position:
                 goal, x = goals[kind], r["ratios"][kind]["llama.cpp/kvgen"]
                 what = f"prefill {len(prompt)}" if new_tokens == 1 else "greedy decode"
                 config["targets"].append(harness.target(f"{name}, {threads} thread(s): kvgen {what} >= {goal:g}x "
                                                         f"llama.cpp", x, x >= goal, f"{x:.2f}x"))
+        decode = [r for r in config["results"] if r["new_tokens"] > 1]
+        if len(decode) == 2:
+            config["long_growth"] = {n: decode[1]["decode_only"][n]["median_us"] / s["median_us"]
+                                     for n, s in decode[0]["decode_only"].items()}
+            print(f"decode step after {decode[1]['prompt']} tokens / after {decode[0]['prompt']}: " +
+                  ", ".join(f"{n} {g:.2f}x" for n, g in config["long_growth"].items()))
+        if decode:
+            config["bandwidth"] = harness.bandwidth_report_at(bw_before, harness.read_bandwidth(threads), threads)
+            config["bandwidth_fractions"] = fractions = harness.bandwidth_fractions(
+                decode[0]["decode_only"], out["weights"], config["bandwidth"]["limit_GBps"])
+            print(harness.bandwidth_line(config["bandwidth"], threads))
+            print("greedy decode, fraction of the bandwidth limit (tokens/s x weight bytes / bandwidth): " +
+                  ", ".join(f"{n} {f['GBps']:.1f} GB/s = {100 * f['fraction']:.0f}%" for n, f in fractions.items()))
+            if bandwidth_goal is not None:
+                f = fractions["kvgen"]["fraction"]
+                config["targets"].append(harness.target(
+                    f"{name}, {threads} thread(s): kvgen greedy decode reads >= {bandwidth_goal:.0%} of the memory "
+                    f"bandwidth", f, f >= bandwidth_goal, f"{100 * f:.0f}%"))
         out["configs"].append(config)
     return out
 
@@ -289,7 +346,8 @@ def run_families(args: argparse.Namespace) -> None:
             print(f"FINDING: {findings[-1]}", flush=True)
             continue
         results.append(run_file(name, FAMILIES[name].label, path, work, thread_counts, args.rounds, llama_cpp,
-                                {"ttft": PREFILL_TARGET, "decode_only": DECODE_TARGET}))
+                                {"ttft": PREFILL_TARGET, "decode_only": DECODE_TARGET},
+                                long_position=LONG_POSITION if name in LONG_FAMILIES and not args.quick else None))
         findings += [f"{name}: {f}" for f in results[-1]["findings"]]
     print_summary(results)
     for line in findings:
