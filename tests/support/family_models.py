@@ -13,6 +13,7 @@ from pathlib import Path
 
 import torch
 import transformers
+from tokenizers import AddedToken
 
 VOCAB = 49152  # SmolLM2's tokenizer
 GEMMA_TOKENIZER_SIZE = 497  # save_gemma_tokenizer's on hf_models.TEXT_CORPUS
@@ -257,27 +258,85 @@ QWEN_VOCABULARY_PACKAGE = "dashscope==2.0.2"
 _QWEN_TIKTOKEN = "dashscope/resources/qwen.tiktoken"
 
 
-def qwen_tiktoken(cache: Path) -> Path:
-    """Qwen's qwen.tiktoken, from the dashscope wheel (pip download from PyPI, once, into ``cache``)."""
+def wheel_files(cache: Path, requirement: str, members: dict[str, str]) -> Path:
+    """Files of a PyPI wheel (``pip download --no-deps --only-binary``, once) extracted into the
+    directory ``cache``: ``members`` maps a path inside the wheel to its file name there. Returns
+    ``cache``, whole or not at all."""
+    import os
     import subprocess
     import sys
     import tempfile
     import zipfile
 
-    out = cache / "qwen.tiktoken"
-    if out.is_file():
-        return out
-    cache.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=cache) as tmp:
+    if all((cache / name).is_file() for name in members.values()):
+        return cache
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=cache.parent) as tmp:
         fetched = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
-                                  QWEN_VOCABULARY_PACKAGE, "-d", tmp], capture_output=True, text=True)
+                                  requirement, "-d", tmp], capture_output=True, text=True)
         if fetched.returncode:
-            raise RuntimeError(f"pip download {QWEN_VOCABULARY_PACKAGE} failed:\n{fetched.stderr[-2000:]}")
-        wheel = next(Path(tmp).glob("dashscope-*.whl"))
-        with zipfile.ZipFile(wheel) as z:
-            (Path(tmp) / "qwen.tiktoken").write_bytes(z.read(_QWEN_TIKTOKEN))
-        shutil.move(Path(tmp) / "qwen.tiktoken", out)
-    return out
+            raise RuntimeError(f"pip download {requirement} failed:\n{fetched.stderr[-2000:]}")
+        out = Path(tmp) / "files"
+        out.mkdir()
+        with zipfile.ZipFile(next(Path(tmp).glob("*.whl"))) as z:
+            for member, name in members.items():
+                (out / name).write_bytes(z.read(member))
+        shutil.rmtree(cache, ignore_errors=True)
+        os.replace(out, cache)
+    return cache
+
+
+def qwen_tiktoken(cache: Path) -> Path:
+    """Qwen's qwen.tiktoken, from the dashscope wheel (pip download from PyPI, once, into ``cache``)."""
+    return wheel_files(cache, QWEN_VOCABULARY_PACKAGE, {_QWEN_TIKTOKEN: "qwen.tiktoken"}) / "qwen.tiktoken"
+
+
+#: The PyPI package whose wheel ships OpenAI's o200k_base vocabulary (GPT-4o's, and GPT-OSS's
+#: before its harmony special tokens): ``bpe_openai/data/o200k_base.tiktoken.gz`` (the 199,998
+#: byte-level BPE tokens with their ranks, tiktoken's format) beside ``bpe_openai/registry.py``,
+#: whose ``o200k_base()`` names the encoding's split regex and special tokens with their ids.
+O200K_PACKAGE = "bpe-openai==0.1.4"
+_O200K_FILES = {"bpe_openai/data/o200k_base.tiktoken.gz": "o200k_base.tiktoken.gz",
+                "bpe_openai/registry.py": "registry.py"}
+
+
+def o200k_encoding(cache: Path) -> dict:
+    """The bpe-openai wheel's own description of o200k_base: its registry's ``o200k_base()``
+    (``mergeable_ranks``, ``pat_str``, ``special_tokens``), the module loaded from the wheel's
+    file and pointed at the wheel's data (the package itself, a compiled module, is not imported)."""
+    import importlib.util
+
+    files = wheel_files(cache, O200K_PACKAGE, _O200K_FILES)
+    spec = importlib.util.spec_from_file_location("bpe_openai_registry", files / "registry.py")
+    registry = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(registry)
+    registry._open_tokenizer_data = lambda stem: open(files / f"{stem}.tiktoken.gz", "rb")
+    return registry.o200k_base()
+
+
+def save_o200k_tokenizer(directory: Path, encoding: dict) -> transformers.PreTrainedTokenizerFast:
+    """o200k_base rebuilt as transformers rebuilds a tiktoken vocabulary (``TikTokenConverter``:
+    the ranks in GPT-2's byte alphabet, merges from the ranks, the encoding's split regex, merges
+    ignored for whole tokens) with the encoding's special tokens at their ids (the ids between
+    its last rank and them, unnamed in o200k_base, as ``<|reserved_ID|>``, as GPT-OSS's harmony
+    vocabulary reserves them); saved in ``directory`` (tokenizer.json) and returned. llama.cpp's
+    converter recognises it by the hash of its output (``tokenizer.ggml.pre = "gpt-4o"``)."""
+    from transformers.convert_slow_tokenizer import TikTokenConverter
+
+    class Converter(TikTokenConverter):
+        @staticmethod
+        def load_tiktoken_bpe(_path):
+            return encoding["mergeable_ranks"]
+
+    tokenizer = Converter(pattern=encoding["pat_str"]).converted()
+    named = {i: t for t, i in encoding["special_tokens"].items()}
+    first = len(encoding["mergeable_ranks"])
+    assert tokenizer.get_vocab_size() == first and first <= min(named)
+    specials = [named.get(i, f"<|reserved_{i}|>") for i in range(first, max(named) + 1)]
+    tokenizer.add_special_tokens([AddedToken(t, normalized=False, special=True) for t in specials])
+    hf_tok = transformers.PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token="<|endoftext|>")
+    hf_tok.save_pretrained(directory)
+    return hf_tok
 
 
 def save_qwen2_tokenizer(directory: Path, tiktoken_file: Path):
