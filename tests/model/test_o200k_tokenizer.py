@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import gguf
 import pytest
-from family_models import o200k_encoding, random_family_model, save_o200k_tokenizer
-from gguf_models import TOKENIZER_TEXTS
-from llama_cpp_convert import DEFAULT_CACHE, convert, converter
+from family_models import o200k_encoding, save_o200k_tokenizer, vocabulary_gguf
+from gguf_models import MULTILINGUAL_TEXTS
+from llama_cpp_convert import DEFAULT_CACHE
 
 import kvgen
 
-TEXTS = TOKENIZER_TEXTS + [
-    "Grüße aus Zürich! 你好，世界 — こんにちは Привет 😀🎉👩‍💻 ١٢٣ 𝔘𝔫𝔦 ﬁ e\u0301 नमस्ते 안녕하세요",
-    "HTTPServer parseJSON XMLHttpRequest CamelCase ALLCAPS lowerUPPER 3.14/2 a/b/c\n",
+TEXTS = MULTILINGUAL_TEXTS + [
+    "नमस्ते 안녕하세요 ສະບາຍດີ",
     "We'RE HERE, they'LL see. I'd've 1234567 12 x=[1,2,3]; y = {'k': \"v\"}\r\n\r\n  \t",
     "<|endoftext|>text<|endofprompt|> <|reserved_200000|>",
 ]
@@ -30,12 +29,8 @@ def o200k_file(tmp_path_factory):
     """(transformers' tokenizer of the directory, the GGUF path)."""
     directory = tmp_path_factory.mktemp("o200k-vocab")
     hf_tok = save_o200k_tokenizer(directory, o200k_encoding(DEFAULT_CACHE.parent / "o200k-vocabulary"))
-    model = random_family_model("gpt_oss", vocab_size=len(hf_tok), hidden_size=32, num_hidden_layers=2,
-                                bos_token_id=None, eos_token_id=hf_tok.eos_token_id)
-    model.save_pretrained(directory)
-    path = directory / "gpt-oss.gguf"
-    convert(converter(), [(directory, path, "f16")])
-    return hf_tok, path
+    return hf_tok, vocabulary_gguf(directory, hf_tok, "gpt_oss", "gpt-oss.gguf", "f16", hidden_size=32,
+                                   num_hidden_layers=2)
 
 
 def test_llama_cpp_recognises_gpt_4os_tokenizer(o200k_file):

@@ -10,8 +10,8 @@ import unicodedata
 
 import gguf
 import pytest
-from family_models import qwen_tiktoken, random_family_model, save_qwen2_tokenizer
-from llama_cpp_convert import DEFAULT_CACHE, convert, converter
+from family_models import qwen_tiktoken, save_qwen2_tokenizer, vocabulary_gguf
+from llama_cpp_convert import DEFAULT_CACHE
 
 import kvgen
 
@@ -29,12 +29,8 @@ TEXTS = [
 def qwen2_file(tmp_path_factory):
     directory = tmp_path_factory.mktemp("qwen2-vocab")
     hf_tok = save_qwen2_tokenizer(directory, qwen_tiktoken(DEFAULT_CACHE.parent / "qwen-vocabulary"))
-    model = random_family_model("qwen2", vocab_size=len(hf_tok), hidden_size=32, intermediate_size=32,
-                                num_hidden_layers=1, bos_token_id=None, eos_token_id=hf_tok.eos_token_id)
-    model.save_pretrained(directory)
-    path = directory / "qwen2.gguf"
-    convert(converter(), [(directory, path, "f32")])
-    return hf_tok, path
+    return hf_tok, vocabulary_gguf(directory, hf_tok, "qwen2", "qwen2.gguf", hidden_size=32, intermediate_size=32,
+                                   num_hidden_layers=1)
 
 
 def test_llama_cpp_recognises_qwen2s_tokenizer(qwen2_file):

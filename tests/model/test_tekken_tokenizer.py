@@ -11,18 +11,14 @@ import pytest
 import torch
 import transformers
 from family_models import save_tekken_tokenizer, tekken_packages
-from gguf_models import TOKENIZER_TEXTS
+from gguf_models import MULTILINGUAL_TEXTS
 from llama_cpp_convert import DEFAULT_CACHE, convert, converter
 
 import kvgen
 from kvgen.loaders.gguf.file import read_gguf_file
 from kvgen.loaders.gguf.metadata import read_bool, read_string
 
-TEXTS = TOKENIZER_TEXTS + [
-    "Grüße aus Zürich! 你好，世界 — こんにちは Привет 😀🎉👩‍💻 ١٢٣ 𝔘𝔫𝔦 ﬁ e\u0301",
-    "HTTPServer parseJSON XMLHttpRequest CamelCase ALLCAPS lowerUPPER 3.14/2 a/b/c\n",
-    "[INST] hi [/INST]<s></s> [TOOL_CALLS]",
-]
+TEXTS = MULTILINGUAL_TEXTS + ["[INST] hi [/INST]<s></s> [TOOL_CALLS]"]
 
 
 @pytest.fixture(scope="module")

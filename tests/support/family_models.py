@@ -176,6 +176,19 @@ def random_family_model(family: str, seed: int = 0, **overrides) -> transformers
     return model
 
 
+def vocabulary_gguf(directory: Path, tokenizer, family: str, name: str, outtype: str = "f32", **overrides) -> Path:
+    """A tiny random ``family`` model with ``tokenizer``'s vocabulary (its EOS, no BOS) saved in
+    ``directory`` beside the tokenizer, converted by llama.cpp's own converter to
+    ``directory / name`` (``outtype``); returns that path. For the tests of real vocabularies."""
+    from llama_cpp_convert import convert, converter
+
+    model = random_family_model(family, vocab_size=len(tokenizer), bos_token_id=None,
+                                eos_token_id=tokenizer.eos_token_id, **overrides)
+    model.save_pretrained(directory)
+    convert(converter(), [(directory, directory / name, outtype)])
+    return directory / name
+
+
 def save_family_model(model: transformers.PreTrainedModel, directory: Path, tokenizer: Path,
                       dtype: torch.dtype = torch.float32) -> Path:
     """``model`` saved in ``dtype`` with the tokenizer files of the ``tokenizer`` directory."""

@@ -43,6 +43,12 @@ TOKENIZER_TEXTS = [
     " ",
     "",
 ]
+# TOKENIZER_TEXTS with more scripts, emoji sequences, look-alike characters and cased runs: for
+# the tests of real vocabularies (tekken, o200k)
+MULTILINGUAL_TEXTS = TOKENIZER_TEXTS + [
+    "Grüße aus Zürich! 你好，世界 — こんにちは Привет 😀🎉👩‍💻 ١٢٣ 𝔘𝔫𝔦 ﬁ e\u0301",
+    "HTTPServer parseJSON XMLHttpRequest CamelCase ALLCAPS lowerUPPER 3.14/2 a/b/c\n",
+]
 
 def smollm2_path() -> str:
     """Path of SmolLM2-135M-Instruct (Q4_1 GGUF), found as kvgen finds its default model; fails
