@@ -92,6 +92,31 @@ template <class L>
   }
 }
 
+// A pass over the weights with few activation rows (decode: one row, a few beams or batch
+// rows) does little work per byte, so it runs ahead of the hardware prefetcher (which stops
+// at every 4 KiB page): each step asks for the bytes kPrefetchAhead further on (8 KiB:
+// measured best of 1-32 KiB on Q4_K, Q6_K and Q5_0 streams from memory, +25-35% over no
+// prefetch at one row; Q8_0 neither gains nor loses).
+constexpr int64_t kPrefetchAhead = 8192;
+
+// Prefetch the cache lines of [p, p + bytes).
+template <int64_t Bytes>
+[[gnu::always_inline]] inline void prefetch_bytes(const uint8_t* p) {
+  for (int64_t at = 0; at < Bytes; at += 64) _mm_prefetch(reinterpret_cast<const char*>(p + at), _MM_HINT_T0);
+}
+
+// The stream step of a pass over a group's tiles, once per tile (a 32-weight-block tile) or
+// once per part j of Parts (a K-quant tile's sub-blocks, a lookup tile's units): the tile's
+// bytes kPrefetchAhead further on, in equal parts of whole lines. Every kernel's tile loop
+// takes it, whatever its rows: with a few rows (beams, batch rows) a pass is a stream too
+// (a 4-row pass over Q4_K weights from memory ran at 8 GB/s without it, 22 GB/s with it), and
+// with many rows the first pass over a group reads it from memory.
+template <class L, int Parts = 1>
+[[gnu::always_inline]] inline void stream_ahead(const uint8_t* tile, int j = 0) {
+  constexpr int64_t kStep = (L::kTileBytes / Parts + 63) / 64 * 64;
+  prefetch_bytes<kStep>(tile + kPrefetchAhead + j * kStep);
+}
+
 // Lane r = sum over the vectors v in [v0, v1) of u[r][4v..4v+3] * xq[4v..4v+3], on top of
 // `start`: two interleaved chains, so that one row's dot does not wait on the VNNI latency.
 template <int V0, int V1>
@@ -175,6 +200,7 @@ void int8_tile_rows(const PackedView& w, const Int8View& x, int64_t m0, float* o
     __m512 acc[MT];
     for (int m = 0; m < MT; ++m) acc[m] = _mm512_setzero_ps();
     for (int64_t b = 0; b < blocks; ++b, tile += L::kTileBytes) {
+      stream_ahead<L>(tile);
       const __m512 d = load_halves(tile + L::kScalesAt);
       const __m512 mins = load_mins<L>(tile, d);
       const auto fold = [&](int m, __m512i dot) {
@@ -199,6 +225,7 @@ void int8x2_tile_rows(const PackedView& w, const Int8View& x, int64_t M, int64_t
     __m512 acc[MT];
     for (int m = 0; m < MT; ++m) acc[m] = _mm512_setzero_ps();
     for (int64_t b = 0; b < blocks; ++b, tile += L::kTileBytes) {
+      stream_ahead<L>(tile);
       const __m512 d = load_halves(tile + L::kScalesAt);
       const __m512 mins = load_mins<L>(tile, d);
       __m512i u[8];
@@ -287,6 +314,7 @@ void int8x2_tile_rows_chunked(const PackedView& w, const Int8View& x, int64_t M,
 #pragma GCC unroll 16
     for (int m = 0; m < MT; ++m) acc[m] = _mm512_setzero_ps();
     for (int64_t b = 0; b < blocks; ++b, tile += L::kTileBytes) {
+      stream_ahead<L>(tile);
       gather_two_level_blocks<MT>(x, M, m0, b, xb);
 #if defined(__GNUC__)
       __asm__("" : "+m"(xb));  // the broadcasts read xb: GCC would otherwise read x again, through 2 MT pointers
@@ -326,6 +354,7 @@ void float_tile_rows(const PackedView& w, const float* x, int64_t ldx, int64_t m
     __m512 acc[MT];
     for (int m = 0; m < MT; ++m) acc[m] = _mm512_setzero_ps();
     for (int64_t b = 0; b < blocks; ++b, tile += L::kTileBytes) {
+      stream_ahead<L>(tile);
       const float* xb[MT];
       for (int m = 0; m < MT; ++m) xb[m] = x + (m0 + m) * ldx + b * kBlockSize;
       const __m512 d = load_halves(tile + L::kScalesAt);
@@ -444,8 +473,10 @@ void int8_super_rows(const PackedView& w, const Int8View& x, int64_t m0, float* 
     for (int64_t sb = 0; sb < w.blocks; ++sb, tile += L::kTileBytes) {
       const __m512 d = load_halves(tile + L::kDAt);
       const __m512 dmin = L::kHasMin ? load_halves(tile + L::kDminAt) : d;
-      for (int j = 0; j < L::kSubBlocks; ++j)
+      for (int j = 0; j < L::kSubBlocks; ++j) {
+        stream_ahead<L, L::kSubBlocks>(tile, j);
         add_sub_block<L, MT>(tile, j, d, dmin, x, m0, sb * L::kSubBlocks + j, acc);
+      }
     }
     store_group<MT>(acc, rows_in_group(w, g), out + m0 * ldo + g * kGroupRows, ldo);
   }
@@ -482,6 +513,7 @@ void int8x2_super_rows(const PackedView& w, const Int8View& x, int64_t M, int64_
       const __m512 d = load_halves(tile + L::kDAt);
       const __m512 dmin = L::kHasMin ? load_halves(tile + L::kDminAt) : d;
       for (int j = 0; j < L::kSubBlocks; ++j) {
+        stream_ahead<L, L::kSubBlocks>(tile, j);
         const int64_t b = sb * L::kSubBlocks + j;
         __m512i u[8];
         unpack_tile<S>(tile + L::kSubTilesAt + j * S::kTileBytes, u);
@@ -507,18 +539,8 @@ void int8x2_super_rows(const PackedView& w, const Int8View& x, int64_t M, int64_
   }
 }
 
-// --- One activation row in two levels (batch-1 decode). The pass is a stream over the
-// weights that does little work per byte, so it runs ahead of the hardware prefetcher
-// (which stops at every 4 KiB page): each step asks for the bytes kPrefetchAhead further
-// on (8 KiB: measured best of 1-32 KiB on Q4_K, Q6_K and Q5_0 streams from memory, +25-35%
-// over no prefetch; Q8_0 neither gains nor loses).
-constexpr int64_t kPrefetchAhead = 8192;
-
-// Prefetch the cache lines of [p, p + bytes).
-template <int64_t Bytes>
-[[gnu::always_inline]] inline void prefetch_bytes(const uint8_t* p) {
-  for (int64_t at = 0; at < Bytes; at += 64) _mm_prefetch(reinterpret_cast<const char*>(p + at), _MM_HINT_T0);
-}
+// --- One activation row in two levels (batch-1 decode): its own kernels, streams over the
+// weights (stream_ahead as every kernel).
 
 // int8x2_tile_rows for M = 1.
 template <class L>
@@ -528,7 +550,7 @@ void int8x2_tile_row1(const PackedView& w, const Int8View& x, float* out, int64_
     const uint8_t* tile = w.data + g * blocks * L::kTileBytes;
     __m512 acc = _mm512_setzero_ps();
     for (int64_t b = 0; b < blocks; ++b, tile += L::kTileBytes) {
-      prefetch_bytes<L::kTileBytes>(tile + kPrefetchAhead);
+      stream_ahead<L>(tile);
       const __m512 d = load_halves(tile + L::kScalesAt);
       const __m512 mins = load_mins<L>(tile, d);
       __m512i u[8];
@@ -548,7 +570,6 @@ template <class L>
 void int8x2_super_row1(const PackedView& w, const Int8View& x, float* out, int64_t g0, int64_t g1) {
   using S = typename L::Sub;
   const int64_t xblocks = x.cols / kBlockSize;
-  constexpr int64_t kStep = (L::kTileBytes / L::kSubBlocks + 63) / 64 * 64;  // prefetched per sub-block
   for (int64_t g = g0; g < g1; ++g) {
     const uint8_t* tile = w.data + g * w.blocks * L::kTileBytes;
     __m512 acc = _mm512_setzero_ps();
@@ -556,7 +577,7 @@ void int8x2_super_row1(const PackedView& w, const Int8View& x, float* out, int64
       const __m512 d = load_halves(tile + L::kDAt);
       const __m512 dmin = L::kHasMin ? load_halves(tile + L::kDminAt) : d;
       for (int j = 0; j < L::kSubBlocks; ++j) {
-        prefetch_bytes<kStep>(tile + kPrefetchAhead + j * kStep);
+        stream_ahead<L, L::kSubBlocks>(tile, j);
         const int64_t first = sb * L::kSubBlocks + j, second = xblocks + first;
         __m512i u[8];
         unpack_tile<S>(tile + L::kSubTilesAt + j * S::kTileBytes, u);
@@ -593,6 +614,7 @@ void float_super_rows(const PackedView& w, const float* x, int64_t ldx, int64_t 
     for (int64_t sb = 0; sb < w.blocks; ++sb, tile += L::kTileBytes) {
       const __m512 d = load_halves(tile + L::kDAt);
       for (int j = 0; j < L::kSubBlocks; ++j) {
+        stream_ahead<L, L::kSubBlocks>(tile, j);
         __m512 scale_a, scale_b, mins_a, mins_b;  // for the low (first 16) and high weights
         if constexpr (L::kHasMin) {
           const __m512 neg_dmin = _mm512_sub_ps(_mm512_setzero_ps(), load_halves(tile + L::kDminAt));
@@ -720,12 +742,11 @@ template <class L, int MT, int Levels>
 void lookup_rows(const PackedView& w, const Int8View& x, int64_t M, int64_t m0, float* out, int64_t ldo, int64_t g0,
                  int64_t g1) {
   const int64_t xblocks = x.cols / kBlockSize;
-  constexpr int64_t kStep = (L::kTileBytes / units_per_tile<L>() + 63) / 64 * 64;  // prefetched per unit
   for (int64_t g = g0; g < g1; ++g) {
     __m512 acc[MT];
     for (int m = 0; m < MT; ++m) acc[m] = _mm512_setzero_ps();
     for_each_unit<L>(w, g, [&](const uint8_t* tile, int j, int64_t xb, const __m512* scale, const __m512* min) {
-      if constexpr (MT <= 2) prefetch_bytes<kStep>(tile + kPrefetchAhead + j * kStep);  // a stream (decode)
+      stream_ahead<L, units_per_tile<L>()>(tile, j);
       __m512i u[8];
       lookup_unit(unit_base<L>(tile, j), offset_values<L>(tile), u);
       for (int m = 0; m < MT; ++m)
