@@ -3,8 +3,9 @@
 One product = ``out (M, N) = x (M, K) @ W^T`` on one thread, for SmolLM2-135M's matrix
 shapes (q/o 576x576, k/v 192x576, gate/up 1536x576, down 576x1536, the LM head
 49152x576) and three with K a multiple of 256 for the K-quants (1024x1024, 2816x1024, and
-8192x4096, "8k x 4k", whose weights outgrow the caches; a K-quant runs only on shapes whose K
-is a multiple of 256), M = 1, 2 (batch-1 decode in one
+8192x4096, "8k x 4k", whose weights outgrow smaller caches; a K-quant runs only on shapes whose K
+is a multiple of 256; on request, ``--shapes "16k x 8k"``, 16384x8192, whose weights (72 MB in
+Q4_K) outgrow a 32 MiB L3 too: a pass streams them from memory), M = 1, 2 (batch-1 decode in one
 and two activation levels), 8 (4 beams in two levels) and 16 (8 batch rows in two levels:
 one pass over the weights on AVX-512), each GGUF type, each CPU path this CPU runs, int8 and exact (float)
 activations (F16 / BF16 have exact mode only), and on the default path both modes again on
@@ -56,6 +57,7 @@ import harness  # noqa: E402  (benchmarks/ is not a package)
 
 SHAPES = {"q/o": (576, 576), "k/v": (192, 576), "gate/up": (1536, 576), "down": (576, 1536), "lm_head": (49152, 576),
           "1k": (1024, 1024), "ffn 1k": (2816, 1024), "8k x 4k": (8192, 4096)}
+MORE_SHAPES = {"16k x 8k": (16384, 8192)}  # on request (--shapes): 0.5 GB of float32 reference weights
 QUICK_SHAPES = ("gate/up", "lm_head", "1k", "ffn 1k")
 DECODED = ("Q2_K", "Q3_K", "IQ3_XXS", "IQ3_S", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ1_S", "IQ1_M", "TQ1_0", "TQ2_0")
 TYPES = ("Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16", "IQ4_NL", "IQ4_XS", "MXFP4",
@@ -171,13 +173,14 @@ def main() -> None:
                          "gate/up, lm_head, 1k, ffn 1k; Q4_1, Q8_0, the K-quants, F16, BF16; short rounds",
                          round_s=(ROUND_S, QUICK_ROUND_S))
     parser.add_argument("--types", help="comma-separated GGUF types (default: all)")
-    parser.add_argument("--shapes", help=f"comma-separated shapes (default: all; of {', '.join(SHAPES)})")
+    parser.add_argument("--shapes", help=f"comma-separated shapes (default: all of {', '.join(SHAPES)}; also "
+                                         f"{', '.join(MORE_SHAPES)})")
     parser.add_argument("--rows", help=f"comma-separated activation rows M (default {','.join(map(str, ROWS))}; "
                                        "a prompt pass has 32 to 128)")
     args = harness.parse_args(parser)
     types = args.types.split(",") if args.types else (QUICK_TYPES if args.quick else TYPES)
     chosen = args.shapes.split(",") if args.shapes else (QUICK_SHAPES if args.quick else tuple(SHAPES))
-    shapes = {k: v for k, v in SHAPES.items() if k in chosen}
+    shapes = {k: v for k, v in {**SHAPES, **MORE_SHAPES}.items() if k in chosen}
     rows = tuple(int(m) for m in args.rows.split(",")) if args.rows else ROWS
     paths = list(_core._quant_supported_paths())
     env = harness.begin({"gguf": importlib.metadata.version("gguf")},
