@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "kvgen/quant/fp16.h"
 #include "kvgen/quant/kernel_abi.h"
@@ -247,8 +248,8 @@ void int8x2_tile_rows(const PackedView& w, const Int8View& x, int64_t M, int64_t
 // the rows' blocks side by side. Each chunk of quants meets every row while in a register,
 // and the 2 MT dot chains are independent, so VNNI issues back to back (row_dot over an
 // unpacked tile leaves one row's 4 short chains in flight, and waits on their latency).
-// The loops are unrolled and xb is one local array: the dots stay in registers and every
-// broadcast reads a fixed offset (one pointer per row would not fit the registers).
+// The loops are unrolled and xb is one block of one array: the dots stay in registers and
+// every broadcast reads a fixed offset (one pointer per row would not fit the registers).
 template <class L, int MT>
 [[gnu::always_inline]] inline void two_level_dots(const uint8_t* tile, const int8_t (*xb)[kBlockSize],
                                                   __m512i* dot1, __m512i* dot2) {
@@ -307,7 +308,15 @@ void int8x2_tile_rows_chunked(const PackedView& w, const Int8View& x, int64_t M,
                               int64_t ldo, int64_t g0, int64_t g1) {
   static_assert(MT > 1);
   const int64_t blocks = w.blocks;
-  alignas(64) int8_t xb[2 * MT][kBlockSize];
+  // every block's 2 MT rows side by side, gathered once per call for all its groups, not per
+  // tile: the tile's broadcasts waited on the copy's stores, and every group copied again
+  // (4-16 rows in cache 1.25-1.45x faster; 4 beams and batch 8 on SmolLM2 about 1.28x)
+  thread_local std::vector<int8_t> gathered;
+  if (gathered.size() < static_cast<size_t>(blocks * 2 * MT * kBlockSize + 64))
+    gathered.resize(blocks * 2 * MT * kBlockSize + 64);
+  const auto aligned = (reinterpret_cast<uintptr_t>(gathered.data()) + 63) & ~uintptr_t{63};  // the stores' alignment
+  auto* all = reinterpret_cast<int8_t(*)[2 * MT][kBlockSize]>(aligned);
+  for (int64_t b = 0; b < blocks; ++b) gather_two_level_blocks<MT>(x, M, m0, b, all[b]);
   for (int64_t g = g0; g < g1; ++g) {
     const uint8_t* tile = w.data + g * blocks * L::kTileBytes;
     __m512 acc[MT];
@@ -315,12 +324,8 @@ void int8x2_tile_rows_chunked(const PackedView& w, const Int8View& x, int64_t M,
     for (int m = 0; m < MT; ++m) acc[m] = _mm512_setzero_ps();
     for (int64_t b = 0; b < blocks; ++b, tile += L::kTileBytes) {
       stream_ahead<L>(tile);
-      gather_two_level_blocks<MT>(x, M, m0, b, xb);
-#if defined(__GNUC__)
-      __asm__("" : "+m"(xb));  // the broadcasts read xb: GCC would otherwise read x again, through 2 MT pointers
-#endif
       __m512i dot1[MT], dot2[MT];
-      two_level_dots<L, MT>(tile, xb, dot1, dot2);
+      two_level_dots<L, MT>(tile, all[b], dot1, dot2);
       const __m512 d = load_halves(tile + L::kScalesAt);
       const __m512 mins = load_mins<L>(tile, d);
 #pragma GCC unroll 16
