@@ -108,7 +108,7 @@ template <int64_t Bytes>
 
 // The stream step of a pass over a group's tiles, once per tile (a 32-weight-block tile) or
 // once per part j of Parts (a K-quant tile's sub-blocks, a lookup tile's units): the tile's
-// bytes kPrefetchAhead further on, in equal parts of whole lines. Every kernel's tile loop
+// bytes kPrefetchAhead further on, in equal parts of whole lines. Every quantized kernel's loop
 // takes it, whatever its rows: with a few rows (beams, batch rows) a pass is a stream too
 // (a 4-row pass over Q4_K weights from memory ran at 8 GB/s without it, 22 GB/s with it), and
 // with many rows the first pass over a group reads it from memory.
