@@ -289,11 +289,12 @@ def main() -> None:
             sys.exit(f"--types needs llama.cpp's quantizer: {llama_cpp_engine.INSTALL}")
         made = requantize(files[0], args.types, args.threads, llama_cpp)
         report["failed_types"] = {t: p for t, p in made.items() if isinstance(p, str)}
-        files = [p for p in made.values() if not isinstance(p, str)]
+        typed = {t: p for t, p in made.items() if not isinstance(p, str)}
+        files = list(typed.values())
     results = [measure_file(path, args, llama_cpp) for path in files]
     if args.types:
         by_type = {}
-        for ftype, r in zip([t for t, p in made.items() if not isinstance(p, str)], results):
+        for ftype, r in zip(typed, results):
             r["type"], r["tensor_types"] = ftype, tensor_types(Path(r["file"]))
             by_type[ftype] = r
         report["targets"] = print_types_summary(by_type)

@@ -231,6 +231,18 @@ def bandwidth_line(bw: dict, threads: int) -> str:
             f"{bw['after'][dot]:.1f}; limit used (best of {threads} threads): {bw['limit_GBps']:.1f} GB/s")
 
 
+def decode_bandwidth(before: dict, threads: int, per_token: dict, weight_bytes: dict) -> tuple[dict, dict]:
+    """The bandwidth read again after the timings (``bandwidth_report_at`` with ``before``) and
+    each engine's greedy decode as a fraction of it (``bandwidth_fractions``); both printed."""
+    bw = bandwidth_report_at(before, read_bandwidth(threads), threads)
+    fractions = bandwidth_fractions(per_token, weight_bytes, bw["limit_GBps"])
+    print(bandwidth_line(bw, threads))
+    print("greedy decode-only, fraction of the bandwidth limit (tokens/s x weight bytes / bandwidth): " +
+          ", ".join(f"{n} {f['tokens_per_s']:.1f} tok/s x {f['weight_bytes'] / 1e6:.0f} MB = {f['GBps']:.1f} GB/s "
+                    f"= {100 * f['fraction']:.0f}%" for n, f in fractions.items()))
+    return bw, fractions
+
+
 def bandwidth_fractions(per_token: dict, weight_bytes: dict, limit_gbps: float) -> dict:
     """Batch-1 decode reads every weight once per token: per engine, tokens/s (from its
     per-token time stats) x weight bytes / bandwidth, the fraction of the physical limit."""

@@ -97,15 +97,20 @@ def _support():
         sys.path.insert(0, str(SUPPORT))
 
 
-def gpt_oss_directory(directory: Path, q4_1: Path) -> None:
-    import torch
-    import transformers
-    from llama_cpp_convert import save_smollm2_tokenizer
+def random_directory(config_class: str, model_class: str, settings: dict) -> Callable[[Path, Path], None]:
+    """A Family.make: transformers' ``model_class`` of ``config_class(**settings)`` (SmolLM2's
+    special ids) with random weights (``torch.manual_seed(models.SEED)``), saved in bfloat16
+    with SmolLM2's tokenizer."""
+    def make(directory: Path, q4_1: Path) -> None:
+        import torch
+        import transformers
+        from llama_cpp_convert import save_smollm2_tokenizer
 
-    torch.manual_seed(models.SEED)
-    config = transformers.GptOssConfig(**GPT_OSS, **SPECIAL_IDS)
-    transformers.GptOssForCausalLM(config).to(torch.bfloat16).save_pretrained(directory)
-    save_smollm2_tokenizer(directory, q4_1)
+        torch.manual_seed(models.SEED)
+        config = getattr(transformers, config_class)(**settings, **SPECIAL_IDS)
+        getattr(transformers, model_class)(config).to(torch.bfloat16).save_pretrained(directory)
+        save_smollm2_tokenizer(directory, q4_1)
+    return make
 
 
 def gemma4_directory(directory: Path, q4_1: Path) -> None:
@@ -121,28 +126,6 @@ def gemma4_directory(directory: Path, q4_1: Path) -> None:
     config = transformers.Gemma4TextConfig(**GEMMA4, vocab_size=vocab, vocab_size_per_layer_input=vocab,
                                            pad_token_id=0, bos_token_id=2, eos_token_id=1)
     transformers.Gemma4ForCausalLM(config).to(torch.bfloat16).save_pretrained(directory)
-
-
-def qwen3_5_directory(directory: Path, q4_1: Path) -> None:
-    import torch
-    import transformers
-    from llama_cpp_convert import save_smollm2_tokenizer
-
-    torch.manual_seed(models.SEED)
-    config = transformers.Qwen3_5TextConfig(**QWEN3_5, **SPECIAL_IDS)
-    transformers.Qwen3_5ForCausalLM(config).to(torch.bfloat16).save_pretrained(directory)
-    save_smollm2_tokenizer(directory, q4_1)
-
-
-def qwen3_attention_directory(directory: Path, q4_1: Path) -> None:
-    import torch
-    import transformers
-    from llama_cpp_convert import save_smollm2_tokenizer
-
-    torch.manual_seed(models.SEED)
-    config = transformers.Qwen3Config(**QWEN3_ATTENTION, **SPECIAL_IDS)
-    transformers.Qwen3ForCausalLM(config).to(torch.bfloat16).save_pretrained(directory)
-    save_smollm2_tokenizer(directory, q4_1)
 
 
 def lfm2_directory(directory: Path, q4_1: Path) -> None:
@@ -161,16 +144,18 @@ class Family(NamedTuple):
 
 
 FAMILIES = {
-    "gpt_oss": Family("GPT-OSS-20B-shaped MoE (32 experts, top 4), MXFP4 experts", gpt_oss_directory, "MXFP4_MOE",
-                      GPT_OSS),
+    "gpt_oss": Family("GPT-OSS-20B-shaped MoE (32 experts, top 4), MXFP4 experts",
+                      random_directory("GptOssConfig", "GptOssForCausalLM", GPT_OSS), "MXFP4_MOE", GPT_OSS),
     "gemma4": Family("Gemma 4 E2B-shaped (per-layer embeddings, KV-shared layers), Q8_0", gemma4_directory, "Q8_0",
                      GEMMA4),
-    "qwen3_5": Family("Qwen3.5-shaped hybrid (Gated DeltaNet + attention), Q4_K_M", qwen3_5_directory, "Q4_K_M",
-                      QWEN3_5, ("--no-mtp",)),
+    "qwen3_5": Family("Qwen3.5-shaped hybrid (Gated DeltaNet + attention), Q4_K_M",
+                      random_directory("Qwen3_5TextConfig", "Qwen3_5ForCausalLM", QWEN3_5), "Q4_K_M", QWEN3_5,
+                      ("--no-mtp",)),
     "lfm2": Family("LFM2-350M-shaped hybrid (short convolutions + attention), Q8_0", lfm2_directory, "Q8_0",
                    lfm2.RECIPE),
     "qwen3_attention": Family("the Qwen3.5 shape with every layer attending (Qwen3), Q4_K_M",
-                              qwen3_attention_directory, "Q4_K_M", QWEN3_ATTENTION),
+                              random_directory("Qwen3Config", "Qwen3ForCausalLM", QWEN3_ATTENTION), "Q4_K_M",
+                              QWEN3_ATTENTION),
 }
 LONG_FAMILIES = {"qwen3_5", "lfm2", "qwen3_attention"}
 
@@ -277,12 +262,9 @@ def run_file(name: str, label: str, path: Path, work: dict, thread_counts: list[
             print(f"decode step after {decode[1]['prompt']} tokens / after {decode[0]['prompt']}: " +
                   ", ".join(f"{n} {g:.2f}x" for n, g in config["long_growth"].items()))
         if decode:
-            config["bandwidth"] = harness.bandwidth_report_at(bw_before, harness.read_bandwidth(threads), threads)
-            config["bandwidth_fractions"] = fractions = harness.bandwidth_fractions(
-                decode[0]["decode_only"], out["weights"], config["bandwidth"]["limit_GBps"])
-            print(harness.bandwidth_line(config["bandwidth"], threads))
-            print("greedy decode, fraction of the bandwidth limit (tokens/s x weight bytes / bandwidth): " +
-                  ", ".join(f"{n} {f['GBps']:.1f} GB/s = {100 * f['fraction']:.0f}%" for n, f in fractions.items()))
+            config["bandwidth"], fractions = harness.decode_bandwidth(bw_before, threads, decode[0]["decode_only"],
+                                                                      out["weights"])
+            config["bandwidth_fractions"] = fractions
             if bandwidth_goal is not None:
                 f = fractions["kvgen"]["fraction"]
                 config["targets"].append(harness.target(

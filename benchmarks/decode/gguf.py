@@ -147,13 +147,8 @@ def run_threads(kind: str, engines: dict, ids: list[int], work: dict, threads: i
                                                 ("decode", ids[:d_prompt], d_new, SAMPLING)):
         results.append(split_workload(label, engines, prompt, new_tokens, sampling, args.rounds))
         print_rows(table, results[-1], rows)
-    bw = harness.bandwidth_report_at(bw_before, harness.read_bandwidth(threads), threads)
     greedy = results[1]
-    fractions = harness.bandwidth_fractions(greedy["decode_only"], weights, bw["limit_GBps"])
-    print(harness.bandwidth_line(bw, threads))
-    print("greedy decode-only, fraction of the bandwidth limit (tokens/s x weight bytes / bandwidth): " +
-          ", ".join(f"{n} {f['tokens_per_s']:.1f} tok/s x {f['weight_bytes'] / 1e6:.0f} MB = {f['GBps']:.1f} GB/s "
-                    f"= {100 * f['fraction']:.0f}%" for n, f in fractions.items()))
+    bw, fractions = harness.decode_bandwidth(bw_before, threads, greedy["decode_only"], weights)
     for r in results:
         for n, k in r["same_as_reference"].items():
             if k < r["new_tokens"] and not r["chain"]:

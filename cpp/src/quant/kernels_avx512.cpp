@@ -311,12 +311,13 @@ void int8x2_tile_rows_chunked(const PackedView& w, const Int8View& x, int64_t M,
   // every block's 2 MT rows side by side, gathered once per call for all its groups, not per
   // tile: the tile's broadcasts waited on the copy's stores, and every group copied again
   // (4-16 rows in cache 1.25-1.45x faster; 4 beams and batch 8 on SmolLM2 about 1.28x)
-  thread_local std::vector<int8_t> gathered;
-  if (gathered.size() < static_cast<size_t>(blocks * 2 * MT * kBlockSize + 64))
-    gathered.resize(blocks * 2 * MT * kBlockSize + 64);
-  const auto aligned = (reinterpret_cast<uintptr_t>(gathered.data()) + 63) & ~uintptr_t{63};  // the stores' alignment
-  auto* all = reinterpret_cast<int8_t(*)[2 * MT][kBlockSize]>(aligned);
-  for (int64_t b = 0; b < blocks; ++b) gather_two_level_blocks<MT>(x, M, m0, b, all[b]);
+  struct alignas(64) Blocks {  // one block's rows: the copy's aligned stores (std::vector keeps the alignment)
+    int8_t rows[2 * MT][kBlockSize];
+  };
+  thread_local std::vector<Blocks> gathered;
+  if (static_cast<int64_t>(gathered.size()) < blocks) gathered.resize(blocks);
+  Blocks* all = gathered.data();
+  for (int64_t b = 0; b < blocks; ++b) gather_two_level_blocks<MT>(x, M, m0, b, all[b].rows);
   for (int64_t g = g0; g < g1; ++g) {
     const uint8_t* tile = w.data + g * blocks * L::kTileBytes;
     __m512 acc[MT];
@@ -325,7 +326,7 @@ void int8x2_tile_rows_chunked(const PackedView& w, const Int8View& x, int64_t M,
     for (int64_t b = 0; b < blocks; ++b, tile += L::kTileBytes) {
       stream_ahead<L>(tile);
       __m512i dot1[MT], dot2[MT];
-      two_level_dots<L, MT>(tile, all[b], dot1, dot2);
+      two_level_dots<L, MT>(tile, all[b].rows, dot1, dot2);
       const __m512 d = load_halves(tile + L::kScalesAt);
       const __m512 mins = load_mins<L>(tile, d);
 #pragma GCC unroll 16
@@ -689,9 +690,8 @@ void float_dense_rows(const PackedView& w, const float* x, int64_t ldx, int64_t 
 //   acc += scale_h (d_x dot_h)  (+ min_h (d_x hsum_h) for I4S16M),
 // the scales from unit_scales (simd_unit_scales). Two levels add both levels' terms. The
 // lookup types have one scale a unit: their two halves' dots are one exact int32 sum, folded
-// once (the same value up to float rounding; every row count takes the same steps). At one
-// or two rows the pass is a stream and asks for its bytes kPrefetchAhead on, as the other
-// types' row-1 kernels do (decode from memory +25-55% for it).
+// once (the same value up to float rounding; every row count takes the same steps). Its
+// pass asks for its bytes ahead (stream_ahead; decode from memory +25-55% for it).
 
 // The 16 values + 128 in each 128-bit lane (vpshufb's table).
 template <class L>
