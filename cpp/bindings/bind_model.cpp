@@ -94,9 +94,8 @@ std::string activations_name(Activations a) {
 // The model `make` builds over `arrays` (models/<family>.h's make_<family>). The model repacks
 // quantized tensors while it is built (the GIL released meanwhile), so their blocks (often a
 // memory-mapped file) can go; the float32 arrays it reads in place are kept.
-template <class Options>
-std::unique_ptr<PyModel> make_model(std::unique_ptr<Model> (*make)(ModelConfig, Options, const TensorMap&),
-                                    const std::string& architecture, const ModelConfig& config,
+template <class Options, class Make>
+std::unique_ptr<PyModel> make_model(Make make, const std::string& architecture, const ModelConfig& config,
                                     const Options& options, const py::dict& arrays, const std::string& activations) {
   const Activations mode = parse_activations(activations);  // before any work
   expect_architecture(config, architecture);
@@ -136,6 +135,20 @@ std::unique_ptr<PyModel> make_lfm2(const ModelConfig& config, const Lfm2Options&
 std::unique_ptr<PyModel> make_qwen35(const ModelConfig& config, const Qwen35Options& options, const py::dict& arrays,
                                      const std::string& activations) {
   return make_model(&kvgen::make_qwen35, "qwen35", config, options, arrays, activations);
+}
+
+// The head keeps its target alive (in its arrays, under "<target>"): it reads the target's
+// embedding and LM head.
+std::unique_ptr<PyModel> make_qwen35_mtp(py::object target, const ModelConfig& config, const Qwen35Options& options,
+                                         const py::dict& arrays, const std::string& activations) {
+  if (!py::isinstance<PyModel>(target)) throw TypeError("target must be a kvgen._core._Model");
+  PyModel& model = target.cast<PyModel&>();
+  auto make = [&model](const ModelConfig& c, const Qwen35Options& o, const TensorMap& t) {
+    return kvgen::make_qwen35_mtp(c, o, t, model.core());
+  };
+  auto pm = make_model(make, "qwen35", config, options, arrays, activations);
+  pm->arrays["<target>"] = target;
+  return pm;
 }
 
 std::unique_ptr<PyModel> make_granite_hybrid(const ModelConfig& config, const GraniteHybridOptions& options,
@@ -517,6 +530,11 @@ void register_model(py::module_& m) {
                   py::kw_only(), py::arg("activations") = "int8x2",
                   "A Qwen3.5 model (Gated DeltaNet and gated attention layers; config.recurrent_layers says which) "
                   "of these sizes and options over its tensors by Hugging Face name.")
+      .def_static("qwen35_mtp", &make_qwen35_mtp, py::arg("target"), py::arg("config"), py::arg("options"),
+                  py::arg("arrays"), py::kw_only(), py::arg("activations") = "int8x2",
+                  "The multi-token-prediction head of the Qwen3.5 model `target` (kvgen/models/qwen35.h: "
+                  "make_qwen35_mtp) over its mtp.* tensors; it shares the target's embedding and LM head, and every "
+                  "forward chunk carries the target's hidden states (_ModelSlots.forward's input_hidden).")
       .def_static("granite_hybrid", &make_granite_hybrid, py::arg("config"), py::arg("options"), py::arg("arrays"),
                   py::kw_only(), py::arg("activations") = "int8x2",
                   "A Granite 4.0 hybrid model (Mamba-2 and attention layers; config.recurrent_layers says which) "

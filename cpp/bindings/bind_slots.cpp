@@ -56,7 +56,9 @@ class PyModelSlots {
   }
 
   void forward(const std::vector<std::pair<int64_t, TokenArray>>& chunks, const std::vector<int64_t>& verify,
-               const std::vector<int64_t>& in_blocks, const std::vector<std::pair<int64_t, py::array>>& hidden) {
+               const std::vector<int64_t>& in_blocks, const std::vector<std::pair<int64_t, py::array>>& hidden,
+               const std::vector<std::pair<int64_t, py::array>>& hidden_and_logits,
+               const std::vector<std::pair<int64_t, py::array>>& input_hidden) {
     std::vector<RowTokens> rows;
     rows.reserve(chunks.size());
     for (const auto& [slot, tokens] : chunks) {
@@ -69,18 +71,28 @@ class PyModelSlots {
       it->in_blocks = true;
     }
     const int64_t width = pm_.core().config().hidden;
-    for (auto [slot, out] : hidden) {  // the caller's (count, hidden) float32 arrays, written in place
+    // the caller's (count, hidden) float32 arrays: written in place (hidden), or read (input_hidden)
+    const auto chunk_array = [&](int64_t slot, const py::array& a, const char* what, bool written) -> RowTokens& {
       auto it = std::find_if(rows.begin(), rows.end(), [&](const RowTokens& r) { return r.row == slot; });
-      if (it == rows.end()) throw ValueError("hidden slot " + std::to_string(slot) + " has no chunk in the forward");
-      const std::string name = "the hidden states of slot " + std::to_string(slot);
-      if (!out.dtype().is(py::dtype::of<float>())) throw TypeError(name + " must be a float32 array");
-      if (!(out.flags() & py::array::c_style) || !out.writeable())
-        throw ValueError(name + " must be a writable C-contiguous array");
-      if (out.ndim() != 2 || out.shape(0) != it->count || out.shape(1) != width)
+      if (it == rows.end()) throw ValueError(std::string(what) + " slot " + std::to_string(slot) + " has no chunk in the forward");
+      const std::string name = "the " + std::string(what) + " states of slot " + std::to_string(slot);
+      if (!a.dtype().is(py::dtype::of<float>())) throw TypeError(name + " must be a float32 array");
+      if (!(a.flags() & py::array::c_style) || (written && !a.writeable()))
+        throw ValueError(name + (written ? " must be a writable C-contiguous array" : " must be a C-contiguous array"));
+      if (a.ndim() != 2 || a.shape(0) != it->count || a.shape(1) != width)
         throw ValueError(name + " must have the shape (" + std::to_string(it->count) + ", " + std::to_string(width) +
                          "): its chunk's tokens by the model's hidden size");
-      it->hidden = static_cast<float*>(out.mutable_data());
-    }
+      return *it;
+    };
+    for (const auto* list : {&hidden, &hidden_and_logits})
+      for (auto [slot, out] : *list) {
+        RowTokens& row = chunk_array(slot, out, "hidden", true);
+        if (row.hidden != nullptr) throw ValueError("slot " + std::to_string(slot) + " asks for its hidden states twice");
+        row.hidden = static_cast<float*>(out.mutable_data());
+        row.logits_too = list == &hidden_and_logits;
+      }
+    for (const auto& [slot, in] : input_hidden) chunk_array(slot, in, "input hidden", false).input_hidden =
+        static_cast<const float*>(in.data());
     std::vector<uint8_t> all_logits;
     if (!verify.empty()) {
       for (int64_t slot : verify) {
@@ -141,13 +153,17 @@ void register_slots(py::module_& m) {
                              "The longest chunk a forward may return every position's logits of.")
       .def("forward", &PyModelSlots::forward, py::arg("chunks"), py::arg("verify") = std::vector<int64_t>{},
            py::arg("in_blocks") = std::vector<int64_t>{},
-           py::arg("hidden") = std::vector<std::pair<int64_t, py::array>>{},
+           py::arg("hidden") = std::vector<std::pair<int64_t, py::array>>{}, py::arg("hidden_and_logits") = std::vector<std::pair<int64_t, py::array>>{},
+           py::arg("input_hidden") = std::vector<std::pair<int64_t, py::array>>{},
            "Runs (slot, int64 tokens) chunks in one forward pass (GIL released; see SlotCache::forward); the "
            "chunks of the `verify` slots return the logits of all their positions in verify_logits; those of "
            "the `in_blocks` slots are the rest of a prompt whose first positions are cached, computed as a "
            "fresh prefill of the whole prompt computes them (RowTokens::in_blocks); `hidden`: (slot, float32 "
            "array (count, hidden_size)) pairs whose chunks write the final-normed hidden states of their "
-           "positions there (embeddings), and no logits.")
+           "positions there (embeddings), and no logits; `hidden_and_logits`: the same pairs for chunks that get "
+           "their logits as well, as without it (speculation with a multi-token-prediction head); `input_hidden`: (slot, "
+           "float32 array (count, hidden_size)) pairs, each chunk's second input for a model that reads one "
+           "(an MTP head: the target's hidden states; every chunk must have one).")
       .def(
           "truncate",
           [](PyModelSlots& s, int64_t slot, int64_t length) { s.slots().truncate(slot, length); },

@@ -461,6 +461,11 @@ class _Model:
     def qwen35(config: _ModelConfig, options: _Qwen35Options, arrays: dict[str, _Tensor], *,
                activations: str = "int8x2") -> _Model: ...
     @staticmethod
+    def qwen35_mtp(target: _Model, config: _ModelConfig, options: _Qwen35Options, arrays: dict[str, _Tensor], *,
+                   activations: str = "int8x2") -> _Model:
+        """The multi-token-prediction head of the Qwen3.5 model ``target`` over its mtp.* tensors,
+        sharing the target's embedding and LM head (kvgen.generation.mtp)."""
+    @staticmethod
     def granite_hybrid(config: _ModelConfig, options: _GraniteHybridOptions, arrays: dict[str, _Tensor], *,
                        activations: str = "int8x2") -> _Model: ...
     def forward(self, input_ids: Any) -> npt.NDArray[np.float32]:
@@ -549,10 +554,15 @@ class _ModelSlots:
     def snapshots(self) -> int: ...
     def forward(self, chunks: Sequence[tuple[int, npt.NDArray[np.int64] | Sequence[int]]],
                 verify: Sequence[int] = ..., in_blocks: Sequence[int] = ...,
-                hidden: Sequence[tuple[int, npt.NDArray[np.float32]]] = ...) -> None:
+                hidden: Sequence[tuple[int, npt.NDArray[np.float32]]] = ...,
+                hidden_and_logits: Sequence[tuple[int, npt.NDArray[np.float32]]] = ...,
+                input_hidden: Sequence[tuple[int, npt.NDArray[np.float32]]] = ...) -> None:
         """One forward pass over the (slot, tokens) chunks; the chunks of the ``hidden`` slots write
         the final-normed hidden states of their positions into the given writable, C-contiguous
-        float32 arrays (count, hidden_size) (embeddings) instead of logits."""
+        float32 arrays (count, hidden_size) (embeddings) instead of logits; those of the
+        ``hidden_and_logits`` slots write them and get their logits as well (speculation with an
+        MTP head). ``input_hidden``: each chunk's second input, (count, hidden_size), for a model
+        that reads one (an MTP head: the target's hidden states)."""
     def truncate(self, slot: int, length: int) -> None: ...
     def snapshot(self, slot: int, snapshot: int) -> None:
         """A hybrid model's recurrent state of the slot into snapshot ``snapshot``."""

@@ -17,7 +17,7 @@ import operator
 import os
 import warnings
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
 
 import numpy as np
 
@@ -32,6 +32,9 @@ from kvgen.loaders.checkpoint import (
     read_weights,
 )
 from kvgen.loaders.pooling import directory_pooling
+
+if TYPE_CHECKING:
+    from kvgen.generation.mtp import MtpHead
 
 _SENTINEL = "\u2063kvgen-end-of-turn\u2063"
 
@@ -149,6 +152,9 @@ class Model:
         # what kvgen computes as llama.cpp does because the file does not store it (a GGUF file
         # without the sliding window its checkpoint had): each a warning at load, shown by kvgen info
         self.notes: list[str] = []
+        # the multi-token-prediction head's core (a family's build_mtp), None without one; mtp_head wraps it
+        self._mtp_core: Optional["_core._Model"] = None
+        self._mtp_handle: Optional["MtpHead"] = None
         if chat_template is not None:
             self._probe_chat_template()
 
@@ -203,6 +209,7 @@ class Model:
         try:
             arrays = family.checkpoint_arrays(config, read_weights(directory, rename), dtype)
             core = family.build_core(config, arrays, activations=activations)
+            mtp = family.build_mtp(config, arrays, core, activations=activations)
         except (ValueError, TypeError) as e:
             if str(directory) in str(e):
                 raise
@@ -210,15 +217,18 @@ class Model:
         tokenizer = read_tokenizer(directory)
         pooling = directory_pooling(directory)
         bos, eos = _token_ids(config, "bos_token_id"), _token_ids(config, "eos_token_id")
-        return cls(core, config, directory, tokenizer, bos_token_id=_first_id(bos), eos_token_id=eos,
-                   chat_template=read_chat_template(directory), family=family.name,
-                   tensor_types=read_weight_types(directory, rename), pooling=pooling)
+        model = cls(core, config, directory, tokenizer, bos_token_id=_first_id(bos), eos_token_id=eos,
+                    chat_template=read_chat_template(directory), family=family.name,
+                    tensor_types=read_weight_types(directory, rename), pooling=pooling)
+        model._mtp_core = mtp
+        return model
 
     @classmethod
     def _load_gguf(cls, path: Path, activations: str, sliding_window: Optional[int] = None) -> "Model":
         g = read_gguf(path, sliding_window)  # the file's keys and tensors, translated by its family's module
         core = g.family.build_core(g.config, g.arrays, rope_freqs=g.rope_freqs, activations=activations,
                                    norms_plus_one=g.norms_plus_one)
+        mtp = g.family.build_mtp(g.config, g.arrays, core, activations=activations, norms_plus_one=g.norms_plus_one)
         g.arrays = {}  # the quantized blocks were repacked: let the file's map go
         t = g.tokenizer
         types = ", ".join(f"{n} x{k}" for n, k in g.metadata.get("tensor_types", {}).items())
@@ -231,9 +241,25 @@ class Model:
             model = cls(core, g.config, path, t.tokenizer, bos_token_id=t.bos_token_id, eos_token_id=t.eos_token_id,
                         chat_template=t.chat_template, bos_token=t.bos_token, eos_token=t.eos_token, **facts)
         model.notes = list(g.notes)
+        model._mtp_core = mtp
         for note in model.notes:
             warnings.warn(f"{path}: {note}", WindowNotStoredWarning, stacklevel=4)
         return model
+
+    @property
+    def mtp_head(self) -> Optional["MtpHead"]:
+        """The file's multi-token-prediction head (Qwen3.5 / 3.6, Qwen3-Next checkpoints and
+        llama.cpp's files of them converted without ``--no-mtp``), or None. Pass it as
+        ``assistant_model`` to draft with it: each draft costs a pass over the head's one layer
+        instead of a draft model (kvgen.generation.mtp; ``generate(..., assistant_model=
+        model.mtp_head)``). The greedy and sampled results are those of plain decoding."""
+        if self._mtp_core is None:
+            return None
+        if self._mtp_handle is None:
+            from kvgen.generation.mtp import MtpHead
+
+            self._mtp_handle = MtpHead(self._mtp_core, self)
+        return self._mtp_handle
 
     def forward(self, input_ids) -> np.ndarray:
         """Logits [rows, length, vocab] for ``input_ids`` [rows, length] (or one 1-D row).

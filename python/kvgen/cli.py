@@ -525,6 +525,9 @@ def _info(args) -> int:
     if caps.recurrent_state:
         facts.append("a recurrent state per slot (cached prefixes and speculative rollback resume from "
                      "snapshots of it)")
+    if model.mtp_head is not None:
+        facts.append(f"a multi-token-prediction head of {model.mtp_head.layers} layer(s) "
+                     "(assistant_model=model.mtp_head drafts with it)")
     print(f"capabilities: {'; '.join(facts)}")
     windows = [w for w in family.sizes(model.config).layer_windows if w] if family.core != "gpt2" else []
     print(f"attention: a sliding window of {max(windows)} positions on {len(windows)} of {model._core.num_layers} "

@@ -157,9 +157,14 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
       throw ValueError("context overflow: row " + std::to_string(c.row) + " would reach position " +
                        std::to_string(start + c.count) + ", beyond the " + std::to_string(limit) +
                        " positions available");
-    if (c.hidden != nullptr && (c.logits != nullptr || all_positions))
+    if (c.hidden != nullptr && ((c.logits != nullptr && !c.logits_too) || all_positions))
       throw ValueError("the chunk of row " + std::to_string(c.row) +
                        " asks for hidden states and logits at once; a chunk gets one or the other");
+    if ((c.input_hidden != nullptr) != reads_input_hidden())
+      throw ValueError(reads_input_hidden() ? "the chunk of row " + std::to_string(c.row) +
+                                                  " has no input hidden states, which this model reads"
+                                            : "the chunk of row " + std::to_string(c.row) +
+                                                  " carries input hidden states, which this model does not read");
     for (int64_t i = 0; i < c.count; ++i)
       if (c.tokens[i] < 0 || c.tokens[i] >= V)
         throw ValueError("token id " + std::to_string(c.tokens[i]) + " is outside the vocabulary [0, " +
@@ -244,16 +249,21 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
     m += take;
   }
   final_norm(h, h, m);
-  if (hidden_of_some) {  // the hidden states out; the other chunks' rows move up, in order, for the LM head
+  if (hidden_of_some) {  // the hidden states out; the rows that get logits move up, in order, for the LM head
     int64_t kept = 0;
     for (size_t ci = 0, r = 0; ci < chunks.size(); ++ci) {
-      const int64_t take = rows_of(chunks[ci]);
-      if (chunks[ci].hidden != nullptr) {
-        std::memcpy(chunks[ci].hidden, h + r * C, sizeof(float) * C * take);
-      } else {
-        if (kept != static_cast<int64_t>(r)) std::memmove(h + kept * C, h + r * C, sizeof(float) * C * take);
-        kept += take;
+      const RowTokens& c = chunks[ci];
+      const int64_t take = rows_of(c);
+      // the rows of this chunk the LM head reads: all of them, its last (a chunk with
+      // hidden states and logits_too but no logits target), or none (hidden states alone)
+      int64_t keep = take;
+      if (c.hidden != nullptr) {
+        std::memcpy(c.hidden, h + r * C, sizeof(float) * C * take);
+        keep = !c.logits_too ? 0 : c.logits != nullptr ? take : 1;
       }
+      if (keep > 0 && kept != static_cast<int64_t>(r + take - keep))
+        std::memmove(h + kept * C, h + (r + take - keep) * C, sizeof(float) * C * keep);
+      kept += keep;
       r += take;
     }
     m = kept;
@@ -266,7 +276,7 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
     softcap_logits(tmp, m, V);
     for (size_t ci = 0, r = 0; ci < chunks.size(); ++ci) {
       const RowTokens& c = chunks[ci];
-      if (c.hidden != nullptr) continue;
+      if (c.hidden != nullptr && !c.logits_too) continue;
       const int64_t take = c.logits != nullptr ? c.count : 1;
       float* dst = c.logits != nullptr ? c.logits : logits + c.row * V;
       std::memcpy(dst, tmp + r * V, sizeof(float) * V * take);

@@ -26,7 +26,10 @@ namespace {
 
 class Qwen35 : public DecoderModel {
  public:
-  Qwen35(ModelConfig config, Qwen35Options options, const TensorMap& t);
+  // target: null for the model; for its multi-token-prediction head, the model whose
+  // embedding and LM head it shares (qwen35.h: make_qwen35_mtp).
+  Qwen35(ModelConfig config, Qwen35Options options, const TensorMap& t, const Qwen35* target = nullptr);
+  bool reads_input_hidden() const override { return mtp_; }
 
  protected:
   void reserve(const ForwardPass& b) override;
@@ -81,6 +84,12 @@ class Qwen35 : public DecoderModel {
   int64_t query_heads_ = 0;
   LinearWeight embed_;
   const float* norm_;
+  // The multi-token-prediction head (mtp_): each token's input is fc([enorm(embedding) |
+  // hnorm(hidden)]), hidden the target's final-normed state at the position before it.
+  bool mtp_ = false;
+  Linear fc_;                    // (C, 2 C)
+  const float* embed_norm_ = nullptr;   // (C), 1 + w
+  const float* hidden_norm_ = nullptr;  // (C), 1 + w
   std::vector<Layer> layers_;
   std::vector<float> norms_;   // the norm weights plus the offset (capacity reserved up front)
   RotaryTable rotary_;
@@ -90,11 +99,14 @@ class Qwen35 : public DecoderModel {
     xt::xtensor<float, 2> mixed, conv, z, a, beta_in;  // DeltaNet: (n, conv) x2, (n, Hv dv), (n, Hv) x2
     xt::xtensor<float, 2> g, beta;                     // (n, Hv)
     xt::xtensor<float, 2> dq, dk, dv, core;            // (n, Hq dk) x2 (query_heads_), (n, Hv dv) x2
+    xt::xtensor<float, 2> pair;                        // MTP head: (n, 2 C) [enorm(embedding) | hnorm(hidden)]
   } s_;
 };
 
-Qwen35::Qwen35(ModelConfig config, Qwen35Options options, const TensorMap& t)
-    : DecoderModel(std::move(config), {.fused_qkv = false, .gated_mlp = true}), options_(std::move(options)) {
+Qwen35::Qwen35(ModelConfig config, Qwen35Options options, const TensorMap& t, const Qwen35* target)
+    : DecoderModel(std::move(config), {.fused_qkv = false, .gated_mlp = true}),
+      options_(std::move(options)),
+      mtp_(target != nullptr) {
   const int64_t C = config_.hidden, V = config_.vocab_size, I = config_.intermediate;
   const int64_t H = config_.heads, KV = config_.kv_heads, hd = config_.head_dim, L = config_.layers;
   // ---- hyperparameters ----
@@ -145,13 +157,27 @@ Qwen35::Qwen35(ModelConfig config, Qwen35Options options, const TensorMap& t)
   }
   query_heads_ = options_.value_heads_tiled ? shape_.heads : key_heads_;
   // ---- tensors ----
-  norms_.reserve(L * (2 * C + 2 * hd) + C);  // every (1 + w) norm, at most: pointers into it stay valid
-  embed_ = read_matrix(t, "model.embed_tokens.weight", V, C);
-  norm_ = norm_weight(t, "model.norm.weight", C);
-  lm_head_ = t.has("lm_head.weight") ? read_matrix(t, "lm_head.weight", V, C) : embed_;
+  norms_.reserve(L * (2 * C + 2 * hd) + 3 * C);  // every (1 + w) norm, at most: pointers into it stay valid
+  if (mtp_) {  // the head's own tensors (mtp.*); the embedding and LM head are the target's, shared
+    if (target->config_.hidden != C || target->config_.vocab_size != V)
+      throw ValueError("Qwen3.5 MTP head: its hidden size and vocabulary must be its model's");
+    for (int64_t l = 0; l < L; ++l)
+      if (config_.recurrent(l))
+        throw ValueError("Qwen3.5 MTP head: its layers are full-attention layers, not recurrent ones");
+    embed_ = target->embed_;
+    lm_head_ = target->lm_head_;
+    norm_ = norm_weight(t, "mtp.norm.weight", C);
+    fc_ = read_linear(t, "mtp.fc", C, 2 * C);
+    embed_norm_ = norm_weight(t, "mtp.pre_fc_norm_embedding.weight", C);
+    hidden_norm_ = norm_weight(t, "mtp.pre_fc_norm_hidden.weight", C);
+  } else {
+    embed_ = read_matrix(t, "model.embed_tokens.weight", V, C);
+    norm_ = norm_weight(t, "model.norm.weight", C);
+    lm_head_ = t.has("lm_head.weight") ? read_matrix(t, "lm_head.weight", V, C) : embed_;
+  }
   const int64_t conv = shape_.conv_channels, Hv = shape_.heads, dk = shape_.key_dim, dv = shape_.value_dim;
   for (int64_t l = 0; l < L; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
+    const std::string p = (mtp_ ? "mtp.layers." : "model.layers.") + std::to_string(l) + ".";
     Layer w{};
     w.recurrent = config_.recurrent(l);
     const bool has_linear = t.has(p + "linear_attn.in_proj_qkv.weight");
@@ -215,6 +241,7 @@ void Qwen35::reserve(const ForwardPass& b) {
   for (auto* buf : {&s_.q, &s_.gate, &s_.att}) grow_rows(*buf, n, H * hd);
   grow_rows(s_.k, n, KV * hd);
   grow_rows(s_.v, n, KV * hd);
+  if (mtp_) grow_rows(s_.pair, n, 2 * config_.hidden);
   if (shape_.heads == 0) return;  // no recurrent layer
   const int64_t conv = shape_.conv_channels, Hv = shape_.heads;
   grow_rows(s_.mixed, n, conv);
@@ -227,6 +254,26 @@ void Qwen35::reserve(const ForwardPass& b) {
 
 void Qwen35::embed(float* x, const ForwardPass& b) {
   embed_tokens(x, embed_, b);  // x (n, C)
+  if (!mtp_) return;
+  // the MTP head: x = fc([enorm(embedding) | hnorm(hidden)]), the hidden state of each token's
+  // chunk beside its embedding
+  const int64_t n = b.n, C = config_.hidden;
+  const float eps = options_.rms_norm_eps;
+  float* pair = s_.pair.data();  // (n, 2 C)
+  for (size_t ci = 0, o = 0; ci < b.chunks->size(); o += (*b.chunks)[ci].count, ++ci) {
+    const RowTokens& c = (*b.chunks)[ci];
+    for (int64_t i = 0; i < c.count; ++i) {
+      std::memcpy(pair + (o + i) * 2 * C, x + (o + i) * C, C * sizeof(float));
+      std::memcpy(pair + (o + i) * 2 * C + C, c.input_hidden + i * C, C * sizeof(float));
+    }
+  }
+  rows_in_parallel(n, 2 * C, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      ops::rmsnorm(pair + r * 2 * C, pair + r * 2 * C, embed_norm_, 1, C, eps);
+      ops::rmsnorm(pair + r * 2 * C + C, pair + r * 2 * C + C, hidden_norm_, 1, C, eps);
+    }
+  });
+  projector_.project(pair, n, 2 * C, {{&fc_.w, fc_.bias, x, C}});
 }
 
 void Qwen35::block(int64_t l, float* x, const ForwardPass& b, KVCache& cache) {
@@ -350,6 +397,14 @@ void Qwen35::final_norm(float* out, const float* x, int64_t m) {
 
 std::unique_ptr<Model> make_qwen35(ModelConfig config, Qwen35Options options, const TensorMap& tensors) {
   return std::make_unique<Qwen35>(std::move(config), std::move(options), tensors);
+}
+
+std::unique_ptr<Model> make_qwen35_mtp(ModelConfig config, Qwen35Options options, const TensorMap& tensors,
+                                       const Model& target) {
+  const auto* model = dynamic_cast<const Qwen35*>(&target);
+  if (model == nullptr || model->reads_input_hidden())
+    throw ValueError("a Qwen3.5 MTP head's target must be a Qwen3.5 model (not another head)");
+  return std::make_unique<Qwen35>(std::move(config), std::move(options), tensors, model);
 }
 
 }  // namespace kvgen

@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional
 
 #: stored prefix -> the name the text model's tensors have in kvgen (a text-only checkpoint's)
 TEXT_PREFIXES = (("language_model.model.", "model."), ("language_model.lm_head.", "lm_head."),
-                 ("model.language_model.", "model."), ("lm_head.", "lm_head."))
+                 ("model.language_model.", "model."), ("lm_head.", "lm_head."), ("mtp.", "mtp."))
 #: the composite's own keys that transformers reads for the text model
 _SHARED_KEYS = ("bos_token_id", "eos_token_id", "pad_token_id", "tie_word_embeddings")
 
@@ -47,7 +47,8 @@ COMPOSITES = {c.model_type: c for c in (
     Composite("mistral3", "Mistral3ForConditionalGeneration", "mistral"),
     # its vision and audio towers (model.vision_tower., model.audio_tower., model.embed_*) are left unread
     Composite("gemma4", "Gemma4ForConditionalGeneration", "gemma4_text"),
-    # its vision tower (model.visual.) and multi-token-prediction head (mtp.) are left unread
+    # its vision tower (model.visual.) is left unread; its multi-token-prediction head (mtp.) is the text
+    # model's (kvgen.families.qwen3_5: build_mtp)
     Composite("qwen3_5", "Qwen3_5ForConditionalGeneration", "qwen3_5_text"),
     Composite("qwen3_5_moe", "Qwen3_5MoeForConditionalGeneration", "qwen3_5_moe_text"),
 )}

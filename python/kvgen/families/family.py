@@ -95,6 +95,12 @@ class Family:
         ``from_gguf``'s translation). rope_freqs, norms_plus_one: a GGUF file's (GGUFModel)."""
         raise NotImplementedError
 
+    def build_mtp(self, config: dict, arrays: dict, core: "_core._Model", *, activations: str = "int8x2",
+                  norms_plus_one: bool = False) -> Optional["_core._Model"]:
+        """The checkpoint's multi-token-prediction head beside ``core`` (kvgen.generation.mtp), or
+        None: a family whose checkpoints have none."""
+        return None
+
     def from_gguf(self, gguf: "GGUFContents") -> GGUFModel:
         """A GGUF file's keys and tensors as a Hugging Face config and tensors."""
         raise NotImplementedError

@@ -6,7 +6,12 @@ model (cpp/include/kvgen/models/qwen35.h).
 
 The checkpoints are published as ``Qwen3_5ForConditionalGeneration`` directories (model_type
 ``qwen3_5``), read as their text model by kvgen.families.composite: ``text_config`` and the
-``model.language_model.`` tensors; the vision tower and the MTP head are never read.
+``model.language_model.`` tensors; the vision tower is never read.
+
+The multi-token-prediction head (``mtp.*`` tensors; ``nextn`` layers after the model's own in
+llama.cpp's files) is built beside the model where the file has one (``build_mtp``: the core's
+``qwen35_mtp``, sharing the model's embedding and LM head): ``Model.mtp_head``, a drafter for
+speculative decoding (kvgen.generation.mtp).
 
 Which layers are recurrent is ``layer_types`` (``linear_attention`` / ``full_attention``; by
 default every ``full_attention_interval``-th layer attends, as transformers); each recurrent
@@ -50,6 +55,27 @@ def gguf_dense_mlp(gguf: GGUFContents, layer: int, inner: int, hidden: int, pref
             raise ValueError(f"{gguf.path}: layer {layer} has no {src}")
         arrays[f"model.layers.{layer}.{prefix}{hf}.weight"] = gguf.matrix(src, shape)
         used.add(src)
+
+
+#: where a checkpoint keeps its multi-token-prediction head
+MTP_PREFIX = "mtp."
+
+
+def mtp_layer_count(arrays: dict, config: dict) -> int:
+    """How many decoder layers the checkpoint's MTP head has (``mtp.layers.<i>.``, numbered from
+    0 without gaps); 0 without a head. ValueError where the numbering has gaps or differs from the
+    config's ``mtp_num_hidden_layers``."""
+    numbers = {int(n.split(".")[2]) for n in arrays if n.startswith(MTP_PREFIX + "layers.")
+               and len(n.split(".")) > 3 and n.split(".")[2].isdecimal()}
+    if not numbers and not any(n.startswith(MTP_PREFIX) for n in arrays):
+        return 0
+    if not numbers or numbers != set(range(len(numbers))):
+        raise ValueError(f"the multi-token-prediction head's layers are numbered {sorted(numbers)[:8]}, not 0 .. n - 1")
+    declared = config.get("mtp_num_hidden_layers")
+    if declared is not None and declared != len(numbers):
+        raise ValueError(f"model config: mtp_num_hidden_layers = {declared!r:.20} but the checkpoint's MTP head has "
+                         f"{len(numbers)} layers")
+    return len(numbers)
 
 
 def layer_kinds(config: dict, layers: int) -> list[bool]:
@@ -154,6 +180,20 @@ class Qwen35Family(Family):
         return _core._Model.qwen35(sizes, self.options(config, sizes, norms_plus_one), arrays,
                                    activations=activations)
 
+    def build_mtp(self, config: dict, arrays: dict, core: "_core._Model", *, activations: str = "int8x2",
+                  norms_plus_one: bool = False) -> Optional["_core._Model"]:
+        """The checkpoint's multi-token-prediction head over its ``mtp.*`` tensors (qwen35.h:
+        make_qwen35_mtp), sharing ``core``'s embedding and LM head; None without one. Its layers
+        are full-attention layers of the model's shape, with the model's MLP or experts."""
+        head = {n: w for n, w in arrays.items() if n.startswith(MTP_PREFIX)}
+        layers = mtp_layer_count(head, config)
+        if layers == 0:
+            return None
+        head_config = {**config, "num_hidden_layers": layers, "layer_types": ["full_attention"] * layers}
+        sizes = self.sizes(head_config)
+        return _core._Model.qwen35_mtp(core, sizes, self.options(head_config, sizes, norms_plus_one),
+                                       self.checkpoint_arrays(head_config, head, None), activations=activations)
+
     def capabilities(self, config: dict, core: "_core._Model") -> Capabilities:
         """A recurrent state per slot: a cached prefix and a rejected draft resume from state
         snapshots (whole chunks of a prefix only)."""
@@ -167,25 +207,35 @@ class Qwen35Family(Family):
         inner_size = value heads x value_dim), ``attention.recurrent_layers`` the layer kinds.
         The converter stores -exp(A_log) (``ssm_a``: read back as its log), the (1 + w) norms as
         1 + w (the gated one as w), and the value heads tiled over the key heads, which the core
-        reads as they are (``options``). The MTP head (``nextn`` layers) is refused."""
+        reads as they are (``options``). The multi-token-prediction head (``nextn_predict_layers``
+        blocks after the model's) is read as ``mtp.*`` tensors: its layers' tensors under
+        ``mtp.layers.<i>.``, and ``nextn.eh_proj``, ``nextn.enorm``, ``nextn.hnorm``,
+        ``nextn.shared_head_norm`` as ``mtp.fc``, ``mtp.pre_fc_norm_embedding``,
+        ``mtp.pre_fc_norm_hidden``, ``mtp.norm`` (build_mtp)."""
         path = gguf.path
         a = self.gguf_architecture + "."
         hidden, heads, kv_heads, head_dim = gguf.attention_shape(self.gguf_architecture)
         if gguf.size(a + "attention.value_length", head_dim) != head_dim:
             raise ValueError(f"{path}: attention.value_length differs from key_length = {head_dim}")
-        if gguf.get(a + "nextn_predict_layers", int, 0):
-            raise ValueError(f"{path}: a multi-token-prediction head (nextn_predict_layers) is not supported")
-        L = gguf.size(a + "block_count")
+        blocks = gguf.size(a + "block_count")
+        heads_mtp = gguf.get(a + "nextn_predict_layers", int, 0)
+        if not 0 <= heads_mtp < blocks:
+            raise ValueError(f"{path}: nextn_predict_layers = {heads_mtp} leaves no model layers of block_count = "
+                             f"{blocks}")
+        L = blocks - heads_mtp  # the model's layers; the MTP head's follow them
         embed_shape = gguf.embedding_shape(hidden)
         vocab, C = embed_shape[0], hidden
         value_heads, inner = gguf.size(a + "ssm.time_step_rank"), gguf.size(a + "ssm.inner_size")
         if inner % value_heads:
             raise ValueError(f"{path}: ssm.inner_size = {inner} is not a multiple of ssm.time_step_rank = "
                              f"{value_heads}")
-        recurrent = gguf.flags(a + "attention.recurrent_layers", L)
+        recurrent = gguf.flags(a + "attention.recurrent_layers", blocks)
         if recurrent is None:
             interval = gguf.size(a + "full_attention_interval", 4)
             recurrent = [bool((i + 1) % interval) for i in range(L)]
+        elif any(recurrent[L:]):
+            raise ValueError(f"{path}: attention.recurrent_layers flags a multi-token-prediction layer as recurrent")
+        recurrent = recurrent[:L]
         rope_dims = gguf.size(a + "rope.dimension_count", head_dim)
         if rope_dims > head_dim or rope_dims % 2:
             raise ValueError(f"{path}: rope.dimension_count = {rope_dims} must be even and within head_dim {head_dim}")
@@ -250,6 +300,30 @@ class Qwen35Family(Family):
                 arrays[f"model.layers.{layer}.linear_attn.dt_bias"] = gguf.vector(p + "ssm_dt.bias", (value_heads,))
                 used |= {p + "ssm_a", p + "ssm_dt.bias"}
             self.gguf_mlp(gguf, layer, config, arrays, used)
+        for i in range(heads_mtp):  # the MTP head's layers: full-attention blocks, read as one and renamed
+            layer = L + i
+            for gg, (hf, shape) in {**common, **attention}.items():
+                src = f"blk.{layer}.{gg}.weight"
+                if src not in gguf.tensors:
+                    raise ValueError(f"{path}: multi-token-prediction layer {i} (block {layer}) has no {src}")
+                read = gguf.matrix if len(shape) == 2 else gguf.vector
+                arrays[f"mtp.layers.{i}.{hf}.weight"] = read(src, shape)
+                used.add(src)
+            mlp: dict[str, Any] = {}
+            self.gguf_mlp(gguf, layer, config, mlp, used)
+            stem = f"model.layers.{layer}."
+            arrays.update({f"mtp.layers.{i}." + n[len(stem):]: w for n, w in mlp.items()})
+        if heads_mtp:
+            p = f"blk.{L}.nextn."
+            for gg, hf, shape in (("eh_proj", "mtp.fc.weight", (C, 2 * C)),
+                                  ("enorm", "mtp.pre_fc_norm_embedding.weight", (C,)),
+                                  ("hnorm", "mtp.pre_fc_norm_hidden.weight", (C,)),
+                                  ("shared_head_norm", "mtp.norm.weight", (C,))):
+                if p + gg + ".weight" not in gguf.tensors:
+                    raise ValueError(f"{path}: the multi-token-prediction head has no {p}{gg}.weight")
+                arrays[hf] = (gguf.matrix if len(shape) == 2 else gguf.vector)(p + gg + ".weight", shape)
+                used.add(p + gg + ".weight")
+            config["mtp_num_hidden_layers"] = heads_mtp
         gguf.check_all_used(used)
         return GGUFModel(self, config, arrays, norms_plus_one=True)
 

@@ -336,18 +336,28 @@ class Engine:
         for c in plan.long_chunks:
             if c.restart:
                 self._slots.reset(c.slot)
+        width = self.model._core.hidden_size
         # each embedded chunk's hidden states (count, hidden), written by the forward pass
-        hidden = {c.slot: np.empty((c.tokens.size, self.model._core.hidden_size), dtype=np.float32)
+        hidden = {c.slot: np.empty((c.tokens.size, width), dtype=np.float32)
                   for c in plan.chunks + plan.long_chunks if c.hidden}
+        # and those of the rows that draft with an MTP head, beside their logits (kvgen.generation.mtp)
+        drafters = self._speculative.target_hidden_rows(self._active)
+        states = {c.slot: (self._slots.length(c.slot), np.empty((c.tokens.size, width), dtype=np.float32))
+                  for c in plan.chunks + plan.long_chunks if c.slot in drafters}
         start = time.perf_counter()
         if plan.chunks or not plan.long_chunks:
             chunks = plan.chunks
             self._slots.forward([(c.slot, c.tokens) for c in chunks], [c.slot for c in chunks if c.all_logits],
                                 [c.slot for c in chunks if c.in_blocks],
-                                [(c.slot, hidden[c.slot]) for c in chunks if c.hidden])
+                                [(c.slot, hidden[c.slot]) for c in chunks if c.hidden],
+                                [(c.slot, states[c.slot][1]) for c in chunks if c.slot in states])
         if plan.long_chunks:
             self._slots.forward([(c.slot, c.tokens) for c in plan.long_chunks],
-                                hidden=[(c.slot, hidden[c.slot]) for c in plan.long_chunks if c.hidden])
+                                hidden=[(c.slot, hidden[c.slot]) for c in plan.long_chunks if c.hidden],
+                                hidden_and_logits=[(c.slot, states[c.slot][1]) for c in plan.long_chunks
+                                                   if c.slot in states])
+        for slot, (position, rows) in states.items():
+            drafters[slot].target_hidden(slot, position, rows)
         if plan.decodes_only:  # a decode-only pass times what draft tokens cost
             self._speculative.observe(time.perf_counter() - start, plan.decode_rows, plan.draft_tokens)
         if plan.scored:
@@ -366,6 +376,7 @@ class Engine:
             for b in range(len(r.prompts)):
                 for k in range(1, r.rows_per_prompt):
                     self._slots.copy_row(first + b * r.rows_per_prompt, first + b * r.rows_per_prompt + k)
+                    self._speculative.copy_row(r, first + b * r.rows_per_prompt, first + b * r.rows_per_prompt + k)
         if r.verifying:  # kvgen.generation.speculative_rows
             try:
                 updates, done = self._speculative.verify(r)

@@ -22,6 +22,7 @@ from typing import Any, Optional
 import numpy as np
 
 from kvgen.generation.drafters import CostModel, DraftModel
+from kvgen.generation.mtp import MtpDrafter, MtpHead
 from kvgen.generation.request import Request, StepUpdate
 from kvgen.generation.speculation import Speculation
 from kvgen.generation.step_updates import verified_updates
@@ -50,7 +51,7 @@ class SpeculativeRows:
         self._rollback = rollback_snapshots
         self._before: dict[int, int] = {}  # slot -> its length when its state was snapshot (hybrid)
         self._cost = _cost_model(model)  # what a draft token costs in a forward pass (adaptive draft length)
-        self._drafters: dict[int, DraftModel] = {}  # id(draft model) -> its slots beside these
+        self._drafters: dict[int, Any] = {}  # id(draft model or MTP head) -> its DraftModel / MtpDrafter
         self._draft_seconds = 0.0  # spent drafting for the next pass
         self._pass_cost = self._cost  # the cost model the next pass is timed for
 
@@ -61,13 +62,32 @@ class SpeculativeRows:
         if r.assistant_model is not None:
             assistant = self._drafters.get(id(r.assistant_model))
             if assistant is None:
-                assistant = DraftModel(r.assistant_model, self.model, self._slots.slots, self._slots.context)
+                drafter = MtpDrafter if isinstance(r.assistant_model, MtpHead) else DraftModel
+                assistant = drafter(r.assistant_model, self.model, self._slots.slots, self._slots.context)
                 self._drafters[id(r.assistant_model)] = assistant
             for s in range(r.first_slot, r.first_slot + r.rows):
                 assistant.reset(s)
         r.speculation = Speculation(r.selector.config, r.prompts, r.rows_per_prompt, assistant)
         if assistant is not None:  # the draft model's prefill, with the request's
             assistant.catch_up({r.first_slot + k: tokens for k, tokens in enumerate(r.speculation.tokens)})
+
+    @staticmethod
+    def target_hidden_rows(requests: Any) -> dict[int, MtpDrafter]:
+        """slot -> its MTP drafter, for the rows of ``requests`` that draft with an MTP head: their
+        forward passes return their hidden states for it (``MtpDrafter.target_hidden``)."""
+        rows: dict[int, MtpDrafter] = {}
+        for r in requests:
+            spec = r.speculation
+            if spec is not None and isinstance(spec.assistant, MtpDrafter) and r.first_slot is not None:
+                rows.update({s: spec.assistant for s in range(r.first_slot, r.first_slot + r.rows)})
+        return rows
+
+    @staticmethod
+    def copy_row(r: Request, src: int, dst: int) -> None:
+        """The engine copied slot src's row to slot dst (a prompt's rows after its prefill)."""
+        spec = r.speculation
+        if spec is not None and isinstance(spec.assistant, MtpDrafter):
+            spec.assistant.copy_row(src, dst)
 
     def new_pass(self) -> None:
         """Drafting for a new pass starts."""

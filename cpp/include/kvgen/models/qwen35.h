@@ -58,4 +58,17 @@ struct Qwen35Options {
 // shape does not match its heads). Float32 tensors are read in place: they must outlive it.
 std::unique_ptr<Model> make_qwen35(ModelConfig config, Qwen35Options options, const TensorMap& tensors);
 
+// The multi-token-prediction head of a Qwen3.5 / Qwen3-Next checkpoint (its mtp.* tensors), as
+// vLLM's Qwen3NextMultiTokenPredictor and llama.cpp's qwen35 MTP graph compute it: the token at
+// position i + 1 and the target's final-normed hidden state at position i (RowTokens::
+// input_hidden) make x = fc([enorm(embedding) | hnorm(hidden)]) (mtp.fc (C, 2 C),
+// mtp.pre_fc_norm_embedding, mtp.pre_fc_norm_hidden), then config.layers gated full-attention
+// decoder layers (mtp.layers.<l>.*, with an MLP or experts as the model's layers), the norm
+// mtp.norm, and the target's LM head: the logits of the token at position i + 2, and (as
+// RowTokens::hidden) the head's own final-normed state for the next draft position. The head
+// keeps its own KV cache (config.layers layers, no recurrent state). target: the Qwen3.5 model
+// whose embedding and LM head it shares (ValueError otherwise); it must outlive the head.
+std::unique_ptr<Model> make_qwen35_mtp(ModelConfig config, Qwen35Options options, const TensorMap& tensors,
+                                       const Model& target);
+
 }  // namespace kvgen

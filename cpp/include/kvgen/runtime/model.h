@@ -38,8 +38,16 @@ struct RowTokens {
   bool in_blocks = false;
   // Without all_positions: when set, the final-normed hidden states of every token of the chunk,
   // (count, hidden), the LM head's input, are written here instead of any logits (embeddings:
-  // pooled by the caller). Not with `logits`.
+  // pooled by the caller), or beside them with logits_too. Not with `logits` unless logits_too.
   float* hidden = nullptr;
+  // With hidden: the chunk gets its logits as well, as it would without hidden (speculative
+  // decoding with a multi-token-prediction head, which reads the target's hidden states).
+  bool logits_too = false;
+  // (count, hidden): a second input per token for a model that reads one (Model::
+  // reads_input_hidden: a multi-token-prediction head, which combines each token's embedding
+  // with the target model's final-normed hidden state at the position before it). Required by
+  // such a model, refused by the others.
+  const float* input_hidden = nullptr;
 };
 
 class Model {
@@ -62,6 +70,8 @@ class Model {
   // token of a chunk that sets RowTokens::logits, there; none of a chunk that sets
   // RowTokens::hidden, which gets its final-normed hidden states instead).
   virtual void forward(const std::vector<RowTokens>& chunks, KVCache& cache, float* logits, bool all_positions) = 0;
+  // Whether every chunk must carry RowTokens::input_hidden (a multi-token-prediction head).
+  virtual bool reads_input_hidden() const { return false; }
 
   // What a cache made now stores: Float16 where the model computes with int8 activations
   // (its default mode on quantized weights: half keys and values change its logits far less
