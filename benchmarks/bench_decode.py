@@ -84,7 +84,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--out-families", type=Path, default=families.DEFAULT_OUT,
                    help=f"JSON output of the families part (default {families.DEFAULT_OUT})")
     p.add_argument("--families", type=lambda v: v.split(","), help=f"families part: comma-separated, of "
-                   f"{','.join(families.FAMILIES)} (default all)")
+                   f"{','.join(families.FAMILIES)} (default all but {','.join(sorted(families.ON_REQUEST))})")
     p.add_argument("--out-types", type=Path, default=types.DEFAULT_OUT,
                    help=f"JSON output of the types part (default {types.DEFAULT_OUT})")
     p.add_argument("--types", type=lambda v: v.split(","), help=f"types part: comma-separated llama.cpp file types, "

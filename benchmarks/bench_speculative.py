@@ -48,6 +48,19 @@ num_pred_tokens=10))`` against the same ``Llama`` without it, greedy, on the gro
 EOS may end its runs early: tokens/s counts what it generated); their tokens/s are end-to-end
 (the API times no decode apart), so the kvgen figures set beside them are end-to-end too.
 
+MTP head (``--mtp``; needs llama-cpp-python to make the file): the Qwen3.5-2B-shaped file of
+``bench_decode.py --model families --families qwen3_5_2b`` (random weights, Q4_K_M, with a
+random multi-token-prediction head converted by llama.cpp's converter), greedy on the
+open-ended prompt: ``plain``, ``mtp`` (``assistant_model=model.mtp_head``, adaptive) and
+``lookup``. No trained Qwen3.5 checkpoint is reachable offline, so the head's acceptance on real
+text cannot be measured here: a random head's drafts are rejected, so ``mtp`` measures what
+drafting with a useless head costs. The cost side is measured instead (``mtp_bound``): the
+target's decode step t(1), its verification pass over k + 1 positions t(k + 1) (logits and
+hidden states of every position), and one pass of the head d (one position: its layer, fc and
+the LM head); from them the speed-up if every draft were accepted, (k + 1) t(1) / (k d +
+t(k + 1)), and the acceptance rate per position a drafting of k = 1 needs to break even,
+(d + t(2)) / t(1) - 1.
+
 Targets (kvgen against its own plain decode): prompt lookup on the grounded task >= 1.8x
 greedy and >= 1.5x sampling; open-ended >= 0.95x.
 """
@@ -123,6 +136,8 @@ def main() -> None:
                         help="also time kvgen's calls in process CPU time, with the prefix cache on (a call after "
                              "the warm-up reads its prompt from the cache); with --threads 1 on a loaded machine")
     parser.add_argument("--draft-tokens", type=int, default=64, help="new tokens per draft-model run (default 64)")
+    parser.add_argument("--mtp", action="store_true",
+                        help="also the Qwen3.5-2B-shaped file with its MTP head (made once, about 10 minutes)")
     parser.add_argument("--llama-threads", type=int, default=1,
                         help="llama.cpp's threads (default 1: its threads wait for each other at every barrier, "
                              "and on a shared 2-core machine 2 threads collapse whenever another process takes a core)")
@@ -178,6 +193,16 @@ def main() -> None:
         jobs["1B greedy self-draft"] = kvgen_job(
             kvgen.Generator(target_model, cfg, assistant_model=target_model, **fresh), story)
 
+    mtp_model = mtp_target(llama_cpp, args.threads) if args.mtp else None
+    if mtp_model is not None:
+        nm = args.draft_tokens
+        cfg = kvgen.GenerationConfig(max_new_tokens=nm, min_new_tokens=nm)
+        mtp_story = open_prompt(mtp_model)
+        jobs["2B greedy plain"] = kvgen_job(kvgen.Generator(mtp_model, cfg, **fresh), mtp_story)
+        jobs["2B greedy mtp"] = kvgen_job(
+            kvgen.Generator(mtp_model, cfg, assistant_model=mtp_model.mtp_head, **fresh), mtp_story)
+        jobs["2B greedy lookup"] = kvgen_job(kvgen.Generator(mtp_model, cfg, **fresh), mtp_story, **lookup)
+
     env = harness.environment(versions, {name: args.llama_threads if name.startswith("llama.cpp") else args.threads
                                          for name in jobs})
     harness.print_environment(env, {"load": "the machine is shared with other work: compare rows of one run"})
@@ -194,6 +219,9 @@ def main() -> None:
     if target_model is not None:
         same["1B smollm2-draft"] = outputs["1B greedy smollm2-draft"]["tokens"] == outputs["1B greedy plain"]["tokens"]
         same["1B self-draft"] = outputs["1B greedy self-draft"]["tokens"] == outputs["1B greedy plain"]["tokens"]
+    if mtp_model is not None:
+        same["2B mtp"] = outputs["2B greedy mtp"]["tokens"] == outputs["2B greedy plain"]["tokens"]
+        same["2B lookup"] = outputs["2B greedy lookup"]["tokens"] == outputs["2B greedy plain"]["tokens"]
     print("greedy tokens identical to plain decoding: " + ", ".join(f"{k} {v}" for k, v in same.items()))
     if not all(same.values()):
         raise SystemExit("speculative greedy output differs from plain greedy output")
@@ -250,6 +278,18 @@ def main() -> None:
         print(f"\npass times (median of {args.rounds} interleaved rounds): 1B decode step t(1) "
               f"{bound['t1_ms']:.1f} ms, 1B pass over {k1} positions t({k1}) {bound['tk_ms']:.1f} ms, "
               f"SmolLM2 decode step d {bound['d_ms']:.2f} ms")
+    head_bound = None
+    if mtp_model is not None:
+        figures["2B mtp/plain (random head)"] = ratio("2B greedy mtp", "2B greedy plain")
+        figures["2B lookup/plain"] = ratio("2B greedy lookup", "2B greedy plain")
+        head_bound = mtp_bound(mtp_model, mtp_story, (1, 2, 3), args.rounds)
+        for k, x in head_bound["speedup"].items():
+            figures[f"2B mtp k={k} all accepted (bound)"] = x
+        t_ms, d_ms = head_bound["t_ms"], head_bound["d_ms"]
+        passes = ", ".join(f"t({n}) {v:.1f} ms" for n, v in t_ms.items() if n > 1)
+        print(f"\nMTP pass times (median of {args.rounds} interleaved rounds): 2B decode step t(1) {t_ms[1]:.1f} ms, "
+              f"{passes}, head pass d {d_ms:.1f} ms ({d_ms / t_ms[1]:.2f} t(1)); k = 1 breaks even at "
+              f"{100 * head_bound['break_even']:.0f}% acceptance")
     if llama_cpp is not None:
         figures["llama.cpp lookup/plain (end-to-end)"] = ratio("llama.cpp grounded greedy lookup",
                                                                "llama.cpp grounded greedy plain", "total_tps")
@@ -275,7 +315,8 @@ def main() -> None:
                                                                  lookup_tokens=LOOKUP_TOKENS, ngram=NGRAM,
                                                                  assistant_tokens=ASSISTANT_TOKENS),
               "prompt_tokens": {"grounded": len(grounded), "open": len(story)}, "rows": rows,
-              "ratios": figures, "greedy_identical": same, "targets": targets, "draft_bound": bound}
+              "ratios": figures, "greedy_identical": same, "targets": targets, "draft_bound": bound,
+              "mtp_bound": head_bound}
     harness.write_outputs(report, args.out)
 
 
@@ -322,6 +363,72 @@ def draft_bound(target: kvgen.Model, draft: kvgen.Model, prompt: list[int], k: i
     t1_s, tk_s, d_s = statistics.median(t1), statistics.median(tk), statistics.median(d)
     return {"k": k, "t1_ms": 1e3 * t1_s, "tk_ms": 1e3 * tk_s, "d_ms": 1e3 * d_s,
             "speedup": (k + 1) * t1_s / (k * d_s + tk_s)}
+
+
+def mtp_target(llama_cpp, threads: int):
+    """The Qwen3.5-2B-shaped file with its MTP head, made once; None (with a note) when it cannot be made."""
+    from decode import families, models
+
+    family = families.FAMILIES["qwen3_5_2b"]
+    path = models.CACHE_DIR / f"random-qwen3_5_2b.{family.ftype}.gguf"
+    if llama_cpp is None and not path.exists():
+        print("skipped: the MTP head's 2B file (made with llama.cpp's quantizer: pip install llama-cpp-python)")
+        return None
+    return kvgen.Model.load(families.prepare("qwen3_5_2b", kvgen.default_model_path(), threads))
+
+
+def mtp_bound(target: kvgen.Model, prompt: list[int], ks: tuple[int, ...], rounds: int) -> dict:
+    """Pass times after ``prompt`` (wall, median over interleaved rounds of 5 passes each), as
+    the engine runs them when drafting with the MTP head: the target's decode step t(1) and its
+    verification passes t(k + 1) (every position's logits and hidden states), and one pass of
+    the head over one position d; the speed-up of k drafts all accepted per k, and the
+    acceptance per position at which k = 1 breaks even."""
+    import numpy as np
+
+    from kvgen._core import _ModelSlots
+
+    head = target.mtp_head._core
+    head.activations, head.kv_cache_dtype = target._core.activations, target._core.kv_cache_dtype
+    ids, width, top = np.asarray(prompt, dtype=np.int64), target._core.hidden_size, max(ks)
+    # a hybrid's state cannot step back: snapshot 0 holds it after the prompt, and the verification
+    # passes write a checkpoint per token into 1 .. top + 1 (as the engine's do)
+    checkpoints = target._core.token_checkpoints
+    slots = _ModelSlots(target._core, 1, len(prompt) + top + 2, top + 1, snapshots=top + 2)
+    head_slots = _ModelSlots(head, 1, len(prompt) + 2, 1)
+    states = np.empty((len(prompt), width), dtype=np.float32)
+    slots.forward([(0, ids)], hidden_and_logits=[(0, states)])
+    slots.snapshot(0, 0)
+    head_slots.forward([(0, ids[1:])], input_hidden=[(0, states[:-1].copy())])
+    tokens, last = ids[-(top + 1):], states[-1:].copy()
+
+    def target_pass(n: int) -> float:
+        out = np.empty((n, width), dtype=np.float32)
+        start = time.perf_counter()
+        slots.forward([(0, tokens[:n])], [0] if n > 1 else [], hidden_and_logits=[(0, out)],
+                      checkpoints=[(0, 1)] if n > 1 and checkpoints else [])
+        seconds = time.perf_counter() - start
+        slots.resume(0, len(prompt), 0)
+        return seconds
+
+    def head_pass() -> float:
+        out = np.empty((1, width), dtype=np.float32)
+        start = time.perf_counter()
+        head_slots.forward([(0, tokens[:1])], input_hidden=[(0, last)], hidden_and_logits=[(0, out)])
+        seconds = time.perf_counter() - start
+        head_slots.truncate(0, len(prompt) - 1)
+        return seconds
+
+    times: dict = {n: [] for n in (1, *[k + 1 for k in ks])}
+    heads = []
+    for _ in range(rounds):
+        for n in times:
+            times[n].append(statistics.median(target_pass(n) for _ in range(5)))
+        heads.append(statistics.median(head_pass() for _ in range(5)))
+    t = {n: statistics.median(v) for n, v in times.items()}
+    d = statistics.median(heads)
+    return {"t_ms": {n: 1e3 * v for n, v in t.items()}, "d_ms": 1e3 * d,
+            "speedup": {k: (k + 1) * t[1] / (k * d + t[k + 1]) for k in ks},
+            "break_even": (d + t[2]) / t[1] - 1}
 
 
 def llama_cpp_module():

@@ -17,6 +17,12 @@ model (``torch.manual_seed(0)``, bfloat16), llama.cpp's own converter
 * ``qwen3_5``: Qwen3.5-shaped hybrid: hidden 1024, 8 layers (3 Gated DeltaNet, then 1 gated
   attention, twice), DeltaNet 8 key / 16 value heads of 128, attention 8 heads / 2 KV heads of
   256 (partial rotary 0.25), feed-forward 3072, SmolLM2's vocabulary; Q4_K_M.
+* ``qwen3_5_2b``: Qwen3.5-2B's shape: hidden 2048, 24 layers (3 Gated DeltaNet, then 1 gated
+  attention, six times), DeltaNet 16 key / 16 value heads of 128, attention 8 heads / 2 KV heads of
+  256, feed-forward 6144, a 248,320-token vocabulary (SmolLM2's tokenizer, padded by the
+  converter), tied embeddings, and a random multi-token-prediction head (converted without
+  ``--no-mtp``); Q4_K_M. Not in the default ``--families`` (about 10 minutes to make); what
+  ``bench_speculative.py --mtp`` drafts with.
 * ``lfm2``: the LFM2-350M-shaped hybrid of ``decode/lfm2.py`` (its directory, with SmolLM2's
   tokenizer: the converter pads the vocabulary to 65,536); Q8_0.
 * ``qwen3_attention``: the ``qwen3_5`` shape with every layer attending (a Qwen3: the same widths,
@@ -31,7 +37,7 @@ ratios of the GGUF files part (``decode/gguf.py``), a greedy sanity check of 16 
 llama.cpp's (random weights: the logits nearly tie, so the tokens may part early; a difference is
 reported, not raised) and PASS/MISS lines for the issues' targets (decode >= 1.3x llama.cpp,
 prefill >= 1.5x). The memory bandwidth is read around each thread count's timings and every
-engine's greedy decode is printed as a fraction of it. On ``qwen3_5``, ``lfm2`` and
+engine's greedy decode is printed as a fraction of it. On ``qwen3_5``, ``qwen3_5_2b``, ``lfm2`` and
 ``qwen3_attention`` (``LONG_FAMILIES``; not with ``--quick``), greedy decode after a 4,000-token
 prompt as well, and each engine's decode step there over its step after 64 tokens (issue 35: a
 hybrid's step must grow far less than an all-attention model's). An engine that refuses a file is
@@ -82,6 +88,16 @@ QWEN3_5 = dict(vocab_size=49152, hidden_size=1024, intermediate_size=3072, num_h
                rope_parameters=dict(rope_type="default", rope_theta=10000000.0, partial_rotary_factor=0.25,
                                     mrope_section=[11, 11, 10], mrope_interleaved=True),
                tie_word_embeddings=True)
+# Qwen3.5-2B's shape (24 layers: 18 Gated DeltaNet, 6 gated attention; its 248,320-token vocabulary,
+# SmolLM2's tokenizer padded to it by the converter), with a random multi-token-prediction head
+QWEN3_5_2B = dict(vocab_size=248320, hidden_size=2048, intermediate_size=6144, num_hidden_layers=24,
+                  num_attention_heads=8, num_key_value_heads=2, head_dim=256, linear_conv_kernel_dim=4,
+                  linear_key_head_dim=128, linear_value_head_dim=128, linear_num_key_heads=16,
+                  linear_num_value_heads=16, layer_types=(["linear_attention"] * 3 + ["full_attention"]) * 6,
+                  max_position_embeddings=8192,
+                  rope_parameters=dict(rope_type="default", rope_theta=10000000.0, partial_rotary_factor=0.25,
+                                       mrope_section=[11, 11, 10], mrope_interleaved=True),
+                  tie_word_embeddings=True)
 # the Qwen3.5 shape with every layer attending (Qwen3: the same widths, heads and head_dim; no
 # output gate, full rotary): what the hybrid's decode at position LONG_POSITION is compared with
 QWEN3_ATTENTION = dict(vocab_size=49152, hidden_size=1024, intermediate_size=3072, num_hidden_layers=8,
@@ -111,6 +127,28 @@ def random_directory(config_class: str, model_class: str, settings: dict) -> Cal
         getattr(transformers, model_class)(config).to(torch.bfloat16).save_pretrained(directory)
         save_smollm2_tokenizer(directory, q4_1)
     return make
+
+
+def qwen3_5_mtp_directory(directory: Path, q4_1: Path) -> None:
+    """The Qwen3.5-2B shape (``QWEN3_5_2B``) with random weights made in bfloat16, and a random
+    multi-token-prediction head (tests/support/mtp_reference.py) in its checkpoint, as the
+    published checkpoints carry one."""
+    import torch
+    import transformers
+    from llama_cpp_convert import save_smollm2_tokenizer
+    from mtp_reference import MtpReference
+
+    torch.manual_seed(models.SEED)
+    torch.set_default_dtype(torch.bfloat16)  # 2.3 B parameters: made in 16 bits
+    try:
+        model = transformers.Qwen3_5ForCausalLM(transformers.Qwen3_5TextConfig(**QWEN3_5_2B, **SPECIAL_IDS))
+        head = MtpReference(model, seed=models.SEED)
+    finally:
+        torch.set_default_dtype(torch.float32)
+    model.save_pretrained(directory)
+    del model
+    head.add_to(directory)
+    save_smollm2_tokenizer(directory, q4_1)
 
 
 def gemma4_directory(directory: Path, q4_1: Path) -> None:
@@ -151,13 +189,16 @@ FAMILIES = {
     "qwen3_5": Family("Qwen3.5-shaped hybrid (Gated DeltaNet + attention), Q4_K_M",
                       random_directory("Qwen3_5TextConfig", "Qwen3_5ForCausalLM", QWEN3_5), "Q4_K_M", QWEN3_5,
                       ("--no-mtp",)),
+    "qwen3_5_2b": Family("Qwen3.5-2B-shaped hybrid with a multi-token-prediction head, Q4_K_M",
+                         qwen3_5_mtp_directory, "Q4_K_M", {**QWEN3_5_2B, "mtp_num_hidden_layers": 1}),
     "lfm2": Family("LFM2-350M-shaped hybrid (short convolutions + attention), Q8_0", lfm2_directory, "Q8_0",
                    lfm2.RECIPE),
     "qwen3_attention": Family("the Qwen3.5 shape with every layer attending (Qwen3), Q4_K_M",
                               random_directory("Qwen3Config", "Qwen3ForCausalLM", QWEN3_ATTENTION), "Q4_K_M",
                               QWEN3_ATTENTION),
 }
-LONG_FAMILIES = {"qwen3_5", "lfm2", "qwen3_attention"}
+LONG_FAMILIES = {"qwen3_5", "qwen3_5_2b", "lfm2", "qwen3_attention"}
+ON_REQUEST = {"qwen3_5_2b"}  # made and run only when --families names them
 
 
 def prepare(name: str, q4_1: Path, threads: int) -> Path:
@@ -300,7 +341,7 @@ def run_families(args: argparse.Namespace) -> None:
     began = time.perf_counter()
     llama_cpp = llama_cpp_engine.import_peer()
     thread_counts = args.thread_counts or ([args.threads] if args.quick else [1, 2])
-    names = args.families or list(FAMILIES)
+    names = args.families or [n for n in FAMILIES if n not in ON_REQUEST]
     work = dict(QUICK if args.quick else FULL)
     if args.new_tokens:
         work["decode"] = (work["decode"][0], args.new_tokens)

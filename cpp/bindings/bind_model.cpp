@@ -554,6 +554,9 @@ naming its position: "input_ids[0, 3] = 300 is outside the vocabulary [0, 211)".
       .def_property_readonly("num_layers", [](PyModel& p) { return p.core().config().layers; })
       .def_property_readonly("num_heads", [](PyModel& p) { return p.core().config().heads; })
       .def_property_readonly("num_kv_heads", [](PyModel& p) { return p.core().config().kv_heads; })
+      .def_property_readonly("token_checkpoints", [](PyModel& pm) { return pm.core().token_checkpoints(); },
+                             "Whether a forward chunk may ask for per-token state checkpoints (a hybrid's "
+                             "verification pass: _ModelSlots.forward's checkpoints).")
       .def_property_readonly(
           "weight_bytes", [](PyModel& p) { return p.core().weight_bytes(); },
           "Bytes of the weights the model reads per token (quantized matrices at their packed size).")

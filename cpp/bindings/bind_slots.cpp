@@ -58,7 +58,8 @@ class PyModelSlots {
   void forward(const std::vector<std::pair<int64_t, TokenArray>>& chunks, const std::vector<int64_t>& verify,
                const std::vector<int64_t>& in_blocks, const std::vector<std::pair<int64_t, py::array>>& hidden,
                const std::vector<std::pair<int64_t, py::array>>& hidden_and_logits,
-               const std::vector<std::pair<int64_t, py::array>>& input_hidden) {
+               const std::vector<std::pair<int64_t, py::array>>& input_hidden,
+               const std::vector<std::pair<int64_t, int64_t>>& checkpoints) {
     std::vector<RowTokens> rows;
     rows.reserve(chunks.size());
     for (const auto& [slot, tokens] : chunks) {
@@ -93,6 +94,12 @@ class PyModelSlots {
       }
     for (const auto& [slot, in] : input_hidden) chunk_array(slot, in, "input hidden", false).input_hidden =
         static_cast<const float*>(in.data());
+    for (const auto& [slot, first] : checkpoints) {
+      auto it = std::find_if(rows.begin(), rows.end(), [&](const RowTokens& r) { return r.row == slot; });
+      if (it == rows.end()) throw ValueError("checkpoint slot " + std::to_string(slot) + " has no chunk in the forward");
+      if (first < 0) throw ValueError("checkpoints of slot " + std::to_string(slot) + " start at a negative snapshot");
+      it->checkpoints = first;
+    }
     std::vector<uint8_t> all_logits;
     if (!verify.empty()) {
       for (int64_t slot : verify) {
@@ -155,6 +162,7 @@ void register_slots(py::module_& m) {
            py::arg("in_blocks") = std::vector<int64_t>{},
            py::arg("hidden") = std::vector<std::pair<int64_t, py::array>>{}, py::arg("hidden_and_logits") = std::vector<std::pair<int64_t, py::array>>{},
            py::arg("input_hidden") = std::vector<std::pair<int64_t, py::array>>{},
+           py::arg("checkpoints") = std::vector<std::pair<int64_t, int64_t>>{},
            "Runs (slot, int64 tokens) chunks in one forward pass (GIL released; see SlotCache::forward); the "
            "chunks of the `verify` slots return the logits of all their positions in verify_logits; those of "
            "the `in_blocks` slots are the rest of a prompt whose first positions are cached, computed as a "
@@ -163,7 +171,9 @@ void register_slots(py::module_& m) {
            "positions there (embeddings), and no logits; `hidden_and_logits`: the same pairs for chunks that get "
            "their logits as well, as without it (speculation with a multi-token-prediction head); `input_hidden`: (slot, "
            "float32 array (count, hidden_size)) pairs, each chunk's second input for a model that reads one "
-           "(an MTP head: the target's hidden states; every chunk must have one).")
+           "(an MTP head: the target's hidden states; every chunk must have one); `checkpoints`: (slot, first "
+           "snapshot) pairs: the slot's recurrent state after each token i of its chunk is copied into snapshot "
+           "first + i (a hybrid model's verification pass: resume() then goes back to any accepted position).")
       .def(
           "truncate",
           [](PyModelSlots& s, int64_t slot, int64_t length) { s.slots().truncate(slot, length); },

@@ -17,6 +17,7 @@ from kvgen.generation import speculation
 from kvgen.generation.drafters import DraftLength
 from kvgen.generation.pass_plan import PREFILL_CHUNK
 from kvgen.generation.prefix_cache import SNAPSHOTS_PER_SLOT, StateSnapshots
+from kvgen.generation.speculation import MAX_DRAFT_TOKENS
 
 VOCAB = 512
 C = PREFILL_CHUNK
@@ -94,7 +95,9 @@ def test_an_engine_with_several_slots_resumes_each_prompt_from_its_own_slot(mode
         with Engine(model, slots=2, prefix_cache=cached) as engine:
             runs[cached] = [engine.submit(p, config).wait().sequences[0][0].tolist() for p in (a, b, *later)]
             hits = engine.prefix_cache_hits
-            assert engine.state_snapshots == (2 * SNAPSHOTS_PER_SLOT + 2 if cached else 2)  # and speculation's
+            # and speculation's: a checkpoint per verified token where the model writes them (Qwen3.5), else one
+            per_slot = MAX_DRAFT_TOKENS + 1 if model._core.token_checkpoints else 1
+            assert engine.state_snapshots == 2 * ((SNAPSHOTS_PER_SLOT if cached else 0) + per_slot)
             assert engine.kv_cache_bytes == model.kv_cache_bytes(2, engine.context, engine.state_snapshots)
     assert runs[True] == runs[False]
     assert hits == 2 * (2 * C)
@@ -175,3 +178,45 @@ def test_a_draft_model_of_another_family_gives_plain_greedy_tokens(models):
         generator = kvgen.Generator(models[target], config, assistant_model=models[drafter])
         assert generator.generate([prompt]).sequences[0][0].tolist() == plain
         assert generator.last_stats.drafted_tokens > generator.last_stats.accepted_tokens
+
+
+def test_a_verification_pass_checkpoints_each_tokens_state(models):
+    """Qwen3.5 writes its state after each token of a verification chunk: the chunk's logits are
+    those of one-token decode steps bit for bit, and resuming at any position of it from that
+    position's checkpoint continues as a row that was fed only the tokens up to there."""
+    from kvgen._core import _ModelSlots
+
+    model = models["qwen3_5"]
+    assert model._core.token_checkpoints and not models["lfm2"]._core.token_checkpoints
+    rng = np.random.default_rng(12)
+    prompt, fed = rng.integers(3, VOCAB, 40), rng.integers(3, VOCAB, 5)
+
+    def slots():
+        s = _ModelSlots(model._core, 1, 64, verify_positions=8, snapshots=8)
+        s.forward([(0, prompt)])
+        return s
+
+    verified = slots()
+    verified.forward([(0, fed)], [0], checkpoints=[(0, 2)])
+    logits = verified.verify_logits[0, :5].copy()
+    stepped = slots()
+    for i, token in enumerate(fed):
+        stepped.forward([(0, fed[i:i + 1])])
+        np.testing.assert_array_equal(logits[i], stepped.logits[0])
+    # back to the state after fed[kept - 1], then another token (after all 5 the row's own state
+    # is the last token's: no checkpoint is written for it)
+    for kept in (1, 3, 4):
+        resumed = slots()
+        resumed.forward([(0, fed)], [0], checkpoints=[(0, 2)])
+        resumed.resume(0, 40 + kept, 2 + kept - 1)
+        resumed.forward([(0, np.array([7]))])
+        fresh = slots()
+        for token in [*fed[:kept], 7]:  # one token a step, as decoding feeds them
+            fresh.forward([(0, np.array([token]))])
+        np.testing.assert_array_equal(resumed.logits[0], fresh.logits[0])
+    with pytest.raises(ValueError, match="beyond the cache's 8 snapshot slots"):
+        verified.forward([(0, fed)], [0], checkpoints=[(0, 5)])
+    with pytest.raises(ValueError, match="does not write"):
+        lfm2 = _ModelSlots(models["lfm2"]._core, 1, 64, verify_positions=8, snapshots=8)
+        lfm2.forward([(0, fed)], [0], checkpoints=[(0, 0)])
+

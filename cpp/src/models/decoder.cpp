@@ -169,6 +169,16 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
       if (c.tokens[i] < 0 || c.tokens[i] >= V)
         throw ValueError("token id " + std::to_string(c.tokens[i]) + " is outside the vocabulary [0, " +
                          std::to_string(V) + ")");
+    if (c.checkpoints >= 0) {
+      if (!token_checkpoints())
+        throw ValueError("the chunk of row " + std::to_string(c.row) +
+                         " asks for state checkpoints, which this model does not write");
+      if (cache.state() == nullptr || c.checkpoints + c.count > cache.state()->snapshots())
+        throw ValueError("the chunk of row " + std::to_string(c.row) + " asks for state checkpoints [" +
+                         std::to_string(c.checkpoints) + ", " + std::to_string(c.checkpoints + c.count) +
+                         ") beyond the cache's " +
+                         std::to_string(cache.state() ? cache.state()->snapshots() : 0) + " snapshot slots");
+    }
     b.starts[ci] = start;
     b.n += c.count;
     // a prompt's rest: its first query block padded to its aligned start

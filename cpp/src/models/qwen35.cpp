@@ -30,6 +30,7 @@ class Qwen35 : public DecoderModel {
   // embedding and LM head it shares (qwen35.h: make_qwen35_mtp).
   Qwen35(ModelConfig config, Qwen35Options options, const TensorMap& t, const Qwen35* target = nullptr);
   bool reads_input_hidden() const override { return mtp_; }
+  bool token_checkpoints() const override { return shape_.heads > 0; }
 
  protected:
   void reserve(const ForwardPass& b) override;
@@ -348,26 +349,43 @@ void Qwen35::delta_branch(float* h, const DeltaNet& w, int64_t layer, const Forw
   if (state == nullptr) throw std::logic_error("Qwen3.5: a recurrent layer needs the cache's state");
   const DeltaRuleShape rule_shape{.tokens = 0, .key_heads = Hq, .value_heads = Hv, .key_dim = dk, .value_dim = dv};
   int64_t o = 0;  // the chunk's first row in the batch
+  const auto split = [&](int64_t r) {  // q | k | v of token r, each contiguous over the chunk
+    const float* src = conv_out + r * conv;
+    for (int64_t head = 0; head < Hq; ++head) {  // tiled value heads: head h takes key head h % Hk
+      const int64_t from = head % Hk;
+      std::memcpy(dq + (r * Hq + head) * dk, src + from * dk, dk * sizeof(float));
+      std::memcpy(dkk + (r * Hq + head) * dk, src + (Hk + from) * dk, dk * sizeof(float));
+    }
+    std::memcpy(dvv + r * Hv * dv, src + 2 * Hk * dk, Hv * dv * sizeof(float));
+  };
   for (size_t ci = 0; ci < b.chunks->size(); ++ci) {
     const RowTokens& chunk = (*b.chunks)[ci];
     const int64_t count = chunk.count;
-    // causal conv1d + SiLU from the row's window, which then holds the chunk's last inputs
-    causal_conv1d(conv_out + o * conv, state->conv(layer, chunk.row), mixed + o * conv, w.conv_w, w.conv_b, true,
-                  count, conv, K);
-    for (int64_t r = o; r < o + count; ++r) {  // q | k | v of each token, each contiguous over the chunk
-      const float* src = conv_out + r * conv;
-      for (int64_t head = 0; head < Hq; ++head) {  // tiled value heads: head h takes key head h % Hk
-        const int64_t from = head % Hk;
-        std::memcpy(dq + (r * Hq + head) * dk, src + from * dk, dk * sizeof(float));
-        std::memcpy(dkk + (r * Hq + head) * dk, src + (Hk + from) * dk, dk * sizeof(float));
+    float* window = state->conv(layer, chunk.row);
+    float* rec = state->recurrent(layer, chunk.row);
+    if (chunk.checkpoints >= 0) {
+      // a verification chunk: token by token as decode steps compute them (the convolution from
+      // the window, the recurrent form), the layer's state copied after each token but the last
+      DeltaRuleShape s = rule_shape;
+      s.tokens = 1;
+      for (int64_t r = o; r < o + count; ++r) {
+        causal_conv1d(conv_out + r * conv, window, mixed + r * conv, w.conv_w, w.conv_b, true, 1, conv, K);
+        split(r);
+        gated_delta_rule_recurrent(core + r * Hv * dv, rec, dq + r * Hq * dk, dkk + r * Hq * dk, dvv + r * Hv * dv,
+                                   g + r * Hv, beta + r * Hv, true, s);
+        if (r < o + count - 1)  // the last token's state is the row's own after the pass
+          state->snapshot_layer(layer, chunk.row, chunk.checkpoints + (r - o));
       }
-      std::memcpy(dvv + r * Hv * dv, src + 2 * Hk * dk, Hv * dv * sizeof(float));
+      o += count;
+      continue;
     }
+    // causal conv1d + SiLU from the row's window, which then holds the chunk's last inputs
+    causal_conv1d(conv_out + o * conv, window, mixed + o * conv, w.conv_w, w.conv_b, true, count, conv, K);
+    for (int64_t r = o; r < o + count; ++r) split(r);
     // The delta rule in pieces that end at multiples of kPrefillChunk from the row's start, as
     // the engine cuts prompts: a row's state then does not depend on how its prompt was fed
     // (in one pass or a chunk per pass beside other rows), bit for bit. A one-token piece (a
     // decode step) takes the recurrent form, as transformers does; a longer one the chunked form.
-    float* rec = state->recurrent(layer, chunk.row);
     for (int64_t t0 = 0; t0 < count;) {
       const int64_t position = b.starts[ci] + t0;
       const int64_t t1 = std::min(count, t0 + kPrefillChunk - position % kPrefillChunk);

@@ -138,6 +138,21 @@ void StateCache::snapshot(int64_t row, int64_t slot) {
   std::memcpy(copy.get(), block(physical_[row]), row_floats_ * sizeof(float));
 }
 
+void StateCache::snapshot_layer(int64_t layer, int64_t row, int64_t slot) {
+  check_row(row, "row");
+  check_slot(slot);
+  if (layer < 0 || layer >= layers()) throw ValueError("state layer " + std::to_string(layer) + " is out of range");
+  std::unique_ptr<float[]>& copy = snapshot_data_[slot];
+  if (!copy) {
+    copy = std::make_unique<float[]>(static_cast<size_t>(row_floats_));  // zeros where no layer writes
+    ++taken_count_;
+  }
+  const float* from = block(physical_[row]);
+  std::memcpy(copy.get() + conv_offset_[layer], from + conv_offset_[layer], conv_floats_[layer] * sizeof(float));
+  std::memcpy(copy.get() + recurrent_offset_[layer], from + recurrent_offset_[layer],
+              recurrent_floats_[layer] * sizeof(float));
+}
+
 void StateCache::restore(int64_t slot, int64_t row) {
   check_row(row, "row");
   check_slot(slot);

@@ -55,11 +55,21 @@ __all__ = ["Engine", "Request", "StepUpdate", "one_request", "state_snapshots"]
 def state_snapshots(model, slots: int, prefix_cache: bool, draft_tokens: int) -> int:
     """Copies of one slot's recurrent state an engine of a hybrid model keeps (0 for a model
     without one): SNAPSHOTS_PER_SLOT per slot for the prefix cache (kvgen.generation.prefix_cache)
-    and one per slot for speculative rollback (kvgen.generation.speculative_rows) when rows may
-    verify drafts. ``model.kv_cache_bytes(slots, context, snapshots)`` counts them."""
+    and, when rows may verify drafts, speculation's per slot (``rollback_snapshots``).
+    ``model.kv_cache_bytes(slots, context, snapshots)`` counts them; a snapshot takes memory only
+    once written."""
     if not model.capabilities.recurrent_state:
         return 0
-    return slots * ((SNAPSHOTS_PER_SLOT if prefix_cache else 0) + (1 if draft_tokens > 0 else 0))
+    return slots * ((SNAPSHOTS_PER_SLOT if prefix_cache else 0) + rollback_snapshots(model, draft_tokens))
+
+
+def rollback_snapshots(model, draft_tokens: int) -> int:
+    """Speculation's copies of one slot's recurrent state (kvgen.generation.speculative_rows): a
+    checkpoint per token of a verification pass (draft_tokens + 1) where the model writes them,
+    else one, the state before the pass; none without drafts."""
+    if draft_tokens <= 0:
+        return 0
+    return draft_tokens + 1 if model._core.token_checkpoints else 1
 
 
 class Engine:
@@ -96,7 +106,8 @@ class Engine:
         rollback = None  # the first of speculation's snapshots (one per slot), None without
         if recurrent and max_draft_tokens > 0:
             rollback = slots * SNAPSHOTS_PER_SLOT if prefix_snapshots is not None else 0
-        self._speculative = SpeculativeRows(model, self._slots, rollback)  # drafts and their verdicts
+        self._speculative = SpeculativeRows(model, self._slots, rollback,  # drafts and their verdicts
+                                            max(rollback_snapshots(model, max_draft_tokens), 1))
         self._free = [True] * slots
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()  # new requests, and None to wake the loop
         self._waiting: list[Request] = []
@@ -350,7 +361,8 @@ class Engine:
             self._slots.forward([(c.slot, c.tokens) for c in chunks], [c.slot for c in chunks if c.all_logits],
                                 [c.slot for c in chunks if c.in_blocks],
                                 [(c.slot, hidden[c.slot]) for c in chunks if c.hidden],
-                                [(c.slot, states[c.slot][1]) for c in chunks if c.slot in states])
+                                [(c.slot, states[c.slot][1]) for c in chunks if c.slot in states],
+                                checkpoints=self._speculative.checkpoints(chunks))
         if plan.long_chunks:
             self._slots.forward([(c.slot, c.tokens) for c in plan.long_chunks],
                                 hidden=[(c.slot, hidden[c.slot]) for c in plan.long_chunks if c.hidden],

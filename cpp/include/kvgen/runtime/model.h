@@ -48,6 +48,13 @@ struct RowTokens {
   // with the target model's final-normed hidden state at the position before it). Required by
   // such a model, refused by the others.
   const float* input_hidden = nullptr;
+  // >= 0: a row of a model with token checkpoints (Model::token_checkpoints) verifying drafts:
+  // its recurrent state after each token i of the chunk but the last (whose state is the row's
+  // after the pass) is copied into snapshot slot checkpoints + i of the cache's state
+  // (StateCache::snapshot_layer), so that a verdict resumes at any accepted position
+  // (KVCache::resume) without computing it again. The
+  // recurrent layers then run the chunk token by token, as decode steps do.
+  int64_t checkpoints = -1;
 };
 
 class Model {
@@ -72,6 +79,8 @@ class Model {
   virtual void forward(const std::vector<RowTokens>& chunks, KVCache& cache, float* logits, bool all_positions) = 0;
   // Whether every chunk must carry RowTokens::input_hidden (a multi-token-prediction head).
   virtual bool reads_input_hidden() const { return false; }
+  // Whether the model writes a chunk's per-token state checkpoints (RowTokens::checkpoints).
+  virtual bool token_checkpoints() const { return false; }
 
   // What a cache made now stores: Float16 where the model computes with int8 activations
   // (its default mode on quantized weights: half keys and values change its logits far less

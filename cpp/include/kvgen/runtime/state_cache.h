@@ -73,6 +73,9 @@ class StateCache {
   // outside [0, snapshots) or a restore of a slot never taken.
   void snapshot(int64_t row, int64_t slot);
   void restore(int64_t slot, int64_t row);
+  // Snapshot slot `slot` takes a copy of one layer's state of row (a per-token checkpoint,
+  // written layer by layer during a forward pass: RowTokens::checkpoints). The same checks.
+  void snapshot_layer(int64_t layer, int64_t row, int64_t slot);
 
   // Bytes the cache may hold: its rows and every snapshot slot once written (bytes_for).
   int64_t bytes() const { return (rows() + snapshots_) * row_floats_ * static_cast<int64_t>(sizeof(float)); }
