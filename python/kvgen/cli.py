@@ -114,6 +114,10 @@ def _parser() -> argparse.ArgumentParser:
                            "prompt_lookup_num_tokens (same output, faster on input-grounded text; default: off)")
     spec.add_argument("--speculative-ngram-size", type=int, metavar="M",
                       help="longest n-gram prompt lookup matches (default 2)")
+    spec.add_argument("--speculative-mtp", action="store_true",
+                      help="draft with the model's multi-token-prediction head (Qwen3.5 / 3.6, Qwen3-Next; vLLM's "
+                           "method mtp, llama.cpp's --spec-type draft-mtp) for requests that set no "
+                           "prompt_lookup_num_tokens")
     guard = serve.add_argument_group("cross-site protection")
     guard.add_argument("--allowed-hosts", action="append", default=[], metavar="NAME",
                        help="also accept requests whose Host header is NAME (repeatable; '*': any), beyond the bound "
@@ -405,7 +409,7 @@ def _serve(args) -> int:
     serve(model, host=args.host, port=args.port, max_batch=args.max_batch, api_key=args.api_key, limits=limits,
           allowed_hosts=tuple(args.allowed_hosts), allowed_origins=tuple(args.allowed_origins), sock=sock,
           prefix_cache=not args.no_prefix_cache, speculative_ngram=args.speculative_ngram,
-          speculative_ngram_size=args.speculative_ngram_size,
+          speculative_ngram_size=args.speculative_ngram_size, speculative_mtp=args.speculative_mtp,
           pooling=args.pooling, reasoning_parser=args.reasoning_parser)
     return 0
 

@@ -42,6 +42,12 @@ def directory(hf, head, tmp_path_factory, smollm2_file):
 
 
 @pytest.fixture(scope="module")
+def plain(hf, directory):
+    """The same model saved without its head."""
+    return save_family_model(hf, directory.parent / "plain", directory.parent / "tokenizer")
+
+
+@pytest.fixture(scope="module")
 def model(directory):
     return kvgen.Model.load(directory, exact=True)
 
@@ -191,14 +197,11 @@ def test_a_head_of_another_model_or_a_malformed_head_is_refused(model, directory
         kvgen.Model.load(path)
 
 
-def test_kvgen_info_names_the_head_and_a_model_without_one_has_none(hf, directory, tmp_path, smollm2_file, capsys):
+def test_kvgen_info_names_the_head_and_a_model_without_one_has_none(directory, plain, capsys):
     from kvgen.cli import main
 
     assert main(["info", str(directory)]) == 0
     assert "a multi-token-prediction head of 1 layer(s)" in capsys.readouterr().out
-    tokenizer = tmp_path / "tokenizer"
-    save_smollm2_tokenizer(tokenizer, smollm2_file)
-    plain = save_family_model(hf, tmp_path / "plain", tokenizer)
     assert kvgen.Model.load(plain).mtp_head is None
     assert main(["info", str(plain)]) == 0
     assert "multi-token-prediction" not in capsys.readouterr().out
@@ -235,3 +238,28 @@ def test_the_mixture_of_experts_heads_layer_has_experts(tmp_path, smollm2_file):
     expected, _ = head.run([(tokens[i + 1], states[i]) for i in range(13)])
     logits, _ = head_logits(model, tokens[1:], states[:13].numpy())
     np.testing.assert_allclose(logits, expected.numpy(), atol=1e-4, rtol=1e-4)
+
+
+def test_kvgen_serve_drafts_with_the_head(model, plain):
+    """kvgen serve --speculative-mtp: requests draft with the head, the text is the plain
+    server's, and the usage reports the drafts; a model without a head is refused by name."""
+    from starlette.testclient import TestClient
+
+    from kvgen.server.app import create_app
+
+    def complete(app) -> dict:
+        with TestClient(app) as client:
+            response = client.post("/v1/completions", json={"prompt": "Once upon a time", "max_tokens": 16,
+                                                             "temperature": 0})
+            assert response.status_code == 200, response.text
+            return response.json()
+
+    undrafted = complete(create_app(model, max_batch=2, allowed_hosts=("*",)))
+    drafted = complete(create_app(model, max_batch=2, allowed_hosts=("*",), speculative_mtp=True))
+    assert drafted["choices"][0]["text"] == undrafted["choices"][0]["text"]
+    assert drafted["usage"]["speculative"]["drafted_tokens"] > 0
+    with pytest.raises(ValueError, match="choose one drafter"):
+        create_app(model, speculative_mtp=True, speculative_ngram=4)
+    headless = kvgen.Model.load(plain)
+    with pytest.raises(ValueError, match="--speculative-mtp: the model file has no multi-token-prediction head"):
+        create_app(headless, speculative_mtp=True)

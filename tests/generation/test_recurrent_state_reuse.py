@@ -200,7 +200,7 @@ def test_a_verification_pass_checkpoints_each_tokens_state(models):
     verified.forward([(0, fed)], [0], checkpoints=[(0, 2)])
     logits = verified.verify_logits[0, :5].copy()
     stepped = slots()
-    for i, token in enumerate(fed):
+    for i in range(len(fed)):
         stepped.forward([(0, fed[i:i + 1])])
         np.testing.assert_array_equal(logits[i], stepped.logits[0])
     # back to the state after fed[kept - 1], then another token (after all 5 the row's own state

@@ -83,9 +83,18 @@ def _metrics(serving: Serving):
                    lambda: (engine().prefix_cache_queries, engine().prefix_cache_hits))
 
 
-def _speculation(model, ngram: Optional[int], ngram_size: Optional[int]) -> dict:
-    """The config fields that ``--speculative-ngram`` sets on requests that set none (ValueError
-    naming the field, or the flag when the model cannot verify drafts)."""
+def _speculation(model, ngram: Optional[int], ngram_size: Optional[int], mtp: bool = False) -> dict:
+    """The config fields that ``--speculative-ngram`` sets on requests that set none, or
+    ``{"assistant_model": model.mtp_head}`` for ``--speculative-mtp`` (ValueError naming the
+    field, or the flag when the model cannot verify drafts or has no MTP head)."""
+    if mtp:
+        if ngram is not None:
+            raise ValueError("--speculative-mtp and --speculative-ngram: choose one drafter")
+        if model.mtp_head is None:
+            raise ValueError("--speculative-mtp: the model file has no multi-token-prediction head (Qwen3.5 / 3.6 "
+                             "and Qwen3-Next checkpoints carry one; llama.cpp's converter drops it with --no-mtp)")
+        model.capabilities.check_speculation("--speculative-mtp")
+        return {"assistant_model": model.mtp_head}
     if ngram is None:
         return {}
     GenerationConfig(prompt_lookup_num_tokens=ngram, max_matching_ngram_size=ngram_size)  # checks them
@@ -142,19 +151,21 @@ def create_app(model, *, max_batch: int = 8, api_key: Optional[str] = None, mode
                limits: Optional[ServerLimits] = None, host: str = "127.0.0.1", allowed_hosts: tuple[str, ...] = (),
                allowed_origins: tuple[str, ...] = (), prefix_cache: bool = True,
                speculative_ngram: Optional[int] = None, speculative_ngram_size: Optional[int] = None,
-               pooling: Optional[str] = None, reasoning_parser: str = "auto") -> FastAPI:
+               speculative_mtp: bool = False, pooling: Optional[str] = None,
+               reasoning_parser: str = "auto") -> FastAPI:
     """The FastAPI application serving ``model`` with an Engine of ``max_batch`` slots (reusing
     cached prompt prefixes with ``prefix_cache``), within ``limits`` (default:
     ServerLimits.sized to the machine), for clients that reach it as ``host`` (its bound
     address), localhost or one of ``allowed_hosts``, and web pages of ``allowed_origins``.
     ``speculative_ngram``: requests that set no ``prompt_lookup_num_tokens`` draft up to this
     many tokens by prompt lookup (n-grams up to ``speculative_ngram_size``), verified as they
-    are generated. ``pooling``: the pooling of /v1/embeddings ("last", "mean", "cls"; None:
+    are generated; ``speculative_mtp``: they draft with the model's multi-token-prediction head
+    instead (``Model.mtp_head``). ``pooling``: the pooling of /v1/embeddings ("last", "mean", "cls"; None:
     what the model declares, else "last"). ``reasoning_parser``: how chat replies' reasoning is
     told from their answer (kvgen.server.reasoning: "auto" reads the chat template; "none",
     "qwen3", "deepseek_r1", "harmony")."""
     trimmer = Trimmer()  # first: it sets the allocator's limits before the engine's threads start
-    speculation = _speculation(model, speculative_ngram, speculative_ngram_size)
+    speculation = _speculation(model, speculative_ngram, speculative_ngram_size, speculative_mtp)
     limits = limits or ServerLimits.sized(max_batch, model.context_length)
     if limits.request.max_n is None:  # sampled choices of one prompt decode together: at most the slots
         limits = dataclasses.replace(limits, request=dataclasses.replace(limits.request, max_n=max_batch))
@@ -267,7 +278,7 @@ def serve(model, *, host: str = "127.0.0.1", port: int = 8000, max_batch: int = 
           limits: Optional[ServerLimits] = None, allowed_hosts: tuple[str, ...] = (),
           allowed_origins: tuple[str, ...] = (), shutdown_timeout: float = 3.0,
           sock: Optional[socket.socket] = None, prefix_cache: bool = True, speculative_ngram: Optional[int] = None,
-          speculative_ngram_size: Optional[int] = None, pooling: Optional[str] = None,
+          speculative_ngram_size: Optional[int] = None, speculative_mtp: bool = False, pooling: Optional[str] = None,
           reasoning_parser: str = "auto") -> None:
     """Runs the server until interrupted; on SIGTERM or Ctrl-C, requests still running after
     ``shutdown_timeout`` seconds are cancelled and the server exits. ``sock``: a socket
@@ -287,7 +298,7 @@ def serve(model, *, host: str = "127.0.0.1", port: int = 8000, max_batch: int = 
     app = create_app(model, max_batch=max_batch, api_key=api_key, limits=limits, host=host,
                      allowed_hosts=allowed_hosts, allowed_origins=allowed_origins, prefix_cache=prefix_cache,
                      speculative_ngram=speculative_ngram, speculative_ngram_size=speculative_ngram_size,
-                     pooling=pooling, reasoning_parser=reasoning_parser)
+                     speculative_mtp=speculative_mtp, pooling=pooling, reasoning_parser=reasoning_parser)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=shutdown_timeout,
                             http=protocol)
     with sock:

@@ -120,11 +120,16 @@ class Completion:
         loop = loop or asyncio.get_running_loop()
         model = server.model
         # the model's EOS ids and end of turn, the constraint compiled once for every engine request
-        if server.speculation and req.config.prompt_lookup_num_tokens is None:  # kvgen serve --speculative-ngram
+        assistant = None
+        if server.speculation and req.config.prompt_lookup_num_tokens is None:  # --speculative-ngram / -mtp
             for name, value in server.speculation.items():
-                setattr(req.config, name, value)
+                if name == "assistant_model":
+                    assistant = value
+                else:
+                    setattr(req.config, name, value)
         try:
-            self.setup = set_up_request(model, req.config, end_of_turn=server.end_of_turn is not None)
+            self.setup = set_up_request(model, req.config, end_of_turn=server.end_of_turn is not None,
+                                        assistant_model=assistant)
         except ValueError as e:
             raise ApiError(str(e), code="invalid_value") from None
         self.config = self.setup.config
