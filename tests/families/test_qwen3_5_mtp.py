@@ -219,20 +219,33 @@ def test_a_quantized_model_drafts_with_its_head(directory):
     assert generator.last_stats.drafted_tokens > 0
 
 
-def test_the_mixture_of_experts_heads_layer_has_experts(tmp_path, smollm2_file):
-    """Qwen3.5-MoE's head: its layer routes to experts and a gated shared expert as the model's do."""
+def moe_target(family: str):
+    """A random Qwen3.5-MoE or Qwen3-Next model (their tests' settings)."""
     import torch
     import transformers
     from hybrid_checks import randomize
-    from test_qwen3_5_moe import TEXT as MOE
 
     torch.manual_seed(0)
-    hf = randomize(transformers.Qwen3_5MoeForCausalLM(transformers.Qwen3_5MoeTextConfig(**MOE)))
+    if family == "qwen3_next":
+        from test_qwen3_next import random_qwen3_next
+
+        return random_qwen3_next()
+    from test_qwen3_5_moe import TEXT as MOE
+
+    return randomize(transformers.Qwen3_5MoeForCausalLM(transformers.Qwen3_5MoeTextConfig(**MOE)))
+
+
+@pytest.mark.parametrize("family", ["qwen3_5_moe", "qwen3_next"])
+def test_the_mixture_of_experts_heads_layer_has_experts(family, tmp_path, smollm2_file):
+    """Qwen3.5-MoE's and Qwen3-Next's heads: the layer routes to experts and a gated shared
+    expert as the model's layers do."""
+    hf = moe_target(family)
     head = MtpReference(hf)
     assert any(".mlp.experts." in name for name in head.tensors())
     tokenizer = tmp_path / "tokenizer"
     save_smollm2_tokenizer(tokenizer, smollm2_file)
-    model = kvgen.Model.load(head.add_to(save_family_model(hf, tmp_path / "moe", tokenizer)), exact=True)
+    model = kvgen.Model.load(head.add_to(save_family_model(hf, tmp_path / family, tokenizer)), exact=True)
+    assert model.family == family and model.mtp_head is not None
     tokens = np.random.default_rng(2).integers(0, VOCAB, 14).tolist()
     states = head.target_states(tokens)
     expected, _ = head.run([(tokens[i + 1], states[i]) for i in range(13)])

@@ -189,10 +189,18 @@ class Qwen35Family(Family):
         layers = mtp_layer_count(head, config)
         if layers == 0:
             return None
-        head_config = {**config, "num_hidden_layers": layers, "layer_types": ["full_attention"] * layers}
+        # the head's layers read as a model's of that many full-attention layers (checkpoint_arrays'
+        # per-layer work: fused experts), each with experts where it has a router
+        ours, theirs = "mtp.layers.", "model.layers."
+        renamed = {(theirs + n[len(ours):] if n.startswith(ours) else n): w for n, w in head.items()}
+        head_config = {**config, "num_hidden_layers": layers, "layer_types": ["full_attention"] * layers,
+                       "mlp_only_layers": [i for i in range(layers) if f"{theirs}{i}.mlp.gate.weight" not in renamed],
+                       "decoder_sparse_step": 1}
         sizes = self.sizes(head_config)
-        return _core._Model.qwen35_mtp(core, sizes, self.options(head_config, sizes, norms_plus_one),
-                                       self.checkpoint_arrays(head_config, head, None), activations=activations)
+        converted = self.checkpoint_arrays(head_config, renamed, None)
+        tensors = {(ours + n[len(theirs):] if n.startswith(theirs) else n): w for n, w in converted.items()}
+        return _core._Model.qwen35_mtp(core, sizes, self.options(head_config, sizes, norms_plus_one), tensors,
+                                       activations=activations)
 
     def capabilities(self, config: dict, core: "_core._Model") -> Capabilities:
         """A recurrent state per slot: a cached prefix and a rejected draft resume from state
