@@ -141,6 +141,27 @@ void snapshot_and_restore() {
   CHECK_THROWS(none.snapshot(0, 0), ValueError);
 }
 
+// Per-token checkpoints: each layer copies its own part into a slot during a forward pass;
+// with every layer written the slot restores the whole row as a snapshot would.
+void snapshot_layer_copies_one_layer() {
+  StateCache c(two_layers(), 2, 2);
+  fill_row(c, 0, 3);
+  c.snapshot_layer(0, 0, 1);  // layer 0 now, layer 1 after the row moves on
+  fill_row(c, 0, 4);
+  c.snapshot_layer(1, 0, 1);
+  c.restore(1, 1);
+  CHECK_EQ(tag_of(c, 1), -1.0f);  // layer 0 from tag 3, layer 1 from tag 4
+  CHECK_EQ(c.conv(0, 1)[0], 3000.0f);
+  CHECK_EQ(c.recurrent(0, 1)[0], 3500.0f);
+  CHECK_EQ(c.conv(1, 1)[0], 4000.0f);
+  c.snapshot_layer(0, 0, 1);
+  c.restore(1, 1);
+  CHECK_EQ(tag_of(c, 1), 4.0f);
+  CHECK_THROWS(c.snapshot_layer(2, 0, 0), ValueError);
+  CHECK_THROWS(c.snapshot_layer(0, 0, 2), ValueError);
+  CHECK_THROWS(c.snapshot_layer(0, 2, 0), ValueError);
+}
+
 // A hybrid model's KV cache: layers 0 and 2 recurrent, 1 attends. Its state moves with
 // the rows: reorder, copy_row and a reset (length 0) reach it, a truncate that would step
 // it back is refused, and the recurrent layers hold no keys or values.
@@ -276,6 +297,7 @@ int main() {
       TEST_CASE(reorder_permutes_and_fans_out),
       TEST_CASE(copy_row_copies_and_keeps_rows_apart),
       TEST_CASE(snapshot_and_restore),
+      TEST_CASE(snapshot_layer_copies_one_layer),
       TEST_CASE(kv_cache_moves_the_state_with_its_rows),
       TEST_CASE(kv_cache_resumes_from_a_snapshot),
       TEST_CASE(hostile_sizes_are_refused_before_allocating),
