@@ -487,6 +487,9 @@ class _Model:
     @property
     def weight_bytes(self) -> int: ...
     @property
+    def token_checkpoints(self) -> bool:
+        """Whether a forward chunk may ask for per-token state checkpoints (_ModelSlots.forward)."""
+    @property
     def activations(self) -> str: ...
     @activations.setter
     def activations(self, value: str) -> None: ...
@@ -556,13 +559,16 @@ class _ModelSlots:
                 verify: Sequence[int] = ..., in_blocks: Sequence[int] = ...,
                 hidden: Sequence[tuple[int, npt.NDArray[np.float32]]] = ...,
                 hidden_and_logits: Sequence[tuple[int, npt.NDArray[np.float32]]] = ...,
-                input_hidden: Sequence[tuple[int, npt.NDArray[np.float32]]] = ...) -> None:
+                input_hidden: Sequence[tuple[int, npt.NDArray[np.float32]]] = ...,
+                checkpoints: Sequence[tuple[int, int]] = ...) -> None:
         """One forward pass over the (slot, tokens) chunks; the chunks of the ``hidden`` slots write
         the final-normed hidden states of their positions into the given writable, C-contiguous
         float32 arrays (count, hidden_size) (embeddings) instead of logits; those of the
         ``hidden_and_logits`` slots write them and get their logits as well (speculation with an
         MTP head). ``input_hidden``: each chunk's second input, (count, hidden_size), for a model
-        that reads one (an MTP head: the target's hidden states)."""
+        that reads one (an MTP head: the target's hidden states). ``checkpoints``: (slot, first
+        snapshot) pairs of hybrid rows verifying drafts: their state after each token but the
+        last of their chunk is copied into snapshot first + i (``resume`` goes back to it)."""
     def truncate(self, slot: int, length: int) -> None: ...
     def snapshot(self, slot: int, snapshot: int) -> None:
         """A hybrid model's recurrent state of the slot into snapshot ``snapshot``."""

@@ -103,7 +103,7 @@ class Engine:
         prefix_snapshots = StateSnapshots(slots, SNAPSHOTS_PER_SLOT) if recurrent and prefix_cache else None
         self._prefixes = PrefixCache(slots, self.capabilities.partial_prefix_reuse, prefix_snapshots)
         self._logits = self._slots.logits  # (slots, vocab) view, valid as long as _slots
-        rollback = None  # the first of speculation's snapshots (one per slot), None without
+        rollback = None  # the first of speculation's snapshots (rollback_snapshots per slot), None without
         if recurrent and max_draft_tokens > 0:
             rollback = slots * SNAPSHOTS_PER_SLOT if prefix_snapshots is not None else 0
         self._speculative = SpeculativeRows(model, self._slots, rollback,  # drafts and their verdicts

@@ -7,7 +7,8 @@ a draft token (drafters.CostModel, which sets the draft lengths) is learnt over 
 A hybrid model's recurrent state holds a row's whole past and cannot step back. Where the
 model writes token checkpoints (``_core._Model.token_checkpoints``: Qwen3.5, Qwen3-Next), the
 verification pass runs a row's recurrent layers token by token, as decode steps do, and copies
-its state after each token into the row's own checkpoints (``k + 1`` per slot); a verdict that
+its state after each token but the last into the row's own checkpoints (``k + 1`` slots per
+slot); a verdict that
 rejects drafts resumes the row at its last accepted position from that position's checkpoint
 (``_ModelSlots.resume``), and nothing is computed again. Otherwise (LFM2, Granite 4) the row's
 state is copied into a snapshot of its own (one per slot) before the pass, and when the verdict
