@@ -1,9 +1,10 @@
 """A hybrid model's recurrent state through the prefix cache and speculative decoding, on tiny
 random LFM2 (short convolutions) and Qwen3.5 (Gated DeltaNet) models: a cached prefix resumes
 from a snapshot of the state at a chunk boundary and gives a fresh run's tokens and
-log-probabilities bit for bit; a rejected draft rolls the state back to a snapshot, so prompt
-lookup and a draft model give plain greedy tokens. Weights are Q8_0 at load, so that each row of
-a product is computed on its own (bit-equality across different pass layouts)."""
+log-probabilities bit for bit; a rejected draft resumes the state from the verification pass's
+checkpoint at the last accepted token, so prompt lookup and a draft model give plain greedy
+tokens. Weights are Q8_0 at load, so that each row of a product is computed on its own
+(bit-equality across different pass layouts)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,22 @@ CONFIGS = {
         tie_word_embeddings=False, pad_token_id=None, bos_token_id=1, eos_token_id=2),
 }
 CLASSES = {"lfm2": transformers.Lfm2ForCausalLM, "qwen3_5": transformers.Qwen3_5ForCausalLM}
+
+
+@pytest.fixture(scope="module")
+def granite4(tmp_path_factory):
+    """A tiny random Granite 4 hybrid (Mamba-2 layers beside an attention layer), Q8_0."""
+    torch.manual_seed(0)
+    config = transformers.GraniteMoeHybridConfig(
+        vocab_size=VOCAB, hidden_size=64, intermediate_size=32, shared_intermediate_size=64, num_hidden_layers=3,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+        layer_types=["mamba", "attention", "mamba"], mamba_n_heads=8, mamba_n_groups=2, mamba_d_state=16,
+        mamba_d_head=16, mamba_d_conv=4, mamba_expand=2, num_local_experts=0, position_embedding_type=None,
+        initializer_range=0.3, pad_token_id=None, bos_token_id=1, eos_token_id=2)
+    hf = transformers.GraniteMoeHybridForCausalLM(config).eval()
+    path = tmp_path_factory.mktemp("granite4")
+    hf.save_pretrained(path)
+    return kvgen.Model.load(path, dtype="q8_0")
 
 
 @pytest.fixture(scope="module")
@@ -95,9 +112,8 @@ def test_an_engine_with_several_slots_resumes_each_prompt_from_its_own_slot(mode
         with Engine(model, slots=2, prefix_cache=cached) as engine:
             runs[cached] = [engine.submit(p, config).wait().sequences[0][0].tolist() for p in (a, b, *later)]
             hits = engine.prefix_cache_hits
-            # and speculation's: a checkpoint per verified token where the model writes them (Qwen3.5), else one
-            per_slot = MAX_DRAFT_TOKENS + 1 if model._core.token_checkpoints else 1
-            assert engine.state_snapshots == 2 * ((SNAPSHOTS_PER_SLOT if cached else 0) + per_slot)
+            # and speculation's: a checkpoint per position a verification pass may hold
+            assert engine.state_snapshots == 2 * ((SNAPSHOTS_PER_SLOT if cached else 0) + MAX_DRAFT_TOKENS + 1)
             assert engine.kv_cache_bytes == model.kv_cache_bytes(2, engine.context, engine.state_snapshots)
     assert runs[True] == runs[False]
     assert hits == 2 * (2 * C)
@@ -180,14 +196,17 @@ def test_a_draft_model_of_another_family_gives_plain_greedy_tokens(models):
         assert generator.last_stats.drafted_tokens > generator.last_stats.accepted_tokens
 
 
-def test_a_verification_pass_checkpoints_each_tokens_state(models):
-    """Qwen3.5 writes its state after each token of a verification chunk: the chunk's logits are
-    those of one-token decode steps bit for bit, and resuming at any position of it from that
-    position's checkpoint continues as a row that was fed only the tokens up to there."""
+@pytest.mark.parametrize("family", ["lfm2", "qwen3_5", "granite4"])
+def test_a_verification_pass_checkpoints_each_tokens_state(family, models, granite4):
+    """Every hybrid writes its state after each token of a verification chunk (LFM2 its
+    convolution windows, Qwen3.5 its DeltaNet windows and matrices, Granite 4 its Mamba-2 windows
+    and states): the chunk's logits are those of one-token decode steps bit for bit, and
+    resuming at any position of it from that position's checkpoint continues as a row that was
+    fed only the tokens up to there."""
     from kvgen._core import _ModelSlots
 
-    model = models["qwen3_5"]
-    assert model._core.token_checkpoints and not models["lfm2"]._core.token_checkpoints
+    model = granite4 if family == "granite4" else models[family]
+    assert model._core.token_checkpoints
     rng = np.random.default_rng(12)
     prompt, fed = rng.integers(3, VOCAB, 40), rng.integers(3, VOCAB, 5)
 
@@ -216,7 +235,18 @@ def test_a_verification_pass_checkpoints_each_tokens_state(models):
         np.testing.assert_array_equal(resumed.logits[0], fresh.logits[0])
     with pytest.raises(ValueError, match="beyond the cache's 8 snapshot slots"):
         verified.forward([(0, fed)], [0], checkpoints=[(0, 5)])
-    with pytest.raises(ValueError, match="does not write"):
-        lfm2 = _ModelSlots(models["lfm2"]._core, 1, 64, verify_positions=8, snapshots=8)
-        lfm2.forward([(0, fed)], [0], checkpoints=[(0, 0)])
+
+
+def test_a_model_without_a_recurrent_state_writes_no_checkpoints(tmp_path):
+    from kvgen._core import _ModelSlots
+
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128)
+    transformers.LlamaForCausalLM(config).save_pretrained(tmp_path)
+    model = kvgen.Model.load(tmp_path, dtype="q8_0")
+    assert not model._core.token_checkpoints
+    with pytest.raises(ValueError, match="asks for state checkpoints, which this model does not write"):
+        _ModelSlots(model._core, 1, 64, verify_positions=8).forward([(0, np.array([5, 6]))], [0],
+                                                                   checkpoints=[(0, 0)])
 

@@ -21,6 +21,8 @@ namespace {
 class GraniteHybrid : public DecoderModel {
  public:
   GraniteHybrid(ModelConfig config, GraniteHybridOptions options, const TensorMap& t);
+  // a verification chunk's Mamba-2 states are copied token by token (RowTokens::checkpoints)
+  bool token_checkpoints() const override { return any_recurrent_layer(); }
 
  protected:
   void reserve(const ForwardPass& b) override;
@@ -208,13 +210,20 @@ void GraniteHybrid::mamba_branch(float* h, const Mamba& w, int64_t layer, const 
   int64_t o = 0;  // the chunk's first row in the batch
   for (const RowTokens& chunk : *b.chunks) {
     const int64_t count = chunk.count;
-    // causal conv1d + SiLU from the row's window, which then holds the chunk's last inputs
-    causal_conv1d(conv_out + o * conv, state->conv(layer, chunk.row), xbc + o * conv, w.conv_w, w.conv_b,
-                  /*silu=*/true, count, conv, shape_.conv_kernel);
-    const float* xs = conv_out + o * conv;  // x (count, D), then B, C (count, G N), row stride conv
-    mamba2_scan(y + o * D, D, state->recurrent(layer, chunk.row), xs, xs + D, xs + D + G * N, conv,
-                zxbcdt + o * W + D + conv, W, w.a_log, w.dt_bias, w.d,
-                {.tokens = count, .heads = Hm, .head_dim = shape_.key_dim, .state_size = N, .groups = G});
+    // a verification chunk (RowTokens::checkpoints) token by token, the state copied after each
+    // token but the last; any other chunk in one piece (the scan is sequential either way)
+    const int64_t piece = chunk.checkpoints >= 0 ? 1 : count;
+    for (int64_t r = o; r < o + count; r += piece) {
+      // causal conv1d + SiLU from the row's window, which then holds the piece's last inputs
+      causal_conv1d(conv_out + r * conv, state->conv(layer, chunk.row), xbc + r * conv, w.conv_w, w.conv_b,
+                    /*silu=*/true, piece, conv, shape_.conv_kernel);
+      const float* xs = conv_out + r * conv;  // x (piece, D), then B, C (piece, G N), row stride conv
+      mamba2_scan(y + r * D, D, state->recurrent(layer, chunk.row), xs, xs + D, xs + D + G * N, conv,
+                  zxbcdt + r * W + D + conv, W, w.a_log, w.dt_bias, w.d,
+                  {.tokens = piece, .heads = Hm, .head_dim = shape_.key_dim, .state_size = N, .groups = G});
+      if (chunk.checkpoints >= 0 && r < o + count - 1)
+        state->snapshot_layer(layer, chunk.row, chunk.checkpoints + (r - o));
+    }
     o += count;
   }
   // norm(y * silu(z)) per group of channels, then the output projection

@@ -16,6 +16,8 @@ namespace {
 class Lfm2 : public DecoderModel {
  public:
   Lfm2(ModelConfig config, Lfm2Options options, const TensorMap& t);
+  // a verification chunk's windows are copied token by token (RowTokens::checkpoints)
+  bool token_checkpoints() const override { return any_recurrent_layer(); }
 
  protected:
   void reserve(const ForwardPass& b) override;
@@ -139,7 +141,14 @@ void Lfm2::convolve(float* out, const float* h, const ShortConv& w, int64_t laye
   int64_t o = 0;
   for (const RowTokens& chunk : *b.chunks) {
     float* window = cache.state()->conv(layer, chunk.row);  // (C, L - 1)
-    short_conv(y + o * C, window, bx + o * C, bcx + o * 3 * C, w.weight, w.bias, chunk.count, C, kernel_);
+    if (chunk.checkpoints >= 0) {  // a verification chunk: the window copied after each token but the last
+      for (int64_t r = o; r < o + chunk.count; ++r) {
+        short_conv(y + r * C, window, bx + r * C, bcx + r * 3 * C, w.weight, w.bias, 1, C, kernel_);
+        if (r < o + chunk.count - 1) cache.state()->snapshot_layer(layer, chunk.row, chunk.checkpoints + (r - o));
+      }
+    } else {
+      short_conv(y + o * C, window, bx + o * C, bcx + o * 3 * C, w.weight, w.bias, chunk.count, C, kernel_);
+    }
     o += chunk.count;
   }
   projector_.project(y, n, C, {{&w.out.w, w.out.bias, out, C}});

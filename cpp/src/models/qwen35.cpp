@@ -30,7 +30,7 @@ class Qwen35 : public DecoderModel {
   // embedding and LM head it shares (qwen35.h: make_qwen35_mtp).
   Qwen35(ModelConfig config, Qwen35Options options, const TensorMap& t, const Qwen35* target = nullptr);
   bool reads_input_hidden() const override { return mtp_; }
-  bool token_checkpoints() const override { return shape_.heads > 0; }
+  bool token_checkpoints() const override { return any_recurrent_layer(); }
 
  protected:
   void reserve(const ForwardPass& b) override;

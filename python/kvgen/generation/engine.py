@@ -65,11 +65,8 @@ def state_snapshots(model, slots: int, prefix_cache: bool, draft_tokens: int) ->
 
 def rollback_snapshots(model, draft_tokens: int) -> int:
     """Speculation's copies of one slot's recurrent state (kvgen.generation.speculative_rows): a
-    checkpoint per token of a verification pass (draft_tokens + 1) where the model writes them,
-    else one, the state before the pass; none without drafts."""
-    if draft_tokens <= 0:
-        return 0
-    return draft_tokens + 1 if model._core.token_checkpoints else 1
+    checkpoint per token of a verification pass, draft_tokens + 1; none without drafts."""
+    return draft_tokens + 1 if draft_tokens > 0 else 0
 
 
 class Engine:
@@ -107,7 +104,7 @@ class Engine:
         if recurrent and max_draft_tokens > 0:
             rollback = slots * SNAPSHOTS_PER_SLOT if prefix_snapshots is not None else 0
         self._speculative = SpeculativeRows(model, self._slots, rollback,  # drafts and their verdicts
-                                            max(rollback_snapshots(model, max_draft_tokens), 1))
+                                            rollback_snapshots(model, max_draft_tokens) if rollback is not None else 1)
         self._free = [True] * slots
         self._inbox: queue.SimpleQueue = queue.SimpleQueue()  # new requests, and None to wake the loop
         self._waiting: list[Request] = []

@@ -4,18 +4,14 @@ rows have, and the verdict on them after it, with the slots rolled back by the r
 without copying. The draft models' slots live here, beside the engine's, and a model's cost of
 a draft token (drafters.CostModel, which sets the draft lengths) is learnt over its engines.
 
-A hybrid model's recurrent state holds a row's whole past and cannot step back. Where the
-model writes token checkpoints (``_core._Model.token_checkpoints``: Qwen3.5, Qwen3-Next), the
-verification pass runs a row's recurrent layers token by token, as decode steps do, and copies
-its state after each token but the last into the row's own checkpoints (``k + 1`` slots per
-slot); a verdict that
-rejects drafts resumes the row at its last accepted position from that position's checkpoint
-(``_ModelSlots.resume``), and nothing is computed again. Otherwise (LFM2, Granite 4) the row's
-state is copied into a snapshot of its own (one per slot) before the pass, and when the verdict
-rejects drafts the row resumes from that snapshot at its length before the pass and its
-accepted tokens (the token it was fed and the drafts that agreed) are computed again at once,
-in one forward pass over every such row of the request. Either way the state and KV rows are
-those of the accepted tokens alone, as without drafts."""
+A hybrid model's recurrent state holds a row's whole past and cannot step back. Every built-in
+hybrid (Qwen3.5 / Qwen3-Next, LFM2, Granite 4) writes token checkpoints
+(``_core._Model.token_checkpoints``): the verification pass runs a row's recurrent layers token
+by token, as decode steps do, and copies its state after each token but the last into the row's
+own checkpoints (``k + 1`` slots per slot); a verdict that rejects drafts resumes the row at its
+last accepted position from that position's checkpoint (``_ModelSlots.resume``), and nothing is
+computed again. So the state and KV rows are those of the accepted tokens alone, as without
+drafts, and the verified logits are one-token decoding's."""
 
 from __future__ import annotations
 
@@ -46,17 +42,19 @@ def _cost_model(model: Any) -> CostModel:
 class SpeculativeRows:
     """Speculative decoding over an engine's slots (``_core._ModelSlots``) of ``model``.
 
-    ``rollback_snapshots``: for a hybrid model, the first of speculation's snapshots, ``per_slot``
-    per slot (slot s from ``rollback_snapshots + s * per_slot``): with one, the state of a
-    verifying row before its pass; with more, the row's checkpoint after each token of its
-    verification chunk (see the module docstring). None for a model without a recurrent state
-    (a rejected draft is truncated)."""
+    ``rollback_snapshots``: for a hybrid model, the first of speculation's checkpoints,
+    ``per_slot`` per slot (slot s from ``rollback_snapshots + s * per_slot``), which a verifying
+    row's pass writes after each of its tokens (see the module docstring). None for a model
+    without a recurrent state (a rejected draft is truncated)."""
 
     def __init__(self, model: Any, slots: Any, rollback_snapshots: Optional[int] = None, per_slot: int = 1):
         self.model, self._slots = model, slots
+        if rollback_snapshots is not None and not model._core.token_checkpoints:
+            raise ValueError(f"{model.family}: a model with a recurrent state must write token checkpoints to "
+                             "verify drafts")
         self._rollback = rollback_snapshots
         self._per_slot = per_slot
-        self._before: dict[int, int] = {}  # slot -> its length when its state was snapshot (hybrid)
+        self._before: dict[int, int] = {}  # slot -> its length before its verification pass (hybrid)
         self._cost = _cost_model(model)  # what a draft token costs in a forward pass (adaptive draft length)
         self._drafters: dict[int, Any] = {}  # id(draft model or MTP head) -> its DraftModel / MtpDrafter
         self._draft_seconds = 0.0  # spent drafting for the next pass
@@ -105,23 +103,20 @@ class SpeculativeRows:
         """The request's drafts for the next pass (``r.drafts``, ``r.verifying``: none when no row drafts)."""
         drafts = self._drafts(r)
         r.drafts, r.verifying = (drafts, [len(d) for d in drafts]) if drafts is not None else ([], [])
-        if self._rollback is not None and drafts is not None:  # the state a rejection goes back to
+        if self._rollback is not None and drafts is not None:  # the rows whose pass writes checkpoints
             assert r.first_slot is not None
             for k, d in enumerate(drafts):
                 slot = r.first_slot + k
                 if r.running[k] and d:
-                    if self._per_slot == 1:  # without token checkpoints: the state before the pass
-                        self._slots.snapshot(slot, self._rollback + slot)
                     self._before[slot] = self._slots.length(slot)
                 else:  # nothing to roll back
                     self._before.pop(slot, None)
 
     def checkpoints(self, chunks: Any) -> list[tuple[int, int]]:
-        """(slot, first checkpoint) of the chunks that verify a hybrid row's drafts where the model
-        writes token checkpoints (the pass writes the row's state after each of their tokens)."""
-        if self._per_slot == 1:
+        """(slot, first checkpoint) of the chunks that verify a hybrid row's drafts (the pass
+        writes the row's state after each of their tokens)."""
+        if self._rollback is None:
             return []
-        assert self._rollback is not None
         return [(c.slot, self._rollback + c.slot * self._per_slot) for c in chunks if c.slot in self._before]
 
     def observe(self, seconds: float, rows: int, draft_tokens: int) -> None:
@@ -162,7 +157,6 @@ class SpeculativeRows:
         was_running = r.running
         # under a constraint, the token selector masks each draft position along the drafts
         result = r.selector.verify(logits, drafts, lengths)
-        again = []  # (slot, its accepted tokens): computed again from the state before the pass
         for k in range(r.rows):
             slot = first + k
             before = self._before.pop(slot, None)
@@ -170,14 +164,9 @@ class SpeculativeRows:
                 kept = self._slots.length(slot) - int(result.rollback[k])
                 if before is None:
                     self._slots.truncate(slot, kept)
-                elif self._per_slot > 1:  # the checkpoint after the last accepted token
+                else:  # a recurrent state: the checkpoint after the last accepted token
+                    assert self._rollback is not None
                     self._slots.resume(slot, kept, self._rollback + slot * self._per_slot + kept - before - 1)
-                else:  # a recurrent state: back to the snapshot, the accepted tokens fed again
-                    fed = np.array([int(r.next_tokens[k]), *r.drafts[k]], dtype=np.int64)
-                    self._slots.resume(slot, before, self._rollback + slot)
-                    again.append((slot, fed[:kept - before]))
-        if again:
-            self._slots.forward(again)
         emitted = [[int(t) for t in e] for e in result.emitted]
         spec.after_verify(emitted, result.accepted, lengths, was_running, first)
         r.next_tokens = result.tokens

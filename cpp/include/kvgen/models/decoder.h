@@ -106,6 +106,13 @@ class DecoderModel : public Model {
     projector_.pool().for_each(items, [&](int64_t i, int) { f(n * i / items, n * (i + 1) / items); }, "rows", width);
   }
 
+  // Whether some layer keeps a recurrent state (ModelConfig::recurrent).
+  bool any_recurrent_layer() const {
+    for (int64_t l = 0; l < config_.layers; ++l)
+      if (config_.recurrent(l)) return true;
+    return false;
+  }
+
   // Makes buf (rows, width) hold at least `rows` rows: reallocates (contents lost) only
   // when it has fewer, so a scratch buffer keeps the largest batch's size and the decode
   // steps after a prefill do not allocate. Rows past the batch's n are stale.
