@@ -34,7 +34,7 @@ from kvgen.loaders.checkpoint import (
 from kvgen.loaders.pooling import directory_pooling
 
 if TYPE_CHECKING:
-    from kvgen.generation.mtp import MtpHead
+    from kvgen._mtp_head import MtpHead
 
 _SENTINEL = "\u2063kvgen-end-of-turn\u2063"
 
@@ -256,7 +256,7 @@ class Model:
         if self._mtp_core is None:
             return None
         if self._mtp_handle is None:
-            from kvgen.generation.mtp import MtpHead
+            from kvgen._mtp_head import MtpHead
 
             self._mtp_handle = MtpHead(self._mtp_core, self)
         return self._mtp_handle

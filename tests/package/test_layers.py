@@ -20,7 +20,7 @@ LAYERS = [
     ("helpers", ["kvgen._config", "kvgen._processor"]),
     ("loaders", ["kvgen.loaders.*"]),
     ("families", ["kvgen.families.*"]),
-    ("model", ["kvgen._model", "kvgen._default_model", "kvgen._embedding"]),
+    ("model", ["kvgen._model", "kvgen._default_model", "kvgen._embedding", "kvgen._mtp_head"]),
     ("generation", ["kvgen.generation.*"]),
     ("package", ["kvgen", "kvgen._generator"]),
     ("server", ["kvgen.server.*"]),

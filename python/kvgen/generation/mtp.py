@@ -31,25 +31,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from kvgen import _core
+from kvgen._mtp_head import MtpHead
 from kvgen.generation.drafters import CostModel
-
-
-class MtpHead:
-    """A model's multi-token-prediction head (``Model.mtp_head``): pass it as
-    ``assistant_model`` to draft with it. It shares the model's embedding and LM head."""
-
-    def __init__(self, core: "_core._Model", model: Any):
-        self._core = core
-        self._model_core = model._core  # the model it drafts for (its engine checks it)
-        self.layers: int = core.num_layers
-        self.description = f"{model.family} MTP head ({self.layers} layer{'s' if self.layers > 1 else ''})"
-
-    @property
-    def vocab_size(self) -> int:
-        return self._core.vocab_size
-
-    def __repr__(self) -> str:
-        return f"MtpHead(layers={self.layers}, hidden_size={self._core.hidden_size}, vocab_size={self.vocab_size})"
 
 
 class MtpDrafter:

@@ -21,8 +21,9 @@ from typing import Any, Optional
 
 import numpy as np
 
+from kvgen._mtp_head import MtpHead
 from kvgen.generation.drafters import CostModel, DraftModel
-from kvgen.generation.mtp import MtpDrafter, MtpHead
+from kvgen.generation.mtp import MtpDrafter
 from kvgen.generation.request import Request, StepUpdate
 from kvgen.generation.speculation import Speculation
 from kvgen.generation.step_updates import verified_updates
