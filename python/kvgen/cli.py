@@ -527,8 +527,8 @@ def _info(args) -> int:
     if caps.recompute_past:
         facts.append(f"rows computed again past {caps.recompute_past} positions")
     if caps.recurrent_state:
-        facts.append("a recurrent state per slot (cached prefixes and speculative rollback resume from "
-                     "snapshots of it)")
+        facts.append("a recurrent state per slot (cached prefixes resume from snapshots of it, rejected drafts "
+                     "from per-token checkpoints)")
     if model.mtp_head is not None:
         facts.append(f"a multi-token-prediction head of {model.mtp_head.layers} layer(s) "
                      "(assistant_model=model.mtp_head drafts with it)")

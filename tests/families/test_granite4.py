@@ -89,7 +89,8 @@ def test_granite4_with_experts_equals_transformers(checked, hf, capsys):
     assert main(["info", str(gguf.path)]) == 0  # kvgen info names the state and what it rules out
     out = capsys.readouterr().out
     assert "GraniteMoeHybridForCausalLM" in out and "computed by kvgen's granitehybrid model" in out
-    assert "a recurrent state per slot (cached prefixes and speculative rollback resume from snapshots of it)" in out
+    assert ("a recurrent state per slot (cached prefixes resume from snapshots of it, rejected drafts from per-token "
+            "checkpoints)") in out
     assert "speculative decoding: yes" in out
     # the state per Mamba-2 layer: a window of d_conv - 1 inputs of x | B | C, and (heads, head_dim, d_state)
     c = hf.config

@@ -72,7 +72,8 @@ def test_lfm2_equals_transformers(checked, hf, capsys):
     assert main(["info", str(gguf.path)]) == 0  # kvgen info names the state and what it does
     out = capsys.readouterr().out
     assert "Lfm2ForCausalLM" in out and "computed by kvgen's lfm2 model" in out
-    assert "a recurrent state per slot (cached prefixes and speculative rollback resume from snapshots of it)" in out
+    assert ("a recurrent state per slot (cached prefixes resume from snapshots of it, rejected drafts from per-token "
+            "checkpoints)") in out
     assert "speculative decoding: yes" in out
     # the state: a window of L_cache - 1 inputs of every channel per convolution layer, in float32
     c = hf.config

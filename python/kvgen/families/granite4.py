@@ -217,7 +217,7 @@ class Granite4Family(Family):
         return _core._Model.granite_hybrid(sizes, self.options(config, sizes), arrays, activations=activations)
 
     def capabilities(self, config: dict, core: "_core._Model") -> Capabilities:
-        # a state per sequence: cached prefixes and rejected drafts resume from state snapshots
+        # a state per sequence: cached prefixes resume from state snapshots, rejected drafts from checkpoints
         return Capabilities(partial_prefix_reuse=False, recurrent_state=True)
 
     # ---- a GGUF file (llama.cpp's convert_hf_to_gguf.py, GraniteHybridModel) ----

@@ -177,7 +177,7 @@ class Lfm2Family(Family):
         return _core._Model.lfm2(sizes, self.options(config, sizes), arrays, activations=activations)
 
     def capabilities(self, config: dict, core: "_core._Model") -> Capabilities:
-        # a state per sequence: cached prefixes and rejected drafts resume from state snapshots
+        # a state per sequence: cached prefixes resume from state snapshots, rejected drafts from checkpoints
         return Capabilities(partial_prefix_reuse=False, recurrent_state=True)
 
     # ---- a GGUF file (llama.cpp's convert_hf_to_gguf.py, LFM2Model) ----

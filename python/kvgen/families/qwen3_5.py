@@ -203,8 +203,8 @@ class Qwen35Family(Family):
                                        activations=activations)
 
     def capabilities(self, config: dict, core: "_core._Model") -> Capabilities:
-        """A recurrent state per slot: a cached prefix and a rejected draft resume from state
-        snapshots (whole chunks of a prefix only)."""
+        """A recurrent state per slot: a cached prefix resumes from a state snapshot (whole chunks
+        of a prefix only), a rejected draft from the verification pass's per-token checkpoint."""
         return Capabilities(partial_prefix_reuse=False, recurrent_state=True)
 
     # ---- a GGUF file ----
