@@ -66,24 +66,25 @@ class PyModelSlots {
       if (tokens.ndim() != 1) throw ValueError("the tokens of slot " + std::to_string(slot) + " must be a 1-D array");
       rows.push_back({slot, tokens.data(), static_cast<int64_t>(tokens.size())});
     }
-    for (int64_t slot : in_blocks) {
+    // the chunk of `slot`, which a `what` argument names (ValueError when the forward has none)
+    const auto chunk_of = [&](int64_t slot, const std::string& what) -> RowTokens& {
       auto it = std::find_if(rows.begin(), rows.end(), [&](const RowTokens& r) { return r.row == slot; });
-      if (it == rows.end()) throw ValueError("in_blocks slot " + std::to_string(slot) + " has no chunk in the forward");
-      it->in_blocks = true;
-    }
+      if (it == rows.end()) throw ValueError(what + " slot " + std::to_string(slot) + " has no chunk in the forward");
+      return *it;
+    };
+    for (int64_t slot : in_blocks) chunk_of(slot, "in_blocks").in_blocks = true;
     const int64_t width = pm_.core().config().hidden;
     // the caller's (count, hidden) float32 arrays: written in place (hidden), or read (input_hidden)
     const auto chunk_array = [&](int64_t slot, const py::array& a, const char* what, bool written) -> RowTokens& {
-      auto it = std::find_if(rows.begin(), rows.end(), [&](const RowTokens& r) { return r.row == slot; });
-      if (it == rows.end()) throw ValueError(std::string(what) + " slot " + std::to_string(slot) + " has no chunk in the forward");
+      RowTokens& row = chunk_of(slot, what);
       const std::string name = "the " + std::string(what) + " states of slot " + std::to_string(slot);
       if (!a.dtype().is(py::dtype::of<float>())) throw TypeError(name + " must be a float32 array");
       if (!(a.flags() & py::array::c_style) || (written && !a.writeable()))
         throw ValueError(name + (written ? " must be a writable C-contiguous array" : " must be a C-contiguous array"));
-      if (a.ndim() != 2 || a.shape(0) != it->count || a.shape(1) != width)
-        throw ValueError(name + " must have the shape (" + std::to_string(it->count) + ", " + std::to_string(width) +
+      if (a.ndim() != 2 || a.shape(0) != row.count || a.shape(1) != width)
+        throw ValueError(name + " must have the shape (" + std::to_string(row.count) + ", " + std::to_string(width) +
                          "): its chunk's tokens by the model's hidden size");
-      return *it;
+      return row;
     };
     for (const auto* list : {&hidden, &hidden_and_logits})
       for (auto [slot, out] : *list) {
@@ -95,10 +96,8 @@ class PyModelSlots {
     for (const auto& [slot, in] : input_hidden) chunk_array(slot, in, "input hidden", false).input_hidden =
         static_cast<const float*>(in.data());
     for (const auto& [slot, first] : checkpoints) {
-      auto it = std::find_if(rows.begin(), rows.end(), [&](const RowTokens& r) { return r.row == slot; });
-      if (it == rows.end()) throw ValueError("checkpoint slot " + std::to_string(slot) + " has no chunk in the forward");
       if (first < 0) throw ValueError("checkpoints of slot " + std::to_string(slot) + " start at a negative snapshot");
-      it->checkpoints = first;
+      chunk_of(slot, "checkpoint").checkpoints = first;
     }
     std::vector<uint8_t> all_logits;
     if (!verify.empty()) {

@@ -17,11 +17,12 @@ import operator
 import os
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
 from kvgen import _core
+from kvgen._mtp_head import MtpHead
 from kvgen.families import Capabilities, capabilities_for, family_of_config, read_gguf
 from kvgen.families.composite import text_checkpoint
 from kvgen.loaders.checkpoint import (
@@ -32,9 +33,6 @@ from kvgen.loaders.checkpoint import (
     read_weights,
 )
 from kvgen.loaders.pooling import directory_pooling
-
-if TYPE_CHECKING:
-    from kvgen._mtp_head import MtpHead
 
 _SENTINEL = "\u2063kvgen-end-of-turn\u2063"
 
@@ -152,9 +150,8 @@ class Model:
         # what kvgen computes as llama.cpp does because the file does not store it (a GGUF file
         # without the sliding window its checkpoint had): each a warning at load, shown by kvgen info
         self.notes: list[str] = []
-        # the multi-token-prediction head's core (a family's build_mtp), None without one; mtp_head wraps it
-        self._mtp_core: Optional["_core._Model"] = None
-        self._mtp_handle: Optional["MtpHead"] = None
+        # the multi-token-prediction head over its core (a family's build_mtp; set at load), None without one
+        self._mtp_head: Optional[MtpHead] = None
         if chat_template is not None:
             self._probe_chat_template()
 
@@ -220,7 +217,7 @@ class Model:
         model = cls(core, config, directory, tokenizer, bos_token_id=_first_id(bos), eos_token_id=eos,
                     chat_template=read_chat_template(directory), family=family.name,
                     tensor_types=read_weight_types(directory, rename), pooling=pooling)
-        model._mtp_core = mtp
+        model._mtp_head = MtpHead(mtp, model) if mtp is not None else None
         return model
 
     @classmethod
@@ -241,25 +238,19 @@ class Model:
             model = cls(core, g.config, path, t.tokenizer, bos_token_id=t.bos_token_id, eos_token_id=t.eos_token_id,
                         chat_template=t.chat_template, bos_token=t.bos_token, eos_token=t.eos_token, **facts)
         model.notes = list(g.notes)
-        model._mtp_core = mtp
+        model._mtp_head = MtpHead(mtp, model) if mtp is not None else None
         for note in model.notes:
             warnings.warn(f"{path}: {note}", WindowNotStoredWarning, stacklevel=4)
         return model
 
     @property
-    def mtp_head(self) -> Optional["MtpHead"]:
+    def mtp_head(self) -> Optional[MtpHead]:
         """The file's multi-token-prediction head (Qwen3.5 / 3.6, Qwen3-Next checkpoints and
         llama.cpp's files of them converted without ``--no-mtp``), or None. Pass it as
         ``assistant_model`` to draft with it: each draft costs a pass over the head's one layer
         instead of a draft model (kvgen.generation.mtp; ``generate(..., assistant_model=
         model.mtp_head)``). The greedy and sampled results are those of plain decoding."""
-        if self._mtp_core is None:
-            return None
-        if self._mtp_handle is None:
-            from kvgen._mtp_head import MtpHead
-
-            self._mtp_handle = MtpHead(self._mtp_core, self)
-        return self._mtp_handle
+        return self._mtp_head
 
     def forward(self, input_ids) -> np.ndarray:
         """Logits [rows, length, vocab] for ``input_ids`` [rows, length] (or one 1-D row).

@@ -16,7 +16,6 @@ class MtpHead:
         self._core = core
         self._model_core = model._core  # the model it drafts for (its engine checks it)
         self.layers: int = core.num_layers
-        self.description = f"{model.family} MTP head ({self.layers} layer{'s' if self.layers > 1 else ''})"
 
     @property
     def vocab_size(self) -> int:

@@ -209,22 +209,16 @@ void GraniteHybrid::mamba_branch(float* h, const Mamba& w, int64_t layer, const 
   if (state == nullptr) throw std::logic_error("Granite 4: a Mamba-2 layer needs the cache's state");
   int64_t o = 0;  // the chunk's first row in the batch
   for (const RowTokens& chunk : *b.chunks) {
-    const int64_t count = chunk.count;
-    // a verification chunk (RowTokens::checkpoints) token by token, the state copied after each
-    // token but the last; any other chunk in one piece (the scan is sequential either way)
-    const int64_t piece = chunk.checkpoints >= 0 ? 1 : count;
-    for (int64_t r = o; r < o + count; r += piece) {
+    recurrent_pieces(chunk, o, layer, *state, [&](int64_t r0, int64_t r1) {
       // causal conv1d + SiLU from the row's window, which then holds the piece's last inputs
-      causal_conv1d(conv_out + r * conv, state->conv(layer, chunk.row), xbc + r * conv, w.conv_w, w.conv_b,
-                    /*silu=*/true, piece, conv, shape_.conv_kernel);
-      const float* xs = conv_out + r * conv;  // x (piece, D), then B, C (piece, G N), row stride conv
-      mamba2_scan(y + r * D, D, state->recurrent(layer, chunk.row), xs, xs + D, xs + D + G * N, conv,
-                  zxbcdt + r * W + D + conv, W, w.a_log, w.dt_bias, w.d,
-                  {.tokens = piece, .heads = Hm, .head_dim = shape_.key_dim, .state_size = N, .groups = G});
-      if (chunk.checkpoints >= 0 && r < o + count - 1)
-        state->snapshot_layer(layer, chunk.row, chunk.checkpoints + (r - o));
-    }
-    o += count;
+      causal_conv1d(conv_out + r0 * conv, state->conv(layer, chunk.row), xbc + r0 * conv, w.conv_w, w.conv_b,
+                    /*silu=*/true, r1 - r0, conv, shape_.conv_kernel);
+      const float* xs = conv_out + r0 * conv;  // x (piece, D), then B, C (piece, G N), row stride conv
+      mamba2_scan(y + r0 * D, D, state->recurrent(layer, chunk.row), xs, xs + D, xs + D + G * N, conv,
+                  zxbcdt + r0 * W + D + conv, W, w.a_log, w.dt_bias, w.d,
+                  {.tokens = r1 - r0, .heads = Hm, .head_dim = shape_.key_dim, .state_size = N, .groups = G});
+    });
+    o += chunk.count;
   }
   // norm(y * silu(z)) per group of channels, then the output projection
   mamba2_gated_norm(normed, y, D, zxbcdt, W, w.norm, options_.rms_norm_eps, n, D, G);

@@ -141,14 +141,9 @@ void Lfm2::convolve(float* out, const float* h, const ShortConv& w, int64_t laye
   int64_t o = 0;
   for (const RowTokens& chunk : *b.chunks) {
     float* window = cache.state()->conv(layer, chunk.row);  // (C, L - 1)
-    if (chunk.checkpoints >= 0) {  // a verification chunk: the window copied after each token but the last
-      for (int64_t r = o; r < o + chunk.count; ++r) {
-        short_conv(y + r * C, window, bx + r * C, bcx + r * 3 * C, w.weight, w.bias, 1, C, kernel_);
-        if (r < o + chunk.count - 1) cache.state()->snapshot_layer(layer, chunk.row, chunk.checkpoints + (r - o));
-      }
-    } else {
-      short_conv(y + o * C, window, bx + o * C, bcx + o * 3 * C, w.weight, w.bias, chunk.count, C, kernel_);
-    }
+    recurrent_pieces(chunk, o, layer, *cache.state(), [&](int64_t r0, int64_t r1) {
+      short_conv(y + r0 * C, window, bx + r0 * C, bcx + r0 * 3 * C, w.weight, w.bias, r1 - r0, C, kernel_);
+    });
     o += chunk.count;
   }
   projector_.project(y, n, C, {{&w.out.w, w.out.bias, out, C}});

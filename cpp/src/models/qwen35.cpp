@@ -360,47 +360,32 @@ void Qwen35::delta_branch(float* h, const DeltaNet& w, int64_t layer, const Forw
   };
   for (size_t ci = 0; ci < b.chunks->size(); ++ci) {
     const RowTokens& chunk = (*b.chunks)[ci];
-    const int64_t count = chunk.count;
     float* window = state->conv(layer, chunk.row);
     float* rec = state->recurrent(layer, chunk.row);
-    if (chunk.checkpoints >= 0) {
-      // a verification chunk: token by token as decode steps compute them (the convolution from
-      // the window, the recurrent form), the layer's state copied after each token but the last
-      DeltaRuleShape s = rule_shape;
-      s.tokens = 1;
-      for (int64_t r = o; r < o + count; ++r) {
-        causal_conv1d(conv_out + r * conv, window, mixed + r * conv, w.conv_w, w.conv_b, true, 1, conv, K);
-        split(r);
-        gated_delta_rule_recurrent(core + r * Hv * dv, rec, dq + r * Hq * dk, dkk + r * Hq * dk, dvv + r * Hv * dv,
-                                   g + r * Hv, beta + r * Hv, true, s);
-        if (r < o + count - 1)  // the last token's state is the row's own after the pass
-          state->snapshot_layer(layer, chunk.row, chunk.checkpoints + (r - o));
+    recurrent_pieces(chunk, o, layer, *state, [&](int64_t r0, int64_t r1) {
+      // causal conv1d + SiLU from the row's window, which then holds the piece's last inputs
+      causal_conv1d(conv_out + r0 * conv, window, mixed + r0 * conv, w.conv_w, w.conv_b, true, r1 - r0, conv, K);
+      for (int64_t r = r0; r < r1; ++r) split(r);
+      // The delta rule in pieces that end at multiples of kPrefillChunk from the row's start, as
+      // the engine cuts prompts: a row's state then does not depend on how its prompt was fed
+      // (in one pass or a chunk per pass beside other rows), bit for bit. A one-token piece (a
+      // decode step, a verification chunk's token) takes the recurrent form, as transformers
+      // does; a longer one the chunked form.
+      for (int64_t r = r0; r < r1;) {
+        const int64_t position = b.starts[ci] + (r - o);
+        const int64_t end = std::min(r1, r + kPrefillChunk - position % kPrefillChunk);
+        DeltaRuleShape s = rule_shape;
+        s.tokens = end - r;
+        if (s.tokens == 1)
+          gated_delta_rule_recurrent(core + r * Hv * dv, rec, dq + r * Hq * dk, dkk + r * Hq * dk, dvv + r * Hv * dv,
+                                     g + r * Hv, beta + r * Hv, true, s);
+        else
+          gated_delta_rule_chunked(core + r * Hv * dv, rec, dq + r * Hq * dk, dkk + r * Hq * dk, dvv + r * Hv * dv,
+                                   g + r * Hv, beta + r * Hv, true, s, options_.chunk_size);
+        r = end;
       }
-      o += count;
-      continue;
-    }
-    // causal conv1d + SiLU from the row's window, which then holds the chunk's last inputs
-    causal_conv1d(conv_out + o * conv, window, mixed + o * conv, w.conv_w, w.conv_b, true, count, conv, K);
-    for (int64_t r = o; r < o + count; ++r) split(r);
-    // The delta rule in pieces that end at multiples of kPrefillChunk from the row's start, as
-    // the engine cuts prompts: a row's state then does not depend on how its prompt was fed
-    // (in one pass or a chunk per pass beside other rows), bit for bit. A one-token piece (a
-    // decode step) takes the recurrent form, as transformers does; a longer one the chunked form.
-    for (int64_t t0 = 0; t0 < count;) {
-      const int64_t position = b.starts[ci] + t0;
-      const int64_t t1 = std::min(count, t0 + kPrefillChunk - position % kPrefillChunk);
-      const int64_t r = o + t0;
-      DeltaRuleShape s = rule_shape;
-      s.tokens = t1 - t0;
-      if (s.tokens == 1)
-        gated_delta_rule_recurrent(core + r * Hv * dv, rec, dq + r * Hq * dk, dkk + r * Hq * dk, dvv + r * Hv * dv,
-                                   g + r * Hv, beta + r * Hv, true, s);
-      else
-        gated_delta_rule_chunked(core + r * Hv * dv, rec, dq + r * Hq * dk, dkk + r * Hq * dk, dvv + r * Hv * dv,
-                                 g + r * Hv, beta + r * Hv, true, s, options_.chunk_size);
-      t0 = t1;
-    }
-    o += count;
+    });
+    o += chunk.count;
   }
   // the gated RMSNorm per value head: norm(core) * silu(z), then the output projection
   gated_rms_norm(core, core, z, w.norm, options_.rms_norm_eps, n * Hv, dv);

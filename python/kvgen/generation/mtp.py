@@ -40,9 +40,6 @@ class MtpDrafter:
     per engine slot; kvgen.generation.speculative_rows calls it as it calls a DraftModel), and
     per slot the target's hidden states not yet fed to the head."""
 
-    #: the target's forward passes of its rows return their hidden states (the engine reads it)
-    reads_target_hidden = True
-
     def __init__(self, head: MtpHead, target: Any, slots: int, context: int):
         if head._model_core is not target._core:
             raise ValueError("this MTP head belongs to another model: pass the generating model's own "

@@ -106,6 +106,22 @@ class DecoderModel : public Model {
     projector_.pool().for_each(items, [&](int64_t i, int) { f(n * i / items, n * (i + 1) / items); }, "rows", width);
   }
 
+  // A recurrent layer's step(r0, r1) over the batch rows [o, o + chunk.count) of one chunk:
+  // in one piece, or, for a verification chunk (RowTokens::checkpoints), token by token as
+  // decode steps run them, the layer's state of the chunk's row copied after each token but
+  // the last (whose state is the row's own after the pass).
+  template <class F>
+  static void recurrent_pieces(const RowTokens& chunk, int64_t o, int64_t layer, StateCache& state, F&& step) {
+    if (chunk.checkpoints < 0) {
+      step(o, o + chunk.count);
+      return;
+    }
+    for (int64_t i = 0; i < chunk.count; ++i) {
+      step(o + i, o + i + 1);
+      if (i + 1 < chunk.count) state.snapshot_layer(layer, chunk.row, chunk.checkpoints + i);
+    }
+  }
+
   // Whether some layer keeps a recurrent state (ModelConfig::recurrent).
   bool any_recurrent_layer() const {
     for (int64_t l = 0; l < config_.layers; ++l)
