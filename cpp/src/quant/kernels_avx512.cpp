@@ -284,40 +284,45 @@ template <class L, int MT>
   }
 }
 
-// xb (2 MT, 32) = block b of rows m0.. of both levels (level one at row m of x, the residual
-// at row M + m), for two_level_dots.
-template <int MT>
-[[gnu::always_inline]] inline void gather_two_level_blocks(const Int8View& x, int64_t M, int64_t m0, int64_t b,
-                                                           int8_t (*xb)[kBlockSize]) {
-  const int8_t* first = x.q + m0 * x.cols + b * kBlockSize;
-  const int8_t* second = x.q + (M + m0) * x.cols + b * kBlockSize;
-#pragma GCC unroll 16
-  for (int m = 0; m < MT; ++m) {
-    _mm256_store_si256(reinterpret_cast<__m256i*>(xb[m]),
-                       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(first + m * x.cols)));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(xb[MT + m]),
-                       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(second + m * x.cols)));
-  }
-}
-
-// One activation block of 2 MT rows side by side (both levels of MT rows), for two_level_dots:
-// the copy's aligned stores (std::vector keeps the alignment).
+// One activation block of MT rows in both levels, side by side, for two_level_dots and the
+// folds after it: the quants (level one of row m at m, its residual at MT + m), each row's
+// scales d1, d2 and its levels' sum s1 + s2 (added as every kernel adds them). The folds read
+// them at fixed offsets from one pointer (a broadcast operand of the multiply, no scalar add
+// and broadcast: those took a vector pipe beside the VNNI products on Zen 5). Aligned (the
+// copy's stores; std::vector keeps the alignment).
 template <int MT>
 struct alignas(64) TwoLevelBlocks {
   int8_t rows[2 * MT][kBlockSize];
+  float d1[MT];
+  float d2[MT];
+  float s[MT];
 };
 
-// Every block of rows [m0, m0 + MT) of both levels side by side, gathered once per call for all
-// the call's groups, not per tile: the tile's broadcasts waited on the copy's stores, and every
-// group copied again (4-16 rows in cache 1.25-1.45x faster; 4 beams and batch 8 on SmolLM2
-// about 1.28x). The buffer is the calling thread's and only grows.
+// Every block of rows [m0, m0 + MT) of both levels (level one at row m of x, the residual at
+// row M + m), gathered once per call for all the call's groups, not per tile: the tile's
+// broadcasts waited on the copy's stores, and every group copied again (4-16 rows in cache
+// 1.25-1.45x faster; 4 beams and batch 8 on SmolLM2 about 1.28x). The buffer is the calling
+// thread's and only grows.
 template <int MT>
 const TwoLevelBlocks<MT>* gather_two_level_rows(const Int8View& x, int64_t M, int64_t m0) {
   const int64_t blocks = x.cols / kBlockSize;
   thread_local std::vector<TwoLevelBlocks<MT>> gathered;
   if (static_cast<int64_t>(gathered.size()) < blocks) gathered.resize(blocks);
   TwoLevelBlocks<MT>* all = gathered.data();
-  for (int64_t b = 0; b < blocks; ++b) gather_two_level_blocks<MT>(x, M, m0, b, all[b].rows);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t first = m0 * blocks + b, second = (M + m0) * blocks + b;
+#pragma GCC unroll 16
+    for (int m = 0; m < MT; ++m) {
+      const int64_t b1 = first + m * blocks, b2 = second + m * blocks;
+      _mm256_store_si256(reinterpret_cast<__m256i*>(all[b].rows[m]),
+                         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + b1 * kBlockSize)));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(all[b].rows[MT + m]),
+                         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + b2 * kBlockSize)));
+      all[b].d1[m] = x.d[b1];
+      all[b].d2[m] = x.d[b2];
+      all[b].s[m] = x.s[b1] + x.s[b2];
+    }
+  }
   return all;
 }
 
@@ -341,11 +346,11 @@ void int8x2_tile_rows_chunked(const PackedView& w, const Int8View& x, int64_t M,
       two_level_dots<L, MT>(tile, all[b].rows, dot1, dot2);
       const __m512 d = load_halves(tile + L::kScalesAt);
       const __m512 mins = load_mins<L>(tile, d);
+      const TwoLevelBlocks<MT>& xb = all[b];
 #pragma GCC unroll 16
       for (int m = 0; m < MT; ++m) {
-        const int64_t first = (m0 + m) * blocks + b, second = (M + m0 + m) * blocks + b;
-        acc[m] = _mm512_fmadd_ps(d, two_level_sum(dot1[m], dot2[m], x.d[first], x.d[second]), acc[m]);
-        acc[m] = _mm512_fmadd_ps(mins, _mm512_set1_ps(x.s[first] + x.s[second]), acc[m]);
+        acc[m] = _mm512_fmadd_ps(d, two_level_sum(dot1[m], dot2[m], xb.d1[m], xb.d2[m]), acc[m]);
+        acc[m] = _mm512_fmadd_ps(mins, _mm512_set1_ps(xb.s[m]), acc[m]);
       }
     }
     store_group<MT>(acc, rows_in_group(w, g), out + m0 * ldo + g * kGroupRows, ldo);
@@ -568,7 +573,6 @@ void int8x2_super_rows_chunked(const PackedView& w, const Int8View& x, int64_t M
                                int64_t ldo, int64_t g0, int64_t g1) {
   static_assert(MT > 1 && L::kHasMin);
   using S = typename L::Sub;
-  const int64_t xblocks = x.cols / kBlockSize;
   const TwoLevelBlocks<MT>* all = gather_two_level_rows<MT>(x, M, m0);
   for (int64_t g = g0; g < g1; ++g) {
     const uint8_t* tile = w.data + g * w.blocks * L::kTileBytes;
@@ -586,11 +590,11 @@ void int8x2_super_rows_chunked(const PackedView& w, const Int8View& x, int64_t M
         two_level_dots<S, MT>(sub, all[b].rows, dot1, dot2);
         const __m512 scale = scaled_bytes<false>(tile + L::kScalesAt + kGroupRows * j, d);
         const __m512 min = scaled_bytes<false>(tile + L::kMinsAt + kGroupRows * j, dmin);
+        const TwoLevelBlocks<MT>& xb = all[b];
 #pragma GCC unroll 16
         for (int m = 0; m < MT; ++m) {
-          const int64_t first = (m0 + m) * xblocks + b, second = (M + m0 + m) * xblocks + b;
-          acc[m] = _mm512_fmadd_ps(scale, two_level_sum(dot1[m], dot2[m], x.d[first], x.d[second]), acc[m]);
-          acc[m] = _mm512_fnmadd_ps(min, _mm512_set1_ps(x.s[first] + x.s[second]), acc[m]);
+          acc[m] = _mm512_fmadd_ps(scale, two_level_sum(dot1[m], dot2[m], xb.d1[m], xb.d2[m]), acc[m]);
+          acc[m] = _mm512_fnmadd_ps(min, _mm512_set1_ps(xb.s[m]), acc[m]);
         }
       }
     }
