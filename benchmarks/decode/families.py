@@ -25,6 +25,10 @@ model (``torch.manual_seed(0)``, bfloat16), llama.cpp's own converter
   ``bench_speculative.py --mtp`` drafts with.
 * ``lfm2``: the LFM2-350M-shaped hybrid of ``decode/lfm2.py`` (its directory, with SmolLM2's
   tokenizer: the converter pads the vocabulary to 65,536); Q8_0.
+* ``granite4``: Granite-4.0-H-Micro's widths: hidden 2048, 12 of its 40 layers (5 Mamba-2, then 1
+  attention, twice), Mamba-2 64 heads of 64 with a state of 128 in one group of B and C, a dense
+  MLP of 8192, attention 16 heads / 4 KV heads without rotary, SmolLM2's vocabulary; Q4_K_M. Not in
+  the default ``--families``.
 * ``qwen3_attention``: the ``qwen3_5`` shape with every layer attending (a Qwen3: the same widths,
   8 heads / 2 KV heads of 256, full rotary, no output gate); Q4_K_M. What the hybrid's decode
   at position 4,000 is held against.
@@ -37,8 +41,8 @@ ratios of the GGUF files part (``decode/gguf.py``), a greedy sanity check of 16 
 llama.cpp's (random weights: the logits nearly tie, so the tokens may part early; a difference is
 reported, not raised) and PASS/MISS lines for the issues' targets (decode >= 1.3x llama.cpp,
 prefill >= 1.5x). The memory bandwidth is read around each thread count's timings and every
-engine's greedy decode is printed as a fraction of it. On ``qwen3_5``, ``qwen3_5_2b``, ``lfm2`` and
-``qwen3_attention`` (``LONG_FAMILIES``; not with ``--quick``), greedy decode after a 4,000-token
+engine's greedy decode is printed as a fraction of it. On ``qwen3_5``, ``qwen3_5_2b``, ``lfm2``,
+``granite4`` and ``qwen3_attention`` (``LONG_FAMILIES``; not with ``--quick``), greedy decode after a 4,000-token
 prompt as well, and each engine's decode step there over its step after 64 tokens (issue 35: a
 hybrid's step must grow far less than an all-attention model's). An engine that refuses a file is
 reported and the others go on.
@@ -103,6 +107,13 @@ QWEN3_5_2B = dict(vocab_size=248320, hidden_size=2048, intermediate_size=6144, n
 QWEN3_ATTENTION = dict(vocab_size=49152, hidden_size=1024, intermediate_size=3072, num_hidden_layers=8,
                        num_attention_heads=8, num_key_value_heads=2, head_dim=256, max_position_embeddings=4096,
                        rope_theta=10000000.0, tie_word_embeddings=True)
+# Granite-4.0-H-Micro's widths (hidden 2048, Mamba-2 64 heads of 64 with a state of 128 in one group,
+# dense MLP 8192, 16 heads / 4 KV heads, no rotary), 12 of its 40 layers, 2 of them attention
+GRANITE4 = dict(vocab_size=49152, hidden_size=2048, intermediate_size=8192, shared_intermediate_size=8192,
+                num_hidden_layers=12, num_attention_heads=16, num_key_value_heads=4, max_position_embeddings=8192,
+                layer_types=(["mamba"] * 5 + ["attention"]) * 2, mamba_n_heads=64, mamba_n_groups=1,
+                mamba_d_state=128, mamba_d_head=64, mamba_d_conv=4, mamba_expand=2, num_local_experts=0,
+                num_experts_per_tok=0, position_embedding_type=None, tie_word_embeddings=True)
 SPECIAL_IDS = dict(pad_token_id=None, bos_token_id=1, eos_token_id=2)  # SmolLM2's
 LONG_POSITION = 4000  # decode after a prompt this long as well (issue 35), on the families of LONG_FAMILIES
 
@@ -166,6 +177,16 @@ def gemma4_directory(directory: Path, q4_1: Path) -> None:
     transformers.Gemma4ForCausalLM(config).to(torch.bfloat16).save_pretrained(directory)
 
 
+def granite4_directory(directory: Path, q4_1: Path) -> None:
+    """``GRANITE4`` made by random_directory; config.json's layer types written back as ``mamba`` /
+    ``attention`` (transformers saves them as ``linear_attention`` / ``full_attention``, which
+    llama.cpp's converter does not read)."""
+    random_directory("GraniteMoeHybridConfig", "GraniteMoeHybridForCausalLM", GRANITE4)(directory, q4_1)
+    config = json.loads((directory / "config.json").read_text())
+    config["layer_types"] = GRANITE4["layer_types"]
+    (directory / "config.json").write_text(json.dumps(config, indent=2))
+
+
 def lfm2_directory(directory: Path, q4_1: Path) -> None:
     from llama_cpp_convert import save_smollm2_tokenizer
 
@@ -193,12 +214,14 @@ FAMILIES = {
                          qwen3_5_mtp_directory, "Q4_K_M", {**QWEN3_5_2B, "mtp_num_hidden_layers": 1}),
     "lfm2": Family("LFM2-350M-shaped hybrid (short convolutions + attention), Q8_0", lfm2_directory, "Q8_0",
                    lfm2.RECIPE),
+    "granite4": Family("Granite-4.0-H-Micro-shaped hybrid (Mamba-2 + attention), Q4_K_M", granite4_directory,
+                       "Q4_K_M", GRANITE4),
     "qwen3_attention": Family("the Qwen3.5 shape with every layer attending (Qwen3), Q4_K_M",
                               random_directory("Qwen3Config", "Qwen3ForCausalLM", QWEN3_ATTENTION), "Q4_K_M",
                               QWEN3_ATTENTION),
 }
-LONG_FAMILIES = {"qwen3_5", "qwen3_5_2b", "lfm2", "qwen3_attention"}
-ON_REQUEST = {"qwen3_5_2b"}  # made and run only when --families names them
+LONG_FAMILIES = {"qwen3_5", "qwen3_5_2b", "lfm2", "qwen3_attention", "granite4"}
+ON_REQUEST = {"qwen3_5_2b", "granite4"}  # made and run only when --families names them
 
 
 def prepare(name: str, q4_1: Path, threads: int) -> Path:

@@ -115,6 +115,24 @@ def test_granite4_without_experts_with_rotary_equals_transformers(tmp_path, smol
     assert models["gguf"].config["num_local_experts"] == 0  # llama.cpp's dense file: ffn_gate, not _shexp
 
 
+def test_a_single_group_norm_written_without_its_leading_dimension_loads(tmp_path, smollm2_file):
+    """Granite 4.0's published models have one group of B and C, so the converter writes the
+    Mamba-2 norm as (1, inner); llama.cpp's quantizer (ggml's n_dims) writes it as (inner,), and
+    every tensor with a leading 1 likewise. Such a file equals transformers as the converter's does."""
+    import gguf
+    from gguf_fuzz import rewrite
+
+    hf = random_granite4(seed=3, mamba_n_groups=1, num_local_experts=0)
+    models = check_family("granite4", hf, tmp_path, smollm2_file, converter_config=CONVERTER_LAYER_TYPES)
+    inner = SETTINGS["mamba_expand"] * SETTINGS["hidden_size"]
+    written = rewrite(models["gguf"].path, tmp_path / "quantizer-shapes.gguf", {}, drop_leading_ones=True)
+    shapes = {t.name: tuple(reversed(t.shape.tolist())) for t in gguf.GGUFReader(str(written)).tensors}
+    assert shapes["blk.0.ssm_norm.weight"] == (inner,)
+    ids = np.random.default_rng(6).integers(0, VOCAB, (2, 14))
+    np.testing.assert_allclose(kvgen.Model.load(written, exact=True).forward(ids), logits(hf, ids), atol=2e-4,
+                               rtol=1e-4)
+
+
 def test_biases_and_the_default_layer_pattern(tmp_path):
     """In-projection, out-projection and attention biases, no convolution bias; layer_types as
     transformers 5 writes them (linear_attention / full_attention)."""

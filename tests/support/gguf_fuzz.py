@@ -181,9 +181,12 @@ FLOAT_KEYS = ["attention.layer_norm_rms_epsilon", "attention.layer_norm_epsilon"
 FLOAT_VALUES = [float("nan"), float("inf"), -1.0, 0.0, 1e38]
 
 
-def rewrite(seed: Path, out: Path, overrides: dict[str, tuple[str, object]], add: Callable = None) -> Path:
+def rewrite(seed: Path, out: Path, overrides: dict[str, tuple[str, object]], add: Callable = None,
+            drop_leading_ones: bool = False) -> Path:
     """``seed`` written again with ``overrides`` ({key: (value type name, value)}) set, and
-    ``add(writer)`` called to add more metadata."""
+    ``add(writer)`` called to add more metadata. ``drop_leading_ones``: F32 / F16 tensors written
+    without the leading 1s of their shape, as llama.cpp's own writer (ggml's n_dims: its
+    quantizer) writes them."""
     import gguf
 
     reader = gguf.GGUFReader(str(seed))
@@ -200,7 +203,10 @@ def rewrite(seed: Path, out: Path, overrides: dict[str, tuple[str, object]], add
         add(writer)
     for t in reader.tensors:
         plain = t.tensor_type in (gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F16)
-        writer.add_tensor(t.name, np.asarray(t.data), raw_dtype=None if plain else t.tensor_type)
+        data = np.asarray(t.data)
+        while plain and drop_leading_ones and data.ndim > 1 and data.shape[0] == 1:
+            data = data[0]
+        writer.add_tensor(t.name, data, raw_dtype=None if plain else t.tensor_type)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()

@@ -140,7 +140,8 @@ class GGUFContents:
             raise ValueError(f"{self.path}: tensor {name!r} has type {qtype}, which kvgen does not read (supported: "
                              f"{', '.join(SUPPORTED_TENSOR_TYPES)})")
         logical = tuple(reversed(t.shape))  # GGUF lists dimensions fastest first
-        if shape is not None and logical != tuple(shape):  # before reading: no work for a wrong tensor
+        if shape is not None and _without_leading_ones(logical) != _without_leading_ones(tuple(shape)):
+            # before reading: no work for a wrong tensor
             raise ValueError(f"{self.path}: tensor {name!r} has shape {logical}, expected {tuple(shape)}")
         return t
 
@@ -151,7 +152,7 @@ class GGUFContents:
 
         t = self.find(name, shape)
         qtype = t.tensor_type.name
-        logical = tuple(reversed(t.shape))
+        logical = tuple(shape) if shape is not None else tuple(reversed(t.shape))
         try:
             with np.errstate(all="ignore"):  # overflowing scales are refused below, not warned about
                 if qtype == "F32":
@@ -174,7 +175,7 @@ class GGUFContents:
         if qtype == "F32":
             w = self.vector(name, shape)
             return unpermute(w, permute_heads) if permute_heads else w
-        logical = tuple(reversed(t.shape))
+        logical = tuple(shape) if shape is not None else tuple(reversed(t.shape))
         raw = t.data.reshape(logical[0], -1)  # one row of blocks per output
         if qtype in DECODED_TYPES:
             raw = unpermute(raw, permute_heads) if permute_heads else raw
@@ -231,6 +232,16 @@ class GGUFContents:
         types = Counter(t.tensor_type.name for t in self.reader.tensors)
         return {"name": self.get("general.name", str, ""), "tensor_types": dict(types.most_common())}
 
+
+
+def _without_leading_ones(shape: tuple) -> tuple:
+    """``shape`` without its leading 1s (at least one dimension kept). llama.cpp's own writer
+    (ggml's n_dims, as its quantizer writes every tensor) drops the trailing 1s of a tensor's ne,
+    the leading 1s of its logical shape, and reads such a tensor as the longer shape (Granite 4's
+    Mamba-2 norm of one group: (1, inner) from the converter, (inner,) once quantized)."""
+    while len(shape) > 1 and shape[0] == 1:
+        shape = shape[1:]
+    return shape
 
 def unpermute(w: np.ndarray, heads: int) -> np.ndarray:
     """Reverses llama.cpp's rotary permutation of q/k rows (weights or biases): per head,
