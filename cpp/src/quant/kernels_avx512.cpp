@@ -326,6 +326,21 @@ const TwoLevelBlocks<MT>* gather_two_level_rows(const Int8View& x, int64_t M, in
   return all;
 }
 
+// Both levels' dots of MT rows against one tile (or K-quant sub-tile) q, folded as the one-row
+// kernels fold them: acc[m] += scale (d1 dot1 + d2 dot2), then += offset (s1 + s2), offset being
+// the block's min term of each output row.
+template <class Q, int MT>
+[[gnu::always_inline]] inline void add_two_level_block(const uint8_t* q, const TwoLevelBlocks<MT>& xb, __m512 scale,
+                                                       __m512 offset, __m512* acc) {
+  __m512i dot1[MT], dot2[MT];
+  two_level_dots<Q, MT>(q, xb.rows, dot1, dot2);
+#pragma GCC unroll 16
+  for (int m = 0; m < MT; ++m) {
+    acc[m] = _mm512_fmadd_ps(scale, two_level_sum(dot1[m], dot2[m], xb.d1[m], xb.d2[m]), acc[m]);
+    acc[m] = _mm512_fmadd_ps(offset, _mm512_set1_ps(xb.s[m]), acc[m]);
+  }
+}
+
 // int8x2_tile_rows for 2 to kTwoLevelTileRows rows, with two_level_dots: the dots are exact
 // int32 sums and the fold is int8x2_tile_rows', so each row's output is bit for bit the
 // one-row kernel's.
@@ -342,16 +357,8 @@ void int8x2_tile_rows_chunked(const PackedView& w, const Int8View& x, int64_t M,
     for (int m = 0; m < MT; ++m) acc[m] = _mm512_setzero_ps();
     for (int64_t b = 0; b < blocks; ++b, tile += L::kTileBytes) {
       stream_ahead<L>(tile);
-      __m512i dot1[MT], dot2[MT];
-      two_level_dots<L, MT>(tile, all[b].rows, dot1, dot2);
       const __m512 d = load_halves(tile + L::kScalesAt);
-      const __m512 mins = load_mins<L>(tile, d);
-      const TwoLevelBlocks<MT>& xb = all[b];
-#pragma GCC unroll 16
-      for (int m = 0; m < MT; ++m) {
-        acc[m] = _mm512_fmadd_ps(d, two_level_sum(dot1[m], dot2[m], xb.d1[m], xb.d2[m]), acc[m]);
-        acc[m] = _mm512_fmadd_ps(mins, _mm512_set1_ps(xb.s[m]), acc[m]);
-      }
+      add_two_level_block<L, MT>(tile, all[b], d, load_mins<L>(tile, d), acc);
     }
     store_group<MT>(acc, rows_in_group(w, g), out + m0 * ldo + g * kGroupRows, ldo);
   }
@@ -585,17 +592,10 @@ void int8x2_super_rows_chunked(const PackedView& w, const Int8View& x, int64_t M
       for (int j = 0; j < L::kSubBlocks; ++j) {
         stream_ahead<L, L::kSubBlocks>(tile, j);
         const int64_t b = sb * L::kSubBlocks + j;
-        const uint8_t* sub = tile + L::kSubTilesAt + j * S::kTileBytes;
-        __m512i dot1[MT], dot2[MT];
-        two_level_dots<S, MT>(sub, all[b].rows, dot1, dot2);
         const __m512 scale = scaled_bytes<false>(tile + L::kScalesAt + kGroupRows * j, d);
         const __m512 min = scaled_bytes<false>(tile + L::kMinsAt + kGroupRows * j, dmin);
-        const TwoLevelBlocks<MT>& xb = all[b];
-#pragma GCC unroll 16
-        for (int m = 0; m < MT; ++m) {
-          acc[m] = _mm512_fmadd_ps(scale, two_level_sum(dot1[m], dot2[m], xb.d1[m], xb.d2[m]), acc[m]);
-          acc[m] = _mm512_fnmadd_ps(min, _mm512_set1_ps(xb.s[m]), acc[m]);
-        }
+        // fma(-min, s, acc) rounds c - min s once, as int8x2_super_row1's fnmadd(min, s, acc)
+        add_two_level_block<S, MT>(tile + L::kSubTilesAt + j * S::kTileBytes, all[b], scale, negated(min), acc);
       }
     }
     store_group<MT>(acc, rows_in_group(w, g), out + m0 * ldo + g * kGroupRows, ldo);
