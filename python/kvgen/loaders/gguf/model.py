@@ -233,7 +233,6 @@ class GGUFContents:
         return {"name": self.get("general.name", str, ""), "tensor_types": dict(types.most_common())}
 
 
-
 def _without_leading_ones(shape: tuple) -> tuple:
     """``shape`` without its leading 1s (at least one dimension kept). llama.cpp's own writer
     (ggml's n_dims, as its quantizer writes every tensor) drops the trailing 1s of a tensor's ne,
@@ -242,6 +241,7 @@ def _without_leading_ones(shape: tuple) -> tuple:
     while len(shape) > 1 and shape[0] == 1:
         shape = shape[1:]
     return shape
+
 
 def unpermute(w: np.ndarray, heads: int) -> np.ndarray:
     """Reverses llama.cpp's rotary permutation of q/k rows (weights or biases): per head,
