@@ -440,6 +440,49 @@ void quantized_activations_are_the_portable_ones_on_every_cpu_path() {
   }
 }
 
+// Where the quantizer writes the two-level passes (the AVX-512 path, 8 rows or more), every
+// full pass holds the rows the view holds: both levels' quants, d1, d2 and s1 + s2 of each
+// row and block, whether one call quantized the rows or threads did in parts.
+void two_level_passes_hold_the_rows_of_the_view() {
+  constexpr int64_t kRowsP = 19, kColsP = 4 * 32;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(kRowsP * kColsP);
+  for (float& v : x) v = normal(rng);
+  for (CpuPath path : supported_cpu_paths()) {
+    QuantizedActivations xq(2 * kRowsP, kColsP, path);
+    for (int parts : {1, 3}) {
+      if (parts == 1) {
+        xq.quantize_two_level(x.data(), kRowsP, kColsP);
+      } else {  // three uneven ranges of blocks, as the projector's threads take them
+        xq.begin_parts(kRowsP, kColsP, true);
+        const int64_t blocks = xq.blocks(kRowsP);
+        for (int64_t i = 0; i < parts; ++i)
+          xq.quantize_blocks(x.data(), kRowsP, kColsP, true, blocks * i * i / 9, blocks * (i + 1) * (i + 1) / 9);
+      }
+      const Int8View v = xq.view();
+      if (!v.passes) {
+        CHECK(path != CpuPath::Avx512);  // the AVX-512 quantizer writes them
+        continue;
+      }
+      const int64_t blocks = kColsP / 32;
+      for (int64_t m = 0; m < kRowsP / kTwoLevelPassRows * kTwoLevelPassRows; ++m)
+        for (int64_t b = 0; b < blocks; ++b) {
+          const TwoLevelPassBlock& pass = v.passes[m / kTwoLevelPassRows * blocks + b];
+          const int r = static_cast<int>(m % kTwoLevelPassRows);
+          const int64_t first = m * blocks + b, second = (kRowsP + m) * blocks + b;
+          CHECK(std::equal(pass.rows[r], pass.rows[r] + 32, v.q + first * 32));
+          CHECK(std::equal(pass.rows[kTwoLevelPassRows + r], pass.rows[kTwoLevelPassRows + r] + 32, v.q + second * 32));
+          CHECK_EQ(pass.d1[r], v.d[first]);
+          CHECK_EQ(pass.d2[r], v.d[second]);
+          CHECK_EQ(pass.s[r], v.s[first] + v.s[second]);
+        }
+      xq.quantize(x.data(), kRowsP, kColsP);  // one level: no passes
+      CHECK(xq.view().passes == nullptr);
+    }
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -450,6 +493,7 @@ int main() {
       TEST_CASE(matmuls_match_the_plain_product_on_every_cpu_path),
       TEST_CASE(lookup_types_match_the_plain_product_in_one_and_two_levels),
       TEST_CASE(index_types_match_the_plain_product_in_one_and_two_levels),
+      TEST_CASE(two_level_passes_hold_the_rows_of_the_view),
       TEST_CASE(quantized_activations_are_the_portable_ones_on_every_cpu_path),
   });
 }

@@ -70,6 +70,12 @@ QuantizedActivations::QuantizedActivations(int64_t max_rows, int64_t cols, CpuPa
   d_.resize(static_cast<size_t>(max_rows * cols / kBlockSize));
   s_.resize(d_.size());
   half_sums_.resize(2 * d_.size());
+  if (avx512_) passes_.resize(static_cast<size_t>(max_rows / 2 / kTwoLevelPassRows * (cols / kBlockSize)));
+}
+
+TwoLevelPassBlock* QuantizedActivations::passes_for(int64_t rows, int levels) {
+  passes_written_ = avx512_ && levels == 2 && rows >= kTwoLevelPassRows;
+  return passes_written_ ? passes_.data() : nullptr;
 }
 
 void QuantizedActivations::quantize(const float* x, int64_t rows, int64_t ldx) {
@@ -90,9 +96,10 @@ void QuantizedActivations::quantize_two_level(const float* x, int64_t rows, int6
 
 void QuantizedActivations::quantize_rows(const float* x, int64_t rows, int64_t ldx, int levels) {
   if (ldx < cols_) throw ValueError("activations: row stride " + std::to_string(ldx) + " < cols " + std::to_string(cols_));
+  TwoLevelPassBlock* passes = passes_for(rows, levels);
   if (avx512_) {
     quantize_blocks_avx512(x, rows, ldx, cols_, levels, 0, rows * (cols_ / kBlockSize), q_.data(), d_.data(),
-                           s_.data(), half_sums_.data());
+                           s_.data(), half_sums_.data(), passes);
     return;
   }
   const int64_t blocks = cols_ / kBlockSize;
@@ -122,13 +129,14 @@ void QuantizedActivations::begin_parts(int64_t rows, int64_t ldx, bool two_level
                      "] (max_rows)");
   if (ldx < cols_) throw ValueError("activations: row stride " + std::to_string(ldx) + " < cols " + std::to_string(cols_));
   rows_ = need;
+  passes_for(rows, two_level ? 2 : 1);
 }
 
 void QuantizedActivations::quantize_blocks(const float* x, int64_t rows, int64_t ldx, bool two_level, int64_t first,
                                            int64_t last) {
   if (avx512_) {
     quantize_blocks_avx512(x, rows, ldx, cols_, two_level ? 2 : 1, first, last, q_.data(), d_.data(), s_.data(),
-                           half_sums_.data());
+                           half_sums_.data(), passes_written_ ? passes_.data() : nullptr);
     return;
   }
   const int64_t per_row = cols_ / kBlockSize;

@@ -12,6 +12,7 @@
 #include <immintrin.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace kvgen::quant {
@@ -62,8 +63,9 @@ namespace {
 bool has_avx512_quantizer() { return true; }
 
 void quantize_blocks_avx512(const float* x, int64_t rows, int64_t ldx, int64_t cols, int levels, int64_t first,
-                            int64_t last, int8_t* q, float* d, float* s, int32_t* half_sums) {
+                            int64_t last, int8_t* q, float* d, float* s, int32_t* half_sums, TwoLevelPassBlock* passes) {
   const int64_t blocks = cols / kBlockSize;
+  const int64_t in_passes = passes ? rows / kTwoLevelPassRows * kTwoLevelPassRows : 0;
   alignas(64) float residual[kBlockSize];
   for (int64_t i = first; i < last; ++i) {
     const int64_t m = i / blocks, b = i % blocks;
@@ -79,6 +81,14 @@ void quantize_blocks_avx512(const float* x, int64_t rows, int64_t ldx, int64_t c
     const int64_t second = rows * blocks + i;
     __m512i unused[2];
     quantize_block(residual, q + second * kBlockSize, d + second, s + second, half_sums + 2 * second, unused);
+    if (m >= in_passes) continue;
+    TwoLevelPassBlock& pass = passes[m / kTwoLevelPassRows * blocks + b];
+    const int r = static_cast<int>(m % kTwoLevelPassRows);
+    std::memcpy(pass.rows[r], q + i * kBlockSize, kBlockSize);
+    std::memcpy(pass.rows[kTwoLevelPassRows + r], q + second * kBlockSize, kBlockSize);
+    pass.d1[r] = d[i];
+    pass.d2[r] = d[second];
+    pass.s[r] = s[i] + s[second];  // as the kernels add the levels' sums
   }
 }
 
@@ -89,7 +99,7 @@ void quantize_blocks_avx512(const float* x, int64_t rows, int64_t ldx, int64_t c
 namespace kvgen::quant {
 bool has_avx512_quantizer() { return false; }
 void quantize_blocks_avx512(const float*, int64_t, int64_t, int64_t, int, int64_t, int64_t, int8_t*, float*, float*,
-                            int32_t*) {}
+                            int32_t*, TwoLevelPassBlock*) {}
 }  // namespace kvgen::quant
 
 #endif

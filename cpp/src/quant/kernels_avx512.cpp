@@ -284,28 +284,20 @@ template <class L, int MT>
   }
 }
 
-// One activation block of MT rows in both levels, side by side, for two_level_dots and the
-// folds after it: the quants (level one of row m at m, its residual at MT + m), each row's
-// scales d1, d2 and its levels' sum s1 + s2 (added as every kernel adds them). The folds read
-// them at fixed offsets from one pointer (a broadcast operand of the multiply, no scalar add
-// and broadcast: those took a vector pipe beside the VNNI products on Zen 5). Aligned (the
-// copy's stores; std::vector keeps the alignment).
-template <int MT>
-struct alignas(64) TwoLevelBlocks {
-  int8_t rows[2 * MT][kBlockSize];
-  float d1[MT];
-  float d2[MT];
-  float s[MT];
-};
-
 // Every block of rows [m0, m0 + MT) of both levels (level one at row m of x, the residual at
-// row M + m), gathered once per call for all the call's groups, not per tile: the tile's
-// broadcasts waited on the copy's stores, and every group copied again (4-16 rows in cache
-// 1.25-1.45x faster; 4 beams and batch 8 on SmolLM2 about 1.28x). The buffer is the calling
-// thread's and only grows.
+// row M + m) in kernel_abi.h's TwoLevelBlocks layout: the folds read each row's scales and
+// sum at fixed offsets from one pointer (a broadcast operand of the multiply, no scalar add
+// and broadcast: those took a vector pipe beside the VNNI products on Zen 5). A full pass the
+// quantizer wrote (x.passes) is read where it is; other rows are gathered once per call for
+// all the call's groups, not per tile (the tile's broadcasts waited on the copy's stores, and
+// every group copied again: 4-16 rows in cache 1.25-1.45x faster), into the calling thread's
+// buffer (it only grows). Every work item of a prompt chunk's product gathered all its passes
+// again: 8% of a Qwen3.5-2B-shaped prefill.
 template <int MT>
 const TwoLevelBlocks<MT>* gather_two_level_rows(const Int8View& x, int64_t M, int64_t m0) {
   const int64_t blocks = x.cols / kBlockSize;
+  if constexpr (MT == kTwoLevelPassRows)
+    if (x.passes) return x.passes + m0 / kTwoLevelPassRows * blocks;  // m0: a multiple of the pass rows
   thread_local std::vector<TwoLevelBlocks<MT>> gathered;
   if (static_cast<int64_t>(gathered.size()) < blocks) gathered.resize(blocks);
   TwoLevelBlocks<MT>* all = gathered.data();
@@ -864,9 +856,9 @@ void whole_matmul_int8(const PackedView& w, const Int8View& x, float* out, int64
   lookup_matmul<1>(w, x, x.rows, out, ldo, g0, g1);
 }
 
-// Batch rows per pass of the two-level kernels: the tile's 8 unpacked vectors and a row's
-// two levels' dot chains stay in registers beside the accumulators.
-constexpr int kTwoLevelTileRows = 8;
+// Batch rows per pass of the two-level kernels (kernel_abi.h's kTwoLevelPassRows): the tile's
+// 8 unpacked vectors and a row's two levels' dot chains stay in registers beside the accumulators.
+constexpr int kTwoLevelTileRows = kTwoLevelPassRows;
 
 // Above kMaxTile batch rows (a prompt chunk), Q6_K matrices take passes of this many rows: a
 // sub-tile's unpacked quants and decoded scales serve twice the rows (the same arithmetic per

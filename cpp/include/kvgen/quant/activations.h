@@ -42,12 +42,18 @@ class QuantizedActivations {
   // Whether blocks are quantized with SIMD code (tens of nanoseconds a block, so a row is
   // cheaper done at once than handed out to threads).
   bool vectorized() const { return avx512_; }
-  // The rows quantized last.
-  Int8View view() const { return {q_.data(), d_.data(), s_.data(), half_sums_.data(), rows_, cols_}; }
+  // The rows quantized last (with their passes where a two-level quantization wrote them).
+  Int8View view() const {
+    return {q_.data(), d_.data(), s_.data(), half_sums_.data(), rows_, cols_, passes_written_ ? passes_.data() : nullptr};
+  }
 
  private:
   // Rows [0, rows) of x, and with levels = 2 their residuals into rows [rows, 2 rows).
   void quantize_rows(const float* x, int64_t rows, int64_t ldx, int levels);
+  // Where the AVX-512 quantizer writes the full passes of `rows` two-level rows (null where
+  // it writes none: one level, another quantizer, or fewer rows than a pass), and whether
+  // view() hands them out.
+  TwoLevelPassBlock* passes_for(int64_t rows, int levels);
 
   int64_t max_rows_, cols_, rows_ = 0;
   bool avx512_;  // quantize with the AVX-512 code
@@ -55,6 +61,8 @@ class QuantizedActivations {
   std::vector<float> d_;   // (max_rows, cols / 32)
   std::vector<float> s_;   // (max_rows, cols / 32)
   std::vector<int32_t> half_sums_;  // (max_rows, cols / 16): sum of q per 16 values
+  std::vector<TwoLevelPassBlock> passes_;  // (max_rows / 2 / 8 passes, cols / 32), AVX-512 only
+  bool passes_written_ = false;
 };
 
 }  // namespace kvgen::quant

@@ -227,6 +227,24 @@ struct PackedView {
   int64_t groups;  // ceil(N / 16)
 };
 
+// Batch rows of a two-level product's pass (the AVX-512 kernels' 8-row passes).
+inline constexpr int kTwoLevelPassRows = 8;
+
+// One activation block of MT rows in both levels, side by side, as the AVX-512 two-level
+// kernels read them: the quants (level one of row m at m, its residual at MT + m), each
+// row's scales d1, d2 and its levels' sum s1 + s2 (added as every kernel adds them).
+template <int MT>
+struct alignas(64) TwoLevelBlocks {
+  int8_t rows[2 * MT][kBlockSize];
+  float d1[MT];
+  float d2[MT];
+  float s[MT];
+};
+
+// The quantizer writes every full pass of a two-level quantization in this layout too
+// (block b of pass p at p * blocks + b), so that a product's work items do not each gather it.
+using TwoLevelPassBlock = TwoLevelBlocks<kTwoLevelPassRows>;
+
 // Activations quantized per 32-block (llama.cpp's Q8_1): x ~ d * q, s = d * sum(q).
 struct Int8View {
   const int8_t* q;  // (rows, cols)
@@ -235,6 +253,9 @@ struct Int8View {
   const int32_t* half_sums;  // (rows, cols / 16): sum of q over each 16 values (Q6_K's scale groups)
   int64_t rows;     // M
   int64_t cols;     // K
+  // Two-level rows only, where the quantizer wrote them (else null): rows [0, M) of both
+  // levels in passes of kTwoLevelPassRows, M / kTwoLevelPassRows full passes of cols / 32 blocks.
+  const TwoLevelPassBlock* passes = nullptr;
 };
 
 // out[m * ldo + n] = sum_k x[m, k] * W[n, k] for the rows n of groups [g0, g1).
