@@ -13,7 +13,8 @@ the public-domain text of the fidelity tests, against the same model unquantized
 Schemes (int8 symmetric, scale = max|x| / 127 per block, rounding half away from zero as
 kvgen's quantizer):
 
-* ``two-level/32``: kvgen's default; the residual quantized again per block;
+* ``two-level/32``: kvgen's default; the residual quantized again per block, with the fixed
+  scale d1 / 256;
 * ``one-level/B`` for B = 32 (llama.cpp's Q8_1, ``activations="int8"``), 16, 8, 4, 2: one
   level with a scale per B values. The ``vpdpbusd`` count is one level's, but every scale finer
   than 32 adds float conversions and multiply-adds per instruction (per 4 values: one of each);
@@ -57,9 +58,20 @@ def one_level(x: torch.Tensor, block: int) -> torch.Tensor:
     return (q * d).reshape(shape)
 
 
+def second_level(xb: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
+    """The residual xb - first of (n, 32) blocks quantized as kvgen's second level: the fixed
+    scale d1 / 256 (d1 = the first level's max|x| / 127), clamped to +-127, and dequantized."""
+    d2 = xb.abs().amax(-1, keepdim=True) / 127 / 256
+    inverse = torch.where(d2 > 0, 1 / d2, torch.zeros_like(d2))
+    residual = xb - first
+    q = torch.clamp(torch.sign(residual) * torch.floor((residual * inverse).abs() + 0.5), -127, 127)
+    return q * d2
+
+
 def two_level(x: torch.Tensor) -> torch.Tensor:
-    first = one_level(x, 32)
-    return first + one_level(x - first, 32)
+    shape, xb = x.shape, x.reshape(-1, 32)
+    first = one_level(xb, 32)
+    return (first + second_level(xb, first)).reshape(shape)
 
 
 def widest_two_level(x: torch.Tensor, fraction: float) -> torch.Tensor:
@@ -68,7 +80,7 @@ def widest_two_level(x: torch.Tensor, fraction: float) -> torch.Tensor:
     first = one_level(xb, 32)
     spread = xb.abs().amax(-1) / (xb.pow(2).mean(-1).sqrt() + 1e-30)
     cut = torch.quantile(spread.float()[:100_000], 1 - fraction)
-    second = torch.where((spread > cut).unsqueeze(-1), one_level(xb - first, 32), torch.zeros_like(xb))
+    second = torch.where((spread > cut).unsqueeze(-1), second_level(xb, first), torch.zeros_like(xb))
     return (first + second).reshape(shape)
 
 

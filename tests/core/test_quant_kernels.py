@@ -239,12 +239,13 @@ def test_int8_mode_matches_float64(qtype, path):
 @pytest.mark.parametrize("qtype", INT8_TYPES)
 def test_two_level_int8_mode_matches_float64(qtype, path):
     """Two-level activations (the models' default): x ~ d1 q1 + d2 q2, the second level
-    quantizing the first one's rounding error (|x - d1 q1| <= d1 / 2, so d2 <= d1 / 254);
-    the AVX-512 kernel adds the levels per block (d1 dot1 + d2 dot2), the other paths
-    multiply both levels' rows and add the halves. Against the float64 product with x
-    itself: each element is within 1.5 d1 / 256 (half a step of d2, with margin for the
-    float32 rounding of the residual), and the arithmetic adds the int8 bound's roundings
-    for both levels."""
+    quantizing the first one's rounding error (|x - d1 q1| <= d1 / 2) with d2 = d1 / 256
+    (|q2| <= 128, clamped to 127); the AVX-512 kernel adds the levels' dots per block as
+    integers (d1 (256 dot1 + dot2)), the other paths multiply both levels' rows and add the
+    halves. Against the float64 product with x itself: each element is within 1.5 d1 / 256
+    (half a step of d2, or a whole one where the clamp bites, with margin for the float32
+    rounding of the residual), and the arithmetic adds the int8 bound's roundings for both
+    levels."""
     for cols in cols_for(qtype):
         x = activations(cols)
         _, dx = quantize_like_kernel(x)

@@ -440,8 +440,52 @@ void quantized_activations_are_the_portable_ones_on_every_cpu_path() {
   }
 }
 
+// The second level of a two-level quantization has the fixed scale d1 / 256 on every CPU
+// path: d2 = d1 / 256 exactly, and the two levels hold each value to within one step d2 (half
+// a step, but where |r / d2| rounds to 128 and is clamped to 127). Blocks of zeros, of values
+// at the first level's steps (residual 0) and holding NaN keep their meaning.
+void second_level_has_the_first_levels_scale_over_256() {
+  constexpr int64_t kRowsS = 3, kColsS = 64 * 32;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(kRowsS * kColsS);
+  for (int64_t i = 0; i < kRowsS * kColsS; ++i) x[i] = normal(rng) * std::ldexp(1.0f, static_cast<int>(i / 32 % 16) - 8);
+  for (int k = 0; k < 32; ++k) x[k] = 0.0f;                             // block 0: zeros
+  for (int k = 0; k < 32; ++k) x[64 + k] = static_cast<float>(127 - 8 * k);  // block 2: integers, max 127: d1 = 1
+  x[96 + 3] = std::numeric_limits<float>::quiet_NaN();                  // block 3: NaN
+  for (CpuPath path : supported_cpu_paths()) {
+    QuantizedActivations xq(2 * kRowsS, kColsS, path);
+    xq.quantize_two_level(x.data(), kRowsS, kColsS);
+    const Int8View v = xq.view();
+    const int64_t blocks = kColsS / 32;
+    const int before = kvgen::test::failure_count();
+    for (int64_t m = 0; m < kRowsS; ++m)
+      for (int64_t b = 0; b < blocks; ++b) {
+        const int64_t first = m * blocks + b, second = (kRowsS + m) * blocks + b;
+        const float d1 = v.d[first], d2 = v.d[second];
+        if (m == 0 && b == 3) {  // NaN: both levels NaN, their quants 0
+          CHECK(std::isnan(d1) && std::isnan(d2) && std::isnan(v.s[second]));
+          for (int k = 0; k < 32; ++k) CHECK_EQ(int{v.q[second * 32 + k]}, 0);
+          continue;
+        }
+        CHECK_EQ(d2, d1 / 256.0f);
+        int32_t sum = 0;
+        for (int k = 0; k < 32; ++k) {
+          const double value = x[m * kColsS + b * 32 + k];
+          const double held = double{d1} * v.q[first * 32 + k] + double{d2} * v.q[second * 32 + k];
+          CHECK(std::abs(held - value) <= 1.0001 * double{d2});
+          sum += v.q[second * 32 + k];
+        }
+        CHECK_EQ(v.s[second], d2 * static_cast<float>(sum));
+        if (m == 0 && b == 2)  // integers at the first level's steps: nothing left over
+          for (int k = 0; k < 32; ++k) CHECK_EQ(int{v.q[second * 32 + k]}, 0);
+      }
+    if (kvgen::test::failure_count() != before) std::cerr << "  (on cpu path " << cpu_path_name(path) << ")\n";
+  }
+}
+
 // Where the quantizer writes the two-level passes (the AVX-512 path, 8 rows or more), every
-// full pass holds the rows the view holds: both levels' quants, d1, d2 and s1 + s2 of each
+// full pass holds the rows the view holds: both levels' quants, d2, s1 + s2 and the combined half sums of each
 // row and block, whether one call quantized the rows or threads did in parts.
 void two_level_passes_hold_the_rows_of_the_view() {
   constexpr int64_t kRowsP = 19, kColsP = 4 * 32;
@@ -473,9 +517,10 @@ void two_level_passes_hold_the_rows_of_the_view() {
           const int64_t first = m * blocks + b, second = (kRowsP + m) * blocks + b;
           CHECK(std::equal(pass.rows[r], pass.rows[r] + 32, v.q + first * 32));
           CHECK(std::equal(pass.rows[kTwoLevelPassRows + r], pass.rows[kTwoLevelPassRows + r] + 32, v.q + second * 32));
-          CHECK_EQ(pass.d1[r], v.d[first]);
           CHECK_EQ(pass.d2[r], v.d[second]);
           CHECK_EQ(pass.s[r], v.s[first] + v.s[second]);
+          for (int h = 0; h < 2; ++h)
+            CHECK_EQ(pass.half_sums[r][h], v.half_sums[2 * first + h] * 256 + v.half_sums[2 * second + h]);
         }
       xq.quantize(x.data(), kRowsP, kColsP);  // one level: no passes
       CHECK(xq.view().passes == nullptr);
@@ -493,6 +538,7 @@ int main() {
       TEST_CASE(matmuls_match_the_plain_product_on_every_cpu_path),
       TEST_CASE(lookup_types_match_the_plain_product_in_one_and_two_levels),
       TEST_CASE(index_types_match_the_plain_product_in_one_and_two_levels),
+      TEST_CASE(second_level_has_the_first_levels_scale_over_256),
       TEST_CASE(two_level_passes_hold_the_rows_of_the_view),
       TEST_CASE(quantized_activations_are_the_portable_ones_on_every_cpu_path),
   });

@@ -13,12 +13,42 @@ namespace kvgen::quant {
 
 namespace {
 
-// One 32-value block: q, its d and s, and the sums of q over its two halves. Written so
-// that the compiler vectorizes it with baseline SSE2 (this file gets no -m flags): no libm
-// calls, no float reductions (whose order the compiler may not change), rounding by
-// truncation of |v| + 0.5 (half away from zero, as roundf; exactly the simulation in the
-// tests). max|x| is taken on the bit patterns: for floats with the sign bit cleared the
-// integer order is the float order, and a pattern at or above infinity's is inf or NaN.
+// One 32-value block quantized with the scale d (finite, >= 0): q = round(x / d) clamped to
+// +-127, s = d * sum(q), and the sums of q over its two halves. Written so that the compiler
+// vectorizes it with baseline SSE2 (this file gets no -m flags): no libm calls, no float
+// reductions (whose order the compiler may not change), rounding by truncation of |v| + 0.5
+// (half away from zero, as roundf; exactly the simulation in the tests).
+void quantize_with_scale(const float* x, float d, int8_t* q, float* s_out, int32_t* half_sums) {
+  const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
+  int32_t sums[2] = {0, 0};
+  for (int half = 0; half < 2; ++half) {
+    int32_t sum = 0;
+    for (int k = 16 * half; k < 16 * half + 16; ++k) {
+      const float v = x[k] * inverse;
+      int magnitude = static_cast<int>(std::fabs(v) + 0.5f);  // |v| <= 127 (128 for a residual) up to rounding
+      magnitude = magnitude < 127 ? magnitude : 127;
+      const int value = v < 0.0f ? -magnitude : magnitude;
+      q[k] = static_cast<int8_t>(value);
+      sum += value;
+    }
+    sums[half] = sum;
+  }
+  *s_out = d * static_cast<float>(sums[0] + sums[1]);
+  half_sums[0] = sums[0];
+  half_sums[1] = sums[1];
+}
+
+// A block that holds NaN or inf (or the residual of one): d = s = NaN and q = 0, so the
+// products of its row are NaN rather than garbage.
+void non_finite_block(int8_t* q, float* d_out, float* s_out, int32_t* half_sums) {
+  for (int k = 0; k < kBlockSize; ++k) q[k] = 0;
+  *d_out = *s_out = std::nanf("");
+  half_sums[0] = half_sums[1] = 0;
+}
+
+// One 32-value block: d = max|x| / 127 and the rest as quantize_with_scale. max|x| is taken
+// on the bit patterns: for floats with the sign bit cleared the integer order is the float
+// order, and a pattern at or above infinity's is inf or NaN.
 void quantize_block(const float* x, int8_t* q, float* d_out, float* s_out, int32_t* half_sums) {
   constexpr uint32_t kInfinityBits = 0x7F800000u;
   uint32_t bits[kBlockSize];
@@ -28,33 +58,22 @@ void quantize_block(const float* x, int8_t* q, float* d_out, float* s_out, int32
     const uint32_t a = bits[k] & 0x7FFFFFFFu;
     amax_bits = a > amax_bits ? a : amax_bits;
   }
-  if (amax_bits >= kInfinityBits) {  // a NaN scale makes every product of this row NaN, as float math would
-    for (int k = 0; k < kBlockSize; ++k) q[k] = 0;
-    *d_out = *s_out = std::nanf("");
-    half_sums[0] = half_sums[1] = 0;
-    return;
-  }
+  if (amax_bits >= kInfinityBits) return non_finite_block(q, d_out, s_out, half_sums);
   float amax;
   std::memcpy(&amax, &amax_bits, sizeof(amax));
-  const float d = amax / 127.0f;
-  const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
-  int32_t sums[2] = {0, 0};
-  for (int half = 0; half < 2; ++half) {
-    int32_t sum = 0;
-    for (int k = 16 * half; k < 16 * half + 16; ++k) {
-      const float v = x[k] * inverse;
-      int magnitude = static_cast<int>(std::fabs(v) + 0.5f);  // |v| <= 127 up to rounding
-      magnitude = magnitude < 127 ? magnitude : 127;
-      const int value = v < 0.0f ? -magnitude : magnitude;
-      q[k] = static_cast<int8_t>(value);
-      sum += value;
-    }
-    sums[half] = sum;
-  }
-  *d_out = d;
-  *s_out = d * static_cast<float>(sums[0] + sums[1]);
-  half_sums[0] = sums[0];
-  half_sums[1] = sums[1];
+  *d_out = amax / 127.0f;
+  quantize_with_scale(x, *d_out, q, s_out, half_sums);
+}
+
+// The second level of a block whose first level has scale d1 and quants q1: the residual
+// x - d1 q1 (its product and difference rounded apart) with the fixed scale d1 / 256.
+void quantize_residual(const float* x, float d1, const int8_t* q1, int8_t* q, float* d_out, float* s_out,
+                       int32_t* half_sums) {
+  if (d1 != d1) return non_finite_block(q, d_out, s_out, half_sums);
+  float residual[kBlockSize];
+  for (int k = 0; k < kBlockSize; ++k) residual[k] = x[k] - d1 * static_cast<float>(q1[k]);
+  *d_out = d1 * (1.0f / (1 << kSecondLevelShift));
+  quantize_with_scale(residual, *d_out, q, s_out, half_sums);
 }
 
 }  // namespace
@@ -109,16 +128,12 @@ void QuantizedActivations::quantize_rows(const float* x, int64_t rows, int64_t l
                      &s_[m * blocks + b],
                      &half_sums_[2 * (m * blocks + b)]);
   if (levels < 2) return;
-  float residual[kBlockSize];
   for (int64_t m = 0; m < rows; ++m)
     for (int64_t b = 0; b < blocks; ++b) {
       const int64_t first = m * blocks + b, second = (rows + m) * blocks + b;
-      const float* xb = x + m * ldx + b * kBlockSize;
-      const int8_t* qb = q_.data() + m * cols_ + b * kBlockSize;
-      const float d = d_[first];
-      for (int k = 0; k < kBlockSize; ++k) residual[k] = xb[k] - d * static_cast<float>(qb[k]);
-      quantize_block(residual, q_.data() + (rows + m) * cols_ + b * kBlockSize, &d_[second], &s_[second],
-                     &half_sums_[2 * second]);
+      quantize_residual(x + m * ldx + b * kBlockSize, d_[first], q_.data() + m * cols_ + b * kBlockSize,
+                        q_.data() + (rows + m) * cols_ + b * kBlockSize, &d_[second], &s_[second],
+                        &half_sums_[2 * second]);
     }
 }
 
@@ -140,7 +155,6 @@ void QuantizedActivations::quantize_blocks(const float* x, int64_t rows, int64_t
     return;
   }
   const int64_t per_row = cols_ / kBlockSize;
-  float residual[kBlockSize];
   for (int64_t i = first; i < last; ++i) {
     const int64_t m = i / per_row, b = i % per_row;
     const float* xb = x + m * ldx + b * kBlockSize;
@@ -149,9 +163,8 @@ void QuantizedActivations::quantize_blocks(const float* x, int64_t rows, int64_t
     quantize_block(xb, qb, &d_[one], &s_[one], &half_sums_[2 * one]);
     if (!two_level) continue;
     const int64_t two = (rows + m) * per_row + b;
-    const float d = d_[one];
-    for (int k = 0; k < kBlockSize; ++k) residual[k] = xb[k] - d * static_cast<float>(qb[k]);
-    quantize_block(residual, q_.data() + (rows + m) * cols_ + b * kBlockSize, &d_[two], &s_[two], &half_sums_[2 * two]);
+    quantize_residual(xb, d_[one], qb, q_.data() + (rows + m) * cols_ + b * kBlockSize, &d_[two], &s_[two],
+                      &half_sums_[2 * two]);
   }
 }
 

@@ -130,11 +130,24 @@ template <int V0, int V1>
   return _mm512_add_epi32(a, b);
 }
 
-// Two-level activations: the levels' dots (each exact in int32), converted and added with
-// their scales: d1 dot1 + d2 dot2 (the caller multiplies by the weights' scale once).
-[[gnu::always_inline]] inline __m512 two_level_sum(__m512i dot1, __m512i dot2, float d1, float d2) {
-  return _mm512_fmadd_ps(_mm512_set1_ps(d2), _mm512_cvtepi32_ps(dot2),
-                         _mm512_mul_ps(_mm512_set1_ps(d1), _mm512_cvtepi32_ps(dot1)));
+// Two-level activations: the levels' dots (each exact in int32) added as integers, the
+// second level's scale being d1 / 2^8 (kSecondLevelShift): 2^8 dot1 + dot2, so that the fold
+// takes one conversion and one multiply by d2. Every type's |dot| < 2^20 (at most 32 x 255 x
+// 127, and an offset of 128 x 32 x 127), so the sum is exact in int32 and rounds once, in the
+// conversion. On Zen 5 the fold's float operations share the two pipes of the VNNI products;
+// the integer shift and add do not (one float multiply fewer per row and block than adding
+// d1 dot1 + d2 dot2 in float).
+[[gnu::always_inline]] inline __m512i two_level_int(__m512i dot1, __m512i dot2) {
+  return _mm512_add_epi32(_mm512_slli_epi32(dot1, kSecondLevelShift), dot2);
+}
+
+[[gnu::always_inline]] inline __m512 two_level_dot(__m512i dot1, __m512i dot2) {
+  return _mm512_cvtepi32_ps(two_level_int(dot1, dot2));
+}
+
+// d2 (2^8 dot1 + dot2) = d1 dot1 + d2 dot2 (the caller multiplies by the weights' scale once).
+[[gnu::always_inline]] inline __m512 two_level_sum(__m512i dot1, __m512i dot2, float d2) {
+  return _mm512_mul_ps(_mm512_set1_ps(d2), two_level_dot(dot1, dot2));
 }
 
 // dot[m] (lane r) = sum_k u[r][k] * xq[m][k] over one tile, chunk by chunk (for up to 8
@@ -235,7 +248,7 @@ void int8x2_tile_rows(const PackedView& w, const Int8View& x, int64_t M, int64_t
         const int64_t first = (m0 + m) * blocks + b, second = (M + m0 + m) * blocks + b;
         const __m512i dot1 = row_dot<0, 8>(u, x.q + first * kBlockSize, _mm512_setzero_si512());
         const __m512i dot2 = row_dot<0, 8>(u, x.q + second * kBlockSize, _mm512_setzero_si512());
-        acc[m] = _mm512_fmadd_ps(d, two_level_sum(dot1, dot2, x.d[first], x.d[second]), acc[m]);
+        acc[m] = _mm512_fmadd_ps(d, two_level_sum(dot1, dot2, x.d[second]), acc[m]);
         acc[m] = _mm512_fmadd_ps(mins, _mm512_set1_ps(x.s[first] + x.s[second]), acc[m]);
       }
     }
@@ -310,9 +323,10 @@ const TwoLevelBlocks<MT>* gather_two_level_rows(const Int8View& x, int64_t M, in
                          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + b1 * kBlockSize)));
       _mm256_store_si256(reinterpret_cast<__m256i*>(all[b].rows[MT + m]),
                          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + b2 * kBlockSize)));
-      all[b].d1[m] = x.d[b1];
       all[b].d2[m] = x.d[b2];
       all[b].s[m] = x.s[b1] + x.s[b2];
+      for (int h = 0; h < 2; ++h)
+        all[b].half_sums[m][h] = x.half_sums[2 * b1 + h] * (1 << kSecondLevelShift) + x.half_sums[2 * b2 + h];
     }
   }
   return all;
@@ -328,7 +342,7 @@ template <class Q, int MT>
   two_level_dots<Q, MT>(q, xb.rows, dot1, dot2);
 #pragma GCC unroll 16
   for (int m = 0; m < MT; ++m) {
-    acc[m] = _mm512_fmadd_ps(scale, two_level_sum(dot1[m], dot2[m], xb.d1[m], xb.d2[m]), acc[m]);
+    acc[m] = _mm512_fmadd_ps(scale, two_level_sum(dot1[m], dot2[m], xb.d2[m]), acc[m]);
     acc[m] = _mm512_fmadd_ps(offset, _mm512_set1_ps(xb.s[m]), acc[m]);
   }
 }
@@ -504,27 +518,36 @@ void int8_super_rows(const PackedView& w, const Int8View& x, int64_t m0, float* 
   }
 }
 
-// Q6_K, two levels: one activation row's sub-block (its blocks `first` and `second` of x, the
-// levels) against the unpacked sub-tile u, both halves' dots starting at -32 times the level's
-// half sum, scaled by the halves' scales onto acc.
-[[gnu::always_inline]] inline __m512 q6k_two_level(const __m512i* u, const Int8View& x, int64_t first, int64_t second,
-                                                   __m512 scale_a, __m512 scale_b, __m512 acc) {
-  const int8_t* q1 = x.q + first * kBlockSize;
-  const int8_t* q2 = x.q + second * kBlockSize;
-  const int32_t* hs1 = x.half_sums + 2 * first;
-  const int32_t* hs2 = x.half_sums + 2 * second;
-  const __m512 half_a = two_level_sum(row_dot<0, 4>(u, q1, _mm512_set1_epi32(-32 * hs1[0])),
-                                      row_dot<0, 4>(u, q2, _mm512_set1_epi32(-32 * hs2[0])), x.d[first], x.d[second]);
-  const __m512 half_b = two_level_sum(row_dot<4, 8>(u, q1, _mm512_set1_epi32(-32 * hs1[1])),
-                                      row_dot<4, 8>(u, q2, _mm512_set1_epi32(-32 * hs2[1])), x.d[first], x.d[second]);
-  return _mm512_fmadd_ps(scale_b, half_b, _mm512_fmadd_ps(scale_a, half_a, acc));
+// Q6_K, two levels: one activation row's sub-block (its quants q1, q2 of the two levels)
+// against the unpacked sub-tile u. Each half's levels' dots are added as integers, less 32
+// times the half's quant sums combined the same way (hsum[h] = 2^8 hs1 + hs2: the stored
+// quant is w + 32); the halves' scales are applied, and d2 to both:
+// acc + d2 (scale_a half_a + scale_b half_b).
+[[gnu::always_inline]] inline __m512 q6k_two_level(const __m512i* u, const int8_t* q1, const int8_t* q2,
+                                                   const int32_t* hsum, float d2, __m512 scale_a, __m512 scale_b,
+                                                   __m512 acc) {
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i offset_a = _mm512_slli_epi32(_mm512_set1_epi32(hsum[0]), 5);
+  const __m512i offset_b = _mm512_slli_epi32(_mm512_set1_epi32(hsum[1]), 5);
+  const __m512 half_a = _mm512_cvtepi32_ps(
+      _mm512_sub_epi32(two_level_int(row_dot<0, 4>(u, q1, zero), row_dot<0, 4>(u, q2, zero)), offset_a));
+  const __m512 half_b = _mm512_cvtepi32_ps(
+      _mm512_sub_epi32(two_level_int(row_dot<4, 8>(u, q1, zero), row_dot<4, 8>(u, q2, zero)), offset_b));
+  return _mm512_fmadd_ps(_mm512_set1_ps(d2), _mm512_fmadd_ps(scale_b, half_b, _mm512_mul_ps(scale_a, half_a)), acc);
 }
 
-// Two-level rows [m0, m0 + MT) of a K-quant matrix (int8x2_tile_rows' arithmetic per
-// sub-block; Q6_K: each half's dots start at -32 times the level's half sum).
+// The combined half sums of q6k_two_level for blocks `first` and `second` of x (the levels).
+[[gnu::always_inline]] inline void q6k_half_sums(const Int8View& x, int64_t first, int64_t second, int32_t* hsum) {
+  for (int h = 0; h < 2; ++h)
+    hsum[h] = x.half_sums[2 * first + h] * (1 << kSecondLevelShift) + x.half_sums[2 * second + h];
+}
+
+// Two-level rows [m0, m0 + MT) of a Q4_K / Q5_K matrix (int8x2_tile_rows' arithmetic per
+// sub-block): the odd row left after the chunked passes of several rows.
 template <class L, int MT>
 void int8x2_super_rows(const PackedView& w, const Int8View& x, int64_t M, int64_t m0, float* out, int64_t ldo,
                        int64_t g0, int64_t g1) {
+  static_assert(L::kHasMin);
   using S = typename L::Sub;
   const int64_t xblocks = x.cols / kBlockSize;
   for (int64_t g = g0; g < g1; ++g) {
@@ -533,27 +556,58 @@ void int8x2_super_rows(const PackedView& w, const Int8View& x, int64_t M, int64_
     for (int m = 0; m < MT; ++m) acc[m] = _mm512_setzero_ps();
     for (int64_t sb = 0; sb < w.blocks; ++sb, tile += L::kTileBytes) {
       const __m512 d = load_halves(tile + L::kDAt);
-      const __m512 dmin = L::kHasMin ? load_halves(tile + L::kDminAt) : d;
+      const __m512 dmin = load_halves(tile + L::kDminAt);
       for (int j = 0; j < L::kSubBlocks; ++j) {
         stream_ahead<L, L::kSubBlocks>(tile, j);
         const int64_t b = sb * L::kSubBlocks + j;
         __m512i u[8];
         unpack_tile<S>(tile + L::kSubTilesAt + j * S::kTileBytes, u);
-        if constexpr (L::kHasMin) {
-          const __m512 scale = scaled_bytes<false>(tile + L::kScalesAt + kGroupRows * j, d);
-          const __m512 min = scaled_bytes<false>(tile + L::kMinsAt + kGroupRows * j, dmin);
-          for (int m = 0; m < MT; ++m) {
-            const int64_t first = (m0 + m) * xblocks + b, second = (M + m0 + m) * xblocks + b;
-            const __m512i dot1 = row_dot<0, 8>(u, x.q + first * kBlockSize, _mm512_setzero_si512());
-            const __m512i dot2 = row_dot<0, 8>(u, x.q + second * kBlockSize, _mm512_setzero_si512());
-            acc[m] = _mm512_fmadd_ps(scale, two_level_sum(dot1, dot2, x.d[first], x.d[second]), acc[m]);
-            acc[m] = _mm512_fnmadd_ps(min, _mm512_set1_ps(x.s[first] + x.s[second]), acc[m]);
-          }
-        } else {
-          const __m512 scale_a = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j), d);
-          const __m512 scale_b = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j + 1), d);
-          for (int m = 0; m < MT; ++m)
-            acc[m] = q6k_two_level(u, x, (m0 + m) * xblocks + b, (M + m0 + m) * xblocks + b, scale_a, scale_b, acc[m]);
+        const __m512 scale = scaled_bytes<false>(tile + L::kScalesAt + kGroupRows * j, d);
+        const __m512 min = scaled_bytes<false>(tile + L::kMinsAt + kGroupRows * j, dmin);
+        for (int m = 0; m < MT; ++m) {
+          const int64_t first = (m0 + m) * xblocks + b, second = (M + m0 + m) * xblocks + b;
+          const __m512i dot1 = row_dot<0, 8>(u, x.q + first * kBlockSize, _mm512_setzero_si512());
+          const __m512i dot2 = row_dot<0, 8>(u, x.q + second * kBlockSize, _mm512_setzero_si512());
+          acc[m] = _mm512_fmadd_ps(scale, two_level_sum(dot1, dot2, x.d[second]), acc[m]);
+          acc[m] = _mm512_fnmadd_ps(min, _mm512_set1_ps(x.s[first] + x.s[second]), acc[m]);
+        }
+      }
+    }
+    store_group<MT>(acc, rows_in_group(w, g), out + m0 * ldo + g * kGroupRows, ldo);
+  }
+}
+
+// Two-level rows [m0, m0 + Parts R) of a Q6_K matrix, from Parts blocks of R gathered rows
+// each (parts[p]: TwoLevelBlocks of rows m0 + p R ..., a pass the quantizer wrote or
+// gather_two_level_rows'): each sub-tile is unpacked once for all the rows (its two scales per
+// sub-block need four dot chains a row, and a chunked 8-row pass spilled them: 18% slower).
+// The rows' quants, scales and combined half sums sit at fixed offsets of one block (no index
+// arithmetic per row, and the half sums' offsets broadcast from memory). Each row's output is
+// int8x2_super_row1's bit for bit (the same integers, the same fold).
+template <class L, int R, int Parts>
+void int8x2_q6k_rows(const PackedView& w, const TwoLevelBlocks<R>* const* parts, int64_t m0, float* out, int64_t ldo,
+                     int64_t g0, int64_t g1) {
+  static_assert(!L::kHasMin);
+  using S = typename L::Sub;
+  constexpr int MT = R * Parts;
+  for (int64_t g = g0; g < g1; ++g) {
+    const uint8_t* tile = w.data + g * w.blocks * L::kTileBytes;
+    __m512 acc[MT];
+    for (int m = 0; m < MT; ++m) acc[m] = _mm512_setzero_ps();
+    for (int64_t sb = 0; sb < w.blocks; ++sb, tile += L::kTileBytes) {
+      const __m512 d = load_halves(tile + L::kDAt);
+      for (int j = 0; j < L::kSubBlocks; ++j) {
+        stream_ahead<L, L::kSubBlocks>(tile, j);
+        const int64_t b = sb * L::kSubBlocks + j;
+        __m512i u[8];
+        unpack_tile<S>(tile + L::kSubTilesAt + j * S::kTileBytes, u);
+        const __m512 scale_a = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j), d);
+        const __m512 scale_b = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j + 1), d);
+        for (int p = 0; p < Parts; ++p) {
+          const TwoLevelBlocks<R>& xb = parts[p][b];
+          for (int r = 0; r < R; ++r)
+            acc[p * R + r] = q6k_two_level(u, xb.rows[r], xb.rows[R + r], xb.half_sums[r], xb.d2[r], scale_a, scale_b,
+                                           acc[p * R + r]);
         }
       }
     }
@@ -613,7 +667,7 @@ void int8x2_tile_row1(const PackedView& w, const Int8View& x, float* out, int64_
       const int64_t first = b, second = blocks + b;
       const __m512i dot1 = row_dot<0, 8>(u, x.q + first * kBlockSize, _mm512_setzero_si512());
       const __m512i dot2 = row_dot<0, 8>(u, x.q + second * kBlockSize, _mm512_setzero_si512());
-      acc = _mm512_fmadd_ps(d, two_level_sum(dot1, dot2, x.d[first], x.d[second]), acc);
+      acc = _mm512_fmadd_ps(d, two_level_sum(dot1, dot2, x.d[second]), acc);
       acc = _mm512_fmadd_ps(mins, _mm512_set1_ps(x.s[first] + x.s[second]), acc);
     }
     store_group<1>(&acc, rows_in_group(w, g), out + g * kGroupRows, 0);
@@ -643,12 +697,14 @@ void int8x2_super_row1(const PackedView& w, const Int8View& x, float* out, int64
           const __m512 min = scaled_bytes<false>(tile + L::kMinsAt + kGroupRows * j, dmin);
           const __m512i dot1 = row_dot<0, 8>(u, q1, _mm512_setzero_si512());
           const __m512i dot2 = row_dot<0, 8>(u, q2, _mm512_setzero_si512());
-          acc = _mm512_fmadd_ps(scale, two_level_sum(dot1, dot2, x.d[first], x.d[second]), acc);
+          acc = _mm512_fmadd_ps(scale, two_level_sum(dot1, dot2, x.d[second]), acc);
           acc = _mm512_fnmadd_ps(min, _mm512_set1_ps(x.s[first] + x.s[second]), acc);
         } else {
           const __m512 scale_a = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j), d);
           const __m512 scale_b = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j + 1), d);
-          acc = q6k_two_level(u, x, first, second, scale_a, scale_b, acc);
+          int32_t hsum[2];
+          q6k_half_sums(x, first, second, hsum);
+          acc = q6k_two_level(u, q1, q2, hsum, x.d[second], scale_a, scale_b, acc);
         }
       }
     }
@@ -860,10 +916,10 @@ void whole_matmul_int8(const PackedView& w, const Int8View& x, float* out, int64
 // 8 unpacked vectors and a row's two levels' dot chains stay in registers beside the accumulators.
 constexpr int kTwoLevelTileRows = kTwoLevelPassRows;
 
-// Above kMaxTile batch rows (a prompt chunk), Q6_K matrices take passes of this many rows: a
-// sub-tile's unpacked quants and decoded scales serve twice the rows (the same arithmetic per
-// row, so the same outputs bit for bit). Q4_K / Q5_K take chunked passes of 8 at every row
-// count (a 128-row pass 1.13-1.25x faster than 16-row unpacked passes).
+// Q6_K matrices take passes of this many rows (two of the quantizer's passes) where there
+// are that many: a sub-tile's unpacked quants and decoded scales serve twice the rows (the same
+// arithmetic per row, so the same outputs bit for bit). Q4_K / Q5_K take chunked passes of 8
+// at every row count (a 128-row pass 1.13-1.25x faster than 16-row unpacked passes).
 constexpr int kManySuperRows = 16;
 
 bool matmul_int8x2(const PackedView& w, const Int8View& x, float* out, int64_t ldo, int64_t g0, int64_t g1) {
@@ -883,20 +939,29 @@ bool matmul_int8x2(const PackedView& w, const Int8View& x, float* out, int64_t l
         return;
       }
       int64_t m0 = 0;
-      if constexpr (L::kFamily == Family::Super && !L::kHasMin)
-        if (M > kMaxTile)
-          for (; m0 + kManySuperRows <= M; m0 += kManySuperRows)
-            int8x2_super_rows<L, kManySuperRows>(w, x, M, m0, out, ldo, g0, g1);
+      if constexpr (L::kFamily == Family::Super && !L::kHasMin) {
+        static_assert(kManySuperRows == 2 * kTwoLevelPassRows);
+        if (x.passes)  // the quantizer's passes, two at a time
+          for (const int64_t blocks = x.cols / kBlockSize; m0 + kManySuperRows <= M; m0 += kManySuperRows) {
+            const TwoLevelPassBlock* parts[2] = {x.passes + m0 / kTwoLevelPassRows * blocks,
+                                                 x.passes + (m0 / kTwoLevelPassRows + 1) * blocks};
+            int8x2_q6k_rows<L, kTwoLevelPassRows, 2>(w, parts, m0, out, ldo, g0, g1);
+          }
+      }
       for (; m0 < M; m0 += kTwoLevelTileRows)
         with_tile<kTwoLevelTileRows>(M - m0, [&]<int MT>() {
-          if constexpr (L::kFamily == Family::Block && MT > 1)
+          if constexpr (L::kFamily == Family::Block && MT > 1) {
             int8x2_tile_rows_chunked<L, MT>(w, x, M, m0, out, ldo, g0, g1);
-          else if constexpr (L::kFamily == Family::Block)
+          } else if constexpr (L::kFamily == Family::Block) {
             int8x2_tile_rows<L, MT>(w, x, M, m0, out, ldo, g0, g1);
-          else if constexpr (L::kHasMin && MT > 1)
+          } else if constexpr (!L::kHasMin) {
+            const TwoLevelBlocks<MT>* rows = gather_two_level_rows<MT>(x, M, m0);
+            int8x2_q6k_rows<L, MT, 1>(w, &rows, m0, out, ldo, g0, g1);
+          } else if constexpr (MT > 1) {
             int8x2_super_rows_chunked<L, MT>(w, x, M, m0, out, ldo, g0, g1);
-          else
+          } else {
             int8x2_super_rows<L, MT>(w, x, M, m0, out, ldo, g0, g1);
+          }
         });
       done = true;
     }

@@ -24,9 +24,12 @@ class QuantizedActivations {
   void quantize(const float* x, int64_t rows, int64_t ldx);
 
   // Two-level quantization: rows [0, rows) as quantize() gives them, then rows [rows,
-  // 2 rows) the residual x - d q of each, quantized the same way (its own d, about d / 254).
-  // A product over all 2 rows rows, the two halves added, reads about 15-bit activations
-  // for the price of int8 ones; 2 rows <= max_rows.
+  // 2 rows) the residual r = x - d q of each, quantized with the fixed scale d2 = d / 256
+  // (kSecondLevelShift: |r| <= d / 2, so |r / d2| <= 128, clamped to 127 as the first level
+  // is), rounded as the first level, s2 = d2 sum(q2). A product over all 2 rows rows, the
+  // two halves added, reads about 15-bit activations for the price of int8 ones, and a
+  // kernel may add the levels' integer dots before one conversion; 2 rows <= max_rows.
+  // A block whose d is NaN has a NaN d2 and s2 and q2 = 0.
   void quantize_two_level(const float* x, int64_t rows, int64_t ldx);
 
   // The same in parts, for several threads: begin_parts checks the shape and sets the rows

@@ -227,18 +227,24 @@ struct PackedView {
   int64_t groups;  // ceil(N / 16)
 };
 
+// Two-level activations: the second level's scale is the first's / 2^kSecondLevelShift, so
+// that a kernel adds the levels' int32 dots as 2^8 dot1 + dot2 before one conversion.
+inline constexpr int kSecondLevelShift = 8;
+
 // Batch rows of a two-level product's pass (the AVX-512 kernels' 8-row passes).
 inline constexpr int kTwoLevelPassRows = 8;
 
 // One activation block of MT rows in both levels, side by side, as the AVX-512 two-level
 // kernels read them: the quants (level one of row m at m, its residual at MT + m), each
-// row's scales d1, d2 and its levels' sum s1 + s2 (added as every kernel adds them).
+// row's second scale d2 = d1 / 2^kSecondLevelShift (the scale of 2^8 dot1 + dot2), its
+// levels' sum s1 + s2 (added as every kernel adds them), and per half of the block its
+// levels' integer sums of q combined as the dots are, 2^8 hs1 + hs2 (Q6_K's offset of 32).
 template <int MT>
 struct alignas(64) TwoLevelBlocks {
   int8_t rows[2 * MT][kBlockSize];
-  float d1[MT];
   float d2[MT];
   float s[MT];
+  int32_t half_sums[MT][2];
 };
 
 // The quantizer writes every full pass of a two-level quantization in this layout too
