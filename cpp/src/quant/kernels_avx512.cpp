@@ -542,52 +542,17 @@ void int8_super_rows(const PackedView& w, const Int8View& x, int64_t m0, float* 
     hsum[h] = x.half_sums[2 * first + h] * (1 << kSecondLevelShift) + x.half_sums[2 * second + h];
 }
 
-// Two-level rows [m0, m0 + MT) of a Q4_K / Q5_K matrix (int8x2_tile_rows' arithmetic per
-// sub-block): the odd row left after the chunked passes of several rows.
-template <class L, int MT>
-void int8x2_super_rows(const PackedView& w, const Int8View& x, int64_t M, int64_t m0, float* out, int64_t ldo,
-                       int64_t g0, int64_t g1) {
-  static_assert(L::kHasMin);
-  using S = typename L::Sub;
-  const int64_t xblocks = x.cols / kBlockSize;
-  for (int64_t g = g0; g < g1; ++g) {
-    const uint8_t* tile = w.data + g * w.blocks * L::kTileBytes;
-    __m512 acc[MT];
-    for (int m = 0; m < MT; ++m) acc[m] = _mm512_setzero_ps();
-    for (int64_t sb = 0; sb < w.blocks; ++sb, tile += L::kTileBytes) {
-      const __m512 d = load_halves(tile + L::kDAt);
-      const __m512 dmin = load_halves(tile + L::kDminAt);
-      for (int j = 0; j < L::kSubBlocks; ++j) {
-        stream_ahead<L, L::kSubBlocks>(tile, j);
-        const int64_t b = sb * L::kSubBlocks + j;
-        __m512i u[8];
-        unpack_tile<S>(tile + L::kSubTilesAt + j * S::kTileBytes, u);
-        const __m512 scale = scaled_bytes<false>(tile + L::kScalesAt + kGroupRows * j, d);
-        const __m512 min = scaled_bytes<false>(tile + L::kMinsAt + kGroupRows * j, dmin);
-        for (int m = 0; m < MT; ++m) {
-          const int64_t first = (m0 + m) * xblocks + b, second = (M + m0 + m) * xblocks + b;
-          const __m512i dot1 = row_dot<0, 8>(u, x.q + first * kBlockSize, _mm512_setzero_si512());
-          const __m512i dot2 = row_dot<0, 8>(u, x.q + second * kBlockSize, _mm512_setzero_si512());
-          acc[m] = _mm512_fmadd_ps(scale, two_level_sum(dot1, dot2, x.d[second]), acc[m]);
-          acc[m] = _mm512_fnmadd_ps(min, _mm512_set1_ps(x.s[first] + x.s[second]), acc[m]);
-        }
-      }
-    }
-    store_group<MT>(acc, rows_in_group(w, g), out + m0 * ldo + g * kGroupRows, ldo);
-  }
-}
-
-// Two-level rows [m0, m0 + Parts R) of a Q6_K matrix, from Parts blocks of R gathered rows
+// Two-level rows [m0, m0 + Parts R) of a K-quant matrix, from Parts blocks of R gathered rows
 // each (parts[p]: TwoLevelBlocks of rows m0 + p R ..., a pass the quantizer wrote or
-// gather_two_level_rows'): each sub-tile is unpacked once for all the rows (its two scales per
-// sub-block need four dot chains a row, and a chunked 8-row pass spilled them: 18% slower).
-// The rows' quants, scales and combined half sums sit at fixed offsets of one block (no index
-// arithmetic per row, and the half sums' offsets broadcast from memory). Each row's output is
-// int8x2_super_row1's bit for bit (the same integers, the same fold).
+// gather_two_level_rows'), each sub-tile unpacked once for all the rows: Q6_K's passes (its two
+// scales per sub-block need four dot chains a row, and a chunked 8-row pass spilled them: 18%
+// slower), and the odd row of Q4_K / Q5_K after their chunked passes. The rows' quants, scales
+// and combined half sums sit at fixed offsets of one block (no index arithmetic per row, Q6_K's
+// offsets broadcast from memory). Each row's output is int8x2_super_row1's bit for bit (the
+// same integers, the same fold).
 template <class L, int R, int Parts>
-void int8x2_q6k_rows(const PackedView& w, const TwoLevelBlocks<R>* const* parts, int64_t m0, float* out, int64_t ldo,
-                     int64_t g0, int64_t g1) {
-  static_assert(!L::kHasMin);
+void int8x2_super_rows_unpacked(const PackedView& w, const TwoLevelBlocks<R>* const* parts, int64_t m0, float* out,
+                                int64_t ldo, int64_t g0, int64_t g1) {
   using S = typename L::Sub;
   constexpr int MT = R * Parts;
   for (int64_t g = g0; g < g1; ++g) {
@@ -596,18 +561,34 @@ void int8x2_q6k_rows(const PackedView& w, const TwoLevelBlocks<R>* const* parts,
     for (int m = 0; m < MT; ++m) acc[m] = _mm512_setzero_ps();
     for (int64_t sb = 0; sb < w.blocks; ++sb, tile += L::kTileBytes) {
       const __m512 d = load_halves(tile + L::kDAt);
+      const __m512 dmin = L::kHasMin ? load_halves(tile + L::kDminAt) : d;
       for (int j = 0; j < L::kSubBlocks; ++j) {
         stream_ahead<L, L::kSubBlocks>(tile, j);
         const int64_t b = sb * L::kSubBlocks + j;
         __m512i u[8];
         unpack_tile<S>(tile + L::kSubTilesAt + j * S::kTileBytes, u);
-        const __m512 scale_a = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j), d);
-        const __m512 scale_b = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j + 1), d);
-        for (int p = 0; p < Parts; ++p) {
-          const TwoLevelBlocks<R>& xb = parts[p][b];
-          for (int r = 0; r < R; ++r)
-            acc[p * R + r] = q6k_two_level(u, xb.rows[r], xb.rows[R + r], xb.half_sums[r], xb.d2[r], scale_a, scale_b,
-                                           acc[p * R + r]);
+        if constexpr (L::kHasMin) {
+          const __m512 scale = scaled_bytes<false>(tile + L::kScalesAt + kGroupRows * j, d);
+          const __m512 min = scaled_bytes<false>(tile + L::kMinsAt + kGroupRows * j, dmin);
+          for (int p = 0; p < Parts; ++p) {
+            const TwoLevelBlocks<R>& xb = parts[p][b];
+            for (int r = 0; r < R; ++r) {
+              const __m512i dot1 = row_dot<0, 8>(u, xb.rows[r], _mm512_setzero_si512());
+              const __m512i dot2 = row_dot<0, 8>(u, xb.rows[R + r], _mm512_setzero_si512());
+              __m512& a = acc[p * R + r];
+              a = _mm512_fmadd_ps(scale, two_level_sum(dot1, dot2, xb.d2[r]), a);
+              a = _mm512_fnmadd_ps(min, _mm512_set1_ps(xb.s[r]), a);
+            }
+          }
+        } else {
+          const __m512 scale_a = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j), d);
+          const __m512 scale_b = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j + 1), d);
+          for (int p = 0; p < Parts; ++p) {
+            const TwoLevelBlocks<R>& xb = parts[p][b];
+            for (int r = 0; r < R; ++r)
+              acc[p * R + r] = q6k_two_level(u, xb.rows[r], xb.rows[R + r], xb.half_sums[r], xb.d2[r], scale_a,
+                                             scale_b, acc[p * R + r]);
+          }
         }
       }
     }
@@ -615,12 +596,12 @@ void int8x2_q6k_rows(const PackedView& w, const TwoLevelBlocks<R>* const* parts,
   }
 }
 
-// int8x2_super_rows of Q4_K / Q5_K for 2 to kTwoLevelTileRows rows, chunk by chunk
+// Two-level rows of Q4_K / Q5_K for 2 to kTwoLevelTileRows rows, chunk by chunk
 // (two_level_dots, as int8x2_tile_rows_chunked): each sub-tile's quants meet every row while in
 // a register and the rows' 2 MT dot chains are independent. The dots are exact int32 sums and
 // each row's fold is int8x2_super_row1's, so every row's output is bit for bit the one-row
-// kernel's. Q6_K keeps int8x2_super_rows: its two scales per sub-block need four dot chains a
-// row, and a chunked 8-row pass spilled them (measured 18% slower; equal at 2 and 4 rows).
+// kernel's. Q6_K keeps int8x2_super_rows_unpacked: its two scales per sub-block need four dot
+// chains a row, and a chunked 8-row pass spilled them (measured 18% slower; equal at 2 and 4 rows).
 template <class L, int MT>
 void int8x2_super_rows_chunked(const PackedView& w, const Int8View& x, int64_t M, int64_t m0, float* out,
                                int64_t ldo, int64_t g0, int64_t g1) {
@@ -674,7 +655,7 @@ void int8x2_tile_row1(const PackedView& w, const Int8View& x, float* out, int64_
   }
 }
 
-// int8x2_super_rows for M = 1.
+// Two-level K-quant products for M = 1 (batch-1 decode).
 template <class L>
 void int8x2_super_row1(const PackedView& w, const Int8View& x, float* out, int64_t g0, int64_t g1) {
   using S = typename L::Sub;
@@ -945,7 +926,7 @@ bool matmul_int8x2(const PackedView& w, const Int8View& x, float* out, int64_t l
           for (const int64_t blocks = x.cols / kBlockSize; m0 + kManySuperRows <= M; m0 += kManySuperRows) {
             const TwoLevelPassBlock* parts[2] = {x.passes + m0 / kTwoLevelPassRows * blocks,
                                                  x.passes + (m0 / kTwoLevelPassRows + 1) * blocks};
-            int8x2_q6k_rows<L, kTwoLevelPassRows, 2>(w, parts, m0, out, ldo, g0, g1);
+            int8x2_super_rows_unpacked<L, kTwoLevelPassRows, 2>(w, parts, m0, out, ldo, g0, g1);
           }
       }
       for (; m0 < M; m0 += kTwoLevelTileRows)
@@ -954,13 +935,11 @@ bool matmul_int8x2(const PackedView& w, const Int8View& x, float* out, int64_t l
             int8x2_tile_rows_chunked<L, MT>(w, x, M, m0, out, ldo, g0, g1);
           } else if constexpr (L::kFamily == Family::Block) {
             int8x2_tile_rows<L, MT>(w, x, M, m0, out, ldo, g0, g1);
-          } else if constexpr (!L::kHasMin) {
-            const TwoLevelBlocks<MT>* rows = gather_two_level_rows<MT>(x, M, m0);
-            int8x2_q6k_rows<L, MT, 1>(w, &rows, m0, out, ldo, g0, g1);
-          } else if constexpr (MT > 1) {
+          } else if constexpr (L::kHasMin && MT > 1) {
             int8x2_super_rows_chunked<L, MT>(w, x, M, m0, out, ldo, g0, g1);
           } else {
-            int8x2_super_rows<L, MT>(w, x, M, m0, out, ldo, g0, g1);
+            const TwoLevelBlocks<MT>* rows = gather_two_level_rows<MT>(x, M, m0);
+            int8x2_super_rows_unpacked<L, MT, 1>(w, &rows, m0, out, ldo, g0, g1);
           }
         });
       done = true;
