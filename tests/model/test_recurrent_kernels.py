@@ -44,7 +44,7 @@ def t(x: np.ndarray) -> torch.Tensor:
 # ---- causal conv1d ----
 
 
-@pytest.mark.parametrize(("tokens", "channels", "kernel"), [(1, 5, 4), (3, 7, 4), (9, 300, 4), (6, 4, 2)])
+@pytest.mark.parametrize(("tokens", "channels", "kernel"), [(1, 5, 4), (3, 7, 4), (9, 300, 4), (6, 4, 2), (40, 700, 4)])
 def test_causal_conv1d_matches_transformers_update_and_window(tokens, channels, kernel):
     rng = np.random.default_rng(tokens * 100 + channels)
     x, weight = rand(rng, tokens, channels), rand(rng, channels, kernel)

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kvgen/ops/vector_math.h"
 #include "kvgen/runtime/thread_pool.h"
 
 namespace kvgen {
@@ -21,22 +22,38 @@ constexpr int64_t kSerialWork = int64_t{1} << 16;
 void causal_conv1d(float* out, float* window, const float* x, const float* weight, const float* bias, bool silu,
                    int64_t tokens, int64_t channels, int64_t kernel) {
   const int64_t keep = kernel - 1;  // inputs the window holds
-  // Channels [c0, c1): the convolution, then the window moves past the tokens.
+  // Channels [c0, c1): the convolution, then the window moves past the tokens. The block's
+  // weights are copied tap by tap (`taps`: kernel x (c1 - c0)), so that every loop over
+  // the channels reads memory in order and vectorizes (the file's (channels, kernel) layout
+  // read a tap at a stride of `kernel` floats: 2% of a Qwen3.5-2B-shaped prefill, with a
+  // scalar exp in the SiLU 1.3% more).
   auto channel_block = [&](int64_t c0, int64_t c1) {
+    const int64_t n = c1 - c0;
+    thread_local std::vector<float> taps;
+    taps.resize(static_cast<size_t>(kernel * n));
+    for (int64_t c = 0; c < n; ++c)
+      for (int64_t j = 0; j < kernel; ++j) taps[j * n + c] = weight[(c0 + c) * kernel + j];
     for (int64_t t = 0; t < tokens; ++t) {
-      float* o = out + t * channels;  // (channels)
-      for (int64_t c = c0; c < c1; ++c) o[c] = bias ? bias[c] : 0.0f;
+      float* o = out + t * channels + c0;  // (n)
+      if (bias)
+        std::copy(bias + c0, bias + c1, o);
+      else
+        std::fill(o, o + n, 0.0f);
       for (int64_t j = 0; j < kernel; ++j) {
+        const float* w = taps.data() + j * n;
         const int64_t p = t - keep + j;  // input position: < 0 is in the window
         if (p >= 0) {
-          const float* in = x + p * channels;  // (channels)
-          for (int64_t c = c0; c < c1; ++c) o[c] += weight[c * kernel + j] * in[c];
+          const float* in = x + p * channels + c0;  // (n)
+#pragma omp simd
+          for (int64_t c = 0; c < n; ++c) o[c] += w[c] * in[c];
         } else {
-          for (int64_t c = c0; c < c1; ++c) o[c] += weight[c * kernel + j] * window[c * keep + keep + p];
+          for (int64_t c = 0; c < n; ++c) o[c] += w[c] * window[(c0 + c) * keep + keep + p];
         }
       }
-      if (silu)
-        for (int64_t c = c0; c < c1; ++c) o[c] = o[c] / (1.0f + std::exp(-o[c]));
+      if (silu) {
+#pragma omp simd
+        for (int64_t c = 0; c < n; ++c) o[c] = o[c] / (1.0f + ops::fast_exp(-o[c]));
+      }
     }
     // the window's last `keep` inputs of (window, x): shift by `tokens`, then append x
     for (int64_t c = c0; c < c1; ++c) {
