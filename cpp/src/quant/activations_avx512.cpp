@@ -18,6 +18,8 @@
 namespace kvgen::quant {
 namespace {
 
+#include "two_level_rows.inc"  // put_two_level_row
+
 // The 32 values x0, x1 quantized with the scale d (finite, >= 0): q, s and the two half sums;
 // `values` (2 x 16 int32) keeps the signed quants for the residual.
 [[gnu::always_inline]] inline void quantize_with_scale(__m512 x0, __m512 x1, float d, int8_t* q, float* s_out,
@@ -97,14 +99,8 @@ void quantize_blocks_avx512(const float* x, int64_t rows, int64_t ldx, int64_t c
       quantize_with_scale(r0, r1, d[second], q + second * kBlockSize, s + second, half_sums + 2 * second, unused);
     }
     if (m >= in_passes) continue;
-    TwoLevelPassBlock& pass = passes[m / kTwoLevelPassRows * blocks + b];
-    const int r = static_cast<int>(m % kTwoLevelPassRows);
-    std::memcpy(pass.rows[r], q + i * kBlockSize, kBlockSize);
-    std::memcpy(pass.rows[kTwoLevelPassRows + r], q + second * kBlockSize, kBlockSize);
-    pass.d2[r] = d[second];
-    pass.s[r] = s[i] + s[second];  // as the kernels add the levels' sums
-    for (int h = 0; h < 2; ++h)
-      pass.half_sums[r][h] = half_sums[2 * i + h] * (1 << kSecondLevelShift) + half_sums[2 * second + h];
+    put_two_level_row(passes[m / kTwoLevelPassRows * blocks + b], static_cast<int>(m % kTwoLevelPassRows), q, d, s,
+                      half_sums, i, second);
   }
 }
 

@@ -22,6 +22,7 @@ namespace {
 
 #include "unit_scales.inc"         // units_per_tile, unit_base, split_mins
 #include "unit_scales_avx512.inc"  // simd_unit_scales
+#include "two_level_rows.inc"      // put_two_level_row, combined_half_sum
 
 // Activation rows per pass over the weights: a tile's 8 unpacked quant vectors and one
 // accumulator per row stay in the 32 registers (8 beams or batch rows in two levels).
@@ -317,17 +318,8 @@ const TwoLevelBlocks<MT>* gather_two_level_rows(const Int8View& x, int64_t M, in
   for (int64_t b = 0; b < blocks; ++b) {
     const int64_t first = m0 * blocks + b, second = (M + m0) * blocks + b;
 #pragma GCC unroll 16
-    for (int m = 0; m < MT; ++m) {
-      const int64_t b1 = first + m * blocks, b2 = second + m * blocks;
-      _mm256_store_si256(reinterpret_cast<__m256i*>(all[b].rows[m]),
-                         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + b1 * kBlockSize)));
-      _mm256_store_si256(reinterpret_cast<__m256i*>(all[b].rows[MT + m]),
-                         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + b2 * kBlockSize)));
-      all[b].d2[m] = x.d[b2];
-      all[b].s[m] = x.s[b1] + x.s[b2];
-      for (int h = 0; h < 2; ++h)
-        all[b].half_sums[m][h] = x.half_sums[2 * b1 + h] * (1 << kSecondLevelShift) + x.half_sums[2 * b2 + h];
-    }
+    for (int m = 0; m < MT; ++m)
+      put_two_level_row(all[b], m, x.q, x.d, x.s, x.half_sums, first + m * blocks, second + m * blocks);
   }
   return all;
 }
@@ -536,12 +528,6 @@ void int8_super_rows(const PackedView& w, const Int8View& x, int64_t m0, float* 
   return _mm512_fmadd_ps(_mm512_set1_ps(d2), _mm512_fmadd_ps(scale_b, half_b, _mm512_mul_ps(scale_a, half_a)), acc);
 }
 
-// The combined half sums of q6k_two_level for blocks `first` and `second` of x (the levels).
-[[gnu::always_inline]] inline void q6k_half_sums(const Int8View& x, int64_t first, int64_t second, int32_t* hsum) {
-  for (int h = 0; h < 2; ++h)
-    hsum[h] = x.half_sums[2 * first + h] * (1 << kSecondLevelShift) + x.half_sums[2 * second + h];
-}
-
 // Two-level rows [m0, m0 + Parts R) of a K-quant matrix, from Parts blocks of R gathered rows
 // each (parts[p]: TwoLevelBlocks of rows m0 + p R ..., a pass the quantizer wrote or
 // gather_two_level_rows'), each sub-tile unpacked once for all the rows: Q6_K's passes (its two
@@ -683,8 +669,8 @@ void int8x2_super_row1(const PackedView& w, const Int8View& x, float* out, int64
         } else {
           const __m512 scale_a = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j), d);
           const __m512 scale_b = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j + 1), d);
-          int32_t hsum[2];
-          q6k_half_sums(x, first, second, hsum);
+          const int32_t hsum[2] = {combined_half_sum(x.half_sums, first, second, 0),
+                                   combined_half_sum(x.half_sums, first, second, 1)};
           acc = q6k_two_level(u, q1, q2, hsum, x.d[second], scale_a, scale_b, acc);
         }
       }
