@@ -89,11 +89,14 @@ QuantizedActivations::QuantizedActivations(int64_t max_rows, int64_t cols, CpuPa
   d_.resize(static_cast<size_t>(max_rows * cols / kBlockSize));
   s_.resize(d_.size());
   half_sums_.resize(2 * d_.size());
-  if (avx512_) passes_.resize(static_cast<size_t>(max_rows / 2 / kTwoLevelPassRows * (cols / kBlockSize)));
+  if (avx512_) {
+    const int64_t passes = (max_rows / 2 + kTwoLevelPassRows - 1) / kTwoLevelPassRows;
+    passes_.resize(static_cast<size_t>(passes * (cols / kBlockSize)));
+  }
 }
 
 TwoLevelPassBlock* QuantizedActivations::passes_for(int64_t rows, int levels) {
-  passes_written_ = avx512_ && levels == 2 && rows >= kTwoLevelPassRows;
+  passes_written_ = avx512_ && levels == 2 && rows >= 2;
   return passes_written_ ? passes_.data() : nullptr;
 }
 

@@ -79,7 +79,6 @@ bool has_avx512_quantizer() { return true; }
 void quantize_blocks_avx512(const float* x, int64_t rows, int64_t ldx, int64_t cols, int levels, int64_t first,
                             int64_t last, int8_t* q, float* d, float* s, int32_t* half_sums, TwoLevelPassBlock* passes) {
   const int64_t blocks = cols / kBlockSize;
-  const int64_t in_passes = passes ? rows / kTwoLevelPassRows * kTwoLevelPassRows : 0;
   for (int64_t i = first; i < last; ++i) {
     const int64_t m = i / blocks, b = i % blocks;
     const float* xb = x + m * ldx + b * kBlockSize;
@@ -98,7 +97,7 @@ void quantize_blocks_avx512(const float* x, int64_t rows, int64_t ldx, int64_t c
       d[second] = db * (1.0f / (1 << kSecondLevelShift));
       quantize_with_scale(r0, r1, d[second], q + second * kBlockSize, s + second, half_sums + 2 * second, unused);
     }
-    if (m >= in_passes) continue;
+    if (passes == nullptr) continue;
     put_two_level_row(passes[m / kTwoLevelPassRows * blocks + b], static_cast<int>(m % kTwoLevelPassRows), q, d, s,
                       half_sums, i, second);
   }

@@ -16,7 +16,7 @@ bool has_avx512_quantizer();
 // (rows, cols / 32) and half_sums (rows, cols / 16), as activations.cpp's quantize_block
 // does it block by block. With `levels` = 2, also the residual x - d q of each block into
 // the same block of rows [rows, 2 rows) of the same buffers, and where `passes` is not null
-// both levels of the rows of every full pass into it too (kernel_abi.h's TwoLevelPassBlock).
+// both levels of every row into its pass there too (kernel_abi.h's TwoLevelPassBlock).
 void quantize_blocks_avx512(const float* x, int64_t rows, int64_t ldx, int64_t cols, int levels, int64_t first,
                             int64_t last, int8_t* q, float* d, float* s, int32_t* half_sums, TwoLevelPassBlock* passes);
 

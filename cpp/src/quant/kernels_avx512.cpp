@@ -258,12 +258,13 @@ void int8x2_tile_rows(const PackedView& w, const Int8View& x, int64_t M, int64_t
 }
 
 // Both levels' dots of MT rows against one tile (or K-quant sub-tile), chunk by chunk:
-// dot1[m], dot2[m] (lane r) = sum_k u[r][k] * xb[m][k], ... xb[MT + m][k], xb (2 MT, 32)
-// the rows' blocks side by side. Each chunk of quants meets every row while in a register,
-// and the 2 MT dot chains are independent, so VNNI issues back to back (row_dot over an
-// unpacked tile leaves one row's 4 short chains in flight, and waits on their latency).
-// The loops are unrolled and xb is one block of one array: the dots stay in registers and
-// every broadcast reads a fixed offset (one pointer per row would not fit the registers).
+// dot1[m], dot2[m] (lane r) = sum_k u[r][k] * xb[m][k], ... xb[kTwoLevelPassRows + m][k], xb
+// a TwoLevelPassBlock's rows (MT <= kTwoLevelPassRows of them used). Each chunk of quants
+// meets every row while in a register, and the 2 MT dot chains are independent, so VNNI
+// issues back to back (row_dot over an unpacked tile leaves one row's 4 short chains in
+// flight, and waits on their latency). The loops are unrolled and xb is one block of one
+// array: the dots stay in registers and every broadcast reads a fixed offset (one pointer per
+// row would not fit the registers).
 template <class L, int MT>
 [[gnu::always_inline]] inline void two_level_dots(const uint8_t* tile, const int8_t (*xb)[kBlockSize],
                                                   __m512i* dot1, __m512i* dot2) {
@@ -276,7 +277,7 @@ template <class L, int MT>
 #pragma GCC unroll 16
       for (int m = 0; m < MT; ++m) {
         dot1[m] = _mm512_dpbusd_epi32(dot1[m], u, _mm512_set1_epi32(load_i32(xb[m] + 4 * c)));
-        dot2[m] = _mm512_dpbusd_epi32(dot2[m], u, _mm512_set1_epi32(load_i32(xb[MT + m] + 4 * c)));
+        dot2[m] = _mm512_dpbusd_epi32(dot2[m], u, _mm512_set1_epi32(load_i32(xb[kTwoLevelPassRows + m] + 4 * c)));
       }
     }
   } else {
@@ -287,34 +288,35 @@ template <class L, int MT>
 #pragma GCC unroll 16
       for (int m = 0; m < MT; ++m) {
         dot1[m] = _mm512_dpbusd_epi32(dot1[m], low, _mm512_set1_epi32(load_i32(xb[m] + 4 * c)));
-        dot2[m] = _mm512_dpbusd_epi32(dot2[m], low, _mm512_set1_epi32(load_i32(xb[MT + m] + 4 * c)));
+        dot2[m] = _mm512_dpbusd_epi32(dot2[m], low, _mm512_set1_epi32(load_i32(xb[kTwoLevelPassRows + m] + 4 * c)));
       }
 #pragma GCC unroll 16
       for (int m = 0; m < MT; ++m) {
         dot1[m] = _mm512_dpbusd_epi32(dot1[m], high, _mm512_set1_epi32(load_i32(xb[m] + 16 + 4 * c)));
-        dot2[m] = _mm512_dpbusd_epi32(dot2[m], high, _mm512_set1_epi32(load_i32(xb[MT + m] + 16 + 4 * c)));
+        dot2[m] =
+            _mm512_dpbusd_epi32(dot2[m], high, _mm512_set1_epi32(load_i32(xb[kTwoLevelPassRows + m] + 16 + 4 * c)));
       }
     }
   }
 }
 
 // Every block of rows [m0, m0 + MT) of both levels (level one at row m of x, the residual at
-// row M + m) in kernel_abi.h's TwoLevelBlocks layout: the folds read each row's scales and
+// row M + m) in kernel_abi.h's TwoLevelPassBlock layout: the folds read each row's scales and
 // sum at fixed offsets from one pointer (a broadcast operand of the multiply, no scalar add
-// and broadcast: those took a vector pipe beside the VNNI products on Zen 5). A full pass the
-// quantizer wrote (x.passes) is read where it is; other rows are gathered once per call for
-// all the call's groups, not per tile (the tile's broadcasts waited on the copy's stores, and
-// every group copied again: 4-16 rows in cache 1.25-1.45x faster), into the calling thread's
-// buffer (it only grows). Every work item of a prompt chunk's product gathered all its passes
-// again: 8% of a Qwen3.5-2B-shaped prefill.
+// and broadcast: those took a vector pipe beside the VNNI products on Zen 5). The pass the
+// quantizer wrote (x.passes) is read where it is: gathered by every work item of a product,
+// the passes took 8% of a Qwen3.5-2B-shaped prefill and 6.5% of SmolLM2's 4-beam decode.
+// Other quantizers' rows are gathered once per call for all the call's groups, not per tile
+// (the tile's broadcasts waited on the copy's stores, and every group copied again: 4-16 rows
+// in cache 1.25-1.45x faster), into the calling thread's buffer (it only grows).
 template <int MT>
-const TwoLevelBlocks<MT>* gather_two_level_rows(const Int8View& x, int64_t M, int64_t m0) {
+const TwoLevelPassBlock* gather_two_level_rows(const Int8View& x, int64_t M, int64_t m0) {
+  static_assert(MT <= kTwoLevelPassRows);
   const int64_t blocks = x.cols / kBlockSize;
-  if constexpr (MT == kTwoLevelPassRows)
-    if (x.passes) return x.passes + m0 / kTwoLevelPassRows * blocks;  // m0: a multiple of the pass rows
-  thread_local std::vector<TwoLevelBlocks<MT>> gathered;
+  if (x.passes) return x.passes + m0 / kTwoLevelPassRows * blocks;  // m0: a multiple of the pass rows
+  thread_local std::vector<TwoLevelPassBlock> gathered;
   if (static_cast<int64_t>(gathered.size()) < blocks) gathered.resize(blocks);
-  TwoLevelBlocks<MT>* all = gathered.data();
+  TwoLevelPassBlock* all = gathered.data();
   for (int64_t b = 0; b < blocks; ++b) {
     const int64_t first = m0 * blocks + b, second = (M + m0) * blocks + b;
 #pragma GCC unroll 16
@@ -328,7 +330,7 @@ const TwoLevelBlocks<MT>* gather_two_level_rows(const Int8View& x, int64_t M, in
 // kernels fold them: acc[m] += scale (d1 dot1 + d2 dot2), then += offset (s1 + s2), offset being
 // the block's min term of each output row.
 template <class Q, int MT>
-[[gnu::always_inline]] inline void add_two_level_block(const uint8_t* q, const TwoLevelBlocks<MT>& xb, __m512 scale,
+[[gnu::always_inline]] inline void add_two_level_block(const uint8_t* q, const TwoLevelPassBlock& xb, __m512 scale,
                                                        __m512 offset, __m512* acc) {
   __m512i dot1[MT], dot2[MT];
   two_level_dots<Q, MT>(q, xb.rows, dot1, dot2);
@@ -347,7 +349,7 @@ void int8x2_tile_rows_chunked(const PackedView& w, const Int8View& x, int64_t M,
                               int64_t ldo, int64_t g0, int64_t g1) {
   static_assert(MT > 1);
   const int64_t blocks = w.blocks;
-  const TwoLevelBlocks<MT>* all = gather_two_level_rows<MT>(x, M, m0);
+  const TwoLevelPassBlock* all = gather_two_level_rows<MT>(x, M, m0);
   for (int64_t g = g0; g < g1; ++g) {
     const uint8_t* tile = w.data + g * blocks * L::kTileBytes;
     __m512 acc[MT];
@@ -528,16 +530,16 @@ void int8_super_rows(const PackedView& w, const Int8View& x, int64_t m0, float* 
   return _mm512_fmadd_ps(_mm512_set1_ps(d2), _mm512_fmadd_ps(scale_b, half_b, _mm512_mul_ps(scale_a, half_a)), acc);
 }
 
-// Two-level rows [m0, m0 + Parts R) of a K-quant matrix, from Parts blocks of R gathered rows
-// each (parts[p]: TwoLevelBlocks of rows m0 + p R ..., a pass the quantizer wrote or
-// gather_two_level_rows'), each sub-tile unpacked once for all the rows: Q6_K's passes (its two
-// scales per sub-block need four dot chains a row, and a chunked 8-row pass spilled them: 18%
-// slower), and the odd row of Q4_K / Q5_K after their chunked passes. The rows' quants, scales
-// and combined half sums sit at fixed offsets of one block (no index arithmetic per row, Q6_K's
-// offsets broadcast from memory). Each row's output is int8x2_super_row1's bit for bit (the
-// same integers, the same fold).
+// Two-level rows [m0, m0 + Parts R) of a K-quant matrix, from Parts passes of R rows each
+// (parts[p]: the TwoLevelPassBlocks of rows m0 + p R ..., a pass the quantizer wrote or
+// gather_two_level_rows'; R < kTwoLevelPassRows only for a last pass), each sub-tile unpacked
+// once for all the rows: Q6_K's passes (its two scales per sub-block need four dot chains a
+// row, and a chunked 8-row pass spilled them: 18% slower), and the odd row of Q4_K / Q5_K
+// after their chunked passes. The rows' quants, scales and combined half sums sit at fixed
+// offsets of one block (no index arithmetic per row, Q6_K's offsets broadcast from memory).
+// Each row's output is int8x2_super_row1's bit for bit (the same integers, the same fold).
 template <class L, int R, int Parts>
-void int8x2_super_rows_unpacked(const PackedView& w, const TwoLevelBlocks<R>* const* parts, int64_t m0, float* out,
+void int8x2_super_rows_unpacked(const PackedView& w, const TwoLevelPassBlock* const* parts, int64_t m0, float* out,
                                 int64_t ldo, int64_t g0, int64_t g1) {
   using S = typename L::Sub;
   constexpr int MT = R * Parts;
@@ -557,10 +559,10 @@ void int8x2_super_rows_unpacked(const PackedView& w, const TwoLevelBlocks<R>* co
           const __m512 scale = scaled_bytes<false>(tile + L::kScalesAt + kGroupRows * j, d);
           const __m512 min = scaled_bytes<false>(tile + L::kMinsAt + kGroupRows * j, dmin);
           for (int p = 0; p < Parts; ++p) {
-            const TwoLevelBlocks<R>& xb = parts[p][b];
+            const TwoLevelPassBlock& xb = parts[p][b];
             for (int r = 0; r < R; ++r) {
               const __m512i dot1 = row_dot<0, 8>(u, xb.rows[r], _mm512_setzero_si512());
-              const __m512i dot2 = row_dot<0, 8>(u, xb.rows[R + r], _mm512_setzero_si512());
+              const __m512i dot2 = row_dot<0, 8>(u, xb.rows[kTwoLevelPassRows + r], _mm512_setzero_si512());
               __m512& a = acc[p * R + r];
               a = _mm512_fmadd_ps(scale, two_level_sum(dot1, dot2, xb.d2[r]), a);
               a = _mm512_fnmadd_ps(min, _mm512_set1_ps(xb.s[r]), a);
@@ -570,10 +572,10 @@ void int8x2_super_rows_unpacked(const PackedView& w, const TwoLevelBlocks<R>* co
           const __m512 scale_a = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j), d);
           const __m512 scale_b = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j + 1), d);
           for (int p = 0; p < Parts; ++p) {
-            const TwoLevelBlocks<R>& xb = parts[p][b];
+            const TwoLevelPassBlock& xb = parts[p][b];
             for (int r = 0; r < R; ++r)
-              acc[p * R + r] = q6k_two_level(u, xb.rows[r], xb.rows[R + r], xb.half_sums[r], xb.d2[r], scale_a,
-                                             scale_b, acc[p * R + r]);
+              acc[p * R + r] = q6k_two_level(u, xb.rows[r], xb.rows[kTwoLevelPassRows + r], xb.half_sums[r],
+                                             xb.d2[r], scale_a, scale_b, acc[p * R + r]);
           }
         }
       }
@@ -593,7 +595,7 @@ void int8x2_super_rows_chunked(const PackedView& w, const Int8View& x, int64_t M
                                int64_t ldo, int64_t g0, int64_t g1) {
   static_assert(MT > 1 && L::kHasMin);
   using S = typename L::Sub;
-  const TwoLevelBlocks<MT>* all = gather_two_level_rows<MT>(x, M, m0);
+  const TwoLevelPassBlock* all = gather_two_level_rows<MT>(x, M, m0);
   for (int64_t g = g0; g < g1; ++g) {
     const uint8_t* tile = w.data + g * w.blocks * L::kTileBytes;
     __m512 acc[MT];
@@ -924,7 +926,7 @@ bool matmul_int8x2(const PackedView& w, const Int8View& x, float* out, int64_t l
           } else if constexpr (L::kHasMin && MT > 1) {
             int8x2_super_rows_chunked<L, MT>(w, x, M, m0, out, ldo, g0, g1);
           } else {
-            const TwoLevelBlocks<MT>* rows = gather_two_level_rows<MT>(x, M, m0);
+            const TwoLevelPassBlock* rows = gather_two_level_rows<MT>(x, M, m0);
             int8x2_super_rows_unpacked<L, MT, 1>(w, &rows, m0, out, ldo, g0, g1);
           }
         });

@@ -53,9 +53,9 @@ class QuantizedActivations {
  private:
   // Rows [0, rows) of x, and with levels = 2 their residuals into rows [rows, 2 rows).
   void quantize_rows(const float* x, int64_t rows, int64_t ldx, int levels);
-  // Where the AVX-512 quantizer writes the full passes of `rows` two-level rows (null where
-  // it writes none: one level, another quantizer, or fewer rows than a pass), and whether
-  // view() hands them out.
+  // Where the AVX-512 quantizer writes the passes of `rows` two-level rows (null where it
+  // writes none: one level, another quantizer, or one row, which its own kernels read in
+  // place), and whether view() hands them out.
   TwoLevelPassBlock* passes_for(int64_t rows, int levels);
 
   int64_t max_rows_, cols_, rows_ = 0;
@@ -64,7 +64,7 @@ class QuantizedActivations {
   std::vector<float> d_;   // (max_rows, cols / 32)
   std::vector<float> s_;   // (max_rows, cols / 32)
   std::vector<int32_t> half_sums_;  // (max_rows, cols / 16): sum of q per 16 values
-  std::vector<TwoLevelPassBlock> passes_;  // (max_rows / 2 / 8 passes, cols / 32), AVX-512 only
+  std::vector<TwoLevelPassBlock> passes_;  // (ceil(max_rows / 2 / 8) passes, cols / 32), AVX-512 only
   bool passes_written_ = false;
 };
 

@@ -234,22 +234,22 @@ inline constexpr int kSecondLevelShift = 8;
 // Batch rows of a two-level product's pass (the AVX-512 kernels' 8-row passes).
 inline constexpr int kTwoLevelPassRows = 8;
 
-// One activation block of MT rows in both levels, side by side, as the AVX-512 two-level
-// kernels read them: the quants (level one of row m at m, its residual at MT + m), each
-// row's second scale d2 = d1 / 2^kSecondLevelShift (the scale of 2^8 dot1 + dot2), its
-// levels' sum s1 + s2 (added as every kernel adds them), and per half of the block its
-// levels' integer sums of q combined as the dots are, 2^8 hs1 + hs2 (Q6_K's offset of 32).
-template <int MT>
-struct alignas(64) TwoLevelBlocks {
-  int8_t rows[2 * MT][kBlockSize];
-  float d2[MT];
-  float s[MT];
-  int32_t half_sums[MT][2];
+// One activation block of a pass's rows (up to kTwoLevelPassRows) in both levels, side by
+// side, as the AVX-512 two-level kernels read them: the quants (level one of row r at r, its
+// residual at kTwoLevelPassRows + r), each row's second scale d2 = d1 / 2^kSecondLevelShift
+// (the scale of 2^8 dot1 + dot2), its levels' sum s1 + s2 (added as every kernel adds them),
+// and per half of the block its levels' integer sums of q combined as the dots are,
+// 2^8 hs1 + hs2 (Q6_K's offset of 32). A pass of fewer rows leaves the others unset.
+struct alignas(64) TwoLevelPassBlock {
+  int8_t rows[2 * kTwoLevelPassRows][kBlockSize];
+  float d2[kTwoLevelPassRows];
+  float s[kTwoLevelPassRows];
+  int32_t half_sums[kTwoLevelPassRows][2];
 };
 
-// The quantizer writes every full pass of a two-level quantization in this layout too
-// (block b of pass p at p * blocks + b), so that a product's work items do not each gather it.
-using TwoLevelPassBlock = TwoLevelBlocks<kTwoLevelPassRows>;
+// The quantizer writes the rows of a two-level quantization of two or more rows in this
+// layout too (block b of pass p at p * blocks + b), so that a product's work items do not
+// each gather it.
 
 // Activations quantized per 32-block (llama.cpp's Q8_1): x ~ d * q, s = d * sum(q).
 struct Int8View {
@@ -260,7 +260,8 @@ struct Int8View {
   int64_t rows;     // M
   int64_t cols;     // K
   // Two-level rows only, where the quantizer wrote them (else null): rows [0, M) of both
-  // levels in passes of kTwoLevelPassRows, M / kTwoLevelPassRows full passes of cols / 32 blocks.
+  // levels in passes of kTwoLevelPassRows, ceil(M / kTwoLevelPassRows) passes of cols / 32
+  // blocks (the last holds the M % kTwoLevelPassRows rows left, where there are any).
   const TwoLevelPassBlock* passes = nullptr;
 };
 
