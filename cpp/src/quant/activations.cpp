@@ -91,13 +91,13 @@ QuantizedActivations::QuantizedActivations(int64_t max_rows, int64_t cols, CpuPa
   half_sums_.resize(2 * d_.size());
   if (avx512_) {
     const int64_t passes = (max_rows / 2 + kTwoLevelPassRows - 1) / kTwoLevelPassRows;
-    passes_.resize(static_cast<size_t>(passes * (cols / kBlockSize)));
+    passes_ = std::make_unique_for_overwrite<TwoLevelPassBlock[]>(static_cast<size_t>(passes * (cols / kBlockSize)));
   }
 }
 
 TwoLevelPassBlock* QuantizedActivations::passes_for(int64_t rows, int levels) {
   passes_written_ = avx512_ && levels == 2 && rows >= 2;
-  return passes_written_ ? passes_.data() : nullptr;
+  return passes_written_ ? passes_.get() : nullptr;
 }
 
 void QuantizedActivations::quantize(const float* x, int64_t rows, int64_t ldx) {
@@ -154,7 +154,7 @@ void QuantizedActivations::quantize_blocks(const float* x, int64_t rows, int64_t
                                            int64_t last) {
   if (avx512_) {
     quantize_blocks_avx512(x, rows, ldx, cols_, two_level ? 2 : 1, first, last, q_.data(), d_.data(), s_.data(),
-                           half_sums_.data(), passes_written_ ? passes_.data() : nullptr);
+                           half_sums_.data(), passes_written_ ? passes_.get() : nullptr);
     return;
   }
   const int64_t per_row = cols_ / kBlockSize;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "kvgen/quant/dispatch.h"
@@ -47,7 +48,7 @@ class QuantizedActivations {
   bool vectorized() const { return avx512_; }
   // The rows quantized last (with their passes where a two-level quantization wrote them).
   Int8View view() const {
-    return {q_.data(), d_.data(), s_.data(), half_sums_.data(), rows_, cols_, passes_written_ ? passes_.data() : nullptr};
+    return {q_.data(), d_.data(), s_.data(), half_sums_.data(), rows_, cols_, passes_written_ ? passes_.get() : nullptr};
   }
 
  private:
@@ -64,7 +65,9 @@ class QuantizedActivations {
   std::vector<float> d_;   // (max_rows, cols / 32)
   std::vector<float> s_;   // (max_rows, cols / 32)
   std::vector<int32_t> half_sums_;  // (max_rows, cols / 16): sum of q per 16 values
-  std::vector<TwoLevelPassBlock> passes_;  // (ceil(max_rows / 2 / 8) passes, cols / 32), AVX-512 only
+  // (ceil(max_rows / 2 / 8) passes, cols / 32), AVX-512 only; left uninitialized (a product
+  // of a few rows that allocates its input each time does not clear them)
+  std::unique_ptr<TwoLevelPassBlock[]> passes_;
   bool passes_written_ = false;
 };
 
