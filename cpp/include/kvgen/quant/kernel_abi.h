@@ -239,17 +239,15 @@ inline constexpr int kTwoLevelPassRows = 8;
 // residual at kTwoLevelPassRows + r), each row's second scale d2 = d1 / 2^kSecondLevelShift
 // (the scale of 2^8 dot1 + dot2), its levels' sum s1 + s2 (added as every kernel adds them),
 // and per half of the block its levels' integer sums of q combined as the dots are,
-// 2^8 hs1 + hs2 (Q6_K's offset of 32). A pass of fewer rows leaves the others unset.
+// 2^8 hs1 + hs2 (Q6_K's offset of 32). A pass of fewer rows leaves the others unset. The
+// quantizer writes every two-level input of two rows or more in this layout too (block b of
+// pass p at p * blocks + b), so that a product's work items do not each gather it.
 struct alignas(64) TwoLevelPassBlock {
   int8_t rows[2 * kTwoLevelPassRows][kBlockSize];
   float d2[kTwoLevelPassRows];
   float s[kTwoLevelPassRows];
   int32_t half_sums[kTwoLevelPassRows][2];
 };
-
-// The quantizer writes the rows of a two-level quantization of two or more rows in this
-// layout too (block b of pass p at p * blocks + b), so that a product's work items do not
-// each gather it.
 
 // Activations quantized per 32-block (llama.cpp's Q8_1): x ~ d * q, s = d * sum(q).
 struct Int8View {
