@@ -23,6 +23,7 @@ namespace {
 #include "unit_scales.inc"         // units_per_tile, unit_base, split_mins
 #include "unit_scales_avx512.inc"  // simd_unit_scales
 #include "two_level_rows.inc"      // put_two_level_row, combined_half_sum
+#include "vectors_avx512.inc"      // unpack_tile, stream_ahead, two_level_sum, store_group, ...
 
 // Activation rows per pass over the weights: a tile's 8 unpacked quant vectors and one
 // accumulator per row stay in the 32 registers (8 beams or batch rows in two levels).
@@ -37,88 +38,6 @@ constexpr int kTileRows = L::kFamily == Family::Super ? 16 : 8;
 // into registers once and finish one row at a time.
 constexpr int kChunkedRows = 8;
 
-__m512 load_halves(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
-
-template <class L>
-__m512 load_mins(const uint8_t* tile, __m512 d) {
-  if constexpr (L::kHasMin)
-    return load_halves(tile + L::kMinsAt);
-  else
-    return _mm512_mul_ps(d, _mm512_set1_ps(static_cast<float>(L::kOffset)));
-}
-
-__m512i load_chunk(const uint8_t* p) { return _mm512_loadu_si512(p); }
-
-int32_t load_i32(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
-// The high bits of quant vector v (0..7) moved to bits 4.. of each byte (other bits are
-// garbage: mask them), from the high-bit planes (kernel_abi.h).
-template <class L>
-[[gnu::always_inline]] inline __m512i high_bits(const uint8_t* tile, int v) {
-  constexpr int per_byte = 8 / L::kExtraBits;
-  const __m512i plane = load_chunk(tile + L::kHighBitsAt + 64 * (v / per_byte));
-  const int at = L::kExtraBits * (v % per_byte);  // the vector's bits in each byte; bits of
-  // the neighbouring byte that a 16-bit shift brings in land above bit 4 + E - 1
-  return at <= 4 ? _mm512_sll_epi16(plane, _mm_cvtsi32_si128(4 - at))
-                 : _mm512_srl_epi16(plane, _mm_cvtsi32_si128(at - 4));
-}
-
-// The two 64-byte quant vectors of 4/5/6-bit chunk c: weights 4c..4c+3 and 4c+16..4c+19
-// of each row, as unsigned bytes (a tile's or a K-quant sub-tile's quants).
-template <class L>
-[[gnu::always_inline]] inline void nibble_chunks(const uint8_t* tile, int c, __m512i& low, __m512i& high) {
-  const __m512i nibble = _mm512_set1_epi8(0x0F);
-  const __m512i raw = load_chunk(tile + L::kQuantsAt + 64 * c);
-  low = _mm512_and_si512(raw, nibble);
-  high = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
-  if constexpr (L::kExtraBits > 0) {
-    const __m512i keep = _mm512_set1_epi8(static_cast<char>(((1 << L::kExtraBits) - 1) << 4));
-    low = _mm512_ternarylogic_epi32(low, high_bits<L>(tile, c), keep, 0xF8);  // low | (bits & keep)
-    high = _mm512_ternarylogic_epi32(high, high_bits<L>(tile, c + 4), keep, 0xF8);
-  }
-}
-
-// The 8 quant vectors of a tile (or K-quant sub-tile) as unsigned bytes: byte 4r+j of u[v]
-// is weight 4v+j of row r, so u[v] meets the activations at 4v. Unpacked once per tile
-// and then used for every activation row.
-template <class L>
-[[gnu::always_inline]] inline void unpack_tile(const uint8_t* tile, __m512i* u) {
-  if constexpr (L::kBits == 8) {
-    for (int v = 0; v < 8; ++v) u[v] = load_chunk(tile + L::kQuantsAt + 64 * v);
-  } else {
-    for (int c = 0; c < 4; ++c) nibble_chunks<L>(tile, c, u[c], u[c + 4]);
-  }
-}
-
-// A pass over the weights with few activation rows (decode: one row, a few beams or batch
-// rows) does little work per byte, so it runs ahead of the hardware prefetcher (which stops
-// at every 4 KiB page): each step asks for the bytes kPrefetchAhead further on (8 KiB:
-// measured best of 1-32 KiB on Q4_K, Q6_K and Q5_0 streams from memory, +25-35% over no
-// prefetch at one row; Q8_0 neither gains nor loses).
-constexpr int64_t kPrefetchAhead = 8192;
-
-// Prefetch the cache lines of [p, p + bytes).
-template <int64_t Bytes>
-[[gnu::always_inline]] inline void prefetch_bytes(const uint8_t* p) {
-  for (int64_t at = 0; at < Bytes; at += 64) _mm_prefetch(reinterpret_cast<const char*>(p + at), _MM_HINT_T0);
-}
-
-// The stream step of a pass over a group's tiles, once per tile (a 32-weight-block tile) or
-// once per part j of Parts (a K-quant tile's sub-blocks, a lookup tile's units): the tile's
-// bytes kPrefetchAhead further on, in equal parts of whole lines. Every quantized kernel's loop
-// takes it, whatever its rows: with a few rows (beams, batch rows) a pass is a stream too
-// (a 4-row pass over Q4_K weights from memory ran at 8 GB/s without it, 22 GB/s with it), and
-// with many rows the first pass over a group reads it from memory.
-template <class L, int Parts = 1>
-[[gnu::always_inline]] inline void stream_ahead(const uint8_t* tile, int j = 0) {
-  constexpr int64_t kStep = (L::kTileBytes / Parts + 63) / 64 * 64;
-  prefetch_bytes<kStep>(tile + kPrefetchAhead + j * kStep);
-}
-
 // Lane r = sum over the vectors v in [v0, v1) of u[r][4v..4v+3] * xq[4v..4v+3], on top of
 // `start`: two interleaved chains, so that one row's dot does not wait on the VNNI latency.
 template <int V0, int V1>
@@ -129,26 +48,6 @@ template <int V0, int V1>
     if (v + 1 < V1) b = _mm512_dpbusd_epi32(b, u[v + 1], _mm512_set1_epi32(load_i32(xq + 4 * (v + 1))));
   }
   return _mm512_add_epi32(a, b);
-}
-
-// Two-level activations: the levels' dots (each exact in int32) added as integers, the
-// second level's scale being d1 / 2^8 (kSecondLevelShift): 2^8 dot1 + dot2, so that the fold
-// takes one conversion and one multiply by d2. Every type's |dot| < 2^20 (at most 32 x 255 x
-// 127, and an offset of 128 x 32 x 127), so the sum is exact in int32 and rounds once, in the
-// conversion. On Zen 5 the fold's float operations share the two pipes of the VNNI products;
-// the integer shift and add do not (one float multiply fewer per row and block than adding
-// d1 dot1 + d2 dot2 in float).
-[[gnu::always_inline]] inline __m512i two_level_int(__m512i dot1, __m512i dot2) {
-  return _mm512_add_epi32(_mm512_slli_epi32(dot1, kSecondLevelShift), dot2);
-}
-
-[[gnu::always_inline]] inline __m512 two_level_dot(__m512i dot1, __m512i dot2) {
-  return _mm512_cvtepi32_ps(two_level_int(dot1, dot2));
-}
-
-// d2 (2^8 dot1 + dot2) = d1 dot1 + d2 dot2 (the caller multiplies by the weights' scale once).
-[[gnu::always_inline]] inline __m512 two_level_sum(__m512i dot1, __m512i dot2, float d2) {
-  return _mm512_mul_ps(_mm512_set1_ps(d2), two_level_dot(dot1, dot2));
 }
 
 // dot[m] (lane r) = sum_k u[r][k] * xq[m][k] over one tile, chunk by chunk (for up to 8
@@ -191,18 +90,6 @@ template <class L, int MT, class Fold>
     for (int m = 0; m < MT; ++m)
       fold(m, row_dot<0, 8>(u, x.q + (m0 + m) * x.cols + b * kBlockSize, _mm512_setzero_si512()));
   }
-}
-
-// Writes the valid rows of one group for MT activation rows.
-template <int MT>
-void store_group(const __m512* acc, int64_t rows_here, float* out, int64_t ldo) {
-  const __mmask16 valid = static_cast<__mmask16>((1u << rows_here) - 1u);
-  for (int m = 0; m < MT; ++m) _mm512_mask_storeu_ps(out + m * ldo, valid, acc[m]);
-}
-
-int64_t rows_in_group(const PackedView& w, int64_t g) {
-  const int64_t left = w.rows - g * kGroupRows;
-  return left < kGroupRows ? left : kGroupRows;
 }
 
 // Activation rows [m0, m0 + MT) x groups [g0, g1).
@@ -407,15 +294,6 @@ void float_tile_rows(const PackedView& w, const float* x, int64_t ldx, int64_t m
 // --- K-quants: per 256-weight tile, 8 sub-blocks of 32 weights, each one of the
 // activations' 32-blocks; a sub-block's quants are in the nibble + high-bit plane formats
 // of the 32-weight tiles.
-
-// 16 rows' bytes at p (scales or mins of one sub-block) times d, as floats: exact, since
-// d is an fp16 and the bytes have at most 8 bits.
-template <bool Signed>
-[[gnu::always_inline]] inline __m512 scaled_bytes(const uint8_t* p, __m512 d) {
-  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  const __m512i ints = Signed ? _mm512_cvtepi8_epi32(bytes) : _mm512_cvtepu8_epi32(bytes);
-  return _mm512_mul_ps(d, _mm512_cvtepi32_ps(ints));
-}
 
 // Q6_K: dot_a[m], dot_b[m] (lane r) = sum_k (u[r][k] - 32) * xq[m][k] over the sub-tile's
 // first and second 16 weights (each has its own scale). The -32 offset starts each sum
