@@ -165,6 +165,30 @@ void register_quant(py::module_& m) {
       "a row table reads a mapped file (kvgen/runtime/row_table.h), never repacked.");
   m.def("_quant_cpu_path", [] { return quant::cpu_path_name(quant::active_cpu_path()); },
         "The kernel path in use (KVGEN_CPU_PATH or the best this CPU runs).");
+  m.def("_amx_unavailable_reason", [] { return quant::amx_unavailable_reason(); },
+        "Why this process has no amx path ('' when it has one).");
+  m.def(
+      "_quant_set_amx_tiles",
+      [](bool on) {
+        const std::string& why = quant::amx_unavailable_reason();
+        if (!why.empty()) throw ValueError("the amx path is unavailable: " + why);
+#if KVGEN_X86_KERNELS
+        quant::set_amx_tiles(on);
+#endif
+      },
+      py::arg("on"),
+      "Whether the amx path's products of several rows use the AMX tiles or the avx512 path's VNNI kernels "
+      "(the same outputs bit for bit; for benchmarks, process-wide).");
+  m.def(
+      "_quant_amx_tile_products",
+      [] {
+#if KVGEN_X86_KERNELS
+        return quant::amx_tile_products();
+#else
+        return uint64_t{0};
+#endif
+      },
+      "How many two-level products (calls of the kernel, per thread's share) ran on the AMX tiles so far.");
   m.def("_quant_supported_paths", [] {
     std::vector<std::string> names;
     for (CpuPath p : quant::supported_cpu_paths()) names.push_back(quant::cpu_path_name(p));

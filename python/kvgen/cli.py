@@ -548,8 +548,10 @@ def _info(args) -> int:
           f"{model.activations}; KV cache per position: {per_position} bytes"
           + (f"; recurrent state per sequence: {state} bytes" if state else ""))
     why = _core._bf16_unavailable_reason()
+    no_amx = _core._amx_unavailable_reason()
     print(f"kernels: the {_core._quant_cpu_path()} path (KVGEN_CPU_PATH); activations='bf16': "
-          + (f"unavailable ({why})" if why else "available (AVX512_BF16)"))
+          + (f"unavailable ({why})" if why else "available (AVX512_BF16)")
+          + "; AMX tiles: " + (f"unavailable ({no_amx})" if no_amx else "available (AMX-INT8, the amx path)"))
     return 0
 
 

@@ -115,7 +115,9 @@ def test_info_describes_the_model():
     assert out.returncode == 0 and "Model(llama, layers=30" in out.stdout and "Q4_1" in out.stdout
     path, why = _core._quant_cpu_path(), _core._bf16_unavailable_reason()
     bf16 = f"unavailable ({why})" if why else "available (AVX512_BF16)"
-    assert f"kernels: the {path} path (KVGEN_CPU_PATH); activations='bf16': {bf16}" in out.stdout
+    no_amx = _core._amx_unavailable_reason()
+    amx = f"unavailable ({no_amx})" if no_amx else "available (AMX-INT8, the amx path)"
+    assert f"kernels: the {path} path (KVGEN_CPU_PATH); activations='bf16': {bf16}; AMX tiles: {amx}" in out.stdout
 
 
 def test_info_says_why_bf16_activations_are_unavailable():

@@ -275,6 +275,58 @@ def test_two_level_rows_are_the_one_row_products_bit_for_bit(qtype, path):
         np.testing.assert_array_equal(out.view(np.uint32), alone[:m].view(np.uint32), err_msg=f"M={m}")
 
 
+needs_amx = pytest.mark.skipif("amx" not in PATHS, reason=f"no amx CPU path here: {_core._amx_unavailable_reason()}")
+
+
+@needs_amx
+@pytest.mark.parametrize("qtype", BLOCK_TYPES + K_TYPES)
+def test_amx_tiles_give_the_vnni_products_bit_for_bit(qtype):
+    """The amx path multiplies 16 rows or more (Q6_K, Q8_0: 32) on AMX-INT8 tiles: the levels' dots
+    exact in int32 and each row folded as the avx512 path's VNNI kernels fold it, so every row
+    of every row count (pairs of 8-row passes, a lone pass, a last pass of a few rows) is the
+    avx512 path's bit for bit, NaN and infinite rows included, on a ragged last group and on
+    a range of groups. The tiles' product count shows they ran (and that fewer rows do not)."""
+    cols = cols_for(qtype)[-1]
+    c = case(qtype, 33, cols)
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal((70, cols)) * np.repeat(rng.uniform(0.01, 3.0, (70, cols // 32)), 32, axis=1))
+    x = x.astype(np.float32)
+    x[3, 40] = np.nan
+    x[20, 7] = np.inf
+    x[33, :32] = 0.0
+    least = 32 if qtype in ("Q6_K", "Q8_0") else 16
+    for m in (2, 8, least - 1, least, least + 1, 23, 24, 31, 32, 33, 40, 47, 64, 70):
+        before = _core._quant_amx_tile_products()
+        tiles = c.packed.matmul(x[:m], path="amx", two_level=True)
+        assert (_core._quant_amx_tile_products() > before) == (m >= least), f"M={m}"
+        vnni = c.packed.matmul(x[:m], path="avx512", two_level=True)
+        np.testing.assert_array_equal(tiles.view(np.uint32), vnni.view(np.uint32), err_msg=f"{qtype} M={m}")
+    part = c.packed.matmul(x[:40], path="amx", two_level=True, groups=(1, 3))
+    np.testing.assert_array_equal(part[:, 16:].view(np.uint32), tiles[:40, 16:].view(np.uint32))
+    assert np.isnan(part[:, :16]).all()
+
+
+@needs_amx
+def test_amx_tiles_can_be_switched_off_for_a_benchmark():
+    c = case("Q4_K", 17, 256)
+    x = activations(256)[:16]
+    on = c.packed.matmul(x, path="amx", two_level=True)
+    _core._quant_set_amx_tiles(False)
+    try:
+        before = _core._quant_amx_tile_products()
+        off = c.packed.matmul(x, path="amx", two_level=True)
+        assert _core._quant_amx_tile_products() == before
+    finally:
+        _core._quant_set_amx_tiles(True)
+    np.testing.assert_array_equal(on.view(np.uint32), off.view(np.uint32))
+
+
+@pytest.mark.skipif("amx" in PATHS, reason="this process has the amx path")
+def test_amx_switch_says_why_the_path_is_missing():
+    with pytest.raises(ValueError, match="the amx path is unavailable: "):
+        _core._quant_set_amx_tiles(False)
+
+
 def to_bf16(a: np.ndarray) -> np.ndarray:
     """float32 values rounded to bfloat16 (nearest, ties to even; no NaN here), as float64."""
     bits = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
@@ -282,43 +334,75 @@ def to_bf16(a: np.ndarray) -> np.ndarray:
     return rounded.view(np.float32).astype(np.float64)
 
 
+# The paths with bf16 kernels: avx512 (vdpbf16ps) and amx (AMX-BF16 tiles where the CPU has them).
+BF16_PATHS = [p for p in PATHS if not _core._bf16_unavailable_reason(p)]
+
+
 @needs_bf16
+@pytest.mark.parametrize("path", BF16_PATHS)
 @pytest.mark.parametrize("qtype", INT8_TYPES)
-def test_bf16_mode_matches_float64_of_the_rounded_operands(qtype):
+def test_bf16_mode_matches_float64_of_the_rounded_operands(qtype, path):
     """activations="bf16": each weight is the file's value (gguf-py's dequantization) rounded to
-    bfloat16, each activation too, and each output sums its row's K exact products in two
-    float32 chains of K/2 (even and odd pairs, each vdpbf16ps step adding two), then adds
-    them: |y - y64| <= (K/2 + 2) u sum_k |w_k x_k| against the float64 product of the rounded
-    operands. A weight decoded wrong, a pair out of order or a rounding other than nearest-even
-    moves an output by a whole term's 2**-8, far beyond that."""
+    bfloat16, each activation too, and each output sums its row's K exact products in float32:
+    on avx512 in two chains of K/2 (even and odd pairs, each vdpbf16ps step adding two), then
+    added; on amx's tiles in one chain of K. So |y - y64| <= (chain + 2) u sum_k |w_k x_k| against
+    the float64 product of the rounded operands. A weight decoded wrong, a pair out of order or a
+    rounding other than nearest-even moves an output by a whole term's 2**-8, far beyond that."""
     for cols in cols_for(qtype):
         x = activations(cols)
         xb = to_bf16(x)
+        chain = cols if path == "amx" else cols // 2
         for rows in ROWS:
             c = case(qtype, rows, cols)
             wb = to_bf16(c.w64.astype(np.float32))
             ref = xb @ wb.T
-            bound = (cols // 2 + 2) * U * (np.abs(xb) @ np.abs(wb).T) + 1e-30
-            for m in (1, 2, 5, 12, 13, MAX_M):
-                out = c.packed.matmul(x[:m], bf16=True)
-                check(out, ref[:m], bound[:m], f"{qtype} bf16 N={rows} K={cols} M={m}")
+            bound = (chain + 2) * U * (np.abs(xb) @ np.abs(wb).T) + 1e-30
+            for m in (1, 2, 5, 12, 13, 16, MAX_M):
+                out = c.packed.matmul(x[:m], bf16=True, path=path)
+                check(out, ref[:m], bound[:m], f"{qtype} {path} bf16 N={rows} K={cols} M={m}")
 
 
 @needs_bf16
+@pytest.mark.parametrize("path", BF16_PATHS)
 @pytest.mark.parametrize("qtype", INT8_TYPES)
-def test_bf16_rows_are_the_one_row_products_bit_for_bit(qtype):
+def test_bf16_rows_are_the_one_row_products_bit_for_bit(qtype, path):
     """As for two levels: a row's bf16 product is the same bits alone, in a pass of any
-    number of rows (a tile of 12 and the remainders), and over any range of groups."""
+    number of rows (avx512: a tile of 12 and the remainders; amx: 16-row tiles two at a time,
+    a last tile padded), and over any range of groups (amx: two groups at a time, or one)."""
     cols = cols_for(qtype)[-1]
-    x = activations(cols)
-    c = case(qtype, 33, cols)
-    alone = np.concatenate([c.packed.matmul(x[i:i + 1], bf16=True) for i in range(MAX_M)])
-    for m in range(2, MAX_M + 1):
-        out = c.packed.matmul(x[:m], bf16=True)
+    x = np.concatenate([activations(cols), activations(cols, seed=8)])  # 38 rows: two tiles and a part
+    c = case(qtype, 65, cols)
+    alone = np.concatenate([c.packed.matmul(x[i:i + 1], bf16=True, path=path) for i in range(len(x))])
+    for m in list(range(2, MAX_M + 1)) + [32, 33, len(x)]:
+        out = c.packed.matmul(x[:m], bf16=True, path=path)
         np.testing.assert_array_equal(out.view(np.uint32), alone[:m].view(np.uint32), err_msg=f"M={m}")
-    part = c.packed.matmul(x, bf16=True, groups=(1, 3))
-    np.testing.assert_array_equal(part[:, 16:].view(np.uint32), alone[:, 16:].view(np.uint32))
-    assert np.isnan(part[:, :16]).all()
+    for groups in ((1, 3), (1, 4), (3, 5)):
+        part = c.packed.matmul(x, bf16=True, path=path, groups=groups)
+        lo, hi = 16 * groups[0], min(16 * groups[1], 65)
+        np.testing.assert_array_equal(part[:, lo:hi].view(np.uint32), alone[:, lo:hi].view(np.uint32))
+        assert np.isnan(part[:, :lo]).all() and np.isnan(part[:, hi:]).all()
+
+
+@needs_bf16
+@pytest.mark.skipif("amx" not in BF16_PATHS, reason="no amx path with bf16 kernels here")
+@pytest.mark.parametrize("qtype", ["Q4_0", "Q8_0", "Q4_K", "Q6_K", "IQ4_XS"])
+def test_bf16_tiles_and_vectors_agree_within_their_chains(qtype):
+    """The amx path's AMX-BF16 tiles and the avx512 path's vdpbf16ps sum the same exact products
+    in other orders (one chain, two): they agree within the sum of both chains' bounds, and where
+    the activations hold NaN or infinity both give NaN / non-finite rows."""
+    cols = cols_for(qtype)[-1]
+    x = activations(cols)[:17].copy()
+    x[4, 9] = np.nan
+    x[5, 2] = np.inf
+    c = case(qtype, 33, cols)
+    tiles = c.packed.matmul(x, bf16=True, path="amx")
+    vectors = c.packed.matmul(x, bf16=True, path="avx512")
+    xb, wb = to_bf16(np.nan_to_num(x, posinf=0.0)), to_bf16(c.w64.astype(np.float32))
+    bound = (cols + cols // 2 + 4) * U * (np.abs(xb) @ np.abs(wb).T) + 1e-30
+    finite = [i for i in range(len(x)) if i not in (4, 5)]
+    assert np.all(np.abs(tiles[finite] - vectors[finite]) <= bound[finite])
+    assert np.isnan(tiles[4]).all() and np.isnan(vectors[4]).all()
+    assert not np.isfinite(tiles[5]).any() and not np.isfinite(vectors[5]).any()
 
 
 def test_bf16_mode_is_refused_where_it_cannot_run():
@@ -526,7 +610,7 @@ def test_bad_arguments_raise():
         w.matmul(np.zeros((2, 64)))
     with pytest.raises(ValueError, match="not within"):
         w.matmul(np.zeros((2, 64), np.float32), groups=(0, 2))
-    with pytest.raises(ValueError, match="is not one of avx512, avx2, portable"):
+    with pytest.raises(ValueError, match="is not one of amx, avx512, avx2, portable"):
         w.matmul(np.zeros((2, 64), np.float32), path="sse9")
 
 
@@ -630,4 +714,4 @@ def test_environment_variable_forces_a_path():
         assert run.returncode == 0 and run.stdout.strip() == path, run.stderr
     run = cpu_path_in_subprocess("neon")
     assert run.returncode != 0
-    assert "ValueError: KVGEN_CPU_PATH: CPU path 'neon' is not one of avx512, avx2, portable" in run.stderr
+    assert "ValueError: KVGEN_CPU_PATH: CPU path 'neon' is not one of amx, avx512, avx2, portable" in run.stderr

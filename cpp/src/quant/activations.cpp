@@ -79,7 +79,7 @@ void quantize_residual(const float* x, float d1, const int8_t* q1, int8_t* q, fl
 }  // namespace
 
 QuantizedActivations::QuantizedActivations(int64_t max_rows, int64_t cols, CpuPath path)
-    : max_rows_(max_rows), cols_(cols), avx512_(path == CpuPath::Avx512 && has_avx512_quantizer()) {
+    : max_rows_(max_rows), cols_(cols), avx512_(runs_avx512(path) && has_avx512_quantizer()) {
   if (max_rows < 1) throw ValueError("activations: max_rows = " + std::to_string(max_rows) + " must be >= 1");
   if (cols < kBlockSize || cols % kBlockSize != 0)
     throw ValueError("activations: cols = " + std::to_string(cols) + " must be a positive multiple of 32");

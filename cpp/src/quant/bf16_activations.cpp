@@ -11,7 +11,7 @@ bool has_bf16_kernels(CpuPath path) { return kernels_for(path).bf16.matmul != nu
 
 std::string bf16_unavailable_reason(CpuPath path) {
   if (has_bf16_kernels(path)) return "";
-  if (path != CpuPath::Avx512)
+  if (!runs_avx512(path))
     return std::string("bf16 activations need the avx512 CPU path (this process runs ") + cpu_path_name(path) + ")";
   return "bf16 activations need a CPU with AVX512_BF16 (vdpbf16ps), which this one lacks";
 }

@@ -3,7 +3,15 @@
 #include "kvgen/quant/dispatch.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+
+#if defined(__linux__) && KVGEN_X86_KERNELS
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include "kvgen/errors.h"
 
@@ -11,7 +19,26 @@ namespace kvgen::quant {
 
 namespace {
 
-constexpr CpuPath kAll[] = {CpuPath::Avx512, CpuPath::Avx2, CpuPath::Portable};
+constexpr CpuPath kAll[] = {CpuPath::Amx, CpuPath::Avx512, CpuPath::Avx2, CpuPath::Portable};
+
+// "" when the tiles may run; otherwise why not. Asks Linux for the tile data permission once
+// per process (the first tile instruction without it faults).
+std::string check_amx() {
+#if defined(__linux__) && KVGEN_X86_KERNELS
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) || !(edx & (1u << 24)) || !(edx & (1u << 25)))
+    return "the CPU has no AMX-INT8";
+  constexpr long kReqXcompPerm = 0x1023;  // ARCH_REQ_XCOMP_PERM
+  constexpr long kXtiledata = 18;         // XFEATURE_XTILEDATA
+  if (syscall(SYS_arch_prctl, kReqXcompPerm, kXtiledata) != 0)
+    return std::string("Linux refused the AMX tile data permission (arch_prctl: ") + std::strerror(errno) + ")";
+  return "";
+#elif KVGEN_X86_KERNELS
+  return "the AMX path needs Linux (its tile data permission)";
+#else
+  return "the CPU is not x86";
+#endif
+}
 
 std::vector<CpuPath> detect_cpu_paths() {
 #if KVGEN_X86_KERNELS
@@ -23,6 +50,7 @@ std::vector<CpuPath> detect_cpu_paths() {
   const bool avx2 = false, avx512 = false;
 #endif
   std::vector<CpuPath> paths;
+  if (avx512 && amx_unavailable_reason().empty()) paths.push_back(CpuPath::Amx);
   if (avx512) paths.push_back(CpuPath::Avx512);
   if (avx2) paths.push_back(CpuPath::Avx2);
   paths.push_back(CpuPath::Portable);
@@ -33,6 +61,16 @@ bool cpu_has_bf16() {
 #if KVGEN_X86_KERNELS
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512bf16");
+#else
+  return false;
+#endif
+}
+
+// AMX-BF16 (the amx path's bf16 products), beside the AMX-INT8 that the path itself needs.
+bool cpu_has_amx_bf16() {
+#if defined(__linux__) && KVGEN_X86_KERNELS
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (edx & (1u << 22));
 #else
   return false;
 #endif
@@ -51,6 +89,7 @@ const char* cpu_path_name(CpuPath path) {
     case CpuPath::Portable: return "portable";
     case CpuPath::Avx2: return "avx2";
     case CpuPath::Avx512: return "avx512";
+    case CpuPath::Amx: return "amx";
   }
   return "?";
 }
@@ -58,7 +97,12 @@ const char* cpu_path_name(CpuPath path) {
 CpuPath parse_cpu_path(const std::string& name) {
   for (CpuPath p : kAll)
     if (name == cpu_path_name(p)) return p;
-  throw ValueError("CPU path '" + name + "' is not one of avx512, avx2, portable");
+  throw ValueError("CPU path '" + name + "' is not one of amx, avx512, avx2, portable");
+}
+
+const std::string& amx_unavailable_reason() {
+  static const std::string why = check_amx();
+  return why;
 }
 
 const std::vector<CpuPath>& supported_cpu_paths() {
@@ -95,6 +139,14 @@ const KernelTable& kernels_for(CpuPath path) {
   // Each table is built on first use, so no code of a path runs before its check.
   switch (path) {
 #if KVGEN_X86_KERNELS
+    case CpuPath::Amx: {
+      static const KernelTable table = [] {
+        KernelTable t = amx_kernels();
+        if (cpu_has_bf16()) t.bf16 = cpu_has_amx_bf16() ? amx_bf16_kernels() : bf16_kernels();
+        return t;
+      }();
+      return table;
+    }
     case CpuPath::Avx512: {
       static const KernelTable table = [] {
         KernelTable t = avx512_kernels();
@@ -108,6 +160,7 @@ const KernelTable& kernels_for(CpuPath path) {
       return table;
     }
 #else
+    case CpuPath::Amx:
     case CpuPath::Avx512:
     case CpuPath::Avx2:
 #endif

@@ -13,8 +13,14 @@
 // same order whatever the number of rows or the groups a call covers, so a row's result
 // never depends on the rows that share its pass.
 //
-// Compiled with -mavx512f/bw/vl/bf16 and -ffp-contract=off (CMakeLists.txt); runs only
-// after dispatch.cpp has found AVX512_BF16.
+// The amx path multiplies with AMX-BF16 tiles instead (matmul_bf16_tiles, below): the same
+// decoded pairs are its B tiles, and each output sums its row's pairs in one float32 chain,
+// 32 weights a tile instruction, in column order. Its results are not the vector kernel's bit
+// for bit (one chain, not two), but they too never depend on the rows that share a pass.
+//
+// Compiled with -mavx512f/bw/vl/bf16, -mamx-tile/-mamx-bf16 and -ffp-contract=off
+// (CMakeLists.txt); runs only after dispatch.cpp has found AVX512_BF16 (and, for the tiles,
+// AMX-BF16 with Linux's tile data permission).
 #include "kvgen/quant/kernel_abi.h"
 #if KVGEN_X86_KERNELS
 #include <immintrin.h>
@@ -33,6 +39,7 @@ namespace {
 
 #include "unit_scales.inc"         // UnitQuants, unit_base, units_per_tile
 #include "unit_scales_avx512.inc"  // simd_unit_scales
+#include "amx_tiles.inc"           // TileConfig, TileSession, KVGEN_TILE_LOAD / _STORE
 
 // Activation rows per pass over a decoded group: two accumulators a row (24 of the 32
 // registers) and the two pair vectors of a step.
@@ -163,6 +170,131 @@ void matmul_bf16(const PackedView& w, const Bf16View& x, float* out, int64_t ldo
   });
 }
 
+// --- AMX-BF16: two groups' decoded pairs against two 16-row tiles of activations at a time.
+// Tile registers (macros: the instructions take the number in their text): activation rows
+// (A), a group's 16 pairs (B, 32 weights of 16 output rows), the products (C: rows x group).
+#define kA0 0
+#define kA1 1
+#define kB0 2
+#define kB1 3
+#define kC00 4
+#define kC10 5
+#define kC01 6
+#define kC11 7
+
+// Every tile 16 rows of 64 bytes: 32 bf16 activations of a row, 16 pairs of a group's 16 output
+// rows (the layout decode_group writes: pair p is B row p), 16 float32 outputs.
+TileConfig bf16_tile_config() {
+  TileConfig c;
+  for (int t = kA0; t <= kC11; ++t) c.tile(t, 16, 64);
+  return c;
+}
+
+// Rows of activations a tile holds.
+constexpr int64_t kTileRows = 16;
+
+// One tile's rows of activations: where row 0 starts and the row stride in bytes.
+struct RowTile {
+  const uint16_t* x;
+  int64_t stride;
+};
+
+// The products of RowTiles row tiles and Groups groups (pairs[i]: group i's decoded pairs) over
+// all K, each tile's float32 chain starting at zero, stored into c[t][i] (16 x 16 floats). The
+// tile loads name one row of their memory (memory_written: the caller's barrier covers the rest).
+template <int RowTiles, int Groups>
+void tile_products(const RowTile* rows, const __m512i* const* pairs, int64_t cols, float (*c)[2][16][16]) {
+  _tile_zero(kC00);
+  if constexpr (Groups == 2) _tile_zero(kC01);
+  if constexpr (RowTiles == 2) _tile_zero(kC10);
+  if constexpr (RowTiles == 2 && Groups == 2) _tile_zero(kC11);
+  constexpr int64_t kBytes = 16 * 64;
+  for (int64_t k = 0; k < cols; k += 32) {
+    KVGEN_TILE_LOAD(kB0, pairs[0] + k / 2, 64, kBytes);
+    KVGEN_TILE_LOAD(kA0, rows[0].x + k, rows[0].stride, 64);
+    _tile_dpbf16ps(kC00, kA0, kB0);
+    if constexpr (Groups == 2) {
+      KVGEN_TILE_LOAD(kB1, pairs[1] + k / 2, 64, kBytes);
+      _tile_dpbf16ps(kC01, kA0, kB1);
+    }
+    if constexpr (RowTiles == 2) {
+      KVGEN_TILE_LOAD(kA1, rows[1].x + k, rows[1].stride, 64);
+      _tile_dpbf16ps(kC10, kA1, kB0);
+      if constexpr (Groups == 2) _tile_dpbf16ps(kC11, kA1, kB1);
+    }
+  }
+  KVGEN_TILE_STORE(kC00, c[0][0], 64, kBytes);
+  if constexpr (Groups == 2) KVGEN_TILE_STORE(kC01, c[0][1], 64, kBytes);
+  if constexpr (RowTiles == 2) KVGEN_TILE_STORE(kC10, c[1][0], 64, kBytes);
+  if constexpr (RowTiles == 2 && Groups == 2) KVGEN_TILE_STORE(kC11, c[1][1], 64, kBytes);
+}
+
+// x's rows on the tiles: the first M - M % 16 in place, the last M % 16 copied into a
+// zero-padded tile (a tile reads 16 rows: no read past the activations).
+void matmul_bf16_tiles(const PackedView& w, const Bf16View& x, float* out, int64_t ldo, int64_t g0, int64_t g1) {
+  thread_local std::vector<PairVector> storage;  // two groups' decoded weights, kept between calls
+  thread_local std::vector<uint16_t> padded;     // the last, partial tile of rows
+  const int64_t count = w.cols / 2;
+  if (static_cast<int64_t>(storage.size()) < 2 * count) storage.resize(2 * count);
+  const __m512i* pairs[2] = {reinterpret_cast<const __m512i*>(storage.data()),
+                             reinterpret_cast<const __m512i*>(storage.data() + count)};
+  const int64_t tiles = (x.rows + kTileRows - 1) / kTileRows;
+  std::vector<RowTile> row_tiles(tiles);
+  for (int64_t t = 0; t < tiles; ++t) row_tiles[t] = {x.x + t * kTileRows * x.ldx, 2 * x.ldx};
+  if (const int64_t left = x.rows % kTileRows; left != 0) {
+    padded.assign(kTileRows * w.cols, 0);
+    for (int64_t r = 0; r < left; ++r)
+      std::memcpy(padded.data() + r * w.cols, x.x + (x.rows - left + r) * x.ldx, 2 * w.cols);
+    row_tiles[tiles - 1] = {padded.data(), 2 * w.cols};
+  }
+  static const TileConfig config = bf16_tile_config();
+  with_layout(w.type, [&]<class L>() {
+    if constexpr (L::kFamily != Family::Dense) {  // matmul.cpp refuses F16 / BF16 weights
+      TileSession session(config);
+      alignas(64) float c[2][2][16][16];
+      for (int64_t g = g0; g < g1; g += 2) {
+        const int groups = g + 1 < g1 ? 2 : 1;
+        decode_group<L>(w, g, reinterpret_cast<__m512i*>(storage.data()));
+        if (groups == 2) decode_group<L>(w, g + 1, reinterpret_cast<__m512i*>(storage.data() + count));
+        memory_written();  // the pairs and the padded rows, before the strided tile loads
+        for (int64_t t = 0; t < tiles; t += 2) {
+          const int row_tiles_here = t + 1 < tiles ? 2 : 1;
+          if (row_tiles_here == 2 && groups == 2)
+            tile_products<2, 2>(&row_tiles[t], pairs, w.cols, c);
+          else if (row_tiles_here == 2)
+            tile_products<2, 1>(&row_tiles[t], pairs, w.cols, c);
+          else if (groups == 2)
+            tile_products<1, 2>(&row_tiles[t], pairs, w.cols, c);
+          else
+            tile_products<1, 1>(&row_tiles[t], pairs, w.cols, c);
+          for (int rt = 0; rt < row_tiles_here; ++rt)
+            for (int gi = 0; gi < groups; ++gi) {
+              const int64_t rows_here = std::min(kGroupRows, w.rows - (g + gi) * kGroupRows);
+              const __mmask16 valid = static_cast<__mmask16>((1u << rows_here) - 1u);
+              const int64_t m0 = (t + rt) * kTileRows;
+              for (int64_t m = m0; m < std::min(m0 + kTileRows, x.rows); ++m)
+                _mm512_mask_storeu_ps(out + m * ldo + (g + gi) * kGroupRows, valid,
+                                      _mm512_load_ps(c[rt][gi][m - m0]));
+            }
+        }
+      }
+    }
+  });
+}
+
+#undef kA0
+#undef kA1
+#undef kB0
+#undef kB1
+#undef kC00
+#undef kC10
+#undef kC01
+#undef kC11
+#undef KVGEN_TILE_LOAD_
+#undef KVGEN_TILE_LOAD
+#undef KVGEN_TILE_STORE_
+#undef KVGEN_TILE_STORE
+
 // x (rows, cols; cols a multiple of 32) rounded to bf16, nearest even, into out (row stride ldo).
 void to_bf16(const float* x, int64_t rows, int64_t ldx, int64_t cols, uint16_t* out, int64_t ldo) {
   for (int64_t m = 0; m < rows; ++m)
@@ -175,6 +307,8 @@ void to_bf16(const float* x, int64_t rows, int64_t ldx, int64_t cols, uint16_t* 
 }  // namespace
 
 Bf16Kernels bf16_kernels() { return {matmul_bf16, to_bf16}; }
+
+Bf16Kernels amx_bf16_kernels() { return {matmul_bf16_tiles, to_bf16}; }
 
 }  // namespace kvgen::quant
 

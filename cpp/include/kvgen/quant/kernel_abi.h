@@ -318,6 +318,13 @@ struct KernelTable {
 KernelTable portable_kernels();
 KernelTable avx2_kernels();
 KernelTable avx512_kernels();
+KernelTable amx_kernels();  // avx512_kernels() with the AMX-INT8 two-level products of several rows
+// Whether amx_kernels' products use the tiles (true) or VNNI's kernels (false), process-wide and
+// at once: the outputs are the same bit for bit, so a benchmark compares both in one process.
+void set_amx_tiles(bool on);
+// How many calls of amx_kernels' two-level product took the tiles (so that a test knows they ran).
+uint64_t amx_tile_products();
 Bf16Kernels bf16_kernels();  // AVX512_BF16
+Bf16Kernels amx_bf16_kernels();  // AMX-BF16 tiles (and AVX512_BF16's conversion)
 
 }  // namespace kvgen::quant

@@ -1,0 +1,325 @@
+// AMX-INT8 kernels (Intel Xeon 4th generation and later): the two-level products of several
+// activation rows, their integer dots on the tile unit. One TDPBSUD multiplies a 16 x 32 int8
+// tile of activations by an 8 x 64-byte tile of unsigned weight quants: 16 x 16 dots of 32
+// multiply-adds, where AVX-512 VNNI spends 16 vpdpbusd on one row's 16 dots of one level.
+//
+// The operands need no copy into a tile format of their own:
+//   A: a TwoLevelPassBlock's rows (kernel_abi.h: 8 rows' first level, then their residuals,
+//      32 bytes each), as the quantizer wrote them: one A tile is both levels of a pass;
+//   B: a tile's (or K-quant sub-tile's) 8 unpacked quant vectors (unpack_tile: byte 4r+j of
+//      u[v] = weight 4v+j of output row r), which is the tile unit's B layout: row v holds
+//      weights 4v..4v+3 of each of the 16 output rows.
+// So C row i < 8 holds dot1 of pass row i against the 16 output rows, row 8 + i its dot2.
+//
+// The dots are exact int32 sums, the same integers the VNNI kernels add, and each row's fold
+// (the floats: 2^8 dot1 + dot2 converted once, times d2, the weights' scale, the min term) is
+// kernels_avx512.cpp's in the same order, so every row's output is the one-row kernel's bit for
+// bit, and a row's result does not depend on the rows that share its pass.
+//
+// A group's quants are unpacked once per call into the calling thread's buffer, with each
+// block's fold vectors, and then serve every pass of rows. Compiled with -mavx512f/bw/vl/vnni
+// and -mamx-tile/-mamx-int8 (CMakeLists.txt); dispatch.cpp runs it only after the CPU showed
+// AMX-INT8 and Linux granted the tile data permission (arch_prctl(ARCH_REQ_XCOMP_PERM)).
+#include "kvgen/quant/kernel_abi.h"
+#if KVGEN_X86_KERNELS
+#include <immintrin.h>
+
+#include <atomic>
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "kvgen/quant/fp16.h"
+
+namespace kvgen::quant {
+
+namespace {
+
+#include "unit_scales.inc"         // (unit_scales_avx512.inc's)
+#include "unit_scales_avx512.inc"  // negated
+#include "vectors_avx512.inc"      // unpack_tile, load_halves, scaled_bytes, two_level_sum, store_group
+#include "amx_tiles.inc"           // TileConfig, TileSession, KVGEN_TILE_LOAD / _STORE
+
+// The tile registers: two passes of activation rows (A), the weights of a block (B; Q6_K: of
+// each half of it), and the four products (C: pass x half). Macros, not constants: GCC's tile
+// intrinsics paste the register number into their assembly text.
+#define kA0 0
+#define kA1 1
+#define kB0 2
+#define kB1 3
+#define kC00 4
+#define kC10 5
+#define kC01 6
+#define kC11 7
+
+// Every tile here: A 16 x 32 bytes (a pass block's rows), B 8 x 64 bytes (32 weights of 16
+// output rows), C 16 x 16 int32.
+TileConfig int8_tile_config() {
+  TileConfig c;
+  for (int t : {kA0, kA1}) c.tile(t, 2 * kTwoLevelPassRows, kBlockSize);
+  for (int t : {kB0, kB1}) c.tile(t, kBlockSize / 4, 64);
+  for (int t : {kC00, kC10, kC01, kC11}) c.tile(t, kGroupRows, 64);
+  return c;
+}
+
+// One block's weights as B tiles, and the vectors its fold multiplies by.
+//   one scale (32-weight block types, Q4_K / Q5_K): b[0] = the 8 quant vectors; fold[0] = the
+//     scale of 2^8 dot1 + dot2's product (d, or d sc_j), fold[1] = the min term per unit of
+//     s1 + s2 (mins, kOffset d, or -dmin m_j);
+//   Q6_K: b[0] = the first half's 4 vectors then 4 zero rows, b[1] = 4 zero rows then the
+//     second half's (so that one A tile of 32 weights meets each half alone); fold[0], fold[1]
+//     = the halves' scales d sc_2j, d sc_2j+1.
+struct alignas(64) BlockWeights {
+  __m512i b[2][8];
+  __m512 fold[2];
+};
+
+template <class L>
+constexpr bool kTwoHalves = L::kFamily == Family::Super && !L::kHasMin;  // Q6_K
+
+// Group g's blocks into `to` (w.blocks * kSubBlocks of them for a K-quant matrix).
+template <class L>
+void prepare_group(const PackedView& w, int64_t g, BlockWeights* to) {
+  const uint8_t* tile = w.data + g * w.blocks * L::kTileBytes;
+  const __m512i zero = _mm512_setzero_si512();
+  for (int64_t tb = 0; tb < w.blocks; ++tb, tile += L::kTileBytes) {
+    if constexpr (L::kFamily == Family::Block) {
+      BlockWeights& bw = to[tb];
+      unpack_tile<L>(tile, bw.b[0]);
+      bw.fold[0] = load_halves(tile + L::kScalesAt);
+      bw.fold[1] = load_mins<L>(tile, bw.fold[0]);
+    } else {
+      using S = typename L::Sub;
+      const __m512 d = load_halves(tile + L::kDAt);
+      for (int j = 0; j < L::kSubBlocks; ++j) {
+        BlockWeights& bw = to[tb * L::kSubBlocks + j];
+        const uint8_t* sub = tile + L::kSubTilesAt + j * S::kTileBytes;
+        if constexpr (kTwoHalves<L>) {
+          __m512i u[8];
+          unpack_tile<S>(sub, u);
+          for (int v = 0; v < 4; ++v) {
+            bw.b[0][v] = u[v], bw.b[0][4 + v] = zero;
+            bw.b[1][v] = zero, bw.b[1][4 + v] = u[4 + v];
+          }
+          bw.fold[0] = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j), d);
+          bw.fold[1] = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j + 1), d);
+        } else {
+          unpack_tile<S>(sub, bw.b[0]);
+          bw.fold[0] = scaled_bytes<false>(tile + L::kScalesAt + kGroupRows * j, d);
+          // fma(-min, s, acc) rounds c - min s once, as the VNNI kernels' fnmadd(min, s, acc)
+          bw.fold[1] = negated(scaled_bytes<false>(tile + L::kMinsAt + kGroupRows * j, load_halves(tile + L::kDminAt)));
+        }
+      }
+    }
+  }
+}
+
+// Row r's fold of one block from its pass's products c (c[h]: half h's, 16 int32 rows).
+//   one scale: acc + scale (d2 (2^8 dot1 + dot2)) + offset (s1 + s2), as add_two_level_block;
+//   Q6_K: acc + d2 (scale_b half_b + scale_a half_a), half = 2^8 dot1 + dot2 - 32 (2^8 hs1 + hs2),
+//   as q6k_two_level.
+template <class L>
+[[gnu::always_inline]] inline __m512 fold_row(const int32_t (*const c[2])[16], const TwoLevelPassBlock& xb, int r,
+                                              const BlockWeights& bw, __m512 acc) {
+  const auto level_sum = [&](int h) {
+    return two_level_int(_mm512_load_si512(c[h][r]), _mm512_load_si512(c[h][kTwoLevelPassRows + r]));
+  };
+  if constexpr (kTwoHalves<L>) {
+    const __m512 half_a =
+        _mm512_cvtepi32_ps(_mm512_sub_epi32(level_sum(0), _mm512_slli_epi32(_mm512_set1_epi32(xb.half_sums[r][0]), 5)));
+    const __m512 half_b =
+        _mm512_cvtepi32_ps(_mm512_sub_epi32(level_sum(1), _mm512_slli_epi32(_mm512_set1_epi32(xb.half_sums[r][1]), 5)));
+    return _mm512_fmadd_ps(_mm512_set1_ps(xb.d2[r]),
+                           _mm512_fmadd_ps(bw.fold[1], half_b, _mm512_mul_ps(bw.fold[0], half_a)), acc);
+  } else {
+    const __m512 sum = _mm512_mul_ps(_mm512_set1_ps(xb.d2[r]), _mm512_cvtepi32_ps(level_sum(0)));
+    acc = _mm512_fmadd_ps(bw.fold[0], sum, acc);
+    return _mm512_fmadd_ps(bw.fold[1], _mm512_set1_ps(xb.s[r]), acc);
+  }
+}
+
+// The products of `Parts` passes (R rows each: R < kTwoLevelPassRows only for the last pass)
+// against one block's B tiles, into the C tiles (pass p, half h: C_ph).
+template <class L, int Parts>
+[[gnu::always_inline]] inline void block_products(const TwoLevelPassBlock* const* parts, int64_t b,
+                                                  const BlockWeights& bw) {
+  KVGEN_TILE_LOAD(kB0, bw.b[0], 64, sizeof bw.b[0]);
+  if constexpr (kTwoHalves<L>) KVGEN_TILE_LOAD(kB1, bw.b[1], 64, sizeof bw.b[1]);
+  KVGEN_TILE_LOAD(kA0, parts[0][b].rows, kBlockSize, sizeof parts[0][b].rows);
+  if constexpr (Parts == 2) KVGEN_TILE_LOAD(kA1, parts[1][b].rows, kBlockSize, sizeof parts[1][b].rows);
+  _tile_zero(kC00);
+  _tile_dpbsud(kC00, kA0, kB0);
+  if constexpr (Parts == 2) {
+    _tile_zero(kC10);
+    _tile_dpbsud(kC10, kA1, kB0);
+  }
+  if constexpr (kTwoHalves<L>) {
+    _tile_zero(kC01);
+    _tile_dpbsud(kC01, kA0, kB1);
+    if constexpr (Parts == 2) {
+      _tile_zero(kC11);
+      _tile_dpbsud(kC11, kA1, kB1);
+    }
+  }
+}
+
+// The C tiles into c (pass p, half h at c + (2p + h) * 256).
+template <class L, int Parts>
+[[gnu::always_inline]] inline void store_products(int32_t* c) {
+  constexpr int64_t kBytes = 1024;  // 16 x 16 int32
+  KVGEN_TILE_STORE(kC00, c, 64, kBytes);
+  if constexpr (kTwoHalves<L>) KVGEN_TILE_STORE(kC01, c + 256, 64, kBytes);
+  if constexpr (Parts == 2) {
+    KVGEN_TILE_STORE(kC10, c + 512, 64, kBytes);
+    if constexpr (kTwoHalves<L>) KVGEN_TILE_STORE(kC11, c + 768, 64, kBytes);
+  }
+}
+
+// Rows [m0, m0 + Parts R) (Parts passes of R rows, parts[p] their TwoLevelPassBlocks) against
+// group g, whose blocks `weights` holds. One-scale layouts run a software pipeline: step i
+// issues block i's tile products, folds block i - 2 (stored at the end of step i - 2), then
+// stores block i's products (three product buffers): Q4_0 / Q4_K products of 128 rows 1.05-1.1x
+// faster than products, store and folds block by block. Q6_K, whose four product tiles a block
+// take longer to store, measured 0.9-0.95x that way and folds each block right after its store.
+template <class L>
+constexpr int kFoldLag = kTwoHalves<L> ? 0 : 2;
+
+template <class L, int R, int Parts>
+void rows_over_group(const BlockWeights* weights, int64_t blocks, const TwoLevelPassBlock* const* parts,
+                     int64_t rows_here, float* out, int64_t ldo) {
+  constexpr int MT = R * Parts;
+  constexpr int kLag = kFoldLag<L>;
+  alignas(64) int32_t c[kLag + 1][4][16][16];  // step % (lag + 1); pass p, half h at 2p + h
+  __m512 acc[MT];
+#pragma GCC unroll 16
+  for (int m = 0; m < MT; ++m) acc[m] = _mm512_setzero_ps();
+  const auto fold = [&](int64_t b) {
+    const BlockWeights& bw = weights[b];
+    const int32_t(*const products)[16][16] = c[b % (kLag + 1)];
+#pragma GCC unroll 2
+    for (int p = 0; p < Parts; ++p) {
+      const int32_t(*const halves[2])[16] = {products[2 * p], products[2 * p + 1]};
+      const TwoLevelPassBlock& xb = parts[p][b];
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) acc[p * R + r] = fold_row<L>(halves, xb, r, bw, acc[p * R + r]);
+    }
+  };
+  for (int64_t i = 0; i < blocks + kLag; ++i) {
+    if (i < blocks) block_products<L, Parts>(parts, i, weights[i]);
+    if constexpr (kLag > 0) {
+      if (i >= kLag) fold(i - kLag);
+      if (i < blocks) store_products<L, Parts>(&c[i % (kLag + 1)][0][0][0]);
+    } else {
+      store_products<L, Parts>(&c[0][0][0][0]);
+      fold(i);
+    }
+  }
+  store_group<MT>(acc, rows_here, out, ldo);
+}
+
+// Calls f.template operator()<R>() for R = rows (1..kTwoLevelPassRows).
+template <int R = kTwoLevelPassRows, class F>
+void with_pass_rows(int64_t rows, F&& f) {
+  if constexpr (R > 1) {
+    if (rows < R) return with_pass_rows<R - 1>(rows, f);
+  }
+  f.template operator()<R>();
+}
+
+// The calling thread's unpacked group (it only grows).
+BlockWeights* group_buffer(int64_t blocks) {
+  thread_local std::vector<BlockWeights> buffer;
+  if (static_cast<int64_t>(buffer.size()) < blocks) buffer.resize(blocks);
+  return buffer.data();
+}
+
+// Whether this file has a tile kernel for layout L (two-level, one or two scales a block).
+template <class L>
+constexpr bool kHasTileKernel = L::kFamily == Family::Block || L::kFamily == Family::Super;
+
+// The passes of x's M rows against groups [g0, g1): two passes at a time, then the last.
+template <class L>
+void tile_matmul(const PackedView& w, const Int8View& x, int64_t M, float* out, int64_t ldo, int64_t g0,
+                 int64_t g1) {
+  const int64_t blocks = x.cols / kBlockSize;
+  const int64_t passes = (M + kTwoLevelPassRows - 1) / kTwoLevelPassRows;
+  BlockWeights* weights = group_buffer(blocks);
+  static const TileConfig config = int8_tile_config();
+  TileSession tiles(config);
+  for (int64_t g = g0; g < g1; ++g) {
+    prepare_group<L>(w, g, weights);
+    const int64_t rows_here = rows_in_group(w, g);
+    float* group_out = out + g * kGroupRows;
+    int64_t p = 0;
+    for (; p + 2 <= passes && (p + 2) * kTwoLevelPassRows <= M; p += 2) {
+      const TwoLevelPassBlock* parts[2] = {x.passes + p * blocks, x.passes + (p + 1) * blocks};
+      rows_over_group<L, kTwoLevelPassRows, 2>(weights, blocks, parts, rows_here,
+                                               group_out + p * kTwoLevelPassRows * ldo, ldo);
+    }
+    for (; p < passes; ++p) {
+      const TwoLevelPassBlock* part = x.passes + p * blocks;
+      with_pass_rows(M - p * kTwoLevelPassRows, [&]<int R>() {
+        rows_over_group<L, R, 1>(weights, blocks, &part, rows_here, group_out + p * kTwoLevelPassRows * ldo, ldo);
+      });
+    }
+  }
+}
+
+// Products of fewer rows than this take the VNNI kernels (bench_quant_kernels.py, 2816 x 1024, one
+// thread of a Xeon with AMX: the tiles 0.4-0.65x VNNI's speed at 2 rows, level at 8, 1.18-1.23x at
+// 16, 1.37-1.39x at 32 and 1.5x at 128 on the 4-bit types). Q8_0, whose VNNI kernel needs no
+// unpacking, was 0.96x at 16 rows and 1.13x at 32; Q6_K, whose halves take twice the tile products
+// and a longer fold, 1.04x at 16 and 32, 1.16x at 128. Each row's output is the same either way.
+template <class L>
+constexpr int64_t kMinTileRows = kTwoHalves<L> || L::kBits == 8 ? 32 : 16;
+
+// set_amx_tiles' switch (on unless a benchmark turns it off), and amx_tile_products' count.
+std::atomic<bool> tiles_on{true};
+std::atomic<uint64_t> tile_products{0};
+
+bool matmul_int8x2(const PackedView& w, const Int8View& x, float* out, int64_t ldo, int64_t g0, int64_t g1) {
+  const int64_t M = x.rows / 2;
+  bool tiled = false;
+  if (x.passes != nullptr && tiles_on.load(std::memory_order_relaxed))
+    with_layout(w.type, [&]<class L>() {
+      if constexpr (kHasTileKernel<L>) {
+        if (M >= kMinTileRows<L>) {
+          tile_matmul<L>(w, x, M, out, ldo, g0, g1);
+          tile_products.fetch_add(1, std::memory_order_relaxed);
+          tiled = true;
+        }
+      }
+    });
+  if (tiled) return true;
+  static const KernelTable vector = avx512_kernels();
+  return vector.matmul_int8x2(w, x, out, ldo, g0, g1);
+}
+
+#undef KVGEN_TILE_LOAD_
+#undef KVGEN_TILE_LOAD
+#undef KVGEN_TILE_STORE_
+#undef KVGEN_TILE_STORE
+#undef kA0
+#undef kA1
+#undef kB0
+#undef kB1
+#undef kC00
+#undef kC10
+#undef kC01
+#undef kC11
+
+}  // namespace
+
+void set_amx_tiles(bool on) { tiles_on.store(on, std::memory_order_relaxed); }
+
+uint64_t amx_tile_products() { return tile_products.load(std::memory_order_relaxed); }
+
+KernelTable amx_kernels() {
+  KernelTable t = avx512_kernels();
+  t.matmul_int8x2 = matmul_int8x2;
+  return t;
+}
+
+}  // namespace kvgen::quant
+#endif  // KVGEN_X86_KERNELS
