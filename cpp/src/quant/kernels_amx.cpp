@@ -41,17 +41,8 @@ namespace {
 #include "vectors_avx512.inc"      // unpack_tile, load_halves, scaled_bytes, two_level_sum, store_group
 #include "amx_tiles.inc"           // TileConfig, TileSession, KVGEN_TILE_LOAD / _STORE
 
-// The tile registers: two passes of activation rows (A), the weights of a block (B; Q6_K: of
-// each half of it), and the four products (C: pass x half). Macros, not constants: GCC's tile
-// intrinsics paste the register number into their assembly text.
-#define kA0 0
-#define kA1 1
-#define kB0 2
-#define kB1 3
-#define kC00 4
-#define kC10 5
-#define kC01 6
-#define kC11 7
+// amx_tiles.inc's registers here: A_p a pass of activation rows, B_h a block's weights (Q6_K: its
+// half h), C_ph their product.
 
 // Every tile here: A 16 x 32 bytes (a pass block's rows), B 8 x 64 bytes (32 weights of 16
 // output rows), C 16 x 16 int32.
@@ -295,19 +286,6 @@ bool matmul_int8x2(const PackedView& w, const Int8View& x, float* out, int64_t l
   static const KernelTable vector = avx512_kernels();
   return vector.matmul_int8x2(w, x, out, ldo, g0, g1);
 }
-
-#undef KVGEN_TILE_LOAD_
-#undef KVGEN_TILE_LOAD
-#undef KVGEN_TILE_STORE_
-#undef KVGEN_TILE_STORE
-#undef kA0
-#undef kA1
-#undef kB0
-#undef kB1
-#undef kC00
-#undef kC10
-#undef kC01
-#undef kC11
 
 }  // namespace
 

@@ -171,16 +171,8 @@ void matmul_bf16(const PackedView& w, const Bf16View& x, float* out, int64_t ldo
 }
 
 // --- AMX-BF16: two groups' decoded pairs against two 16-row tiles of activations at a time.
-// Tile registers (macros: the instructions take the number in their text): activation rows
-// (A), a group's 16 pairs (B, 32 weights of 16 output rows), the products (C: rows x group).
-#define kA0 0
-#define kA1 1
-#define kB0 2
-#define kB1 3
-#define kC00 4
-#define kC10 5
-#define kC01 6
-#define kC11 7
+// amx_tiles.inc's registers here: A_i a tile of activation rows, B_j a group's 16 pairs (32
+// weights of 16 output rows), C_ij their product.
 
 // Every tile 16 rows of 64 bytes: 32 bf16 activations of a row, 16 pairs of a group's 16 output
 // rows (the layout decode_group writes: pair p is B row p), 16 float32 outputs.
@@ -281,19 +273,6 @@ void matmul_bf16_tiles(const PackedView& w, const Bf16View& x, float* out, int64
     }
   });
 }
-
-#undef kA0
-#undef kA1
-#undef kB0
-#undef kB1
-#undef kC00
-#undef kC10
-#undef kC01
-#undef kC11
-#undef KVGEN_TILE_LOAD_
-#undef KVGEN_TILE_LOAD
-#undef KVGEN_TILE_STORE_
-#undef KVGEN_TILE_STORE
 
 // x (rows, cols; cols a multiple of 32) rounded to bf16, nearest even, into out (row stride ldo).
 void to_bf16(const float* x, int64_t rows, int64_t ldx, int64_t cols, uint16_t* out, int64_t ldo) {
