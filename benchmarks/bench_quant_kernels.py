@@ -27,7 +27,9 @@ median over rounds of the mean time per product.
 
 On the default path two more columns: ``int8x2``, the models' default two-level activations
 (``activations="int8x2"``), and ``bf16`` (``activations="bf16"``, where the CPU has
-AVX512_BF16); ``--rows 32,128`` measures them on a prompt pass's row counts.
+AVX512_BF16); where the default is the ``amx`` path, both again on the ``avx512`` path (VNNI
+and vdpbf16ps, against the AMX tiles); ``--rows 32,128`` measures them on a prompt pass's row
+counts.
 
 Run: ``taskset -c 0,1 python benchmarks/bench_quant_kernels.py [--quick] [--types Q4_0,Q4_K,IQ4_NL]
 [--shapes "1k,ffn 1k"] [--rows 1,32,128]``. Timings on a
@@ -102,10 +104,17 @@ def engines(packed, w32: np.ndarray, x: np.ndarray, paths: list[str], qtype: str
                 if path == paths[0]:
                     calls[f"{path} {mode} 2t"] = two_threads(packed, x, exact, path)
     if qtype not in DENSE:
-        calls[f"{paths[0]} int8x2"] = lambda: packed.matmul(x, path=paths[0], two_level=True)
-        if not _core._bf16_unavailable_reason(paths[0]):
-            calls[f"{paths[0]} bf16"] = lambda: packed.matmul(x, path=paths[0], bf16=True)
+        for path in model_paths(paths):
+            calls[f"{path} int8x2"] = lambda path=path: packed.matmul(x, path=path, two_level=True)
+            if not _core._bf16_unavailable_reason(path):
+                calls[f"{path} bf16"] = lambda path=path: packed.matmul(x, path=path, bf16=True)
     return calls
+
+
+def model_paths(paths: list[str]) -> list[str]:
+    """The paths whose int8x2 and bf16 products are measured: the default, and beside amx the
+    avx512 path (the same products on VNNI and vdpbf16ps: the tiles' gain in one run)."""
+    return paths[:2] if paths[0] == "amx" else paths[:1]
 
 
 def file_bytes(qtype: str, w: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -190,9 +199,13 @@ def main() -> None:
     print(f"\npaths: {', '.join(paths)} (default {_core._quant_cpu_path()}); {args.rounds} interleaved rounds of "
           f"~{args.round_s:g} s per engine; GB/s of weight bytes read (median over rounds)\n")
     names = ["numpy f32"] + [f"{p} {mode}" for p in paths for mode in ("int8", "exact")]
-    names[3:3] = [f"{paths[0]} int8 2t", f"{paths[0]} exact 2t", f"{paths[0]} int8x2"]
-    if not _core._bf16_unavailable_reason(paths[0]):
-        names.insert(6, f"{paths[0]} bf16")
+    names[3:3] = [f"{paths[0]} int8 2t", f"{paths[0]} exact 2t"]
+    at = 5
+    for path in model_paths(paths):
+        for mode in ("int8x2", "bf16"):
+            if mode == "int8x2" or not _core._bf16_unavailable_reason(path):
+                names.insert(at, f"{path} {mode}")
+                at += 1
     tab = table(names)
     tab.print_header()
     rng = np.random.default_rng(0)
