@@ -21,13 +21,19 @@ namespace {
 
 constexpr CpuPath kAll[] = {CpuPath::Amx, CpuPath::Avx512, CpuPath::Avx2, CpuPath::Portable};
 
+#if defined(__linux__) && KVGEN_X86_KERNELS
+// cpuid leaf 7's EDX bit (AMX-BF16 22, AMX-TILE 24, AMX-INT8 25).
+bool cpuid7_edx(int bit) {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (edx & (1u << bit));
+}
+#endif
+
 // "" when the tiles may run; otherwise why not. Asks Linux for the tile data permission once
 // per process (the first tile instruction without it faults).
 std::string check_amx() {
 #if defined(__linux__) && KVGEN_X86_KERNELS
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) || !(edx & (1u << 24)) || !(edx & (1u << 25)))
-    return "the CPU has no AMX-INT8";
+  if (!cpuid7_edx(24) || !cpuid7_edx(25)) return "the CPU has no AMX-INT8";
   constexpr long kReqXcompPerm = 0x1023;  // ARCH_REQ_XCOMP_PERM
   constexpr long kXtiledata = 18;         // XFEATURE_XTILEDATA
   if (syscall(SYS_arch_prctl, kReqXcompPerm, kXtiledata) != 0)
@@ -69,8 +75,7 @@ bool cpu_has_bf16() {
 // AMX-BF16 (the amx path's bf16 products), beside the AMX-INT8 that the path itself needs.
 bool cpu_has_amx_bf16() {
 #if defined(__linux__) && KVGEN_X86_KERNELS
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (edx & (1u << 22));
+  return cpuid7_edx(22);
 #else
   return false;
 #endif

@@ -222,7 +222,8 @@ void tile_products(const RowTile* rows, const __m512i* const* pairs, int64_t col
 }
 
 // x's rows on the tiles: the first M - M % 16 in place, the last M % 16 copied into a
-// zero-padded tile (a tile reads 16 rows: no read past the activations).
+// zero-padded tile (a tile reads 16 rows: no read past the activations). Nothing is allocated
+// once the calling thread's buffers have grown (a bf16 decode step calls it for every product).
 void matmul_bf16_tiles(const PackedView& w, const Bf16View& x, float* out, int64_t ldo, int64_t g0, int64_t g1) {
   thread_local std::vector<PairVector> storage;  // two groups' decoded weights, kept between calls
   thread_local std::vector<uint16_t> padded;     // the last, partial tile of rows
@@ -231,14 +232,17 @@ void matmul_bf16_tiles(const PackedView& w, const Bf16View& x, float* out, int64
   const __m512i* pairs[2] = {reinterpret_cast<const __m512i*>(storage.data()),
                              reinterpret_cast<const __m512i*>(storage.data() + count)};
   const int64_t tiles = (x.rows + kTileRows - 1) / kTileRows;
-  std::vector<RowTile> row_tiles(tiles);
-  for (int64_t t = 0; t < tiles; ++t) row_tiles[t] = {x.x + t * kTileRows * x.ldx, 2 * x.ldx};
-  if (const int64_t left = x.rows % kTileRows; left != 0) {
-    padded.assign(kTileRows * w.cols, 0);
+  const int64_t left = x.rows % kTileRows;
+  if (left != 0) {
+    if (static_cast<int64_t>(padded.size()) < kTileRows * w.cols) padded.resize(kTileRows * w.cols);
     for (int64_t r = 0; r < left; ++r)
       std::memcpy(padded.data() + r * w.cols, x.x + (x.rows - left + r) * x.ldx, 2 * w.cols);
-    row_tiles[tiles - 1] = {padded.data(), 2 * w.cols};
+    std::fill(padded.begin() + left * w.cols, padded.begin() + kTileRows * w.cols, uint16_t{0});
   }
+  const auto row_tile = [&](int64_t t) -> RowTile {
+    return left != 0 && t == tiles - 1 ? RowTile{padded.data(), 2 * w.cols}
+                                       : RowTile{x.x + t * kTileRows * x.ldx, 2 * x.ldx};
+  };
   static const TileConfig config = bf16_tile_config();
   with_layout(w.type, [&]<class L>() {
     if constexpr (L::kFamily != Family::Dense) {  // matmul.cpp refuses F16 / BF16 weights
@@ -251,14 +255,15 @@ void matmul_bf16_tiles(const PackedView& w, const Bf16View& x, float* out, int64
         memory_written();  // the pairs and the padded rows, before the strided tile loads
         for (int64_t t = 0; t < tiles; t += 2) {
           const int row_tiles_here = t + 1 < tiles ? 2 : 1;
+          const RowTile rows[2] = {row_tile(t), row_tile(row_tiles_here == 2 ? t + 1 : t)};
           if (row_tiles_here == 2 && groups == 2)
-            tile_products<2, 2>(&row_tiles[t], pairs, w.cols, c);
+            tile_products<2, 2>(rows, pairs, w.cols, c);
           else if (row_tiles_here == 2)
-            tile_products<2, 1>(&row_tiles[t], pairs, w.cols, c);
+            tile_products<2, 1>(rows, pairs, w.cols, c);
           else if (groups == 2)
-            tile_products<1, 2>(&row_tiles[t], pairs, w.cols, c);
+            tile_products<1, 2>(rows, pairs, w.cols, c);
           else
-            tile_products<1, 1>(&row_tiles[t], pairs, w.cols, c);
+            tile_products<1, 1>(rows, pairs, w.cols, c);
           for (int rt = 0; rt < row_tiles_here; ++rt)
             for (int gi = 0; gi < groups; ++gi) {
               const int64_t rows_here = std::min(kGroupRows, w.rows - (g + gi) * kGroupRows);
