@@ -101,25 +101,50 @@ void DecoderModel::attend_tokens(float* out, const float* q, int64_t ldq, int64_
   const int64_t H = config_.heads, KV = cache.kv_heads(layer), hd = cache.head_dim(layer), group = H / KV;
   const std::vector<RowTokens>& chunks = *batch.chunks;
   const int64_t part = block_part_floats(group, hd), scratch = block_scratch_floats(group, hd);
-  // items: token after token (batch order), kv head after kv head, block after block (none
-  // for the tokens of longer chunks)
-  std::vector<int64_t>& first = scratch_.first_item;  // (n + 1) each token's first item
+  // parts: token after token (batch order), kv head after kv head, block after block (none for
+  // the tokens of longer chunks), as merge_blocks reads them
+  std::vector<int64_t>& first = scratch_.first_item;  // (n + 1) each token's first part
   std::vector<int64_t>& token_row = scratch_.token_row;  // (n) the cache row of each token
+  // items: chunk after chunk, kv head after kv head, block after block; an item runs its block for
+  // every token of the chunk that sees it, token after token, so that a verify pass's tokens read
+  // each block of keys and values while it is in cache rather than the whole row each (at 4,000
+  // positions the row is far larger than L2). A token's block is the same computation as when the
+  // token is alone in its pass, so its part, and the pass's output, are unchanged bit for bit.
+  std::vector<int64_t>& chunk_item = scratch_.chunk_item;  // (chunks + 1) each chunk's first item
+  std::vector<int64_t>& chunk_token = scratch_.chunk_token;  // (chunks + 1) each chunk's first token
   first.resize(batch.n + 1);
   token_row.resize(batch.n);
-  first[0] = 0;
-  for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci)
+  chunk_item.resize(chunks.size() + 1);
+  chunk_token.resize(chunks.size() + 1);
+  first[0] = chunk_item[0] = chunk_token[0] = 0;
+  for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci) {
+    const bool here = by_tokens(chunks[ci]) && chunks[ci].count > 0;
     for (int64_t i = o; i < static_cast<int64_t>(o) + chunks[ci].count; ++i) {
-      const bool here = by_tokens(chunks[ci]);
       first[i + 1] = first[i] + (here ? KV * key_blocks(batch.positions[i], options.window) : 0);
       token_row[i] = chunks[ci].row;
     }
-  float* parts = scratch_.parts.data();  // (items, part), reserved by forward
-  projector_.pool().for_each(first[batch.n], [&](int64_t item, int t) {
-    const int64_t i = std::upper_bound(first.begin(), first.end(), item) - first.begin() - 1;  // its token
-    const int64_t blocks = (first[i + 1] - first[i]) / KV, kv = (item - first[i]) / blocks;
-    attention_block(parts + item * part, q + i * ldq, cache, layer, token_row[i], batch.positions[i], kv,
-                    (item - first[i]) % blocks, group, options, scratch_.attention.data() + t * scratch);
+    // its last token sees the most blocks
+    const int64_t last = o + chunks[ci].count - 1;
+    chunk_item[ci + 1] = chunk_item[ci] + (here ? KV * key_blocks(batch.positions[last], options.window) : 0);
+    chunk_token[ci + 1] = o + chunks[ci].count;
+  }
+  float* parts = scratch_.parts.data();  // (parts, part), reserved by forward
+  projector_.pool().for_each(chunk_item.back(), [&](int64_t item, int t) {
+    const int64_t ci = std::upper_bound(chunk_item.begin(), chunk_item.end(), item) - chunk_item.begin() - 1;
+    const int64_t blocks = (chunk_item[ci + 1] - chunk_item[ci]) / KV;
+    const int64_t kv = (item - chunk_item[ci]) / blocks, block = (item - chunk_item[ci]) % blocks;
+    float* part_of[kTokenByTokenAttention];  // the chunk's tokens that see the block
+    const float* q_of[kTokenByTokenAttention];
+    int64_t t_of[kTokenByTokenAttention], count = 0;
+    for (int64_t i = chunk_token[ci]; i < chunk_token[ci + 1]; ++i) {
+      const int64_t own = (first[i + 1] - first[i]) / KV;  // the token's blocks
+      if (block >= own) continue;
+      part_of[count] = parts + (first[i] + kv * own + block) * part;
+      q_of[count] = q + i * ldq;
+      t_of[count++] = batch.positions[i];
+    }
+    attention_block_tokens(part_of, q_of, t_of, count, cache, layer, chunks[ci].row, kv, block, group, options,
+                           scratch_.attention.data() + t * scratch);
   });
   for (int64_t i = 0; i < batch.n; ++i)
     if (first[i + 1] > first[i])

@@ -275,32 +275,45 @@ void score_group(float* scores, const float* q, const T* keys, const T* ahead_en
 template <class T, int HD, int G>
 void weigh_heads(float* acc, const float* p, const T* values, const T* ahead_end, int64_t len) {
   constexpr int NV = HD / 16, SETS = G * NV < 8 ? 2 : 1;
+  // the loops over sets, heads and vectors fully unrolled (as score_keys8's), so that the
+  // accumulators stay in registers: left to the compiler, -O2 kept them in memory, a load and a
+  // store around every multiply-add
   __m512 a[SETS][G][NV];
+#pragma GCC unroll 8
   for (int g = 0; g < G; ++g)
+#pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) {
       a[0][g][v] = _mm512_loadu_ps(acc + g * HD + 16 * v);
       if constexpr (SETS == 2) a[SETS - 1][g][v] = _mm512_setzero_ps();
     }
   int64_t t = 0;
   for (; t + SETS <= len; t += SETS)
+#pragma GCC unroll 2
     for (int e = 0; e < SETS; ++e) {
       const T* row = values + (t + e) * HD;
       if (ahead_end - row > kAhead<T, HD> * HD) prefetch_row<T, HD>(row + kAhead<T, HD> * HD);
       __m512 x[NV];
+#pragma GCC unroll 16
       for (int v = 0; v < NV; ++v) x[v] = load16(row + 16 * v);
+#pragma GCC unroll 8
       for (int g = 0; g < G; ++g) {
         const __m512 pt = _mm512_set1_ps(p[g * kAttentionBlock + t + e]);
+#pragma GCC unroll 16
         for (int v = 0; v < NV; ++v) a[e][g][v] = _mm512_fmadd_ps(pt, x[v], a[e][g][v]);
       }
     }
   for (; t < len; ++t) {
     const T* row = values + t * HD;
+#pragma GCC unroll 8
     for (int g = 0; g < G; ++g) {
       const __m512 pt = _mm512_set1_ps(p[g * kAttentionBlock + t]);
+#pragma GCC unroll 16
       for (int v = 0; v < NV; ++v) a[0][g][v] = _mm512_fmadd_ps(pt, load16(row + 16 * v), a[0][g][v]);
     }
   }
+#pragma GCC unroll 8
   for (int g = 0; g < G; ++g)
+#pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) {
       __m512 sum = a[0][g][v];
       if constexpr (SETS == 2) sum = _mm512_add_ps(sum, a[SETS - 1][g][v]);
@@ -360,10 +373,42 @@ inline void softmax_heads(float* scores, int64_t group, int64_t n, float softcap
   }
 }
 
+#if defined(__AVX512F__)
+// block_of's register path: rows of T (half bits, int8, or floats converted from halves by
+// converted_blocks) read in registers, each once for the group's heads. An int8 cache's rows carry
+// a scale each (ks, vs: (capacity)): a key's scale multiplies its score after the dot product, a
+// value's its softmax weight before the weighted sum.
+template <class T, int HD>
+void registers_block(float* part, const float* q, const T* keys, const T* values, const float* ks, const float* vs,
+                     int64_t capacity, int64_t p0, int64_t n, int64_t group, const AttentionOptions& o,
+                     float* scratch) {
+  float* scores = scratch;                                      // (group, kAttentionBlock)
+  float *m = part, *l = part + group, *acc = part + 2 * group;  // (group), (group), (group, head_dim)
+  // scores[g][j + i] *= scale[slot + i] over a run of slots, for every head of the group
+  const auto scale_run = [&](const float* scale, int64_t j, int64_t slot, int64_t run) {
+    if constexpr (std::is_same_v<T, int8_t>)
+      for (int64_t g = 0; g < group; ++g) {
+        float* s = scores + g * kAttentionBlock + j;
+        for (int64_t i = 0; i < run; ++i) s[i] *= scale[slot + i];
+      }
+  };
+  const T* keys_end = keys + capacity * HD;
+  for_slot_runs(p0, n, capacity, [&](int64_t j, int64_t slot, int64_t run) {
+    score_group<T, HD>(scores + j, q, keys + slot * HD, keys_end, run, group, o.scale);
+    scale_run(ks, j, slot, run);
+  });
+  softmax_heads(scores, group, n, o.softcap, m, l);
+  std::fill(acc, acc + group * HD, 0.0f);
+  const T* values_end = values + capacity * HD;
+  for_slot_runs(p0, n, capacity, [&](int64_t j, int64_t slot, int64_t run) {
+    scale_run(vs, j, slot, run);
+    weigh_group<T, HD>(acc, scores + j, values + slot * HD, values_end, run, group);
+  });
+}
+#endif
+
 // See attention_block: keys and values of type T (float, half bits or int8), head_dim HD (0:
-// run time). An int8 cache's rows carry a scale each (ks, vs: (capacity); null otherwise): a
-// key's scale multiplies its score after the dot product, a value's its softmax weight before
-// the weighted sum, so the register path reads int8 rows as it reads halves.
+// run time). An int8 cache's rows carry a scale each (ks, vs: (capacity); null otherwise).
 template <class T, int HD>
 void block_of(float* part, const float* q, const T* keys, const T* values, const float* ks, const float* vs,
               int64_t capacity, int64_t p0, int64_t n, int64_t group, int64_t head_dim_at_run_time,
@@ -374,26 +419,7 @@ void block_of(float* part, const float* q, const T* keys, const T* values, const
 #if defined(__AVX512F__)
   // a half or int8 cache: rows converted in registers, each read once for the group's heads
   if constexpr ((std::is_same_v<T, uint16_t> || std::is_same_v<T, int8_t>) && HD > 0 && HD % 16 == 0) {
-    // scores[g][j + i] *= scale[slot + i] over a run of slots, for every head of the group
-    const auto scale_run = [&](const float* scale, int64_t j, int64_t slot, int64_t run) {
-      if constexpr (std::is_same_v<T, int8_t>)
-        for (int64_t g = 0; g < group; ++g) {
-          float* s = scores + g * kAttentionBlock + j;
-          for (int64_t i = 0; i < run; ++i) s[i] *= scale[slot + i];
-        }
-    };
-    const T* keys_end = keys + capacity * HD;
-    for_slot_runs(p0, n, capacity, [&](int64_t j, int64_t slot, int64_t run) {
-      score_group<T, HD>(scores + j, q, keys + slot * HD, keys_end, run, group, o.scale);
-      scale_run(ks, j, slot, run);
-    });
-    softmax_heads(scores, group, n, o.softcap, m, l);
-    std::fill(acc, acc + group * hd, 0.0f);
-    const T* values_end = values + capacity * HD;
-    for_slot_runs(p0, n, capacity, [&](int64_t j, int64_t slot, int64_t run) {
-      scale_run(vs, j, slot, run);
-      weigh_group<T, HD>(acc, scores + j, values + slot * HD, values_end, run, group);
-    });
+    registers_block<T, HD>(part, q, keys, values, ks, vs, capacity, p0, n, group, o, scratch);
     return;
   }
 #endif
@@ -430,10 +456,52 @@ void block_dispatch(float* part, const float* q, const T* keys, const T* values,
   }
 }
 
+// block_of's scratch: the scores, then a tile of keys or values as floats.
+int64_t block_floats(int64_t group, int64_t head_dim) { return group * kAttentionBlock + tile_keys(head_dim) * head_dim; }
+
+#if defined(__AVX512F__)
+// attention_block_tokens of a half cache without a window: the block's keys and values converted
+// to floats once (after block_of's scratch), then each token's registers_block over them. The
+// floats are the halves' exact values and registers_block does the same arithmetic on them as
+// on the halves, so each part is attention_block's bit for bit.
+template <int HD>
+void converted_blocks(float* const* parts, const float* const* q, const int64_t* t, int64_t count, KVCache& cache,
+                      int64_t layer, int64_t row, int64_t kv_head, int64_t block, int64_t group,
+                      const AttentionOptions& o, float* scratch) {
+  const int64_t p0 = block * kAttentionBlock, n = std::min(kAttentionBlock, t[count - 1] + 1 - p0);
+  float* keys = scratch + block_floats(group, HD);  // (n, HD)
+  float* values = keys + kAttentionBlock * HD;      // (n, HD)
+  const uint16_t* hk = cache.half_keys(layer, row, kv_head);
+  const uint16_t* hv = cache.half_values(layer, row, kv_head);
+  for_slot_runs(p0, n, cache.capacity(layer), [&](int64_t j, int64_t slot, int64_t run) {
+    half::to_floats(keys + j * HD, hk + slot * HD, run * HD);
+    half::to_floats(values + j * HD, hv + slot * HD, run * HD);
+  });
+  for (int64_t i = 0; i < count; ++i)
+    registers_block<float, HD>(parts[i], q[i] + kv_head * group * HD, keys, values, nullptr, nullptr, n, 0,
+                               std::min(kAttentionBlock, t[i] + 1 - p0), group, o, scratch);
+}
+#endif
+
 }  // namespace
 
 int64_t block_scratch_floats(int64_t group, int64_t head_dim) {
-  return group * kAttentionBlock + tile_keys(head_dim) * head_dim;
+  return block_floats(group, head_dim) + 2 * kAttentionBlock * head_dim;
+}
+
+void attention_block_tokens(float* const* parts, const float* const* q, const int64_t* t, int64_t count,
+                            KVCache& cache, int64_t layer, int64_t row, int64_t kv_head, int64_t block, int64_t group,
+                            const AttentionOptions& o, float* scratch) {
+#if defined(__AVX512F__)
+  if (count > 1 && cache.half() && o.window == 0) switch (cache.head_dim(layer)) {
+      case 64: return converted_blocks<64>(parts, q, t, count, cache, layer, row, kv_head, block, group, o, scratch);
+      case 128: return converted_blocks<128>(parts, q, t, count, cache, layer, row, kv_head, block, group, o, scratch);
+      case 256: return converted_blocks<256>(parts, q, t, count, cache, layer, row, kv_head, block, group, o, scratch);
+      default: break;
+    }
+#endif
+  for (int64_t i = 0; i < count; ++i)
+    attention_block(parts[i], q[i], cache, layer, row, t[i], kv_head, block, group, o, scratch);
 }
 
 void attention_block(float* part, const float* q, KVCache& cache, int64_t layer, int64_t row, int64_t t,

@@ -67,6 +67,14 @@ int64_t block_scratch_floats(int64_t group, int64_t head_dim);
 void attention_block(float* part, const float* q, KVCache& cache, int64_t layer, int64_t row, int64_t t,
                      int64_t kv_head, int64_t block, int64_t group, const AttentionOptions& options, float* scratch);
 
+// attention_block for `count` tokens of one row at positions t (ascending) that all see block
+// `block`: parts[i] and q[i] are token i's. The same parts as attention_block's, bit for bit; a
+// half cache without a window converts the block's keys and values to floats once for all of them
+// (a verify pass's tokens otherwise each convert the whole row).
+void attention_block_tokens(float* const* parts, const float* const* q, const int64_t* t, int64_t count,
+                            KVCache& cache, int64_t layer, int64_t row, int64_t kv_head, int64_t block, int64_t group,
+                            const AttentionOptions& options, float* scratch);
+
 // out (kv_heads * group * head_dim) = one token's attention from its items' parts
 // (kv_heads, blocks, block_part_floats), blocks merged in order; sinks (kv_heads * group) or
 // null: each query head's attention sink joins the denominator (AttentionOptions::sinks).
