@@ -208,6 +208,33 @@ void the_default_size_is_the_cpus_this_process_may_use() {
 #endif
 }
 
+// Subnormal floats are flushed inside a section, on every thread that takes items, and the
+// caller's own mode is back after it (an item's exception included): a subnormal times one is
+// zero inside, itself outside.
+float times_one(float x) {
+  volatile float one = 1.0f;  // kept from being folded at compile time
+  return x * one;
+}
+
+void sections_flush_subnormals_and_give_the_caller_its_mode_back() {
+#if defined(__x86_64__) || defined(__i386__)
+  const float tiny = 1e-39f;  // below FLT_MIN: subnormal
+  CHECK(times_one(tiny) != 0.0f);
+  for (int threads : {1, 3}) {
+    ThreadPool pool(threads);
+    std::atomic<int> kept{0};
+    pool.for_each(64, [&](int64_t, int) {
+      if (times_one(tiny) != 0.0f) kept.fetch_add(1);
+      std::this_thread::sleep_for(std::chrono::microseconds(50));  // room for the workers to join
+    });
+    CHECK_EQ(kept.load(), 0);
+    CHECK(times_one(tiny) != 0.0f);
+    CHECK_THROWS(pool.for_each(4, [&](int64_t, int) { throw std::runtime_error("item"); }), std::runtime_error);
+    CHECK(times_one(tiny) != 0.0f);
+  }
+#endif
+}
+
 }  // namespace
 
 int main() {
@@ -221,5 +248,6 @@ int main() {
       TEST_CASE(each_thread_walks_its_span_in_order_and_thieves_take_short_runs),
       TEST_CASE(sizes_outside_the_limits_are_refused),
       TEST_CASE(the_default_size_is_the_cpus_this_process_may_use),
+      TEST_CASE(sections_flush_subnormals_and_give_the_caller_its_mode_back),
   });
 }

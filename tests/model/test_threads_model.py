@@ -56,6 +56,22 @@ def model(request, tmp_path_factory):
     return kvgen.Model.load(directory)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_forward_pass_gives_the_caller_its_floating_point_mode_back(model, threads):
+    """The core flushes subnormal floats while it computes (its workers, and the calling thread
+    while it takes part); the caller's NumPy then still computes with subnormals."""
+    tiny = np.full(4, 1e-39, dtype=np.float32)  # below float32's smallest normal
+    before = kvgen.get_num_threads()
+    kvgen.set_num_threads(threads)
+    try:
+        assert np.all(tiny * np.float32(3.0) > 0)
+        model.forward(np.arange(12)[None] % VOCAB)
+        assert np.all(tiny * np.float32(3.0) > 0)
+        assert np.array_equal(tiny * np.float32(3.0), np.full(4, 3e-39, dtype=np.float32))
+    finally:
+        kvgen.set_num_threads(before)
+
+
 def inputs_of_thread(t: int) -> list[np.ndarray]:
     """Different row counts and lengths per call and per thread, so buffers change size."""
     rng = np.random.default_rng(t)

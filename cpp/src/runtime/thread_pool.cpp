@@ -21,6 +21,7 @@
 #include "kvgen/errors.h"
 #include "kvgen/ops/layer_ops.h"
 #include "kvgen/platform.h"
+#include "kvgen/runtime/denormals.h"
 
 namespace kvgen {
 namespace {
@@ -183,6 +184,7 @@ bool ThreadPool::join(uint32_t generation) {
 }
 
 void ThreadPool::worker(int t) {
+  const FlushDenormals flushed;  // for the worker's lifetime (denormals.h)
   uint32_t seen = 0;
   for (;;) {
     if (!spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; })) {
@@ -216,6 +218,7 @@ void ThreadPool::run(Section& s) {
   if (s.items < 0 || s.items > int64_t{0xffffffff})
     throw ValueError("a parallel section of " + std::to_string(s.items) + " items (at most 2^32 - 1)");
   std::lock_guard<std::mutex> lock(section_mutex_);
+  const FlushDenormals flushed;  // the caller's own mode back at the end (denormals.h)
   error_ = nullptr;
   const bool profiled = profiling.load(std::memory_order_relaxed);
   if (profiled) s.started = std::chrono::steady_clock::now();
