@@ -104,7 +104,6 @@ void DecoderModel::attend_tokens(float* out, const float* q, int64_t ldq, int64_
   // parts: token after token (batch order), kv head after kv head, block after block (none for
   // the tokens of longer chunks), as merge_blocks reads them
   std::vector<int64_t>& first = scratch_.first_item;  // (n + 1) each token's first part
-  std::vector<int64_t>& token_row = scratch_.token_row;  // (n) the cache row of each token
   // items: chunk after chunk, kv head after kv head, block after block; an item runs its block for
   // every token of the chunk that sees it, token after token, so that a verify pass's tokens read
   // each block of keys and values while it is in cache rather than the whole row each (at 4,000
@@ -113,16 +112,13 @@ void DecoderModel::attend_tokens(float* out, const float* q, int64_t ldq, int64_
   std::vector<int64_t>& chunk_item = scratch_.chunk_item;  // (chunks + 1) each chunk's first item
   std::vector<int64_t>& chunk_token = scratch_.chunk_token;  // (chunks + 1) each chunk's first token
   first.resize(batch.n + 1);
-  token_row.resize(batch.n);
   chunk_item.resize(chunks.size() + 1);
   chunk_token.resize(chunks.size() + 1);
   first[0] = chunk_item[0] = chunk_token[0] = 0;
   for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci) {
     const bool here = by_tokens(chunks[ci]) && chunks[ci].count > 0;
-    for (int64_t i = o; i < static_cast<int64_t>(o) + chunks[ci].count; ++i) {
+    for (int64_t i = o; i < static_cast<int64_t>(o) + chunks[ci].count; ++i)
       first[i + 1] = first[i] + (here ? KV * key_blocks(batch.positions[i], options.window) : 0);
-      token_row[i] = chunks[ci].row;
-    }
     // its last token sees the most blocks
     const int64_t last = o + chunks[ci].count - 1;
     chunk_item[ci + 1] = chunk_item[ci] + (here ? KV * key_blocks(batch.positions[last], options.window) : 0);

@@ -291,7 +291,6 @@ class DecoderModel : public Model {
     xt::xtensor<float, 1> parts;   // (items, block_part_floats) decode: each item's partial attention
     xt::xtensor<float, 1> attention;  // (threads, block_scratch_floats) decode: each thread's scratch
     std::vector<int64_t> first_item;  // (n + 1) decode: each token's first part
-    std::vector<int64_t> token_row;   // (n) decode: each token's cache row
     std::vector<int64_t> chunk_item;  // (chunks + 1) decode: each chunk's first item
     std::vector<int64_t> chunk_token; // (chunks + 1) decode: each chunk's first token
     xt::xtensor<float, 2> logits;  // (chunks, vocab) LM head output when rows are out of order
