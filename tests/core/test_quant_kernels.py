@@ -279,9 +279,10 @@ needs_amx = pytest.mark.skipif("amx" not in PATHS, reason=f"no amx CPU path here
 
 
 @needs_amx
-@pytest.mark.parametrize("qtype", BLOCK_TYPES + K_TYPES)
+@pytest.mark.parametrize("qtype", BLOCK_TYPES + K_TYPES + LOOKUP_TYPES)
 def test_amx_tiles_give_the_vnni_products_bit_for_bit(qtype):
-    """The amx path multiplies 16 rows or more (Q6_K, Q8_0: 32) on AMX-INT8 tiles: the levels' dots
+    """The amx path multiplies 16 rows or more (Q6_K, Q8_0: 32) on AMX-INT8 tiles (the lookup
+    types: their values + 128 looked up into the B tiles, as VNNI's vpshufb does): the levels' dots
     exact in int32 and each row folded as the avx512 path's VNNI kernels fold it, so every row
     of every row count (pairs of 8-row passes, a lone pass, a last pass of a few rows) is the
     avx512 path's bit for bit, NaN and infinite rows included, on a ragged last group and on

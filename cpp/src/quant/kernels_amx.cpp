@@ -8,13 +8,16 @@
 //      32 bytes each), as the quantizer wrote them: one A tile is both levels of a pass;
 //   B: a tile's (or K-quant sub-tile's) 8 unpacked quant vectors (unpack_tile: byte 4r+j of
 //      u[v] = weight 4v+j of output row r), which is the tile unit's B layout: row v holds
-//      weights 4v..4v+3 of each of the 16 output rows.
+//      weights 4v..4v+3 of each of the 16 output rows; for the lookup types (IQ4_NL, IQ4_XS,
+//      MXFP4) a unit's values + 128 as the VNNI kernels look them up (lookup_unit), same layout.
 // So C row i < 8 holds dot1 of pass row i against the 16 output rows, row 8 + i its dot2.
 //
 // The dots are exact int32 sums, the same integers the VNNI kernels add, and each row's fold
 // (the floats: 2^8 dot1 + dot2 converted once, times d2, the weights' scale, the min term) is
 // kernels_avx512.cpp's in the same order, so every row's output is the one-row kernel's bit for
-// bit, and a row's result does not depend on the rows that share its pass.
+// bit, and a row's result does not depend on the rows that share its pass. (The lookup types'
+// VNNI kernel folds each level on its own, with the activations' scale and sums per level, so
+// their fold reads those from the plain layout: fold_lookup_row.)
 //
 // A group's quants are unpacked once per call into the calling thread's buffer, with each
 // block's fold vectors, and then serve every pass of rows. Compiled with -mavx512f/bw/vl/vnni
@@ -58,6 +61,8 @@ TileConfig int8_tile_config() {
 //   one scale (32-weight block types, Q4_K / Q5_K): b[0] = the 8 quant vectors; fold[0] = the
 //     scale of 2^8 dot1 + dot2's product (d, or d sc_j), fold[1] = the min term per unit of
 //     s1 + s2 (mins, kOffset d, or -dmin m_j);
+//   the lookup types (IQ4_NL, IQ4_XS, MXFP4): b[0] = the unit's values + 128 (lookup_unit);
+//     fold[0] = the unit's scale;
 //   Q6_K: b[0] = the first half's 4 vectors then 4 zero rows, b[1] = 4 zero rows then the
 //     second half's (so that one A tile of 32 weights meets each half alone); fold[0], fold[1]
 //     = the halves' scales d sc_2j, d sc_2j+1.
@@ -67,11 +72,11 @@ struct alignas(64) BlockWeights {
 };
 
 template <class L>
-constexpr bool kTwoHalves = L::kFamily == Family::Super && !L::kHasMin;  // Q6_K
+constexpr bool kTwoHalves = split_scales<L>();  // Q6_K (unit_scales.inc; the index types have no tile kernel)
 
-// Group g's blocks into `to` (w.blocks * kSubBlocks of them for a K-quant matrix).
+// prepare_group for the 32-weight block types and the K-quants.
 template <class L>
-void prepare_group(const PackedView& w, int64_t g, BlockWeights* to) {
+void prepare_blocks(const PackedView& w, int64_t g, BlockWeights* to) {
   const uint8_t* tile = w.data + g * w.blocks * L::kTileBytes;
   const __m512i zero = _mm512_setzero_si512();
   for (int64_t tb = 0; tb < w.blocks; ++tb, tile += L::kTileBytes) {
@@ -106,6 +111,20 @@ void prepare_group(const PackedView& w, int64_t g, BlockWeights* to) {
   }
 }
 
+// Group g's blocks into `to` (w.blocks * kSubBlocks of them for a K-quant matrix).
+template <class L>
+void prepare_group(const PackedView& w, int64_t g, BlockWeights* to) {
+  if constexpr (L::kFamily == Family::Lookup) {
+    for_each_unit<L>(w, g, [&](const uint8_t* tile, int j, int64_t unit, const __m512* scale, const __m512*) {
+      BlockWeights& bw = to[unit];
+      lookup_unit(unit_base<L>(tile, j), offset_values<L>(tile), bw.b[0]);
+      bw.fold[0] = scale[0];
+    });
+  } else {
+    prepare_blocks<L>(w, g, to);
+  }
+}
+
 // Row r's fold of one block from its pass's products c (c[h]: half h's, 16 int32 rows).
 //   one scale: acc + scale (d2 (2^8 dot1 + dot2)) + offset (s1 + s2), as add_two_level_block;
 //   Q6_K: acc + d2 (scale_b half_b + scale_a half_a), half = 2^8 dot1 + dot2 - 32 (2^8 hs1 + hs2),
@@ -128,6 +147,32 @@ template <class L>
     acc = _mm512_fmadd_ps(bw.fold[0], sum, acc);
     return _mm512_fmadd_ps(bw.fold[1], _mm512_set1_ps(xb.s[r]), acc);
   }
+}
+
+// Where a lookup type's fold finds a pass row's scale and sums per level: the activations (the
+// plain layout) and the product row of each pass's row 0 (the pass blocks hold the levels'
+// combined sums, which a two-level fold of the 32-weight and K-quant types takes instead).
+struct LevelRows {
+  const Int8View& x;
+  int64_t M;         // rows of one level (x.rows / 2)
+  int64_t first[2];  // pass p's row 0
+};
+
+// Row r of pass p's fold of unit b from its products c, as lookup_rows folds it, per level:
+// acc + (scale d_x) (dot - 128 (hs_0 + hs_1)), the dot being the unit's values + 128 times q.
+template <class L>
+[[gnu::always_inline]] inline __m512 fold_lookup_row(const int32_t (*c)[16], const LevelRows& rows, int p, int r,
+                                                     int64_t b, const BlockWeights& bw, __m512 acc) {
+  const int64_t xblocks = rows.x.cols / kBlockSize, m = rows.first[p] + r;
+#pragma GCC unroll 2
+  for (int level = 0; level < 2; ++level) {
+    const int64_t at = ((level == 0 ? 0 : rows.M) + m) * xblocks + b;
+    const int32_t* hs = rows.x.half_sums + 2 * at;
+    const __m512i dot = _mm512_sub_epi32(_mm512_load_si512(c[level * kTwoLevelPassRows + r]),
+                                         _mm512_set1_epi32(128 * (hs[0] + hs[1])));
+    acc = _mm512_fmadd_ps(_mm512_mul_ps(bw.fold[0], _mm512_set1_ps(rows.x.d[at])), _mm512_cvtepi32_ps(dot), acc);
+  }
+  return acc;
 }
 
 // The products of `Parts` passes (R rows each: R < kTwoLevelPassRows only for the last pass)
@@ -178,7 +223,7 @@ constexpr int kFoldLag = kTwoHalves<L> ? 0 : 2;
 
 template <class L, int R, int Parts>
 void rows_over_group(const BlockWeights* weights, int64_t blocks, const TwoLevelPassBlock* const* parts,
-                     int64_t rows_here, float* out, int64_t ldo) {
+                     int64_t rows_here, float* out, int64_t ldo, const LevelRows& levels) {
   constexpr int MT = R * Parts;
   constexpr int kLag = kFoldLag<L>;
   alignas(64) int32_t c[kLag + 1][4][16][16];  // step % (lag + 1); pass p, half h at 2p + h
@@ -193,7 +238,12 @@ void rows_over_group(const BlockWeights* weights, int64_t blocks, const TwoLevel
       const int32_t(*const halves[2])[16] = {products[2 * p], products[2 * p + 1]};
       const TwoLevelPassBlock& xb = parts[p][b];
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) acc[p * R + r] = fold_row<L>(halves, xb, r, bw, acc[p * R + r]);
+      for (int r = 0; r < R; ++r) {
+        if constexpr (L::kFamily == Family::Lookup)
+          acc[p * R + r] = fold_lookup_row<L>(products[2 * p], levels, p, r, b, bw, acc[p * R + r]);
+        else
+          acc[p * R + r] = fold_row<L>(halves, xb, r, bw, acc[p * R + r]);
+      }
     }
   };
   for (int64_t i = 0; i < blocks + kLag; ++i) {
@@ -225,9 +275,14 @@ BlockWeights* group_buffer(int64_t blocks) {
   return buffer.data();
 }
 
-// Whether this file has a tile kernel for layout L (two-level, one or two scales a block).
+// Whether this file has a tile kernel for layout L: the two-level types, one or two scales a
+// block, and the lookup types, one scale a unit. The index types (I4S16, I4S16M: a scale per
+// 16 weights and, I4S16M, a min) had one as Q6_K's, a product tile per half: level with VNNI at
+// 16 to 128 rows (0.93-1.01x, bench_quant_kernels.py, 2816 x 1024), their per-half fold being
+// most of the work either way.
 template <class L>
-constexpr bool kHasTileKernel = L::kFamily == Family::Block || L::kFamily == Family::Super;
+constexpr bool kHasTileKernel =
+    L::kFamily == Family::Block || L::kFamily == Family::Super || L::kFamily == Family::Lookup;
 
 // The passes of x's M rows against groups [g0, g1): two passes at a time, then the last.
 template <class L>
@@ -245,13 +300,16 @@ void tile_matmul(const PackedView& w, const Int8View& x, int64_t M, float* out, 
     int64_t p = 0;
     for (; p + 2 <= passes && (p + 2) * kTwoLevelPassRows <= M; p += 2) {
       const TwoLevelPassBlock* parts[2] = {x.passes + p * blocks, x.passes + (p + 1) * blocks};
+      const LevelRows levels{x, M, {p * kTwoLevelPassRows, (p + 1) * kTwoLevelPassRows}};
       rows_over_group<L, kTwoLevelPassRows, 2>(weights, blocks, parts, rows_here,
-                                               group_out + p * kTwoLevelPassRows * ldo, ldo);
+                                               group_out + p * kTwoLevelPassRows * ldo, ldo, levels);
     }
     for (; p < passes; ++p) {
       const TwoLevelPassBlock* part = x.passes + p * blocks;
+      const LevelRows levels{x, M, {p * kTwoLevelPassRows, 0}};
       with_pass_rows(M - p * kTwoLevelPassRows, [&]<int R>() {
-        rows_over_group<L, R, 1>(weights, blocks, &part, rows_here, group_out + p * kTwoLevelPassRows * ldo, ldo);
+        rows_over_group<L, R, 1>(weights, blocks, &part, rows_here, group_out + p * kTwoLevelPassRows * ldo, ldo,
+                                 levels);
       });
     }
   }
@@ -261,9 +319,18 @@ void tile_matmul(const PackedView& w, const Int8View& x, int64_t M, float* out, 
 // thread of a Xeon with AMX: the tiles 0.4-0.65x VNNI's speed at 2 rows, level at 8, 1.18-1.23x at
 // 16, 1.37-1.39x at 32 and 1.5x at 128 on the 4-bit types). Q8_0, whose VNNI kernel needs no
 // unpacking, was 0.96x at 16 rows and 1.13x at 32; Q6_K, whose halves take twice the tile products
-// and a longer fold, 1.04x at 16 and 32, 1.16x at 128. Each row's output is the same either way.
+// and a longer fold, 1.04x at 16 and 32, 1.16x at 128. The lookup types (IQ4_NL, IQ4_XS, MXFP4):
+// level at 8, 1.16x at 16, 1.26-1.30x at 32 and 1.27-1.34x at 128. Each row's output is the same
+// either way. Below 16 rows the tiles also lose inside a model: at 8 rows, where a product alone
+// measured 1.13-1.2x VNNI on matrices in cache, SmolLM2's batch-8 decode ran 0.76-0.82x, and on
+// matrices streamed from memory (16384 x 1536) a product alone ran 0.76x.
 template <class L>
-constexpr int64_t kMinTileRows = kTwoHalves<L> || L::kBits == 8 ? 32 : 16;
+constexpr int64_t kMinTileRows = [] {
+  if constexpr (L::kFamily == Family::Lookup)
+    return int64_t{16};
+  else
+    return kTwoHalves<L> || L::kBits == 8 ? int64_t{32} : int64_t{16};
+}();
 
 // set_amx_tiles' switch (on unless a benchmark turns it off), and amx_tile_products' count.
 std::atomic<bool> tiles_on{true};

@@ -645,28 +645,6 @@ void float_dense_rows(const PackedView& w, const float* x, int64_t ldx, int64_t 
 // once (the same value up to float rounding; every row count takes the same steps). Its
 // pass asks for its bytes ahead (stream_ahead; decode from memory +25-55% for it).
 
-// The 16 values + 128 in each 128-bit lane (vpshufb's table).
-template <class L>
-[[gnu::always_inline]] inline __m512i offset_values(const uint8_t* tile) {
-  __m128i values;
-  if constexpr (L::kFamily == Family::Lookup)
-    values = _mm_loadu_si128(reinterpret_cast<const __m128i*>(L::kValues));
-  else
-    values = _mm_loadu_si128(reinterpret_cast<const __m128i*>(tile + L::kValuesAt));
-  return _mm512_broadcast_i32x4(_mm_xor_si128(values, _mm_set1_epi8(static_cast<char>(0x80))));
-}
-
-// The unit's 8 vectors of value + 128: byte 4r+j of u[v] belongs to weight 4v+j of row r
-// (v < 4: the first 16 weights, v >= 4 the second).
-[[gnu::always_inline]] inline void lookup_unit(const uint8_t* base, __m512i table, __m512i* u) {
-  const __m512i nibble = _mm512_set1_epi8(0x0F);
-  for (int c = 0; c < 4; ++c) {
-    const __m512i raw = load_chunk(base + 64 * c);
-    u[c] = _mm512_shuffle_epi8(table, _mm512_and_si512(raw, nibble));
-    u[c + 4] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble));
-  }
-}
-
 // The exact per-half dots of one activation block (32 int8 at xq, its per-16 sums at hs)
 // against a unit: sum over the half of value * q, as float.
 [[gnu::always_inline]] inline void half_dots(const __m512i* u, const int8_t* xq, const int32_t* hs, __m512* dot) {
