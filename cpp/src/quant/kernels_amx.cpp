@@ -111,7 +111,8 @@ void prepare_blocks(const PackedView& w, int64_t g, BlockWeights* to) {
   }
 }
 
-// Group g's blocks into `to` (w.blocks * kSubBlocks of them for a K-quant matrix).
+// Group g's blocks into `to`, one per 32 weights of a row (a K-quant's sub-blocks, an IQ4_XS
+// tile's units).
 template <class L>
 void prepare_group(const PackedView& w, int64_t g, BlockWeights* to) {
   if constexpr (L::kFamily == Family::Lookup) {
