@@ -151,12 +151,12 @@ template <class L>
 }
 
 // Where a lookup type's fold finds a pass row's scale and sums per level: the activations (the
-// plain layout) and the product row of each pass's row 0 (the pass blocks hold the levels'
+// plain layout) and the product row of the first pass's row 0 (the pass blocks hold the levels'
 // combined sums, which a two-level fold of the 32-weight and K-quant types takes instead).
 struct LevelRows {
   const Int8View& x;
-  int64_t M;         // rows of one level (x.rows / 2)
-  int64_t first[2];  // pass p's row 0
+  int64_t M;      // rows of one level (x.rows / 2)
+  int64_t first;  // pass 0's row 0; pass p's is first + p kTwoLevelPassRows
 };
 
 // Row r of pass p's fold of unit b from its products c, as lookup_rows folds it, per level:
@@ -164,7 +164,7 @@ struct LevelRows {
 template <class L>
 [[gnu::always_inline]] inline __m512 fold_lookup_row(const int32_t (*c)[16], const LevelRows& rows, int p, int r,
                                                      int64_t b, const BlockWeights& bw, __m512 acc) {
-  const int64_t xblocks = rows.x.cols / kBlockSize, m = rows.first[p] + r;
+  const int64_t xblocks = rows.x.cols / kBlockSize, m = rows.first + p * kTwoLevelPassRows + r;
 #pragma GCC unroll 2
   for (int level = 0; level < 2; ++level) {
     const int64_t at = ((level == 0 ? 0 : rows.M) + m) * xblocks + b;
@@ -301,13 +301,13 @@ void tile_matmul(const PackedView& w, const Int8View& x, int64_t M, float* out, 
     int64_t p = 0;
     for (; p + 2 <= passes && (p + 2) * kTwoLevelPassRows <= M; p += 2) {
       const TwoLevelPassBlock* parts[2] = {x.passes + p * blocks, x.passes + (p + 1) * blocks};
-      const LevelRows levels{x, M, {p * kTwoLevelPassRows, (p + 1) * kTwoLevelPassRows}};
+      const LevelRows levels{x, M, p * kTwoLevelPassRows};
       rows_over_group<L, kTwoLevelPassRows, 2>(weights, blocks, parts, rows_here,
                                                group_out + p * kTwoLevelPassRows * ldo, ldo, levels);
     }
     for (; p < passes; ++p) {
       const TwoLevelPassBlock* part = x.passes + p * blocks;
-      const LevelRows levels{x, M, {p * kTwoLevelPassRows, 0}};
+      const LevelRows levels{x, M, p * kTwoLevelPassRows};
       with_pass_rows(M - p * kTwoLevelPassRows, [&]<int R>() {
         rows_over_group<L, R, 1>(weights, blocks, &part, rows_here, group_out + p * kTwoLevelPassRows * ldo, ldo,
                                  levels);
@@ -323,7 +323,7 @@ void tile_matmul(const PackedView& w, const Int8View& x, int64_t M, float* out, 
 // and a longer fold, 1.04x at 16 and 32, 1.16x at 128. The lookup types (IQ4_NL, IQ4_XS, MXFP4):
 // level at 8, 1.16x at 16, 1.26-1.30x at 32 and 1.27-1.34x at 128. Each row's output is the same
 // either way. Below 16 rows the tiles also lose inside a model: at 8 rows, where a product alone
-// measured 1.13-1.2x VNNI on matrices in cache, SmolLM2's batch-8 decode ran 0.76-0.82x, and on
+// measured 1.12-1.2x VNNI on matrices in cache, SmolLM2's batch-8 decode ran 0.74-0.83x, and on
 // matrices streamed from memory (16384 x 1536) a product alone ran 0.76x.
 template <class L>
 constexpr int64_t kMinTileRows = [] {
