@@ -59,7 +59,12 @@ inline double sum_exp(const float* x, int64_t n, float shift) {
     for (int64_t i = b; i < b + kBlock; ++i) s += fast_exp(x[i] - shift);
     total += s;
   }
-  for (; b < n; ++b) total += fast_exp(x[b] - shift);
+  if (b < n) {  // the last, short block
+    float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+    for (int64_t i = b; i < n; ++i) s += fast_exp(x[i] - shift);
+    total += s;
+  }
   return total;
 }
 
@@ -77,15 +82,21 @@ inline double exp_into(float* out, const float* x, int64_t n, float shift) {
     }
     total += s;
   }
-  for (; b < n; ++b) {
-    out[b] = fast_exp(x[b] - shift);
-    total += out[b];
+  if (b < n) {  // the last, short block
+    float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+    for (int64_t i = b; i < n; ++i) {
+      out[i] = fast_exp(x[i] - shift);
+      s += out[i];
+    }
+    total += s;
   }
   return total;
 }
 
 // x[i] *= factor over the row.
 inline void scale(float* x, int64_t n, float factor) {
+#pragma omp simd
   for (int64_t i = 0; i < n; ++i) x[i] *= factor;
 }
 
