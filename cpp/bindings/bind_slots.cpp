@@ -140,6 +140,16 @@ class PyModelSlots {
 void register_slots(py::module_& m) {
   m.attr("_PREFILL_CHUNK") = kPrefillChunk;
   m.attr("_TOKEN_BY_TOKEN_ATTENTION") = kTokenByTokenAttention;
+  m.def(
+      "_set_attention_parts_budget",
+      [](int64_t floats) {
+        const int64_t before = attention_parts_budget();
+        set_attention_parts_budget(floats);
+        return before;
+      },
+      py::arg("floats"),
+      "Sets the floats of partial attention results a forward pass holds at once (its tokens attended in "
+      "rounds beyond it; at least one piece's); returns the previous budget. For tests.");
   py::class_<PyModelSlots>(m, "_ModelSlots", "A model's KV cache of `slots` rows and their logits (kvgen.generation.engine).")
       .def(py::init<py::object, int64_t, int64_t, int64_t, int64_t>(), py::arg("model"), py::arg("slots"),
            py::arg("context"), py::arg("verify_positions") = 0, py::arg("snapshots") = 0)

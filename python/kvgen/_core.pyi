@@ -539,6 +539,8 @@ _SAMPLING_FIELDS: dict[str, tuple[Any, str]]
 _PREFILL_CHUNK: int
 _TOKEN_BY_TOKEN_ATTENTION: int
 
+def _set_attention_parts_budget(floats: int) -> int: ...
+
 class _ModelSlots:
     def __init__(self, model: _Model, slots: int, context: int, verify_positions: int = 0,
                  snapshots: int = 0) -> None: ...

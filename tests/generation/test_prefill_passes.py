@@ -1,12 +1,14 @@
 """A prompt's logits do not depend on how many prompt chunks a pass carries: the engine feeds a
 request several chunks per pass where the pass has room (SOLO_PREFILL_CHUNKS, PREFILL_BUDGET),
-else one, and the model attends in kPrefillChunk-aligned query blocks either way. A last piece of at
-most TOKEN_BY_TOKEN_ATTENTION tokens is attended token by token (as decode steps are), so the
-engine gives it a pass of its own in both cases."""
+else one. A layer that keeps every position attends every token on its own, as a decode step does;
+a sliding window's ring attends chunks in kPrefillChunk-aligned query blocks either way, and a last
+piece of at most TOKEN_BY_TOKEN_ATTENTION tokens token by token, so the engine gives it a pass of its
+own in both cases."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import kvgen
 from kvgen import _core
@@ -43,6 +45,47 @@ def test_a_prompt_gets_the_same_logits_in_one_pass_as_in_one_chunk_per_pass(smol
     finally:
         kvgen.set_num_threads(threads)
 
+
+
+def _teacher_forced(model, prompt: np.ndarray, chunk: int) -> np.ndarray:
+    """The logits of every position of the prompt, fed `chunk` tokens per forward pass."""
+    slots = _core._ModelSlots(model._core, 1, prompt.size + 1, chunk)
+    out = []
+    for a in range(0, prompt.size, chunk):
+        part = prompt[a:a + chunk]
+        slots.forward([(0, part)], verify=[0])
+        out.append(np.array(slots.verify_logits[0, :part.size]))
+    return np.concatenate(out)
+
+
+def test_a_full_attention_prompt_gets_the_logits_of_its_decode_steps(smollm2_model):
+    """SmolLM2 keeps every position in every layer, so a long prompt chunk attends token by token
+    (pieces of TOKEN_BY_TOKEN_ATTENTION tokens sharing each block of keys and values): every
+    position's logits are its decode step's bit for bit, across blocks of 256 positions, at 1 and 2
+    threads, and with the pass's partial results held a piece at a time (its smallest budget)."""
+    rng = np.random.default_rng(23)
+    prompt = rng.integers(0, smollm2_model.vocab_size, 300).astype(np.int64)
+    threads = kvgen.get_num_threads()
+    try:
+        kvgen.set_num_threads(1)
+        steps = _teacher_forced(smollm2_model, prompt, 1)
+        assert np.isfinite(steps).all()
+        for t in (1, 2):
+            kvgen.set_num_threads(t)
+            np.testing.assert_array_equal(_teacher_forced(smollm2_model, prompt, prompt.size), steps)
+            np.testing.assert_array_equal(_teacher_forced(smollm2_model, prompt, 4 * PREFILL_CHUNK), steps)
+            before = _core._set_attention_parts_budget(0)
+            try:
+                np.testing.assert_array_equal(_teacher_forced(smollm2_model, prompt, prompt.size), steps)
+            finally:
+                _core._set_attention_parts_budget(before)
+    finally:
+        kvgen.set_num_threads(threads)
+
+
+def test_the_attention_parts_budget_is_checked():
+    with pytest.raises(ValueError, match="negative"):
+        _core._set_attention_parts_budget(-1)
 
 
 def test_a_request_gets_the_same_tokens_in_passes_of_several_chunks_as_of_one(smollm2_model, monkeypatch):

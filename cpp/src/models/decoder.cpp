@@ -3,6 +3,7 @@
 #include "kvgen/models/decoder.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -16,11 +17,25 @@ namespace kvgen {
 
 namespace {
 
-// Chunks of at most kTokenByTokenAttention tokens (decode, verification, a prompt's short last
-// piece) are attended token by token, unless they are a prompt's rest (RowTokens::in_blocks).
-bool by_tokens(const RowTokens& c) { return c.count <= kTokenByTokenAttention && !c.in_blocks; }
+// Whether a chunk is attended token by token (attend_tokens) in a layer: always where the layer
+// keeps every position of its rows; in a sliding window's ring (ring: fewer slots than the
+// context), only chunks of at most kTokenByTokenAttention tokens (decode, verification, a prompt's
+// short last piece) that are not a prompt's rest (RowTokens::in_blocks), since a longer chunk's
+// keys and values would overwrite positions its first tokens see (attend cuts those into blocks
+// that fit, attended with matrix products).
+bool short_chunk(const RowTokens& c) { return c.count <= kTokenByTokenAttention && !c.in_blocks; }
+bool by_tokens(const RowTokens& c, bool ring) { return !ring || short_chunk(c); }
+
+std::atomic<int64_t> parts_budget{int64_t{1} << 22};
 
 }  // namespace
+
+int64_t attention_parts_budget() { return parts_budget.load(std::memory_order_relaxed); }
+
+void set_attention_parts_budget(int64_t floats) {
+  if (floats < 0) throw ValueError("attention parts budget: " + std::to_string(floats) + " floats is negative");
+  parts_budget.store(floats, std::memory_order_relaxed);
+}
 
 void DecoderModel::grow_rows(xt::xtensor<float, 2>& buf, int64_t rows, int64_t width) {
   if (static_cast<int64_t>(buf.shape(0)) >= rows && static_cast<int64_t>(buf.shape(1)) == width) return;
@@ -42,7 +57,8 @@ void DecoderModel::attend(float* out, const float* q, int64_t ldq, const float* 
   // Tokens of each chunk written and attended at once: all of them, unless the layer
   // keeps a ring shorter than the context; then as many as the ring holds beyond the
   // window, so that writing a block overwrites only positions that no token of it sees.
-  const int64_t block = slots >= cache.max_context() ? batch.max_count : slots - options.window + 1;
+  const bool ring = slots < cache.max_context();
+  const int64_t block = ring ? slots - options.window + 1 : batch.max_count;
   float* scores = scratch_.scores.data();  // (threads, batch.max_scores), reserved by forward
   for (int64_t b0 = 0; b0 < batch.max_count; b0 += block) {
     for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci) {
@@ -50,15 +66,15 @@ void DecoderModel::attend(float* out, const float* q, int64_t ldq, const float* 
       for (int64_t i = b0; own_kv && i < std::min(c.count, b0 + block); ++i)  // keys and values into the cache
         cache.store(layer, c.row, (batch.starts[ci] + i) % slots, k + (o + i) * ldk, v + (o + i) * ldv);
     }
-    // chunks of at most kTokenByTokenAttention tokens (decode, verification) token by token (by_tokens)
-    // in blocks of positions; they are whole in the first block (a ring keeps 32 beyond its window)
-    if (b0 == 0 && batch.any_by_tokens) attend_tokens(out, q, ldq, layer, batch, cache, options);
-    if (!batch.any_in_blocks) continue;
+    // the chunks attended token by token (by_tokens) in blocks of positions; in a ring they are
+    // short and whole in the first block (a ring keeps 32 beyond its window)
+    if (b0 == 0 && batch.any_by_tokens) attend_tokens(out, q, ldq, layer, batch, cache, options, ring);
+    if (!ring || !batch.any_in_blocks) continue;
     // every longer chunk's attention for this block, in kPrefillChunk-aligned query blocks (model.h)
     std::vector<QueryBlock>& blocks = scratch_.query_blocks;
     blocks.clear();
     for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci) {
-      if (by_tokens(chunks[ci])) continue;
+      if (by_tokens(chunks[ci], ring)) continue;
       const int64_t end = std::min(chunks[ci].count, b0 + block);
       for (int64_t i0 = b0, i1; i0 < end; i0 = i1) {
         i1 = std::min(end, i0 + kPrefillChunk - (batch.starts[ci] + i0) % kPrefillChunk);
@@ -97,55 +113,72 @@ void DecoderModel::attend(float* out, const float* q, int64_t ldq, const float* 
 }
 
 void DecoderModel::attend_tokens(float* out, const float* q, int64_t ldq, int64_t layer, const ForwardPass& batch,
-                                 KVCache& cache, const AttentionOptions& options) {
+                                 KVCache& cache, const AttentionOptions& options, bool ring) {
   const int64_t H = config_.heads, KV = cache.kv_heads(layer), hd = cache.head_dim(layer), group = H / KV;
   const std::vector<RowTokens>& chunks = *batch.chunks;
   const int64_t part = block_part_floats(group, hd), scratch = block_scratch_floats(group, hd);
-  // parts: token after token (batch order), kv head after kv head, block after block (none for
-  // the tokens of longer chunks), as merge_blocks reads them
-  std::vector<int64_t>& first = scratch_.first_item;  // (n + 1) each token's first part
-  // items: chunk after chunk, kv head after kv head, block after block; an item runs its block for
-  // every token of the chunk that sees it, token after token, so that a verify pass's tokens read
+  // pieces: the chunks attended token by token, cut into runs of at most kTokenByTokenAttention
+  // tokens (batch order); a round takes the pieces whose parts fit in scratch_.parts (forward
+  // sized it to at least the largest piece's), so that a long prefill's parts need not all be
+  // held at once
+  std::vector<Piece>& pieces = scratch_.pieces;
+  pieces.clear();
+  for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci)
+    if (by_tokens(chunks[ci], ring))
+      for (int64_t i0 = 0; i0 < chunks[ci].count; i0 += kTokenByTokenAttention)
+        pieces.push_back({ci, static_cast<int64_t>(o) + i0,
+                          static_cast<int64_t>(o) + std::min(chunks[ci].count, i0 + kTokenByTokenAttention), 0});
+  const auto parts_of = [&](int64_t i) { return KV * key_blocks(batch.positions[i], options.window); };
+  const int64_t capacity = static_cast<int64_t>(scratch_.parts.size()) / part;  // parts a round may hold
+  float* parts = scratch_.parts.data();
+  // parts: token after token (the round's, in batch order), kv head after kv head, block after
+  // block, as merge_blocks reads them
+  std::vector<int64_t>& first = scratch_.first_item;  // (round's tokens + 1) each token's first part
+  // items: piece after piece, kv head after kv head, block after block; an item runs its block for
+  // every token of the piece that sees it, token after token, so that a verify pass's tokens read
   // each block of keys and values while it is in cache rather than the whole row each (at 4,000
   // positions the row is far larger than L2). A token's block is the same computation as when the
   // token is alone in its pass, so its part, and the pass's output, are unchanged bit for bit.
-  std::vector<int64_t>& chunk_item = scratch_.chunk_item;  // (chunks + 1) each chunk's first item
-  std::vector<int64_t>& chunk_token = scratch_.chunk_token;  // (chunks + 1) each chunk's first token
-  first.resize(batch.n + 1);
-  chunk_item.resize(chunks.size() + 1);
-  chunk_token.resize(chunks.size() + 1);
-  first[0] = chunk_item[0] = chunk_token[0] = 0;
-  for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci) {
-    const bool here = by_tokens(chunks[ci]) && chunks[ci].count > 0;
-    for (int64_t i = o; i < static_cast<int64_t>(o) + chunks[ci].count; ++i)
-      first[i + 1] = first[i] + (here ? KV * key_blocks(batch.positions[i], options.window) : 0);
-    // its last token sees the most blocks
-    const int64_t last = o + chunks[ci].count - 1;
-    chunk_item[ci + 1] = chunk_item[ci] + (here ? KV * key_blocks(batch.positions[last], options.window) : 0);
-    chunk_token[ci + 1] = o + chunks[ci].count;
-  }
-  float* parts = scratch_.parts.data();  // (parts, part), reserved by forward
-  projector_.pool().for_each(chunk_item.back(), [&](int64_t item, int t) {
-    const int64_t ci = std::upper_bound(chunk_item.begin(), chunk_item.end(), item) - chunk_item.begin() - 1;
-    const int64_t blocks = (chunk_item[ci + 1] - chunk_item[ci]) / KV;
-    const int64_t kv = (item - chunk_item[ci]) / blocks, block = (item - chunk_item[ci]) % blocks;
-    float* part_of[kTokenByTokenAttention];  // the chunk's tokens that see the block
-    const float* q_of[kTokenByTokenAttention];
-    int64_t t_of[kTokenByTokenAttention], count = 0;
-    for (int64_t i = chunk_token[ci]; i < chunk_token[ci + 1]; ++i) {
-      const int64_t own = (first[i + 1] - first[i]) / KV;  // the token's blocks
-      if (block >= own) continue;
-      part_of[count] = parts + (first[i] + kv * own + block) * part;
-      q_of[count] = q + i * ldq;
-      t_of[count++] = batch.positions[i];
+  std::vector<int64_t>& piece_item = scratch_.piece_item;  // (round's pieces + 1) each piece's first item
+  for (size_t p0 = 0, p1; p0 < pieces.size(); p0 = p1) {
+    int64_t held = 0;  // the round's parts
+    for (p1 = p0; p1 < pieces.size(); ++p1) {
+      int64_t here = 0;
+      for (int64_t i = pieces[p1].o0; i < pieces[p1].o1; ++i) here += parts_of(i);
+      if (p1 > p0 && held + here > capacity) break;
+      pieces[p1].first = p1 > p0 ? pieces[p1 - 1].first + (pieces[p1 - 1].o1 - pieces[p1 - 1].o0) : 0;
+      held += here;
     }
-    attention_block_tokens(part_of, q_of, t_of, count, cache, layer, chunks[ci].row, kv, block, group, options,
-                           scratch_.attention.data() + t * scratch);
-  });
-  for (int64_t i = 0; i < batch.n; ++i)
-    if (first[i + 1] > first[i])
-      merge_blocks(out + i * H * hd, parts + first[i] * part, KV, (first[i + 1] - first[i]) / KV, group, hd,
-                   options.sinks);
+    // the round's tokens, piece after piece: token k's parts start at first[k]
+    first.assign(1, 0);
+    piece_item.assign(1, 0);
+    for (size_t p = p0; p < p1; ++p) {
+      for (int64_t i = pieces[p].o0; i < pieces[p].o1; ++i) first.push_back(first.back() + parts_of(i));
+      piece_item.push_back(piece_item.back() + parts_of(pieces[p].o1 - 1));  // its last token sees the most blocks
+    }
+    projector_.pool().for_each(piece_item.back(), [&](int64_t item, int t) {
+      const int64_t pi = std::upper_bound(piece_item.begin(), piece_item.end(), item) - piece_item.begin() - 1;
+      const Piece& piece = pieces[p0 + pi];
+      const int64_t blocks = (piece_item[pi + 1] - piece_item[pi]) / KV;
+      const int64_t kv = (item - piece_item[pi]) / blocks, block = (item - piece_item[pi]) % blocks;
+      float* part_of[kTokenByTokenAttention];  // the piece's tokens that see the block
+      const float* q_of[kTokenByTokenAttention];
+      int64_t t_of[kTokenByTokenAttention], count = 0;
+      for (int64_t i = piece.o0, k = piece.first; i < piece.o1; ++i, ++k) {
+        const int64_t own = (first[k + 1] - first[k]) / KV;  // the token's blocks
+        if (block >= own) continue;
+        part_of[count] = parts + (first[k] + kv * own + block) * part;
+        q_of[count] = q + i * ldq;
+        t_of[count++] = batch.positions[i];
+      }
+      attention_block_tokens(part_of, q_of, t_of, count, cache, layer, chunks[piece.ci].row, kv, block, group,
+                             options, scratch_.attention.data() + t * scratch);
+    });
+    for (size_t p = p0; p < p1; ++p)
+      for (int64_t i = pieces[p].o0, k = pieces[p].first; i < pieces[p].o1; ++i, ++k)
+        merge_blocks(out + i * H * hd, parts + first[k] * part, KV, (first[k + 1] - first[k]) / KV, group, hd,
+                     options.sinks);
+  }
 }
 
 void DecoderModel::softcap_logits(float* logits, int64_t rows, int64_t ld) const {
@@ -168,6 +201,11 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
   b.min_count = INT64_MAX;
   b.any_by_tokens = b.any_in_blocks = false;
   b.starts.resize(chunks.size());
+  // the kinds of attention layers: full ones, which attend every chunk token by token, and
+  // sliding windows' rings, which attend long chunks in query blocks (by_tokens)
+  bool full = false, rings = false;
+  for (int64_t l = 0; l < config_.layers; ++l)
+    (cache.capacity(config_.kv_source(l)) < cache.max_context() ? rings : full) = true;
   for (size_t ci = 0; ci < chunks.size(); ++ci) {
     const RowTokens& c = chunks[ci];
     if (c.row < 0 || c.row >= cache.rows())
@@ -202,13 +240,16 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
     }
     b.starts[ci] = start;
     b.n += c.count;
-    // a prompt's rest: its first query block padded to its aligned start
-    const int64_t rows = c.count + (c.in_blocks ? start % kPrefillChunk : 0);
-    b.max_scores = std::max(b.max_scores, rows * (start + c.count));
     b.end = std::max(b.end, start + c.count);
     b.max_count = std::max(b.max_count, c.count);
     b.min_count = std::min(b.min_count, c.count);
-    (by_tokens(c) ? b.any_by_tokens : b.any_in_blocks) = true;
+    if (full || short_chunk(c)) b.any_by_tokens = true;
+    if (rings && !short_chunk(c)) {
+      b.any_in_blocks = true;
+      // a prompt's rest: its first query block padded to its aligned start
+      const int64_t rows = c.count + (c.in_blocks ? start % kPrefillChunk : 0);
+      b.max_scores = std::max(b.max_scores, rows * (start + c.count));
+    }
   }
   b.positions.resize(b.n);
   b.tokens.resize(b.n);
@@ -229,19 +270,32 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
   };
   grow(scratch_.scores, all_scores);
   const int64_t max_hd = config_.max_head_dim();
-  if (b.any_by_tokens) {  // short chunks: blocks of positions (attend_tokens)
-    int64_t blocks = 0;  // at most: every layer's window full
-    for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci)
-      if (by_tokens(chunks[ci]))
-        for (int64_t i = 0; i < chunks[ci].count; ++i) blocks += key_blocks(b.positions[o + i], 0);
+  if (b.any_by_tokens) {  // blocks of positions (attend_tokens)
     int64_t per_block = 0, per_thread = 0;  // the largest over the layers' shapes
     for (int64_t l = 0; l < config_.layers; ++l) {
       const int64_t kvh = config_.kv_heads_of(l), group = config_.heads / kvh, hd = config_.head_dim_of(l);
       per_block = std::max(per_block, kvh * block_part_floats(group, hd));
       per_thread = std::max(per_thread, block_scratch_floats(group, hd));
     }
-    grow(scratch_.parts, blocks * per_block);
+    // at most (every layer's window full): the blocks of all the tokens attended token by token,
+    // and of the largest piece (attend_tokens' rounds hold at least one)
+    int64_t blocks = 0, piece_blocks = 0, pieces = 0;
+    for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci) {
+      if (!full && !short_chunk(chunks[ci])) continue;
+      for (int64_t i0 = 0; i0 < chunks[ci].count; i0 += kTokenByTokenAttention, ++pieces) {
+        int64_t here = 0;
+        for (int64_t i = i0; i < std::min(chunks[ci].count, i0 + kTokenByTokenAttention); ++i)
+          here += key_blocks(b.positions[o + i], 0);
+        blocks += here;
+        piece_blocks = std::max(piece_blocks, here);
+      }
+    }
+    const int64_t held = std::max(piece_blocks, std::min(blocks, attention_parts_budget() / per_block));
+    grow(scratch_.parts, limits::checked_mul(held, per_block, "attention parts"));
     grow(scratch_.attention, threads * per_thread);
+    scratch_.pieces.reserve(pieces);
+    scratch_.piece_item.reserve(pieces + 1);
+    scratch_.first_item.reserve(n + 1);
   }
   if (b.any_in_blocks && cache.type() != KVType::Float32)  // a prefill's spans of keys and values as floats
     grow(scratch_.kv, limits::checked_mul(threads, 2 * b.end * max_hd, "attention keys and values"));

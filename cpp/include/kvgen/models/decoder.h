@@ -59,11 +59,11 @@ class DecoderModel : public Model {
     std::vector<int64_t> tokens;     // (n) token ids
     int64_t n = 0;
     int64_t end = 0;                 // one past the largest position (<= context_length)
-    int64_t max_scores = 0;          // attention scratch: max over chunks of count * (start + count)
+    int64_t max_scores = 0;          // attention scratch: max over the chunks in query blocks of count * (start + count)
     int64_t max_count = 0;           // the longest chunk
     int64_t min_count = 0;           // the shortest chunk
-    bool any_by_tokens = false;      // some chunk is attended token by token
-    bool any_in_blocks = false;      // some chunk is attended in query blocks
+    bool any_by_tokens = false;      // some chunk is attended token by token (in some layer)
+    bool any_in_blocks = false;      // some chunk is attended in query blocks (in a ring)
   };
 
   // Called once per forward, after the request checks and before embed: grows the
@@ -250,11 +250,20 @@ class DecoderModel : public Model {
   Projector projector_;   // runs every product (the pool is held for each forward)
 
  private:
-  // attend() for chunks of at most kTokenByTokenAttention tokens, whose keys and values
-  // are in the cache: every token's attention cut into items of one kv head and one block
-  // of positions (attention.h) that the threads share, then merged token by token.
+  // attend() for the chunks it attends token by token (every chunk, or in a sliding window's
+  // ring, the chunks of at most kTokenByTokenAttention tokens), whose keys and values are in the
+  // cache: every token's attention cut into items of one kv head and one block of positions
+  // (attention.h) that the threads share, then merged token by token.
   void attend_tokens(float* out, const float* q, int64_t ldq, int64_t layer, const ForwardPass& batch, KVCache& cache,
-                     const AttentionOptions& options);
+                     const AttentionOptions& options, bool ring);
+
+  // attend_tokens' unit of tokens: tokens [o0, o1) of the batch (of chunk ci), at most
+  // kTokenByTokenAttention, which share each block's keys and values; `first`: the index of
+  // its first token among its round's.
+  struct Piece {
+    size_t ci;
+    int64_t o0, o1, first;
+  };
 
   // The final-logit soft-cap over rows of logits (rows, vocab; row stride ld).
   void softcap_logits(float* logits, int64_t rows, int64_t ld) const;
@@ -288,11 +297,11 @@ class DecoderModel : public Model {
     xt::xtensor<float, 1> scores;  // (threads, ForwardPass::max_scores) each thread's attention probabilities
     xt::xtensor<float, 1> kv;      // (threads, 2, ForwardPass::end, head_dim) a prefill's keys, values as floats (half cache)
     xt::xtensor<float, 1> padded;  // (threads, 2, kPrefillChunk, heads * head_dim) a padded query block's queries, outputs
-    xt::xtensor<float, 1> parts;   // (items, block_part_floats) decode: each item's partial attention
-    xt::xtensor<float, 1> attention;  // (threads, block_scratch_floats) decode: each thread's scratch
-    std::vector<int64_t> first_item;  // (n + 1) decode: each token's first part
-    std::vector<int64_t> chunk_item;  // (chunks + 1) decode: each chunk's first item
-    std::vector<int64_t> chunk_token; // (chunks + 1) decode: each chunk's first token
+    xt::xtensor<float, 1> parts;   // (parts, block_part_floats) attend_tokens: a round's partial attention
+    xt::xtensor<float, 1> attention;  // (threads, block_scratch_floats) attend_tokens: each thread's scratch
+    std::vector<Piece> pieces;        // attend_tokens' pieces
+    std::vector<int64_t> first_item;  // (a round's tokens + 1) attend_tokens: each token's first part
+    std::vector<int64_t> piece_item;  // (a round's pieces + 1) attend_tokens: each piece's first item
     xt::xtensor<float, 2> logits;  // (chunks, vocab) LM head output when rows are out of order
   };
 

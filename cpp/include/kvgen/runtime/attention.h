@@ -21,10 +21,12 @@ struct AttentionOptions {
   const float* sinks = nullptr;
 };
 
-// Chunks of at most this many tokens attend token by token in blocks (attention_block:
-// each token gets the sums decoding it alone gives, so speculative verification is exact);
-// longer ones (prefill) with matrix products (causal_attention). A prefill chunk is 32
-// tokens (slot_cache.h).
+// Tokens attend one by one in blocks of positions (attention_block): each token gets the sums
+// decoding it alone gives, so speculative verification is exact and a prompt's prefill attends
+// as its decode would. A forward pass cuts a chunk into pieces of at most this many tokens,
+// which share each block's keys and values. In a sliding window's ring (fewer slots than the
+// context), only chunks of at most this many tokens do; longer ones (a prefill's) attend in query
+// blocks with matrix products (causal_attention). A prefill chunk is 32 tokens (slot_cache.h).
 inline constexpr int64_t kTokenByTokenAttention = 16;
 
 // For the `count` tokens of `row` at positions [start, start + count), whose keys and
@@ -74,6 +76,13 @@ void attention_block(float* part, const float* q, KVCache& cache, int64_t layer,
 void attention_block_tokens(float* const* parts, const float* const* q, const int64_t* t, int64_t count,
                             KVCache& cache, int64_t layer, int64_t row, int64_t kv_head, int64_t block, int64_t group,
                             const AttentionOptions& options, float* scratch);
+
+// The floats of parts (block_part_floats each) a forward pass holds at once for the tokens it
+// attends token by token, where they need more than one piece of kTokenByTokenAttention tokens
+// does (decoder.cpp cuts them into rounds): 4 Mi floats (16 MiB) by default. The rounds give the
+// same parts as one pass; tests lower it (_core._set_attention_parts_budget) to run many.
+int64_t attention_parts_budget();
+void set_attention_parts_budget(int64_t floats);
 
 // out (kv_heads * group * head_dim) = one token's attention from its items' parts
 // (kv_heads, blocks, block_part_floats), blocks merged in order; sinks (kv_heads * group) or

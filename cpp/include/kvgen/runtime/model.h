@@ -14,11 +14,12 @@
 
 namespace kvgen {
 
-// Prompts are fed in chunks of this many tokens from their start (kvgen.generation.engine),
-// and a forward pass attends the queries of a chunk a block of this many positions at a time
-// (a block ends at each multiple of it), so a prompt gets the same logits, bit for bit, alone
-// or batched, fed one chunk per pass or several (one attention call over a longer block
-// would sum in another order). 32 tokens: a step that carries a chunk costs about 3x a
+// Prompts are fed in chunks of this many tokens from their start (kvgen.generation.engine).
+// A layer that keeps every position attends each token on its own (attention.h); a sliding
+// window's ring attends the queries of a chunk a block of this many positions at a time (a block
+// ends at each multiple of it). Either way a prompt gets the same logits, bit for bit, alone or
+// batched, fed one chunk per pass or several (one attention call over a longer block would sum
+// in another order). 32 tokens: a step that carries a chunk costs about 3x a
 // decode step of 8 rows (128: 6x).
 inline constexpr int64_t kPrefillChunk = 32;
 
@@ -32,9 +33,10 @@ struct RowTokens {
   // decoding verifies a row's drafts with them).
   float* logits = nullptr;
   // The rest of a prompt whose first positions are cached (a reused prefix): attended as a fresh
-  // prefill of the whole prompt attends it, in kPrefillChunk-aligned query blocks even when the
-  // chunk is short, its first block computed whole from its aligned start (the cached positions'
-  // queries padded), so that every position gets the numbers a fresh prefill gives it.
+  // prefill of the whole prompt attends it. In a sliding window's ring that is in
+  // kPrefillChunk-aligned query blocks even when the chunk is short, its first block computed
+  // whole from its aligned start (the cached positions' queries padded), so that every position
+  // gets the numbers a fresh prefill gives it; other layers attend each token on its own anyway.
   bool in_blocks = false;
   // Without all_positions: when set, the final-normed hidden states of every token of the chunk,
   // (count, hidden), the LM head's input, are written here instead of any logits (embeddings:
