@@ -17,14 +17,26 @@ namespace kvgen {
 
 namespace {
 
-// Whether a chunk is attended token by token (attend_tokens) in a layer: always where the layer
-// keeps every position of its rows; in a sliding window's ring (ring: fewer slots than the
-// context), only chunks of at most kTokenByTokenAttention tokens (decode, verification, a prompt's
-// short last piece) that are not a prompt's rest (RowTokens::in_blocks), since a longer chunk's
-// keys and values would overwrite positions its first tokens see (attend cuts those into blocks
-// that fit, attended with matrix products).
+// Heads at most this wide attend long chunks token by token. Wider ones (Gemma 3's 256) in query
+// blocks: the token loops' accumulators of a group's heads outgrow the registers, and a
+// 2,000-token prefill of Gemma 3 270M ran 0.91x the query blocks' speed token by token.
+constexpr int64_t kTokenByTokenHeadDim = 128;
+
+// Whether a layer (the one whose keys and values it reads) attends long chunks in
+// kPrefillChunk-aligned query blocks with matrix products rather than token by token: a sliding
+// window's ring (fewer slots than the context), where a long chunk's keys and values would
+// overwrite positions its first tokens see (attend cuts those chunks into blocks that fit), and
+// heads wider than kTokenByTokenHeadDim.
+bool query_blocks(const KVCache& cache, int64_t layer) {
+  return cache.capacity(layer) < cache.max_context() || cache.head_dim(layer) > kTokenByTokenHeadDim;
+}
+
+// Whether a chunk is attended token by token (attend_tokens) in a layer: every chunk, unless the
+// layer attends in query blocks; then only chunks of at most kTokenByTokenAttention tokens
+// (decode, verification, a prompt's short last piece) that are not a prompt's rest
+// (RowTokens::in_blocks).
 bool short_chunk(const RowTokens& c) { return c.count <= kTokenByTokenAttention && !c.in_blocks; }
-bool by_tokens(const RowTokens& c, bool ring) { return !ring || short_chunk(c); }
+bool by_tokens(const RowTokens& c, bool in_query_blocks) { return !in_query_blocks || short_chunk(c); }
 
 std::atomic<int64_t> parts_budget{int64_t{1} << 22};
 
@@ -57,7 +69,7 @@ void DecoderModel::attend(float* out, const float* q, int64_t ldq, const float* 
   // Tokens of each chunk written and attended at once: all of them, unless the layer
   // keeps a ring shorter than the context; then as many as the ring holds beyond the
   // window, so that writing a block overwrites only positions that no token of it sees.
-  const bool ring = slots < cache.max_context();
+  const bool ring = slots < cache.max_context(), in_query_blocks = query_blocks(cache, layer);
   const int64_t block = ring ? slots - options.window + 1 : batch.max_count;
   float* scores = scratch_.scores.data();  // (threads, batch.max_scores), reserved by forward
   for (int64_t b0 = 0; b0 < batch.max_count; b0 += block) {
@@ -68,13 +80,13 @@ void DecoderModel::attend(float* out, const float* q, int64_t ldq, const float* 
     }
     // the chunks attended token by token (by_tokens) in blocks of positions; in a ring they are
     // short and whole in the first block (a ring keeps 32 beyond its window)
-    if (b0 == 0 && batch.any_by_tokens) attend_tokens(out, q, ldq, layer, batch, cache, options, ring);
-    if (!ring || !batch.any_in_blocks) continue;
+    if (b0 == 0 && batch.any_by_tokens) attend_tokens(out, q, ldq, layer, batch, cache, options, in_query_blocks);
+    if (!in_query_blocks || !batch.any_in_blocks) continue;
     // every longer chunk's attention for this block, in kPrefillChunk-aligned query blocks (model.h)
     std::vector<QueryBlock>& blocks = scratch_.query_blocks;
     blocks.clear();
     for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci) {
-      if (by_tokens(chunks[ci], ring)) continue;
+      if (by_tokens(chunks[ci], in_query_blocks)) continue;
       const int64_t end = std::min(chunks[ci].count, b0 + block);
       for (int64_t i0 = b0, i1; i0 < end; i0 = i1) {
         i1 = std::min(end, i0 + kPrefillChunk - (batch.starts[ci] + i0) % kPrefillChunk);
@@ -113,7 +125,7 @@ void DecoderModel::attend(float* out, const float* q, int64_t ldq, const float* 
 }
 
 void DecoderModel::attend_tokens(float* out, const float* q, int64_t ldq, int64_t layer, const ForwardPass& batch,
-                                 KVCache& cache, const AttentionOptions& options, bool ring) {
+                                 KVCache& cache, const AttentionOptions& options, bool in_query_blocks) {
   const int64_t H = config_.heads, KV = cache.kv_heads(layer), hd = cache.head_dim(layer), group = H / KV;
   const std::vector<RowTokens>& chunks = *batch.chunks;
   const int64_t part = block_part_floats(group, hd), scratch = block_scratch_floats(group, hd);
@@ -124,7 +136,7 @@ void DecoderModel::attend_tokens(float* out, const float* q, int64_t ldq, int64_
   std::vector<Piece>& pieces = scratch_.pieces;
   pieces.clear();
   for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci)
-    if (by_tokens(chunks[ci], ring))
+    if (by_tokens(chunks[ci], in_query_blocks))
       for (int64_t i0 = 0; i0 < chunks[ci].count; i0 += kTokenByTokenAttention)
         pieces.push_back({ci, static_cast<int64_t>(o) + i0,
                           static_cast<int64_t>(o) + std::min(chunks[ci].count, i0 + kTokenByTokenAttention), 0});
@@ -201,11 +213,10 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
   b.min_count = INT64_MAX;
   b.any_by_tokens = b.any_in_blocks = false;
   b.starts.resize(chunks.size());
-  // the kinds of attention layers: full ones, which attend every chunk token by token, and
-  // sliding windows' rings, which attend long chunks in query blocks (by_tokens)
-  bool full = false, rings = false;
-  for (int64_t l = 0; l < config_.layers; ++l)
-    (cache.capacity(config_.kv_source(l)) < cache.max_context() ? rings : full) = true;
+  // the kinds of attention layers: those that attend every chunk token by token, and those that
+  // attend long chunks in query blocks (by_tokens)
+  bool by_token_layers = false, block_layers = false;
+  for (int64_t l = 0; l < config_.layers; ++l) (query_blocks(cache, config_.kv_source(l)) ? block_layers : by_token_layers) = true;
   for (size_t ci = 0; ci < chunks.size(); ++ci) {
     const RowTokens& c = chunks[ci];
     if (c.row < 0 || c.row >= cache.rows())
@@ -243,8 +254,8 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
     b.end = std::max(b.end, start + c.count);
     b.max_count = std::max(b.max_count, c.count);
     b.min_count = std::min(b.min_count, c.count);
-    if (full || short_chunk(c)) b.any_by_tokens = true;
-    if (rings && !short_chunk(c)) {
+    if (by_token_layers || short_chunk(c)) b.any_by_tokens = true;
+    if (block_layers && !short_chunk(c)) {
       b.any_in_blocks = true;
       // a prompt's rest: its first query block padded to its aligned start
       const int64_t rows = c.count + (c.in_blocks ? start % kPrefillChunk : 0);
@@ -281,7 +292,7 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
     // and of the largest piece (attend_tokens' rounds hold at least one)
     int64_t blocks = 0, piece_blocks = 0, pieces = 0;
     for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci) {
-      if (!full && !short_chunk(chunks[ci])) continue;
+      if (!by_token_layers && !short_chunk(chunks[ci])) continue;
       for (int64_t i0 = 0; i0 < chunks[ci].count; i0 += kTokenByTokenAttention, ++pieces) {
         int64_t here = 0;
         for (int64_t i = i0; i < std::min(chunks[ci].count, i0 + kTokenByTokenAttention); ++i)

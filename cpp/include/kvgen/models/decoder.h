@@ -63,7 +63,7 @@ class DecoderModel : public Model {
     int64_t max_count = 0;           // the longest chunk
     int64_t min_count = 0;           // the shortest chunk
     bool any_by_tokens = false;      // some chunk is attended token by token (in some layer)
-    bool any_in_blocks = false;      // some chunk is attended in query blocks (in a ring)
+    bool any_in_blocks = false;      // some chunk is attended in query blocks (in some layer)
   };
 
   // Called once per forward, after the request checks and before embed: grows the
@@ -250,12 +250,13 @@ class DecoderModel : public Model {
   Projector projector_;   // runs every product (the pool is held for each forward)
 
  private:
-  // attend() for the chunks it attends token by token (every chunk, or in a sliding window's
-  // ring, the chunks of at most kTokenByTokenAttention tokens), whose keys and values are in the
-  // cache: every token's attention cut into items of one kv head and one block of positions
-  // (attention.h) that the threads share, then merged token by token.
+  // attend() for the chunks it attends token by token (every chunk, or where the layer attends
+  // in query blocks, the chunks of at most kTokenByTokenAttention tokens: decoder.cpp's
+  // query_blocks), whose keys and values are in the cache: every token's attention cut into items
+  // of one kv head and one block of positions (attention.h) that the threads share, then merged
+  // token by token.
   void attend_tokens(float* out, const float* q, int64_t ldq, int64_t layer, const ForwardPass& batch, KVCache& cache,
-                     const AttentionOptions& options, bool ring);
+                     const AttentionOptions& options, bool in_query_blocks);
 
   // attend_tokens' unit of tokens: tokens [o0, o1) of the batch (of chunk ci), at most
   // kTokenByTokenAttention, which share each block's keys and values; `first`: the index of
