@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from teacher_forcing import slot_logits
 
 import kvgen
 from kvgen import _core
@@ -47,17 +48,6 @@ def test_a_prompt_gets_the_same_logits_in_one_pass_as_in_one_chunk_per_pass(smol
 
 
 
-def _teacher_forced(model, prompt: np.ndarray, chunk: int) -> np.ndarray:
-    """The logits of every position of the prompt, fed `chunk` tokens per forward pass."""
-    slots = _core._ModelSlots(model._core, 1, prompt.size + 1, chunk)
-    out = []
-    for a in range(0, prompt.size, chunk):
-        part = prompt[a:a + chunk]
-        slots.forward([(0, part)], verify=[0])
-        out.append(np.array(slots.verify_logits[0, :part.size]))
-    return np.concatenate(out)
-
-
 def test_a_full_attention_prompt_gets_the_logits_of_its_decode_steps(smollm2_model):
     """SmolLM2 keeps every position in every layer, so a long prompt chunk attends token by token
     (pieces of TOKEN_BY_TOKEN_ATTENTION tokens sharing each block of keys and values): every
@@ -68,15 +58,15 @@ def test_a_full_attention_prompt_gets_the_logits_of_its_decode_steps(smollm2_mod
     threads = kvgen.get_num_threads()
     try:
         kvgen.set_num_threads(1)
-        steps = _teacher_forced(smollm2_model, prompt, 1)
+        steps = slot_logits(smollm2_model, prompt, 1)
         assert np.isfinite(steps).all()
         for t in (1, 2):
             kvgen.set_num_threads(t)
-            np.testing.assert_array_equal(_teacher_forced(smollm2_model, prompt, prompt.size), steps)
-            np.testing.assert_array_equal(_teacher_forced(smollm2_model, prompt, 4 * PREFILL_CHUNK), steps)
+            np.testing.assert_array_equal(slot_logits(smollm2_model, prompt, prompt.size), steps)
+            np.testing.assert_array_equal(slot_logits(smollm2_model, prompt, 4 * PREFILL_CHUNK), steps)
             before = _core._set_attention_parts_budget(0)
             try:
-                np.testing.assert_array_equal(_teacher_forced(smollm2_model, prompt, prompt.size), steps)
+                np.testing.assert_array_equal(slot_logits(smollm2_model, prompt, prompt.size), steps)
             finally:
                 _core._set_attention_parts_budget(before)
     finally:

@@ -19,7 +19,7 @@ import pytest
 import torch
 from engine_steps import decode_step_logits_at
 from llama_models import random_llama
-from teacher_forcing import TEXT, perplexity
+from teacher_forcing import TEXT, perplexity, slot_logits
 
 import kvgen
 from kvgen import _core
@@ -64,24 +64,12 @@ def test_the_dtype_is_chosen_at_load_and_checked(smollm2_file):
         model.kv_cache_dtype = "auto"  # read-only: chosen at load
 
 
-def _slot_logits(model, ids: np.ndarray, chunk: int) -> np.ndarray:
-    """Teacher-forced logits [len(ids), vocab] through one cache slot, `chunk` tokens per
-    forward: chunks of at most _TOKEN_BY_TOKEN_ATTENTION tokens go through decode attention."""
-    slots = _core._ModelSlots(model._core, 1, len(ids) + chunk, chunk)
-    out = []
-    for a in range(0, len(ids), chunk):
-        part = ids[a:a + chunk]
-        slots.forward([(0, part)], verify=[0])
-        out.append(np.array(slots.verify_logits[0, :len(part)]))
-    return np.concatenate(out)
-
-
 def test_smollm2_teacher_forced_agrees_with_transformers(int8_model, smollm2_hf_model):
     ids = np.asarray(int8_model.encode(TEXT.read_text(encoding="utf-8"))[:N_TEXT], dtype=np.int64)
     with torch.inference_mode():
         ref = smollm2_hf_model(torch.from_numpy(ids)[None], use_cache=False).logits[0].float().numpy()
     assert _core._TOKEN_BY_TOKEN_ATTENTION >= 16
-    runs = {"one forward": int8_model.forward(ids[None])[0], "decode attention": _slot_logits(int8_model, ids, 16)}
+    runs = {"one forward": int8_model.forward(ids[None])[0], "decode attention": slot_logits(int8_model, ids, 16)}
     for name, logits in runs.items():
         agreement = float((logits.argmax(-1) == ref.argmax(-1)).mean())
         assert agreement >= INT8_MIN_ARGMAX_AGREEMENT, f"{name}: argmax agrees at {agreement:.2%}"

@@ -23,3 +23,18 @@ def perplexity(logits: np.ndarray, ids: np.ndarray) -> float:
     mean negative log-likelihood of each token from the logits at the position before it."""
     logp = log_softmax64(logits[:-1])
     return float(np.exp(-logp[np.arange(len(ids) - 1), ids[1:]].mean()))
+
+
+def slot_logits(model, ids: np.ndarray, chunk: int) -> np.ndarray:
+    """Teacher-forced logits [len(ids), vocab] through one cache slot of the engine's cache
+    (``_core._ModelSlots``), `chunk` tokens per forward pass, every position's logits returned as
+    a verify pass returns them."""
+    from kvgen import _core
+
+    slots = _core._ModelSlots(model._core, 1, len(ids) + chunk, chunk)
+    out = []
+    for a in range(0, len(ids), chunk):
+        part = ids[a:a + chunk]
+        slots.forward([(0, part)], verify=[0])
+        out.append(np.array(slots.verify_logits[0, :len(part)]))
+    return np.concatenate(out)

@@ -38,6 +38,17 @@ bool query_blocks(const KVCache& cache, int64_t layer) {
 bool short_chunk(const RowTokens& c) { return c.count <= kTokenByTokenAttention && !c.in_blocks; }
 bool by_tokens(const RowTokens& c, bool in_query_blocks) { return !in_query_blocks || short_chunk(c); }
 
+// f(ci, o0, o1) for each piece of the chunks that attend token by token (attended(chunk)): runs of
+// at most kTokenByTokenAttention tokens of chunk ci, tokens [o0, o1) of the batch.
+template <class Attended, class F>
+void for_each_piece(const std::vector<RowTokens>& chunks, Attended&& attended, F&& f) {
+  for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci)
+    if (attended(chunks[ci]))
+      for (int64_t i0 = 0; i0 < chunks[ci].count; i0 += kTokenByTokenAttention)
+        f(ci, static_cast<int64_t>(o) + i0,
+          static_cast<int64_t>(o) + std::min(chunks[ci].count, i0 + kTokenByTokenAttention));
+}
+
 std::atomic<int64_t> parts_budget{int64_t{1} << 22};
 
 }  // namespace
@@ -135,11 +146,8 @@ void DecoderModel::attend_tokens(float* out, const float* q, int64_t ldq, int64_
   // held at once
   std::vector<Piece>& pieces = scratch_.pieces;
   pieces.clear();
-  for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci)
-    if (by_tokens(chunks[ci], in_query_blocks))
-      for (int64_t i0 = 0; i0 < chunks[ci].count; i0 += kTokenByTokenAttention)
-        pieces.push_back({ci, static_cast<int64_t>(o) + i0,
-                          static_cast<int64_t>(o) + std::min(chunks[ci].count, i0 + kTokenByTokenAttention), 0});
+  for_each_piece(chunks, [&](const RowTokens& c) { return by_tokens(c, in_query_blocks); },
+                 [&](size_t ci, int64_t o0, int64_t o1) { pieces.push_back({ci, o0, o1, 0}); });
   const auto parts_of = [&](int64_t i) { return KV * key_blocks(batch.positions[i], options.window); };
   const int64_t capacity = static_cast<int64_t>(scratch_.parts.size()) / part;  // parts a round may hold
   float* parts = scratch_.parts.data();
@@ -153,20 +161,18 @@ void DecoderModel::attend_tokens(float* out, const float* q, int64_t ldq, int64_
   // token is alone in its pass, so its part, and the pass's output, are unchanged bit for bit.
   std::vector<int64_t>& piece_item = scratch_.piece_item;  // (round's pieces + 1) each piece's first item
   for (size_t p0 = 0, p1; p0 < pieces.size(); p0 = p1) {
-    int64_t held = 0;  // the round's parts
-    for (p1 = p0; p1 < pieces.size(); ++p1) {
-      int64_t here = 0;
-      for (int64_t i = pieces[p1].o0; i < pieces[p1].o1; ++i) here += parts_of(i);
-      if (p1 > p0 && held + here > capacity) break;
-      pieces[p1].first = p1 > p0 ? pieces[p1 - 1].first + (pieces[p1 - 1].o1 - pieces[p1 - 1].o0) : 0;
-      held += here;
-    }
-    // the round's tokens, piece after piece: token k's parts start at first[k]
+    // the round's tokens, piece after piece: token k's parts start at first[k] (first.back(): the
+    // round's parts so far)
     first.assign(1, 0);
     piece_item.assign(1, 0);
-    for (size_t p = p0; p < p1; ++p) {
-      for (int64_t i = pieces[p].o0; i < pieces[p].o1; ++i) first.push_back(first.back() + parts_of(i));
-      piece_item.push_back(piece_item.back() + parts_of(pieces[p].o1 - 1));  // its last token sees the most blocks
+    for (p1 = p0; p1 < pieces.size(); ++p1) {
+      Piece& piece = pieces[p1];
+      int64_t here = 0;
+      for (int64_t i = piece.o0; i < piece.o1; ++i) here += parts_of(i);
+      if (p1 > p0 && first.back() + here > capacity) break;
+      piece.first = static_cast<int64_t>(first.size()) - 1;
+      for (int64_t i = piece.o0; i < piece.o1; ++i) first.push_back(first.back() + parts_of(i));
+      piece_item.push_back(piece_item.back() + parts_of(piece.o1 - 1));  // its last token sees the most blocks
     }
     projector_.pool().for_each(piece_item.back(), [&](int64_t item, int t) {
       const int64_t pi = std::upper_bound(piece_item.begin(), piece_item.end(), item) - piece_item.begin() - 1;
@@ -291,16 +297,14 @@ void DecoderModel::forward(const std::vector<RowTokens>& chunks, KVCache& cache,
     // at most (every layer's window full): the blocks of all the tokens attended token by token,
     // and of the largest piece (attend_tokens' rounds hold at least one)
     int64_t blocks = 0, piece_blocks = 0, pieces = 0;
-    for (size_t ci = 0, o = 0; ci < chunks.size(); o += chunks[ci].count, ++ci) {
-      if (!by_token_layers && !short_chunk(chunks[ci])) continue;
-      for (int64_t i0 = 0; i0 < chunks[ci].count; i0 += kTokenByTokenAttention, ++pieces) {
-        int64_t here = 0;
-        for (int64_t i = i0; i < std::min(chunks[ci].count, i0 + kTokenByTokenAttention); ++i)
-          here += key_blocks(b.positions[o + i], 0);
-        blocks += here;
-        piece_blocks = std::max(piece_blocks, here);
-      }
-    }
+    for_each_piece(chunks, [&](const RowTokens& c) { return by_token_layers || short_chunk(c); },
+                   [&](size_t, int64_t o0, int64_t o1) {
+                     int64_t here = 0;
+                     for (int64_t i = o0; i < o1; ++i) here += key_blocks(b.positions[i], 0);
+                     blocks += here;
+                     piece_blocks = std::max(piece_blocks, here);
+                     ++pieces;
+                   });
     const int64_t held = std::max(piece_blocks, std::min(blocks, attention_parts_budget() / per_block));
     grow(scratch_.parts, limits::checked_mul(held, per_block, "attention parts"));
     grow(scratch_.attention, threads * per_thread);
