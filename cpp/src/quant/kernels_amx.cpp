@@ -219,6 +219,10 @@ template <class L, int Parts>
 // stores block i's products (three product buffers): Q4_0 / Q4_K products of 128 rows 1.05-1.1x
 // faster than products, store and folds block by block. Q6_K, whose four product tiles a block
 // take longer to store, measured 0.9-0.95x that way and folds each block right after its store.
+// The folds are the bound: about 53% of a 128-row Q4_K product (2816 x 1024, one thread), the tile
+// stores 17%. Alternating two sets of B and C tiles between blocks ran 0.87-0.89x, and keeping the
+// accumulators off the stack (GCC spills them here) 0.97-1.01x
+// (docs/benchmarks/2026-12-07-few-row-goals-and-tile-trials.md).
 template <class L>
 constexpr int kFoldLag = kTwoHalves<L> ? 0 : 2;
 
