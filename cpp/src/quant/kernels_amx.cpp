@@ -20,7 +20,8 @@
 // their fold reads those from the plain layout: fold_lookup_row.)
 //
 // A group's quants are unpacked once per call into the calling thread's buffer, with each
-// block's fold vectors, and then serve every pass of rows. Compiled with -mavx512f/bw/vl/vnni
+// block's fold vectors, and then serve every pass of rows; a product of up to 16 rows unpacks
+// each tile as its products reach it instead (StreamedGroup). Compiled with -mavx512f/bw/vl/vnni
 // and -mamx-tile/-mamx-int8 (CMakeLists.txt); dispatch.cpp runs it only after the CPU showed
 // AMX-INT8 and Linux granted the tile data permission (arch_prctl(ARCH_REQ_XCOMP_PERM)).
 #include "kvgen/quant/kernel_abi.h"
@@ -74,41 +75,53 @@ struct alignas(64) BlockWeights {
 template <class L>
 constexpr bool kTwoHalves = split_scales<L>();  // Q6_K (unit_scales.inc; the index types have no tile kernel)
 
+// Blocks a tile of the 32-weight block types (1) and the K-quants (their sub-blocks).
+template <class L>
+constexpr int kBlocksPerTile = [] {
+  if constexpr (L::kFamily == Family::Block)
+    return 1;
+  else
+    return L::kSubBlocks;
+}();
+
+// The blocks of one tile of a 32-weight block type or a K-quant into `to`.
+template <class L>
+[[gnu::always_inline]] inline void prepare_tile(const uint8_t* tile, BlockWeights* to) {
+  if constexpr (L::kFamily == Family::Block) {
+    unpack_tile<L>(tile, to->b[0]);
+    to->fold[0] = load_halves(tile + L::kScalesAt);
+    to->fold[1] = load_mins<L>(tile, to->fold[0]);
+  } else {
+    using S = typename L::Sub;
+    const __m512i zero = _mm512_setzero_si512();
+    const __m512 d = load_halves(tile + L::kDAt);
+    for (int j = 0; j < L::kSubBlocks; ++j) {
+      BlockWeights& bw = to[j];
+      const uint8_t* sub = tile + L::kSubTilesAt + j * S::kTileBytes;
+      if constexpr (kTwoHalves<L>) {
+        __m512i u[8];
+        unpack_tile<S>(sub, u);
+        for (int v = 0; v < 4; ++v) {
+          bw.b[0][v] = u[v], bw.b[0][4 + v] = zero;
+          bw.b[1][v] = zero, bw.b[1][4 + v] = u[4 + v];
+        }
+        bw.fold[0] = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j), d);
+        bw.fold[1] = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j + 1), d);
+      } else {
+        unpack_tile<S>(sub, bw.b[0]);
+        bw.fold[0] = scaled_bytes<false>(tile + L::kScalesAt + kGroupRows * j, d);
+        // fma(-min, s, acc) rounds c - min s once, as the VNNI kernels' fnmadd(min, s, acc)
+        bw.fold[1] = negated(scaled_bytes<false>(tile + L::kMinsAt + kGroupRows * j, load_halves(tile + L::kDminAt)));
+      }
+    }
+  }
+}
+
 // prepare_group for the 32-weight block types and the K-quants.
 template <class L>
 void prepare_blocks(const PackedView& w, int64_t g, BlockWeights* to) {
   const uint8_t* tile = w.data + g * w.blocks * L::kTileBytes;
-  const __m512i zero = _mm512_setzero_si512();
-  for (int64_t tb = 0; tb < w.blocks; ++tb, tile += L::kTileBytes) {
-    if constexpr (L::kFamily == Family::Block) {
-      BlockWeights& bw = to[tb];
-      unpack_tile<L>(tile, bw.b[0]);
-      bw.fold[0] = load_halves(tile + L::kScalesAt);
-      bw.fold[1] = load_mins<L>(tile, bw.fold[0]);
-    } else {
-      using S = typename L::Sub;
-      const __m512 d = load_halves(tile + L::kDAt);
-      for (int j = 0; j < L::kSubBlocks; ++j) {
-        BlockWeights& bw = to[tb * L::kSubBlocks + j];
-        const uint8_t* sub = tile + L::kSubTilesAt + j * S::kTileBytes;
-        if constexpr (kTwoHalves<L>) {
-          __m512i u[8];
-          unpack_tile<S>(sub, u);
-          for (int v = 0; v < 4; ++v) {
-            bw.b[0][v] = u[v], bw.b[0][4 + v] = zero;
-            bw.b[1][v] = zero, bw.b[1][4 + v] = u[4 + v];
-          }
-          bw.fold[0] = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j), d);
-          bw.fold[1] = scaled_bytes<true>(tile + L::kScalesAt + kGroupRows * (2 * j + 1), d);
-        } else {
-          unpack_tile<S>(sub, bw.b[0]);
-          bw.fold[0] = scaled_bytes<false>(tile + L::kScalesAt + kGroupRows * j, d);
-          // fma(-min, s, acc) rounds c - min s once, as the VNNI kernels' fnmadd(min, s, acc)
-          bw.fold[1] = negated(scaled_bytes<false>(tile + L::kMinsAt + kGroupRows * j, load_halves(tile + L::kDminAt)));
-        }
-      }
-    }
-  }
+  for (int64_t tb = 0; tb < w.blocks; ++tb, tile += L::kTileBytes) prepare_tile<L>(tile, to + tb * kBlocksPerTile<L>);
 }
 
 // Group g's blocks into `to`, one per 32 weights of a row (a K-quant's sub-blocks, an IQ4_XS
@@ -226,8 +239,49 @@ template <class L, int Parts>
 template <class L>
 constexpr int kFoldLag = kTwoHalves<L> ? 0 : 2;
 
-template <class L, int R, int Parts>
-void rows_over_group(const BlockWeights* weights, int64_t blocks, const TwoLevelPassBlock* const* parts,
+// Where rows_over_group finds block i's weights: take(i) as its products reach it, then at(i)
+// for its fold (at most kFoldLag blocks later).
+//   PreparedGroup: the whole group unpacked before (prepare_group), for a product of several
+//     calls of rows_over_group a group, which all read it;
+//   StreamedGroup: each tile unpacked as the products reach it (with the VNNI kernels' prefetch,
+//     stream_ahead), into a ring of a few tiles that stays in L1, for products of up to
+//     2 kTwoLevelPassRows rows. Unpacked whole first, a group of K = 4096 takes 147 KB, written
+//     and read back through L2 for one or two passes: 16-row products ran 1.05-1.25x faster
+//     streamed (SmolLM2's 576 x 1536 Q4_1 down projection 1.25x, Q4_K 8192 x 4096 1.06x; one
+//     thread, 24 matrices or one larger than the cache).
+struct PreparedGroup {
+  const BlockWeights* weights;
+  [[gnu::always_inline]] const BlockWeights& take(int64_t i) const { return weights[i]; }
+  [[gnu::always_inline]] const BlockWeights& at(int64_t i) const { return weights[i]; }
+};
+
+template <class L>
+class StreamedGroup {
+ public:
+  StreamedGroup(const PackedView& w, int64_t g) : tiles_(w.data + g * w.blocks * L::kTileBytes) {}
+
+  [[gnu::always_inline]] const BlockWeights& take(int64_t i) {
+    if (i % kPer == 0) {
+      const uint8_t* tile = tiles_ + i / kPer * L::kTileBytes;
+      stream_ahead<L>(tile);
+      prepare_tile<L>(tile, slot(i));
+    }
+    return at(i);
+  }
+  [[gnu::always_inline]] const BlockWeights& at(int64_t i) const { return slot(i)[i % kPer]; }
+
+ private:
+  static constexpr int kPer = kBlocksPerTile<L>;
+  static constexpr int kTiles = (kFoldLag<L> + kPer - 1) / kPer + 1;  // the tiles a fold may still read
+  BlockWeights* slot(int64_t i) { return ring_ + i / kPer % kTiles * kPer; }
+  const BlockWeights* slot(int64_t i) const { return ring_ + i / kPer % kTiles * kPer; }
+
+  const uint8_t* tiles_;
+  BlockWeights ring_[kTiles * kPer];
+};
+
+template <class L, int R, int Parts, class Group>
+void rows_over_group(Group& weights, int64_t blocks, const TwoLevelPassBlock* const* parts,
                      int64_t rows_here, float* out, int64_t ldo, const LevelRows& levels) {
   constexpr int MT = R * Parts;
   constexpr int kLag = kFoldLag<L>;
@@ -236,7 +290,7 @@ void rows_over_group(const BlockWeights* weights, int64_t blocks, const TwoLevel
 #pragma GCC unroll 16
   for (int m = 0; m < MT; ++m) acc[m] = _mm512_setzero_ps();
   const auto fold = [&](int64_t b) {
-    const BlockWeights& bw = weights[b];
+    const BlockWeights& bw = weights.at(b);
     const int32_t(*const products)[16][16] = c[b % (kLag + 1)];
 #pragma GCC unroll 2
     for (int p = 0; p < Parts; ++p) {
@@ -252,7 +306,7 @@ void rows_over_group(const BlockWeights* weights, int64_t blocks, const TwoLevel
     }
   };
   for (int64_t i = 0; i < blocks + kLag; ++i) {
-    if (i < blocks) block_products<L, Parts>(parts, i, weights[i]);
+    if (i < blocks) block_products<L, Parts>(parts, i, weights.take(i));
     if constexpr (kLag > 0) {
       if (i >= kLag) fold(i - kLag);
       if (i < blocks) store_products<L, Parts>(&c[i % (kLag + 1)][0][0][0]);
@@ -289,33 +343,48 @@ template <class L>
 constexpr bool kHasTileKernel =
     L::kFamily == Family::Block || L::kFamily == Family::Super || L::kFamily == Family::Lookup;
 
-// The passes of x's M rows against groups [g0, g1): two passes at a time, then the last.
+// Whether a layout's tiles can be unpacked one at a time (StreamedGroup): the 32-weight block
+// types and the K-quants (the lookup types unpack a group unit by unit, for_each_unit).
+template <class L>
+constexpr bool kStreamable = L::kFamily == Family::Block || L::kFamily == Family::Super;
+
+// The passes of x's M rows against groups [g0, g1): two passes at a time, then the last. Up to
+// 2 kTwoLevelPassRows rows (one or two calls of rows_over_group a group), each call unpacks the
+// tiles as it reaches them (StreamedGroup); more rows share a group unpacked once.
 template <class L>
 void tile_matmul(const PackedView& w, const Int8View& x, int64_t M, float* out, int64_t ldo, int64_t g0,
                  int64_t g1) {
   const int64_t blocks = x.cols / kBlockSize;
   const int64_t passes = (M + kTwoLevelPassRows - 1) / kTwoLevelPassRows;
-  BlockWeights* weights = group_buffer(blocks);
+  const bool streamed = kStreamable<L> && M <= 2 * kTwoLevelPassRows;
+  BlockWeights* weights = streamed ? nullptr : group_buffer(blocks);
   static const TileConfig config = int8_tile_config();
   TileSession tiles(config);
   for (int64_t g = g0; g < g1; ++g) {
-    prepare_group<L>(w, g, weights);
+    if (!streamed) prepare_group<L>(w, g, weights);
     const int64_t rows_here = rows_in_group(w, g);
     float* group_out = out + g * kGroupRows;
+    // rows_over_group of the Parts passes from pass p
+    const auto over = [&]<int R, int Parts>(const TwoLevelPassBlock* const* parts, int64_t p) {
+      const LevelRows levels{x, M, p * kTwoLevelPassRows};
+      float* pass_out = group_out + p * kTwoLevelPassRows * ldo;
+      if constexpr (kStreamable<L>) {
+        if (streamed) {
+          StreamedGroup<L> group(w, g);
+          return rows_over_group<L, R, Parts>(group, blocks, parts, rows_here, pass_out, ldo, levels);
+        }
+      }
+      PreparedGroup group{weights};
+      rows_over_group<L, R, Parts>(group, blocks, parts, rows_here, pass_out, ldo, levels);
+    };
     int64_t p = 0;
     for (; p + 2 <= passes && (p + 2) * kTwoLevelPassRows <= M; p += 2) {
       const TwoLevelPassBlock* parts[2] = {x.passes + p * blocks, x.passes + (p + 1) * blocks};
-      const LevelRows levels{x, M, p * kTwoLevelPassRows};
-      rows_over_group<L, kTwoLevelPassRows, 2>(weights, blocks, parts, rows_here,
-                                               group_out + p * kTwoLevelPassRows * ldo, ldo, levels);
+      over.template operator()<kTwoLevelPassRows, 2>(parts, p);
     }
     for (; p < passes; ++p) {
       const TwoLevelPassBlock* part = x.passes + p * blocks;
-      const LevelRows levels{x, M, p * kTwoLevelPassRows};
-      with_pass_rows(M - p * kTwoLevelPassRows, [&]<int R>() {
-        rows_over_group<L, R, 1>(weights, blocks, &part, rows_here, group_out + p * kTwoLevelPassRows * ldo, ldo,
-                                 levels);
-      });
+      with_pass_rows(M - p * kTwoLevelPassRows, [&]<int R>() { over.template operator()<R, 1>(&part, p); });
     }
   }
 }
@@ -328,7 +397,10 @@ void tile_matmul(const PackedView& w, const Int8View& x, int64_t M, float* out, 
 // level at 8, 1.16x at 16, 1.26-1.30x at 32 and 1.27-1.34x at 128. Each row's output is the same
 // either way. Below 16 rows the tiles also lose inside a model: at 8 rows, where a product alone
 // measured 1.12-1.2x VNNI on matrices in cache, SmolLM2's batch-8 decode ran 0.74-0.83x, and on
-// matrices streamed from memory (16384 x 1536) a product alone ran 0.76x.
+// matrices streamed from memory (16384 x 1536) a product alone ran 0.76x. With each tile
+// unpacked as the products reach it (StreamedGroup), 8-row Q4_K products ran 1.04-1.09x VNNI
+// (2816 x 1024 to 8192 x 4096) but SmolLM2's 8-row Q4_1 products 0.93-1.0x and its batch-8
+// decode still slower, so 8 rows stay on VNNI.
 template <class L>
 constexpr int64_t kMinTileRows = [] {
   if constexpr (L::kFamily == Family::Lookup)
