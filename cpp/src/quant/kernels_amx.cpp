@@ -398,8 +398,8 @@ void tile_matmul(const PackedView& w, const Int8View& x, int64_t M, float* out, 
 // either way. Below 16 rows the tiles also lose inside a model: at 8 rows, where a product alone
 // measured 1.12-1.2x VNNI on matrices in cache, SmolLM2's batch-8 decode ran 0.74-0.83x, and on
 // matrices streamed from memory (16384 x 1536) a product alone ran 0.76x. With each tile
-// unpacked as the products reach it (StreamedGroup), 8-row Q4_K products ran 1.04-1.09x VNNI
-// (2816 x 1024 to 8192 x 4096) but SmolLM2's 8-row Q4_1 products 0.93-1.0x and its batch-8
+// unpacked as the products reach it (StreamedGroup), 8-row Q4_K products ran 1.04-1.11x VNNI
+// (2816 x 1024 to 8192 x 4096) but SmolLM2's 8-row Q4_1 products 0.93-0.94x and its batch-8
 // decode still slower, so 8 rows stay on VNNI.
 template <class L>
 constexpr int64_t kMinTileRows = [] {
