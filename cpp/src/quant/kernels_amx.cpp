@@ -409,6 +409,15 @@ constexpr int64_t kMinTileRows = [] {
     return kTwoHalves<L> || L::kBits == 8 ? int64_t{32} : int64_t{16};
 }();
 
+// Whether M rows take the tiles: from kMinTileRows, and Q6_K and Q8_0 also at 16 rows, one pair of
+// passes unpacked tile by tile (StreamedGroup), where they ran 1.03-1.06x (Q6_K, 8192 x 4096 and
+// 1024 x 2816) and 1.23-1.27x (Q8_0, SmolLM2's 49152 x 576 output and 1536 x 576) VNNI's speed on
+// matrices streamed from memory; their 17-31 rows, the whole group unpacked first, stay on VNNI.
+template <class L>
+bool takes_tiles(int64_t M) {
+  return M >= kMinTileRows<L> || (kStreamable<L> && M == 2 * kTwoLevelPassRows);
+}
+
 // set_amx_tiles' switch (on unless a benchmark turns it off), and amx_tile_products' count.
 std::atomic<bool> tiles_on{true};
 std::atomic<uint64_t> tile_products{0};
@@ -419,7 +428,7 @@ bool matmul_int8x2(const PackedView& w, const Int8View& x, float* out, int64_t l
   if (x.passes != nullptr && tiles_on.load(std::memory_order_relaxed))
     with_layout(w.type, [&]<class L>() {
       if constexpr (kHasTileKernel<L>) {
-        if (M >= kMinTileRows<L>) {
+        if (takes_tiles<L>(M)) {
           tile_matmul<L>(w, x, M, out, ldo, g0, g1);
           tile_products.fetch_add(1, std::memory_order_relaxed);
           tiled = true;
