@@ -245,7 +245,7 @@ constexpr int kFoldLag = kTwoHalves<L> ? 0 : 2;
 //     calls of rows_over_group a group, which all read it;
 //   StreamedGroup: each tile unpacked as the products reach it (with the VNNI kernels' prefetch,
 //     stream_ahead), into a ring of a few tiles that stays in L1, for products of up to
-//     2 kTwoLevelPassRows rows. Unpacked whole first, a group of K = 4096 takes 147 KB, written
+//     kMaxStreamedRows rows. Unpacked whole first, a group of K = 4096 takes 147 KB, written
 //     and read back through L2 for one or two passes: 16-row products ran 1.05-1.25x faster
 //     streamed (SmolLM2's 576 x 1536 Q4_1 down projection 1.25x, Q4_K 8192 x 4096 1.06x; one
 //     thread, 24 matrices or one larger than the cache).
@@ -348,15 +348,18 @@ constexpr bool kHasTileKernel =
 template <class L>
 constexpr bool kStreamable = L::kFamily == Family::Block || L::kFamily == Family::Super;
 
+// The most rows whose products unpack tile by tile: one pair of passes.
+constexpr int64_t kMaxStreamedRows = 2 * kTwoLevelPassRows;
+
 // The passes of x's M rows against groups [g0, g1): two passes at a time, then the last. Up to
-// 2 kTwoLevelPassRows rows (one or two calls of rows_over_group a group), each call unpacks the
+// kMaxStreamedRows rows (one or two calls of rows_over_group a group), each call unpacks the
 // tiles as it reaches them (StreamedGroup); more rows share a group unpacked once.
 template <class L>
 void tile_matmul(const PackedView& w, const Int8View& x, int64_t M, float* out, int64_t ldo, int64_t g0,
                  int64_t g1) {
   const int64_t blocks = x.cols / kBlockSize;
   const int64_t passes = (M + kTwoLevelPassRows - 1) / kTwoLevelPassRows;
-  const bool streamed = kStreamable<L> && M <= 2 * kTwoLevelPassRows;
+  const bool streamed = kStreamable<L> && M <= kMaxStreamedRows;
   BlockWeights* weights = streamed ? nullptr : group_buffer(blocks);
   static const TileConfig config = int8_tile_config();
   TileSession tiles(config);
@@ -415,7 +418,7 @@ constexpr int64_t kMinTileRows = [] {
 // matrices streamed from memory; their 17-31 rows, the whole group unpacked first, stay on VNNI.
 template <class L>
 bool takes_tiles(int64_t M) {
-  return M >= kMinTileRows<L> || (kStreamable<L> && M == 2 * kTwoLevelPassRows);
+  return M >= kMinTileRows<L> || (kStreamable<L> && M == kMaxStreamedRows);
 }
 
 // set_amx_tiles' switch (on unless a benchmark turns it off), and amx_tile_products' count.
