@@ -7,6 +7,7 @@
 // code (built without FMA) does.
 #include "activations_avx512.h"
 
+#include "kvgen/quant/activations.h"
 #include "kvgen/quant/kernel_abi.h"
 
 #if KVGEN_X86_KERNELS
@@ -84,7 +85,7 @@ namespace {
 // one block's cost one at a time. The per-block arithmetic is the same operations on the same
 // values: a max or an integer sum is exact in any order, and a vector division or product rounds as
 // the scalar one does, so the gang's quants, scales and sums are quantize_block's bit for bit.
-constexpr int kGang = 16;
+constexpr int kGang = static_cast<int>(kQuantizedTogether);
 
 // lane j = op over the 16 lanes of a[j] (a transpose-and-combine tree, as attention.cpp's
 // sum_lanes16): op must be exact in any order (max, integer addition).

@@ -110,6 +110,9 @@ void Projector::quantize(quant::QuantizedActivations& xq, const float* x, int64_
   const int64_t blocks = xq.blocks(rows);
   const int64_t min_blocks = xq.vectorized() ? kMinVectorQuantBlocks : kMinQuantBlocks;
   const int64_t items = std::min(blocks / min_blocks, int64_t{threads()} * kQuantItemsPerThread);
+  // items' first blocks at multiples of what the quantizer does at once
+  const int64_t together = xq.blocks_at_once(), units = (blocks + together - 1) / together;
+  const auto first_block = [&](int64_t item) { return std::min(blocks, units * item / items * together); };
   if (!pool_ || threads() == 1 || items < 2) {
     if (two_level)
       xq.quantize_two_level(x, rows, ldx);
@@ -120,7 +123,7 @@ void Projector::quantize(quant::QuantizedActivations& xq, const float* x, int64_
   // one input's blocks split among the threads (serial, this was a sixth of a decode step)
   xq.begin_parts(rows, ldx, two_level);
   pool_->for_each(items, [&](int64_t item, int) {
-    xq.quantize_blocks(x, rows, ldx, two_level, blocks * item / items, blocks * (item + 1) / items);
+    xq.quantize_blocks(x, rows, ldx, two_level, first_block(item), first_block(item + 1));
   }, "quantize", xq.cols());
 }
 

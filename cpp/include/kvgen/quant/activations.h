@@ -11,6 +11,9 @@
 
 namespace kvgen::quant {
 
+// Blocks the AVX-512 quantizer quantizes together (activations_avx512.cpp).
+inline constexpr int64_t kQuantizedTogether = 16;
+
 class QuantizedActivations {
  public:
   // Buffers for up to max_rows rows of `cols` values (cols a positive multiple of 32),
@@ -46,6 +49,9 @@ class QuantizedActivations {
   // Whether blocks are quantized with SIMD code (tens of nanoseconds a block, so a row is
   // cheaper done at once than handed out to threads).
   bool vectorized() const { return avx512_; }
+  // Blocks the quantizer does together (the AVX-512 one 16 at a time, from the first block of
+  // a range): the ranges of quantize_blocks best start at multiples of it.
+  int64_t blocks_at_once() const { return avx512_ ? kQuantizedTogether : 1; }
   // The rows quantized last (with their passes where a two-level quantization wrote them).
   Int8View view() const {
     return {q_.data(), d_.data(), s_.data(), half_sums_.data(), rows_, cols_, passes_written_ ? passes_.get() : nullptr};
