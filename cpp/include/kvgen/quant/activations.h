@@ -46,8 +46,8 @@ class QuantizedActivations {
   void quantize_blocks(const float* x, int64_t rows, int64_t ldx, bool two_level, int64_t first, int64_t last);
   int64_t max_rows() const { return max_rows_; }
   int64_t cols() const { return cols_; }
-  // Whether blocks are quantized with SIMD code (tens of nanoseconds a block, so a row is
-  // cheaper done at once than handed out to threads).
+  // Whether blocks are quantized with SIMD code (about ten nanoseconds a block, both levels, so a
+  // row is cheaper done at once than handed out to threads).
   bool vectorized() const { return avx512_; }
   // Blocks the quantizer does together (the AVX-512 one 16 at a time, from the first block of
   // a range): the ranges of quantize_blocks best start at multiples of it.
