@@ -34,7 +34,7 @@ int64_t chunks_of(const Product& p, int64_t chunk) { return (p.w->units() + chun
 
 // Blocks of the input one item of the quantization quantizes (at least), and items per
 // thread (at most): enough to split one 576-wide row, few enough that a hand-out is cheap.
-// The SIMD quantizer does a block in about ten nanoseconds, less than a hand-out costs: it
+// The SIMD quantizer does a block in 8-20 nanoseconds, less than a hand-out costs: it
 // splits only inputs of several rows, in items of a microsecond or more (at 128 blocks an
 // 8-row decode step quantized its 576-wide inputs, 144 blocks, on the caller alone while
 // the other threads waited: 3% of the step's CPU samples).
