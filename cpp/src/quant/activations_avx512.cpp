@@ -28,23 +28,38 @@ namespace {
 
 #include "two_level_rows.inc"  // put_two_level_row
 
+// 16 values x times inv, rounded half away from zero (|v| + 0.5 truncated) and clamped to
+// [-127, 127]: stored as bytes at q and returned as int32.
+[[gnu::always_inline]] inline __m512i quantize_half(__m512 x, __m512 inv, int8_t* q) {
+  const __m512 v = _mm512_mul_ps(x, inv);
+  __m512i magnitude = _mm512_cvttps_epi32(_mm512_add_ps(_mm512_abs_ps(v), _mm512_set1_ps(0.5f)));
+  magnitude = _mm512_min_epi32(magnitude, _mm512_set1_epi32(127));
+  const __mmask16 negative = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
+  const __m512i value = _mm512_mask_sub_epi32(magnitude, negative, _mm512_setzero_si512(), magnitude);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm512_cvtepi32_epi8(value));
+  return value;
+}
+
+// The residual x - scale q of 16 values (product and difference rounded apart: -ffp-contract=off).
+[[gnu::always_inline]] inline __m512 residual_half(__m512 x, __m512 scale, __m512i q) {
+  return _mm512_sub_ps(x, _mm512_mul_ps(scale, _mm512_cvtepi32_ps(q)));
+}
+
+// The lanes of 32 values that hold NaN or inf (x - x is 0 for a finite x and NaN otherwise).
+[[gnu::always_inline]] inline __mmask16 non_finite_lanes(__m512 x0, __m512 x1) {
+  return _mm512_cmp_ps_mask(_mm512_sub_ps(x0, x0), _mm512_sub_ps(x0, x0), _CMP_UNORD_Q) |
+         _mm512_cmp_ps_mask(_mm512_sub_ps(x1, x1), _mm512_sub_ps(x1, x1), _CMP_UNORD_Q);
+}
+
 // The 32 values x0, x1 quantized with the scale d (finite, >= 0): q, s and the two half sums;
 // `values` (2 x 16 int32) keeps the signed quants for the residual.
 [[gnu::always_inline]] inline void quantize_with_scale(__m512 x0, __m512 x1, float d, int8_t* q, float* s_out,
                                                        int32_t* half_sums, __m512i* values) {
-  const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
-  const __m512 inv = _mm512_set1_ps(inverse), half = _mm512_set1_ps(0.5f);
-  const __m512i top = _mm512_set1_epi32(127);
+  const __m512 inv = _mm512_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
   int32_t sums[2];
   for (int h = 0; h < 2; ++h) {
-    const __m512 v = _mm512_mul_ps(h ? x1 : x0, inv);
-    __m512i magnitude = _mm512_cvttps_epi32(_mm512_add_ps(_mm512_abs_ps(v), half));
-    magnitude = _mm512_min_epi32(magnitude, top);
-    const __mmask16 negative = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
-    const __m512i value = _mm512_mask_sub_epi32(magnitude, negative, _mm512_setzero_si512(), magnitude);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16 * h), _mm512_cvtepi32_epi8(value));
-    sums[h] = _mm512_reduce_add_epi32(value);
-    values[h] = value;
+    values[h] = quantize_half(h ? x1 : x0, inv, q + 16 * h);
+    sums[h] = _mm512_reduce_add_epi32(values[h]);
   }
   *s_out = d * static_cast<float>(sums[0] + sums[1]);
   half_sums[0] = sums[0];
@@ -66,10 +81,7 @@ namespace {
 [[gnu::always_inline]] inline float quantize_block(const float* x, int8_t* q, float* d_out, float* s_out,
                                                    int32_t* half_sums, __m512i* values) {
   const __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16);
-  // x - x is 0 for a finite x and NaN otherwise
-  const __mmask16 bad = _mm512_cmp_ps_mask(_mm512_sub_ps(x0, x0), _mm512_sub_ps(x0, x0), _CMP_UNORD_Q) |
-                        _mm512_cmp_ps_mask(_mm512_sub_ps(x1, x1), _mm512_sub_ps(x1, x1), _CMP_UNORD_Q);
-  if (bad) {
+  if (non_finite_lanes(x0, x1)) {
     non_finite_block(q, d_out, s_out, half_sums, values);
     return *d_out;
   }
@@ -119,18 +131,9 @@ template <class Source>
   alignas(64) float inverse[kGang];
   const __mmask16 nonzero = _mm512_cmp_ps_mask(d, _mm512_setzero_ps(), _CMP_NEQ_OQ);
   _mm512_store_ps(inverse, _mm512_maskz_div_ps(nonzero, _mm512_set1_ps(1.0f), d));
-  const __m512 half = _mm512_set1_ps(0.5f);
-  const __m512i top = _mm512_set1_epi32(127);
   for (int j = 0; j < kGang; ++j) {
     const __m512 inv = _mm512_set1_ps(inverse[j]);
-    for (int h = 0; h < 2; ++h) {
-      const __m512 v = _mm512_mul_ps(source(j, h), inv);
-      __m512i magnitude = _mm512_cvttps_epi32(_mm512_add_ps(_mm512_abs_ps(v), half));
-      magnitude = _mm512_min_epi32(magnitude, top);
-      const __mmask16 negative = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
-      values[j][h] = _mm512_mask_sub_epi32(magnitude, negative, _mm512_setzero_si512(), magnitude);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + j * kBlockSize + 16 * h), _mm512_cvtepi32_epi8(values[j][h]));
-    }
+    for (int h = 0; h < 2; ++h) values[j][h] = quantize_half(source(j, h), inv, q + j * kBlockSize + 16 * h);
   }
   __m512 halves[2][kGang];
 #pragma GCC unroll 16
@@ -155,8 +158,7 @@ template <class Source>
 #pragma GCC unroll 16
   for (int j = 0; j < kGang; ++j) {
     const __m512 x0 = _mm512_loadu_ps(xs[j]), x1 = _mm512_loadu_ps(xs[j] + 16);
-    bad |= _mm512_cmp_ps_mask(_mm512_sub_ps(x0, x0), _mm512_sub_ps(x0, x0), _CMP_UNORD_Q) |
-           _mm512_cmp_ps_mask(_mm512_sub_ps(x1, x1), _mm512_sub_ps(x1, x1), _CMP_UNORD_Q);
+    bad |= non_finite_lanes(x0, x1);
     magnitudes[j] = _mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1));
   }
   if (bad) return false;
@@ -170,10 +172,7 @@ template <class Source>
   _mm512_store_ps(scales, d1);
   __m512i unused[kGang][2];
   quantize_gang_level(
-      [&](int j, int h) {
-        const __m512 scale = _mm512_set1_ps(scales[j]);
-        return _mm512_sub_ps(_mm512_loadu_ps(xs[j] + 16 * h), _mm512_mul_ps(scale, _mm512_cvtepi32_ps(values[j][h])));
-      },
+      [&](int j, int h) { return residual_half(_mm512_loadu_ps(xs[j] + 16 * h), _mm512_set1_ps(scales[j]), values[j][h]); },
       _mm512_mul_ps(d1, _mm512_set1_ps(1.0f / (1 << kSecondLevelShift))), q + second * kBlockSize, d + second,
       s + second, half_sums + 2 * second, unused);
   return true;
@@ -192,8 +191,8 @@ template <class Source>
     return;
   }
   const __m512 scale = _mm512_set1_ps(db);
-  const __m512 r0 = _mm512_sub_ps(_mm512_loadu_ps(xb), _mm512_mul_ps(scale, _mm512_cvtepi32_ps(values[0])));
-  const __m512 r1 = _mm512_sub_ps(_mm512_loadu_ps(xb + 16), _mm512_mul_ps(scale, _mm512_cvtepi32_ps(values[1])));
+  const __m512 r0 = residual_half(_mm512_loadu_ps(xb), scale, values[0]);
+  const __m512 r1 = residual_half(_mm512_loadu_ps(xb + 16), scale, values[1]);
   d[second] = db * (1.0f / (1 << kSecondLevelShift));
   quantize_with_scale(r0, r1, d[second], q + second * kBlockSize, s + second, half_sums + 2 * second, unused);
 }
